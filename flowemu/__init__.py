@@ -1,0 +1,28 @@
+"""flowemu: a vectorized flow-level performance emulator for collective communication.
+
+>>> import flowemu
+>>> df = flowemu.simulate("torus:8x8", "ring", "1KiB..1MiB")
+
+The heavy parts (numba kernels, pandas) load on first use, so importing a
+submodule such as ``flowemu.units`` stays cheap.
+"""
+
+__version__ = "0.1.0"
+
+from .errors import ConfigError, FlowEmuError, RoutingError, ScheduleError, SolverError  # noqa: E402
+from .network import Network  # noqa: E402
+
+_LAZY = {
+    "simulate": "api", "time_traffic": "api", "read_traffic": "api", "RESULT_COLUMNS": "api",
+    "profile": "engine", "Profile": "engine", "StepProfile": "engine",
+}
+
+__all__ = ["ConfigError", "FlowEmuError", "RoutingError", "ScheduleError", "SolverError",
+           "Network", "__version__", *_LAZY]
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module 'flowemu' has no attribute {name!r}")

@@ -1,0 +1,262 @@
+"""Schedules (steps of traffic + reduction work) and the algorithm registry.
+
+Byte counts are fractions of the allreduce vector size ``n`` so that one
+schedule serves every size. Ranks are ``0..p-1``; the engine maps rank ``r`` to
+an endpoint of the topology.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from ..errors import ConfigError
+
+#: flow operation on block-level traffic: the receiver adds the data into its own
+REDUCE = 0
+#: flow operation on block-level traffic: the receiver overwrites its own copy
+COPY = 1
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """One step's traffic matrix in COO form.
+
+    Attributes
+    ----------
+    src, dst : int32[F]
+        Sending and receiving rank of each flow.
+    share : float64[F]
+        Bytes of the flow as a fraction of the vector size n.
+    tag : int16[F] or None
+        Which concurrent collective (port) a flow belongs to.
+    block_ptr : int64[F+1] or None
+        Block-level content (for verification at small p): flow ``f`` carries
+        blocks ``block_idx[block_ptr[f]:block_ptr[f+1]]``.
+    block_idx : int32[K] or None
+    op : int8[F] or None
+        :data:`REDUCE` or :data:`COPY` for each flow (block-level only).
+    """
+
+    src: np.ndarray
+    dst: np.ndarray
+    share: np.ndarray
+    tag: np.ndarray | None = None
+    block_ptr: np.ndarray | None = None
+    block_idx: np.ndarray | None = None
+    op: np.ndarray | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "src", np.ascontiguousarray(self.src, dtype=np.int32))
+        object.__setattr__(self, "dst", np.ascontiguousarray(self.dst, dtype=np.int32))
+        object.__setattr__(self, "share", np.ascontiguousarray(self.share, dtype=np.float64))
+        n = len(self.src)
+        if len(self.dst) != n or len(self.share) != n:
+            raise ValueError("Traffic: src, dst and share must have equal length")
+        if self.tag is not None:
+            object.__setattr__(self, "tag", np.ascontiguousarray(self.tag, dtype=np.int16))
+        if self.block_ptr is not None:
+            object.__setattr__(self, "block_ptr",
+                               np.ascontiguousarray(self.block_ptr, dtype=np.int64))
+            object.__setattr__(self, "block_idx",
+                               np.ascontiguousarray(self.block_idx, dtype=np.int32))
+            op = np.zeros(n, np.int8) if self.op is None else self.op
+            object.__setattr__(self, "op", np.ascontiguousarray(op, dtype=np.int8))
+
+    @property
+    def num_flows(self) -> int:
+        return len(self.src)
+
+    @property
+    def has_blocks(self) -> bool:
+        return self.block_ptr is not None
+
+    def key(self) -> bytes:
+        """Bytes identifying the traffic pattern (steps with equal keys are
+        solved once)."""
+        return self.src.tobytes() + b"|" + self.dst.tobytes() + b"|" + self.share.tobytes()
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """Reduction work after a step: node ``node[i]`` combines ``share[i]·n``
+    bytes with fan-in ``fanin[i]`` (number of vectors combined, own included;
+    fan-in 2 is "add one received block to my own")."""
+
+    node: np.ndarray
+    share: np.ndarray
+    fanin: np.ndarray
+
+    def __post_init__(self):
+        object.__setattr__(self, "node", np.ascontiguousarray(self.node, dtype=np.int32))
+        object.__setattr__(self, "share", np.ascontiguousarray(self.share, dtype=np.float64))
+        object.__setattr__(self, "fanin", np.ascontiguousarray(self.fanin, dtype=np.int32))
+
+    @staticmethod
+    def none() -> "Reduction":
+        return Reduction(np.zeros(0, np.int32), np.zeros(0), np.zeros(0, np.int32))
+
+    @staticmethod
+    def from_reduce_flows(traffic: Traffic) -> "Reduction":
+        """Each REDUCE flow's receiver combines the flow's bytes with its own
+        copy (fan-in 2 per flow). Copy flows do no reduction."""
+        mask = np.ones(traffic.num_flows, bool) if traffic.op is None else traffic.op == REDUCE
+        return Reduction(traffic.dst[mask], traffic.share[mask],
+                         np.full(int(mask.sum()), 2, np.int32))
+
+    def seconds_per_byte(self, gamma: float, delta: float, p: int) -> float:
+        """Reduction time of the slowest node per byte of n:
+        max over nodes of Σ ((f+1)·δ + (f−1)·γ)·share."""
+        if len(self.node) == 0 or (gamma == 0 and delta == 0):
+            return 0.0
+        per = ((self.fanin + 1) * delta + (self.fanin - 1) * gamma) * self.share
+        tot = np.bincount(self.node, weights=per, minlength=p)
+        return float(tot.max())
+
+
+@dataclass(frozen=True)
+class Step:
+    traffic: Traffic
+    reduction: Reduction
+    label: str = ""
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """The ordered, bulk-synchronous steps of one collective on ``p`` ranks.
+
+    ``num_blocks``/``block_share`` describe the block partition used by
+    block-level traffic (``None`` when the schedule was built without blocks).
+    """
+
+    algorithm: str
+    variant: str
+    p: int
+    steps: tuple[Step, ...]
+    num_blocks: int | None = None
+    block_share: np.ndarray | None = None
+    info: dict = field(default_factory=dict)
+
+    @property
+    def num_steps(self) -> int:
+        return len(self.steps)
+
+
+# --------------------------------------------------------------------------- registry
+
+@dataclass(frozen=True)
+class Param:
+    """One algorithm option: its type, default, allowed choices and doc."""
+
+    name: str
+    type: type
+    default: Any
+    choices: tuple | None = None
+    doc: str = ""
+
+    def parse(self, algorithm: str, raw: Any) -> Any:
+        if isinstance(raw, str) and self.type is not str:
+            try:
+                if self.type is bool:
+                    low = raw.strip().lower()
+                    if low not in ("true", "false", "1", "0", "yes", "no"):
+                        raise ValueError(raw)
+                    value = low in ("true", "1", "yes")
+                else:
+                    value = self.type(raw)
+            except ValueError:
+                raise ConfigError(
+                    f"algorithm {algorithm}: option {self.name}={raw!r} is not a valid "
+                    f"{self.type.__name__}" + (f"; allowed: {self._allowed()}" if self.choices else "")
+                ) from None
+        else:
+            value = raw
+        if self.choices is not None and value not in self.choices:
+            raise ConfigError(
+                f"algorithm {algorithm}: option {self.name}={raw!r} is not allowed; "
+                f"allowed: {self._allowed()}")
+        return value
+
+    def _allowed(self) -> str:
+        return ", ".join(str(c) for c in self.choices)
+
+
+#: builder signature shared by every algorithm:
+#: ``build(p, topology, blocks, **options) -> Schedule``
+Builder = Callable[..., Schedule]
+
+
+@dataclass(frozen=True)
+class AlgorithmSpec:
+    """A registered algorithm.
+
+    ``auto_param`` names the option whose value ``"auto"`` means "run every
+    other choice and take the fastest per size" (e.g. ``variant``).
+    """
+
+    name: str
+    build: Builder
+    params: tuple[Param, ...] = ()
+    doc: str = ""
+    auto_param: str | None = None
+
+    def parse_options(self, options: dict) -> dict:
+        known = {p.name: p for p in self.params}
+        unknown = sorted(set(options) - set(known))
+        if unknown:
+            raise ConfigError(
+                f"algorithm {self.name}: unknown option(s) {', '.join(unknown)}; "
+                f"allowed: {', '.join(sorted(known)) or '(none)'}")
+        out = {p.name: p.default for p in self.params}
+        for k, v in options.items():
+            out[k] = known[k].parse(self.name, v)
+        return out
+
+    def auto_choices(self) -> tuple:
+        if self.auto_param is None:
+            return ()
+        param = next(p for p in self.params if p.name == self.auto_param)
+        return tuple(c for c in param.choices if c != "auto")
+
+
+_REGISTRY: dict[str, AlgorithmSpec] = {}
+
+
+def register(spec: AlgorithmSpec) -> AlgorithmSpec:
+    if spec.name in _REGISTRY:
+        raise ValueError(f"algorithm {spec.name!r} is already registered")
+    _REGISTRY[spec.name] = spec
+    return spec
+
+
+def get_algorithm(name: str) -> AlgorithmSpec:
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise ConfigError(
+            f"algorithm: unknown name {name!r}; known: {', '.join(sorted(_REGISTRY))}"
+        ) from None
+
+
+def algorithm_names() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def parse_algorithm_spec(text: str) -> tuple[str, dict]:
+    """``"recdoub:variant=bandwidth,ports=2"`` -> ``("recdoub", {...})``."""
+    text = text.strip()
+    if not text:
+        raise ConfigError("algorithm: empty name; expected NAME[:key=val,...]")
+    name, _, rest = text.partition(":")
+    opts: dict[str, str] = {}
+    if rest:
+        for item in rest.split(","):
+            k, eq, v = item.partition("=")
+            if not eq or not k.strip():
+                raise ConfigError(
+                    f"algorithm {name}: option {item!r} is not key=value; "
+                    f"expected NAME[:key=val,...]")
+            opts[k.strip()] = v.strip()
+    return name.strip(), opts

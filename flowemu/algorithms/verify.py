@@ -1,0 +1,352 @@
+"""Block-level proof that a schedule computes an allreduce.
+
+:func:`verify_allreduce` replays a schedule built with ``blocks=True``. The
+state is ``count[rank, block, origin]``: how many times the contribution of
+rank ``origin`` to ``block`` is contained in ``rank``'s copy of that block.
+Initially every rank holds only its own contribution to every block
+(``count[r, b, r] = 1``). Steps are bulk synchronous, so every flow of a step
+reads its sender's state as it was when the step started. A REDUCE flow adds
+the sender's counts into the receiver's (a count above 1 means a contribution
+was reduced twice); a COPY flow overwrites them. At the end every rank must
+hold every block with every origin exactly once.
+
+The replay also checks each step's declared :class:`~.base.Reduction` against
+the work the REDUCE flows imply: a rank that receives ``k`` REDUCE flows into
+the same block in one step combines ``1 + k`` vectors of that block's size
+(fan-in ``1 + k``; ``k = 1`` is the usual fan-in 2). Per rank and step the
+total reduced share and the GenModel coefficients Σ(f−1)·share (γ) and
+Σ(f+1)·share (δ) must agree to a relative 1e-12.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import ScheduleError
+from .base import COPY, REDUCE, Reduction, Schedule, Step, Traffic
+
+__all__ = ["StepStats", "VerifyReport", "equivalent_traffic", "verify_allreduce"]
+
+#: relative tolerance of share comparisons
+RTOL = 1e-12
+#: absolute floor of share comparisons (a 1e-15 fraction of the vector)
+ATOL = 1e-15
+
+
+@dataclass(frozen=True)
+class StepStats:
+    """Per-step facts of a verified schedule (shares are fractions of n)."""
+
+    label: str
+    flows: int
+    max_sent: float       #: max over ranks of the share a rank sends in the step
+    max_received: float   #: max over ranks of the share a rank receives
+    max_reduced: float    #: max over ranks of the share a rank reduces
+    max_gamma: float      #: max over ranks of Σ(f−1)·share (GenModel γ coefficient)
+    max_delta: float      #: max over ranks of Σ(f+1)·share (GenModel δ coefficient)
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    """Result of :func:`verify_allreduce`.
+
+    ``sent``/``received``/``reduced`` are per-rank totals over the schedule
+    (float64[p], fractions of n); the ``*_path`` values sum each step's
+    maximum over ranks (the bulk-synchronous critical path).
+    """
+
+    p: int
+    num_blocks: int
+    steps: tuple[StepStats, ...]
+    sent: np.ndarray
+    received: np.ndarray
+    reduced: np.ndarray
+
+    @property
+    def num_steps(self) -> int:
+        return len(self.steps)
+
+    @property
+    def sent_path(self) -> float:
+        return float(sum(s.max_sent for s in self.steps))
+
+    @property
+    def received_path(self) -> float:
+        return float(sum(s.max_received for s in self.steps))
+
+    @property
+    def gamma_path(self) -> float:
+        return float(sum(s.max_gamma for s in self.steps))
+
+    @property
+    def delta_path(self) -> float:
+        return float(sum(s.max_delta for s in self.steps))
+
+
+def _close(a, b):
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return np.abs(a - b) <= RTOL * np.maximum(np.abs(a), np.abs(b)) + ATOL
+
+
+def _list(values, limit: int = 8) -> str:
+    values = [int(v) for v in values]
+    text = ", ".join(str(v) for v in values[:limit])
+    return text + (f", … ({len(values)} in all)" if len(values) > limit else "")
+
+
+class _Checker:
+    """Replays one schedule; :meth:`fail` raises with the step named."""
+
+    def __init__(self, schedule: Schedule):
+        self.schedule = schedule
+        self.p = int(schedule.p)
+        self.name = f"{schedule.algorithm}/{schedule.variant} p={schedule.p}"
+
+    def fail(self, msg: str, i: int | None = None, label: str = ""):
+        if i is None:
+            raise ScheduleError(f"{self.name}: {msg}")
+        raise ScheduleError(f"{self.name}: step {i} {label!r}: {msg}")
+
+    # -------------------------------------------------------------- partition
+    def block_partition(self) -> np.ndarray:
+        sched = self.schedule
+        if self.p < 1:
+            self.fail(f"p={self.p} must be >= 1")
+        if sched.num_blocks is None or sched.block_share is None:
+            self.fail("no block partition (num_blocks/block_share); build the schedule "
+                      "with blocks=True to verify it")
+        block_share = np.asarray(sched.block_share, np.float64)
+        if block_share.shape != (sched.num_blocks,):
+            self.fail(f"block_share has shape {block_share.shape}, expected "
+                      f"({sched.num_blocks},) for num_blocks={sched.num_blocks}")
+        if sched.num_blocks < 1 or np.any(~(block_share > 0)):
+            self.fail("every block must have a positive share")
+        total = block_share.sum()
+        if not _close(total, 1.0):
+            self.fail(f"block shares sum to {total:.17g}, not 1")
+        return block_share
+
+    # -------------------------------------------------------------- one step
+    def entries(self, i: int, step: Step, block_share: np.ndarray):
+        """Validate a step's traffic; return its (flow, block) entries."""
+        tr, label, p, num_blocks = step.traffic, step.label, self.p, len(block_share)
+        if not isinstance(tr, Traffic) or not isinstance(step.reduction, Reduction):
+            self.fail("a step needs a Traffic and a Reduction", i, label)
+        if not tr.has_blocks:
+            self.fail("traffic has no block content; build with blocks=True", i, label)
+        num_flows = tr.num_flows
+        src, dst, ptr, idx, op = tr.src, tr.dst, tr.block_ptr, tr.block_idx, tr.op
+        for name, arr in (("src", src), ("dst", dst)):
+            bad = np.flatnonzero((arr < 0) | (arr >= p))
+            if len(bad):
+                f = bad[0]
+                self.fail(f"flow {f} ({src[f]}→{dst[f]}) has {name}={arr[f]} outside ranks "
+                          f"0..{p - 1}", i, label)
+        loop = np.flatnonzero(src == dst)
+        if len(loop):
+            self.fail(f"flow {loop[0]} sends from rank {src[loop[0]]} to itself", i, label)
+        if ptr.shape != (num_flows + 1,) or ptr[0] != 0 or ptr[-1] != len(idx) \
+                or np.any(np.diff(ptr) < 0):
+            self.fail(f"block_ptr is not a CSR pointer over {num_flows} flows and "
+                      f"{len(idx)} block entries", i, label)
+        if op is None or op.shape != (num_flows,) or np.any((op != REDUCE) & (op != COPY)):
+            self.fail("op must hold REDUCE or COPY for every flow", i, label)
+        flow = np.repeat(np.arange(num_flows), np.diff(ptr))
+        bad = np.flatnonzero((idx < 0) | (idx >= num_blocks))
+        if len(bad):
+            f = flow[bad[0]]
+            self.fail(f"flow {f} ({src[f]}→{dst[f]}) carries block {idx[bad[0]]} outside "
+                      f"0..{num_blocks - 1}", i, label)
+        pair = flow.astype(np.int64) * num_blocks + idx
+        uniq, counts = np.unique(pair, return_counts=True)
+        if len(uniq) != len(pair):
+            f, b = divmod(int(uniq[np.argmax(counts > 1)]), num_blocks)
+            self.fail(f"flow {f} ({src[f]}→{dst[f]}) lists block {b} more than once", i, label)
+        carried = np.bincount(flow, weights=block_share[idx], minlength=num_flows)
+        bad = np.flatnonzero(~_close(carried, tr.share))
+        if len(bad):
+            f = bad[0]
+            blocks_f = idx[ptr[f]:ptr[f + 1]]
+            self.fail(f"flow {f} ({src[f]}→{dst[f]}) has share {tr.share[f]:.17g} but its "
+                      f"blocks [{_list(blocks_f)}] sum to {carried[f]:.17g}", i, label)
+        return flow, idx
+
+    def replay(self, i: int, step: Step, state: np.ndarray, flow, block, num_blocks: int):
+        """Apply one step to ``state`` (int32[p·B, p]); return the REDUCE
+        targets (row keys) and how many REDUCE entries hit each."""
+        tr, label = step.traffic, step.label
+        e_src, e_dst = tr.src[flow].astype(np.int64), tr.dst[flow].astype(np.int64)
+        src_key = e_src * num_blocks + block
+        dst_key = e_dst * num_blocks + block
+        data = state[src_key]                 # copy: the senders' start-of-step state
+        is_reduce = tr.op[flow] == REDUCE
+        copy_keys = dst_key[~is_reduce]
+        uniq, counts = np.unique(copy_keys, return_counts=True)
+        if np.any(counts > 1):
+            node, b = divmod(int(uniq[np.argmax(counts > 1)]), num_blocks)
+            senders = e_src[~is_reduce][copy_keys == node * num_blocks + b]
+            self.fail(f"COPY conflict: rank {node} block {b} is copied from ranks "
+                      f"[{_list(senders)}] in the same step", i, label)
+        red_keys = dst_key[is_reduce]
+        both = np.intersect1d(uniq, red_keys)
+        if len(both):
+            node, b = divmod(int(both[0]), num_blocks)
+            self.fail(f"rank {node} block {b} is both copied and reduced into in the same "
+                      f"step", i, label)
+        red_targets, red_fanin = np.unique(red_keys, return_counts=True)
+        if len(red_keys):
+            before = state[red_targets]
+            red_data = data[is_reduce]
+            np.add.at(state, red_keys, red_data)
+            after = state[red_targets]
+            over = np.argwhere(after > 1)
+            if len(over):
+                t, origin = over[0]
+                node, b = divmod(int(red_targets[t]), num_blocks)
+                hit = (red_keys == red_targets[t]) & (red_data[:, origin] > 0)
+                senders = e_src[is_reduce][hit]
+                self.fail(f"REDUCE into rank {node} block {b} counts origin {origin}'s "
+                          f"contribution {after[t, origin]} times (rank {node} held it "
+                          f"{before[t, origin]}×, received it from rank(s) [{_list(senders)}])"
+                          f": a contribution reduced twice", i, label)
+        if len(copy_keys):
+            state[copy_keys] = data[~is_reduce]
+        return red_targets, red_fanin
+
+    def check_reduction(self, i: int, step: Step, red_targets, red_fanin, block_share):
+        """Declared Reduction == the work implied by the REDUCE flows; returns
+        per-rank (total, γ, δ) coefficients."""
+        p, num_blocks, label = self.p, len(block_share), step.label
+        nodes, blocks = np.divmod(red_targets, num_blocks)
+        w = block_share[blocks]
+        k = red_fanin.astype(np.float64)            # incoming flows per block: fan-in 1 + k
+        implied = (np.bincount(nodes, weights=w, minlength=p),
+                   np.bincount(nodes, weights=k * w, minlength=p),
+                   np.bincount(nodes, weights=(k + 2) * w, minlength=p))
+        red = step.reduction
+        rn, rs, rf = red.node, red.share, red.fanin
+        if not (len(rn) == len(rs) == len(rf)):
+            self.fail("Reduction node/share/fanin lengths differ", i, label)
+        bad = np.flatnonzero((rn < 0) | (rn >= p) | (rf < 2) | ~(rs >= 0))
+        if len(bad):
+            j = bad[0]
+            self.fail(f"Reduction entry {j} (rank {rn[j]}, share {rs[j]:.17g}, fan-in {rf[j]}) "
+                      f"needs a rank in 0..{p - 1}, share >= 0 and fan-in >= 2", i, label)
+        rf = rf.astype(np.float64)
+        declared = (np.bincount(rn, weights=rs, minlength=p),
+                    np.bincount(rn, weights=(rf - 1) * rs, minlength=p),
+                    np.bincount(rn, weights=(rf + 1) * rs, minlength=p))
+        ok = _close(declared[0], implied[0]) & _close(declared[1], implied[1]) \
+            & _close(declared[2], implied[2])
+        if not ok.all():
+            n = int(np.flatnonzero(~ok)[0])
+            d = ", ".join(f"{x[n]:.17g}" for x in declared)
+            m = ", ".join(f"{x[n]:.17g}" for x in implied)
+            self.fail(f"declared Reduction of rank {n} (share, Σ(f−1)·share, Σ(f+1)·share) = "
+                      f"({d}) but its REDUCE flows imply ({m})", i, label)
+        return implied
+
+    def final_check(self, state: np.ndarray, num_blocks: int):
+        steps = self.schedule.steps
+        where = (f"after the last step {len(steps) - 1} {steps[-1].label!r} (end of schedule)"
+                 if steps else "the schedule has no steps")
+        bad_rows = np.flatnonzero(np.any(state != 1, axis=1))
+        if len(bad_rows):
+            row = int(bad_rows[0])
+            node, b = divmod(row, num_blocks)
+            missing = np.flatnonzero(state[row] == 0)
+            extra = np.flatnonzero(state[row] > 1)
+            what = []
+            if len(missing):
+                what.append(f"lacks the contribution of origin(s) [{_list(missing)}]")
+            if len(extra):
+                what.append(f"holds origin(s) [{_list(extra)}] more than once")
+            self.fail(f"{where}: rank {node} block {b} {' and '.join(what)}; "
+                      f"{len(bad_rows)} (rank, block) pair(s) are not fully reduced")
+
+
+def verify_allreduce(schedule: Schedule) -> VerifyReport:
+    """Prove that ``schedule`` (built with ``blocks=True``) is an allreduce.
+
+    Parameters
+    ----------
+    schedule : Schedule
+        Steps with block content (``block_ptr``/``block_idx``/``op``).
+
+    Returns
+    -------
+    VerifyReport
+        Per-step statistics and per-rank byte totals.
+
+    Raises
+    ------
+    ScheduleError
+        Naming the step index and label, the rank, the block and the origin
+        of the first violation: malformed flows (rank out of range, src ==
+        dst, block out of range or listed twice, share != sum of its blocks'
+        shares), a contribution reduced twice, two COPYs (or a COPY and a
+        REDUCE) into one block in one step, a declared Reduction that differs
+        from the REDUCE flows' work, or a final state in which some rank lacks
+        some contribution to some block.
+    """
+    chk = _Checker(schedule)
+    block_share = chk.block_partition()
+    p, num_blocks = chk.p, len(block_share)
+    state = np.zeros((p, num_blocks, p), np.int32)
+    ranks = np.arange(p)
+    state[ranks[:, None], np.arange(num_blocks)[None, :], ranks[:, None]] = 1
+    state = state.reshape(p * num_blocks, p)
+
+    stats, sent, received, reduced = [], np.zeros(p), np.zeros(p), np.zeros(p)
+    for i, step in enumerate(schedule.steps):
+        flow, block = chk.entries(i, step, block_share)
+        targets, fanin = chk.replay(i, step, state, flow, block, num_blocks)
+        total, gamma, delta = chk.check_reduction(i, step, targets, fanin, block_share)
+        tr = step.traffic
+        s_node = np.bincount(tr.src, weights=tr.share, minlength=p)
+        r_node = np.bincount(tr.dst, weights=tr.share, minlength=p)
+        sent += s_node
+        received += r_node
+        reduced += total
+        stats.append(StepStats(step.label, tr.num_flows, float(s_node.max()),
+                               float(r_node.max()), float(total.max()), float(gamma.max()),
+                               float(delta.max())))
+    chk.final_check(state, num_blocks)
+    return VerifyReport(p, num_blocks, tuple(stats), sent, received, reduced)
+
+
+def _sorted_flows(tr: Traffic):
+    tag = np.zeros(tr.num_flows, np.int16) if tr.tag is None else tr.tag
+    order = np.lexsort((tr.share, tag, tr.dst, tr.src))
+    return tr.src[order], tr.dst[order], tr.share[order], tag[order]
+
+
+def _sorted_reduction(red: Reduction):
+    order = np.lexsort((red.share, red.fanin, red.node))
+    return red.node[order], red.fanin[order], red.share[order]
+
+
+def equivalent_traffic(sched_a: Schedule, sched_b: Schedule) -> None:
+    """Raise :class:`ScheduleError` unless both schedules have the same ranks,
+    step labels and, step by step, the same flows (src, dst, share, tag; a
+    missing tag counts as 0) and Reduction entries up to order. Comparisons
+    are exact: block and non-block builds must be bit-identical."""
+    name = f"{sched_a.algorithm}/{sched_a.variant} vs {sched_b.algorithm}/{sched_b.variant}"
+    if sched_a.p != sched_b.p or sched_a.num_steps != sched_b.num_steps:
+        raise ScheduleError(f"{name}: p {sched_a.p} vs {sched_b.p}, steps "
+                            f"{sched_a.num_steps} vs {sched_b.num_steps}")
+    for i, (sa, sb) in enumerate(zip(sched_a.steps, sched_b.steps)):
+        if sa.label != sb.label:
+            raise ScheduleError(f"{name}: step {i} is labelled {sa.label!r} vs {sb.label!r}")
+        fa, fb = _sorted_flows(sa.traffic), _sorted_flows(sb.traffic)
+        for field, x, y in zip(("src", "dst", "share", "tag"), fa, fb):
+            if x.shape != y.shape or not np.array_equal(x, y):
+                raise ScheduleError(f"{name}: step {i} {sa.label!r}: flows differ in {field} "
+                                    f"({len(x)} vs {len(y)} flows)")
+        ra, rb = _sorted_reduction(sa.reduction), _sorted_reduction(sb.reduction)
+        for field, x, y in zip(("node", "fanin", "share"), ra, rb):
+            if x.shape != y.shape or not np.array_equal(x, y):
+                raise ScheduleError(f"{name}: step {i} {sa.label!r}: Reduction differs in "
+                                    f"{field} ({len(x)} vs {len(y)} entries)")

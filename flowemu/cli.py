@@ -1,0 +1,172 @@
+"""``flowemu run | list`` — the command line.
+
+User mistakes print one line ``flowemu: error: ...`` and exit with code 2;
+other flowemu failures exit with 1; no tracebacks for either.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .errors import ConfigError, FlowEmuError
+
+FORMATS = ("table", "csv", "json", "parquet")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit 2, like a ConfigError
+        raise ConfigError(message)
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="flowemu", description="Flow-level emulator for collective communication.")
+    sub = p.add_subparsers(dest="command", parser_class=_Parser)
+    sub.required = True
+
+    r = sub.add_parser("run", help="time one algorithm (or a traffic file) on one topology")
+    r.add_argument("--topology", "-t", required=True, help="e.g. torus:16x16, mesh:4x4")
+    g = r.add_mutually_exclusive_group(required=True)
+    g.add_argument("--algorithm", "-a", help="NAME[:key=val,...], e.g. recdoub:variant=auto")
+    g.add_argument("--traffic", help="CSV/parquet with columns step,src,dst,bytes")
+    r.add_argument("--sizes", "-s", default="32B..512MiB",
+                   help="32B..512MiB (powers of two) or a comma list (default %(default)s)")
+    r.add_argument("--ranks", type=int, help="number of ranks (default: every endpoint)")
+    r.add_argument("--bandwidth", default="400Gb/s", help="link bandwidth (default %(default)s)")
+    r.add_argument("--link-latency", default="100ns", help="per link (default %(default)s)")
+    r.add_argument("--hop-latency", default="300ns", help="per hop (default %(default)s)")
+    r.add_argument("--alpha", default="0", help="per-message overhead α (default 0)")
+    r.add_argument("--gamma", default="0", help="GenModel reduce cost γ, s/B (default 0)")
+    r.add_argument("--delta", default="0", help="GenModel memory cost δ, s/B (default 0)")
+    r.add_argument("--incast-threshold", default="inf", help="GenModel w_t (default inf: off)")
+    r.add_argument("--incast-slope", default="0", help="GenModel ε, s/B (default 0: off)")
+    r.add_argument("--ecmp", default="split", help="split | dor | hash (default split)")
+    r.add_argument("--seed", type=int, default=0, help="seed of --ecmp hash")
+    r.add_argument("--format", "-f", default="table", help="table | csv | json | parquet")
+    r.add_argument("--out", "-o", help="write here instead of stdout (required for parquet)")
+    r.add_argument("--flows-out", help="write per-flow detail (CSV or .parquet) for one size")
+    r.add_argument("--flows-size", help="vector size for --flows-out (default: largest size)")
+
+    sub.add_parser("list", help="list algorithms and topologies with their parameters")
+    return p
+
+
+def _network(args):
+    from .network import Network
+    return Network(bandwidth=args.bandwidth, link_latency=args.link_latency,
+                   hop_latency=args.hop_latency, alpha=args.alpha, gamma=args.gamma,
+                   delta=args.delta, incast_threshold=args.incast_threshold,
+                   incast_slope=args.incast_slope)
+
+
+def _table(df) -> str:
+    from .units import format_rate, format_size, format_time
+    show = df[["topology", "algorithm", "variant", "size_bytes", "time_s", "goodput_Bps",
+               "steps"]].copy()
+    show["size"] = show.pop("size_bytes").map(format_size)
+    show["time"] = show.pop("time_s").map(format_time)
+    show["goodput"] = show.pop("goodput_Bps").map(format_rate)
+    return show[["topology", "algorithm", "variant", "size", "time", "goodput",
+                 "steps"]].to_string(index=False)
+
+
+def _write(df, fmt: str, out: str | None) -> None:
+    if fmt not in FORMATS:
+        raise ConfigError(f"--format: unknown format {fmt!r}; allowed: {', '.join(FORMATS)}")
+    if fmt == "parquet":
+        if not out:
+            raise ConfigError("--format parquet needs --out PATH")
+        _parent(out)
+        df.to_parquet(out, index=False)
+        return
+    text = {"table": _table, "csv": lambda d: d.to_csv(index=False),
+            "json": lambda d: d.to_json(orient="records", indent=1)}[fmt](df)
+    if out:
+        _parent(out)
+        Path(out).write_text(text if text.endswith("\n") else text + "\n")
+    else:
+        print(text)
+
+
+def _parent(out: str) -> None:
+    parent = Path(out).resolve().parent
+    if not parent.is_dir():
+        raise ConfigError(f"--out: directory {str(parent)!r} does not exist")
+
+
+def _cmd_run(args) -> int:
+    from .api import simulate, time_traffic
+    from .units import parse_size, parse_sizes
+    net = _network(args)
+    if args.format not in FORMATS:
+        raise ConfigError(f"--format: unknown format {args.format!r}; allowed: {', '.join(FORMATS)}")
+    if args.traffic:
+        if args.flows_out:
+            raise ConfigError("--flows-out works with --algorithm, not --traffic")
+        df = time_traffic(args.topology, args.traffic, ecmp=args.ecmp, seed=args.seed,
+                          network=net)
+    else:
+        df = simulate(args.topology, args.algorithm, args.sizes, ecmp=args.ecmp, seed=args.seed,
+                      ranks=args.ranks, network=net)
+    if args.flows_out:
+        size = (parse_size(args.flows_size, "--flows-size") if args.flows_size
+                else max(parse_sizes(args.sizes)))
+        _write_flows(args, net, size)
+    _write(df, args.format, args.out)
+    return 0
+
+
+def _write_flows(args, net, size) -> None:
+    from .algorithms import get_algorithm, parse_algorithm_spec
+    from .api import _topology
+    from .engine import flow_table
+    topo = _topology(args.topology)
+    name, raw = parse_algorithm_spec(args.algorithm)
+    spec = get_algorithm(name)
+    opts = spec.parse_options(raw)
+    if spec.auto_param and opts.get(spec.auto_param) == "auto":
+        from .api import simulate
+        best = simulate(topo, args.algorithm, [size], ecmp=args.ecmp, seed=args.seed,
+                        ranks=args.ranks, network=net)
+        opts[spec.auto_param] = best["variant"].iloc[0]
+    p = args.ranks or topo.num_endpoints
+    sched = spec.build(p, topo, False, **opts)
+    flows = flow_table(sched, topo, net, size, ecmp=args.ecmp, seed=args.seed)
+    _parent(args.flows_out)
+    if args.flows_out.endswith(".parquet"):
+        flows.to_parquet(args.flows_out, index=False)
+    else:
+        flows.to_csv(args.flows_out, index=False)
+
+
+def _cmd_list(args) -> int:
+    from .algorithms import algorithm_names, get_algorithm
+    from .topology import topology_families
+    print("algorithms:")
+    for name in algorithm_names():
+        spec = get_algorithm(name)
+        first = (spec.doc.strip().splitlines() or [""])[0]
+        print(f"  {name:10s} {first}")
+        for prm in spec.params:
+            choices = f" one of {', '.join(map(str, prm.choices))}" if prm.choices else ""
+            print(f"      {prm.name}={prm.default}{choices}  {prm.doc}")
+    print("topologies:")
+    for fam, doc in sorted(topology_families().items()):
+        print(f"  {fam:10s} {doc}")
+    print("ecmp: split (default, even split over minimal next hops), dor, hash")
+    return 0
+
+
+def main(argv=None) -> int:
+    try:
+        args = _build_parser().parse_args(argv)
+        return {"run": _cmd_run, "list": _cmd_list}[args.command](args)
+    except ConfigError as exc:
+        print(f"flowemu: error: {exc}", file=sys.stderr)
+        return 2
+    except FlowEmuError as exc:
+        print(f"flowemu: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,271 @@
+"""Schedule × topology × network → per-step profiles → times for all sizes.
+
+Every flow of a schedule carries ``share·n`` bytes, so with max-min sharing
+the fluid part of each step is exactly proportional to n: rates do not depend
+on n and every event time scales with it. A step is therefore solved once
+(with ``bytes = share``) and kept as a small profile of lines
+``latency_k + seconds_per_byte_k · n``; the step time for any n is the upper
+envelope of those lines plus the slowest node's reduction time
+(``reduce_spb · n``). Steps with identical traffic are solved once.
+
+Flow time = α + hops·(link latency + per-hop latency) + fluid transfer time.
+Step time = slowest flow + slowest node's reduction
+((f+1)·b·δ + (f−1)·b·γ for b bytes reduced with fan-in f, GenModel Table 2).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .algorithms.base import Reduction, Schedule, Traffic
+from .errors import ConfigError, SolverError
+from .kernels.maxmin import solve_completion
+from .network import Network
+from .topology.base import Routes, Topology, check_ecmp
+
+
+@dataclass(frozen=True)
+class StepProfile:
+    """Time of one step as a function of the vector size n.
+
+    ``time(n) = max_k(latency[k] + spb[k]·n) + reduce_spb·n``; the lines kept
+    are the Pareto front of the step's flows (no kept line is beaten by
+    another in both latency and slope), so the max is exact.
+    """
+
+    latency: np.ndarray
+    spb: np.ndarray
+    reduce_spb: float
+    label: str = ""
+    num_flows: int = 0
+    max_flows_per_link: int = 0
+
+    def time(self, sizes) -> np.ndarray:
+        n = np.asarray(sizes, dtype=np.float64)
+        if len(self.latency) == 0:
+            return self.reduce_spb * n
+        comm = np.max(self.latency[:, None] + self.spb[:, None] * n[None, :], axis=0)
+        return comm + self.reduce_spb * n
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Per-step profiles of one schedule on one topology and network."""
+
+    steps: tuple[StepProfile, ...]
+    schedule: Schedule | None = None
+    info: dict = field(default_factory=dict)
+
+    @property
+    def num_steps(self) -> int:
+        return len(self.steps)
+
+    def step_times(self, sizes) -> np.ndarray:
+        """float64[steps, sizes]."""
+        n = np.atleast_1d(np.asarray(sizes, dtype=np.float64))
+        if not self.steps:
+            return np.zeros((0, len(n)))
+        return np.stack([s.time(n) for s in self.steps])
+
+    def times(self, sizes) -> np.ndarray:
+        """Total time for each size, float64[sizes]."""
+        n = np.atleast_1d(np.asarray(sizes, dtype=np.float64))
+        return self.step_times(n).sum(axis=0) if self.steps else np.zeros(len(n))
+
+
+def pareto_lines(latency: np.ndarray, spb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Lines not dominated in both intercept and slope (enough for an exact
+    max over n ≥ 0)."""
+    if len(latency) == 0:
+        return latency, spb
+    order = np.lexsort((-spb, -latency))  # latency desc, then slope desc
+    lat, sl = latency[order], spb[order]
+    prev_max = np.maximum.accumulate(np.concatenate(([-np.inf], sl[:-1])))
+    keep = sl > prev_max
+    return lat[keep].copy(), sl[keep].copy()
+
+
+@dataclass
+class _Context:
+    topology: Topology
+    network: Network
+    ecmp: str
+    seed: int
+    mapping: np.ndarray
+    link_capacity: np.ndarray
+    ingress_capacity: np.ndarray | None
+    cache: dict
+    key_of: dict = field(default_factory=dict)
+
+
+def make_context(topology: Topology, network: Network, ecmp: str = "split", seed: int = 0,
+                 mapping=None, p: int | None = None) -> _Context:
+    check_ecmp(ecmp)
+    if mapping is None:
+        n = topology.num_endpoints if p is None else p
+        mapping = np.arange(n, dtype=np.int32)
+    else:
+        mapping = np.asarray(mapping)
+        if mapping.ndim != 1 or not np.issubdtype(mapping.dtype, np.integer):
+            raise ConfigError("mapping: must be a 1-D list of endpoint ids (one per rank)")
+        if len(mapping) and (mapping.min() < 0 or mapping.max() >= topology.num_endpoints):
+            raise ConfigError(f"mapping: endpoint ids must lie in 0..{topology.num_endpoints - 1}")
+        if len(np.unique(mapping)) != len(mapping):
+            raise ConfigError("mapping: two ranks are mapped to the same endpoint")
+        mapping = mapping.astype(np.int32)
+    cap = topology.link_capacity_scale * network.bandwidth
+    ingress = topology.ingress_capacity_scale() * network.bandwidth if network.incast_on else None
+    return _Context(topology, network, ecmp, int(seed), mapping, cap, ingress, {})
+
+
+def _route(ctx: _Context, traffic: Traffic) -> tuple[Routes, np.ndarray, np.ndarray]:
+    if traffic.num_flows and (traffic.src.max() >= len(ctx.mapping)
+                              or traffic.dst.max() >= len(ctx.mapping)):
+        raise ConfigError(f"traffic uses rank {max(traffic.src.max(), traffic.dst.max())} but "
+                          f"only {len(ctx.mapping)} ranks are mapped")
+    src = ctx.mapping[traffic.src]
+    dst = ctx.mapping[traffic.dst]
+    return ctx.topology.route(src, dst, ecmp=ctx.ecmp, seed=ctx.seed), src, dst
+
+
+def _solve(ctx: _Context, routes: Routes, dst: np.ndarray, flow_bytes: np.ndarray, label: str):
+    net = ctx.network
+    sol = solve_completion(
+        routes, ctx.link_capacity, flow_bytes, flow_dst=dst,
+        ingress_capacity=ctx.ingress_capacity,
+        incast_threshold=net.incast_threshold if net.incast_on else float("inf"),
+        incast_slope=net.incast_slope if net.incast_on else 0.0)
+    if sol.status != 0:
+        raise SolverError(f"max-min solver failed (status {sol.status}) on {ctx.topology.spec}, "
+                          f"step {label!r}, {routes.num_flows} flows")
+    return sol
+
+
+def flow_latency(routes: Routes, network: Network) -> np.ndarray:
+    """α + hops·(link latency + per-hop latency), float64[F]."""
+    return network.alpha + routes.hops.astype(np.float64) * network.per_hop_latency()
+
+
+def step_profile(ctx: _Context, traffic: Traffic, reduction: Reduction, label: str = "",
+                 p: int | None = None) -> StepProfile:
+    """Solve one step once (bytes = share) and keep its profile."""
+    rkey = ("reduction", id(reduction))
+    reduce_spb = ctx.key_of.get(rkey)
+    if reduce_spb is None:
+        reduce_spb = reduction.seconds_per_byte(ctx.network.gamma, ctx.network.delta,
+                                                p if p is not None else len(ctx.mapping))
+        ctx.key_of[rkey] = reduce_spb
+    if traffic.num_flows == 0:
+        return StepProfile(np.zeros(0), np.zeros(0), reduce_spb, label, 0, 0)
+    # Algorithms reuse one Traffic object for repeated steps (a ring has 2(p-1)
+    # equal steps): look it up by identity before hashing its arrays.
+    key = ctx.key_of.get(id(traffic))
+    if key is None:
+        key = hashlib.blake2b(traffic.key(), digest_size=20).digest()
+        ctx.key_of[id(traffic)] = key
+    hit = ctx.cache.get(key)
+    if hit is None:
+        routes, _, dst = _route(ctx, traffic)
+        sol = _solve(ctx, routes, dst, traffic.share, label)
+        lat, spb = pareto_lines(flow_latency(routes, ctx.network), sol.finish)
+        per_link = np.bincount(routes.link, minlength=ctx.topology.num_links)
+        hit = (lat, spb, int(per_link.max()) if len(per_link) else 0)
+        ctx.cache[key] = hit
+    lat, spb, mfl = hit
+    return StepProfile(lat, spb, reduce_spb, label, traffic.num_flows, mfl)
+
+
+def profile(schedule: Schedule, topology: Topology, network: Network | None = None, *,
+            ecmp: str = "split", seed: int = 0, mapping=None) -> Profile:
+    """Profile every step of ``schedule`` on ``topology``.
+
+    Parameters
+    ----------
+    schedule : Schedule
+        Steps on ranks ``0..p-1``.
+    topology : Topology
+    network : Network, optional
+        Defaults to ``Network()`` (400 Gb/s, 100 ns links, 300 ns per hop).
+    ecmp : {"split", "dor", "hash"}
+    seed : int
+        Seed of ``ecmp="hash"``.
+    mapping : int[p], optional
+        Endpoint of each rank (default: rank r on endpoint r).
+    """
+    network = network or Network()
+    if schedule.p > topology.num_endpoints:
+        raise ConfigError(f"ranks: {schedule.p} ranks do not fit on {topology.spec} "
+                          f"({topology.num_endpoints} endpoints)")
+    ctx = make_context(topology, network, ecmp, seed, mapping, schedule.p)
+    steps = tuple(step_profile(ctx, s.traffic, s.reduction, s.label, schedule.p)
+                  for s in schedule.steps)
+    return Profile(steps, schedule, dict(schedule.info))
+
+
+def direct_times(schedule: Schedule, topology: Topology, network: Network | None = None,
+                 sizes=(1.0,), *, ecmp: str = "split", seed: int = 0, mapping=None) -> np.ndarray:
+    """Reference path: solve every step at every size with real byte counts
+    (no profile, no cache). Used by tests to prove the profile is exact."""
+    network = network or Network()
+    ctx = make_context(topology, network, ecmp, seed, mapping, schedule.p)
+    out = np.zeros(len(sizes))
+    for i, n in enumerate(sizes):
+        total = 0.0
+        for step in schedule.steps:
+            red = step.reduction.seconds_per_byte(network.gamma, network.delta, schedule.p) * n
+            if step.traffic.num_flows == 0:
+                total += red
+                continue
+            routes, _, dst = _route(ctx, step.traffic)
+            sol = _solve(ctx, routes, dst, step.traffic.share * n, step.label)
+            total += float(np.max(flow_latency(routes, network) + sol.finish)) + red
+        out[i] = total
+    return out
+
+
+def flow_table(schedule: Schedule, topology: Topology, network: Network | None, size: float, *,
+               ecmp: str = "split", seed: int = 0, mapping=None):
+    """Per-flow detail at one vector size: a DataFrame with columns
+    ``step, label, src, dst, src_node, dst_node, bytes, hops, rate_Bps,
+    finish_s, links, path`` where ``links`` lists ``link_id:fraction`` and
+    ``path`` the node sequence (``a>b>c``) for single-path routing or the
+    list of directed edges ``a>b`` (with fractions in ``links``) for ECMP split."""
+    import pandas as pd
+
+    network = network or Network()
+    ctx = make_context(topology, network, ecmp, seed, mapping, schedule.p)
+    frames = []
+    for k, step in enumerate(schedule.steps):
+        tr = step.traffic
+        if tr.num_flows == 0:
+            continue
+        routes, src, dst = _route(ctx, tr)
+        sol = _solve(ctx, routes, dst, tr.share * size, step.label)
+        lat = flow_latency(routes, network)
+        links, paths = _describe_paths(topology, routes, src, ecmp)
+        frames.append(pd.DataFrame({
+            "step": k, "label": step.label, "src": tr.src, "dst": tr.dst,
+            "src_node": src, "dst_node": dst, "bytes": tr.share * size,
+            "hops": routes.hops, "rate_Bps": sol.rate0, "finish_s": lat + sol.finish,
+            "links": links, "path": paths,
+        }))
+    if not frames:
+        return pd.DataFrame(columns=["step", "label", "src", "dst", "src_node", "dst_node",
+                                     "bytes", "hops", "rate_Bps", "finish_s", "links", "path"])
+    return pd.concat(frames, ignore_index=True)
+
+
+def _describe_paths(topology: Topology, routes: Routes, src: np.ndarray, ecmp: str):
+    ls, ld = topology.link_src, topology.link_dst
+    links, paths = [], []
+    for f in range(routes.num_flows):  # output formatting only, not a hot path
+        lk, fr = routes.flow_links(f)
+        links.append(" ".join(f"{int(a)}:{b:.6g}" for a, b in zip(lk, fr)))
+        if ecmp == "split":
+            paths.append(" ".join(f"{ls[a]}>{ld[a]}" for a in lk))
+        else:
+            paths.append(">".join([str(int(src[f]))] + [str(int(ld[a])) for a in lk]))
+    return links, paths

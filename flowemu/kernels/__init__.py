@@ -1,0 +1,1 @@
+"""numba kernels: arrays in, arrays out, status codes instead of exceptions."""

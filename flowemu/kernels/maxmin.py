@@ -1,0 +1,874 @@
+"""Max-min fair rates and event-driven flow completion (numba kernels).
+
+The model
+---------
+Resources ``r = 0..R-1`` (links, and per-receiver ingress resources) have a
+capacity ``c_r > 0`` in bytes/s. Flow ``f`` crosses resource ``r`` with the
+fraction ``a_{f,r}`` in ``(0, 1]`` of its bytes (ECMP splits a flow over
+equal-cost paths); the entries form a CSR (``flow_ptr``, ``res``, ``frac``) in
+which a resource appears at most once per flow. With flow rates ``x_f`` the
+load of ``r`` is ``sum_f a_{f,r} x_f <= c_r``.
+
+Rates are max-min fair, computed by *progressive filling*: every unfrozen flow
+rises at a common level ``lambda``; resource ``r`` saturates when
+``c_r - used_frozen_r = lambda * W_r`` with ``W_r = sum_{unfrozen f on r}
+a_{f,r}``; the unfrozen flows of a saturated resource freeze at that level;
+repeat. Resources whose level equals the minimum to a relative ``1e-12`` are
+saturated in the same pass (ties are batched). A flow with an empty path gets
+rate ``+inf`` and finishes at time 0.
+
+Completion is event driven: all flows start at ``t = 0`` with their bytes; the
+next event is the earliest ``t + remaining / rate``; the flows whose finish
+time is within a relative ``1e-12`` of it finish together; the others have
+``rate * dt`` bytes fewer; rates are re-solved for the flows still active, and
+so on. A flow with 0 bytes is part of the ``t = 0`` solve (its ``rate0`` is
+its fair share) and finishes at time 0 (the first event, of length 0).
+
+Incast (GenModel, ../shared/papers/genmodel-gentree.txt, eq. 7-10): a receiver
+with fan-in ``w`` above the threshold ``w_t`` pays ``max(w - w_t, 0) * eps``
+extra seconds per byte, i.e. its per-byte cost is ``beta' = beta + max(w -
+w_t, 0) * eps`` (eq. 10). Every receiver gets an *ingress resource* (index
+``>= n_plain``) which every flow to it crosses with fraction 1; its capacity is
+``1 / (1 / base + max(w - w_t, 0) * eps)`` where ``base = 1 / beta`` is the
+receiver's ingress bandwidth and ``w`` the number of flows to it that are still
+active, so the capacity grows back as flows to the receiver finish. Incast is
+off when ``eps == 0`` or ``w_t == inf``.
+
+Speed
+-----
+Two exact solving paths: pass-based filling (one pass per distinct level, each
+pass over the resources still in play) while there are few levels, then a lazy
+min-heap of resource levels over a resource -> flows transposed CSR. Heap keys
+are lower bounds: a resource's level only rises as flows freeze (when
+``C >= lambda * W`` and a flow of fraction ``a`` freezes at ``lambda``,
+``(C - lambda a) / (W - a) >= C / W``), so a popped key that is no longer the
+resource's level is re-keyed instead of every update being pushed.
+
+After an event only the flows with a rate ``>= lambda0`` (``lambda0`` = the
+smallest rate of the flows that just finished) are re-solved: progressive
+filling below ``lambda0`` is unchanged, because every resource a finished flow
+crosses saturates at a level at least the flow's rate, and ingress capacities
+only change (grow) on resources that finished flows cross. The others keep
+their rates exactly and the re-solve runs on the residual capacities over the
+resources the re-solved flows touch; loads are kept per resource.
+
+Layers
+------
+``maxmin_rates_kernel`` and ``completion_kernel`` take arrays only, never raise
+on data and return a status code; :func:`max_min_rates` and
+:func:`solve_completion` validate arguments, allocate and build the ingress
+entries.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import SolverError
+from .jit import njit
+
+STATUS_OK = 0
+"""Solved."""
+STATUS_STALLED = 1
+"""An active flow cannot progress (rate 0 or non-finite finish time)."""
+STATUS_NONFINITE = 2
+"""NaN or inf appeared in the inputs or the rates."""
+STATUS_ITER_LIMIT = 3
+"""The event or pass count exceeded its safety bound."""
+STATUS_BAD_INPUT = 4
+"""A kernel got structurally invalid arrays (index out of range, fraction not
+in (0, 1], negative capacity or bytes). The checking layer raises
+``ValueError`` before a kernel can see such input."""
+
+STATUS_NAMES = {
+    STATUS_OK: "ok",
+    STATUS_STALLED: "stalled",
+    STATUS_NONFINITE: "non-finite",
+    STATUS_ITER_LIMIT: "iteration limit",
+    STATUS_BAD_INPUT: "bad input",
+}
+
+#: resources (and finish times) within this relative distance of the minimum
+#: are saturated (finish) together
+TIE_TOL = 1e-12
+#: flows whose rate is below ``lambda0 * (1 - KEEP_TOL)`` keep it after an event
+KEEP_TOL = 1e-9
+#: passes of pass-based filling before switching to the heap
+PASS_LIMIT = 8
+#: a resource's running weight sum is recomputed when it falls below this
+#: share of its last exact value (bounds the cancellation error to ~1e-13)
+WEIGHT_RESUM = 1e-3
+
+_NUMPY_ERRORS = dict(error_model="numpy")  # float division by zero -> inf, no exception
+
+
+# --------------------------------------------------------------------------
+# numba kernels
+# --------------------------------------------------------------------------
+
+
+@njit(**_NUMPY_ERRORS)
+def _check_inputs(flow_ptr, res, frac, capacity):
+    """Structural check of the CSR and capacities; returns a status."""
+    n_flows = flow_ptr.shape[0] - 1
+    n_entries = res.shape[0]
+    n_res = capacity.shape[0]
+    if n_flows < 0 or frac.shape[0] != n_entries:
+        return STATUS_BAD_INPUT
+    if flow_ptr[0] != 0 or flow_ptr[n_flows] != n_entries:
+        return STATUS_BAD_INPUT
+    for f in range(n_flows):
+        if flow_ptr[f + 1] < flow_ptr[f]:
+            return STATUS_BAD_INPUT
+    for e in range(n_entries):
+        a = frac[e]
+        if not np.isfinite(a):
+            return STATUS_NONFINITE
+        if res[e] < 0 or res[e] >= n_res or not (a > 0.0 and a <= 1.0):
+            return STATUS_BAD_INPUT
+    for r in range(n_res):
+        c = capacity[r]
+        if not np.isfinite(c):
+            return STATUS_NONFINITE
+        if c < 0.0:
+            return STATUS_BAD_INPUT
+    return STATUS_OK
+
+
+@njit(**_NUMPY_ERRORS)
+def _transpose(flow_ptr, res, frac, n_res):
+    """Resource -> flows CSR: ``res_ptr`` int64[R+1], ``res_flow`` int32[E]
+    and ``res_frac`` float64[E]."""
+    n_flows = flow_ptr.shape[0] - 1
+    res_ptr = np.zeros(n_res + 1, dtype=np.int64)
+    for e in range(res.shape[0]):
+        res_ptr[res[e] + 1] += 1
+    for r in range(n_res):
+        res_ptr[r + 1] += res_ptr[r]
+    fill = res_ptr[:-1].copy()
+    res_flow = np.empty(res.shape[0], dtype=np.int32)
+    res_frac = np.empty(res.shape[0], dtype=np.float64)
+    for f in range(n_flows):
+        for e in range(flow_ptr[f], flow_ptr[f + 1]):
+            r = res[e]
+            res_flow[fill[r]] = f
+            res_frac[fill[r]] = frac[e]
+            fill[r] += 1
+    return res_ptr, res_flow, res_frac
+
+
+@njit(**_NUMPY_ERRORS)
+def _sift_down(heap_key, heap_res, size, pos):
+    key = heap_key[pos]
+    item = heap_res[pos]
+    while True:
+        child = 2 * pos + 1
+        if child >= size:
+            break
+        right = child + 1
+        if right < size and heap_key[right] < heap_key[child]:
+            child = right
+        if heap_key[child] >= key:
+            break
+        heap_key[pos] = heap_key[child]
+        heap_res[pos] = heap_res[child]
+        pos = child
+    heap_key[pos] = key
+    heap_res[pos] = item
+
+
+@njit(**_NUMPY_ERRORS)
+def _heap_pop(heap_key, heap_res, size):
+    """Remove the top; returns the new size."""
+    size -= 1
+    if size > 0:
+        heap_key[0] = heap_key[size]
+        heap_res[0] = heap_res[size]
+        _sift_down(heap_key, heap_res, size, 0)
+    return size
+
+
+@njit(**_NUMPY_ERRORS)
+def _freeze_flow(f, lam, flow_ptr, res, frac, res_ptr, res_flow, res_frac, residual, weight,
+                 weight_ref, count, flow_mark, mark, rates):
+    rates[f] = lam
+    flow_mark[f] = -1
+    for e in range(flow_ptr[f], flow_ptr[f + 1]):
+        r = res[e]
+        a = frac[e]
+        c = count[r] - 1
+        count[r] = c
+        residual[r] -= a * lam
+        if c == 0:
+            weight[r] = 0.0  # no cancellation residue on an emptied resource
+            continue
+        w = weight[r] - a
+        if w < WEIGHT_RESUM * weight_ref[r]:
+            # cancellation ate most digits of the running sum (a big fraction
+            # left, small ones stay): sum the unfrozen fractions again
+            w = 0.0
+            for k in range(res_ptr[r], res_ptr[r + 1]):
+                if flow_mark[res_flow[k]] == mark:
+                    w += res_frac[k]
+            weight_ref[r] = w
+        weight[r] = w
+
+
+@njit(**_NUMPY_ERRORS)
+def _freeze_resource(r, lam, flow_ptr, res, frac, res_ptr, res_flow, res_frac, residual,
+                     weight, weight_ref, count, flow_mark, mark, rates):
+    """Freeze the unfrozen flows of ``r`` at ``lam``; returns how many."""
+    n = 0
+    for k in range(res_ptr[r], res_ptr[r + 1]):
+        f = res_flow[k]
+        if flow_mark[f] == mark:
+            _freeze_flow(f, lam, flow_ptr, res, frac, res_ptr, res_flow, res_frac, residual,
+                         weight, weight_ref, count, flow_mark, mark, rates)
+            n += 1
+    return n
+
+
+@njit(**_NUMPY_ERRORS)
+def _fill(flow_ptr, res, frac, res_ptr, res_flow, res_frac, sub, n_sub, residual, touched,
+          n_touched, weight, weight_ref, count, flow_mark, mark, level, heap_key, heap_res, batch,
+          rates):
+    """Progressive filling of the flows ``sub[:n_sub]``.
+
+    On entry ``flow_mark[f] == mark`` for exactly the flows of ``sub``, which
+    all have at least one entry; ``touched[:n_touched]`` lists the resources
+    they cross (each once) and ``residual[r]`` is the capacity of those
+    resources left for them. On exit ``rates[f]`` is set for every flow of
+    ``sub``, their marks are cleared and ``residual`` is what is left;
+    ``touched[:n_touched]`` holds the same resources, reordered. Returns a
+    status.
+    """
+    for i in range(n_touched):
+        r = touched[i]
+        weight[r] = 0.0
+        count[r] = 0
+    n_entries = 0
+    for i in range(n_sub):
+        f = sub[i]
+        n_entries += flow_ptr[f + 1] - flow_ptr[f]
+        for e in range(flow_ptr[f], flow_ptr[f + 1]):
+            r = res[e]
+            weight[r] += frac[e]
+            count[r] += 1
+    for i in range(n_touched):
+        r = touched[i]
+        weight_ref[r] = weight[r]
+    n_left = n_sub
+    # the fill level never falls; a level computed below it is rounding noise
+    # (a nearly saturated resource left with tiny fractions) and freezes now
+    floor = 0.0
+
+    # --- pass-based filling: cheap while there are few distinct levels
+    passes = 0
+    while n_left > 0 and passes < PASS_LIMIT:
+        passes += 1
+        lam = np.inf
+        m = 0
+        for i in range(n_touched):
+            r = touched[i]
+            if count[r] > 0:
+                # swap, not overwrite: the caller still needs the whole set
+                touched[i] = touched[m]
+                touched[m] = r
+                m += 1
+                lv = residual[r] / weight[r]
+                level[r] = lv
+                if lv < lam:
+                    lam = lv
+        n_touched = m
+        if not np.isfinite(lam):
+            return STATUS_NONFINITE
+        if lam < floor:
+            lam = floor
+        floor = lam
+        thr = lam + lam * TIE_TOL
+        for i in range(n_touched):
+            r = touched[i]
+            if count[r] > 0 and level[r] <= thr:
+                n_left -= _freeze_resource(r, lam, flow_ptr, res, frac, res_ptr, res_flow,
+                                           res_frac, residual, weight, weight_ref, count,
+                                           flow_mark, mark, rates)
+    if n_left == 0:
+        return STATUS_OK
+
+    # --- lazy heap of resource levels: one entry per resource still in play,
+    # keyed by a lower bound of its level (levels only rise)
+    size = 0
+    for i in range(n_touched):
+        r = touched[i]
+        if count[r] > 0:
+            heap_key[size] = residual[r] / weight[r]
+            heap_res[size] = r
+            size += 1
+    for pos in range(size // 2 - 1, -1, -1):
+        _sift_down(heap_key, heap_res, size, pos)
+
+    guard = 0
+    guard_limit = 2 * (n_entries + n_touched) + 1024  # re-keys <= updates
+    while n_left > 0:
+        guard += 1
+        if size == 0 or guard > guard_limit:
+            return STATUS_ITER_LIMIT
+        r = heap_res[0]
+        if count[r] == 0:
+            size = _heap_pop(heap_key, heap_res, size)
+            continue
+        lv = residual[r] / weight[r]
+        if lv != heap_key[0]:  # stale lower bound: re-key and look again
+            if np.isnan(lv):
+                return STATUS_NONFINITE
+            heap_key[0] = lv
+            _sift_down(heap_key, heap_res, size, 0)
+            continue
+        # lv is the minimum level; collect every resource tied with it before
+        # freezing anything (same rule as the pass-based path)
+        lam = lv if lv > floor else floor
+        if not np.isfinite(lam):
+            return STATUS_NONFINITE
+        floor = lam
+        thr = lam + lam * TIE_TOL
+        n_batch = 1
+        batch[0] = r
+        size = _heap_pop(heap_key, heap_res, size)
+        while size > 0 and heap_key[0] <= thr:
+            r2 = heap_res[0]
+            if count[r2] == 0:
+                size = _heap_pop(heap_key, heap_res, size)
+                continue
+            lv2 = residual[r2] / weight[r2]
+            if lv2 <= thr:
+                batch[n_batch] = r2
+                n_batch += 1
+                size = _heap_pop(heap_key, heap_res, size)
+            else:
+                heap_key[0] = lv2
+                _sift_down(heap_key, heap_res, size, 0)
+        for i in range(n_batch):
+            n_left -= _freeze_resource(batch[i], lam, flow_ptr, res, frac, res_ptr, res_flow,
+                                       res_frac, residual, weight, weight_ref, count, flow_mark,
+                                       mark, rates)
+    return STATUS_OK
+
+
+@njit(**_NUMPY_ERRORS)
+def maxmin_rates_kernel(flow_ptr, res, frac, capacity, active):
+    """Max-min fair rates of the active flows (one static solve).
+
+    Parameters
+    ----------
+    flow_ptr : int64[F+1]
+    res : int32[E]
+        Resource of each entry, in ``[0, R)``; at most once per flow.
+    frac : float64[E]
+        Fraction of the flow crossing the resource, in ``(0, 1]``.
+    capacity : float64[R]
+        Capacity of each resource, bytes/s, finite and ``>= 0``.
+    active : bool[F]
+        Flows taking part; the others get rate 0.
+
+    Returns
+    -------
+    rates : float64[F]
+        Max-min fair rate of each active flow (``+inf`` for an empty path).
+    status : int
+        ``STATUS_OK``; ``STATUS_STALLED`` when an active flow gets rate 0;
+        ``STATUS_NONFINITE``/``STATUS_BAD_INPUT`` on bad data.
+    """
+    n_flows = flow_ptr.shape[0] - 1
+    n_res = capacity.shape[0]
+    rates = np.zeros(max(n_flows, 0), dtype=np.float64)
+    status = _check_inputs(flow_ptr, res, frac, capacity)
+    if status != STATUS_OK:
+        return rates, status
+    if active.shape[0] != n_flows:
+        return rates, STATUS_BAD_INPUT
+    res_ptr, res_flow, res_frac = _transpose(flow_ptr, res, frac, n_res)
+    sub = np.empty(n_flows, dtype=np.int32)
+    flow_mark = np.zeros(n_flows, dtype=np.int64)
+    n_sub = 0
+    for f in range(n_flows):
+        if active[f]:
+            if flow_ptr[f + 1] == flow_ptr[f]:
+                rates[f] = np.inf
+            else:
+                sub[n_sub] = f
+                n_sub += 1
+                flow_mark[f] = 1
+    touched = np.empty(n_res, dtype=np.int32)
+    stamp = np.zeros(n_res, dtype=np.bool_)
+    residual = np.empty(n_res, dtype=np.float64)
+    n_touched = 0
+    for i in range(n_sub):
+        f = sub[i]
+        for e in range(flow_ptr[f], flow_ptr[f + 1]):
+            r = res[e]
+            if not stamp[r]:
+                stamp[r] = True
+                touched[n_touched] = r
+                n_touched += 1
+                residual[r] = capacity[r]
+    weight = np.empty(n_res, dtype=np.float64)
+    weight_ref = np.empty(n_res, dtype=np.float64)
+    count = np.empty(n_res, dtype=np.int64)
+    level = np.empty(n_res, dtype=np.float64)
+    heap_key = np.empty(n_res, dtype=np.float64)
+    heap_res = np.empty(n_res, dtype=np.int32)
+    batch = np.empty(n_res, dtype=np.int32)
+    status = _fill(flow_ptr, res, frac, res_ptr, res_flow, res_frac, sub, n_sub, residual,
+                   touched, n_touched, weight, weight_ref, count, flow_mark, 1, level, heap_key,
+                   heap_res, batch, rates)
+    if status != STATUS_OK:
+        return rates, status
+    for i in range(n_sub):
+        x = rates[sub[i]]
+        if not np.isfinite(x):
+            return rates, STATUS_NONFINITE
+        if x <= 0.0:
+            status = STATUS_STALLED
+    return rates, status
+
+
+@njit(**_NUMPY_ERRORS)
+def _ingress_capacity(base, fan_in, w_t, eps):
+    """GenModel eq. 10: ``1 / beta' = 1 / (1 / base + max(w - w_t, 0) eps)``."""
+    excess = fan_in - w_t
+    if excess > 0.0:
+        return 1.0 / (1.0 / base + excess * eps)
+    return base
+
+
+@njit(**_NUMPY_ERRORS)
+def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes):
+    """Event-driven max-min completion of flows that all start at ``t = 0``.
+
+    Parameters
+    ----------
+    flow_ptr : int64[F+1]
+    res : int32[E]
+        Resource of each entry, in ``[0, R)``; at most once per flow.
+    frac : float64[E]
+        Fraction of the flow crossing the resource, in ``(0, 1]``.
+    capacity : float64[R]
+        Capacity (bytes/s) of each resource; for an ingress resource
+        (index ``>= n_plain``) its base capacity ``1 / beta``.
+    n_plain : int
+        Resources ``>= n_plain`` are ingress resources whose capacity follows
+        the incast model (only when ``eps > 0`` and ``w_t`` is finite).
+    w_t : float
+        Incast threshold (fan-in without penalty).
+    eps : float
+        Incast slope, seconds per byte per flow above ``w_t``.
+    flow_bytes : float64[F]
+        Bytes of each flow, finite and ``>= 0``.
+
+    Returns
+    -------
+    rate0 : float64[F]
+        Rate of each flow at ``t = 0`` (``+inf`` for an empty path).
+    finish : float64[F]
+        Time at which each flow's last byte arrives (``+inf`` for a flow that
+        did not finish when the status is not ``STATUS_OK``).
+    status : int
+    """
+    n_flows = flow_ptr.shape[0] - 1
+    n_res = capacity.shape[0]
+    rate0 = np.zeros(max(n_flows, 0), dtype=np.float64)
+    finish = np.full(max(n_flows, 0), np.inf)
+    status = _check_inputs(flow_ptr, res, frac, capacity)
+    if status != STATUS_OK:
+        return rate0, finish, status
+    if flow_bytes.shape[0] != n_flows or n_plain < 0 or n_plain > n_res:
+        return rate0, finish, STATUS_BAD_INPUT
+    for f in range(n_flows):
+        b = flow_bytes[f]
+        if not np.isfinite(b):
+            return rate0, finish, STATUS_NONFINITE
+        if b < 0.0:
+            return rate0, finish, STATUS_BAD_INPUT
+    if np.isnan(w_t) or not np.isfinite(eps):
+        return rate0, finish, STATUS_NONFINITE
+    if eps < 0.0:
+        return rate0, finish, STATUS_BAD_INPUT
+    incast = eps > 0.0 and np.isfinite(w_t) and n_plain < n_res
+
+    res_ptr, res_flow, res_frac = _transpose(flow_ptr, res, frac, n_res)
+
+    # active flows: every flow with a non-empty path (0-byte ones finish at
+    # the first event, of length 0)
+    act = np.empty(n_flows, dtype=np.int32)
+    n_act = 0
+    for f in range(n_flows):
+        if flow_ptr[f + 1] == flow_ptr[f]:
+            rate0[f] = np.inf
+            finish[f] = 0.0
+        else:
+            act[n_act] = f
+            n_act += 1
+
+    cap = capacity.copy()
+    fan_in = np.zeros(n_res, dtype=np.int64)
+    if incast:
+        for i in range(n_act):
+            f = act[i]
+            for e in range(flow_ptr[f], flow_ptr[f + 1]):
+                if res[e] >= n_plain:
+                    fan_in[res[e]] += 1
+        for r in range(n_plain, n_res):
+            cap[r] = _ingress_capacity(capacity[r], fan_in[r], w_t, eps)
+
+    rates = np.zeros(max(n_flows, 0), dtype=np.float64)
+    remaining = flow_bytes.copy()
+    t_fin = np.empty(max(n_flows, 0), dtype=np.float64)
+    load = np.zeros(n_res, dtype=np.float64)
+    residual = np.empty(n_res, dtype=np.float64)
+    res_stamp = np.zeros(n_res, dtype=np.int64)
+    flow_mark = np.zeros(max(n_flows, 0), dtype=np.int64)
+    sub = np.empty(max(n_flows, 0), dtype=np.int32)
+    touched = np.empty(n_res, dtype=np.int32)
+    weight = np.empty(n_res, dtype=np.float64)
+    weight_ref = np.empty(n_res, dtype=np.float64)
+    count = np.empty(n_res, dtype=np.int64)
+    level = np.empty(n_res, dtype=np.float64)
+    heap_key = np.empty(n_res, dtype=np.float64)
+    heap_res = np.empty(n_res, dtype=np.int32)
+    batch = np.empty(n_res, dtype=np.int32)
+
+    t = 0.0
+    mark = 0
+    lam0 = -1.0  # first solve: every active flow
+    first = True
+    while n_act > 0:
+        mark += 1
+        if mark > n_flows + 2:
+            return rate0, finish, STATUS_ITER_LIMIT
+        # --- re-solve the flows whose rate may change
+        keep_below = lam0 - lam0 * KEEP_TOL
+        n_sub = 0
+        for i in range(n_act):
+            f = act[i]
+            if rates[f] >= keep_below:
+                sub[n_sub] = f
+                n_sub += 1
+                flow_mark[f] = mark
+        n_touched = 0
+        for i in range(n_sub):
+            f = sub[i]
+            x = rates[f]
+            for e in range(flow_ptr[f], flow_ptr[f + 1]):
+                r = res[e]
+                load[r] -= frac[e] * x
+                if res_stamp[r] != mark:
+                    res_stamp[r] = mark
+                    touched[n_touched] = r
+                    n_touched += 1
+        for i in range(n_touched):
+            r = touched[i]
+            residual[r] = cap[r] - load[r]
+        status = _fill(flow_ptr, res, frac, res_ptr, res_flow, res_frac, sub, n_sub, residual,
+                       touched, n_touched, weight, weight_ref, count, flow_mark, mark, level,
+                       heap_key, heap_res, batch, rates)
+        if status != STATUS_OK:
+            return rate0, finish, status
+        for i in range(n_touched):
+            r = touched[i]
+            load[r] = cap[r] - residual[r]
+        if first:
+            first = False
+            for i in range(n_act):
+                rate0[act[i]] = rates[act[i]]
+
+        # --- next event
+        t_next = np.inf
+        for i in range(n_act):
+            f = act[i]
+            x = rates[f]
+            if not np.isfinite(x):
+                return rate0, finish, STATUS_NONFINITE
+            rem = remaining[f]
+            if rem <= 0.0:
+                tf = t
+            elif x > 0.0:
+                tf = t + rem / x
+                if not np.isfinite(tf):
+                    return rate0, finish, STATUS_STALLED
+            else:
+                return rate0, finish, STATUS_STALLED
+            t_fin[f] = tf
+            if tf < t_next:
+                t_next = tf
+        thr = t_next + t_next * TIE_TOL
+        dt = t_next - t
+        lam0 = np.inf
+        m = 0
+        for i in range(n_act):
+            f = act[i]
+            x = rates[f]
+            if t_fin[f] <= thr:
+                finish[f] = t_next
+                remaining[f] = 0.0
+                if x < lam0:
+                    lam0 = x
+                # release its load; its receiver's fan-in drops (ingress
+                # capacity grows only on resources it crosses, which saturate
+                # at a level >= x, so lam0 covers them)
+                for e in range(flow_ptr[f], flow_ptr[f + 1]):
+                    r = res[e]
+                    load[r] -= frac[e] * x
+                    if incast and r >= n_plain:
+                        fan_in[r] -= 1
+                        cap[r] = _ingress_capacity(capacity[r], fan_in[r], w_t, eps)
+            else:
+                rem = remaining[f] - x * dt
+                remaining[f] = rem if rem > 0.0 else 0.0
+                act[m] = f
+                m += 1
+        n_act = m
+        t = t_next
+    return rate0, finish, STATUS_OK
+
+
+@njit(**_NUMPY_ERRORS)
+def _append_ingress(flow_ptr, res, frac, flow_dst, n_plain):
+    """Copy of the CSR with one entry (fraction 1) on resource
+    ``n_plain + flow_dst[f]`` appended to every non-empty flow."""
+    n_flows = flow_ptr.shape[0] - 1
+    n_nonempty = 0
+    for f in range(n_flows):
+        if flow_ptr[f + 1] > flow_ptr[f]:
+            n_nonempty += 1
+    n_entries = res.shape[0] + n_nonempty
+    new_ptr = np.empty(n_flows + 1, dtype=np.int64)
+    new_res = np.empty(n_entries, dtype=np.int32)
+    new_frac = np.empty(n_entries, dtype=np.float64)
+    k = 0
+    new_ptr[0] = 0
+    for f in range(n_flows):
+        a, b = flow_ptr[f], flow_ptr[f + 1]
+        for e in range(a, b):
+            new_res[k] = res[e]
+            new_frac[k] = frac[e]
+            k += 1
+        if b > a:
+            new_res[k] = n_plain + flow_dst[f]
+            new_frac[k] = 1.0
+            k += 1
+        new_ptr[f + 1] = k
+    return new_ptr, new_res, new_frac
+
+
+@njit(**_NUMPY_ERRORS)
+def _first_bad_entry(res, frac, n_links):
+    """Index of the first entry with a link outside ``[0, n_links)`` or a
+    fraction not in ``(0, 1]`` (NaN included), or -1."""
+    for e in range(res.shape[0]):
+        a = frac[e]
+        if res[e] < 0 or res[e] >= n_links or not (a > 0.0 and a <= 1.0):
+            return e
+    return -1
+
+
+# --------------------------------------------------------------------------
+# checking layer
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Solution:
+    """Result of :func:`solve_completion`.
+
+    Attributes
+    ----------
+    rate0 : float64[F]
+        Rate of each flow at ``t = 0``, bytes/s (``+inf`` for an empty path).
+    finish : float64[F]
+        Seconds from 0 to each flow's last byte (fluid time, no latency).
+    status : int
+        ``STATUS_OK`` or the kernel's failure code (see ``STATUS_NAMES``).
+    """
+
+    rate0: np.ndarray
+    finish: np.ndarray
+    status: int
+
+    @property
+    def ok(self) -> bool:
+        return self.status == STATUS_OK
+
+
+def _int_array(name, value, dtype):
+    arr = np.asarray(value)
+    if arr.ndim != 1:
+        raise ValueError(f"{name}: expected a 1-D array, got shape {arr.shape}")
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        raise ValueError(f"{name}: expected an integer array, got dtype {arr.dtype}")
+    return np.ascontiguousarray(arr, dtype=dtype)
+
+
+def _float_array(name, value, length=None, what="values"):
+    arr = np.asarray(value)
+    if arr.ndim != 1:
+        raise ValueError(f"{name}: expected a 1-D array, got shape {arr.shape}")
+    if arr.size and not (np.issubdtype(arr.dtype, np.floating)
+                         or np.issubdtype(arr.dtype, np.integer)):
+        raise ValueError(f"{name}: expected a float array, got dtype {arr.dtype}")
+    arr = np.ascontiguousarray(arr, dtype=np.float64)
+    if length is not None and arr.shape[0] != length:
+        raise ValueError(f"{name}: expected {length} {what}, got {arr.shape[0]}")
+    if not np.all(np.isfinite(arr)):
+        bad = int(np.flatnonzero(~np.isfinite(arr))[0])
+        raise ValueError(f"{name}[{bad}] = {arr[bad]} is not finite")
+    if np.any(arr < 0):
+        bad = int(np.flatnonzero(arr < 0)[0])
+        raise ValueError(f"{name}[{bad}] = {arr[bad]} is negative")
+    return arr
+
+
+def _check_routes(routes, n_links):
+    """Validated (flow_ptr int64, link int32, frac float64) of ``routes``."""
+    for attr in ("flow_ptr", "link", "frac"):
+        if not hasattr(routes, attr):
+            raise ValueError(f"routes: expected a Routes object, missing attribute {attr!r}")
+    flow_ptr = _int_array("routes.flow_ptr", routes.flow_ptr, np.int64)
+    link = _int_array("routes.link", routes.link, np.int32)
+    frac = np.asarray(routes.frac)
+    if frac.ndim != 1:
+        raise ValueError(f"routes.frac: expected a 1-D array, got shape {frac.shape}")
+    frac = np.ascontiguousarray(frac, dtype=np.float64)
+    if flow_ptr.shape[0] < 1:
+        raise ValueError("routes.flow_ptr: must have F+1 >= 1 entries")
+    if link.shape[0] != frac.shape[0]:
+        raise ValueError(f"routes: link has {link.shape[0]} entries but frac has "
+                         f"{frac.shape[0]}")
+    if flow_ptr[0] != 0 or flow_ptr[-1] != link.shape[0]:
+        raise ValueError(f"routes.flow_ptr: must start at 0 and end at the number of entries "
+                         f"({link.shape[0]}), got {flow_ptr[0]} .. {flow_ptr[-1]}")
+    if np.any(np.diff(flow_ptr) < 0):
+        raise ValueError("routes.flow_ptr: must be non-decreasing")
+    bad = _first_bad_entry(link, frac, n_links)
+    if bad >= 0:
+        if not (0 <= link[bad] < n_links):
+            raise ValueError(f"routes.link[{bad}] = {link[bad]} is not a link id in "
+                             f"[0, {n_links})")
+        raise ValueError(f"routes.frac[{bad}] = {frac[bad]} is not in (0, 1]")
+    return flow_ptr, link, frac
+
+
+def max_min_rates(routes, link_capacity, active=None) -> np.ndarray:
+    """Max-min fair rates of flows routed on links (one static solve).
+
+    Parameters
+    ----------
+    routes : Routes
+        Fractional paths of F flows over L links.
+    link_capacity : float64[L]
+        Capacity of each link, bytes/s, finite and ``>= 0``.
+    active : bool[F], optional
+        Flows taking part (default: all); the others get rate 0.
+
+    Returns
+    -------
+    float64[F]
+        Rate of each flow, bytes/s (``+inf`` for an active flow with an empty
+        path, 0 for an inactive one).
+
+    Raises
+    ------
+    ValueError
+        Bad arguments (shapes, dtypes, non-finite or negative values).
+    SolverError
+        The kernel returned a bad status (e.g. a flow crosses a zero-capacity
+        link and cannot progress).
+    """
+    link_capacity = _float_array("link_capacity", link_capacity, what="links")
+    flow_ptr, link, frac = _check_routes(routes, link_capacity.shape[0])
+    n_flows = flow_ptr.shape[0] - 1
+    if active is None:
+        active = np.ones(n_flows, dtype=np.bool_)
+    else:
+        active = np.asarray(active)
+        if active.shape != (n_flows,):
+            raise ValueError(f"active: expected shape ({n_flows},), got {active.shape}")
+        if active.dtype != np.bool_:
+            raise ValueError(f"active: expected a bool array, got dtype {active.dtype}")
+        active = np.ascontiguousarray(active)
+    rates, status = maxmin_rates_kernel(flow_ptr, link, frac, link_capacity, active)
+    if status != STATUS_OK:
+        raise SolverError(f"max-min solve failed: status {status} "
+                          f"({STATUS_NAMES.get(status, '?')}), {n_flows} flows, "
+                          f"{link_capacity.shape[0]} links")
+    return rates
+
+
+def solve_completion(routes, link_capacity, flow_bytes, *, flow_dst=None,
+                     ingress_capacity=None, incast_threshold=float("inf"),
+                     incast_slope=0.0) -> Solution:
+    """Event-driven max-min completion times of flows that all start at 0.
+
+    Parameters
+    ----------
+    routes : Routes
+        Fractional paths of F flows over L links.
+    link_capacity : float64[L]
+        Capacity of each link, bytes/s, finite and ``>= 0``.
+    flow_bytes : float64[F]
+        Bytes of each flow, finite and ``>= 0``.
+    flow_dst : int[F], optional
+        Receiving vertex of each flow, in ``[0, N)``; needed when incast is on.
+    ingress_capacity : float64[N], optional
+        Base capacity (bytes/s, ``1 / beta``) of each vertex's ingress
+        resource; needed when incast is on.
+    incast_threshold : float
+        GenModel's ``w_t``: fan-in a receiver takes without penalty.
+    incast_slope : float
+        GenModel's ``eps``: extra seconds per byte per flow above ``w_t``.
+        Incast is off when it is 0 or ``incast_threshold`` is ``inf``.
+
+    Returns
+    -------
+    Solution
+        ``rate0`` float64[F], ``finish`` float64[F] and the kernel's status;
+        a bad status is returned, not raised (the caller names the
+        configuration in its ``SolverError``).
+
+    Raises
+    ------
+    ValueError
+        Bad arguments (shapes, dtypes, non-finite or negative values, missing
+        incast inputs).
+    """
+    link_capacity = _float_array("link_capacity", link_capacity, what="links")
+    n_links = link_capacity.shape[0]
+    flow_ptr, link, frac = _check_routes(routes, n_links)
+    n_flows = flow_ptr.shape[0] - 1
+    flow_bytes = _float_array("flow_bytes", flow_bytes, n_flows, what="flows")
+    w_t = float(incast_threshold)
+    eps = float(incast_slope)
+    if np.isnan(w_t) or w_t < 0:
+        raise ValueError(f"incast_threshold: must be >= 0 (or inf), got {incast_threshold!r}")
+    if not np.isfinite(eps) or eps < 0:
+        raise ValueError(f"incast_slope: must be finite and >= 0, got {incast_slope!r}")
+    capacity = link_capacity
+    if eps > 0 and np.isfinite(w_t):
+        if flow_dst is None or ingress_capacity is None:
+            raise ValueError("flow_dst and ingress_capacity are required when incast is on "
+                             f"(incast_threshold={w_t}, incast_slope={eps})")
+        ingress_capacity = _float_array("ingress_capacity", ingress_capacity, what="vertices")
+        n_vertices = ingress_capacity.shape[0]
+        flow_dst = _int_array("flow_dst", flow_dst, np.int64)
+        if flow_dst.shape[0] != n_flows:
+            raise ValueError(f"flow_dst: expected {n_flows} flows, got {flow_dst.shape[0]}")
+        if n_flows and (flow_dst.min() < 0 or flow_dst.max() >= n_vertices):
+            bad = int(np.flatnonzero((flow_dst < 0) | (flow_dst >= n_vertices))[0])
+            raise ValueError(f"flow_dst[{bad}] = {flow_dst[bad]} is not a vertex in "
+                             f"[0, {n_vertices})")
+        flow_ptr, link, frac = _append_ingress(flow_ptr, link, frac, flow_dst, n_links)
+        capacity = np.concatenate([link_capacity, ingress_capacity])
+    rate0, finish, status = completion_kernel(flow_ptr, link, frac, capacity, n_links, w_t, eps,
+                                              flow_bytes)
+    return Solution(rate0=rate0, finish=finish, status=int(status))

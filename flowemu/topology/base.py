@@ -1,0 +1,107 @@
+"""Routes (CSR of fractional link usage) and the Topology protocol.
+
+A topology is a directed graph of ``num_nodes`` vertices; the first
+``num_endpoints`` vertices host ranks (on a torus every vertex is an endpoint,
+on a fat tree the switches come after the endpoints). Link ``l`` goes from
+``link_src[l]`` to ``link_dst[l]`` and carries ``link_capacity_scale[l]`` times
+the network's link bandwidth.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import ConfigError
+
+ECMP_MODES = ("split", "dor", "hash")
+
+
+@dataclass(frozen=True)
+class Routes:
+    """Fractional paths of F flows in CSR form.
+
+    Attributes
+    ----------
+    flow_ptr : int64[F+1]
+        Entries of flow ``f`` are ``flow_ptr[f]:flow_ptr[f+1]``.
+    link : int32[E]
+        Link id of each entry. A link appears at most once per flow.
+    frac : float64[E]
+        Fraction of the flow's bytes crossing that link (ECMP splits a flow
+        over equal-cost paths; along one path the fractions sum to <= 1 per
+        hop layer).
+    hops : int32[F]
+        Length of the flow's (minimal) path(s) in links; 0 for a flow whose
+        source is its destination.
+    """
+
+    flow_ptr: np.ndarray
+    link: np.ndarray
+    frac: np.ndarray
+    hops: np.ndarray
+
+    @property
+    def num_flows(self) -> int:
+        return len(self.flow_ptr) - 1
+
+    @property
+    def num_entries(self) -> int:
+        return len(self.link)
+
+    def flow_links(self, f: int) -> tuple[np.ndarray, np.ndarray]:
+        """Link ids and fractions of flow ``f`` (a view)."""
+        a, b = self.flow_ptr[f], self.flow_ptr[f + 1]
+        return self.link[a:b], self.frac[a:b]
+
+
+def check_ecmp(ecmp: str) -> str:
+    if ecmp not in ECMP_MODES:
+        raise ConfigError(f"ecmp: unknown mode {ecmp!r}; allowed: {', '.join(ECMP_MODES)}")
+    return ecmp
+
+
+class Topology:
+    """Protocol every topology family implements.
+
+    Subclasses are frozen dataclasses; they must provide the attributes below
+    and :meth:`route`.
+
+    Attributes
+    ----------
+    spec : str
+        The canonical spec string, e.g. ``"torus:8x8"``.
+    num_nodes : int
+        Vertices (endpoints first, then switches).
+    num_endpoints : int
+        Vertices that can host a rank.
+    link_src, link_dst : int32[L]
+    link_capacity_scale : float64[L]
+        Capacity of each link as a multiple of the network link bandwidth.
+    """
+
+    spec: str
+    num_nodes: int
+    num_endpoints: int
+
+    @property
+    def num_links(self) -> int:
+        return len(self.link_src)
+
+    def route(self, src: np.ndarray, dst: np.ndarray, ecmp: str = "split",
+              seed: int = 0) -> Routes:  # pragma: no cover - interface
+        """Route flows ``src[i] -> dst[i]`` (endpoint ids, int arrays of equal
+        length); returns :class:`Routes` with one CSR row per flow."""
+        raise NotImplementedError
+
+    def ingress_capacity_scale(self) -> np.ndarray:
+        """Total capacity (× link bandwidth) of the links entering each vertex,
+        float64[num_nodes]; the incast model's per-receiver β is its inverse."""
+        out = np.zeros(self.num_nodes, dtype=np.float64)
+        np.add.at(out, self.link_dst, self.link_capacity_scale)
+        return out
+
+    def describe(self) -> dict:  # pragma: no cover - interface
+        """Plain-data description (family and shape parameters)."""
+        raise NotImplementedError

@@ -1,0 +1,333 @@
+"""k-ary n-dimensional torus (``wrap=True``) and mesh (``wrap=False``).
+
+Every vertex is an endpoint. Node ids are row-major over ``dims`` (last
+dimension fastest, exactly :func:`numpy.ravel_multi_index`). Every node owns
+``2·D`` outgoing directed links:
+
+    link id = node · 2D + 2 · dim + (0 for the + direction, 1 for −)
+
+so a link id alone tells where it starts and which way it goes. On a
+dimension of size 2 the + and − links reach the same neighbour but stay
+distinct links (two cables). A mesh keeps the ids of the boundary links that
+would wrap, with ``link_exists = False``, ``link_dst = link_src`` and capacity
+scale 0, and never routes over them; keeping the ids makes link arithmetic
+identical for both families.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import ConfigError, RoutingError
+from ..kernels.routing import (
+    STATUS_BAD_NODE,
+    STATUS_COUNT_MISMATCH,
+    STATUS_OK,
+    torus_route_counts,
+    torus_route_fill_path,
+    torus_route_fill_split,
+)
+from .base import Routes, Topology, check_ecmp
+
+#: largest number of nodes a torus or mesh may have
+MAX_NODES = 2**24
+
+_STATUS_TEXT = {
+    STATUS_BAD_NODE: "node id out of range",
+    STATUS_COUNT_MISMATCH: "internal error: the routing kernels disagree on the entry count",
+}
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    a.setflags(write=False)
+    return a
+
+
+def _is_int(x) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+@dataclass(frozen=True)
+class Torus(Topology):
+    """A torus (``wrap=True``) or mesh (``wrap=False``) of shape ``dims``.
+
+    Parameters
+    ----------
+    dims : tuple of int
+        Size of each dimension, each ``>= 2``; at most ``2**24`` nodes.
+    wrap : bool
+        True for a torus (wraparound links), False for a mesh.
+
+    Attributes
+    ----------
+    spec : str
+        ``"torus:8x8"`` or ``"mesh:4x4"``.
+    num_nodes, num_endpoints : int
+        ``prod(dims)``.
+    link_src, link_dst : int32[L]
+        ``L = num_nodes · 2D``; endpoints of each link (``link_dst == link_src``
+        for a mesh link that does not exist).
+    link_capacity_scale : float64[L]
+        1.0, or 0.0 for a mesh link that does not exist.
+    link_exists : bool[L]
+    strides : int64[D]
+        Node-id stride of each dimension.
+    """
+
+    dims: tuple[int, ...]
+    wrap: bool = True
+
+    def __post_init__(self):
+        dims = self.dims
+        if isinstance(dims, (int, np.integer)) and not isinstance(dims, (bool, np.bool_)):
+            dims = (dims,)
+        if not isinstance(dims, (tuple, list, np.ndarray)):
+            raise ConfigError(f"dims: {dims!r} is not allowed; expected a tuple of integers >= 2, "
+                              "e.g. (8, 8)")
+        dims = tuple(dims)
+        if len(dims) < 1:
+            raise ConfigError("dims: () is not allowed; expected at least one dimension, e.g. (8, 8)")
+        for i, d in enumerate(dims):
+            if not _is_int(d) or d < 2:
+                raise ConfigError(f"dims: dimension {i} is {d!r}; every dimension must be an "
+                                  "integer >= 2")
+        dims = tuple(int(d) for d in dims)
+        nodes = math.prod(dims)
+        if nodes > MAX_NODES:
+            raise ConfigError(f"dims: {'x'.join(map(str, dims))} has {nodes} nodes; at most "
+                              f"{MAX_NODES} (2**24) are allowed")
+        if not isinstance(self.wrap, (bool, np.bool_)):
+            raise ConfigError(f"wrap: {self.wrap!r} is not allowed; expected True (torus) or "
+                              "False (mesh)")
+        wrap = bool(self.wrap)
+        set_ = object.__setattr__
+        set_(self, "dims", dims)
+        set_(self, "wrap", wrap)
+        set_(self, "spec", f"{'torus' if wrap else 'mesh'}:{'x'.join(map(str, dims))}")
+        set_(self, "num_nodes", nodes)
+        set_(self, "num_endpoints", nodes)
+        strides = np.ones(len(dims), dtype=np.int64)
+        for i in range(len(dims) - 2, -1, -1):
+            strides[i] = strides[i + 1] * dims[i + 1]
+        set_(self, "strides", _readonly(strides))
+        self._build_links()
+
+    def _build_links(self) -> None:
+        # int32 throughout: L = N·2D < 2**31 for N <= 2**24, and a 2**24-node
+        # torus already needs several hundred MB of link arrays.
+        ndim = len(self.dims)
+        nodes = np.arange(self.num_nodes, dtype=np.int32)
+        dst = np.empty((self.num_nodes, ndim, 2), dtype=np.int32)
+        exists = np.ones((self.num_nodes, ndim, 2), dtype=bool)
+        for i, (d, stride) in enumerate(zip(self.dims, self.strides.tolist(), strict=True)):
+            c = (nodes // stride) % d
+            last = c == d - 1
+            first = c == 0
+            dst[:, i, 0] = np.where(last, nodes - (d - 1) * stride, nodes + stride)
+            dst[:, i, 1] = np.where(first, nodes + (d - 1) * stride, nodes - stride)
+            if not self.wrap:
+                exists[:, i, 0] = ~last
+                exists[:, i, 1] = ~first
+        src = np.repeat(nodes, 2 * ndim)
+        exists = exists.reshape(-1)
+        dst = np.where(exists, dst.reshape(-1), src)
+        set_ = object.__setattr__
+        set_(self, "link_src", _readonly(src))
+        set_(self, "link_dst", _readonly(dst))
+        set_(self, "link_exists", _readonly(exists))
+        set_(self, "link_capacity_scale", _readonly(exists.astype(np.float64)))
+
+    def __reduce__(self):
+        # Ship only the shape to worker processes; the arrays are rebuilt.
+        return (type(self), (self.dims, self.wrap))
+
+    # ------------------------------------------------------------------ shape
+
+    @property
+    def ndim(self) -> int:
+        """Number of dimensions D."""
+        return len(self.dims)
+
+    def coords(self, nodes) -> np.ndarray:
+        """Coordinates of node ids.
+
+        Parameters
+        ----------
+        nodes : int array of shape S (or a scalar)
+
+        Returns
+        -------
+        int64[*S, D]
+        """
+        nodes = self._check_nodes(nodes, "nodes", ConfigError)
+        return np.stack(np.unravel_index(nodes, self.dims), axis=-1).astype(np.int64)
+
+    def node_of(self, coords) -> np.ndarray:
+        """Node ids of coordinates (inverse of :meth:`coords`).
+
+        Parameters
+        ----------
+        coords : int array of shape (*S, D)
+
+        Returns
+        -------
+        int64[*S]
+        """
+        c = np.asarray(coords)
+        if not np.issubdtype(c.dtype, np.integer) or c.ndim < 1 or c.shape[-1] != self.ndim:
+            raise ConfigError(f"coords: expected an integer array of shape (..., {self.ndim}) "
+                              f"for {self.spec}, got dtype {c.dtype} shape {c.shape}")
+        bad = (c < 0) | (c >= np.asarray(self.dims))
+        if bad.any():
+            raise ConfigError(f"coords: {c[bad.any(axis=-1)][0].tolist()} is outside "
+                              f"{self.spec} (dims {list(self.dims)})")
+        return (c.astype(np.int64) * self.strides).sum(axis=-1)
+
+    def link_id(self, node, dim, direction) -> np.ndarray:
+        """Id of the link leaving ``node`` in dimension ``dim``.
+
+        Parameters
+        ----------
+        node, dim : int arrays (broadcast together)
+        direction : int array of +1 or −1 (the sign of the coordinate step)
+
+        Returns
+        -------
+        int64[broadcast shape]
+            ``node · 2D + 2 · dim + (0 if direction == +1 else 1)``.
+        """
+        node = self._check_nodes(node, "node", ConfigError)
+        dim = np.asarray(dim)
+        direction = np.asarray(direction)
+        if not np.issubdtype(dim.dtype, np.integer) or ((dim < 0) | (dim >= self.ndim)).any():
+            raise ConfigError(f"dim: expected integers in 0..{self.ndim - 1} for {self.spec}")
+        if (not np.issubdtype(direction.dtype, np.integer)
+                or ((direction != 1) & (direction != -1)).any()):
+            raise ConfigError("direction: expected +1 or -1 (the sign of the coordinate step)")
+        return node * (2 * self.ndim) + 2 * dim.astype(np.int64) + (direction < 0)
+
+    def distance(self, src, dst) -> np.ndarray:
+        """Minimal hop count between nodes.
+
+        Parameters
+        ----------
+        src, dst : int[F]
+
+        Returns
+        -------
+        int64[F]
+            Sum over dimensions of ``min(|o|, d − |o|)`` (torus) or ``|o|``
+            (mesh) for the coordinate offset ``o``.
+        """
+        src, dst = self._check_flows(src, dst)
+        total = np.zeros(len(src), dtype=np.int64)
+        for d, stride in zip(self.dims, self.strides.tolist(), strict=True):
+            o = np.abs((dst // stride) % d - (src // stride) % d)
+            total += np.minimum(o, d - o) if self.wrap else o
+        return total
+
+    def describe(self) -> dict:
+        """Plain-data description: family, dims, wrap, nodes, links (existing)."""
+        return {"family": "torus" if self.wrap else "mesh", "dims": list(self.dims),
+                "wrap": self.wrap, "nodes": self.num_nodes,
+                "links": int(np.count_nonzero(self.link_exists))}
+
+    # ---------------------------------------------------------------- routing
+
+    def route(self, src, dst, ecmp: str = "split", seed: int = 0) -> Routes:
+        """Route flows ``src[i] -> dst[i]`` over minimal paths.
+
+        Parameters
+        ----------
+        src, dst : int[F]
+            Node ids in ``0..num_nodes-1``.
+        ecmp : {"split", "dor", "hash"}
+            ``"split"``: every minimal path, each node splitting the flow's
+            mass evenly over its minimal next hops (a dimension exactly d/2
+            away on a torus is travelled half each way); entries in
+            topological order. ``"dor"``: one dimension-order path (dim 0
+            first), ties taken the + way. ``"hash"``: one minimal path, each
+            hop chosen among the minimal next hops by a hash of
+            ``(seed, src, dst, hop)``. Single paths list entries in path order
+            with ``frac`` 1.
+        seed : int
+            Hash seed (``ecmp="hash"`` only).
+
+        Returns
+        -------
+        Routes
+            ``flow_ptr`` int64[F+1], ``link`` int32[E], ``frac`` float64[E],
+            ``hops`` int32[F] (minimal distance; 0 and no entries when
+            ``src == dst``).
+        """
+        check_ecmp(ecmp)
+        if not _is_int(seed):
+            raise ConfigError(f"seed: {seed!r} is not allowed; expected an integer")
+        src, dst = self._check_flows(src, dst)
+        num_flows = len(src)
+        dims = np.asarray(self.dims, dtype=np.int64)
+        split = ecmp == "split"
+        counts = np.empty(num_flows, dtype=np.int64)
+        hops = np.empty(num_flows, dtype=np.int32)
+        status, bad, max_states = torus_route_counts(src, dst, dims, self.strides, self.wrap,
+                                                     split, counts, hops)
+        self._check_status(status, bad, src, dst)
+        flow_ptr = np.zeros(num_flows + 1, dtype=np.int64)
+        np.cumsum(counts, out=flow_ptr[1:])
+        num_entries = int(flow_ptr[-1])
+        link = np.empty(num_entries, dtype=np.int32)
+        frac = np.empty(num_entries, dtype=np.float64)
+        if split:
+            mass = np.empty(max_states, dtype=np.float64)
+            status, bad = torus_route_fill_split(src, dst, dims, self.strides, self.wrap,
+                                                 flow_ptr, link, frac, mass)
+        else:
+            status, bad = torus_route_fill_path(src, dst, dims, self.strides, self.wrap,
+                                                ecmp == "hash",
+                                                np.uint64(int(seed) & 0xFFFFFFFFFFFFFFFF),
+                                                flow_ptr, link, frac)
+        self._check_status(status, bad, src, dst)
+        return Routes(flow_ptr=flow_ptr, link=link, frac=frac, hops=hops)
+
+    # ------------------------------------------------------------- validation
+
+    def _check_nodes(self, nodes, name: str, error) -> np.ndarray:
+        a = np.asarray(nodes)
+        if a.dtype == bool or not (np.issubdtype(a.dtype, np.integer) or a.size == 0):
+            raise ConfigError(f"{name}: expected integer node ids, got dtype {a.dtype}")
+        a = a.astype(np.int64, copy=False)
+        bad = np.flatnonzero((a < 0) | (a >= self.num_nodes))
+        if len(bad):
+            raise error(f"{name}: node {int(a.reshape(-1)[bad[0]])} is not a node of "
+                        f"{self.spec} (ids 0..{self.num_nodes - 1})")
+        return a
+
+    def _check_flows(self, src, dst) -> tuple[np.ndarray, np.ndarray]:
+        src = np.asarray(src)
+        dst = np.asarray(dst)
+        for name, a in (("src", src), ("dst", dst)):
+            if a.ndim != 1:
+                raise ConfigError(f"{name}: expected a 1-D array of node ids, got shape {a.shape}")
+            if a.dtype == bool or not (np.issubdtype(a.dtype, np.integer) or a.size == 0):
+                raise ConfigError(f"{name}: expected integer node ids, got dtype {a.dtype}")
+        if len(src) != len(dst):
+            raise ConfigError(f"src and dst must have equal lengths, got {len(src)} and "
+                              f"{len(dst)}")
+        src = np.ascontiguousarray(src, dtype=np.int64)
+        dst = np.ascontiguousarray(dst, dtype=np.int64)
+        bad = np.flatnonzero((src < 0) | (src >= self.num_nodes)
+                             | (dst < 0) | (dst >= self.num_nodes))
+        if len(bad):
+            f = int(bad[0])
+            raise RoutingError(f"flow {f} ({int(src[f])} -> {int(dst[f])}) on {self.spec}: "
+                               f"node ids must lie in 0..{self.num_nodes - 1}")
+        return src, dst
+
+    def _check_status(self, status: int, bad: int, src: np.ndarray, dst: np.ndarray) -> None:
+        if status != STATUS_OK:
+            what = _STATUS_TEXT.get(int(status), f"internal routing error (status {status})")
+            raise RoutingError(f"flow {bad} ({int(src[bad])} -> {int(dst[bad])}) on "
+                               f"{self.spec}: {what}")

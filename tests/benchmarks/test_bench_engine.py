@@ -1,0 +1,50 @@
+"""Acceptance benchmarks for the core: route + solve on 16k and 4k node tori.
+
+Targets (2-core machine, after JIT warm-up): one recursive-doubling step on
+torus:128x128 ≤ 20 ms; a random permutation with random sizes on torus:64x64
+(event-driven, thousands of distinct finish times) ≤ 2 s.
+"""
+
+import numpy as np
+import pytest
+
+from flowemu.algorithms import Reduction, get_algorithm
+from flowemu.algorithms.base import Traffic
+from flowemu.engine import make_context, step_profile
+from flowemu.network import Network
+from flowemu.topology import parse_topology
+
+
+def _route_and_solve(topo, traffic, ecmp="split"):
+    ctx = make_context(topo, Network(), ecmp=ecmp)  # fresh cache: really routes and solves
+    return step_profile(ctx, traffic, Reduction.none(), "bench")
+
+
+@pytest.fixture(scope="module")
+def torus128():
+    return parse_topology("torus:128x128")
+
+
+@pytest.mark.parametrize("step", [0, 6, 13])
+def test_recdoub_step_128x128(benchmark, torus128, step):
+    """Step 13 is the heaviest: every node's peer is 64 hops away (a tie, so
+    ECMP split uses both ways round: 128 links per flow, 2M route entries)."""
+    spec = get_algorithm("recdoub")
+    sched = spec.build(16384, torus128, False, variant="latency")
+    traffic = sched.steps[step].traffic
+    _route_and_solve(torus128, traffic)  # JIT warm-up
+    prof = benchmark(_route_and_solve, torus128, traffic)
+    assert prof.num_flows == 16384
+
+
+def test_random_permutation_64x64(benchmark):
+    topo = parse_topology("torus:64x64")
+    rng = np.random.default_rng(2026)
+    p = topo.num_endpoints
+    dst = rng.permutation(p)
+    src = np.arange(p)
+    keep = src != dst
+    traffic = Traffic(src[keep], dst[keep], rng.uniform(0.1, 1.0, keep.sum()))
+    _route_and_solve(topo, traffic)
+    prof = benchmark.pedantic(_route_and_solve, args=(topo, traffic), rounds=3, iterations=1)
+    assert prof.num_flows == keep.sum()

@@ -1,0 +1,176 @@
+"""Slow, obviously-correct reference for flowemu.kernels.maxmin (tests only).
+
+Plain Python over lists, written independently of the numba kernels: a full
+progressive-filling solve at every event (no heap, no incremental re-solve),
+with the same rules as the model:
+
+* resources whose level is within a relative 1e-12 of the minimum saturate in
+  the same pass; flows finishing within a relative 1e-12 of the earliest
+  finish time finish together;
+* an empty path has rate +inf and finishes at 0; a 0-byte flow takes part in
+  the t = 0 solve and finishes at 0;
+* incast (GenModel eq. 7-10): a resource ``r >= n_plain`` crossed by ``w``
+  active flows has capacity ``1 / (1 / base + max(w - w_t, 0) * eps)``.
+
+Also :func:`check_maxmin`, the invariant check of a max-min allocation.
+"""
+
+from __future__ import annotations
+
+import math
+
+TIE = 1e-12
+
+OK = 0
+STALLED = 1
+
+
+def csr_to_lists(flow_ptr, res, frac):
+    """Per-flow list of ``(resource, fraction)`` pairs from a CSR."""
+    flows = []
+    for f in range(len(flow_ptr) - 1):
+        a, b = int(flow_ptr[f]), int(flow_ptr[f + 1])
+        flows.append([(int(res[e]), float(frac[e])) for e in range(a, b)])
+    return flows
+
+
+def progressive_filling(flows, capacity, active):
+    """Max-min fair rates by progressive filling.
+
+    ``flows``: list of ``[(r, a), ...]``; ``capacity``: list of floats;
+    ``active``: list of bools. Inactive flows get 0, active empty paths inf.
+    """
+    n_res = len(capacity)
+    rates = [0.0] * len(flows)
+    unfrozen = []
+    for f, path in enumerate(flows):
+        if active[f]:
+            if path:
+                unfrozen.append(f)
+            else:
+                rates[f] = math.inf
+    used = [0.0] * n_res
+    while unfrozen:
+        weight = [0.0] * n_res
+        for f in unfrozen:
+            for r, a in flows[f]:
+                weight[r] += a
+        level = {}
+        for r in range(n_res):
+            if weight[r] > 0.0:
+                level[r] = (capacity[r] - used[r]) / weight[r]
+        lam = max(min(level.values()), 0.0)
+        saturated = {r for r, lv in level.items() if lv <= lam * (1.0 + TIE)}
+        still = []
+        for f in unfrozen:
+            if any(r in saturated for r, _ in flows[f]):
+                rates[f] = lam
+                for r, a in flows[f]:
+                    used[r] += a * lam
+            else:
+                still.append(f)
+        unfrozen = still
+    return rates
+
+
+def incast_capacity(base, fan_in, w_t, eps):
+    """GenModel eq. 10: bandwidth ``1 / beta'`` with ``beta' = 1/base +
+    max(w - w_t, 0) * eps``."""
+    excess = fan_in - w_t
+    if excess > 0:
+        if base == 0.0:
+            return 0.0
+        return 1.0 / (1.0 / base + excess * eps)
+    return base
+
+
+def completion(flows, capacity, flow_bytes, n_plain=None, w_t=math.inf, eps=0.0):
+    """Event-driven completion; returns ``(rate0, finish, status)``.
+
+    Re-solves every active flow from scratch at every event.
+    """
+    n_res = len(capacity)
+    if n_plain is None:
+        n_plain = n_res
+    incast = eps > 0.0 and math.isfinite(w_t)
+    n = len(flows)
+    rate0 = [0.0] * n
+    finish = [math.inf] * n
+    remaining = [float(b) for b in flow_bytes]
+    active = [bool(path) for path in flows]
+    for f in range(n):
+        if not flows[f]:
+            rate0[f] = math.inf
+            finish[f] = 0.0
+    t = 0.0
+    first = True
+    while any(active):
+        caps = [float(c) for c in capacity]
+        if incast:
+            fan_in = [0] * n_res
+            for f in range(n):
+                if active[f]:
+                    for r, _ in flows[f]:
+                        fan_in[r] += 1
+            for r in range(n_plain, n_res):
+                caps[r] = incast_capacity(capacity[r], fan_in[r], w_t, eps)
+        rates = progressive_filling(flows, caps, active)
+        if first:
+            first = False
+            for f in range(n):
+                if active[f]:
+                    rate0[f] = rates[f]
+        end = {}
+        for f in range(n):
+            if active[f]:
+                if remaining[f] <= 0.0:
+                    end[f] = t
+                elif rates[f] > 0.0 and math.isfinite(t + remaining[f] / rates[f]):
+                    end[f] = t + remaining[f] / rates[f]
+                else:
+                    return rate0, finish, STALLED
+        t_next = min(end.values())
+        dt = t_next - t
+        for f, tf in end.items():
+            if tf <= t_next * (1.0 + TIE):
+                finish[f] = t_next
+                active[f] = False
+            else:
+                remaining[f] = max(remaining[f] - rates[f] * dt, 0.0)
+        t = t_next
+    return rate0, finish, OK
+
+
+def check_maxmin(flow_ptr, res, frac, capacity, rates, active=None, rtol=1e-9):
+    """Raise ``AssertionError`` unless ``rates`` is a max-min fair allocation.
+
+    Checks: no resource is over capacity; every active flow with a non-empty
+    path crosses a saturated resource (load >= capacity * (1 - rtol)) on
+    which no flow has a higher rate (to ``rtol``).
+    """
+    flows = csr_to_lists(flow_ptr, res, frac)
+    n_res = len(capacity)
+    if active is None:
+        active = [True] * len(flows)
+    load = [0.0] * n_res
+    top = [0.0] * n_res  # highest rate of an active flow on each resource
+    for f, path in enumerate(flows):
+        if active[f] and path:
+            x = float(rates[f])
+            assert math.isfinite(x) and x >= 0.0, f"flow {f}: rate {x}"
+            for r, a in path:
+                load[r] += a * x
+                top[r] = max(top[r], x)
+    scale = max([float(c) for c in capacity] + [1e-300])
+    for r in range(n_res):
+        c = float(capacity[r])
+        assert load[r] <= c * (1.0 + rtol) + 1e-15 * scale, (
+            f"resource {r}: load {load[r]} > capacity {c}")
+    for f, path in enumerate(flows):
+        if not (active[f] and path):
+            continue
+        x = float(rates[f])
+        bottleneck = [r for r, _ in path
+                      if load[r] >= float(capacity[r]) * (1.0 - rtol) - 1e-15 * scale
+                      and top[r] <= x * (1.0 + rtol)]
+        assert bottleneck, f"flow {f} (rate {x}) has no bottleneck resource"

@@ -1,0 +1,155 @@
+"""The command line: every user mistake is one line, exit code 2, no traceback."""
+
+import json
+
+import pandas as pd
+import pytest
+
+from flowemu.cli import main
+
+SMALL = ["run", "--topology", "torus:4x4", "--algorithm", "ring", "--sizes", "1KiB,1MiB"]
+
+
+def run(capsys, argv):
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_run_table(capsys):
+    code, out, err = run(capsys, SMALL)
+    assert code == 0, err
+    assert "torus:4x4" in out and "ring" in out and "1MiB" in out
+
+
+def test_run_csv_columns(capsys, tmp_path):
+    path = tmp_path / "r.csv"
+    code, _, err = run(capsys, SMALL + ["--format", "csv", "--out", str(path)])
+    assert code == 0, err
+    df = pd.read_csv(path)
+    for col in ("topology", "nodes", "algorithm", "variant", "size_bytes", "time_s",
+                "goodput_Bps", "steps"):
+        assert col in df.columns
+    assert list(df.size_bytes) == [1024, 2**20]
+    assert (df.goodput_Bps == df.size_bytes / df.time_s).all()
+    assert (df.steps == 2 * (16 - 1)).all()
+
+
+def test_run_json_and_parquet(capsys, tmp_path):
+    code, out, _ = run(capsys, SMALL + ["--format", "json"])
+    assert code == 0 and json.loads(out)[0]["algorithm"] == "ring"
+    path = tmp_path / "r.parquet"
+    code, _, _ = run(capsys, SMALL + ["--format", "parquet", "--out", str(path)])
+    assert code == 0 and len(pd.read_parquet(path)) == 2
+
+
+def test_auto_reports_variant(capsys, tmp_path):
+    path = tmp_path / "r.csv"
+    code, _, err = run(capsys, ["run", "-t", "torus:8x8", "-a", "recdoub:variant=auto", "-s",
+                                "32B,512MiB", "-f", "csv", "-o", str(path)])
+    assert code == 0, err
+    df = pd.read_csv(path)
+    # tiny vectors favour the log2(p)-step latency variant, huge ones Rabenseifner
+    assert list(df.variant) == ["latency", "bandwidth"]
+
+
+def test_traffic_file(capsys, tmp_path):
+    path = tmp_path / "t.csv"
+    pd.DataFrame({"step": [0, 0, 1], "src": [0, 1, 2], "dst": [1, 0, 3],
+                  "bytes": [1e6, 1e6, 5e5]}).to_csv(path, index=False)
+    out = tmp_path / "o.csv"
+    code, _, err = run(capsys, ["run", "-t", "torus:4", "--traffic", str(path), "--bandwidth",
+                                "8Gb/s", "--link-latency", "0", "--hop-latency", "0", "-f", "csv",
+                                "-o", str(out)])
+    assert code == 0, err
+    df = pd.read_csv(out)
+    # step 0: two 1 MB flows on opposite links (1 GB/s each) = 1 ms; step 1: 0.5 ms
+    assert df.time_s.iloc[0] == pytest.approx(1.5e-3, rel=1e-12)
+    assert df.steps.iloc[0] == 2
+
+
+def test_flows_out(capsys, tmp_path):
+    path = tmp_path / "f.csv"
+    code, _, err = run(capsys, ["run", "-t", "torus:8", "-a", "recdoub:variant=latency", "-s",
+                                "1MiB", "--flows-out", str(path), "--ecmp", "dor"])
+    assert code == 0, err
+    df = pd.read_csv(path)
+    for col in ("step", "src", "dst", "bytes", "hops", "rate_Bps", "finish_s", "links", "path"):
+        assert col in df.columns
+    assert len(df) == 3 * 8
+    last = df[(df.step == 2) & (df.src == 0)].iloc[0]
+    assert last.path == "0>1>2>3>4" and last.hops == 4
+
+
+def test_list(capsys):
+    code, out, _ = run(capsys, ["list"])
+    assert code == 0
+    for word in ("ring", "recdoub", "variant", "torus", "mesh"):
+        assert word in out
+
+
+BAD = [
+    (["run", "-t", "torus:4x4", "-a", "nosuch"], "unknown name"),
+    (["run", "-t", "hypercube:4", "-a", "ring"], "hypercube"),
+    (["run", "-t", "torus:1x4", "-a", "ring"], "torus:1x4"),
+    (["run", "-t", "torus:", "-a", "ring"], "torus"),
+    (["run", "-t", "torus:4xa", "-a", "ring"], "torus:4xa"),
+    (["run", "-t", "torus4x4", "-a", "ring"], "torus4x4"),
+    (SMALL[:-2] + ["--sizes", "12XB"], "12XB"),
+    (SMALL[:-2] + ["--sizes", "1MiB..1KiB"], "1MiB..1KiB"),
+    (SMALL[:-2] + ["--sizes", "1.5B"], "1.5B"),
+    (SMALL + ["--bandwidth", "0"], "bandwidth"),
+    (SMALL + ["--bandwidth=-400Gb/s"], "rate"),
+    (SMALL + ["--bandwidth", "nan"], "bandwidth"),
+    (SMALL + ["--bandwidth", "fast"], "bandwidth"),
+    (SMALL + ["--link-latency=-1ns"], "link_latency"),
+    (SMALL + ["--hop-latency", "100lightyears"], "hop_latency"),
+    (SMALL + ["--incast-threshold=-2"], "incast_threshold"),
+    (SMALL + ["--gamma", "nan"], "gamma"),
+    (SMALL + ["--ecmp", "random"], "ecmp"),
+    (SMALL + ["--format", "xml"], "format"),
+    (SMALL + ["--format", "parquet"], "--out"),
+    (SMALL + ["--out", "/nonexistent/dir/x.csv"], "--out"),
+    (["run", "-t", "torus:4x4", "-a", "ring:ports=3"], "ports"),
+    (["run", "-t", "torus:4x4", "-a", "ring:ports=two"], "ports"),
+    (["run", "-t", "torus:4x4", "-a", "ring:colour=red"], "colour"),
+    (["run", "-t", "torus:4x4", "-a", "ring:ports"], "key=value"),
+    (["run", "-t", "torus:4x4", "-a", "recdoub:variant=foo"], "variant"),
+    (["run", "-t", "torus:4x4", "-a", "ring", "--ranks", "1"], "ranks"),
+    (["run", "-t", "torus:4x4", "-a", "ring", "--ranks", "17"], "ranks"),
+    (["run", "-t", "torus:4x4", "-a", "ring", "--seed", "x"], "seed"),
+    (["run", "-a", "ring"], "topology"),
+    (["run", "-t", "torus:4x4"], "algorithm"),
+    (["run", "-t", "torus:4x4", "-a", "ring", "--traffic", "x.csv"], "not allowed"),
+    (["run", "-t", "torus:4x4", "--traffic", "/nonexistent.csv"], "does not exist"),
+    (["frobnicate"], "frobnicate"),
+    (SMALL + ["--flows-out", "f.csv", "--flows-size", "lots"], "flows-size"),
+]
+
+
+@pytest.mark.parametrize("argv,needle", BAD, ids=[" ".join(a[1:6]) for a, _ in BAD])
+def test_bad_input_is_one_line_exit_2(capsys, argv, needle):
+    code, out, err = run(capsys, argv)
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("flowemu: error:")
+    assert needle in lines[0]
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("rows,needle", [
+    ("step,src,dst\n0,0,1\n", "missing column"),
+    ("step,src,dst,bytes\n0,0,1,-5\n", "bytes"),
+    ("step,src,dst,bytes\n0,0,0,5\n", "src equals dst"),
+    ("step,src,dst,bytes\n0,0,99,5\n", "rank 99"),
+    ("step,src,dst,bytes\n0,0.5,1,5\n", "src"),
+    ("step,src,dst,bytes\n", "no rows"),
+    ("step,src,dst,bytes\nx,0,1,5\n", "step"),
+])
+def test_bad_traffic_file(capsys, tmp_path, rows, needle):
+    path = tmp_path / "t.csv"
+    path.write_text(rows)
+    code, _, err = run(capsys, ["run", "-t", "torus:4x4", "--traffic", str(path)])
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert needle in err

@@ -1,0 +1,177 @@
+"""Engine: closed forms on tori, exact profile linearity, step caching."""
+
+import numpy as np
+import pytest
+
+import flowemu
+from flowemu.algorithms import Reduction, Schedule, Step, Traffic, get_algorithm
+from flowemu.engine import direct_times, pareto_lines, profile
+from flowemu.network import Network
+from flowemu.topology import parse_topology
+
+B = 50e9          # 400 Gb/s in bytes/s
+LAT = 400e-9      # link 100 ns + hop 300 ns
+
+
+def build(name, p, topo=None, **opts):
+    spec = get_algorithm(name)
+    return spec.build(p, topo, False, **spec.parse_options(opts))
+
+
+@pytest.mark.parametrize("p", [3, 4, 5, 7, 8, 12, 16, 31])
+@pytest.mark.parametrize("ports", [1, 2])
+def test_ring_on_ring_closed_form(p, ports):
+    topo = parse_topology(f"torus:{p}")
+    n = np.array([32.0, 2.0**20, 2.0**29])
+    prof = profile(build("ring", p, ports=ports), topo, Network())
+    # 2(p-1) steps, each: one neighbour hop, every link direction carries at
+    # most one flow of n/(ports·p) bytes
+    expected = 2 * (p - 1) * (LAT + n / (ports * p) / B)
+    np.testing.assert_allclose(prof.times(n), expected, rtol=1e-9)
+
+
+def test_ring_on_two_nodes_uses_both_links():
+    # p = 2: the peer is d/2 away, so ECMP split sends half over each of the two links
+    topo = parse_topology("torus:2")
+    n = 2.0**20
+    t = profile(build("ring", 2), topo, Network()).times([n])[0]
+    assert t == pytest.approx(2 * (LAT + n / 2 / 2 / B), rel=1e-9)
+
+
+@pytest.mark.parametrize("p", [4, 8, 16, 32])
+def test_recdoub_latency_steps_dor(p):
+    """Step s: every node sends n to r XOR 2^s, 2^s hops away; with dimension
+    order routing 2^s flows share the busiest link direction (every flow
+    crosses it), so the step takes 2^s·(link+hop latency) + n·2^s/B."""
+    topo = parse_topology(f"torus:{p}")
+    n = 2.0**24
+    prof = profile(build("recdoub", p, variant="latency"), topo, Network(), ecmp="dor")
+    steps = prof.step_times([n])[:, 0]
+    for s, t in enumerate(steps):
+        assert t == pytest.approx(2**s * LAT + n * 2**s / B, rel=1e-9)
+        assert prof.steps[s].max_flows_per_link == 2**s
+
+
+@pytest.mark.parametrize("p", [4, 8, 16, 64])
+def test_recdoub_bandwidth_steps_dor(p):
+    """Rabenseifner reduce-scatter step s: n/2^(s+1) bytes over 2^s hops with
+    2^s flows on the busiest link: 2^s·lat + n/(2B); the allgather mirrors it."""
+    topo = parse_topology(f"torus:{p}")
+    n = 2.0**24
+    k = int(np.log2(p))
+    prof = profile(build("recdoub", p, variant="bandwidth"), topo, Network(), ecmp="dor")
+    steps = prof.step_times([n])[:, 0]
+    assert len(steps) == 2 * k
+    for s in range(k):
+        expect = 2**s * LAT + n / (2 * B)
+        assert steps[s] == pytest.approx(expect, rel=1e-9)
+        assert steps[2 * k - 1 - s] == pytest.approx(expect, rel=1e-9)
+
+
+@pytest.mark.parametrize("p", [4, 8, 16])
+def test_half_way_peer_split_is_twice_as_fast_as_dor(p):
+    # last latency-optimal step: the peer is exactly p/2 away
+    topo = parse_topology(f"torus:{p}")
+    net = Network(link_latency=0, hop_latency=0)
+    sched = build("recdoub", p, variant="latency")
+    last = Schedule("x", "x", p, (sched.steps[-1],))
+    n = [2.0**20]
+    t_dor = profile(last, topo, net, ecmp="dor").times(n)[0]
+    t_split = profile(last, topo, net, ecmp="split").times(n)[0]
+    assert t_dor == pytest.approx(n[0] * (p / 2) / B, rel=1e-9)
+    assert t_split == pytest.approx(t_dor / 2, rel=1e-9)
+
+
+SIZES = np.array([32.0, 1024.0, 2.0**15, 2.0**20, 2.0**24, 2.0**27, 2.0**29, 2.0**30])
+
+
+@pytest.mark.parametrize("topo,alg,opts,ecmp,net", [
+    ("torus:8x8", "ring", {}, "split", Network()),
+    ("torus:8x8", "ring", {"ports": 2}, "hash", Network(alpha=1e-6)),
+    ("torus:4x4", "recdoub", {"variant": "bandwidth"}, "split",
+     Network(gamma=1e-11, delta=3e-12)),
+    ("torus:3x5", "recdoub", {"variant": "latency"}, "dor", Network()),
+    ("torus:6x6", "recdoub", {"variant": "bandwidth"}, "split",
+     Network(incast_threshold=1, incast_slope=2e-11)),
+    ("mesh:4x4", "recdoub", {"variant": "latency"}, "split", Network()),
+])
+def test_profile_equals_direct_solves(topo, alg, opts, ecmp, net):
+    t = parse_topology(topo)
+    sched = build(alg, t.num_endpoints, **opts)
+    from_profile = profile(sched, t, net, ecmp=ecmp).times(SIZES)
+    direct = direct_times(sched, t, net, SIZES, ecmp=ecmp)
+    np.testing.assert_allclose(from_profile, direct, rtol=1e-12, atol=0)
+
+
+def test_random_traffic_profile_equals_direct():
+    """Unequal flows finishing at different times (event-driven) stay exactly
+    linear in n."""
+    rng = np.random.default_rng(7)
+    t = parse_topology("torus:6x6")
+    steps = []
+    for k in range(3):
+        src = rng.permutation(36)
+        dst = rng.permutation(36)
+        keep = src != dst
+        steps.append(Step(Traffic(src[keep], dst[keep], rng.uniform(0.01, 1, keep.sum())),
+                          Reduction.none(), f"s{k}"))
+    sched = Schedule("random", "x", 36, tuple(steps))
+    for ecmp in ("split", "dor", "hash"):
+        np.testing.assert_allclose(profile(sched, t, Network(), ecmp=ecmp).times(SIZES),
+                                   direct_times(sched, t, Network(), SIZES, ecmp=ecmp),
+                                   rtol=1e-12)
+
+
+def test_reduction_terms_follow_genmodel_rhd():
+    """GenModel Table 2 (RHD): the reduce-scatter reduces (N-1)/N·S bytes per
+    node with fan-in 2: (N-1)/N·S·γ + 3(N-1)/N·S·δ."""
+    p, gamma, delta = 16, 2e-11, 5e-12
+    t = parse_topology("torus:16")
+    sched = build("recdoub", p, variant="bandwidth")
+    base = profile(sched, t, Network()).times([2.0**20])[0]
+    with_red = profile(sched, t, Network(gamma=gamma, delta=delta)).times([2.0**20])[0]
+    S = 2.0**20
+    assert with_red - base == pytest.approx((p - 1) / p * S * (gamma + 3 * delta), rel=1e-9)
+
+
+def test_identical_steps_are_solved_once():
+    t = parse_topology("torus:8")
+    sched = build("ring", 8)
+    from flowemu import engine
+    calls = []
+    orig = engine._solve
+
+    def counting(*a, **k):
+        calls.append(1)
+        return orig(*a, **k)
+
+    engine._solve = counting
+    try:
+        profile(sched, t, Network())
+    finally:
+        engine._solve = orig
+    # every ring step is the same neighbour pattern with the same share
+    assert len(calls) == 1
+
+
+def test_pareto_lines_keep_the_max():
+    rng = np.random.default_rng(1)
+    lat, spb = rng.uniform(0, 1, 200), rng.uniform(0, 1, 200)
+    kl, ks = pareto_lines(lat, spb)
+    n = np.logspace(-3, 3, 50)
+    np.testing.assert_array_equal(np.max(lat[:, None] + spb[:, None] * n, axis=0),
+                                  np.max(kl[:, None] + ks[:, None] * n, axis=0))
+
+
+def test_simulate_columns_and_auto():
+    df = flowemu.simulate("torus:8x8", "recdoub", "32B..1MiB")
+    assert list(df.columns) == flowemu.RESULT_COLUMNS
+    assert set(df.variant) <= {"latency", "bandwidth"}
+    lat = flowemu.simulate("torus:8x8", "recdoub:variant=latency", "32B..1MiB")
+    bw = flowemu.simulate("torus:8x8", "recdoub:variant=bandwidth", "32B..1MiB")
+    np.testing.assert_allclose(df.time_s, np.minimum(lat.time_s, bw.time_s), rtol=0)
+
+
+def test_simulate_rejects_unknown_network_parameter():
+    with pytest.raises(flowemu.ConfigError, match="bandwith"):
+        flowemu.simulate("torus:4x4", "ring", "1KiB", bandwith="1Gb/s")
