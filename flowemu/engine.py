@@ -73,7 +73,20 @@ class Profile:
     def times(self, sizes) -> np.ndarray:
         """Total time for each size, float64[sizes]."""
         n = np.atleast_1d(np.asarray(sizes, dtype=np.float64))
-        return self.step_times(n).sum(axis=0) if self.steps else np.zeros(len(n))
+        # Repeated steps share their solved lines (the engine caches them), so
+        # evaluate each distinct step once: a ring on 16k ranks has 32k steps
+        # but one distinct profile. Summation order is fixed by first use.
+        groups: dict = {}
+        for s in self.steps:
+            key = (id(s.latency), id(s.spb), s.reduce_spb)
+            if key in groups:
+                groups[key][1] += 1
+            else:
+                groups[key] = [s, 1]
+        total = np.zeros(len(n))
+        for s, count in groups.values():
+            total += count * s.time(n)
+        return total
 
 
 def pareto_lines(latency: np.ndarray, spb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
