@@ -155,9 +155,20 @@ class Param:
     default: Any
     choices: tuple | None = None
     doc: str = ""
+    #: optional converter for values that are not plain ``type`` (e.g. ``"max"``
+    #: or an int); it raises ValueError on a bad value
+    convert: Callable[[Any], Any] | None = None
 
     def parse(self, algorithm: str, raw: Any) -> Any:
-        if isinstance(raw, str) and self.type is not str:
+        if self.convert is not None:
+            try:
+                value = self.convert(raw)
+            except (ValueError, TypeError):
+                raise ConfigError(
+                    f"algorithm {algorithm}: option {self.name}={raw!r} is not allowed"
+                    + (f"; allowed: {self._allowed()}" if self.choices else f"; {self.doc}")
+                ) from None
+        elif isinstance(raw, str) and self.type is not str:
             try:
                 if self.type is bool:
                     low = raw.strip().lower()
@@ -238,6 +249,16 @@ def get_algorithm(name: str) -> AlgorithmSpec:
         raise ConfigError(
             f"algorithm: unknown name {name!r}; known: {', '.join(sorted(_REGISTRY))}"
         ) from None
+
+
+def torus_dims(topology, p: int) -> tuple[int, ...]:
+    """The logical torus shape ranks are arranged in: the topology's ``dims``
+    (torus-like topologies expose them) when ``p`` equals their product and the
+    dimensions wrap around; otherwise a 1-D torus (ring) of ``p`` ranks."""
+    dims = getattr(topology, "dims", None)
+    if dims is not None and getattr(topology, "wrap", True) and int(np.prod(dims)) == p:
+        return tuple(int(d) for d in dims)
+    return (int(p),)
 
 
 def algorithm_names() -> list[str]:
