@@ -41,7 +41,14 @@ class StepProfile:
     reduce_spb: float
     label: str = ""
     num_flows: int = 0
-    max_flows_per_link: int = 0
+    congestion: "StepCongestion | None" = None
+
+    @property
+    def max_flows_per_link(self) -> int:
+        """Most flows crossing one link direction (needs ``congestion=True``)."""
+        if self.congestion is None:
+            raise ValueError("profile(..., congestion=True) computes per-link counts")
+        return self.congestion.max_flows_per_link
 
     def time(self, sizes) -> np.ndarray:
         n = np.asarray(sizes, dtype=np.float64)
@@ -49,6 +56,45 @@ class StepProfile:
             return self.reduce_spb * n
         comm = np.max(self.latency[:, None] + self.spb[:, None] * n[None, :], axis=0)
         return comm + self.reduce_spb * n
+
+
+@dataclass(frozen=True)
+class StepCongestion:
+    """Link usage of one step, in bytes per byte of the vector size n.
+
+    ``max_link_load`` is the most bytes crossing one link direction;
+    ``max_injection`` the most bytes a node puts on one of its outgoing
+    links (a port); ``ideal_link_load`` the bytes per port if the busiest
+    sender spread its bytes evenly over all its ports.
+    """
+
+    max_flows_per_link: int
+    max_link_load: float
+    max_injection: float
+    ideal_link_load: float
+
+    @property
+    def load_vs_ideal(self) -> float:
+        return self.max_link_load / self.ideal_link_load if self.ideal_link_load else 1.0
+
+
+def step_congestion(topology: Topology, routes: Routes, src_node: np.ndarray,
+                    share: np.ndarray) -> StepCongestion:
+    """Per-link flow counts and loads of one routed step."""
+    nlinks = topology.num_links
+    flow_of = np.repeat(np.arange(routes.num_flows), np.diff(routes.flow_ptr))
+    load = routes.frac * share[flow_of]
+    per_link_flows = np.bincount(routes.link, minlength=nlinks)
+    per_link_load = np.bincount(routes.link, weights=load, minlength=nlinks)
+    first_hop = topology.link_src[routes.link] == src_node[flow_of]
+    injection = np.bincount(routes.link[first_hop], weights=load[first_hop], minlength=nlinks)
+    sent = np.bincount(src_node, weights=share, minlength=topology.num_nodes)
+    ports = np.bincount(topology.link_src, weights=(topology.link_capacity_scale > 0),
+                        minlength=topology.num_nodes)
+    busiest = int(np.argmax(sent))
+    ideal = float(sent[busiest] / max(ports[busiest], 1))
+    return StepCongestion(int(per_link_flows.max()), float(per_link_load.max()),
+                          float(injection.max()), ideal)
 
 
 @dataclass(frozen=True)
@@ -62,6 +108,42 @@ class Profile:
     @property
     def num_steps(self) -> int:
         return len(self.steps)
+
+    def congestion_report(self):
+        """Per-step congestion and the run's deficiencies (Swing paper §2.2).
+
+        Returns ``(steps, summary)``: a DataFrame with one row per step
+        (``step, label, flows, max_flows_per_link, max_link_load,
+        max_port_injection, load_vs_ideal``; loads in bytes per byte of n)
+        and a dict with ``psi`` and ``xi``.
+
+        The paper models the bandwidth term as (n/D)·β·Ψ·Ξ (eq. 1). Here
+        Ψ = Σ_s (bytes on the busiest port in step s) / (2(p−1)/p · n / ports),
+        i.e. how many more bytes than an optimal allreduce spread over all
+        ports, and Ξ = Σ_s (bytes on the busiest link) / Σ_s (bytes on the
+        busiest port), the slowdown from messages sharing links. Ψ·Ξ is the
+        bandwidth time relative to optimal. (Table 2 gives Ξ of the
+        latency-optimal algorithms as a sum of distances, not as a ratio;
+        compare those through Ψ·Ξ.)
+        """
+        import pandas as pd
+
+        if any(s.congestion is None for s in self.steps):
+            raise ValueError("profile(..., congestion=True) is needed for a congestion report")
+        rows = [{"step": k, "label": s.label, "flows": s.num_flows,
+                 "max_flows_per_link": s.congestion.max_flows_per_link,
+                 "max_link_load": s.congestion.max_link_load,
+                 "max_port_injection": s.congestion.max_injection,
+                 "load_vs_ideal": s.congestion.load_vs_ideal} for k, s in enumerate(self.steps)]
+        df = pd.DataFrame(rows)
+        p = self.schedule.p if self.schedule is not None else 0
+        ports = self.info.get("ports_per_node", 0)
+        ideal = 2 * (p - 1) / p / ports if p and ports else float("nan")
+        inj = float(df.max_port_injection.sum())
+        link = float(df.max_link_load.sum())
+        summary = {"psi": inj / ideal, "xi": link / inj if inj else float("nan"),
+                   "psi_xi": link / ideal}
+        return df, summary
 
     def step_times(self, sizes) -> np.ndarray:
         """float64[steps, sizes]."""
@@ -163,8 +245,9 @@ def flow_latency(routes: Routes, network: Network) -> np.ndarray:
 
 
 def step_profile(ctx: _Context, traffic: Traffic, reduction: Reduction, label: str = "",
-                 p: int | None = None) -> StepProfile:
-    """Solve one step once (bytes = share) and keep its profile."""
+                 p: int | None = None, congestion: bool = False) -> StepProfile:
+    """Solve one step once (bytes = share) and keep its profile; with
+    ``congestion`` also its per-link counts and loads."""
     rkey = ("reduction", id(reduction))
     reduce_spb = ctx.key_of.get(rkey)
     if reduce_spb is None:
@@ -172,7 +255,8 @@ def step_profile(ctx: _Context, traffic: Traffic, reduction: Reduction, label: s
                                                 p if p is not None else len(ctx.mapping))
         ctx.key_of[rkey] = reduce_spb
     if traffic.num_flows == 0:
-        return StepProfile(np.zeros(0), np.zeros(0), reduce_spb, label, 0, 0)
+        return StepProfile(np.zeros(0), np.zeros(0), reduce_spb, label, 0,
+                           StepCongestion(0, 0.0, 0.0, 0.0) if congestion else None)
     # Algorithms reuse one Traffic object for repeated steps (a ring has 2(p-1)
     # equal steps): look it up by identity before hashing its arrays.
     key = ctx.key_of.get(id(traffic))
@@ -180,19 +264,20 @@ def step_profile(ctx: _Context, traffic: Traffic, reduction: Reduction, label: s
         key = hashlib.blake2b(traffic.key(), digest_size=20).digest()
         ctx.key_of[id(traffic)] = key
     hit = ctx.cache.get(key)
-    if hit is None:
-        routes, _, dst = _route(ctx, traffic)
+    if hit is None or (congestion and hit[2] is None):
+        routes, src, dst = _route(ctx, traffic)
         sol = _solve(ctx, routes, dst, traffic.share, label)
         lat, spb = pareto_lines(flow_latency(routes, ctx.network), sol.finish)
-        per_link = np.bincount(routes.link, minlength=ctx.topology.num_links)
-        hit = (lat, spb, int(per_link.max()) if len(per_link) else 0)
+        cong = step_congestion(ctx.topology, routes, src, traffic.share) if congestion else None
+        hit = (lat, spb, cong)
         ctx.cache[key] = hit
-    lat, spb, mfl = hit
-    return StepProfile(lat, spb, reduce_spb, label, traffic.num_flows, mfl)
+    lat, spb, cong = hit
+    return StepProfile(lat, spb, reduce_spb, label, traffic.num_flows, cong)
 
 
 def profile(schedule: Schedule, topology: Topology, network: Network | None = None, *,
-            ecmp: str = "split", seed: int = 0, mapping=None) -> Profile:
+            ecmp: str = "split", seed: int = 0, mapping=None,
+            congestion: bool = False) -> Profile:
     """Profile every step of ``schedule`` on ``topology``.
 
     Parameters
@@ -207,15 +292,22 @@ def profile(schedule: Schedule, topology: Topology, network: Network | None = No
         Seed of ``ecmp="hash"``.
     mapping : int[p], optional
         Endpoint of each rank (default: rank r on endpoint r).
+    congestion : bool
+        Also record per-step link usage (see :meth:`Profile.congestion_report`).
     """
     network = network or Network()
     if schedule.p > topology.num_endpoints:
         raise ConfigError(f"ranks: {schedule.p} ranks do not fit on {topology.spec} "
                           f"({topology.num_endpoints} endpoints)")
     ctx = make_context(topology, network, ecmp, seed, mapping, schedule.p)
-    steps = tuple(step_profile(ctx, s.traffic, s.reduction, s.label, schedule.p)
+    steps = tuple(step_profile(ctx, s.traffic, s.reduction, s.label, schedule.p, congestion)
                   for s in schedule.steps)
-    return Profile(steps, schedule, dict(schedule.info))
+    info = dict(schedule.info)
+    endpoints = ctx.mapping
+    out_ports = np.bincount(topology.link_src, weights=(topology.link_capacity_scale > 0),
+                            minlength=topology.num_nodes)[endpoints]
+    info["ports_per_node"] = int(out_ports.max()) if len(out_ports) else 0
+    return Profile(steps, schedule, info)
 
 
 def direct_times(schedule: Schedule, topology: Topology, network: Network | None = None,

@@ -45,7 +45,8 @@ def test_recdoub_latency_steps_dor(p):
     crosses it), so the step takes 2^s·(link+hop latency) + n·2^s/B."""
     topo = parse_topology(f"torus:{p}")
     n = 2.0**24
-    prof = profile(build("recdoub", p, variant="latency"), topo, Network(), ecmp="dor")
+    prof = profile(build("recdoub", p, variant="latency"), topo, Network(), ecmp="dor",
+                   congestion=True)
     steps = prof.step_times([n])[:, 0]
     for s, t in enumerate(steps):
         assert t == pytest.approx(2**s * LAT + n * 2**s / B, rel=1e-9)
@@ -175,3 +176,33 @@ def test_simulate_columns_and_auto():
 def test_simulate_rejects_unknown_network_parameter():
     with pytest.raises(flowemu.ConfigError, match="bandwith"):
         flowemu.simulate("torus:4x4", "ring", "1KiB", bandwith="1Gb/s")
+
+
+def test_congestion_report_recdoub_latency_dor():
+    """Latency-optimal recursive doubling on a 1-D torus of p nodes, dor:
+    step s puts 2^s whole vectors on the busiest link and one on the busiest
+    port. Ψ = log2 p / (2(p−1)/p / 2) (one port of two used, whole vector
+    each step) and Ψ·Ξ = Σ 2^s / (2(p−1)/p / 2)."""
+    p = 16
+    prof = profile(build("recdoub", p, variant="latency"), parse_topology(f"torus:{p}"),
+                   Network(), ecmp="dor", congestion=True)
+    steps, summary = prof.congestion_report()
+    assert list(steps.max_flows_per_link) == [1, 2, 4, 8]
+    np.testing.assert_allclose(steps.max_link_load, [1, 2, 4, 8], rtol=1e-12)
+    np.testing.assert_allclose(steps.max_port_injection, 1.0, rtol=1e-12)
+    ideal = 2 * (p - 1) / p / 2
+    assert summary["psi"] == pytest.approx(4 / ideal, rel=1e-12)
+    assert summary["xi"] == pytest.approx(15 / 4, rel=1e-12)
+    assert summary["psi_xi"] == pytest.approx(15 / ideal, rel=1e-12)
+    # each sender has 2 ports; ideal per-port load is half its vector
+    np.testing.assert_allclose(steps.load_vs_ideal, [2, 4, 8, 16], rtol=1e-12)
+
+
+def test_congestion_report_ring_two_ports_is_optimal():
+    p = 12
+    prof = profile(build("ring", p, ports=2), parse_topology(f"torus:{p}"), Network(),
+                   congestion=True)
+    steps, summary = prof.congestion_report()
+    assert (steps.max_flows_per_link == 1).all()
+    assert summary["psi"] == pytest.approx(1.0, rel=1e-12)
+    assert summary["xi"] == pytest.approx(1.0, rel=1e-12)
