@@ -206,3 +206,44 @@ def test_congestion_report_ring_two_ports_is_optimal():
     assert (steps.max_flows_per_link == 1).all()
     assert summary["psi"] == pytest.approx(1.0, rel=1e-12)
     assert summary["xi"] == pytest.approx(1.0, rel=1e-12)
+
+
+def test_pattern_key_ignores_order_and_scale():
+    from flowemu.engine import pattern_key
+    rng = np.random.default_rng(3)
+    src, dst = rng.integers(0, 50, 200), rng.integers(50, 100, 200)
+    share = rng.uniform(0.1, 1.0, 200)
+    k1, s1 = pattern_key(Traffic(src, dst, share))
+    order = rng.permutation(200)
+    k2, s2 = pattern_key(Traffic(src[order], dst[order], share[order] / 8))
+    assert k1 == k2 and s2 == s1 / 8
+    k3, _ = pattern_key(Traffic(src, dst[::-1], share))
+    share2 = share.copy()
+    share2[0] *= 1.5
+    k4, _ = pattern_key(Traffic(src, dst, share2))
+    assert k3 != k1 and k4 != k1
+
+
+def test_scaled_steps_share_a_solve_and_stay_exact():
+    """Two steps with the same flows and halved shares are solved once; the
+    profile still equals direct solves."""
+    rng = np.random.default_rng(5)
+    t = parse_topology("torus:5x5")
+    src = rng.permutation(25)
+    dst = np.roll(src, 3)
+    share = rng.uniform(0.2, 1.0, 25)
+    a = Traffic(src, dst, share)
+    order = rng.permutation(25)
+    b = Traffic(src[order], dst[order], share[order] * 0.5)
+    sched = Schedule("x", "x", 25, (Step(a, Reduction.none(), "a"), Step(b, Reduction.none(), "b")))
+    from flowemu import engine
+    calls = []
+    orig = engine._solve
+    engine._solve = lambda *a_, **k_: calls.append(1) or orig(*a_, **k_)
+    try:
+        prof = profile(sched, t, Network())
+    finally:
+        engine._solve = orig
+    assert len(calls) == 1
+    np.testing.assert_allclose(prof.times(SIZES), direct_times(sched, t, Network(), SIZES),
+                               rtol=1e-12)
