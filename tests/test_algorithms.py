@@ -234,7 +234,9 @@ def test_latency_counts(p):
 def test_recdoub_large_p_builds(p, variant):
     sched = recdoub.build(p, None, False, variant=variant)
     pe = p_eff(p)
-    assert sched.info == {"p_eff": pe, "extra_ranks": p - pe}
+    # no topology: a 1-D logical shape, so layout=auto is the linear XOR pattern
+    assert sched.info == {"p_eff": pe, "extra_ranks": p - pe, "layout": "linear",
+                          "collectives": 1}
     levels = pe.bit_length() - 1
     chi = 0 if p == pe else 1
     assert sched.num_steps == (levels if variant == "latency" else 2 * levels) + 2 * chi
@@ -248,7 +250,10 @@ def test_registry():
     assert get_algorithm("ring").auto_choices() == ()
     assert get_algorithm("recdoub").auto_param == "variant"
     assert get_algorithm("recdoub").auto_choices() == ("latency", "bandwidth")
-    assert get_algorithm("recdoub").parse_options({}) == {"variant": "auto"}
+    assert get_algorithm("recdoub").parse_options({}) == {"variant": "auto", "layout": "auto",
+                                                          "mirrored": False}
+    # ring ports: "max" (the most the logical shape allows) unless given
+    assert get_algorithm("ring").parse_options({}) == {"ports": "max"}
     assert get_algorithm("ring").parse_options({"ports": "2"}) == {"ports": 2}
 
 

@@ -73,7 +73,7 @@ def test_dropped_block_consistent_share_is_missing_at_end():
 
 
 def test_ring_dropped_only_block():
-    sched = ring.build(5, None, True)
+    sched = ring.build(5, None, True, ports=1)
     flows = flows_of(sched.steps[2].traffic)
     flows[3] = flows[3][:4] + ([],) + flows[3][5:]
     with pytest.raises(ScheduleError, match="step 2 'rs2'.*share"):
@@ -81,7 +81,7 @@ def test_ring_dropped_only_block():
 
 
 def test_duplicated_reduce_flow():
-    sched = ring.build(6, None, True)
+    sched = ring.build(6, None, True, ports=1)
     flows = flows_of(sched.steps[2].traffic)
     flows.append(flows[4])
     with pytest.raises(ScheduleError, match="step 2 'rs2'.*reduced twice") as err:
@@ -100,7 +100,7 @@ def test_latency_wrong_partner_reduces_twice():
 
 
 def test_wrong_share():
-    sched = ring.build(6, None, True)
+    sched = ring.build(6, None, True, ports=1)
     i = 5 + 3                                          # ag3
     flows = flows_of(sched.steps[i].traffic)
     flows[2] = flows[2][:2] + (2 * flows[2][2],) + flows[2][3:]
@@ -109,7 +109,7 @@ def test_wrong_share():
 
 
 def test_copy_conflict():
-    sched = ring.build(6, None, True)
+    sched = ring.build(6, None, True, ports=1)
     i = 5 + 1                                          # ag1
     flows = flows_of(sched.steps[i].traffic)
     _, dst, share, tag, blocks, _ = flows[1]           # rank 1 → 2
@@ -120,7 +120,7 @@ def test_copy_conflict():
 
 
 def test_copy_and_reduce_into_same_block():
-    sched = ring.build(6, None, True)
+    sched = ring.build(6, None, True, ports=1)
     i = 5 + 1
     flows = flows_of(sched.steps[i].traffic)
     _, dst, share, tag, blocks, _ = flows[1]
@@ -146,7 +146,7 @@ def test_missing_final_step(name, opts, p):
 
 
 def test_missing_reduction():
-    sched = ring.build(6, None, True)
+    sched = ring.build(6, None, True, ports=1)
     bad = with_step(sched, 0, reduction=Reduction.none())
     with pytest.raises(ScheduleError,
                        match=r"step 0 'rs0'.*declared Reduction of rank 0 .*\(0, 0, 0\) but "):
@@ -154,7 +154,7 @@ def test_missing_reduction():
 
 
 def test_reduction_declared_on_copy_step():
-    sched = ring.build(6, None, True)
+    sched = ring.build(6, None, True, ports=1)
     bad = with_step(sched, 5, reduction=Reduction.from_reduce_flows(
         dataclasses.replace(sched.steps[5].traffic, op=np.zeros(6, np.int8))))
     with pytest.raises(ScheduleError, match="step 5 'ag0'.*declared Reduction"):
@@ -177,7 +177,7 @@ def test_reduction_wrong_fanin():
     (lambda f: (f[0], f[1], 2 * f[2], f[3], f[4] * 2, f[5]), "lists block .* more than once"),
 ])
 def test_malformed_flow(mutate, pattern):
-    sched = ring.build(6, None, True)
+    sched = ring.build(6, None, True, ports=1)
     flows = flows_of(sched.steps[3].traffic)
     flows[2] = mutate(flows[2])
     with pytest.raises(ScheduleError, match="step 3 'rs3'.*" + pattern):
@@ -186,8 +186,8 @@ def test_malformed_flow(mutate, pattern):
 
 def test_needs_blocks():
     with pytest.raises(ScheduleError, match="blocks=True"):
-        verify_allreduce(ring.build(4, None, False))
-    sched = ring.build(4, None, True)
+        verify_allreduce(ring.build(4, None, False, ports=1))
+    sched = ring.build(4, None, True, ports=1)
     tr = sched.steps[2].traffic
     steps = list(sched.steps)
     steps[2] = Step(Traffic(tr.src, tr.dst, tr.share, tr.tag), steps[2].reduction, "rs2")
@@ -196,7 +196,7 @@ def test_needs_blocks():
 
 
 def test_bad_block_partition():
-    sched = ring.build(4, None, True)
+    sched = ring.build(4, None, True, ports=1)
     with pytest.raises(ScheduleError, match="sum to"):
         verify_allreduce(dataclasses.replace(sched, block_share=np.full(4, 0.3)))
     with pytest.raises(ScheduleError, match="shape"):
@@ -204,7 +204,7 @@ def test_bad_block_partition():
 
 
 def test_empty_schedule():
-    sched = ring.build(4, None, True)
+    sched = ring.build(4, None, True, ports=1)
     with pytest.raises(ScheduleError, match="no steps"):
         verify_allreduce(dataclasses.replace(sched, steps=()))
 
@@ -265,8 +265,8 @@ def test_verify_is_fast():
 # ------------------------------------------------------------------ equivalent_traffic
 
 def test_equivalent_traffic_detects_differences():
-    a = ring.build(6, None, True)
-    equivalent_traffic(a, ring.build(6, None, False))
+    a = ring.build(6, None, True, ports=1)
+    equivalent_traffic(a, ring.build(6, None, False, ports=1))
     flows = flows_of(a.steps[1].traffic)
     flows[0] = flows[0][:2] + (flows[0][2] * (1 + 1e-15),) + flows[0][3:]
     with pytest.raises(ScheduleError, match="step 1 'rs1'.*share"):

@@ -2,7 +2,7 @@
 
 from .base import (COPY, REDUCE, AlgorithmSpec, Param, Reduction, Schedule, Step, Traffic,
                    algorithm_names, get_algorithm, parse_algorithm_spec, register)
-from . import ring, recdoub, swing  # noqa: E402,F401  (registration)
+from . import bucket, ring, recdoub, swing  # noqa: E402,F401  (registration)
 
 __all__ = ["COPY", "REDUCE", "AlgorithmSpec", "Param", "Reduction", "Schedule", "Step",
            "Traffic", "algorithm_names", "get_algorithm", "parse_algorithm_spec", "register"]

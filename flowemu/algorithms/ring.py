@@ -1,34 +1,50 @@
 """Ring allreduce (Swing paper, De Sensi et al., §2.3.1 "Hamiltonian Rings").
 
-A reduce-scatter followed by an allgather over the logical ring
-``0 → 1 → … → p−1 → 0``; each runs ``p − 1`` steps in which every rank sends
-one block of ``n/p`` to its right neighbour, so the schedule has ``2(p − 1)``
-steps and each rank sends ``2(p − 1)/p · n`` bytes (no bandwidth deficiency).
+A reduce-scatter followed by an allgather around a ring of all ``p`` ranks;
+each runs ``p − 1`` steps in which every rank sends one block to the next rank
+of the ring, so the schedule has ``2(p − 1)`` steps and each rank sends
+``2(p − 1)/p · n`` bytes (no bandwidth deficiency).
 
-Block indexing (blocks ``0..p−1`` of ``n/p``):
+The ring
+--------
+On a 1-D logical shape (a 1-D torus, no topology, or a rank count that is not
+the torus size; see :func:`~.base.torus_dims`) the ring is ``0 → 1 → … →
+p−1 → 0``. On a torus of ``D >= 2`` dimensions it follows a Hamiltonian cycle
+of the torus so that every step is a neighbour exchange (§2.3.1): the snake
+cycle of :func:`~.hamiltonian.snake_cycle` for ``ports`` 1 and 2, the two
+edge-disjoint cycles of :func:`~.hamiltonian.disjoint_cycles` (HammingMesh
+Appendix D) for ``ports=4``.
 
-- reduce-scatter step ``s``: rank ``r`` sends block ``(r − s) mod p`` to
-  ``r + 1``, which adds it to its own copy; after ``p − 1`` steps rank ``r``
-  holds block ``(r + 1) mod p`` fully reduced;
-- allgather step ``s``: rank ``r`` sends block ``(r + 1 − s) mod p`` to
-  ``r + 1``, which overwrites its copy.
+Ports (§2.3.1 multiport: the data in ``ports`` parts, one ring per part)
+---------------------------------------------------------------------
+- ``1``: one ring, forward (tag 0);
+- ``2``: the same cycle forward (tag 0) and backward (tag 1), half the vector
+  each;
+- ``4``: 2-D tori only, and only when ``r = c·k`` and ``gcd(r, c − 1) = 1``
+  (either orientation): red forward/backward (tags 0, 1), green
+  forward/backward (tags 2, 3), a quarter each; every link direction carries
+  at most one ring (Ξ = 1);
+- ``max`` (default): 4 where the shape allows it, else 2.
 
-``ports=2`` is the multiport version of §2.3.1 for two ports: the vector is
-split in halves (``2p`` blocks of ``n/(2p)``), the first half runs on the ring
-``r → r + 1`` (tag 0, blocks ``0..p−1`` as above) and the second concurrently
-on the mirrored ring ``r → r − 1`` (tag 1, blocks ``p..2p−1``; reduce-scatter
-step ``s`` sends ``p + (r + s) mod p``, allgather step ``s`` sends
-``p + (r − 1 + s) mod p``), in the same steps.
+Block indexing (ring ``t`` owns blocks ``t·p … t·p + p − 1`` of
+``n/(p·ports)``; position ``k`` on the cycle is node ``order[k]``):
 
-Torus-aware rings (edge-disjoint Hamiltonian cycles) are not built here; the
-``topology`` argument is accepted and ignored.
+- forward ring, reduce-scatter step ``s``: position ``k`` sends block
+  ``(k − s) mod p`` to ``k + 1``, which adds it to its own copy; position
+  ``k`` ends owning block ``(k + 1) mod p``; allgather step ``s`` sends block
+  ``(k + 1 − s) mod p`` (COPY);
+- backward ring: position ``k`` sends to ``k − 1`` block ``(k + s) mod p``
+  (reduce-scatter) and ``(k − 1 + s) mod p`` (allgather).
+
+On the logical ring this is exactly the original indexing (rank ``r`` sends
+block ``(r − s) mod p`` to ``r + 1``).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ScheduleError
+from ..errors import ConfigError
 from ._blocks import (
     COPY,
     REDUCE,
@@ -37,9 +53,58 @@ from ._blocks import (
     make_traffic,
     reduce_step_reduction,
 )
-from .base import AlgorithmSpec, Param, Reduction, Schedule, Step, register
+from .base import AlgorithmSpec, Param, Reduction, Schedule, Step, register, torus_dims
+from .hamiltonian import disjoint_cycles, disjoint_cycles_support, snake_cycle
 
 NAME = "ring"
+PORT_CHOICES = ("max", 1, 2, 4)
+
+
+def convert_ports(raw):
+    """``"max"`` or a port count given as int or text (``Param.convert``;
+    raises ValueError/TypeError on anything else, the choices are checked by
+    :class:`~.base.Param`)."""
+    if isinstance(raw, str):
+        text = raw.strip().lower()
+        return "max" if text == "max" else int(text)
+    if isinstance(raw, (bool, np.bool_)) or not isinstance(raw, (int, np.integer)):
+        raise TypeError(raw)
+    return int(raw)
+
+
+def ring_orders(p: int, topology, ports) -> tuple[int, str, list[tuple[np.ndarray, int]]]:
+    """Resolve ``ports`` and the rings for ``p`` ranks on ``topology``.
+
+    Returns
+    -------
+    (ports, cycle, rings)
+        ``ports`` resolved (``"max"`` replaced), ``cycle`` one of
+        ``"logical"``, ``"snake"``, ``"edge-disjoint"``, and ``rings`` a list
+        of ``(order, direction)``: ``order`` int64[p] the node ids in cycle
+        order, ``direction`` +1 (forward) or −1 (backward); ring ``t`` gets
+        tag ``t``.
+    """
+    dims = torus_dims(topology, p)
+    shape = "x".join(map(str, dims))
+    if ports == "max":
+        ports = 4 if len(dims) == 2 and disjoint_cycles_support(dims)[0] else 2
+    if ports == 4:
+        if len(dims) != 2:
+            raise ConfigError(
+                f"algorithm {NAME}: ports=4 needs a 2-D torus (two edge-disjoint Hamiltonian "
+                f"cycles, each used both ways; Swing paper §2.3.1); the logical shape of {p} "
+                f"ranks is {shape} (D = {len(dims)}); use ports=1, 2 or max")
+        ok, why = disjoint_cycles_support(dims)
+        if not ok:
+            raise ConfigError(f"algorithm {NAME}: ports=4 on {shape}: {why}; use ports=1, 2 "
+                              f"or max")
+        red, green = disjoint_cycles(dims)
+        return 4, "edge-disjoint", [(red, 1), (red, -1), (green, 1), (green, -1)]
+    if len(dims) >= 2:
+        order, cycle = snake_cycle(dims), "snake"
+    else:
+        order, cycle = np.arange(p, dtype=np.int64), "logical"
+    return ports, cycle, [(order, 1), (order, -1)][:ports]
 
 
 def build(p: int, topology=None, blocks: bool = False, **options) -> Schedule:
@@ -50,37 +115,36 @@ def build(p: int, topology=None, blocks: bool = False, **options) -> Schedule:
     p : int
         Number of ranks (>= 2).
     topology : Topology or None
-        Unused (the logical ring is ``0 → 1 → … → p−1``).
+        Its logical torus shape (:func:`~.base.torus_dims`) picks the cycle:
+        a Hamiltonian cycle of the torus when ``D >= 2``, else the logical
+        ring ``0 → 1 → … → p−1``.
     blocks : bool
         Attach block content (``p·ports`` blocks) for verification.
-    ports : {1, 2}
-        1: one ring; 2: two half-vector rings in opposite directions.
+    ports : {"max", 1, 2, 4}
+        Number of concurrent rings (see the module docstring).
 
     Returns
     -------
     Schedule
         ``2(p − 1)`` steps labelled ``rs0..rs{p−2}``, ``ag0..ag{p−2}``; every
-        flow carries ``1/(p·ports)`` of the vector. Without blocks all
-        reduce-scatter steps share one Traffic object (and all allgather steps
-        too), so memory stays O(p) at p = 16,384.
+        flow carries ``1/(p·ports)`` of the vector. Without blocks every step
+        shares one Traffic object, so memory stays O(p) at p = 16,384.
+        ``info = {"p_eff": p, "ports": ports, "cycle": ...}``.
     """
     opts = SPEC.parse_options(options)
-    ports = opts["ports"]
     p = check_ranks(NAME, p)
-    if ports not in (1, 2):  # guarded by Param.choices; kept for direct misuse
-        raise ScheduleError(f"algorithm {NAME}: ports={ports!r} is not supported")
-    ranks = np.arange(p, dtype=np.int64)
+    ports, cycle, rings = ring_orders(p, topology, opts["ports"])
     num_blocks = ports * p
-    # ring 0 goes right, ring 1 (ports=2) goes left, concurrently
-    src = np.tile(ranks, ports)
-    dst = np.concatenate([(ranks + 1) % p, (ranks - 1) % p][:ports])
+    pos = np.arange(p, dtype=np.int64)
+    src = np.concatenate([order for order, _ in rings])
+    dst = np.concatenate([order[(pos + e) % p] for order, e in rings])
     tag = np.repeat(np.arange(ports), p)
     share = np.full(ports * p, 1.0 / num_blocks)
 
     if blocks:
-        steps = [_block_step(src, dst, share, tag, p, ports, s, allgather=False)
+        steps = [_block_step(src, dst, share, tag, p, rings, s, allgather=False)
                  for s in range(p - 1)]
-        steps += [_block_step(src, dst, share, tag, p, ports, s, allgather=True)
+        steps += [_block_step(src, dst, share, tag, p, rings, s, allgather=True)
                   for s in range(p - 1)]
         block_share = equal_block_share(num_blocks)
     else:
@@ -91,16 +155,19 @@ def build(p: int, topology=None, blocks: bool = False, **options) -> Schedule:
         steps += [Step(traffic, ag_reduction, f"ag{s}") for s in range(p - 1)]
         num_blocks, block_share = None, None
     return Schedule(NAME, f"ports={ports}", p, tuple(steps), num_blocks, block_share,
-                    {"p_eff": p, "ports": ports})
+                    {"p_eff": p, "ports": ports, "cycle": cycle})
 
 
-def _block_step(src, dst, share, tag, p: int, ports: int, s: int, allgather: bool) -> Step:
-    r = np.arange(p, dtype=np.int64)
-    if allgather:
-        right, left = (r + 1 - s) % p, p + (r - 1 + s) % p
-    else:
-        right, left = (r - s) % p, p + (r + s) % p
-    blocks2d = np.concatenate([right, left][:ports])[:, None]
+def _block_step(src, dst, share, tag, p: int, rings, s: int, allgather: bool) -> Step:
+    k = np.arange(p, dtype=np.int64)
+    parts = []
+    for t, (_, e) in enumerate(rings):
+        if allgather:
+            chunk = (k + e - e * s) % p       # forward: k + 1 − s; backward: k − 1 + s
+        else:
+            chunk = (k - e * s) % p           # forward: k − s; backward: k + s
+        parts.append(t * p + chunk)
+    blocks2d = np.concatenate(parts)[:, None]
     traffic = make_traffic(src, dst, share, tag, blocks2d, COPY if allgather else REDUCE)
     label = f"ag{s}" if allgather else f"rs{s}"
     return Step(traffic, reduce_step_reduction(traffic, not allgather), label)
@@ -109,9 +176,13 @@ def _block_step(src, dst, share, tag, p: int, ports: int, s: int, allgather: boo
 SPEC = register(AlgorithmSpec(
     name=NAME,
     build=build,
-    params=(Param("ports", int, 1, (1, 2),
-                  "1: one ring r→r+1; 2: the vector in halves on two rings in opposite "
-                  "directions (tags 0 and 1), concurrently (§2.3.1 multiport)"),),
-    doc="Ring allreduce: reduce-scatter + allgather over the ring 0→1→…→p−1, "
-        "2(p−1) steps of n/p (Swing paper §2.3.1).",
+    params=(Param("ports", int, "max", PORT_CHOICES,
+                  "rings in parallel, each on its share of the vector: 1 one ring; 2 the "
+                  "ring both ways; 4 two edge-disjoint Hamiltonian cycles of a 2-D torus, "
+                  "each both ways (r = c*k, gcd(r, c-1) = 1); max: 4 where the shape allows "
+                  "it, else 2 (§2.3.1 multiport)",
+                  convert=convert_ports),),
+    doc="Ring allreduce: reduce-scatter + allgather around a Hamiltonian cycle (the logical "
+        "ring 0→1→…→p−1 on 1-D, a snake cycle or two edge-disjoint cycles of a torus), "
+        "2(p−1) steps of n/(p·ports) (Swing paper §2.3.1).",
 ))
