@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup test demo bench lint clean
+.PHONY: setup test demo bench lint clean sweep figures paper
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -25,6 +25,43 @@ bench: $(STAMP)
 	$(PY) -m pytest tests/benchmarks --benchmark-only --benchmark-autosave \
 	  $$(ls .benchmarks/*/*.json >/dev/null 2>&1 && echo --benchmark-compare) \
 	  --benchmark-columns=min,median,mean,max,rounds
+
+# Sweeps: make sweep CONFIG=configs/X.toml [JOBS=N] [SCHEDULER=tcp://host:8786]
+# -> results/X/ (a parquet dataset; re-running resumes, computing only what is missing)
+CONFIG    ?= configs/smoke.toml
+RESULTS   ?= results
+JOBS      ?=
+SCHEDULER ?=
+SWEEP_OPTS = $(if $(JOBS),--jobs $(JOBS)) $(if $(SCHEDULER),--scheduler $(SCHEDULER))
+
+sweep: $(STAMP)
+	$(PY) -m flowemu sweep $(CONFIG) --out $(RESULTS)/$(basename $(notdir $(CONFIG))) $(SWEEP_OPTS)
+
+# goodput and gain figures (per group) of every dataset under results/, in <dataset>/figures/
+figures: $(STAMP)
+	@found=; for d in $(RESULTS)/*/; do \
+	  if ls $$d/part-*.parquet >/dev/null 2>&1; then \
+	    found=1; $(PY) -m flowemu plot $$d || exit 1; \
+	  fi; \
+	done; test -n "$$found" || echo "no datasets under $(RESULTS)/ (run make sweep first)"
+
+# the Swing paper's torus evaluation (Fig. 6-8, 10, 11): configs/paper.toml -> results/paper/
+PAPER := $(RESULTS)/paper
+PAPER_FIGS := $(PAPER)/figures
+paper: $(STAMP)
+	$(PY) -m flowemu sweep configs/paper.toml --out $(PAPER) $(SWEEP_OPTS)
+	$(PY) -m flowemu plot $(PAPER)
+	$(PY) -m flowemu plot $(PAPER) --group square --topology torus:64x64 \
+	  --title "Fig. 6: 64x64 torus" --out $(PAPER_FIGS)/fig6-goodput-64x64.png
+	$(PY) -m flowemu plot $(PAPER) --group square --kind gain \
+	  --title "Fig. 7: Swing gain, square tori" --out $(PAPER_FIGS)/fig7-gain-square.png
+	$(PY) -m flowemu plot $(PAPER) --group bandwidth --kind gain \
+	  --title "Fig. 8: Swing gain, 8x8 torus" --out $(PAPER_FIGS)/fig8-gain-bandwidth.png
+	$(PY) -m flowemu plot $(PAPER) --group rectangular \
+	  --title "Fig. 10: rectangular tori" --out $(PAPER_FIGS)/fig10-goodput-rectangular.png
+	$(PY) -m flowemu plot $(PAPER) --group ndim \
+	  --title "Fig. 11: 2-D, 3-D, 4-D tori" --out $(PAPER_FIGS)/fig11-goodput-ndim.png
+	$(PY) -m flowemu compare $(PAPER) --format csv --out $(PAPER)/compare.csv
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check flowemu tests

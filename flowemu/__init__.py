@@ -15,6 +15,7 @@ from .network import Network  # noqa: E402
 _LAZY = {
     "simulate": "api", "time_traffic": "api", "read_traffic": "api", "RESULT_COLUMNS": "api",
     "profile": "engine", "Profile": "engine", "StepProfile": "engine",
+    "sweep": "sweep", "load": "results", "compare": "results",
 }
 
 __all__ = ["ConfigError", "FlowEmuError", "RoutingError", "ScheduleError", "SolverError",
@@ -24,5 +25,8 @@ __all__ = ["ConfigError", "FlowEmuError", "RoutingError", "ScheduleError", "Solv
 def __getattr__(name):
     if name in _LAZY:
         import importlib
-        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        module = importlib.import_module(f".{_LAZY[name]}", __name__)
+        # flowemu.sweep is a callable module: flowemu.sweep(...) runs a sweep and
+        # flowemu.sweep.run_sweep etc. stay reachable
+        return module if name == _LAZY[name] else getattr(module, name)
     raise AttributeError(f"module 'flowemu' has no attribute {name!r}")

@@ -1,4 +1,4 @@
-"""``flowemu run | list`` — the command line.
+"""``flowemu run | list | sweep | compare | plot`` — the command line.
 
 User mistakes print one line ``flowemu: error: ...`` and exit with code 2;
 other flowemu failures exit with 1; no tracebacks for either.
@@ -49,6 +49,43 @@ def _build_parser() -> argparse.ArgumentParser:
     r.add_argument("--flows-size", help="vector size for --flows-out (default: largest size)")
 
     sub.add_parser("list", help="list algorithms and topologies with their parameters")
+
+    s = sub.add_parser("sweep", help="run a sweep file (TOML grid) into a parquet dataset; "
+                                     "re-running resumes")
+    s.add_argument("config", help="sweep file, e.g. configs/smoke.toml")
+    s.add_argument("--out", "-o", help="dataset directory (default results/<file name>)")
+    s.add_argument("--jobs", "-j", type=int,
+                   help="local worker processes (default: every core; 1 = in this process)")
+    s.add_argument("--scheduler", help="Dask scheduler address, e.g. tcp://host:8786")
+    s.add_argument("--retry-errors", action="store_true",
+                   help="run again the configurations recorded as failed")
+    s.add_argument("--chunk-size", type=int, help="configurations per task and part file "
+                                                  "(default: by cost)")
+    s.add_argument("--dry-run", action="store_true",
+                   help="validate and list the configurations, run nothing")
+    s.add_argument("--quiet", "-q", action="store_true", help="no progress output")
+
+    c = sub.add_parser("compare", help="best algorithm and goodput gains per topology and size")
+    c.add_argument("dataset", help="a sweep's dataset directory (or a parquet/CSV file)")
+    c.add_argument("--format", "-f", default="table", help="table | csv | parquet")
+    c.add_argument("--out", "-o", help="write here instead of stdout (required for parquet)")
+    c.add_argument("--by", default="label",
+                   help="label (variants apart, default) | algorithm (best variant)")
+    c.add_argument("--where", help="only rows matching this pandas query, e.g. "
+                                   "\"topology == 'torus:8x8'\"")
+
+    pl = sub.add_parser("plot", help="goodput or gain figures of a dataset (PNG)")
+    pl.add_argument("dataset", help="a sweep's dataset directory (or a parquet/CSV file)")
+    pl.add_argument("--out", "-o",
+                    help="FILE.png (default: every figure into DATASET/figures/)")
+    pl.add_argument("--kind", "-k", default="goodput", help="goodput | gain")
+    pl.add_argument("--group", "-g", help="only this group of the sweep")
+    pl.add_argument("--topology", "-t", help="only these topologies (comma list)")
+    pl.add_argument("--algorithm", "-a",
+                    help="--kind gain: whose gain (default swing if present, else the best's)")
+    pl.add_argument("--where", help="only rows matching this pandas query, e.g. "
+                                    "\"bandwidth_Bps == 5e10\"")
+    pl.add_argument("--title", help="figure title")
     return p
 
 
@@ -158,10 +195,80 @@ def _cmd_list(args) -> int:
     return 0
 
 
+def _cmd_sweep(args) -> int:
+    from .sweep import load_sweep, sweep
+    if args.dry_run:
+        plan = load_sweep(args.config)
+        for cfg in plan.configs:
+            print(f"{cfg.hash}  {cfg.key}")
+        print(f"{len(plan.configs)} configurations in {len(plan.groups)} group(s), "
+              f"{sum(len(c.sizes) for c in plan.configs)} rows")
+        return 0
+    import signal
+
+    def _terminate(signum, frame):   # `kill PID`: stop the workers, keep what is saved
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, _terminate)
+    summary = sweep(args.config, args.out, jobs=args.jobs, scheduler=args.scheduler,
+                    retry_errors=args.retry_errors, progress=not args.quiet,
+                    chunk_size=args.chunk_size)
+    print(summary.text())
+    return 1 if summary.internal else 0
+
+
+def _cmd_compare(args) -> int:
+    from .results import compare, compare_table, load, query
+    if args.format not in ("table", "csv", "parquet"):
+        raise ConfigError(f"--format: unknown format {args.format!r}; allowed: table, csv, "
+                          "parquet")
+    if args.format == "parquet" and not args.out:
+        raise ConfigError("--format parquet needs --out PATH")
+    if args.out:
+        _parent(args.out)
+    df = load(args.dataset)
+    if args.where:
+        df = query(df, args.where)
+    if df.empty:
+        raise ConfigError(f"compare: no results in {args.dataset}"
+                          + (f" matching {args.where!r}" if args.where else ""))
+    cmp = compare(df, by=args.by)
+    if args.format == "parquet":
+        cmp.to_parquet(args.out, index=False)
+        return 0
+    text = compare_table(cmp) if args.format == "table" else cmp.to_csv(index=False)
+    if args.out:
+        Path(args.out).write_text(text if text.endswith("\n") else text + "\n")
+    else:
+        print(text.rstrip("\n"))
+    return 0
+
+
+def _cmd_plot(args) -> int:
+    from .plots import KINDS, figures, plot
+    if args.kind not in KINDS:
+        raise ConfigError(f"--kind: unknown kind {args.kind!r}; allowed: {', '.join(KINDS)}")
+    if args.out is None:
+        for path in figures(args.dataset):
+            print(path)
+        return 0
+    if not args.out.lower().endswith((".png", ".pdf", ".svg")):
+        raise ConfigError(f"--out: {args.out!r} should end in .png (or .pdf, .svg)")
+    kw = {"group": args.group, "title": args.title, "where": args.where,
+          "topologies": [t.strip() for t in args.topology.split(",")] if args.topology else None}
+    if args.kind == "gain":
+        kw["algorithm"] = args.algorithm
+    elif args.algorithm:
+        raise ConfigError("--algorithm goes with --kind gain")
+    print(plot(args.dataset, args.out, args.kind, **kw))
+    return 0
+
+
 def main(argv=None) -> int:
     try:
         args = _build_parser().parse_args(argv)
-        return {"run": _cmd_run, "list": _cmd_list}[args.command](args)
+        return {"run": _cmd_run, "list": _cmd_list, "sweep": _cmd_sweep,
+                "compare": _cmd_compare, "plot": _cmd_plot}[args.command](args)
     except ConfigError as exc:
         print(f"flowemu: error: {exc}", file=sys.stderr)
         return 2
@@ -170,3 +277,7 @@ def main(argv=None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # e.g. `flowemu compare ... | head`
+        import os
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0

@@ -36,21 +36,34 @@ off when ``eps == 0`` or ``w_t == inf``.
 
 Speed
 -----
-Two exact solving paths: pass-based filling (one pass per distinct level, each
-pass over the resources still in play) while there are few levels, then a lazy
-min-heap of resource levels over a resource -> flows transposed CSR. Heap keys
-are lower bounds: a resource's level only rises as flows freeze (when
-``C >= lambda * W`` and a flow of fraction ``a`` freezes at ``lambda``,
-``(C - lambda a) / (W - a) >= C / W``), so a popped key that is no longer the
-resource's level is re-keyed instead of every update being pushed.
+Two exact solving paths: pass-based filling (one pass per distinct level over
+the resources still in play, each freeze updating the residual and weight of
+the flow's resources) for the first ``PASS_LIMIT`` levels, then a lazy
+min-heap of resource levels over a resource -> flows transposed CSR (built
+once per solve, the first time it is needed). Heap keys are lower bounds: a
+resource's level only rises as flows freeze (when ``C >= lambda * W`` and a
+flow of fraction ``a`` freezes at ``lambda``, ``(C - lambda a) / (W - a) >=
+C / W``), so a popped key that is no longer the resource's level is re-keyed
+instead of every update being pushed. When a pass freezes every flow left (a
+symmetric workload has a single level) the entry updates are skipped and the
+loads are brought up to date only if a later event needs them.
 
-After an event only the flows with a rate ``>= lambda0`` (``lambda0`` = the
-smallest rate of the flows that just finished) are re-solved: progressive
-filling below ``lambda0`` is unchanged, because every resource a finished flow
-crosses saturates at a level at least the flow's rate, and ingress capacities
-only change (grow) on resources that finished flows cross. The others keep
-their rates exactly and the re-solve runs on the residual capacities over the
-resources the re-solved flows touch; loads are kept per resource.
+Weights are kept as an unevaluated double-double sum (error-free two-sum
+updates): on ECMP routes a resource carries fractions from 0.5 down to 1e-15
+and below, and once the big ones have frozen, a plain running sum would leave
+the small ones nothing but rounding error (negative weights, zero rates).
+
+After an event only the flows with a rate ``>= lambda0 * (1 - 1e-9)``
+(``lambda0`` = the smallest rate of the flows that just finished) are
+re-solved: progressive filling below ``lambda0`` is unchanged, because every
+resource a finished flow crosses saturates at a level at least the flow's
+rate, and ingress capacities only change (grow) on resources that finished
+flows cross. The others keep their rates exactly and the re-solve runs on the
+residual capacities over the resources the re-solved flows touch; loads are
+kept per resource. The cost of an event is O(entries of the re-solved flows +
+resources they touch), not O(E); it is not small when the re-solved flows are
+many (a random permutation on a torus re-solves ~20% of the active flows per
+event, and most of them do change rate).
 
 Layers
 ------
@@ -96,12 +109,12 @@ TIE_TOL = 1e-12
 #: flows whose rate is below ``lambda0 * (1 - KEEP_TOL)`` keep it after an event
 KEEP_TOL = 1e-9
 #: passes of pass-based filling before switching to the heap
-PASS_LIMIT = 8
-#: a resource's running weight sum is recomputed when it falls below this
-#: share of its last exact value (bounds the cancellation error to ~1e-13)
-WEIGHT_RESUM = 1e-3
+PASS_LIMIT = 2
+#: a resource's (two-sum) weight is summed again when it falls below this
+#: share of its last exact value
+WEIGHT_RESUM = 1e-12
 
-_NUMPY_ERRORS = dict(error_model="numpy")  # float division by zero -> inf, no exception
+_NUMPY_ERRORS = {"error_model": "numpy"}  # float division by zero -> inf, no exception
 
 
 # --------------------------------------------------------------------------
@@ -122,12 +135,16 @@ def _check_inputs(flow_ptr, res, frac, capacity):
     for f in range(n_flows):
         if flow_ptr[f + 1] < flow_ptr[f]:
             return STATUS_BAD_INPUT
+    status = STATUS_OK
     for e in range(n_entries):
         a = frac[e]
-        if not np.isfinite(a):
-            return STATUS_NONFINITE
-        if res[e] < 0 or res[e] >= n_res or not (a > 0.0 and a <= 1.0):
-            return STATUS_BAD_INPUT
+        r = res[e]
+        # one branch-free test per entry; sort out which failure after
+        if not ((r >= 0) & (r < n_res) & (a > 0.0) & (a <= 1.0)):
+            status = STATUS_NONFINITE if np.isnan(a) else STATUS_BAD_INPUT
+            break
+    if status != STATUS_OK:
+        return status
     for r in range(n_res):
         c = capacity[r]
         if not np.isfinite(c):
@@ -153,9 +170,10 @@ def _transpose(flow_ptr, res, frac, n_res):
     for f in range(n_flows):
         for e in range(flow_ptr[f], flow_ptr[f + 1]):
             r = res[e]
-            res_flow[fill[r]] = f
-            res_frac[fill[r]] = frac[e]
-            fill[r] += 1
+            k = fill[r]
+            res_flow[k] = f
+            res_frac[k] = frac[e]
+            fill[r] = k + 1
     return res_ptr, res_flow, res_frac
 
 
@@ -190,120 +208,238 @@ def _heap_pop(heap_key, heap_res, size):
     return size
 
 
-@njit(**_NUMPY_ERRORS)
-def _freeze_flow(f, lam, flow_ptr, res, frac, res_ptr, res_flow, res_frac, residual, weight,
-                 weight_ref, count, flow_mark, mark, rates):
-    rates[f] = lam
-    flow_mark[f] = -1
-    for e in range(flow_ptr[f], flow_ptr[f + 1]):
-        r = res[e]
-        a = frac[e]
-        c = count[r] - 1
-        count[r] = c
-        residual[r] -= a * lam
-        if c == 0:
-            weight[r] = 0.0  # no cancellation residue on an emptied resource
-            continue
-        w = weight[r] - a
-        if w < WEIGHT_RESUM * weight_ref[r]:
-            # cancellation ate most digits of the running sum (a big fraction
-            # left, small ones stay): sum the unfrozen fractions again
-            w = 0.0
-            for k in range(res_ptr[r], res_ptr[r + 1]):
-                if flow_mark[res_flow[k]] == mark:
-                    w += res_frac[k]
-            weight_ref[r] = w
-        weight[r] = w
+# Per-resource state ``state`` float64[2, R, 4]: the fields every entry
+# update touches in one 32-byte row of the hot plane, the others in the cold
+# plane.
+_HOT = 0
+_RESID = 0  # capacity left for the unfrozen flows (during a fill)
+_W_HI = 1   # unfrozen weight W = hi + lo, kept with error-free two-sum
+_W_LO = 2   # updates: when big fractions leave, tiny ECMP ones keep their digits
+_COUNT = 3  # unfrozen flows crossing the resource
+_COLD = 1
+_W_REF = 0  # W at its last exact summation
+_LEVEL = 1  # level computed in the current pass (-inf: saturated in this pass)
+_LOAD = 2   # load of the active flows, each at its applied rate
+_CAP = 3    # capacity
+# Outside a fill W_HI = W_LO = COUNT = 0 for every resource.
+
+_NEED_TRANSPOSE = -1  # internal: the fill needs the resource -> flows CSR
+_FROZEN = -1  # flow_mark of a flow frozen in a fill, its load in _RESID
+_FROZEN_UNLOADED = -2  # flow_mark of a flow frozen in a last pass that skipped the entries
 
 
 @njit(**_NUMPY_ERRORS)
-def _freeze_resource(r, lam, flow_ptr, res, frac, res_ptr, res_flow, res_frac, residual,
-                     weight, weight_ref, count, flow_mark, mark, rates):
-    """Freeze the unfrozen flows of ``r`` at ``lam``; returns how many."""
-    n = 0
-    for k in range(res_ptr[r], res_ptr[r + 1]):
-        f = res_flow[k]
-        if flow_mark[f] == mark:
-            _freeze_flow(f, lam, flow_ptr, res, frac, res_ptr, res_flow, res_frac, residual,
-                         weight, weight_ref, count, flow_mark, mark, rates)
-            n += 1
-    return n
-
-
-@njit(**_NUMPY_ERRORS)
-def _fill(flow_ptr, res, frac, res_ptr, res_flow, res_frac, sub, n_sub, residual, touched,
-          n_touched, weight, weight_ref, count, flow_mark, mark, level, heap_key, heap_res, batch,
-          rates):
-    """Progressive filling of the flows ``sub[:n_sub]``.
-
-    On entry ``flow_mark[f] == mark`` for exactly the flows of ``sub``, which
-    all have at least one entry; ``touched[:n_touched]`` lists the resources
-    they cross (each once) and ``residual[r]`` is the capacity of those
-    resources left for them. On exit ``rates[f]`` is set for every flow of
-    ``sub``, their marks are cleared and ``residual`` is what is left;
-    ``touched[:n_touched]`` holds the same resources, reordered. Returns a
-    status.
-    """
-    for i in range(n_touched):
-        r = touched[i]
-        weight[r] = 0.0
-        count[r] = 0
+def _gather(flow_ptr, res, frac, sub, n_sub, applied, state, touched):
+    """Set up a fill of the flows ``sub[:n_sub]``: list the resources they
+    touch in ``touched``, sum their weights and counts, and set the residual
+    capacity (capacity - load of the other flows; the flows of ``sub`` are in
+    ``_LOAD`` at their ``applied`` rates). Returns ``(n_touched, n_entries)``."""
+    n_touched = 0
     n_entries = 0
     for i in range(n_sub):
         f = sub[i]
+        x = applied[f]
         n_entries += flow_ptr[f + 1] - flow_ptr[f]
         for e in range(flow_ptr[f], flow_ptr[f + 1]):
             r = res[e]
-            weight[r] += frac[e]
-            count[r] += 1
+            a = frac[e]
+            if state[_HOT, r, _COUNT] == 0.0:
+                touched[n_touched] = r
+                n_touched += 1
+                state[_HOT, r, _RESID] = state[_COLD, r, _CAP] - state[_COLD, r, _LOAD]
+            hi = state[_HOT, r, _W_HI]
+            s = hi + a
+            z = s - hi
+            state[_HOT, r, _W_LO] += (hi - (s - z)) + (a - z)
+            state[_HOT, r, _W_HI] = s
+            state[_HOT, r, _COUNT] += 1.0
+            state[_HOT, r, _RESID] += a * x
     for i in range(n_touched):
         r = touched[i]
-        weight_ref[r] = weight[r]
-    n_left = n_sub
-    # the fill level never falls; a level computed below it is rounding noise
-    # (a nearly saturated resource left with tiny fractions) and freezes now
-    floor = 0.0
+        state[_COLD, r, _W_REF] = state[_HOT, r, _W_HI] + state[_HOT, r, _W_LO]
+    return n_touched, n_entries
+
+
+@njit(**_NUMPY_ERRORS)
+def _resum_weight(r, res_ptr, res_flow, res_frac, flow_mark, mark):
+    """Exact (two-sum) weight of the unfrozen flows on ``r``."""
+    s = 0.0
+    lo = 0.0
+    for k in range(res_ptr[r], res_ptr[r + 1]):
+        if flow_mark[res_flow[k]] == mark:
+            b = res_frac[k]
+            t = s + b
+            z = t - s
+            lo += (s - (t - z)) + (b - z)
+            s = t
+    return s + lo
+
+
+@njit(**_NUMPY_ERRORS)
+def _freeze_flow(f, lam, flow_ptr, res, frac, res_ptr, res_flow, res_frac, have_tr, state,
+                 flow_mark, mark, rates):
+    """Freeze flow ``f`` at rate ``lam``; returns False when its weights need
+    an exact re-summation and no transpose is there to do it."""
+    rates[f] = lam
+    flow_mark[f] = _FROZEN
+    ok = True
+    for e in range(flow_ptr[f], flow_ptr[f + 1]):
+        r = res[e]
+        a = frac[e]
+        c = state[_HOT, r, _COUNT] - 1.0
+        state[_HOT, r, _COUNT] = c
+        state[_HOT, r, _RESID] -= a * lam
+        if c == 0.0:
+            state[_HOT, r, _W_HI] = 0.0
+            state[_HOT, r, _W_LO] = 0.0
+            continue
+        hi = state[_HOT, r, _W_HI]
+        s = hi - a
+        z = s - hi
+        lo = state[_HOT, r, _W_LO] + ((hi - (s - z)) + (-a - z))
+        if s + lo < WEIGHT_RESUM * state[_COLD, r, _W_REF]:
+            # even the two-sum lost its digits (fractions 1e-12 below the
+            # ones that left): sum the unfrozen fractions again
+            if have_tr:
+                s = _resum_weight(r, res_ptr, res_flow, res_frac, flow_mark, mark)
+                lo = 0.0
+                state[_COLD, r, _W_REF] = s
+            else:
+                ok = False
+        state[_HOT, r, _W_HI] = s
+        state[_HOT, r, _W_LO] = lo
+    return ok
+
+
+@njit(**_NUMPY_ERRORS)
+def _all_saturated(flow_ptr, res, sub, n_sub, state, flow_mark, mark):
+    """Whether every unfrozen flow of ``sub`` crosses a resource marked
+    saturated (``_LEVEL == -inf``)."""
+    for i in range(n_sub):
+        f = sub[i]
+        if flow_mark[f] == mark:
+            hit = False
+            for e in range(flow_ptr[f], flow_ptr[f + 1]):
+                if state[_COLD, res[e], _LEVEL] == -np.inf:
+                    hit = True
+                    break
+            if not hit:
+                return False
+    return True
+
+
+@njit(**_NUMPY_ERRORS)
+def _level(state, r):
+    return state[_HOT, r, _RESID] / (state[_HOT, r, _W_HI] + state[_HOT, r, _W_LO])
+
+
+@njit(**_NUMPY_ERRORS)
+def _fill(flow_ptr, res, frac, res_ptr, res_flow, res_frac, have_tr, sub, n_sub, n_entries,
+          touched, n_touched, state, flow_mark, mark, heap_key, heap_res, batch, rates):
+    """Progressive filling of the flows ``sub[:n_sub]`` (set up by
+    :func:`_gather`, or left unfinished by an earlier call).
+
+    On entry ``flow_mark[f] == mark`` for exactly the unfrozen flows of
+    ``sub``, which all have at least one entry, and ``touched[:n_touched]``
+    lists the resources they cross with their ``state``. On exit ``rates[f]``
+    is set for every flow of ``sub``, their marks are cleared, ``_RESID`` is
+    the capacity left and ``touched[:n_touched]`` holds the same resources,
+    reordered. Without the transpose (``have_tr`` False) the pass-based
+    path freezes by scanning the flows, and the call returns
+    ``_NEED_TRANSPOSE`` (state consistent, to be called again with it) when
+    it needs the heap. Returns a status.
+    """
+    n_left = 0
+    floor = 0.0  # the fill level never falls; below it is rounding noise
+    for i in range(n_sub):
+        f = sub[i]
+        if flow_mark[f] == mark:
+            n_left += 1
+        elif rates[f] > floor:
+            floor = rates[f]  # resumed fill: frozen at this level already
+    resumed = n_left < n_sub
 
     # --- pass-based filling: cheap while there are few distinct levels
     passes = 0
-    while n_left > 0 and passes < PASS_LIMIT:
+    while n_left > 0 and passes < PASS_LIMIT and not resumed:
         passes += 1
         lam = np.inf
         m = 0
         for i in range(n_touched):
             r = touched[i]
-            if count[r] > 0:
+            if state[_HOT, r, _COUNT] > 0.0:
                 # swap, not overwrite: the caller still needs the whole set
                 touched[i] = touched[m]
                 touched[m] = r
                 m += 1
-                lv = residual[r] / weight[r]
-                level[r] = lv
-                if lv < lam:
-                    lam = lv
+                lv = _level(state, r)
+                state[_COLD, r, _LEVEL] = lv
+                lam = min(lam, lv)
         n_touched = m
         if not np.isfinite(lam):
             return STATUS_NONFINITE
-        if lam < floor:
-            lam = floor
+        lam = max(lam, floor)
         floor = lam
         thr = lam + lam * TIE_TOL
+        # mark the saturated resources before freezing anything: freezing
+        # changes the levels of the others
+        n_sat_flows = 0.0
         for i in range(n_touched):
             r = touched[i]
-            if count[r] > 0 and level[r] <= thr:
-                n_left -= _freeze_resource(r, lam, flow_ptr, res, frac, res_ptr, res_flow,
-                                           res_frac, residual, weight, weight_ref, count,
-                                           flow_mark, mark, rates)
+            if state[_COLD, r, _LEVEL] <= thr:
+                state[_COLD, r, _LEVEL] = -np.inf
+                n_sat_flows += state[_HOT, r, _COUNT]
+        if n_sat_flows >= n_left and _all_saturated(flow_ptr, res, sub, n_sub, state,
+                                                    flow_mark, mark):
+            # every flow left freezes now (one level left; a symmetric
+            # workload has only one): skip the entry updates, the caller
+            # brings the loads up to date when it needs them
+            for i in range(n_sub):
+                f = sub[i]
+                if flow_mark[f] == mark:
+                    rates[f] = lam
+                    flow_mark[f] = _FROZEN_UNLOADED
+            return STATUS_OK
+        if have_tr:
+            for i in range(n_touched):
+                r = touched[i]
+                if state[_COLD, r, _LEVEL] == -np.inf:
+                    for k in range(res_ptr[r], res_ptr[r + 1]):
+                        f = res_flow[k]
+                        if flow_mark[f] == mark:
+                            _freeze_flow(f, lam, flow_ptr, res, frac, res_ptr, res_flow,
+                                         res_frac, have_tr, state, flow_mark, mark, rates)
+                            n_left -= 1
+        else:
+            ok = True
+            for i in range(n_sub):
+                f = sub[i]
+                if flow_mark[f] == mark:
+                    for e in range(flow_ptr[f], flow_ptr[f + 1]):
+                        if state[_COLD, res[e], _LEVEL] == -np.inf:
+                            ok &= _freeze_flow(f, lam, flow_ptr, res, frac, res_ptr, res_flow,
+                                               res_frac, have_tr, state, flow_mark, mark, rates)
+                            n_left -= 1
+                            break
+            if not ok and n_left > 0:
+                return _NEED_TRANSPOSE
     if n_left == 0:
         return STATUS_OK
+    if not have_tr:
+        return _NEED_TRANSPOSE
 
     # --- lazy heap of resource levels: one entry per resource still in play,
     # keyed by a lower bound of its level (levels only rise)
     size = 0
     for i in range(n_touched):
         r = touched[i]
-        if count[r] > 0:
-            heap_key[size] = residual[r] / weight[r]
+        if state[_HOT, r, _COUNT] > 0.0:
+            if resumed:  # no exact re-summation was possible before
+                state[_HOT, r, _W_HI] = _resum_weight(r, res_ptr, res_flow, res_frac, flow_mark,
+                                                mark)
+                state[_HOT, r, _W_LO] = 0.0
+                state[_COLD, r, _W_REF] = state[_HOT, r, _W_HI]
+            heap_key[size] = _level(state, r)
             heap_res[size] = r
             size += 1
     for pos in range(size // 2 - 1, -1, -1):
@@ -316,10 +452,10 @@ def _fill(flow_ptr, res, frac, res_ptr, res_flow, res_frac, sub, n_sub, residual
         if size == 0 or guard > guard_limit:
             return STATUS_ITER_LIMIT
         r = heap_res[0]
-        if count[r] == 0:
+        if state[_HOT, r, _COUNT] == 0.0:
             size = _heap_pop(heap_key, heap_res, size)
             continue
-        lv = residual[r] / weight[r]
+        lv = _level(state, r)
         if lv != heap_key[0]:  # stale lower bound: re-key and look again
             if np.isnan(lv):
                 return STATUS_NONFINITE
@@ -328,7 +464,7 @@ def _fill(flow_ptr, res, frac, res_ptr, res_flow, res_frac, sub, n_sub, residual
             continue
         # lv is the minimum level; collect every resource tied with it before
         # freezing anything (same rule as the pass-based path)
-        lam = lv if lv > floor else floor
+        lam = max(floor, lv)
         if not np.isfinite(lam):
             return STATUS_NONFINITE
         floor = lam
@@ -338,10 +474,10 @@ def _fill(flow_ptr, res, frac, res_ptr, res_flow, res_frac, sub, n_sub, residual
         size = _heap_pop(heap_key, heap_res, size)
         while size > 0 and heap_key[0] <= thr:
             r2 = heap_res[0]
-            if count[r2] == 0:
+            if state[_HOT, r2, _COUNT] == 0.0:
                 size = _heap_pop(heap_key, heap_res, size)
                 continue
-            lv2 = residual[r2] / weight[r2]
+            lv2 = _level(state, r2)
             if lv2 <= thr:
                 batch[n_batch] = r2
                 n_batch += 1
@@ -350,10 +486,53 @@ def _fill(flow_ptr, res, frac, res_ptr, res_flow, res_frac, sub, n_sub, residual
                 heap_key[0] = lv2
                 _sift_down(heap_key, heap_res, size, 0)
         for i in range(n_batch):
-            n_left -= _freeze_resource(batch[i], lam, flow_ptr, res, frac, res_ptr, res_flow,
-                                       res_frac, residual, weight, weight_ref, count, flow_mark,
-                                       mark, rates)
+            r = batch[i]
+            for k in range(res_ptr[r], res_ptr[r + 1]):
+                f = res_flow[k]
+                if flow_mark[f] == mark:
+                    _freeze_flow(f, lam, flow_ptr, res, frac, res_ptr, res_flow, res_frac,
+                                 True, state, flow_mark, mark, rates)
+                    n_left -= 1
     return STATUS_OK
+
+
+@njit(**_NUMPY_ERRORS)
+def _solve(flow_ptr, res, frac, tr, sub, n_sub, applied, rates, state, flow_mark, mark, touched,
+           heap_key, heap_res, batch):
+    """Gather and fill ``sub[:n_sub]`` (marked ``mark``), building the
+    transpose ``tr = (res_ptr, res_flow, res_frac, built)`` the first time
+    it is needed. Afterwards ``_LOAD`` counts each flow of ``sub`` at its
+    ``applied`` rate: its new rate, or 0 for the flows frozen in a last pass
+    that skipped the entries (``flow_mark == _FROZEN_UNLOADED``). Returns
+    ``(status, tr)``."""
+    n_touched, n_entries = _gather(flow_ptr, res, frac, sub, n_sub, applied, state, touched)
+    res_ptr, res_flow, res_frac, have_tr = tr
+    status = _fill(flow_ptr, res, frac, res_ptr, res_flow, res_frac, have_tr, sub, n_sub,
+                   n_entries, touched, n_touched, state, flow_mark, mark, heap_key, heap_res,
+                   batch, rates)
+    if status == _NEED_TRANSPOSE:
+        res_ptr, res_flow, res_frac = _transpose(flow_ptr, res, frac, state.shape[1])
+        tr = (res_ptr, res_flow, res_frac, True)
+        status = _fill(flow_ptr, res, frac, res_ptr, res_flow, res_frac, True, sub, n_sub,
+                       n_entries, touched, n_touched, state, flow_mark, mark, heap_key,
+                       heap_res, batch, rates)
+    for i in range(n_touched):
+        r = touched[i]
+        state[_COLD, r, _LOAD] = state[_COLD, r, _CAP] - state[_HOT, r, _RESID]
+        # a last pass that skipped the entries left these set
+        state[_HOT, r, _W_HI] = 0.0
+        state[_HOT, r, _W_LO] = 0.0
+        state[_HOT, r, _COUNT] = 0.0
+    for i in range(n_sub):
+        f = sub[i]
+        applied[f] = 0.0 if flow_mark[f] == _FROZEN_UNLOADED else rates[f]
+    return status, tr
+
+
+@njit(**_NUMPY_ERRORS)
+def _no_transpose():
+    return (np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int32),
+            np.zeros(0, dtype=np.float64), False)
 
 
 @njit(**_NUMPY_ERRORS)
@@ -388,7 +567,6 @@ def maxmin_rates_kernel(flow_ptr, res, frac, capacity, active):
         return rates, status
     if active.shape[0] != n_flows:
         return rates, STATUS_BAD_INPUT
-    res_ptr, res_flow, res_frac = _transpose(flow_ptr, res, frac, n_res)
     sub = np.empty(n_flows, dtype=np.int32)
     flow_mark = np.zeros(n_flows, dtype=np.int64)
     n_sub = 0
@@ -400,29 +578,15 @@ def maxmin_rates_kernel(flow_ptr, res, frac, capacity, active):
                 sub[n_sub] = f
                 n_sub += 1
                 flow_mark[f] = 1
+    state = np.zeros((2, n_res, 4), dtype=np.float64)
+    state[_COLD, :, _CAP] = capacity
     touched = np.empty(n_res, dtype=np.int32)
-    stamp = np.zeros(n_res, dtype=np.bool_)
-    residual = np.empty(n_res, dtype=np.float64)
-    n_touched = 0
-    for i in range(n_sub):
-        f = sub[i]
-        for e in range(flow_ptr[f], flow_ptr[f + 1]):
-            r = res[e]
-            if not stamp[r]:
-                stamp[r] = True
-                touched[n_touched] = r
-                n_touched += 1
-                residual[r] = capacity[r]
-    weight = np.empty(n_res, dtype=np.float64)
-    weight_ref = np.empty(n_res, dtype=np.float64)
-    count = np.empty(n_res, dtype=np.int64)
-    level = np.empty(n_res, dtype=np.float64)
     heap_key = np.empty(n_res, dtype=np.float64)
     heap_res = np.empty(n_res, dtype=np.int32)
     batch = np.empty(n_res, dtype=np.int32)
-    status = _fill(flow_ptr, res, frac, res_ptr, res_flow, res_frac, sub, n_sub, residual,
-                   touched, n_touched, weight, weight_ref, count, flow_mark, 1, level, heap_key,
-                   heap_res, batch, rates)
+    applied = np.zeros(n_flows, dtype=np.float64)
+    status, _ = _solve(flow_ptr, res, frac, _no_transpose(), sub, n_sub, applied, rates, state,
+                       flow_mark, 1, touched, heap_key, heap_res, batch)
     if status != STATUS_OK:
         return rates, status
     for i in range(n_sub):
@@ -497,8 +661,6 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
         return rate0, finish, STATUS_BAD_INPUT
     incast = eps > 0.0 and np.isfinite(w_t) and n_plain < n_res
 
-    res_ptr, res_flow, res_frac = _transpose(flow_ptr, res, frac, n_res)
-
     # active flows: every flow with a non-empty path (0-byte ones finish at
     # the first event, of length 0)
     act = np.empty(n_flows, dtype=np.int32)
@@ -511,7 +673,8 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
             act[n_act] = f
             n_act += 1
 
-    cap = capacity.copy()
+    state = np.zeros((2, n_res, 4), dtype=np.float64)
+    state[_COLD, :, _CAP] = capacity
     fan_in = np.zeros(n_res, dtype=np.int64)
     if incast:
         for i in range(n_act):
@@ -520,29 +683,32 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
                 if res[e] >= n_plain:
                     fan_in[res[e]] += 1
         for r in range(n_plain, n_res):
-            cap[r] = _ingress_capacity(capacity[r], fan_in[r], w_t, eps)
+            state[_COLD, r, _CAP] = _ingress_capacity(capacity[r], fan_in[r], w_t, eps)
 
     rates = np.zeros(max(n_flows, 0), dtype=np.float64)
+    # rate at which each flow is counted in _LOAD (0 until it is)
+    applied = np.zeros(max(n_flows, 0), dtype=np.float64)
     remaining = flow_bytes.copy()
     t_fin = np.empty(max(n_flows, 0), dtype=np.float64)
-    load = np.zeros(n_res, dtype=np.float64)
-    residual = np.empty(n_res, dtype=np.float64)
-    res_stamp = np.zeros(n_res, dtype=np.int64)
     flow_mark = np.zeros(max(n_flows, 0), dtype=np.int64)
+    is_active = np.zeros(max(n_flows, 0), dtype=np.bool_)
+    for i in range(n_act):
+        is_active[act[i]] = True
     sub = np.empty(max(n_flows, 0), dtype=np.int32)
+    done = np.empty(max(n_flows, 0), dtype=np.int32)
+    # flows whose load the last fill left out of _LOAD (frozen by a last pass
+    # that skipped the entries): added when a later fill does not re-solve them
+    pending = np.empty(max(n_flows, 0), dtype=np.int32)
+    n_pending = 0
     touched = np.empty(n_res, dtype=np.int32)
-    weight = np.empty(n_res, dtype=np.float64)
-    weight_ref = np.empty(n_res, dtype=np.float64)
-    count = np.empty(n_res, dtype=np.int64)
-    level = np.empty(n_res, dtype=np.float64)
     heap_key = np.empty(n_res, dtype=np.float64)
     heap_res = np.empty(n_res, dtype=np.int32)
     batch = np.empty(n_res, dtype=np.int32)
+    tr = _no_transpose()
 
     t = 0.0
     mark = 0
     lam0 = -1.0  # first solve: every active flow
-    first = True
     while n_act > 0:
         mark += 1
         if mark > n_flows + 2:
@@ -556,30 +722,24 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
                 sub[n_sub] = f
                 n_sub += 1
                 flow_mark[f] = mark
-        n_touched = 0
-        for i in range(n_sub):
-            f = sub[i]
-            x = rates[f]
-            for e in range(flow_ptr[f], flow_ptr[f + 1]):
-                r = res[e]
-                load[r] -= frac[e] * x
-                if res_stamp[r] != mark:
-                    res_stamp[r] = mark
-                    touched[n_touched] = r
-                    n_touched += 1
-        for i in range(n_touched):
-            r = touched[i]
-            residual[r] = cap[r] - load[r]
-        status = _fill(flow_ptr, res, frac, res_ptr, res_flow, res_frac, sub, n_sub, residual,
-                       touched, n_touched, weight, weight_ref, count, flow_mark, mark, level,
-                       heap_key, heap_res, batch, rates)
+        for i in range(n_pending):
+            f = pending[i]
+            if is_active[f] and flow_mark[f] != mark and applied[f] != rates[f]:
+                x = rates[f] - applied[f]
+                for e in range(flow_ptr[f], flow_ptr[f + 1]):
+                    state[_COLD, res[e], _LOAD] += frac[e] * x
+                applied[f] = rates[f]
+        status, tr = _solve(flow_ptr, res, frac, tr, sub, n_sub, applied, rates, state,
+                            flow_mark, mark, touched, heap_key, heap_res, batch)
         if status != STATUS_OK:
             return rate0, finish, status
-        for i in range(n_touched):
-            r = touched[i]
-            load[r] = cap[r] - residual[r]
-        if first:
-            first = False
+        n_pending = 0
+        for i in range(n_sub):
+            f = sub[i]
+            if flow_mark[f] == _FROZEN_UNLOADED:
+                pending[n_pending] = f
+                n_pending += 1
+        if mark == 1:
             for i in range(n_act):
                 rate0[act[i]] = rates[act[i]]
 
@@ -600,36 +760,44 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
             else:
                 return rate0, finish, STATUS_STALLED
             t_fin[f] = tf
-            if tf < t_next:
-                t_next = tf
+            t_next = min(t_next, tf)
         thr = t_next + t_next * TIE_TOL
         dt = t_next - t
         lam0 = np.inf
         m = 0
+        n_done = 0
         for i in range(n_act):
             f = act[i]
             x = rates[f]
             if t_fin[f] <= thr:
                 finish[f] = t_next
                 remaining[f] = 0.0
-                if x < lam0:
-                    lam0 = x
-                # release its load; its receiver's fan-in drops (ingress
-                # capacity grows only on resources it crosses, which saturate
-                # at a level >= x, so lam0 covers them)
-                for e in range(flow_ptr[f], flow_ptr[f + 1]):
-                    r = res[e]
-                    load[r] -= frac[e] * x
-                    if incast and r >= n_plain:
-                        fan_in[r] -= 1
-                        cap[r] = _ingress_capacity(capacity[r], fan_in[r], w_t, eps)
+                is_active[f] = False
+                lam0 = min(lam0, x)
+                done[n_done] = f
+                n_done += 1
             else:
                 rem = remaining[f] - x * dt
-                remaining[f] = rem if rem > 0.0 else 0.0
+                remaining[f] = max(0.0, rem)
                 act[m] = f
                 m += 1
         n_act = m
         t = t_next
+        if n_act == 0:
+            break
+        # release the finished flows' load; their receivers' fan-in drops
+        # (an ingress capacity grows only on a resource a finished flow
+        # crosses, which saturates at a level >= its rate: lam0 covers it)
+        for i in range(n_done):
+            f = done[i]
+            x = applied[f]
+            for e in range(flow_ptr[f], flow_ptr[f + 1]):
+                r = res[e]
+                if x != 0.0:
+                    state[_COLD, r, _LOAD] -= frac[e] * x
+                if incast and r >= n_plain:
+                    fan_in[r] -= 1
+                    state[_COLD, r, _CAP] = _ingress_capacity(capacity[r], fan_in[r], w_t, eps)
     return rate0, finish, STATUS_OK
 
 
@@ -750,13 +918,19 @@ def _check_routes(routes, n_links):
                          f"({link.shape[0]}), got {flow_ptr[0]} .. {flow_ptr[-1]}")
     if np.any(np.diff(flow_ptr) < 0):
         raise ValueError("routes.flow_ptr: must be non-decreasing")
+    # the entries themselves are checked by the kernel, in its first pass
+    return flow_ptr, link, frac
+
+
+def _raise_bad_entry(link, frac, n_links):
+    """Raise ``ValueError`` naming the first entry with a link outside
+    ``[0, n_links)`` or a fraction not in ``(0, 1]``, if there is one."""
     bad = _first_bad_entry(link, frac, n_links)
     if bad >= 0:
         if not (0 <= link[bad] < n_links):
             raise ValueError(f"routes.link[{bad}] = {link[bad]} is not a link id in "
                              f"[0, {n_links})")
         raise ValueError(f"routes.frac[{bad}] = {frac[bad]} is not in (0, 1]")
-    return flow_ptr, link, frac
 
 
 def max_min_rates(routes, link_capacity, active=None) -> np.ndarray:
@@ -798,6 +972,8 @@ def max_min_rates(routes, link_capacity, active=None) -> np.ndarray:
             raise ValueError(f"active: expected a bool array, got dtype {active.dtype}")
         active = np.ascontiguousarray(active)
     rates, status = maxmin_rates_kernel(flow_ptr, link, frac, link_capacity, active)
+    if status in (STATUS_BAD_INPUT, STATUS_NONFINITE):
+        _raise_bad_entry(link, frac, link_capacity.shape[0])
     if status != STATUS_OK:
         raise SolverError(f"max-min solve failed: status {status} "
                           f"({STATUS_NAMES.get(status, '?')}), {n_flows} flows, "
@@ -867,8 +1043,12 @@ def solve_completion(routes, link_capacity, flow_bytes, *, flow_dst=None,
             bad = int(np.flatnonzero((flow_dst < 0) | (flow_dst >= n_vertices))[0])
             raise ValueError(f"flow_dst[{bad}] = {flow_dst[bad]} is not a vertex in "
                              f"[0, {n_vertices})")
+        # an out-of-range link id must not pass for an ingress resource
+        _raise_bad_entry(link, frac, n_links)
         flow_ptr, link, frac = _append_ingress(flow_ptr, link, frac, flow_dst, n_links)
         capacity = np.concatenate([link_capacity, ingress_capacity])
     rate0, finish, status = completion_kernel(flow_ptr, link, frac, capacity, n_links, w_t, eps,
                                               flow_bytes)
+    if status in (STATUS_BAD_INPUT, STATUS_NONFINITE):
+        _raise_bad_entry(link, frac, n_links)
     return Solution(rate0=rate0, finish=finish, status=int(status))

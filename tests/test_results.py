@@ -1,0 +1,203 @@
+"""Datasets (atomic part files, loading) and the goodput-gain comparison."""
+
+import io
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from flowemu.cli import main
+from flowemu.errors import ConfigError
+from flowemu.results import (
+    clean_temp,
+    compare,
+    compare_table,
+    load,
+    load_errors,
+    result_hashes,
+    scenario_columns,
+    write_rows,
+)
+from flowemu.sweep import sweep
+
+
+def frame(rows):
+    cols = ["topology", "nodes", "size_bytes", "label", "goodput_Bps"]
+    df = pd.DataFrame(rows, columns=cols)
+    df["algorithm"] = df["label"].str.split(":").str[0]
+    df["time_s"] = df["size_bytes"] / df["goodput_Bps"]
+    return df
+
+
+def gains(cmp, **where):
+    sel = cmp
+    for k, v in where.items():
+        sel = sel[sel[k] == v]
+    return dict(zip(sel["algorithm"], sel["gain"]))
+
+
+# ------------------------------------------------------------------ compare
+
+def test_gain_closed_form():
+    df = frame([
+        ("torus:8x8", 64, 1024, "swing", 10.0),
+        ("torus:8x8", 64, 1024, "ring", 5.0),
+        ("torus:8x8", 64, 1024, "recdoub:variant=latency", 2.0),
+        ("torus:8x8", 64, 2048, "swing", 3.0),
+        ("torus:8x8", 64, 2048, "ring", 12.0),
+        ("torus:8x8", 64, 2048, "recdoub:variant=latency", 4.0),
+        ("torus:4x4", 16, 1024, "swing", 7.0),
+        ("torus:4x4", 16, 1024, "ring", 7.0),
+    ])
+    cmp = compare(df)
+    assert len(cmp) == len(df)
+    g = gains(cmp, topology="torus:8x8", size_bytes=1024)
+    # goodput / best other - 1
+    assert g == pytest.approx({"swing": 10 / 5 - 1, "ring": 5 / 10 - 1,
+                               "recdoub:variant=latency": 2 / 10 - 1})
+    g = gains(cmp, topology="torus:8x8", size_bytes=2048)
+    assert g == pytest.approx({"swing": 3 / 12 - 1, "ring": 12 / 4 - 1,
+                               "recdoub:variant=latency": 4 / 12 - 1})
+    assert gains(cmp, topology="torus:4x4") == {"ring": 0.0, "swing": 0.0}   # a tie
+    best = cmp[cmp.is_best].set_index(["topology", "size_bytes"])["algorithm"]
+    assert best[("torus:8x8", 1024)] == "swing" and best[("torus:8x8", 2048)] == "ring"
+    row = cmp[(cmp.algorithm == "ring") & (cmp.size_bytes == 1024)
+              & (cmp.topology == "torus:8x8")].iloc[0]
+    assert (row.best, row.best_goodput_Bps, row.best_other, row.best_other_goodput_Bps) == \
+        ("swing", 10.0, "swing", 10.0)
+    row = cmp[(cmp.algorithm == "swing") & (cmp.size_bytes == 1024)
+              & (cmp.topology == "torus:8x8")].iloc[0]
+    assert (row.best_other, row.best_other_goodput_Bps, bool(row.is_best)) == ("ring", 5.0, True)
+    assert {"time_s", "nodes"} <= set(cmp.columns)
+
+
+def test_gain_alone_is_nan_and_other_fields_split_scenarios():
+    df = frame([
+        ("torus:8x8", 64, 1024, "ring", 4.0),
+        ("torus:8x8", 64, 1024, "recdoub", 8.0),
+        ("torus:8x8", 64, 1024, "ring", 6.0),
+        ("torus:8x8", 64, 1024, "recdoub", 3.0),
+        ("torus:4x4", 16, 1024, "ring", 1.0),
+    ])
+    df["bandwidth_Bps"] = [1e10, 1e10, 5e10, 5e10, 1e10]
+    df["hop_latency_s"] = 3e-7            # constant: not a scenario column
+    assert scenario_columns(df) == ["topology", "nodes", "bandwidth_Bps"]
+    cmp = compare(df)
+    assert gains(cmp, bandwidth_Bps=1e10, topology="torus:8x8") == \
+        pytest.approx({"ring": 4 / 8 - 1, "recdoub": 1.0})
+    assert gains(cmp, bandwidth_Bps=5e10) == pytest.approx({"ring": 1.0, "recdoub": -0.5})
+    alone = cmp[cmp.topology == "torus:4x4"].iloc[0]
+    assert math.isnan(alone.gain) and alone.is_best and pd.isna(alone.best_other)
+
+
+def test_compare_by_algorithm_takes_best_variant_and_latest_row_wins():
+    df = frame([
+        ("torus:8x8", 64, 1024, "recdoub:variant=latency", 8.0),
+        ("torus:8x8", 64, 1024, "recdoub:variant=bandwidth", 2.0),
+        ("torus:8x8", 64, 1024, "ring", 4.0),
+        ("torus:8x8", 64, 1024, "ring", 5.0),      # a later result of the same config
+    ])
+    cmp = compare(df)
+    assert gains(cmp)["ring"] == pytest.approx(5 / 8 - 1)
+    by_alg = compare(df, by="algorithm")
+    assert gains(by_alg) == pytest.approx({"recdoub": 8 / 5 - 1, "ring": 5 / 8 - 1})
+    with pytest.raises(ConfigError, match="by="):
+        compare(df, by="colour")
+    with pytest.raises(ConfigError, match="goodput_Bps"):
+        compare(df.drop(columns="goodput_Bps"))
+
+
+def test_ranks_is_a_scenario_only_when_it_differs_from_nodes():
+    df = frame([("torus:8x8", 64, 1024, "ring", 1.0), ("torus:4x4", 16, 1024, "ring", 1.0)])
+    df["ranks"] = df["nodes"]
+    assert "ranks" not in scenario_columns(df)
+    df["ranks"] = [32, 16]
+    assert "ranks" in scenario_columns(df)
+
+
+def test_compare_table_text():
+    df = frame([("torus:8x8", 64, 1024, "swing", 10e9), ("torus:8x8", 64, 1024, "ring", 5e9)])
+    text = compare_table(compare(df))
+    assert "1KiB" in text and "80Gb/s (+100%)" in text and "40Gb/s (-50%)" in text
+    assert text.splitlines()[1].rstrip().endswith("swing")
+    df["group"] = ["a", "b"]
+    assert "== group a ==" in compare_table(compare(df))
+
+
+# ------------------------------------------------------------------ datasets
+
+SMALL = """
+sizes = "1KiB,1MiB"
+topology = ["torus:4x4", "torus:8"]
+algorithm = ["ring", "recdoub:variant=latency"]
+ranks = [8, 16]
+"""
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("ds")
+    cfg = tmp / "small.toml"
+    cfg.write_text(SMALL)
+    out = tmp / "small"
+    s = sweep(cfg, out, jobs=1, progress=False, chunk_size=2)
+    assert s.failed == 2          # 16 ranks on torus:8
+    return out
+
+
+def test_load_dataset(dataset):
+    df = load(dataset)
+    assert len(df) == 6 * 2
+    assert df["ranks"].dtype == np.int64 and df["size_bytes"].dtype == np.int64
+    assert df["incast_threshold"].eq(np.inf).all()
+    assert set(result_hashes(dataset)) == set(df["config_hash"])
+    errs = load_errors(dataset)
+    assert len(errs) == 2 and errs["topology"].eq("torus:8").all()
+
+
+def test_temp_files_are_ignored_and_cleaned(dataset, tmp_path):
+    import shutil
+    copy = tmp_path / "copy"
+    shutil.copytree(dataset, copy)
+    (copy / ".tmp-part-x.parquet").write_bytes(b"torn")
+    assert len(load(copy)) == len(load(dataset))
+    assert clean_temp(copy) == 1 and not list(copy.glob(".tmp-*"))
+
+
+def test_write_rows_is_atomic_and_typed(tmp_path):
+    df = pd.DataFrame({"config_hash": ["a", "b"], "size_bytes": [1, 2], "time_s": [1.0, 2.0],
+                       "ranks": [4, 4]})
+    path = write_rows(tmp_path, df, "part-x")
+    assert path.name == "part-x.parquet" and not list(tmp_path.glob(".tmp-*"))
+    back = load(tmp_path)
+    assert back["ranks"].dtype == np.int64 and list(back["config_hash"]) == ["a", "b"]
+
+
+def test_load_missing_and_empty(tmp_path):
+    with pytest.raises(ConfigError, match="does not exist"):
+        load(tmp_path / "nope")
+    assert load(tmp_path).empty and "config_hash" in load(tmp_path).columns
+
+
+def test_cli_compare_formats(dataset, tmp_path, capsys):
+    assert main(["compare", str(dataset)]) == 0
+    out = capsys.readouterr().out
+    assert "best" in out and "recdoub:variant=latency" in out and "1MiB" in out
+    csv = tmp_path / "c.csv"
+    assert main(["compare", str(dataset), "-f", "csv", "-o", str(csv)]) == 0
+    cmp = pd.read_csv(csv)
+    # torus:8 at 8 ranks and torus:4x4 at 8 / 16 ranks: ranks differ from nodes
+    assert {"topology", "nodes", "ranks", "size_bytes", "algorithm", "gain"} <= set(cmp.columns)
+    assert len(cmp) == 12
+    pq = tmp_path / "c.parquet"
+    assert main(["compare", str(dataset), "-f", "parquet", "-o", str(pq)]) == 0
+    assert len(pd.read_parquet(pq)) == 12
+    assert main(["compare", str(dataset), "--where", "topology == 'torus:8'", "-f", "csv"]) == 0
+    assert set(pd.read_csv(io.StringIO(capsys.readouterr().out))["topology"]) == {"torus:8"}
+    assert main(["compare", str(dataset), "--where", "nodes > 1000"]) == 2
+    assert main(["compare", str(dataset), "-f", "parquet"]) == 2
+    assert main(["compare", str(dataset), "-f", "xml"]) == 2
+    assert main(["compare", str(tmp_path / "nope")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("flowemu: error:") == 4

@@ -1,0 +1,516 @@
+"""Sweep files, their validation, and running them: resume after SIGKILL,
+local processes vs in-process vs Dask, the errors table, progress output."""
+
+import io
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import flowemu
+from flowemu.cli import main
+from flowemu.errors import ConfigError
+from flowemu.results import ERRORS_DIR, load, load_errors
+from flowemu.sweep import Config, Progress, SweepConfigError, _Lock, load_sweep, run_sweep, sweep
+
+REPO_ROOT = Path(flowemu.__file__).resolve().parents[1]
+
+SMALL = """
+sizes = "1KiB..64KiB"
+[groups.g]
+topology = ["torus:4x4", "torus:8"]
+algorithm = ["ring", "recdoub:variant=latency", "recdoub:variant=bandwidth"]
+bandwidth = ["100Gb/s", "400Gb/s"]
+"""
+
+
+def write(tmp_path, text, name="cfg.toml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def sorted_rows(df):
+    return df.sort_values(["config_hash", "size_bytes"]).reset_index(drop=True)
+
+
+def quiet(path, out, **kw):
+    return sweep(path, out, progress=False, **kw)
+
+
+# ------------------------------------------------------------------ grids
+
+def test_grid_expands_as_cartesian_product(tmp_path):
+    plan = load_sweep(write(tmp_path, SMALL))
+    assert len(plan.configs) == 2 * 3 * 2
+    assert {c.group for c in plan.configs} == {"g"}
+    assert all(c.sizes == tuple(2**k for k in range(10, 17)) for c in plan.configs)
+    assert len({c.hash for c in plan.configs}) == len({c.key for c in plan.configs}) == 12
+
+
+def test_groups_defaults_exclude_where_and_option_tables(tmp_path):
+    text = """
+    description = "x"
+    sizes = ["1KiB", 4096]
+    bandwidth = "400Gb/s"
+    algorithm = "ring"
+
+    [[exclude]]                  # everywhere
+    topology = "torus:8"
+    bandwidth = "100Gb/s"
+
+    [groups.a]
+    topology = ["torus:4x4", "torus:8", "torus:2x2x2"]
+    algorithm = [{ name = "recdoub", variant = ["latency", "bandwidth"] }, "ring"]
+    bandwidth = ["100Gb/s", "400Gb/s"]
+    where = "nodes >= 8 and bandwidth >= rate('100Gb/s')"
+
+    [[groups.a.exclude]]
+    algorithm = "recdoub:variant=latency"     # subset match: any layout
+    where = "ndims == 3"
+
+    [groups.b]
+    topology = "torus:4x4"
+    where = "nodes < 8"
+    """
+    # group b is empty -> a problem; check group a on its own first
+    with pytest.raises(ConfigError, match=r"groups\.b: the grid is empty"):
+        load_sweep(write(tmp_path, text))
+    plan = load_sweep(write(tmp_path, text.replace('where = "nodes < 8"', "")))
+    a = plan.groups["a"]
+    # 3 topologies x 3 algorithms x 2 bandwidths = 18, minus torus:8@100G (3 algs)
+    # minus recdoub latency on the 3-D torus (2 bandwidths)
+    assert len(a) == 18 - 3 - 2
+    assert not any(c.topology == "torus:8" and c.bandwidth == 100e9 / 8 for c in a)
+    assert {c.label for c in a} == {"ring", "recdoub:variant=latency",
+                                    "recdoub:variant=bandwidth"}
+    assert [c.sizes for c in plan.groups["b"]] == [(1024, 4096)]
+    assert plan.groups["b"][0].algorithm.startswith("ring")   # top-level default
+
+
+def test_equal_values_have_one_hash(tmp_path):
+    base = 'topology = "torus:4x4"\nalgorithm = "ring"\nsizes = "1KiB"\n'
+    h1 = load_sweep(write(tmp_path, base, "a.toml")).configs[0]
+    h2 = load_sweep(write(tmp_path, base + 'link_latency = "100ns"\nbandwidth = "50GB/s"\n'
+                                           'ecmp = "split"\nseed = 0\n', "b.toml")).configs[0]
+    h3 = load_sweep(write(tmp_path, base.replace("ring", "recdoub:variant=auto")
+                          + "link_latency = 1e-7\n", "c.toml")).configs[0]
+    h4 = load_sweep(write(tmp_path, base.replace("ring", "recdoub"), "d.toml")).configs[0]
+    assert h1.hash == h2.hash and h1.key == h2.key
+    assert h3.hash == h4.hash and h3.key == h4.key and h3.label == "recdoub"
+    assert h1.key.startswith("main|torus:4x4|ring")
+    # the hash is stable across runs (and machines): a pure function of the fields
+    assert load_sweep(write(tmp_path, base, "a.toml")).configs[0].hash == h1.hash
+
+
+def test_shipped_configs_validate():
+    configs = sorted((REPO_ROOT / "configs").glob("*.toml"))
+    names = {p.stem for p in configs}
+    assert {"smoke", "demo", "paper"} <= names
+    for path in configs:
+        try:
+            plan = load_sweep(path)
+        except SweepConfigError as exc:
+            # valid once swing and bucket are registered: no other problem allowed
+            for _, msg in exc.problems:
+                assert msg.startswith(("unknown name 'swing'", "unknown name 'bucket'")), msg
+            continue
+        assert plan.configs, path
+    smoke = load_sweep(REPO_ROOT / "configs" / "smoke.toml")
+    assert all(c.sizes and len(c.sizes) == 10 for c in smoke.configs)
+    assert max(flowemu.sweep._topo_info(c.topology).nodes for c in smoke.configs) <= 64
+
+
+# ------------------------------------------------------------------ bad files
+
+BAD = {
+    "unknown key": ('topology = "torus:4x4"\nalgorithm = "ring"\nbandwith = "1Gb/s"\n',
+                    ["bandwith", "unknown key", "bandwidth"]),
+    "unknown algorithm": ('topology = "torus:4x4"\nalgorithm = ["ring", "rnig"]\n',
+                          ["algorithm[1]", "unknown name 'rnig'"]),
+    "bad option": ('topology = "torus:4x4"\nalgorithm = "recdoub:variant=fast"\n',
+                   ["algorithm", "variant", "fast"]),
+    "bad option key": ('topology = "torus:4x4"\nalgorithm = "ring:color=red"\n',
+                       ["algorithm", "unknown option", "color"]),
+    "bad topology": ('topology = ["torus:4x4", "torus:1x4"]\nalgorithm = "ring"\n',
+                     ["topology[1]", "torus:1x4"]),
+    "unknown family": ('topology = "donut:4"\nalgorithm = "ring"\n',
+                       ["topology", "unknown family"]),
+    "bad size": ('topology = "torus:4x4"\nalgorithm = "ring"\nsizes = "1KiB..lots"\n',
+                 ["sizes", "lots"]),
+    "bad bandwidth": (('topology = "torus:4x4"\nalgorithm = "ring"\n'
+                      'bandwidth = ["400Gb/s", "fast"]\n'), ["bandwidth[1]", "fast", "rate"]),
+    "negative latency": ('topology = "torus:4x4"\nalgorithm = "ring"\nhop_latency = "-5ns"\n',
+                         ["hop_latency", "-5ns"]),
+    "bad ecmp": ('topology = "torus:4x4"\nalgorithm = "ring"\necmp = "random"\n',
+                 ["ecmp", "random"]),
+    "bad seed": ('topology = "torus:4x4"\nalgorithm = "ring"\nseed = -1\n', ["seed", "-1"]),
+    "bad ranks": ('topology = "torus:4x4"\nalgorithm = "ring"\nranks = 1\n', ["ranks", ">= 2"]),
+    "empty grid": (('topology = "torus:4x4"\nalgorithm = "ring"\n[[exclude]]\n'
+                   'topology = "torus:4x4"\n'), ["grid is empty", "exclude"]),
+    "empty where": ('topology = "torus:4x4"\nalgorithm = "ring"\nwhere = "nodes > 100"\n',
+                    ["grid is empty"]),
+    "exclude unknown key": (('topology = "torus:4x4"\nalgorithm = "ring"\n[[exclude]]\n'
+                            'topology = "torus:4x4"\nport = 2\n'),
+                            ["exclude[0].port", "unknown key"]),
+    "exclude sizes": (('topology = "torus:4x4"\nalgorithm = "ring"\n[[exclude]]\n'
+                      'sizes = "1KiB"\n'), ["exclude[0].sizes", "not a grid dimension"]),
+    "wrong type exclude": ('topology = "torus:4x4"\nalgorithm = "ring"\nexclude = "ring"\n',
+                           ["exclude", "array of tables", "a string"]),
+    "wrong type topology": ('topology = 44\nalgorithm = "ring"\n',
+                            ["topology", "expected a topology spec string", "an integer"]),
+    "wrong type table": ('topology = "torus:4x4"\nalgorithm = "ring"\nbandwidth = {a = 1}\n',
+                         ["bandwidth", "table"]),
+    "wrong type where": ('topology = "torus:4x4"\nalgorithm = "ring"\nwhere = ["x"]\n',
+                         ["where", "expression string"]),
+    "nested list": ('topology = [["torus:4x4"]]\nalgorithm = "ring"\n',
+                    ["topology[0]", "nested arrays"]),
+    "empty list": ('topology = []\nalgorithm = "ring"\n', ["topology", "empty array"]),
+    "where unknown name": ('topology = "torus:4x4"\nalgorithm = "ring"\nwhere = "nods > 2"\n',
+                           ["where", "unknown name 'nods'", "nodes"]),
+    "where not allowed": (('topology = "torus:4x4"\nalgorithm = "ring"\n'
+                          'where = "__import__(\'os\')"\n'), ["where", "only these functions"]),
+    "malformed toml": ('topology = "torus:4x4\nalgorithm = "ring"\n', ["not valid TOML"]),
+    "missing required": ('algorithm = "ring"\n', ["missing required key 'topology'"]),
+    "missing in group": ('algorithm = "ring"\n[groups.a]\nsizes = "1KiB"\n',
+                         ["groups.a", "missing required key 'topology'"]),
+    "bad group value": (('algorithm = "ring"\n[groups.a]\ntopology = "torus:4x4"\n'
+                        'alpha = "soon"\n'), ["groups.a.alpha", "soon"]),
+    "groups not tables": ('algorithm = "ring"\ngroups = "a"\n', ["groups", "[groups.NAME]"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_file_fails_before_any_work(tmp_path, case):
+    text, needles = BAD[case]
+    path = write(tmp_path, text, "bad_sweep.toml")
+    out = tmp_path / "dataset"
+    with pytest.raises(ConfigError) as err:
+        quiet(path, out)
+    msg = str(err.value)
+    assert "bad_sweep.toml" in msg
+    for needle in needles:
+        assert needle in msg, (needle, msg)
+    assert not out.exists()
+
+
+def test_every_problem_in_one_error(tmp_path):
+    text = """
+    bandwith = "1Gb/s"
+    [groups.a]
+    topology = ["torus:4x4", "torus:0"]
+    algorithm = ["ring", "nope"]
+    hop_latency = "-1ns"
+    [groups.b]
+    topology = "torus:4x4"
+    algorithm = "recdoub:variant=fast"
+    [[groups.b.exclude]]
+    colour = "red"
+    """
+    with pytest.raises(SweepConfigError) as err:
+        load_sweep(write(tmp_path, text))
+    locs = [loc for loc, _ in err.value.problems]
+    assert locs == ["bandwith", "groups.a.topology[1]", "groups.a.algorithm[1]",
+                    "groups.a.hop_latency", "groups.b.algorithm", "groups.b.exclude[0].colour"]
+    assert str(err.value).startswith(f"{tmp_path / 'cfg.toml'}: 6 problems")
+
+
+def test_cli_bad_file_exit_2(tmp_path, capsys):
+    path = write(tmp_path, BAD["unknown algorithm"][0])
+    code = main(["sweep", str(path), "--out", str(tmp_path / "d"), "-q"])
+    _, err = capsys.readouterr()
+    assert code == 2 and err.startswith("flowemu: error: ") and "rnig" in err
+    assert "Traceback" not in err and not (tmp_path / "d").exists()
+
+
+def test_bad_jobs_and_scheduler(tmp_path):
+    path = write(tmp_path, SMALL)
+    for kw in ({"jobs": 0}, {"jobs": "2"}, {"scheduler": "localhost"},
+               {"jobs": 2, "scheduler": "tcp://x:1"}, {"chunk_size": 0}):
+        with pytest.raises(ConfigError):
+            quiet(path, tmp_path / "d", **kw)
+    assert not (tmp_path / "d").exists()
+
+
+# ------------------------------------------------------------------ running
+
+def test_sweep_writes_dataset_and_resumes(tmp_path):
+    path = write(tmp_path, SMALL)
+    out = tmp_path / "d"
+    s1 = quiet(path, out, jobs=1)
+    assert (s1.total, s1.computed, s1.skipped, s1.failed) == (12, 12, 0, 0)
+    df = load(out)
+    assert len(df) == 12 * 7 == s1.rows
+    assert not df.duplicated(["config_hash", "size_bytes"]).any()
+    assert df["flowemu_version"].eq(flowemu.__version__).all()
+    for col in ("sweep", "group", "config_key", "config_hash", "label", "algorithm_spec",
+                "sizes_spec", *flowemu.RESULT_COLUMNS):
+        assert col in df.columns
+    assert (df["goodput_Bps"] == df["size_bytes"] / df["time_s"]).all()
+    assert (out / "_config.toml").read_text() == path.read_text()
+    assert not list(out.glob(".tmp-*"))
+    s2 = quiet(path, out, jobs=1)
+    assert (s2.computed, s2.skipped, s2.rows) == (0, 12, 0)
+    pd.testing.assert_frame_equal(sorted_rows(load(out)), sorted_rows(df))
+    # a grown grid computes only the new configurations
+    write(tmp_path, SMALL.replace('"400Gb/s"]', '"400Gb/s", "800Gb/s"]'))
+    s3 = quiet(path, out, jobs=1)
+    assert (s3.computed, s3.skipped) == (6, 12)
+    assert len(load(out)) == 18 * 7
+
+
+def test_rows_equal_direct_simulate(tmp_path):
+    out = tmp_path / "d"
+    quiet(write(tmp_path, SMALL), out, jobs=1)
+    df = load(out)
+    row = df[(df.topology == "torus:4x4") & (df.label == "recdoub:variant=latency")
+             & (df.bandwidth_Bps == 100e9 / 8)].sort_values("size_bytes")
+    ref = flowemu.simulate("torus:4x4", "recdoub:variant=latency", "1KiB..64KiB",
+                           bandwidth="100Gb/s")
+    assert list(row["time_s"]) == pytest.approx(list(ref["time_s"]), rel=1e-12)
+    assert list(row["variant"]) == list(ref["variant"])
+
+
+def test_one_simulate_call_per_configuration(tmp_path, monkeypatch):
+    from flowemu import api
+    calls = []
+    real = api.simulate
+
+    def counting(topology, algorithm, sizes, **kw):
+        calls.append((algorithm, tuple(sizes)))
+        return real(topology, algorithm, sizes, **kw)
+
+    monkeypatch.setattr(api, "simulate", counting)
+    plan = load_sweep(write(tmp_path, SMALL))
+    quiet(plan.path, tmp_path / "d", jobs=1)
+    assert len(calls) == len(plan.configs)
+    assert all(sizes == plan.configs[0].sizes for _, sizes in calls)
+
+
+def test_jobs_1_equals_jobs_2(tmp_path):
+    path = write(tmp_path, SMALL)
+    a = quiet(path, tmp_path / "a", jobs=1, chunk_size=5)
+    b = quiet(path, tmp_path / "b", jobs=2, chunk_size=2)
+    assert a.computed == b.computed == 12
+    assert len(list((tmp_path / "b").glob("part-*.parquet"))) == 6
+    pd.testing.assert_frame_equal(sorted_rows(load(a)), sorted_rows(load(b)))
+
+
+def test_dask_cluster_equals_local(tmp_path):
+    distributed = pytest.importorskip("distributed", reason="dask.distributed not installed")
+    path = write(tmp_path, SMALL)
+    local = quiet(path, tmp_path / "local", jobs=1)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                                  dashboard_address=None) as cluster:
+        remote = quiet(path, tmp_path / "dask", scheduler=cluster.scheduler_address,
+                       chunk_size=3)
+    assert remote.computed == 12 and remote.failed == 0
+    pd.testing.assert_frame_equal(sorted_rows(load(local)), sorted_rows(load(remote)))
+
+
+SLOW = """
+sizes = "1KiB..1MiB"
+topology = ["torus:32x32", "torus:64x16"]
+algorithm = ["ring", "ring:ports=2", "recdoub:variant=latency", "recdoub:variant=bandwidth"]
+bandwidth = ["100Gb/s", "400Gb/s", "1.6Tb/s"]
+hop_latency = ["300ns", "1us"]
+"""
+
+
+def test_sigkill_then_resume_equals_uninterrupted(tmp_path):
+    path = write(tmp_path, SLOW)
+    total = len(load_sweep(path).configs)
+    ref = quiet(path, tmp_path / "ref", jobs=1)
+    out = tmp_path / "killed"
+    rng = random.Random()
+    seed = rng.randrange(10**6)
+    rng.seed(seed)
+    target = rng.randint(1, total // 2)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(REPO_ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    proc = subprocess.Popen([sys.executable, "-m", "flowemu", "sweep", str(path), "--out",
+                             str(out), "--jobs", "1", "--chunk-size", "1", "-q"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while len(list(out.glob("part-*.parquet"))) < target:
+        assert proc.poll() is None, proc.stderr.read().decode()
+        assert time.monotonic() < deadline
+        time.sleep(0.002)
+    time.sleep(rng.uniform(0, 0.02))      # anywhere, even in the middle of a write
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    proc.stderr.close()
+    assert proc.returncode == -signal.SIGKILL
+    written = len(list(out.glob("part-*.parquet")))
+    assert target <= written < total, f"seed {seed}"
+    partial = load(out)
+    assert len(partial) == written * 11          # whole parts only
+    res = quiet(path, out, jobs=1)
+    assert res.skipped == written and res.computed == total - written, f"seed {seed}"
+    assert not list(out.glob(".tmp-*"))
+    final = load(out)
+    assert not final.duplicated(["config_hash", "size_bytes"]).any()
+    pd.testing.assert_frame_equal(sorted_rows(final), sorted_rows(load(ref)))
+
+
+def _children(pid):
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(c) for c in path.read_text().split()] if path.exists() else []
+
+
+def _alive(pid):
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc")
+def test_killed_parent_takes_its_workers_along(tmp_path):
+    path = write(tmp_path, SLOW)
+    out = tmp_path / "d"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(REPO_ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    proc = subprocess.Popen([sys.executable, "-m", "flowemu", "sweep", str(path), "--out",
+                             str(out), "--jobs", "2", "--chunk-size", "1", "-q"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not list(out.glob("part-*.parquet")):
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.005)
+    workers = _children(proc.pid)
+    assert len(workers) == 2
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 10
+    while any(_alive(w) for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(w) for w in workers)
+
+
+ERRORS = """
+sizes = "1KiB,1MiB"
+topology = "torus:4x4"
+algorithm = ["ring", "recdoub"]
+ranks = [8, 16, 32]           # 32 ranks do not fit on 16 nodes
+"""
+
+
+def test_failing_configuration_is_recorded_and_sweep_goes_on(tmp_path, capsys):
+    path = write(tmp_path, ERRORS)
+    out = tmp_path / "d"
+    s = quiet(path, out, jobs=1, chunk_size=1)
+    assert (s.total, s.computed, s.failed, s.internal) == (6, 4, 2, 0)
+    errs = load_errors(out)
+    assert len(errs) == 2 and set(errs["ranks"]) == {32}
+    assert errs["error"].str.contains("do not fit").all()
+    assert set(errs["error_type"]) == {"ConfigError"}
+    assert (out / ERRORS_DIR).is_dir()
+    assert len(load(out)) == 4 * 2
+    # not retried on resume ...
+    s2 = quiet(path, out, jobs=1)
+    assert (s2.computed, s2.failed, s2.skipped) == (0, 0, 6)
+    # ... unless asked; they fail again, recorded once each
+    s3 = quiet(path, out, jobs=1, retry_errors=True)
+    assert (s3.computed, s3.failed, s3.skipped) == (0, 2, 4)
+    assert len(load_errors(out)) == 2
+    # the CLI reports them and exits 0 (they are the configurations' problems)
+    code = main(["sweep", str(path), "--out", str(tmp_path / "e"), "-q", "--jobs", "2"])
+    out_text = capsys.readouterr().out
+    assert code == 0 and "2 failed" in out_text
+
+
+def test_unexpected_exception_is_recorded_as_internal(tmp_path, monkeypatch):
+    import flowemu.sweep as sw
+    real = sw.run_config
+
+    def buggy(cfg):
+        if cfg.label == "ring":
+            raise ZeroDivisionError("oops")
+        return real(cfg)
+
+    monkeypatch.setattr(sw, "run_config", buggy)
+    s = quiet(write(tmp_path, SMALL), tmp_path / "d", jobs=1)
+    assert s.failed == s.internal == 4 and s.computed == 8
+    errs = load_errors(tmp_path / "d")
+    assert errs["internal"].all() and errs["error"].str.contains("oops").all()
+    assert "bugs" in s.text()
+
+
+def test_locked_dataset_is_refused(tmp_path):
+    path = write(tmp_path, SMALL)
+    out = tmp_path / "d"
+    out.mkdir()
+    with _Lock(out), pytest.raises(ConfigError, match="in use by another sweep"):
+        quiet(path, out, jobs=1)
+
+
+def test_python_entry_points(tmp_path, monkeypatch):
+    path = write(tmp_path, SMALL, "tiny.toml")
+    monkeypatch.chdir(tmp_path)
+    p = run_sweep(path, jobs=1, progress=False)
+    assert p == Path("results") / "tiny" and len(load(p)) == 84
+    s = flowemu.sweep(path, jobs=1, progress=False)     # the module is callable
+    assert os.fspath(s) == str(p) and s.skipped == 12
+    assert len(flowemu.load(s)) == 84
+    assert flowemu.sweep.run_sweep is run_sweep
+
+
+def test_cli_sweep_and_dry_run(tmp_path, capsys):
+    path = write(tmp_path, SMALL)
+    assert main(["sweep", str(path), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "12 configurations in 1 group(s), 84 rows" in out
+    assert "g|torus:4x4|ring" in out
+    code = main(["sweep", str(path), "--out", str(tmp_path / "d"), "--jobs", "1"])
+    out, err = capsys.readouterr()
+    assert code == 0 and "12 computed (84 rows)" in out
+    assert "12/12 100%" in err                 # plain progress lines (not a terminal)
+
+
+# ------------------------------------------------------------------ progress
+
+class _Tty(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_progress_bar_on_a_terminal():
+    stream = _Tty()
+    bar = Progress(10, "sweep x", stream=stream)
+    for _ in range(10):
+        bar.update(1)
+    bar.close()
+    text = stream.getvalue()
+    assert text.startswith("\rsweep x [") and "10/10 100%" in text and "cfg/s" in text
+    assert "ETA" in text and text.endswith("\n") and text.count("\n") == 1
+
+
+def test_progress_plain_lines_otherwise():
+    stream = io.StringIO()
+    bar = Progress(4, "sweep x", stream=stream, interval=3600)
+    bar.update(1)
+    bar.update(3, errors=1)
+    bar.close()
+    lines = stream.getvalue().splitlines()
+    assert lines[0] == "sweep x: 4 configurations to run"
+    assert "1/4  25%" in lines[1] and "ETA" in lines[1]
+    assert lines[-1].startswith("sweep x: 4/4 100%") and "1 errors" in lines[-1]
+    assert "\r" not in stream.getvalue()
+    silent = io.StringIO()
+    Progress(3, "x", stream=silent, enabled=False).update(3)
+    assert silent.getvalue() == ""
+
+
+def test_config_is_plain_data():
+    import pickle
+    plan_cfg = Config("s", "g", "torus:4x4", "ring:ports=max", "ring", None, (1024,), 5e10,
+                      1e-7, 3e-7, 0.0, 0.0, 0.0, float("inf"), 0.0, "split", 0, "k", "h")
+    assert pickle.loads(pickle.dumps(plan_cfg)) == plan_cfg
