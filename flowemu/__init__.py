@@ -13,7 +13,7 @@ from .errors import ConfigError, FlowEmuError, RoutingError, ScheduleError, Solv
 from .network import Network  # noqa: E402
 
 _LAZY = {
-    "simulate": "api", "time_traffic": "api", "read_traffic": "api", "RESULT_COLUMNS": "api",
+    "simulate": "api", "congestion": "api", "time_traffic": "api", "read_traffic": "api", "RESULT_COLUMNS": "api",
     "profile": "engine", "Profile": "engine", "StepProfile": "engine",
     "sweep": "sweep", "load": "results", "compare": "results",
 }

@@ -210,3 +210,40 @@ def time_traffic(topology, traffic, *, ecmp: str = "split", seed: int = 0,
            "options": "", "size_bytes": total, "time_s": t,
            "goodput_Bps": total / t if t > 0 else np.inf, "steps": len(traffic)}
     return pd.DataFrame([row], columns=RESULT_COLUMNS)
+
+
+def congestion(topology, algorithm, *, ecmp: str = "split", seed: int = 0,
+               ranks: int | None = None, network: Network | None = None,
+               **network_params) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per-step congestion of an algorithm and its deficiencies (Swing paper §2.2).
+
+    Returns ``(steps, summary)``: ``steps`` has one row per step and variant
+    (``variant, step, label, flows, max_flows_per_link, max_link_load,
+    max_port_injection, load_vs_ideal``; loads in bytes per byte of the
+    vector size n); ``summary`` one row per variant with ``steps``, ``psi``
+    (bandwidth deficiency Ψ), ``xi`` (congestion deficiency Ξ) and
+    ``psi_xi`` (their product: bandwidth time relative to the optimal
+    2(p−1)/p·n spread over every port). See
+    :meth:`flowemu.engine.Profile.congestion_report` for the definitions.
+    With an ``auto`` option every variant is reported.
+    """
+    topo = _topology(topology)
+    net = _network(network, network_params)
+    check_ecmp(ecmp)
+    p = _ranks(ranks, topo)
+    name, raw = parse_algorithm_spec(algorithm)
+    spec = get_algorithm(name)
+    opts = spec.parse_options(raw)
+    candidates = [opts]
+    if spec.auto_param and opts.get(spec.auto_param) == "auto":
+        candidates = [dict(opts, **{spec.auto_param: c}) for c in spec.auto_choices()]
+    step_frames, rows = [], []
+    for cand in candidates:
+        sched = spec.build(p, topo, False, **cand)
+        prof = profile(sched, topo, net, ecmp=ecmp, seed=seed, congestion=True)
+        steps, summary = prof.congestion_report()
+        steps.insert(0, "variant", sched.variant)
+        step_frames.append(steps)
+        rows.append({"topology": topo.spec, "algorithm": spec.name, "variant": sched.variant,
+                     "options": _options_text(cand), "steps": sched.num_steps, **summary})
+    return pd.concat(step_frames, ignore_index=True), pd.DataFrame(rows)

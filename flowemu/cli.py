@@ -47,6 +47,9 @@ def _build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", "-o", help="write here instead of stdout (required for parquet)")
     r.add_argument("--flows-out", help="write per-flow detail (CSV or .parquet) for one size")
     r.add_argument("--flows-size", help="vector size for --flows-out (default: largest size)")
+    r.add_argument("--congestion", metavar="PATH",
+                   help="per-step congestion report and the run's Ψ/Ξ (Swing paper §2.2): "
+                        "'-' prints it, a path writes CSV (steps; summary beside it)")
 
     sub.add_parser("list", help="list algorithms and topologies with their parameters")
 
@@ -151,7 +154,27 @@ def _cmd_run(args) -> int:
                 else max(parse_sizes(args.sizes)))
         _write_flows(args, net, size)
     _write(df, args.format, args.out)
+    if args.congestion:
+        if args.traffic:
+            raise ConfigError("--congestion works with --algorithm, not --traffic")
+        _write_congestion(args, net)
     return 0
+
+
+def _write_congestion(args, net) -> None:
+    from .api import congestion
+    steps, summary = congestion(args.topology, args.algorithm, ecmp=args.ecmp, seed=args.seed,
+                                ranks=args.ranks, network=net)
+    if args.congestion == "-":
+        print("\ncongestion per step (loads in bytes per byte of n):")
+        print(steps.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+        print("\ndeficiencies (Ψ bandwidth, Ξ congestion; Ψ·Ξ = bandwidth time / optimal):")
+        print(summary.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+        return
+    _parent(args.congestion)
+    steps.to_csv(args.congestion, index=False)
+    base = Path(args.congestion)
+    summary.to_csv(base.with_name(base.stem + "_summary.csv"), index=False)
 
 
 def _write_flows(args, net, size) -> None:

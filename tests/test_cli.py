@@ -153,3 +153,22 @@ def test_bad_traffic_file(capsys, tmp_path, rows, needle):
     code, _, err = run(capsys, ["run", "-t", "torus:4x4", "--traffic", str(path)])
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert needle in err
+
+
+def test_congestion_report(capsys, tmp_path):
+    code, out, err = run(capsys, ["run", "-t", "torus:8", "-a", "ring:ports=2", "-s", "1MiB",
+                                  "--congestion", "-"])
+    assert code == 0, err
+    assert "max_flows_per_link" in out and "psi" in out
+    path = tmp_path / "c.csv"
+    code, _, err = run(capsys, ["run", "-t", "torus:8", "-a", "recdoub:variant=auto", "-s", "1MiB",
+                                "--congestion", str(path)])
+    assert code == 0, err
+    steps = pd.read_csv(path)
+    summary = pd.read_csv(tmp_path / "c_summary.csv")
+    assert set(steps.variant) == {"latency", "bandwidth"}
+    # a bidirectional ring on a ring: one flow per link direction, every port busy
+    assert list(summary.variant) == ["latency", "bandwidth"]
+    # Rabenseifner on 8 nodes: latency variant sends log2(8) whole vectors
+    lat = steps[steps.variant == "latency"]
+    assert len(lat) == 3
