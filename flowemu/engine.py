@@ -21,6 +21,7 @@ import numpy as np
 
 from .algorithms.base import Reduction, Schedule, Traffic
 from .errors import ConfigError, SolverError
+from .kernels.hashing import multiset_fingerprint
 from .kernels.maxmin import solve_completion
 from .network import Network
 from .topology.base import Routes, Topology, check_ecmp
@@ -282,18 +283,6 @@ def step_profile(ctx: _Context, traffic: Traffic, reduction: Reduction, label: s
     return StepProfile(lat, spb, reduce_spb, label, traffic.num_flows, cong)
 
 
-_MIX1 = np.uint64(0x9E3779B97F4A7C15)
-_MIX2 = np.uint64(0xBF58476D1CE4E5B9)
-_MIX3 = np.uint64(0x94D049BB133111EB)
-
-
-def _splitmix(x: np.ndarray) -> np.ndarray:
-    x = x + _MIX1
-    x = (x ^ (x >> np.uint64(30))) * _MIX2
-    x = (x ^ (x >> np.uint64(27))) * _MIX3
-    return x ^ (x >> np.uint64(31))
-
-
 def pattern_key(traffic: Traffic) -> tuple[tuple, float]:
     """``(key, scale)``: steps with equal keys have the same flows (in any
     order) with shares proportional by ``scale`` (the largest share), so
@@ -309,13 +298,8 @@ def pattern_key(traffic: Traffic) -> tuple[tuple, float]:
     if not scale > 0:
         scale = 1.0
     norm = (share / scale).view(np.uint64)
-    pair = (traffic.src.astype(np.uint64) << np.uint64(32)) | traffic.dst.astype(np.uint64)
-    with np.errstate(over="ignore"):
-        h1 = _splitmix(pair ^ _splitmix(norm))
-        h2 = _splitmix(h1 ^ np.uint64(0x5851F42D4C957F2D))
-        key = (len(share), int(h1.sum(dtype=np.uint64)), int(h2.sum(dtype=np.uint64)),
-               int(np.bitwise_xor.reduce(h2)) if len(share) else 0)
-    return key, scale
+    s1, s2, x2 = multiset_fingerprint(traffic.src, traffic.dst, norm)
+    return (len(share), int(s1), int(s2), int(x2)), scale
 
 
 def profile(schedule: Schedule, topology: Topology, network: Network | None = None, *,
