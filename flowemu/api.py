@@ -71,6 +71,20 @@ def _base_row(topo: Topology, p: int, net: Network, ecmp: str, seed: int) -> dic
     }
 
 
+def expand_algorithm(algorithm) -> tuple:
+    """``"NAME[:key=val,...]"`` -> ``(spec, candidates)``: the registered
+    algorithm and its parsed options, one dict per variant to run (every
+    choice of the auto option when it is ``auto``, else just the one)."""
+    if not isinstance(algorithm, str):
+        raise ConfigError("algorithm: expected a string NAME[:key=val,...]")
+    name, raw = parse_algorithm_spec(algorithm)
+    spec = get_algorithm(name)
+    opts = spec.parse_options(raw)
+    if spec.auto_param and opts.get(spec.auto_param) == "auto":
+        return spec, [dict(opts, **{spec.auto_param: c}) for c in spec.auto_choices()]
+    return spec, [opts]
+
+
 def simulate(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "split", seed: int = 0,
              ranks: int | None = None, network: Network | None = None,
              **network_params) -> pd.DataFrame:
@@ -106,15 +120,7 @@ def simulate(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "split", s
     check_ecmp(ecmp)
     n = np.asarray(parse_sizes(sizes), dtype=np.float64)
     p = _ranks(ranks, topo)
-    if isinstance(algorithm, str):
-        name, raw = parse_algorithm_spec(algorithm)
-    else:
-        raise ConfigError("algorithm: expected a string NAME[:key=val,...]")
-    spec = get_algorithm(name)
-    opts = spec.parse_options(raw)
-    candidates = [opts]
-    if spec.auto_param and opts.get(spec.auto_param) == "auto":
-        candidates = [dict(opts, **{spec.auto_param: c}) for c in spec.auto_choices()]
+    spec, candidates = expand_algorithm(algorithm)
     times, scheds = [], []
     for cand in candidates:
         sched = spec.build(p, topo, False, **cand)
@@ -231,12 +237,7 @@ def congestion(topology, algorithm, *, ecmp: str = "split", seed: int = 0,
     net = _network(network, network_params)
     check_ecmp(ecmp)
     p = _ranks(ranks, topo)
-    name, raw = parse_algorithm_spec(algorithm)
-    spec = get_algorithm(name)
-    opts = spec.parse_options(raw)
-    candidates = [opts]
-    if spec.auto_param and opts.get(spec.auto_param) == "auto":
-        candidates = [dict(opts, **{spec.auto_param: c}) for c in spec.auto_choices()]
+    spec, candidates = expand_algorithm(algorithm)
     step_frames, rows = [], []
     for cand in candidates:
         sched = spec.build(p, topo, False, **cand)

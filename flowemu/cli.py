@@ -178,18 +178,15 @@ def _write_congestion(args, net) -> None:
 
 
 def _write_flows(args, net, size) -> None:
-    from .algorithms import get_algorithm, parse_algorithm_spec
-    from .api import _topology
+    from .api import _topology, expand_algorithm, simulate
     from .engine import flow_table
     topo = _topology(args.topology)
-    name, raw = parse_algorithm_spec(args.algorithm)
-    spec = get_algorithm(name)
-    opts = spec.parse_options(raw)
-    if spec.auto_param and opts.get(spec.auto_param) == "auto":
-        from .api import simulate
+    spec, candidates = expand_algorithm(args.algorithm)
+    opts = candidates[0]
+    if len(candidates) > 1:  # an auto option: detail the variant that wins at this size
         best = simulate(topo, args.algorithm, [size], ecmp=args.ecmp, seed=args.seed,
                         ranks=args.ranks, network=net)
-        opts[spec.auto_param] = best["variant"].iloc[0]
+        opts = next(c for c in candidates if c[spec.auto_param] == best["variant"].iloc[0])
     p = args.ranks or topo.num_endpoints
     sched = spec.build(p, topo, False, **opts)
     flows = flow_table(sched, topo, net, size, ecmp=args.ecmp, seed=args.seed)

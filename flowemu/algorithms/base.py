@@ -73,11 +73,6 @@ class Traffic:
     def has_blocks(self) -> bool:
         return self.block_ptr is not None
 
-    def key(self) -> bytes:
-        """Bytes identifying the traffic pattern (steps with equal keys are
-        solved once)."""
-        return self.src.tobytes() + b"|" + self.dst.tobytes() + b"|" + self.share.tobytes()
-
 
 @dataclass(frozen=True)
 class Reduction:
