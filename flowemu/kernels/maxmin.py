@@ -48,6 +48,10 @@ instead of every update being pushed. When a pass freezes every flow left (a
 symmetric workload has a single level) the entry updates are skipped and the
 loads are brought up to date only if a later event needs them.
 
+The heap is 4-ary, each resource's state is one 64-byte row, and resources
+are addressed through padded rows (:func:`_row`) so that power-of-two link
+strides do not make every entry update a 4K-aliasing stall.
+
 Weights are kept as an unevaluated double-double sum (error-free two-sum
 updates): on ECMP routes a resource carries fractions from 0.5 down to 1e-15
 and below, and once the big ones have frozen, a plain running sum would leave
@@ -155,6 +159,33 @@ def _check_inputs(flow_ptr, res, frac, capacity):
 
 
 @njit(**_NUMPY_ERRORS)
+def _row(r):
+    """Row of resource ``r`` in the kernels' per-resource arrays: ``r`` plus
+    one padding row per 64 (and 4096, 262144) resources. Strictly increasing.
+    Link numberings have power-of-two strides (a torus path visits links
+    512 apart on 128x128), and entry updates that far apart hit addresses a
+    multiple of 4 KiB apart: the CPU takes each load for a possible alias of
+    the pending stores (4K aliasing) and the scatter runs 5x slower. The
+    padding makes such strides odd multiples of the row size."""
+    return r + (r >> 6) + (r >> 12) + (r >> 18)
+
+
+@njit(**_NUMPY_ERRORS)
+def _remap(res, capacity):
+    """``res`` in kernel rows (:func:`_row`), the number of rows and the
+    capacity of each row (0 on padding rows). Call after the input check."""
+    n_res = capacity.shape[0]
+    n_rows = _row(n_res - 1) + 1 if n_res > 0 else 0
+    rows = np.empty(res.shape[0], dtype=np.int32)
+    for e in range(res.shape[0]):
+        rows[e] = _row(res[e])
+    cap = np.zeros(n_rows, dtype=np.float64)
+    for r in range(n_res):
+        cap[_row(r)] = capacity[r]
+    return rows, n_rows, cap
+
+
+@njit(**_NUMPY_ERRORS)
 def _transpose(flow_ptr, res, frac, n_res):
     """Resource -> flows CSR: ``res_ptr`` int64[R+1], ``res_flow`` int32[E]
     and ``res_frac`` float64[E]."""
@@ -179,18 +210,26 @@ def _transpose(flow_ptr, res, frac, n_res):
 
 @njit(**_NUMPY_ERRORS)
 def _sift_down(heap_key, heap_res, size, pos):
+    """Sift down in a 4-ary min-heap (children ``4 pos + 1 .. 4 pos + 4``):
+    half the depth of a binary heap, and the four keys compared at each step
+    share a cache line."""
     key = heap_key[pos]
     item = heap_res[pos]
     while True:
-        child = 2 * pos + 1
-        if child >= size:
+        first = 4 * pos + 1
+        if first >= size:
             break
-        right = child + 1
-        if right < size and heap_key[right] < heap_key[child]:
-            child = right
-        if heap_key[child] >= key:
+        child = first
+        ck = heap_key[first]
+        last = min(first + 4, size)
+        for c in range(first + 1, last):
+            kc = heap_key[c]
+            if kc < ck:
+                ck = kc
+                child = c
+        if ck >= key:
             break
-        heap_key[pos] = heap_key[child]
+        heap_key[pos] = ck
         heap_res[pos] = heap_res[child]
         pos = child
     heap_key[pos] = key
@@ -208,19 +247,17 @@ def _heap_pop(heap_key, heap_res, size):
     return size
 
 
-# Per-resource state ``state`` float64[2, R, 4]: the fields every entry
-# update touches in one 32-byte row of the hot plane, the others in the cold
-# plane.
-_HOT = 0
+# Per-resource state ``state`` float64[R, 8]: one 64-byte row per resource,
+# so an entry update touches one row (the fields every entry update touches
+# first).
 _RESID = 0  # capacity left for the unfrozen flows (during a fill)
 _W_HI = 1   # unfrozen weight W = hi + lo, kept with error-free two-sum
 _W_LO = 2   # updates: when big fractions leave, tiny ECMP ones keep their digits
 _COUNT = 3  # unfrozen flows crossing the resource
-_COLD = 1
-_W_REF = 0  # W at its last exact summation
-_LEVEL = 1  # level computed in the current pass (-inf: saturated in this pass)
-_LOAD = 2   # load of the active flows, each at its applied rate
-_CAP = 3    # capacity
+_W_REF = 4  # W at its last exact summation
+_LEVEL = 5  # level computed in the current pass (-inf: saturated in this pass)
+_LOAD = 6   # load of the active flows, each at its applied rate
+_CAP = 7    # capacity
 # Outside a fill W_HI = W_LO = COUNT = 0 for every resource.
 
 _NEED_TRANSPOSE = -1  # internal: the fill needs the resource -> flows CSR
@@ -243,20 +280,22 @@ def _gather(flow_ptr, res, frac, sub, n_sub, applied, state, touched):
         for e in range(flow_ptr[f], flow_ptr[f + 1]):
             r = res[e]
             a = frac[e]
-            if state[_HOT, r, _COUNT] == 0.0:
+            c = state[r, _COUNT]
+            if c == 0.0:
                 touched[n_touched] = r
                 n_touched += 1
-                state[_HOT, r, _RESID] = state[_COLD, r, _CAP] - state[_COLD, r, _LOAD]
-            hi = state[_HOT, r, _W_HI]
+                state[r, _RESID] = state[r, _CAP] - state[r, _LOAD]
+            state[r, _COUNT] = c + 1.0
+            hi = state[r, _W_HI]
             s = hi + a
             z = s - hi
-            state[_HOT, r, _W_LO] += (hi - (s - z)) + (a - z)
-            state[_HOT, r, _W_HI] = s
-            state[_HOT, r, _COUNT] += 1.0
-            state[_HOT, r, _RESID] += a * x
+            state[r, _W_LO] += (hi - (s - z)) + (a - z)
+            state[r, _W_HI] = s
+            if x != 0.0:  # (0 on the first solve)
+                state[r, _RESID] += a * x
     for i in range(n_touched):
         r = touched[i]
-        state[_COLD, r, _W_REF] = state[_HOT, r, _W_HI] + state[_HOT, r, _W_LO]
+        state[r, _W_REF] = state[r, _W_HI] + state[r, _W_LO]
     return n_touched, n_entries
 
 
@@ -286,28 +325,28 @@ def _freeze_flow(f, lam, flow_ptr, res, frac, res_ptr, res_flow, res_frac, have_
     for e in range(flow_ptr[f], flow_ptr[f + 1]):
         r = res[e]
         a = frac[e]
-        c = state[_HOT, r, _COUNT] - 1.0
-        state[_HOT, r, _COUNT] = c
-        state[_HOT, r, _RESID] -= a * lam
+        c = state[r, _COUNT] - 1.0
+        state[r, _COUNT] = c
+        state[r, _RESID] -= a * lam
         if c == 0.0:
-            state[_HOT, r, _W_HI] = 0.0
-            state[_HOT, r, _W_LO] = 0.0
+            state[r, _W_HI] = 0.0
+            state[r, _W_LO] = 0.0
             continue
-        hi = state[_HOT, r, _W_HI]
+        hi = state[r, _W_HI]
         s = hi - a
         z = s - hi
-        lo = state[_HOT, r, _W_LO] + ((hi - (s - z)) + (-a - z))
-        if s + lo < WEIGHT_RESUM * state[_COLD, r, _W_REF]:
+        lo = state[r, _W_LO] + ((hi - (s - z)) + (-a - z))
+        if s + lo < WEIGHT_RESUM * state[r, _W_REF]:
             # even the two-sum lost its digits (fractions 1e-12 below the
             # ones that left): sum the unfrozen fractions again
             if have_tr:
                 s = _resum_weight(r, res_ptr, res_flow, res_frac, flow_mark, mark)
                 lo = 0.0
-                state[_COLD, r, _W_REF] = s
+                state[r, _W_REF] = s
             else:
                 ok = False
-        state[_HOT, r, _W_HI] = s
-        state[_HOT, r, _W_LO] = lo
+        state[r, _W_HI] = s
+        state[r, _W_LO] = lo
     return ok
 
 
@@ -320,7 +359,7 @@ def _all_saturated(flow_ptr, res, sub, n_sub, state, flow_mark, mark):
         if flow_mark[f] == mark:
             hit = False
             for e in range(flow_ptr[f], flow_ptr[f + 1]):
-                if state[_COLD, res[e], _LEVEL] == -np.inf:
+                if state[res[e], _LEVEL] == -np.inf:
                     hit = True
                     break
             if not hit:
@@ -330,7 +369,7 @@ def _all_saturated(flow_ptr, res, sub, n_sub, state, flow_mark, mark):
 
 @njit(**_NUMPY_ERRORS)
 def _level(state, r):
-    return state[_HOT, r, _RESID] / (state[_HOT, r, _W_HI] + state[_HOT, r, _W_LO])
+    return state[r, _RESID] / (state[r, _W_HI] + state[r, _W_LO])
 
 
 @njit(**_NUMPY_ERRORS)
@@ -367,13 +406,13 @@ def _fill(flow_ptr, res, frac, res_ptr, res_flow, res_frac, have_tr, sub, n_sub,
         m = 0
         for i in range(n_touched):
             r = touched[i]
-            if state[_HOT, r, _COUNT] > 0.0:
+            if state[r, _COUNT] > 0.0:
                 # swap, not overwrite: the caller still needs the whole set
                 touched[i] = touched[m]
                 touched[m] = r
                 m += 1
                 lv = _level(state, r)
-                state[_COLD, r, _LEVEL] = lv
+                state[r, _LEVEL] = lv
                 lam = min(lam, lv)
         n_touched = m
         if not np.isfinite(lam):
@@ -386,9 +425,9 @@ def _fill(flow_ptr, res, frac, res_ptr, res_flow, res_frac, have_tr, sub, n_sub,
         n_sat_flows = 0.0
         for i in range(n_touched):
             r = touched[i]
-            if state[_COLD, r, _LEVEL] <= thr:
-                state[_COLD, r, _LEVEL] = -np.inf
-                n_sat_flows += state[_HOT, r, _COUNT]
+            if state[r, _LEVEL] <= thr:
+                state[r, _LEVEL] = -np.inf
+                n_sat_flows += state[r, _COUNT]
         if n_sat_flows >= n_left and _all_saturated(flow_ptr, res, sub, n_sub, state,
                                                     flow_mark, mark):
             # every flow left freezes now (one level left; a symmetric
@@ -403,7 +442,7 @@ def _fill(flow_ptr, res, frac, res_ptr, res_flow, res_frac, have_tr, sub, n_sub,
         if have_tr:
             for i in range(n_touched):
                 r = touched[i]
-                if state[_COLD, r, _LEVEL] == -np.inf:
+                if state[r, _LEVEL] == -np.inf:
                     for k in range(res_ptr[r], res_ptr[r + 1]):
                         f = res_flow[k]
                         if flow_mark[f] == mark:
@@ -416,7 +455,7 @@ def _fill(flow_ptr, res, frac, res_ptr, res_flow, res_frac, have_tr, sub, n_sub,
                 f = sub[i]
                 if flow_mark[f] == mark:
                     for e in range(flow_ptr[f], flow_ptr[f + 1]):
-                        if state[_COLD, res[e], _LEVEL] == -np.inf:
+                        if state[res[e], _LEVEL] == -np.inf:
                             ok &= _freeze_flow(f, lam, flow_ptr, res, frac, res_ptr, res_flow,
                                                res_frac, have_tr, state, flow_mark, mark, rates)
                             n_left -= 1
@@ -433,16 +472,16 @@ def _fill(flow_ptr, res, frac, res_ptr, res_flow, res_frac, have_tr, sub, n_sub,
     size = 0
     for i in range(n_touched):
         r = touched[i]
-        if state[_HOT, r, _COUNT] > 0.0:
+        if state[r, _COUNT] > 0.0:
             if resumed:  # no exact re-summation was possible before
-                state[_HOT, r, _W_HI] = _resum_weight(r, res_ptr, res_flow, res_frac, flow_mark,
+                state[r, _W_HI] = _resum_weight(r, res_ptr, res_flow, res_frac, flow_mark,
                                                 mark)
-                state[_HOT, r, _W_LO] = 0.0
-                state[_COLD, r, _W_REF] = state[_HOT, r, _W_HI]
+                state[r, _W_LO] = 0.0
+                state[r, _W_REF] = state[r, _W_HI]
             heap_key[size] = _level(state, r)
             heap_res[size] = r
             size += 1
-    for pos in range(size // 2 - 1, -1, -1):
+    for pos in range((size - 2) // 4, -1, -1):
         _sift_down(heap_key, heap_res, size, pos)
 
     guard = 0
@@ -452,7 +491,7 @@ def _fill(flow_ptr, res, frac, res_ptr, res_flow, res_frac, have_tr, sub, n_sub,
         if size == 0 or guard > guard_limit:
             return STATUS_ITER_LIMIT
         r = heap_res[0]
-        if state[_HOT, r, _COUNT] == 0.0:
+        if state[r, _COUNT] == 0.0:
             size = _heap_pop(heap_key, heap_res, size)
             continue
         lv = _level(state, r)
@@ -474,7 +513,7 @@ def _fill(flow_ptr, res, frac, res_ptr, res_flow, res_frac, have_tr, sub, n_sub,
         size = _heap_pop(heap_key, heap_res, size)
         while size > 0 and heap_key[0] <= thr:
             r2 = heap_res[0]
-            if state[_HOT, r2, _COUNT] == 0.0:
+            if state[r2, _COUNT] == 0.0:
                 size = _heap_pop(heap_key, heap_res, size)
                 continue
             lv2 = _level(state, r2)
@@ -511,18 +550,18 @@ def _solve(flow_ptr, res, frac, tr, sub, n_sub, applied, rates, state, flow_mark
                    n_entries, touched, n_touched, state, flow_mark, mark, heap_key, heap_res,
                    batch, rates)
     if status == _NEED_TRANSPOSE:
-        res_ptr, res_flow, res_frac = _transpose(flow_ptr, res, frac, state.shape[1])
+        res_ptr, res_flow, res_frac = _transpose(flow_ptr, res, frac, state.shape[0])
         tr = (res_ptr, res_flow, res_frac, True)
         status = _fill(flow_ptr, res, frac, res_ptr, res_flow, res_frac, True, sub, n_sub,
                        n_entries, touched, n_touched, state, flow_mark, mark, heap_key,
                        heap_res, batch, rates)
     for i in range(n_touched):
         r = touched[i]
-        state[_COLD, r, _LOAD] = state[_COLD, r, _CAP] - state[_HOT, r, _RESID]
+        state[r, _LOAD] = state[r, _CAP] - state[r, _RESID]
         # a last pass that skipped the entries left these set
-        state[_HOT, r, _W_HI] = 0.0
-        state[_HOT, r, _W_LO] = 0.0
-        state[_HOT, r, _COUNT] = 0.0
+        state[r, _W_HI] = 0.0
+        state[r, _W_LO] = 0.0
+        state[r, _COUNT] = 0.0
     for i in range(n_sub):
         f = sub[i]
         applied[f] = 0.0 if flow_mark[f] == _FROZEN_UNLOADED else rates[f]
@@ -567,6 +606,7 @@ def maxmin_rates_kernel(flow_ptr, res, frac, capacity, active):
         return rates, status
     if active.shape[0] != n_flows:
         return rates, STATUS_BAD_INPUT
+    res, n_res, capacity = _remap(res, capacity)  # from here on: kernel rows
     sub = np.empty(n_flows, dtype=np.int32)
     flow_mark = np.zeros(n_flows, dtype=np.int64)
     n_sub = 0
@@ -578,8 +618,8 @@ def maxmin_rates_kernel(flow_ptr, res, frac, capacity, active):
                 sub[n_sub] = f
                 n_sub += 1
                 flow_mark[f] = 1
-    state = np.zeros((2, n_res, 4), dtype=np.float64)
-    state[_COLD, :, _CAP] = capacity
+    state = np.zeros((n_res, 8), dtype=np.float64)
+    state[:, _CAP] = capacity
     touched = np.empty(n_res, dtype=np.int32)
     heap_key = np.empty(n_res, dtype=np.float64)
     heap_res = np.empty(n_res, dtype=np.int32)
@@ -660,6 +700,9 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
     if eps < 0.0:
         return rate0, finish, STATUS_BAD_INPUT
     incast = eps > 0.0 and np.isfinite(w_t) and n_plain < n_res
+    # from here on resources are kernel rows (_row), capacity is per row
+    n_plain = _row(n_plain)
+    res, n_res, capacity = _remap(res, capacity)
 
     # active flows: every flow with a non-empty path (0-byte ones finish at
     # the first event, of length 0)
@@ -673,8 +716,8 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
             act[n_act] = f
             n_act += 1
 
-    state = np.zeros((2, n_res, 4), dtype=np.float64)
-    state[_COLD, :, _CAP] = capacity
+    state = np.zeros((n_res, 8), dtype=np.float64)
+    state[:, _CAP] = capacity
     fan_in = np.zeros(n_res, dtype=np.int64)
     if incast:
         for i in range(n_act):
@@ -683,7 +726,8 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
                 if res[e] >= n_plain:
                     fan_in[res[e]] += 1
         for r in range(n_plain, n_res):
-            state[_COLD, r, _CAP] = _ingress_capacity(capacity[r], fan_in[r], w_t, eps)
+            if fan_in[r] > 0:  # (padding rows have none)
+                state[r, _CAP] = _ingress_capacity(capacity[r], fan_in[r], w_t, eps)
 
     rates = np.zeros(max(n_flows, 0), dtype=np.float64)
     # rate at which each flow is counted in _LOAD (0 until it is)
@@ -727,7 +771,7 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
             if is_active[f] and flow_mark[f] != mark and applied[f] != rates[f]:
                 x = rates[f] - applied[f]
                 for e in range(flow_ptr[f], flow_ptr[f + 1]):
-                    state[_COLD, res[e], _LOAD] += frac[e] * x
+                    state[res[e], _LOAD] += frac[e] * x
                 applied[f] = rates[f]
         status, tr = _solve(flow_ptr, res, frac, tr, sub, n_sub, applied, rates, state,
                             flow_mark, mark, touched, heap_key, heap_res, batch)
@@ -794,10 +838,10 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
             for e in range(flow_ptr[f], flow_ptr[f + 1]):
                 r = res[e]
                 if x != 0.0:
-                    state[_COLD, r, _LOAD] -= frac[e] * x
+                    state[r, _LOAD] -= frac[e] * x
                 if incast and r >= n_plain:
                     fan_in[r] -= 1
-                    state[_COLD, r, _CAP] = _ingress_capacity(capacity[r], fan_in[r], w_t, eps)
+                    state[r, _CAP] = _ingress_capacity(capacity[r], fan_in[r], w_t, eps)
     return rate0, finish, STATUS_OK
 
 
