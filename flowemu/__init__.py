@@ -9,17 +9,36 @@ submodule such as ``flowemu.units`` stays cheap.
 
 __version__ = "0.1.0"
 
-from .errors import ConfigError, FlowEmuError, RoutingError, ScheduleError, SolverError  # noqa: E402
-from .network import Network  # noqa: E402
+from .errors import ConfigError, FlowEmuError, RoutingError, ScheduleError, SolverError
+from .network import Network
 
 _LAZY = {
-    "simulate": "api", "congestion": "api", "time_traffic": "api", "read_traffic": "api", "RESULT_COLUMNS": "api",
+    "simulate": "api", "congestion": "api", "time_traffic": "api", "read_traffic": "api",
+    "RESULT_COLUMNS": "api",
     "profile": "engine", "Profile": "engine", "StepProfile": "engine",
     "sweep": "sweep", "load": "results", "compare": "results",
 }
 
-__all__ = ["ConfigError", "FlowEmuError", "RoutingError", "ScheduleError", "SolverError",
-           "Network", "__version__", *_LAZY]
+__all__ = [
+    "RESULT_COLUMNS",
+    "ConfigError",
+    "FlowEmuError",
+    "Network",
+    "Profile",
+    "RoutingError",
+    "ScheduleError",
+    "SolverError",
+    "StepProfile",
+    "__version__",
+    "compare",
+    "congestion",
+    "load",
+    "profile",
+    "read_traffic",
+    "simulate",
+    "sweep",
+    "time_traffic",
+]
 
 
 def __getattr__(name):

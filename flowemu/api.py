@@ -87,7 +87,7 @@ def expand_algorithm(algorithm) -> tuple:
 
 def simulate(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "split", seed: int = 0,
              ranks: int | None = None, network: Network | None = None,
-             **network_params) -> pd.DataFrame:
+             threads: int | None = None, **network_params) -> pd.DataFrame:
     """Time an allreduce algorithm on a topology for many vector sizes.
 
     Parameters
@@ -107,6 +107,9 @@ def simulate(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "split", s
         Or pass its fields as keywords: ``bandwidth="400Gb/s"``,
         ``link_latency="100ns"``, ``hop_latency``, ``alpha``, ``gamma``,
         ``delta``, ``incast_threshold``, ``incast_slope``.
+    threads : int, optional
+        Distinct steps solved at once (default: ``FLOWEMU_THREADS`` or every
+        core); the results do not depend on it.
 
     Returns
     -------
@@ -124,7 +127,7 @@ def simulate(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "split", s
     times, scheds = [], []
     for cand in candidates:
         sched = spec.build(p, topo, False, **cand)
-        prof = profile(sched, topo, net, ecmp=ecmp, seed=seed)
+        prof = profile(sched, topo, net, ecmp=ecmp, seed=seed, threads=threads)
         times.append(prof.times(n))
         scheds.append((sched, cand))
     times = np.vstack(times)

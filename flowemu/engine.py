@@ -15,6 +15,7 @@ Step time = slowest flow + slowest node's reduction
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -25,6 +26,9 @@ from .kernels.hashing import multiset_fingerprint
 from .kernels.maxmin import solve_completion
 from .network import Network
 from .topology.base import Routes, Topology, check_ecmp
+
+#: environment variable overriding :func:`default_threads`
+THREADS_ENV = "FLOWEMU_THREADS"
 
 
 @dataclass(frozen=True)
@@ -41,7 +45,7 @@ class StepProfile:
     reduce_spb: float
     label: str = ""
     num_flows: int = 0
-    congestion: "StepCongestion | None" = None
+    congestion: StepCongestion | None = None
 
     @property
     def max_flows_per_link(self) -> int:
@@ -257,22 +261,10 @@ def step_profile(ctx: _Context, traffic: Traffic, reduction: Reduction, label: s
     if traffic.num_flows == 0:
         return StepProfile(np.zeros(0), np.zeros(0), reduce_spb, label, 0,
                            StepCongestion(0, 0.0, 0.0, 0.0) if congestion else None)
-    # Algorithms reuse one Traffic object for repeated steps (a ring has 2(p-1)
-    # equal steps): look it up by identity before hashing its arrays.
-    known = ctx.key_of.get(id(traffic))
-    if known is None:
-        known = pattern_key(traffic)
-        ctx.key_of[id(traffic)] = known
-    key, scale = known
+    key, scale = _known_key(ctx, traffic)
     hit = ctx.cache.get(key)
     if hit is None or (congestion and hit[2] is None):
-        # solve the pattern at unit scale: its times scale exactly with bytes
-        norm = traffic.share / scale
-        routes, src, dst = _route(ctx, traffic)
-        sol = _solve(ctx, routes, dst, norm, label)
-        lat, spb = pareto_lines(flow_latency(routes, ctx.network), sol.finish)
-        cong = step_congestion(ctx.topology, routes, src, norm) if congestion else None
-        hit = (lat, spb, cong)
+        hit = _solve_pattern(ctx, traffic, scale, label, congestion)
         ctx.cache[key] = hit
     lat, spb, cong = hit
     if scale != 1.0:
@@ -281,6 +273,85 @@ def step_profile(ctx: _Context, traffic: Traffic, reduction: Reduction, label: s
             cong = StepCongestion(cong.max_flows_per_link, cong.max_link_load * scale,
                                   cong.max_injection * scale, cong.ideal_link_load * scale)
     return StepProfile(lat, spb, reduce_spb, label, traffic.num_flows, cong)
+
+
+def _known_key(ctx: _Context, traffic: Traffic) -> tuple[tuple, float]:
+    # Algorithms reuse one Traffic object for repeated steps (a ring has 2(p-1)
+    # equal steps): look it up by identity before hashing its arrays.
+    known = ctx.key_of.get(id(traffic))
+    if known is None:
+        known = pattern_key(traffic)
+        ctx.key_of[id(traffic)] = known
+    return known
+
+
+def _solve_pattern(ctx: _Context, traffic: Traffic, scale: float, label: str,
+                   congestion: bool) -> tuple:
+    """Route and solve a pattern at unit scale (its times scale exactly with
+    the bytes): ``(latency lines, seconds-per-byte lines, congestion)``.
+    Reads ``ctx`` only, so several can run at once in threads (the kernels
+    release the GIL)."""
+    norm = traffic.share / scale
+    routes, src, dst = _route(ctx, traffic)
+    sol = _solve(ctx, routes, dst, norm, label)
+    lat, spb = pareto_lines(flow_latency(routes, ctx.network), sol.finish)
+    cong = step_congestion(ctx.topology, routes, src, norm) if congestion else None
+    return lat, spb, cong
+
+
+def _solve_patterns(ctx: _Context, schedule: Schedule, congestion: bool, threads: int) -> None:
+    """Solve the distinct patterns of ``schedule`` not yet in ``ctx.cache``,
+    ``threads`` at a time, and cache them. Routing and solving are numba
+    kernels that release the GIL, so distinct steps run truly in parallel."""
+    todo: dict = {}
+    for step in schedule.steps:
+        if step.traffic.num_flows == 0:
+            continue
+        key, scale = _known_key(ctx, step.traffic)
+        hit = ctx.cache.get(key)
+        if key not in todo and (hit is None or (congestion and hit[2] is None)):
+            todo[key] = (step.traffic, scale, step.label)
+    if threads <= 1 or len(todo) <= 1:
+        return  # step_profile solves them in order
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=min(threads, len(todo))) as pool:
+        futures = {key: pool.submit(_solve_pattern, ctx, traffic, scale, label, congestion)
+                   for key, (traffic, scale, label) in todo.items()}
+        for key, fut in futures.items():
+            ctx.cache[key] = fut.result()   # re-raises a step's ConfigError/SolverError
+
+
+def default_threads() -> int:
+    """Threads :func:`profile` uses for distinct steps: ``FLOWEMU_THREADS``
+    if set, else the cores this process may run on. Sweep workers set it to
+    1 (the sweep already runs one process per core)."""
+    raw = os.environ.get(THREADS_ENV, "").strip()
+    if raw:
+        try:
+            value = int(raw)
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise ConfigError(f"{THREADS_ENV}: {raw!r} is not allowed; expected an integer >= 1")
+        return value
+    return available_cores()
+
+
+def available_cores() -> int:
+    """Cores this process may run on (its CPU affinity where known)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:
+        return max(1, os.cpu_count() or 1)
+
+
+def _check_threads(threads) -> int:
+    if threads is None:
+        return default_threads()
+    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1:
+        raise ConfigError(f"threads: {threads!r} is not allowed; expected an integer >= 1")
+    return int(threads)
 
 
 def pattern_key(traffic: Traffic) -> tuple[tuple, float]:
@@ -304,7 +375,7 @@ def pattern_key(traffic: Traffic) -> tuple[tuple, float]:
 
 def profile(schedule: Schedule, topology: Topology, network: Network | None = None, *,
             ecmp: str = "split", seed: int = 0, mapping=None,
-            congestion: bool = False) -> Profile:
+            congestion: bool = False, threads: int | None = None) -> Profile:
     """Profile every step of ``schedule`` on ``topology``.
 
     Parameters
@@ -321,12 +392,17 @@ def profile(schedule: Schedule, topology: Topology, network: Network | None = No
         Endpoint of each rank (default: rank r on endpoint r).
     congestion : bool
         Also record per-step link usage (see :meth:`Profile.congestion_report`).
+    threads : int, optional
+        Distinct steps routed and solved at once (default:
+        :func:`default_threads`). Results do not depend on it.
     """
     network = network or Network()
+    threads = _check_threads(threads)
     if schedule.p > topology.num_endpoints:
         raise ConfigError(f"ranks: {schedule.p} ranks do not fit on {topology.spec} "
                           f"({topology.num_endpoints} endpoints)")
     ctx = make_context(topology, network, ecmp, seed, mapping, schedule.p)
+    _solve_patterns(ctx, schedule, congestion, threads)
     steps = tuple(step_profile(ctx, s.traffic, s.reduction, s.label, schedule.p, congestion)
                   for s in schedule.steps)
     info = dict(schedule.info)

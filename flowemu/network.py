@@ -51,7 +51,7 @@ class Network:
     incast_slope: float = 0.0
 
     def __post_init__(self):
-        set_ = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731 (frozen dataclass)
+        set_ = lambda k, v: object.__setattr__(self, k, v)
         set_("bandwidth", parse_rate(self.bandwidth, "bandwidth"))
         for name in _TIME_FIELDS:
             set_(name, parse_time(getattr(self, name), name))

@@ -725,16 +725,18 @@ def _topology(spec: str):
     return parse_topology(spec)
 
 
-def run_config(cfg: Config):
+def run_config(cfg: Config, threads: int | None = None):
     """Time one configuration: all its sizes from one :func:`flowemu.simulate`
     call (one profile). Returns the simulate rows (without sweep columns)."""
     from .api import simulate
     return simulate(_topology(cfg.topology), cfg.algorithm, list(cfg.sizes), ecmp=cfg.ecmp,
-                    seed=cfg.seed, ranks=cfg.ranks, network=cfg.network())
+                    seed=cfg.seed, ranks=cfg.ranks, network=cfg.network(), threads=threads)
 
 
-def run_chunk(configs: list[Config]):
+def run_chunk(configs: list[Config], threads: int | None = None):
     """Worker task: run configurations, never raise for one of them.
+    ``threads`` is passed to the engine: pool workers use 1 (the pool already
+    keeps every core busy), an in-process run the default (all cores).
 
     Returns ``(rows DataFrame or None, [error dict, ...])``; the rows carry
     the sweep columns (:data:`flowemu.results.SWEEP_COLUMNS`).
@@ -743,7 +745,7 @@ def run_chunk(configs: list[Config]):
     frames, done, errors = [], [], []
     for cfg in configs:
         try:
-            frames.append(run_config(cfg))
+            frames.append(run_config(cfg, threads))
             done.append(cfg)
         except FlowEmuError as exc:
             errors.append(error_row(cfg, type(exc).__name__, str(exc), internal=False))
@@ -793,10 +795,9 @@ def _worker_init(parent: int):
 
 
 def default_jobs() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:
-        return max(1, os.cpu_count() or 1)
+    """One worker process per available core."""
+    from .engine import available_cores
+    return available_cores()
 
 
 # ------------------------------------------------------------ progress
@@ -991,7 +992,7 @@ def _run_executor(ex: Executor, workers: int, chunks, on_result):
     while pending or inflight:
         while pending and len(inflight) < limit:
             chunk = pending.pop()
-            inflight[ex.submit(run_chunk, chunk)] = chunk
+            inflight[ex.submit(run_chunk, chunk, 1)] = chunk
         done, _ = wait(list(inflight), return_when=FIRST_COMPLETED)
         for fut in done:
             chunk = inflight.pop(fut)

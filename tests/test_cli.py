@@ -129,7 +129,7 @@ BAD = [
 
 @pytest.mark.parametrize("argv,needle", BAD, ids=[" ".join(a[1:6]) for a, _ in BAD])
 def test_bad_input_is_one_line_exit_2(capsys, argv, needle):
-    code, out, err = run(capsys, argv)
+    code, _out, err = run(capsys, argv)
     assert code == 2
     lines = err.strip().splitlines()
     assert len(lines) == 1, err
@@ -172,3 +172,10 @@ def test_congestion_report(capsys, tmp_path):
     # Rabenseifner on 8 nodes: latency variant sends log2(8) whole vectors
     lat = steps[steps.variant == "latency"]
     assert len(lat) == 3
+
+
+def test_public_names_are_exported():
+    import flowemu
+    assert set(flowemu.__all__) >= set(flowemu._LAZY)
+    for name in flowemu.__all__:
+        assert getattr(flowemu, name) is not None

@@ -247,3 +247,80 @@ def test_scaled_steps_share_a_solve_and_stay_exact():
     assert len(calls) == 1
     np.testing.assert_allclose(prof.times(SIZES), direct_times(sched, t, Network(), SIZES),
                                rtol=1e-12)
+
+
+def _random_schedule(p, nsteps, seed):
+    rng = np.random.default_rng(seed)
+    steps = []
+    for k in range(nsteps):
+        src = rng.permutation(p)
+        dst = rng.permutation(p)
+        keep = src != dst
+        steps.append(Step(Traffic(src[keep], dst[keep], rng.uniform(0.01, 1, keep.sum())),
+                          Reduction.none(), f"s{k}"))
+    return Schedule("random", "x", p, tuple(steps))
+
+
+@pytest.mark.parametrize("alg", ["swing", "bucket", "random"])
+def test_threads_do_not_change_results(alg):
+    """Distinct steps solved in threads give bit-identical profiles."""
+    t = parse_topology("torus:8x8")
+    if alg == "random":
+        sched = _random_schedule(64, 6, 3)
+    else:
+        sched = build(alg, 64, topo=t, **({"variant": "bandwidth"} if alg == "swing" else {}))
+    profs = [profile(sched, t, Network(), threads=k) for k in (1, 2, 4)]
+    for other in profs[1:]:
+        for a, b in zip(profs[0].steps, other.steps, strict=True):
+            np.testing.assert_array_equal(a.latency, b.latency)
+            np.testing.assert_array_equal(a.spb, b.spb)
+        np.testing.assert_array_equal(profs[0].times(SIZES), other.times(SIZES))
+    np.testing.assert_allclose(profs[-1].times(SIZES), direct_times(sched, t, Network(), SIZES),
+                               rtol=1e-12)
+
+
+def test_threads_solve_each_pattern_once():
+    t = parse_topology("torus:8x8")
+    sched = build("swing", 64, topo=t, variant="bandwidth")
+    from flowemu import engine
+    calls = []
+    orig = engine._solve
+    engine._solve = lambda *a_, **k_: calls.append(1) or orig(*a_, **k_)
+    try:
+        profile(sched, t, Network(), threads=1)
+        n_serial = len(calls)
+        calls.clear()
+        profile(sched, t, Network(), threads=3)
+    finally:
+        engine._solve = orig
+    assert len(calls) == n_serial > 1
+
+
+@pytest.mark.parametrize("bad", [0, -2, 1.5, True, "2"])
+def test_bad_threads(bad):
+    t = parse_topology("torus:4x4")
+    with pytest.raises(flowemu.ConfigError, match=r"threads: .* expected an integer >= 1"):
+        profile(build("ring", 16), t, Network(), threads=bad)
+
+
+def test_threads_from_environment(monkeypatch):
+    from flowemu.engine import THREADS_ENV, default_threads
+    monkeypatch.setenv(THREADS_ENV, "3")
+    assert default_threads() == 3
+    for bad in ("0", "two", "-1"):
+        monkeypatch.setenv(THREADS_ENV, bad)
+        with pytest.raises(flowemu.ConfigError, match=THREADS_ENV):
+            default_threads()
+    monkeypatch.delenv(THREADS_ENV)
+    assert default_threads() >= 1
+
+
+def test_error_in_a_threaded_step_is_raised():
+    """A step that cannot be routed raises its ConfigError from the pool."""
+    t = parse_topology("torus:4x4")
+    good = Traffic(np.arange(16), (np.arange(16) + 1) % 16, np.ones(16))
+    bad = Traffic(np.array([0]), np.array([20]), np.ones(1))
+    sched = Schedule("x", "x", 16, (Step(good, Reduction.none(), "a"),
+                                    Step(bad, Reduction.none(), "b")))
+    with pytest.raises(flowemu.ConfigError, match="rank 20"):
+        profile(sched, t, Network(), threads=2)

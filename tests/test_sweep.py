@@ -431,10 +431,10 @@ def test_unexpected_exception_is_recorded_as_internal(tmp_path, monkeypatch):
     import flowemu.sweep as sw
     real = sw.run_config
 
-    def buggy(cfg):
+    def buggy(cfg, threads=None):
         if cfg.label == "ring":
             raise ZeroDivisionError("oops")
-        return real(cfg)
+        return real(cfg, threads)
 
     monkeypatch.setattr(sw, "run_config", buggy)
     s = quiet(write(tmp_path, SMALL), tmp_path / "d", jobs=1)

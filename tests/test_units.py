@@ -1,11 +1,19 @@
+import itertools
 import math
 
 import pytest
 
 from flowemu.errors import ConfigError
 from flowemu.network import Network
-from flowemu.units import (format_rate, format_size, format_time, parse_rate, parse_size,
-                           parse_sizes, parse_time)
+from flowemu.units import (
+    format_rate,
+    format_size,
+    format_time,
+    parse_rate,
+    parse_size,
+    parse_sizes,
+    parse_time,
+)
 
 
 @pytest.mark.parametrize("text,expected", [
@@ -27,7 +35,7 @@ def test_parse_size_rejects(bad):
 def test_size_range_is_every_power_of_two():
     sizes = parse_sizes("32B..512MiB")
     assert sizes[0] == 32 and sizes[-1] == 512 * 2**20 and len(sizes) == 25
-    assert all(b == 2 * a for a, b in zip(sizes, sizes[1:]))
+    assert all(b == 2 * a for a, b in itertools.pairwise(sizes))
     assert parse_sizes("33B..100B") == [64]
     assert parse_sizes("1MiB,1KiB,1KiB") == [1024, 2**20]
     assert parse_sizes([64, "1KiB"]) == [64, 1024]

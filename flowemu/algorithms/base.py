@@ -7,8 +7,9 @@ an endpoint of the topology.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -90,11 +91,11 @@ class Reduction:
         object.__setattr__(self, "fanin", np.ascontiguousarray(self.fanin, dtype=np.int32))
 
     @staticmethod
-    def none() -> "Reduction":
+    def none() -> Reduction:
         return Reduction(np.zeros(0, np.int32), np.zeros(0), np.zeros(0, np.int32))
 
     @staticmethod
-    def from_reduce_flows(traffic: Traffic) -> "Reduction":
+    def from_reduce_flows(traffic: Traffic) -> Reduction:
         """Each REDUCE flow's receiver combines the flow's bytes with its own
         copy (fan-in 2 per flow). Copy flows do no reduction."""
         mask = np.ones(traffic.num_flows, bool) if traffic.op is None else traffic.op == REDUCE

@@ -2,7 +2,7 @@
 
 import numba
 
-JIT_OPTIONS = dict(cache=True, nogil=True)
+JIT_OPTIONS = {"cache": True, "nogil": True}
 
 
 def njit(*args, **kwargs):

@@ -79,11 +79,6 @@ def _dim_route(cs, ct, d, wrap):
     return -o, -1, False
 
 
-@njit(inline="always")
-def _coord(node, stride, d):
-    return (node // stride) % d
-
-
 @njit
 def _mix64(x):
     """splitmix64 finaliser: a cheap, well-mixed 64-bit hash step."""
@@ -108,7 +103,7 @@ def hop_hash(seed, src, dst, hop):
 
 
 @njit
-def torus_route_counts(src, dst, dims, strides, wrap, split, counts, hops):
+def torus_route_counts(src, dst, dims, strides, coords, wrap, split, counts, hops):
     """Pass 1: CSR entries and minimal hop count of every flow.
 
     Parameters
@@ -119,6 +114,10 @@ def torus_route_counts(src, dst, dims, strides, wrap, split, counts, hops):
         Size of each dimension.
     strides : int64[D]
         Row-major node-id stride of each dimension (``strides[D-1] == 1``).
+    coords : int32[N, D]
+        Coordinates of every node (``coords[v, i] = (v // strides[i]) %
+        dims[i]``), a table because integer division costs more than the
+        rest of a flow's routing.
     wrap : bool
         True for a torus, False for a mesh.
     split : bool
@@ -155,7 +154,7 @@ def torus_route_counts(src, dst, dims, strides, wrap, split, counts, hops):
         edges = 0
         for i in range(ndim):
             d = dims[i]
-            m, _, tie = _dim_route(_coord(s, strides[i], d), _coord(t, strides[i], d), d, wrap)
+            m, _, tie = _dim_route(np.int64(coords[s, i]), np.int64(coords[t, i]), d, wrap)
             dist += m
             if split:
                 if tie:
@@ -368,13 +367,16 @@ def _fill_product(s, dims, strides, two_d, na, active, direction, tie, nstates, 
 
 
 @njit
-def torus_route_fill_split(src, dst, dims, strides, wrap, flow_ptr, link, frac, mass):
+def torus_route_fill_split(src, dst, dims, strides, coords, wrap, flow_ptr, link, frac,
+                           mass):
     """Pass 2, ``ecmp="split"``: all minimal paths, mass split at every node.
 
     Parameters
     ----------
     src, dst : int64[F]
+        Node ids, checked by :func:`torus_route_counts`.
     dims, strides : int64[D]
+    coords : int32[N, D]
     wrap : bool
     flow_ptr : int64[F+1]
         Prefix sum of the counts from :func:`torus_route_counts`.
@@ -427,8 +429,8 @@ def torus_route_fill_split(src, dst, dims, strides, wrap, flow_ptr, link, frac, 
         m1, dr1, tq1, a1 = 0, 1, False, 0
         for i in range(ndim):
             d = dims[i]
-            a0 = _coord(s, strides[i], d)
-            m, dr, tq = _dim_route(a0, _coord(t, strides[i], d), d, wrap)
+            a0 = np.int64(coords[s, i])
+            m, dr, tq = _dim_route(a0, np.int64(coords[t, i]), d, wrap)
             if m == 0:
                 continue
             if na == 0:
@@ -455,7 +457,8 @@ def torus_route_fill_split(src, dst, dims, strides, wrap, flow_ptr, link, frac, 
 
 
 @njit
-def torus_route_fill_path(src, dst, dims, strides, wrap, use_hash, seed, flow_ptr, link, frac):
+def torus_route_fill_path(src, dst, dims, strides, coords, wrap, use_hash, seed, flow_ptr,
+                          link, frac):
     """Pass 2, ``ecmp="dor"`` or ``"hash"``: one minimal path per flow.
 
     Dimension order (``use_hash=False``) finishes dimension 0, then 1, …,
@@ -467,7 +470,9 @@ def torus_route_fill_path(src, dst, dims, strides, wrap, use_hash, seed, flow_pt
     Parameters
     ----------
     src, dst : int64[F]
+        Node ids, checked by :func:`torus_route_counts`.
     dims, strides : int64[D]
+    coords : int32[N, D]
     wrap : bool
     use_hash : bool
     seed : uint64
@@ -496,8 +501,8 @@ def torus_route_fill_path(src, dst, dims, strides, wrap, use_hash, seed, flow_pt
         total = 0
         for i in range(ndim):
             d = dims[i]
-            a = _coord(s, strides[i], d)
-            m, dr, tq = _dim_route(a, _coord(t, strides[i], d), d, wrap)
+            a = np.int64(coords[s, i])
+            m, dr, tq = _dim_route(a, np.int64(coords[t, i]), d, wrap)
             remaining[i] = m
             direction[i] = 0 if tq else dr
             coord[i] = a

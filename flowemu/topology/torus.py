@@ -120,10 +120,14 @@ class Torus(Topology):
         # torus already needs several hundred MB of link arrays.
         ndim = len(self.dims)
         nodes = np.arange(self.num_nodes, dtype=np.int32)
+        # every node's coordinates, for the routing kernels (a table lookup
+        # instead of two integer divisions per dimension and endpoint)
+        coords = np.empty((self.num_nodes, ndim), dtype=np.int32)
         dst = np.empty((self.num_nodes, ndim, 2), dtype=np.int32)
         exists = np.ones((self.num_nodes, ndim, 2), dtype=bool)
         for i, (d, stride) in enumerate(zip(self.dims, self.strides.tolist(), strict=True)):
             c = (nodes // stride) % d
+            coords[:, i] = c
             last = c == d - 1
             first = c == 0
             dst[:, i, 0] = np.where(last, nodes - (d - 1) * stride, nodes + stride)
@@ -131,6 +135,7 @@ class Torus(Topology):
             if not self.wrap:
                 exists[:, i, 0] = ~last
                 exists[:, i, 1] = ~first
+        object.__setattr__(self, "_coords", _readonly(coords))
         src = np.repeat(nodes, 2 * ndim)
         exists = exists.reshape(-1)
         dst = np.where(exists, dst.reshape(-1), src)
@@ -272,8 +277,8 @@ class Torus(Topology):
         split = ecmp == "split"
         counts = np.empty(num_flows, dtype=np.int64)
         hops = np.empty(num_flows, dtype=np.int32)
-        status, bad, max_states = torus_route_counts(src, dst, dims, self.strides, self.wrap,
-                                                     split, counts, hops)
+        status, bad, max_states = torus_route_counts(src, dst, dims, self.strides, self._coords,
+                                                     self.wrap, split, counts, hops)
         self._check_status(status, bad, src, dst)
         flow_ptr = np.zeros(num_flows + 1, dtype=np.int64)
         np.cumsum(counts, out=flow_ptr[1:])
@@ -282,11 +287,11 @@ class Torus(Topology):
         frac = np.empty(num_entries, dtype=np.float64)
         if split:
             mass = np.empty(max_states, dtype=np.float64)
-            status, bad = torus_route_fill_split(src, dst, dims, self.strides, self.wrap,
-                                                 flow_ptr, link, frac, mass)
+            status, bad = torus_route_fill_split(src, dst, dims, self.strides, self._coords,
+                                                 self.wrap, flow_ptr, link, frac, mass)
         else:
-            status, bad = torus_route_fill_path(src, dst, dims, self.strides, self.wrap,
-                                                ecmp == "hash",
+            status, bad = torus_route_fill_path(src, dst, dims, self.strides, self._coords,
+                                                self.wrap, ecmp == "hash",
                                                 np.uint64(int(seed) & 0xFFFFFFFFFFFFFFFF),
                                                 flow_ptr, link, frac)
         self._check_status(status, bad, src, dst)

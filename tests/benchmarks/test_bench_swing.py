@@ -2,7 +2,8 @@
 Swing allreduce (ports=max) on torus:128x128 (16,384 nodes, 4 collectives) and
 torus:32x32x16 (6 collectives), i.e. ``profile(build(...), topo, Network())``.
 
-Target ≤ 100 ms each (2-core machine, after JIT warm-up). ``extra_info``
+Target ≤ 100 ms each (2-core machine, after JIT warm-up; distinct steps run in
+threads, see ``profile(threads=)``). ``extra_info``
 records where the time goes: ``build_ms`` (the schedule), ``route_ms``
 (``Topology.route`` of the distinct steps), ``solve_ms`` (route+solve through
 ``step_profile`` minus routing) — run with ``-s`` to see the breakdown printed.
@@ -22,9 +23,9 @@ from flowemu.topology import parse_topology
 SPECS = ["torus:128x128", "torus:32x32x16"]
 
 
-def _end_to_end(topo):
+def _end_to_end(topo, threads=None):
     sched = swing.build(topo.num_endpoints, topo, False, variant="bandwidth")
-    return profile(sched, topo, Network())
+    return profile(sched, topo, Network(), threads=threads)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -63,11 +64,12 @@ def _breakdown(topo) -> dict:
             "flows_per_step": sched.steps[0].traffic.num_flows}
 
 
+@pytest.mark.parametrize("threads", [None, 1], ids=["all-cores", "1-thread"])
 @pytest.mark.parametrize("spec", SPECS)
-def test_bench_swing_bandwidth_end_to_end(benchmark, spec):
+def test_bench_swing_bandwidth_end_to_end(benchmark, spec, threads):
     topo = parse_topology(spec)
-    _end_to_end(topo)                            # warm-up on this shape
-    prof = benchmark.pedantic(_end_to_end, args=(topo,), rounds=3, iterations=1)
+    _end_to_end(topo, threads)                   # warm-up on this shape
+    prof = benchmark.pedantic(_end_to_end, args=(topo, threads), rounds=3, iterations=1)
     assert prof.num_steps == 2 * 14
     parts = _breakdown(topo)
     benchmark.extra_info.update(parts)

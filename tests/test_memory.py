@@ -1,0 +1,33 @@
+"""The glibc malloc tuning of flowemu.kernels.memory: on by default on
+Linux/glibc, off with FLOWEMU_MALLOC_TUNING=0, and idempotent."""
+
+import os
+import platform
+import subprocess
+import sys
+
+import pytest
+
+CODE = ("import flowemu.kernels.memory as m, flowemu.kernels; "
+        "print(m.tune_malloc(), m.tune_malloc())")
+
+
+def _run(env_value):
+    env = dict(os.environ)
+    env.pop("FLOWEMU_MALLOC_TUNING", None)
+    if env_value is not None:
+        env["FLOWEMU_MALLOC_TUNING"] = env_value
+    out = subprocess.run([sys.executable, "-c", CODE], env=env, capture_output=True, text=True,
+                         check=True)
+    return out.stdout.split()
+
+
+def test_disabled_by_environment():
+    assert _run("0") == ["False", "False"]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc",
+                    reason="mallopt tuning applies to Linux/glibc only")
+def test_enabled_on_glibc():
+    assert _run(None) == ["True", "True"]
+    assert _run("1") == ["True", "True"]
