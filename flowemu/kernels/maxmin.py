@@ -46,7 +46,9 @@ flow of fraction ``a`` freezes at ``lambda``, ``(C - lambda a) / (W - a) >=
 C / W``), so a popped key that is no longer the resource's level is re-keyed
 instead of every update being pushed. When a pass freezes every flow left (a
 symmetric workload has a single level) the entry updates are skipped and the
-loads are brought up to date only if a later event needs them.
+loads are brought up to date only if a later event needs them. Once a solve
+has needed the heap, the re-solves after events start on it directly: a
+workload with many levels keeps them, and each pass sweeps every resource.
 
 The heap is 4-ary, each resource's state is one 64-byte row, and resources
 are addressed through padded rows (:func:`_row`) so that power-of-two link
@@ -374,7 +376,8 @@ def _level(state, r):
 
 @njit(**_NUMPY_ERRORS)
 def _fill(flow_ptr, res, frac, res_ptr, res_flow, res_frac, have_tr, sub, n_sub, n_entries,
-          touched, n_touched, state, flow_mark, mark, heap_key, heap_res, batch, rates):
+          touched, n_touched, state, flow_mark, mark, heap_key, heap_res, batch, rates,
+          max_passes):
     """Progressive filling of the flows ``sub[:n_sub]`` (set up by
     :func:`_gather`, or left unfinished by an earlier call).
 
@@ -386,7 +389,9 @@ def _fill(flow_ptr, res, frac, res_ptr, res_flow, res_frac, have_tr, sub, n_sub,
     reordered. Without the transpose (``have_tr`` False) the pass-based
     path freezes by scanning the flows, and the call returns
     ``_NEED_TRANSPOSE`` (state consistent, to be called again with it) when
-    it needs the heap. Returns a status.
+    it needs the heap. At most ``max_passes`` pass-based levels are filled
+    before the heap takes over. Returns ``(status, whether the heap was
+    used)``.
     """
     n_left = 0
     floor = 0.0  # the fill level never falls; below it is rounding noise
@@ -397,10 +402,11 @@ def _fill(flow_ptr, res, frac, res_ptr, res_flow, res_frac, have_tr, sub, n_sub,
         elif rates[f] > floor:
             floor = rates[f]  # resumed fill: frozen at this level already
     resumed = n_left < n_sub
+    heap = False
 
     # --- pass-based filling: cheap while there are few distinct levels
     passes = 0
-    while n_left > 0 and passes < PASS_LIMIT and not resumed:
+    while n_left > 0 and passes < max_passes and not resumed:
         passes += 1
         lam = np.inf
         m = 0
@@ -416,7 +422,7 @@ def _fill(flow_ptr, res, frac, res_ptr, res_flow, res_frac, have_tr, sub, n_sub,
                 lam = min(lam, lv)
         n_touched = m
         if not np.isfinite(lam):
-            return STATUS_NONFINITE
+            return STATUS_NONFINITE, heap
         lam = max(lam, floor)
         floor = lam
         thr = lam + lam * TIE_TOL
@@ -438,7 +444,7 @@ def _fill(flow_ptr, res, frac, res_ptr, res_flow, res_frac, have_tr, sub, n_sub,
                 if flow_mark[f] == mark:
                     rates[f] = lam
                     flow_mark[f] = _FROZEN_UNLOADED
-            return STATUS_OK
+            return STATUS_OK, heap
         if have_tr:
             for i in range(n_touched):
                 r = touched[i]
@@ -461,14 +467,15 @@ def _fill(flow_ptr, res, frac, res_ptr, res_flow, res_frac, have_tr, sub, n_sub,
                             n_left -= 1
                             break
             if not ok and n_left > 0:
-                return _NEED_TRANSPOSE
+                return _NEED_TRANSPOSE, heap
     if n_left == 0:
-        return STATUS_OK
+        return STATUS_OK, heap
     if not have_tr:
-        return _NEED_TRANSPOSE
+        return _NEED_TRANSPOSE, heap
 
     # --- lazy heap of resource levels: one entry per resource still in play,
     # keyed by a lower bound of its level (levels only rise)
+    heap = True
     size = 0
     for i in range(n_touched):
         r = touched[i]
@@ -489,7 +496,7 @@ def _fill(flow_ptr, res, frac, res_ptr, res_flow, res_frac, have_tr, sub, n_sub,
     while n_left > 0:
         guard += 1
         if size == 0 or guard > guard_limit:
-            return STATUS_ITER_LIMIT
+            return STATUS_ITER_LIMIT, heap
         r = heap_res[0]
         if state[r, _COUNT] == 0.0:
             size = _heap_pop(heap_key, heap_res, size)
@@ -497,7 +504,7 @@ def _fill(flow_ptr, res, frac, res_ptr, res_flow, res_frac, have_tr, sub, n_sub,
         lv = _level(state, r)
         if lv != heap_key[0]:  # stale lower bound: re-key and look again
             if np.isnan(lv):
-                return STATUS_NONFINITE
+                return STATUS_NONFINITE, heap
             heap_key[0] = lv
             _sift_down(heap_key, heap_res, size, 0)
             continue
@@ -505,7 +512,7 @@ def _fill(flow_ptr, res, frac, res_ptr, res_flow, res_frac, have_tr, sub, n_sub,
         # freezing anything (same rule as the pass-based path)
         lam = max(floor, lv)
         if not np.isfinite(lam):
-            return STATUS_NONFINITE
+            return STATUS_NONFINITE, heap
         floor = lam
         thr = lam + lam * TIE_TOL
         n_batch = 1
@@ -532,29 +539,29 @@ def _fill(flow_ptr, res, frac, res_ptr, res_flow, res_frac, have_tr, sub, n_sub,
                     _freeze_flow(f, lam, flow_ptr, res, frac, res_ptr, res_flow, res_frac,
                                  True, state, flow_mark, mark, rates)
                     n_left -= 1
-    return STATUS_OK
+    return STATUS_OK, heap
 
 
 @njit(**_NUMPY_ERRORS)
 def _solve(flow_ptr, res, frac, tr, sub, n_sub, applied, rates, state, flow_mark, mark, touched,
-           heap_key, heap_res, batch):
+           heap_key, heap_res, batch, max_passes):
     """Gather and fill ``sub[:n_sub]`` (marked ``mark``), building the
     transpose ``tr = (res_ptr, res_flow, res_frac, built)`` the first time
     it is needed. Afterwards ``_LOAD`` counts each flow of ``sub`` at its
     ``applied`` rate: its new rate, or 0 for the flows frozen in a last pass
     that skipped the entries (``flow_mark == _FROZEN_UNLOADED``). Returns
-    ``(status, tr)``."""
+    ``(status, tr, whether the heap was used)``."""
     n_touched, n_entries = _gather(flow_ptr, res, frac, sub, n_sub, applied, state, touched)
     res_ptr, res_flow, res_frac, have_tr = tr
-    status = _fill(flow_ptr, res, frac, res_ptr, res_flow, res_frac, have_tr, sub, n_sub,
-                   n_entries, touched, n_touched, state, flow_mark, mark, heap_key, heap_res,
-                   batch, rates)
+    status, heap = _fill(flow_ptr, res, frac, res_ptr, res_flow, res_frac, have_tr, sub, n_sub,
+                         n_entries, touched, n_touched, state, flow_mark, mark, heap_key,
+                         heap_res, batch, rates, max_passes)
     if status == _NEED_TRANSPOSE:
         res_ptr, res_flow, res_frac = _transpose(flow_ptr, res, frac, state.shape[0])
         tr = (res_ptr, res_flow, res_frac, True)
-        status = _fill(flow_ptr, res, frac, res_ptr, res_flow, res_frac, True, sub, n_sub,
-                       n_entries, touched, n_touched, state, flow_mark, mark, heap_key,
-                       heap_res, batch, rates)
+        status, heap = _fill(flow_ptr, res, frac, res_ptr, res_flow, res_frac, True, sub,
+                             n_sub, n_entries, touched, n_touched, state, flow_mark, mark,
+                             heap_key, heap_res, batch, rates, max_passes)
     for i in range(n_touched):
         r = touched[i]
         state[r, _LOAD] = state[r, _CAP] - state[r, _RESID]
@@ -565,7 +572,7 @@ def _solve(flow_ptr, res, frac, tr, sub, n_sub, applied, rates, state, flow_mark
     for i in range(n_sub):
         f = sub[i]
         applied[f] = 0.0 if flow_mark[f] == _FROZEN_UNLOADED else rates[f]
-    return status, tr
+    return status, tr, heap
 
 
 @njit(**_NUMPY_ERRORS)
@@ -625,8 +632,8 @@ def maxmin_rates_kernel(flow_ptr, res, frac, capacity, active):
     heap_res = np.empty(n_res, dtype=np.int32)
     batch = np.empty(n_res, dtype=np.int32)
     applied = np.zeros(n_flows, dtype=np.float64)
-    status, _ = _solve(flow_ptr, res, frac, _no_transpose(), sub, n_sub, applied, rates, state,
-                       flow_mark, 1, touched, heap_key, heap_res, batch)
+    status, _, _ = _solve(flow_ptr, res, frac, _no_transpose(), sub, n_sub, applied, rates,
+                          state, flow_mark, 1, touched, heap_key, heap_res, batch, PASS_LIMIT)
     if status != STATUS_OK:
         return rates, status
     for i in range(n_sub):
@@ -752,6 +759,7 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
 
     t = 0.0
     mark = 0
+    max_passes = PASS_LIMIT
     lam0 = -1.0  # first solve: every active flow
     while n_act > 0:
         mark += 1
@@ -773,8 +781,12 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
                 for e in range(flow_ptr[f], flow_ptr[f + 1]):
                     state[res[e], _LOAD] += frac[e] * x
                 applied[f] = rates[f]
-        status, tr = _solve(flow_ptr, res, frac, tr, sub, n_sub, applied, rates, state,
-                            flow_mark, mark, touched, heap_key, heap_res, batch)
+        status, tr, heap = _solve(flow_ptr, res, frac, tr, sub, n_sub, applied, rates, state,
+                                  flow_mark, mark, touched, heap_key, heap_res, batch,
+                                  max_passes)
+        # a workload with many levels goes on having them: its re-solves
+        # start on the heap (each pass costs a sweep over every resource)
+        max_passes = 0 if heap else PASS_LIMIT
         if status != STATUS_OK:
             return rate0, finish, status
         n_pending = 0
