@@ -44,8 +44,10 @@ once per solve, the first time it is needed). Heap keys are lower bounds: a
 resource's level only rises as flows freeze (when ``C >= lambda * W`` and a
 flow of fraction ``a`` freezes at ``lambda``, ``(C - lambda a) / (W - a) >=
 C / W``), so a popped key that is no longer the resource's level is re-keyed
-instead of every update being pushed. When a pass freezes every flow left (a
-symmetric workload has a single level) the entry updates are skipped and the
+instead of every update being pushed; resources whose flows all froze
+elsewhere are dropped in bulk once they are half the heap. When a pass
+freezes every flow left (a symmetric workload has a single level) the entry
+updates are skipped and the
 loads are brought up to date only if a later event needs them. Once a solve
 has needed the heap, the re-solves after events start on it directly: a
 workload with many levels keeps them, and each pass sweeps every resource.
@@ -116,6 +118,8 @@ TIE_TOL = 1e-12
 KEEP_TOL = 1e-9
 #: passes of pass-based filling before switching to the heap
 PASS_LIMIT = 2
+#: the heap drops its emptied resources in one sweep only above this size
+_COMPACT_MIN = 64
 #: a resource's (two-sum) weight is summed again when it falls below this
 #: share of its last exact value
 WEIGHT_RESUM = 1e-12
@@ -319,11 +323,14 @@ def _resum_weight(r, res_ptr, res_flow, res_frac, flow_mark, mark):
 @njit(**_NUMPY_ERRORS)
 def _freeze_flow(f, lam, flow_ptr, res, frac, res_ptr, res_flow, res_frac, have_tr, state,
                  flow_mark, mark, rates):
-    """Freeze flow ``f`` at rate ``lam``; returns False when its weights need
-    an exact re-summation and no transpose is there to do it."""
+    """Freeze flow ``f`` at rate ``lam``. Returns ``(ok, emptied)``: ``ok``
+    is False when its weights need an exact re-summation and no transpose is
+    there to do it; ``emptied`` counts the resources left with no unfrozen
+    flow."""
     rates[f] = lam
     flow_mark[f] = _FROZEN
     ok = True
+    emptied = 0
     for e in range(flow_ptr[f], flow_ptr[f + 1]):
         r = res[e]
         a = frac[e]
@@ -333,6 +340,7 @@ def _freeze_flow(f, lam, flow_ptr, res, frac, res_ptr, res_flow, res_frac, have_
         if c == 0.0:
             state[r, _W_HI] = 0.0
             state[r, _W_LO] = 0.0
+            emptied += 1
             continue
         hi = state[r, _W_HI]
         s = hi - a
@@ -349,7 +357,7 @@ def _freeze_flow(f, lam, flow_ptr, res, frac, res_ptr, res_flow, res_frac, have_
                 ok = False
         state[r, _W_HI] = s
         state[r, _W_LO] = lo
-    return ok
+    return ok, emptied
 
 
 @njit(**_NUMPY_ERRORS)
@@ -463,7 +471,8 @@ def _fill(flow_ptr, res, frac, res_ptr, res_flow, res_frac, have_tr, sub, n_sub,
                     for e in range(flow_ptr[f], flow_ptr[f + 1]):
                         if state[res[e], _LEVEL] == -np.inf:
                             ok &= _freeze_flow(f, lam, flow_ptr, res, frac, res_ptr, res_flow,
-                                               res_frac, have_tr, state, flow_mark, mark, rates)
+                                               res_frac, have_tr, state, flow_mark, mark,
+                                               rates)[0]
                             n_left -= 1
                             break
             if not ok and n_left > 0:
@@ -493,13 +502,33 @@ def _fill(flow_ptr, res, frac, res_ptr, res_flow, res_frac, have_tr, sub, n_sub,
 
     guard = 0
     guard_limit = 2 * (n_entries + n_touched) + 1024  # re-keys <= updates
+    # Resources whose flows all froze through other resources stay in the
+    # heap (lazy deletion). On a permutation most resources end that way, and
+    # popping each costs a sift plus a cache miss on its state; once they are
+    # half the heap, one sweep drops them all and re-keys the rest to their
+    # current levels (valid keys: levels only rise).
+    dead = 0
     while n_left > 0:
         guard += 1
         if size == 0 or guard > guard_limit:
             return STATUS_ITER_LIMIT, heap
+        if 2 * dead > size > _COMPACT_MIN:
+            m = 0
+            for i in range(size):
+                r = heap_res[i]
+                if state[r, _COUNT] > 0.0:
+                    heap_key[m] = _level(state, r)
+                    heap_res[m] = r
+                    m += 1
+            size = m
+            for pos in range((size - 2) // 4, -1, -1):
+                _sift_down(heap_key, heap_res, size, pos)
+            dead = 0
+            continue
         r = heap_res[0]
         if state[r, _COUNT] == 0.0:
             size = _heap_pop(heap_key, heap_res, size)
+            dead -= 1
             continue
         lv = _level(state, r)
         if lv != heap_key[0]:  # stale lower bound: re-key and look again
@@ -522,6 +551,7 @@ def _fill(flow_ptr, res, frac, res_ptr, res_flow, res_frac, have_tr, sub, n_sub,
             r2 = heap_res[0]
             if state[r2, _COUNT] == 0.0:
                 size = _heap_pop(heap_key, heap_res, size)
+                dead -= 1
                 continue
             lv2 = _level(state, r2)
             if lv2 <= thr:
@@ -536,9 +566,10 @@ def _fill(flow_ptr, res, frac, res_ptr, res_flow, res_frac, have_tr, sub, n_sub,
             for k in range(res_ptr[r], res_ptr[r + 1]):
                 f = res_flow[k]
                 if flow_mark[f] == mark:
-                    _freeze_flow(f, lam, flow_ptr, res, frac, res_ptr, res_flow, res_frac,
-                                 True, state, flow_mark, mark, rates)
+                    dead += _freeze_flow(f, lam, flow_ptr, res, frac, res_ptr, res_flow,
+                                         res_frac, True, state, flow_mark, mark, rates)[1]
                     n_left -= 1
+        dead -= n_batch  # (popped already; each was emptied exactly once)
     return STATUS_OK, heap
 
 
