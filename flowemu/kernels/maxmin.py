@@ -47,8 +47,8 @@ C / W``), so a popped key that is no longer the resource's level is re-keyed
 instead of every update being pushed; resources whose flows all froze
 elsewhere are dropped in bulk once they are half the heap. When a pass
 freezes every flow left (a symmetric workload has a single level) the entry
-updates are skipped and the
-loads are brought up to date only if a later event needs them. Once a solve
+updates are skipped and the loads are brought up to date only if a later
+event needs them. Once a solve
 has needed the heap, the re-solves after events start on it directly: a
 workload with many levels keeps them, and each pass sweeps every resource.
 
