@@ -52,9 +52,10 @@ event needs them. Once a solve
 has needed the heap, the re-solves after events start on it directly: a
 workload with many levels keeps them, and each pass sweeps every resource.
 
-The heap is 4-ary, each resource's state is one 64-byte row, and resources
-are addressed through padded rows (:func:`_row`) so that power-of-two link
-strides do not make every entry update a 4K-aliasing stall.
+The heap is 4-ary; what every entry update touches of a resource is one
+32-byte row (the rest lives in other arrays), and resources are addressed
+through padded rows (:func:`_row`) so that power-of-two link strides do not
+make every entry update a 4K-aliasing stall.
 
 Weights are kept as an unevaluated double-double sum (error-free two-sum
 updates): on ECMP routes a resource carries fractions from 0.5 down to 1e-15
@@ -253,17 +254,18 @@ def _heap_pop(heap_key, heap_res, size):
     return size
 
 
-# Per-resource state ``state`` float64[R, 8]: one 64-byte row per resource,
-# so an entry update touches one row (the fields every entry update touches
-# first).
+# Per-resource state, split by how often it is touched. ``state``
+# float64[R, 4] holds what every entry update reads and writes, one 32-byte
+# row per resource (the rows of the resources a solve touches then mostly fit
+# in L2); ``w_ref`` float64[R] the weight at its last exact summation (read
+# by every freeze); ``cold`` float64[R, 4] what is used per resource only.
 _RESID = 0  # capacity left for the unfrozen flows (during a fill)
 _W_HI = 1   # unfrozen weight W = hi + lo, kept with error-free two-sum
 _W_LO = 2   # updates: when big fractions leave, tiny ECMP ones keep their digits
 _COUNT = 3  # unfrozen flows crossing the resource
-_W_REF = 4  # W at its last exact summation
-_LEVEL = 5  # level computed in the current pass (-inf: saturated in this pass)
-_LOAD = 6   # load of the active flows, each at its applied rate
-_CAP = 7    # capacity
+_LEVEL = 0  # (cold) level computed in the current pass (-inf: saturated in it)
+_LOAD = 1   # (cold) load of the active flows, each at its applied rate
+_CAP = 2    # (cold) capacity
 # Outside a fill W_HI = W_LO = COUNT = 0 for every resource.
 
 _NEED_TRANSPOSE = -1  # internal: the fill needs the resource -> flows CSR
@@ -272,7 +274,7 @@ _FROZEN_UNLOADED = -2  # flow_mark of a flow frozen in a last pass that skipped 
 
 
 @njit(**_NUMPY_ERRORS)
-def _gather(flow_ptr, res, frac, sub, n_sub, applied, state, touched):
+def _gather(flow_ptr, res, frac, sub, n_sub, applied, state, w_ref, cold, touched):
     """Set up a fill of the flows ``sub[:n_sub]``: list the resources they
     touch in ``touched``, sum their weights and counts, and set the residual
     capacity (capacity - load of the other flows; the flows of ``sub`` are in
@@ -290,7 +292,7 @@ def _gather(flow_ptr, res, frac, sub, n_sub, applied, state, touched):
             if c == 0.0:
                 touched[n_touched] = r
                 n_touched += 1
-                state[r, _RESID] = state[r, _CAP] - state[r, _LOAD]
+                state[r, _RESID] = cold[r, _CAP] - cold[r, _LOAD]
             state[r, _COUNT] = c + 1.0
             hi = state[r, _W_HI]
             s = hi + a
@@ -301,7 +303,7 @@ def _gather(flow_ptr, res, frac, sub, n_sub, applied, state, touched):
                 state[r, _RESID] += a * x
     for i in range(n_touched):
         r = touched[i]
-        state[r, _W_REF] = state[r, _W_HI] + state[r, _W_LO]
+        w_ref[r] = state[r, _W_HI] + state[r, _W_LO]
     return n_touched, n_entries
 
 
@@ -322,7 +324,7 @@ def _resum_weight(r, res_ptr, res_flow, res_frac, flow_mark, mark):
 
 @njit(**_NUMPY_ERRORS)
 def _freeze_flow(f, lam, flow_ptr, res, frac, res_ptr, res_flow, res_frac, have_tr, state,
-                 flow_mark, mark, rates):
+                 w_ref, flow_mark, mark, rates):
     """Freeze flow ``f`` at rate ``lam``. Returns ``(ok, emptied)``: ``ok``
     is False when its weights need an exact re-summation and no transpose is
     there to do it; ``emptied`` counts the resources left with no unfrozen
@@ -346,13 +348,13 @@ def _freeze_flow(f, lam, flow_ptr, res, frac, res_ptr, res_flow, res_frac, have_
         s = hi - a
         z = s - hi
         lo = state[r, _W_LO] + ((hi - (s - z)) + (-a - z))
-        if s + lo < WEIGHT_RESUM * state[r, _W_REF]:
+        if s + lo < WEIGHT_RESUM * w_ref[r]:
             # even the two-sum lost its digits (fractions 1e-12 below the
             # ones that left): sum the unfrozen fractions again
             if have_tr:
                 s = _resum_weight(r, res_ptr, res_flow, res_frac, flow_mark, mark)
                 lo = 0.0
-                state[r, _W_REF] = s
+                w_ref[r] = s
             else:
                 ok = False
         state[r, _W_HI] = s
@@ -361,7 +363,7 @@ def _freeze_flow(f, lam, flow_ptr, res, frac, res_ptr, res_flow, res_frac, have_
 
 
 @njit(**_NUMPY_ERRORS)
-def _all_saturated(flow_ptr, res, sub, n_sub, state, flow_mark, mark):
+def _all_saturated(flow_ptr, res, sub, n_sub, cold, flow_mark, mark):
     """Whether every unfrozen flow of ``sub`` crosses a resource marked
     saturated (``_LEVEL == -inf``)."""
     for i in range(n_sub):
@@ -369,7 +371,7 @@ def _all_saturated(flow_ptr, res, sub, n_sub, state, flow_mark, mark):
         if flow_mark[f] == mark:
             hit = False
             for e in range(flow_ptr[f], flow_ptr[f + 1]):
-                if state[res[e], _LEVEL] == -np.inf:
+                if cold[res[e], _LEVEL] == -np.inf:
                     hit = True
                     break
             if not hit:
@@ -384,8 +386,8 @@ def _level(state, r):
 
 @njit(**_NUMPY_ERRORS)
 def _fill(flow_ptr, res, frac, res_ptr, res_flow, res_frac, have_tr, sub, n_sub, n_entries,
-          touched, n_touched, state, flow_mark, mark, heap_key, heap_res, batch, rates,
-          max_passes):
+          touched, n_touched, state, w_ref, cold, flow_mark, mark, heap_key, heap_res, batch,
+          rates, max_passes):
     """Progressive filling of the flows ``sub[:n_sub]`` (set up by
     :func:`_gather`, or left unfinished by an earlier call).
 
@@ -426,7 +428,7 @@ def _fill(flow_ptr, res, frac, res_ptr, res_flow, res_frac, have_tr, sub, n_sub,
                 touched[m] = r
                 m += 1
                 lv = _level(state, r)
-                state[r, _LEVEL] = lv
+                cold[r, _LEVEL] = lv
                 lam = min(lam, lv)
         n_touched = m
         if not np.isfinite(lam):
@@ -439,10 +441,10 @@ def _fill(flow_ptr, res, frac, res_ptr, res_flow, res_frac, have_tr, sub, n_sub,
         n_sat_flows = 0.0
         for i in range(n_touched):
             r = touched[i]
-            if state[r, _LEVEL] <= thr:
-                state[r, _LEVEL] = -np.inf
+            if cold[r, _LEVEL] <= thr:
+                cold[r, _LEVEL] = -np.inf
                 n_sat_flows += state[r, _COUNT]
-        if n_sat_flows >= n_left and _all_saturated(flow_ptr, res, sub, n_sub, state,
+        if n_sat_flows >= n_left and _all_saturated(flow_ptr, res, sub, n_sub, cold,
                                                     flow_mark, mark):
             # every flow left freezes now (one level left; a symmetric
             # workload has only one): skip the entry updates, the caller
@@ -456,12 +458,13 @@ def _fill(flow_ptr, res, frac, res_ptr, res_flow, res_frac, have_tr, sub, n_sub,
         if have_tr:
             for i in range(n_touched):
                 r = touched[i]
-                if state[r, _LEVEL] == -np.inf:
+                if cold[r, _LEVEL] == -np.inf:
                     for k in range(res_ptr[r], res_ptr[r + 1]):
                         f = res_flow[k]
                         if flow_mark[f] == mark:
                             _freeze_flow(f, lam, flow_ptr, res, frac, res_ptr, res_flow,
-                                         res_frac, have_tr, state, flow_mark, mark, rates)
+                                         res_frac, have_tr, state, w_ref, flow_mark, mark,
+                                         rates)
                             n_left -= 1
         else:
             ok = True
@@ -469,10 +472,10 @@ def _fill(flow_ptr, res, frac, res_ptr, res_flow, res_frac, have_tr, sub, n_sub,
                 f = sub[i]
                 if flow_mark[f] == mark:
                     for e in range(flow_ptr[f], flow_ptr[f + 1]):
-                        if state[res[e], _LEVEL] == -np.inf:
+                        if cold[res[e], _LEVEL] == -np.inf:
                             ok &= _freeze_flow(f, lam, flow_ptr, res, frac, res_ptr, res_flow,
-                                               res_frac, have_tr, state, flow_mark, mark,
-                                               rates)[0]
+                                               res_frac, have_tr, state, w_ref, flow_mark,
+                                               mark, rates)[0]
                             n_left -= 1
                             break
             if not ok and n_left > 0:
@@ -493,7 +496,7 @@ def _fill(flow_ptr, res, frac, res_ptr, res_flow, res_frac, have_tr, sub, n_sub,
                 state[r, _W_HI] = _resum_weight(r, res_ptr, res_flow, res_frac, flow_mark,
                                                 mark)
                 state[r, _W_LO] = 0.0
-                state[r, _W_REF] = state[r, _W_HI]
+                w_ref[r] = state[r, _W_HI]
             heap_key[size] = _level(state, r)
             heap_res[size] = r
             size += 1
@@ -567,35 +570,37 @@ def _fill(flow_ptr, res, frac, res_ptr, res_flow, res_frac, have_tr, sub, n_sub,
                 f = res_flow[k]
                 if flow_mark[f] == mark:
                     dead += _freeze_flow(f, lam, flow_ptr, res, frac, res_ptr, res_flow,
-                                         res_frac, True, state, flow_mark, mark, rates)[1]
+                                         res_frac, True, state, w_ref, flow_mark, mark,
+                                         rates)[1]
                     n_left -= 1
         dead -= n_batch  # (popped already; each was emptied exactly once)
     return STATUS_OK, heap
 
 
 @njit(**_NUMPY_ERRORS)
-def _solve(flow_ptr, res, frac, tr, sub, n_sub, applied, rates, state, flow_mark, mark, touched,
-           heap_key, heap_res, batch, max_passes):
+def _solve(flow_ptr, res, frac, tr, sub, n_sub, applied, rates, state, w_ref, cold, flow_mark,
+           mark, touched, heap_key, heap_res, batch, max_passes):
     """Gather and fill ``sub[:n_sub]`` (marked ``mark``), building the
     transpose ``tr = (res_ptr, res_flow, res_frac, built)`` the first time
     it is needed. Afterwards ``_LOAD`` counts each flow of ``sub`` at its
     ``applied`` rate: its new rate, or 0 for the flows frozen in a last pass
     that skipped the entries (``flow_mark == _FROZEN_UNLOADED``). Returns
     ``(status, tr, whether the heap was used)``."""
-    n_touched, n_entries = _gather(flow_ptr, res, frac, sub, n_sub, applied, state, touched)
+    n_touched, n_entries = _gather(flow_ptr, res, frac, sub, n_sub, applied, state, w_ref, cold,
+                                   touched)
     res_ptr, res_flow, res_frac, have_tr = tr
     status, heap = _fill(flow_ptr, res, frac, res_ptr, res_flow, res_frac, have_tr, sub, n_sub,
-                         n_entries, touched, n_touched, state, flow_mark, mark, heap_key,
-                         heap_res, batch, rates, max_passes)
+                         n_entries, touched, n_touched, state, w_ref, cold, flow_mark, mark,
+                         heap_key, heap_res, batch, rates, max_passes)
     if status == _NEED_TRANSPOSE:
         res_ptr, res_flow, res_frac = _transpose(flow_ptr, res, frac, state.shape[0])
         tr = (res_ptr, res_flow, res_frac, True)
         status, heap = _fill(flow_ptr, res, frac, res_ptr, res_flow, res_frac, True, sub,
-                             n_sub, n_entries, touched, n_touched, state, flow_mark, mark,
-                             heap_key, heap_res, batch, rates, max_passes)
+                             n_sub, n_entries, touched, n_touched, state, w_ref, cold,
+                             flow_mark, mark, heap_key, heap_res, batch, rates, max_passes)
     for i in range(n_touched):
         r = touched[i]
-        state[r, _LOAD] = state[r, _CAP] - state[r, _RESID]
+        cold[r, _LOAD] = cold[r, _CAP] - state[r, _RESID]
         # a last pass that skipped the entries left these set
         state[r, _W_HI] = 0.0
         state[r, _W_LO] = 0.0
@@ -656,15 +661,18 @@ def maxmin_rates_kernel(flow_ptr, res, frac, capacity, active):
                 sub[n_sub] = f
                 n_sub += 1
                 flow_mark[f] = 1
-    state = np.zeros((n_res, 8), dtype=np.float64)
-    state[:, _CAP] = capacity
+    state = np.zeros((n_res, 4), dtype=np.float64)
+    w_ref = np.zeros(n_res, dtype=np.float64)
+    cold = np.zeros((n_res, 4), dtype=np.float64)
+    cold[:, _CAP] = capacity
     touched = np.empty(n_res, dtype=np.int32)
     heap_key = np.empty(n_res, dtype=np.float64)
     heap_res = np.empty(n_res, dtype=np.int32)
     batch = np.empty(n_res, dtype=np.int32)
     applied = np.zeros(n_flows, dtype=np.float64)
     status, _, _ = _solve(flow_ptr, res, frac, _no_transpose(), sub, n_sub, applied, rates,
-                          state, flow_mark, 1, touched, heap_key, heap_res, batch, PASS_LIMIT)
+                          state, w_ref, cold, flow_mark, 1, touched, heap_key, heap_res, batch,
+                          PASS_LIMIT)
     if status != STATUS_OK:
         return rates, status
     for i in range(n_sub):
@@ -754,8 +762,10 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
             act[n_act] = f
             n_act += 1
 
-    state = np.zeros((n_res, 8), dtype=np.float64)
-    state[:, _CAP] = capacity
+    state = np.zeros((n_res, 4), dtype=np.float64)
+    w_ref = np.zeros(n_res, dtype=np.float64)
+    cold = np.zeros((n_res, 4), dtype=np.float64)
+    cold[:, _CAP] = capacity
     fan_in = np.zeros(n_res, dtype=np.int64)
     if incast:
         for i in range(n_act):
@@ -765,7 +775,7 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
                     fan_in[res[e]] += 1
         for r in range(n_plain, n_res):
             if fan_in[r] > 0:  # (padding rows have none)
-                state[r, _CAP] = _ingress_capacity(capacity[r], fan_in[r], w_t, eps)
+                cold[r, _CAP] = _ingress_capacity(capacity[r], fan_in[r], w_t, eps)
 
     rates = np.zeros(max(n_flows, 0), dtype=np.float64)
     # rate at which each flow is counted in _LOAD (0 until it is)
@@ -810,11 +820,11 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
             if is_active[f] and flow_mark[f] != mark and applied[f] != rates[f]:
                 x = rates[f] - applied[f]
                 for e in range(flow_ptr[f], flow_ptr[f + 1]):
-                    state[res[e], _LOAD] += frac[e] * x
+                    cold[res[e], _LOAD] += frac[e] * x
                 applied[f] = rates[f]
         status, tr, heap = _solve(flow_ptr, res, frac, tr, sub, n_sub, applied, rates, state,
-                                  flow_mark, mark, touched, heap_key, heap_res, batch,
-                                  max_passes)
+                                  w_ref, cold, flow_mark, mark, touched, heap_key, heap_res,
+                                  batch, max_passes)
         # a workload with many levels goes on having them: its re-solves
         # start on the heap (each pass costs a sweep over every resource)
         max_passes = 0 if heap else PASS_LIMIT
@@ -881,10 +891,10 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
             for e in range(flow_ptr[f], flow_ptr[f + 1]):
                 r = res[e]
                 if x != 0.0:
-                    state[r, _LOAD] -= frac[e] * x
+                    cold[r, _LOAD] -= frac[e] * x
                 if incast and r >= n_plain:
                     fan_in[r] -= 1
-                    state[r, _CAP] = _ingress_capacity(capacity[r], fan_in[r], w_t, eps)
+                    cold[r, _CAP] = _ingress_capacity(capacity[r], fan_in[r], w_t, eps)
     return rate0, finish, STATUS_OK
 
 
