@@ -123,6 +123,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ConfigError, ScheduleError
+from ..kernels.lines import expand_pairs, expand_points
 from ._blocks import COPY, REDUCE, check_ranks, equal_block_share
 from .base import AlgorithmSpec, Param, Reduction, Schedule, Step, Traffic, register, torus_dims
 
@@ -462,12 +463,36 @@ def _labels(dims, strides, order, plans, remap: bool) -> list:
     return out
 
 
-def _collective_step(coll: _Collective, s: int, tau: list, strides, node_bases, base_coords,
-                     num_coll: int, blocks: bool) -> dict:
-    """Flows, reduction pieces and (optionally) block CSR of one collective at
-    its step ``s``: the 1-D step of dimension ``ω`` times the blocks held in
-    every other dimension, for every line of dimension ``ω`` (vectorized over
-    the lines; ranks are int32, the topology's node ids)."""
+@dataclass
+class _Part:
+    """One collective's share of a step: the 1-D step ``line`` of dimension
+    ``w`` repeated on the lines through ``bases`` (coordinates ``coords``),
+    each line's blocks weighing ``unit`` of the vector."""
+
+    coll: _Collective
+    w: int
+    line: _LineStep
+    bases: np.ndarray        # int32[L]
+    coords: np.ndarray       # int64[L, D]
+    unit: np.ndarray         # float64[L]
+    stride: int
+    tau: list                # steps done so far in each dimension
+
+    @property
+    def num_flows(self) -> int:
+        return len(self.bases) * len(self.line.src)
+
+    @property
+    def num_red(self) -> int:
+        return self.num_flows if self.line.red_is_flows else (
+            len(self.bases) * len(self.line.red_coord))
+
+
+def _collective_part(coll: _Collective, s: int, tau: list, strides, node_bases, base_coords,
+                     num_coll: int) -> _Part:
+    """The lines and weights of one collective at its step ``s``: the 1-D
+    step of dimension ``ω`` times the blocks held in every other dimension,
+    for every line of dimension ``ω`` that takes part."""
     w = coll.order[s]
     line = coll.plans[w].steps[tau[w]]
     coords = base_coords[w]
@@ -481,40 +506,74 @@ def _collective_step(coll: _Collective, s: int, tau: list, strides, node_bases, 
     bases = node_bases[w]
     if not active.all():
         bases, factor, coords = bases[active], factor[active], coords[active]
-    stride = int(strides[w])
-    num_lines, nf = len(bases), len(line.src)
     # a collective's slice is 1/num_coll of the vector, cut into
     # coll.slice_blocks blocks (p for bandwidth, 1 for latency)
     unit = factor * (1.0 / (coll.slice_blocks * num_coll))
-    out = {
-        "src": (bases[:, None] + (line.src * stride).astype(np.int32)[None, :]).ravel(),
-        "dst": (bases[:, None] + (line.dst * stride).astype(np.int32)[None, :]).ravel(),
-        "share": (unit[:, None] * line.count[None, :]).ravel(),
-    }
-    if line.red_is_flows:                        # every flow reduced at fan-in 2
-        out["red_node"], out["red_share"], out["red_fanin"] = out["dst"], out["share"], None
-    else:
-        out["red_node"] = (bases[:, None]
-                           + (line.red_coord * stride).astype(np.int32)[None, :]).ravel()
-        out["red_share"] = (unit[:, None] * line.red_count[None, :]).ravel()
-        out["red_fanin"] = np.broadcast_to(line.red_fanin.astype(np.int32),
-                                           (num_lines, len(line.red_fanin))).ravel()
-    if not blocks:
-        return out
-    out["op"] = np.tile(line.op, num_lines)
+    return _Part(coll, w, line, bases, coords, unit, int(strides[w]), list(tau))
+
+
+def _part_blocks(part: _Part) -> tuple:
+    """``(op, ptr, idx)`` of a part's flows: which blocks each flow carries."""
+    coll, w, line = part.coll, part.w, part.line
+    num_lines, nf = len(part.bases), len(line.src)
+    op = np.tile(line.op, num_lines)
     if coll.slice_blocks == 1:                   # latency: one block per collective
-        out["ptr"] = np.arange(num_lines * nf + 1, dtype=np.int64)
-        out["idx"] = np.full(num_lines * nf, coll.tag, np.int64)
-        return out
+        return (op, np.arange(num_lines * nf + 1, dtype=np.int64),
+                np.full(num_lines * nf, coll.tag, np.int64))
     lp, li = _to_csr(line.sets, coll.labels[w])
     ptr, idx = _csr_take(lp, li, np.tile(np.arange(nf), num_lines))
     flow_line = np.repeat(np.arange(num_lines), nf)
-    for i in range(num_dims):
+    for i in range(part.coords.shape[1]):
         if i != w:
-            hp, hi = coll.held_csr[i][tau[i]]
-            ptr, idx = _csr_outer_sum(ptr, idx, *_csr_take(hp, hi, coords[flow_line, i]))
-    out["ptr"], out["idx"] = ptr, idx + coll.tag * coll.slice_blocks
-    return out
+            hp, hi = coll.held_csr[i][part.tau[i]]
+            ptr, idx = _csr_outer_sum(ptr, idx, *_csr_take(hp, hi, part.coords[flow_line, i]))
+    return op, ptr, idx + coll.tag * coll.slice_blocks
+
+
+def _step_traffic(parts: list, blocks: bool) -> tuple[Traffic, Reduction]:
+    """Concatenate the parts of one step (collective after collective) into
+    its traffic and reduction, written in place by the line kernels."""
+    sizes = [pt.num_flows for pt in parts]
+    n = sum(sizes)
+    src = np.empty(n, np.int32)
+    dst = np.empty(n, np.int32)
+    share = np.empty(n, np.float64)
+    off = 0
+    for pt, size in zip(parts, sizes, strict=True):
+        expand_pairs(pt.bases, pt.stride, pt.unit, pt.line.src, pt.line.dst, pt.line.count,
+                     src, dst, share, off)
+        off += size
+    tag = np.repeat(np.array([pt.coll.tag for pt in parts], np.int16), sizes)
+    if blocks:
+        pieces = [_part_blocks(pt) for pt in parts]
+        shift = np.concatenate(([0], np.cumsum([len(idx) for _, _, idx in pieces])))
+        block_ptr = np.concatenate([ptr[:-1] + k for (_, ptr, _), k in zip(pieces, shift)]
+                                   + [shift[-1:]])
+        traffic = Traffic(src, dst, share, tag, block_ptr,
+                          np.concatenate([idx for _, _, idx in pieces]),
+                          np.concatenate([op for op, _, _ in pieces]))
+    else:
+        traffic = Traffic(src, dst, share, tag)
+    if all(pt.line.red_is_flows for pt in parts):   # share the flows' arrays
+        return traffic, Reduction(traffic.dst, traffic.share, np.full(n, 2, np.int32))
+    red_sizes = [pt.num_red for pt in parts]
+    m = sum(red_sizes)
+    node = np.empty(m, np.int32)
+    red_share = np.empty(m, np.float64)
+    fanin = np.empty(m, np.int32)
+    off = flow_off = 0
+    for pt, size, fsize in zip(parts, red_sizes, sizes, strict=True):
+        if pt.line.red_is_flows:                 # every flow reduced at fan-in 2
+            node[off:off + size] = dst[flow_off:flow_off + fsize]
+            red_share[off:off + size] = share[flow_off:flow_off + fsize]
+            fanin[off:off + size] = 2
+        else:
+            expand_points(pt.bases, pt.stride, pt.unit, pt.line.red_coord, pt.line.red_count,
+                          node, red_share, off)
+            fanin[off:off + size] = np.tile(pt.line.red_fanin.astype(np.int32), len(pt.bases))
+        off += size
+        flow_off += fsize
+    return traffic, Reduction(node, red_share, fanin)
 
 
 def _build_steps(p: int, dims: tuple, variant: str, collectives: list, blocks: bool):
@@ -530,35 +589,13 @@ def _build_steps(p: int, dims: tuple, variant: str, collectives: list, blocks: b
     taus = [[0] * num_dims for _ in collectives]
     fwd = []                                     # per step: (traffic, reduction, symmetric)
     for s in range(len(collectives[0].order)):
-        parts, symmetric, red_is_flows = [], True, True
+        parts, symmetric = [], True
         for coll, tau in zip(collectives, taus):
-            parts.append(_collective_step(coll, s, tau, strides, node_bases, base_coords,
-                                          num_coll, blocks))
-            line = coll.plans[coll.order[s]].steps[tau[coll.order[s]]]
-            symmetric &= line.symmetric
-            red_is_flows &= line.red_is_flows
+            part = _collective_part(coll, s, tau, strides, node_bases, base_coords, num_coll)
+            parts.append(part)
+            symmetric &= part.line.symmetric
             tau[coll.order[s]] += 1
-
-        def cat(key, parts=parts):
-            return np.concatenate([x[key] for x in parts])
-
-        tag = np.repeat(np.array([c.tag for c in collectives], np.int16),
-                        [len(x["src"]) for x in parts])
-        if blocks:
-            sizes = [len(x["idx"]) for x in parts]
-            shift = np.concatenate(([0], np.cumsum(sizes)))
-            block_ptr = np.concatenate([x["ptr"][:-1] + k for x, k in zip(parts, shift)]
-                                       + [shift[-1:]])
-            traffic = Traffic(cat("src"), cat("dst"), cat("share"), tag, block_ptr, cat("idx"),
-                              cat("op"))
-        else:
-            traffic = Traffic(cat("src"), cat("dst"), cat("share"), tag)
-        if red_is_flows:                         # share the flows' arrays
-            red = Reduction(traffic.dst, traffic.share, np.full(traffic.num_flows, 2, np.int32))
-        else:
-            red = Reduction(cat("red_node"), cat("red_share"), np.concatenate(
-                [np.full(len(x["red_node"]), 2, np.int32) if x["red_fanin"] is None
-                 else x["red_fanin"] for x in parts]))
+        traffic, red = _step_traffic(parts, blocks)
         fwd.append((traffic, red, symmetric))
 
     if variant == "latency":
