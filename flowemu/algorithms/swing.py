@@ -123,7 +123,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ConfigError, ScheduleError
-from ..kernels.lines import expand_pairs, expand_points
+from ..kernels.lines import expand_nodes, expand_shares
 from ._blocks import COPY, REDUCE, check_ranks, equal_block_share
 from .base import AlgorithmSpec, Param, Reduction, Schedule, Step, Traffic, register, torus_dims
 
@@ -540,8 +540,9 @@ def _step_traffic(parts: list, blocks: bool) -> tuple[Traffic, Reduction]:
     share = np.empty(n, np.float64)
     off = 0
     for pt, size in zip(parts, sizes, strict=True):
-        expand_pairs(pt.bases, pt.stride, pt.unit, pt.line.src, pt.line.dst, pt.line.count,
-                     src, dst, share, off)
+        expand_nodes(pt.bases, pt.stride, pt.line.src, src, off)
+        expand_nodes(pt.bases, pt.stride, pt.line.dst, dst, off)
+        expand_shares(pt.unit, pt.line.count, share, off)
         off += size
     tag = np.repeat(np.array([pt.coll.tag for pt in parts], np.int16), sizes)
     if blocks:
@@ -568,8 +569,8 @@ def _step_traffic(parts: list, blocks: bool) -> tuple[Traffic, Reduction]:
             red_share[off:off + size] = share[flow_off:flow_off + fsize]
             fanin[off:off + size] = 2
         else:
-            expand_points(pt.bases, pt.stride, pt.unit, pt.line.red_coord, pt.line.red_count,
-                          node, red_share, off)
+            expand_nodes(pt.bases, pt.stride, pt.line.red_coord, node, off)
+            expand_shares(pt.unit, pt.line.red_count, red_share, off)
             fanin[off:off + size] = np.tile(pt.line.red_fanin.astype(np.int32), len(pt.bases))
         off += size
         flow_off += fsize
