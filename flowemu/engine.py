@@ -315,11 +315,16 @@ def _solve_patterns(ctx: _Context, schedule: Schedule, congestion: bool, threads
         return  # step_profile solves them in order
     from concurrent.futures import ThreadPoolExecutor
 
+    # Biggest first (most flows; among equals the later step, since
+    # collectives on tori move farther in later steps), so that no thread is
+    # left with a big pattern at the end while the others idle.
+    items = list(todo.items())
+    order = sorted(range(len(items)), key=lambda i: (-items[i][1][0].num_flows, -i))
     with ThreadPoolExecutor(max_workers=min(threads, len(todo))) as pool:
-        futures = {key: pool.submit(_solve_pattern, ctx, traffic, scale, label, congestion)
-                   for key, (traffic, scale, label) in todo.items()}
-        for key, fut in futures.items():
-            ctx.cache[key] = fut.result()   # re-raises a step's ConfigError/SolverError
+        futures = {items[i][0]: pool.submit(_solve_pattern, ctx, *items[i][1], congestion)
+                   for i in order}
+        for key, _ in items:
+            ctx.cache[key] = futures[key].result()   # re-raises a step's ConfigError/SolverError
 
 
 def default_threads() -> int:
