@@ -85,6 +85,18 @@ def expand_algorithm(algorithm) -> tuple:
     return spec, [opts]
 
 
+def _prepare(topology, algorithm, ecmp, ranks, network, network_params, sizes=None) -> tuple:
+    """The checked inputs of one algorithm run: ``(topology, network, sizes
+    (float64 array, or None), p, spec, candidates)``."""
+    topo = _topology(topology)
+    net = _network(network, network_params)
+    check_ecmp(ecmp)
+    n = None if sizes is None else np.asarray(parse_sizes(sizes), dtype=np.float64)
+    p = _ranks(ranks, topo)
+    spec, candidates = expand_algorithm(algorithm)
+    return topo, net, n, p, spec, candidates
+
+
 def simulate(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "split", seed: int = 0,
              ranks: int | None = None, network: Network | None = None,
              threads: int | None = None, **network_params) -> pd.DataFrame:
@@ -118,12 +130,8 @@ def simulate(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "split", s
         size / time. With an ``auto`` option the fastest variant per size is
         reported in ``variant``.
     """
-    topo = _topology(topology)
-    net = _network(network, network_params)
-    check_ecmp(ecmp)
-    n = np.asarray(parse_sizes(sizes), dtype=np.float64)
-    p = _ranks(ranks, topo)
-    spec, candidates = expand_algorithm(algorithm)
+    topo, net, n, p, spec, candidates = _prepare(topology, algorithm, ecmp, ranks, network,
+                                                 network_params, sizes)
     times, scheds = [], []
     for cand in candidates:
         sched = spec.build(p, topo, False, **cand)
@@ -236,11 +244,8 @@ def congestion(topology, algorithm, *, ecmp: str = "split", seed: int = 0,
     :meth:`flowemu.engine.Profile.congestion_report` for the definitions.
     With an ``auto`` option every variant is reported.
     """
-    topo = _topology(topology)
-    net = _network(network, network_params)
-    check_ecmp(ecmp)
-    p = _ranks(ranks, topo)
-    spec, candidates = expand_algorithm(algorithm)
+    topo, net, _, p, spec, candidates = _prepare(topology, algorithm, ecmp, ranks, network,
+                                                 network_params)
     step_frames, rows = [], []
     for cand in candidates:
         sched = spec.build(p, topo, False, **cand)

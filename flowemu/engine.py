@@ -263,7 +263,7 @@ def step_profile(ctx: _Context, traffic: Traffic, reduction: Reduction, label: s
                            StepCongestion(0, 0.0, 0.0, 0.0) if congestion else None)
     key, scale = _known_key(ctx, traffic)
     hit = ctx.cache.get(key)
-    if hit is None or (congestion and hit[2] is None):
+    if _needs_solve(hit, congestion):
         hit = _solve_pattern(ctx, traffic, scale, label, congestion)
         ctx.cache[key] = hit
     lat, spb, cong = hit
@@ -283,6 +283,11 @@ def _known_key(ctx: _Context, traffic: Traffic) -> tuple[tuple, float]:
         known = pattern_key(traffic)
         ctx.key_of[id(traffic)] = known
     return known
+
+
+def _needs_solve(hit, congestion: bool) -> bool:
+    """Whether a cached pattern (or ``None``) lacks what this profile needs."""
+    return hit is None or (congestion and hit[2] is None)
 
 
 def _solve_pattern(ctx: _Context, traffic: Traffic, scale: float, label: str,
@@ -308,8 +313,7 @@ def _solve_patterns(ctx: _Context, schedule: Schedule, congestion: bool, threads
         if step.traffic.num_flows == 0:
             continue
         key, scale = _known_key(ctx, step.traffic)
-        hit = ctx.cache.get(key)
-        if key not in todo and (hit is None or (congestion and hit[2] is None)):
+        if key not in todo and _needs_solve(ctx.cache.get(key), congestion):
             todo[key] = (step.traffic, scale, step.label)
     if threads <= 1 or len(todo) <= 1:
         return  # step_profile solves them in order
@@ -329,8 +333,8 @@ def _solve_patterns(ctx: _Context, schedule: Schedule, congestion: bool, threads
 
 def default_threads() -> int:
     """Threads :func:`profile` uses for distinct steps: ``FLOWEMU_THREADS``
-    if set, else the cores this process may run on. Sweep workers set it to
-    1 (the sweep already runs one process per core)."""
+    if set, else the cores this process may run on. Sweep pool workers pass
+    ``threads=1`` instead (the pool already runs one process per core)."""
     raw = os.environ.get(THREADS_ENV, "").strip()
     if raw:
         try:

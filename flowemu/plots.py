@@ -26,8 +26,9 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from .errors import ConfigError
-from .results import compare, load, query, scenario_columns
-from .units import format_rate, format_size
+from .network import Network
+from .results import _NETWORK_COLUMNS, compare, load, query, scenario_columns
+from .units import format_rate, format_size, format_time
 
 KINDS = ("goodput", "gain")
 _MARKERS = "os^vD<>phX*"
@@ -70,7 +71,6 @@ def _scenario_title(row: pd.Series, cols: list[str]) -> str:
         elif c == "bandwidth_Bps":
             parts.append(format_rate(v))
         elif c in ("link_latency_s", "hop_latency_s", "alpha_s"):
-            from .units import format_time
             parts.append(f"{c.split('_')[0]} {format_time(v)}")
         elif c in ("topology", "group"):
             parts.append(str(v))
@@ -103,10 +103,9 @@ def _filter(df: pd.DataFrame, group=None, topologies=None, where=None) -> pd.Dat
     return df
 
 
-_BASELINE = {"bandwidth_Bps": 400e9 / 8, "link_latency_s": 100e-9, "hop_latency_s": 300e-9,
-             "alpha_s": 0.0, "gamma_s_per_B": 0.0, "delta_s_per_B": 0.0,
-             "incast_threshold": math.inf, "incast_slope_s_per_B": 0.0, "ecmp": "split",
-             "seed": 0}
+#: flowemu's defaults (the Swing paper's network), in dataset columns
+_BASELINE = {**{col: float(getattr(Network(), f)) for f, col in _NETWORK_COLUMNS.items()},
+             "ecmp": "split", "seed": 0}
 
 
 def _limit_scenarios(df: pd.DataFrame, limit: int) -> tuple[pd.DataFrame, str]:
@@ -115,8 +114,9 @@ def _limit_scenarios(df: pd.DataFrame, limit: int) -> tuple[pd.DataFrame, str]:
     ``limit`` scenarios remain. Returns the rows and a note on what was fixed."""
     fixed = []
     while True:
-        cols = [c for c in scenario_columns(df) if c not in ("group", "topology", "nodes")]
-        if len(df[scenario_columns(df)].drop_duplicates()) <= limit or not cols:
+        scenario = scenario_columns(df)
+        cols = [c for c in scenario if c not in ("group", "topology", "nodes")]
+        if len(df[scenario].drop_duplicates()) <= limit or not cols:
             break
         col = max(cols, key=lambda c: df[c].nunique())
         values = sorted(df[col].unique())

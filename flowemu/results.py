@@ -57,28 +57,29 @@ _NETWORK_COLUMNS = {"bandwidth": "bandwidth_Bps", "link_latency": "link_latency_
 
 # ------------------------------------------------------------------ rows
 
+def _sweep_fields(cfg) -> dict:
+    """The sweep columns of one configuration (in front of its result rows)."""
+    return {"sweep": cfg.sweep, "group": cfg.group, "config_key": cfg.key,
+            "config_hash": cfg.hash, "label": cfg.label, "algorithm_spec": cfg.algorithm,
+            "sizes_spec": cfg.sizes_text}
+
+
 def add_config_columns(frames: list[pd.DataFrame], configs: list) -> pd.DataFrame:
     """Concatenate :func:`flowemu.simulate` frames, one per configuration, and
     put the sweep columns of each configuration in front (built once per batch:
     per-frame pandas construction would cost more than the simulation)."""
     counts = np.array([len(f) for f in frames])
     body = pd.concat(frames, ignore_index=True)
-    front = {
-        "sweep": [c.sweep for c in configs], "group": [c.group for c in configs],
-        "config_key": [c.key for c in configs], "config_hash": [c.hash for c in configs],
-        "label": [c.label for c in configs], "algorithm_spec": [c.algorithm for c in configs],
-        "sizes_spec": [c.sizes_text for c in configs]}
-    head = pd.DataFrame({k: np.repeat(np.array(v, dtype=object), counts)
-                         for k, v in front.items()})
+    fields = [_sweep_fields(c) for c in configs]
+    head = pd.DataFrame({k: np.repeat(np.array([f[k] for f in fields], dtype=object), counts)
+                         for k in fields[0]})
     return pd.concat([head, body], axis=1)
 
 
 def error_row(cfg, error_type: str, message: str, internal: bool) -> dict:
     """One row of the errors table: the configuration's fields and the message."""
     from . import __version__
-    row = {"sweep": cfg.sweep, "group": cfg.group, "config_key": cfg.key,
-           "config_hash": cfg.hash, "label": cfg.label, "algorithm_spec": cfg.algorithm,
-           "sizes_spec": cfg.sizes_text, "topology": cfg.topology, "ranks": cfg.ranks,
+    row = {**_sweep_fields(cfg), "topology": cfg.topology, "ranks": cfg.ranks,
            "ecmp": cfg.ecmp, "seed": cfg.seed}
     row.update({col: float(getattr(cfg, f)) for f, col in _NETWORK_COLUMNS.items()})
     row.update(error_type=error_type, error=message, internal=bool(internal),

@@ -55,7 +55,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from .errors import ConfigError, FlowEmuError
-from .network import Network
+from .network import _TIME_FIELDS, Network
 from .units import format_size, parse_rate, parse_sizes, parse_time
 
 #: grid fields (a list expands as a cartesian product)
@@ -63,8 +63,7 @@ GRID_FIELDS = ("topology", "algorithm", "ranks", "bandwidth", "link_latency", "h
                "alpha", "gamma", "delta", "incast_threshold", "incast_slope", "ecmp", "seed")
 #: every configuration field a sweep file may set
 FIELDS = GRID_FIELDS[:3] + ("sizes",) + GRID_FIELDS[3:]
-NETWORK_FIELDS = ("bandwidth", "link_latency", "hop_latency", "alpha", "gamma", "delta",
-                  "incast_threshold", "incast_slope")
+NETWORK_FIELDS = Network.field_names()
 GROUP_KEYS = FIELDS + ("where", "exclude", "description")
 TOP_KEYS = GROUP_KEYS + ("groups",)
 REQUIRED = ("topology", "algorithm")
@@ -299,7 +298,7 @@ def _parse_algorithm_value(raw, loc: str, probs: _Problems) -> list[_Alg]:
     return []
 
 
-def _parse_scalar(name: str, raw, loc: str, probs: _Problems):
+def _parse_scalar(name: str, raw):
     """Canonical value of one grid-field element, or raise ConfigError."""
     if name == "topology":
         if not isinstance(raw, str):
@@ -316,7 +315,7 @@ def _parse_scalar(name: str, raw, loc: str, probs: _Problems):
         if isinstance(raw, (list, dict)):
             raise ConfigError(f"expected a rate such as \"400Gb/s\", got {_type_name(raw)}")
         return _canon_float(parse_rate(raw, name))
-    if name in ("link_latency", "hop_latency", "alpha", "gamma", "delta", "incast_slope"):
+    if name in _TIME_FIELDS:
         if isinstance(raw, (list, dict)):
             raise ConfigError(f"expected a time such as \"100ns\", got {_type_name(raw)}")
         return _canon_float(parse_time(raw, name))
@@ -361,7 +360,7 @@ def _parse_field(name: str, raw, loc: str, probs: _Problems) -> list | None:
             out.extend(vals)
             continue
         try:
-            out.append(_parse_scalar(name, item, iloc, probs))
+            out.append(_parse_scalar(name, item))
         except ConfigError as exc:
             probs.add(iloc, _strip_field(str(exc), name))
             ok = False
@@ -463,7 +462,7 @@ class _Exclude:
 
 
 def _parse_exclude(entry, loc: str, probs: _Problems) -> _Exclude | None:
-    from .algorithms import get_algorithm, parse_algorithm_spec
+    from .algorithms import parse_algorithm_spec
     if not isinstance(entry, dict):
         probs.add(loc, f"expected a table of field = value(s), got {_type_name(entry)}")
         return None
@@ -495,7 +494,7 @@ def _parse_exclude(entry, loc: str, probs: _Problems) -> _Exclude | None:
                     continue
                 try:
                     name, opts = parse_algorithm_spec(item)
-                    parsed = get_algorithm(name).parse_options(opts)
+                    parsed = dict(_algorithm(name, opts).options)
                     vals.append((name, {o: parsed[o] for o in opts}))
                 except ConfigError as exc:
                     probs.add(iloc, _strip_field(str(exc), "algorithm"))

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..errors import ConfigError, ScheduleError
 
 #: flow operation on block-level traffic: the receiver adds the data into its own
 REDUCE = 0
@@ -221,6 +221,15 @@ class AlgorithmSpec:
             out[k] = known[k].parse(self.name, v)
         return out
 
+    def require_concrete(self, options: dict) -> None:
+        """Raise ``ScheduleError`` when the auto option is still ``"auto"``:
+        builders take a concrete choice, the engine expands ``auto``."""
+        if self.auto_param and options.get(self.auto_param) == "auto":
+            raise ScheduleError(
+                f"algorithm {self.name}: {self.auto_param}='auto' is expanded by the engine "
+                f"(it times {', '.join(self.auto_choices())} and keeps the faster per size); "
+                f"the builder needs a concrete {self.auto_param}")
+
     def auto_choices(self) -> tuple:
         if self.auto_param is None:
             return ()
@@ -245,6 +254,18 @@ def get_algorithm(name: str) -> AlgorithmSpec:
         raise ConfigError(
             f"algorithm: unknown name {name!r}; known: {', '.join(sorted(_REGISTRY))}"
         ) from None
+
+
+def convert_ports(raw):
+    """``"max"`` or a port count given as int or text (``Param.convert``;
+    raises ValueError/TypeError on anything else, the choices are checked by
+    :class:`Param`)."""
+    if isinstance(raw, str):
+        text = raw.strip().lower()
+        return "max" if text == "max" else int(text)
+    if isinstance(raw, (bool, np.bool_)) or not isinstance(raw, (int, np.integer)):
+        raise TypeError(raw)
+    return int(raw)
 
 
 def torus_dims(topology, p: int) -> tuple[int, ...]:

@@ -55,8 +55,17 @@ import math
 import numpy as np
 
 from ._blocks import COPY, REDUCE, check_ranks, equal_block_share, make_traffic
-from .base import AlgorithmSpec, Param, Reduction, Schedule, Step, Traffic, register, torus_dims
-from .ring import convert_ports
+from .base import (
+    AlgorithmSpec,
+    Param,
+    Reduction,
+    Schedule,
+    Step,
+    Traffic,
+    convert_ports,
+    register,
+    torus_dims,
+)
 
 NAME = "bucket"
 PORT_CHOICES = ("max", 1)

@@ -93,7 +93,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ConfigError, ScheduleError
+from ..errors import ConfigError
 from ._blocks import (
     COPY,
     REDUCE,
@@ -208,11 +208,7 @@ def build(p: int, topology=None, blocks: bool = False, **options) -> Schedule:
     opts = SPEC.parse_options(options)
     variant = opts["variant"]
     p = check_ranks(NAME, p)
-    if variant == "auto":
-        raise ScheduleError(
-            f"algorithm {NAME}: variant='auto' is expanded by the engine (it times "
-            f"{', '.join(SPEC.auto_choices())} and keeps the faster per size); the builder "
-            f"needs a concrete variant")
+    SPEC.require_concrete(opts)
     layout, dims = resolve_layout(p, topology, opts["layout"])
     p_eff = largest_power_of_two(p)
     fields = bit_fields(layout, dims, p_eff)
@@ -255,17 +251,15 @@ def _fold_step(p: int, p_eff: int, num_blocks: int, blocks: bool, post: bool) ->
 
 
 def _step_flows(p_eff: int, fields, collectives, s: int):
-    """``src, dst, tag`` of step ``s`` (all collectives), and each collective's
-    rank bit ``b_s``."""
+    """``src, dst, tag`` of step ``s`` (all collectives)."""
     ranks = np.arange(p_eff, dtype=np.int64)
-    dst, bits = [], []
+    dst = []
     for seq, mirrored in collectives:
         f, level = seq[s]
         dst.append(peers(ranks, fields[f], level, mirrored))
-        bits.append(fields[f][0] + level)
     num = len(collectives)
     return (np.tile(ranks, num), np.concatenate(dst),
-            np.repeat(np.arange(num, dtype=np.int16), p_eff), bits)
+            np.repeat(np.arange(num, dtype=np.int16), p_eff))
 
 
 def _latency_steps(p_eff: int, fields, collectives, blocks: bool) -> list[Step]:
@@ -274,7 +268,7 @@ def _latency_steps(p_eff: int, fields, collectives, blocks: bool) -> list[Step]:
     blocks2d = np.repeat(np.arange(num, dtype=np.int32), p_eff)[:, None] if blocks else None
     steps = []
     for s in range(p_eff.bit_length() - 1):
-        src, dst, tag, _ = _step_flows(p_eff, fields, collectives, s)
+        src, dst, tag = _step_flows(p_eff, fields, collectives, s)
         traffic = make_traffic(src, dst, share, tag, blocks2d, REDUCE)
         steps.append(Step(traffic, reduce_step_reduction(traffic, True), f"x{s}"))
     return steps
@@ -290,7 +284,7 @@ def _bandwidth_steps(p_eff: int, fields, collectives, blocks: bool) -> list[Step
     orders = [[fields[f][0] + k for f, k in seq] for seq, _ in collectives]
     rs, ag = [], []
     for s in range(levels):
-        src, dst, tag, _ = _step_flows(p_eff, fields, collectives, s)
+        src, dst, tag = _step_flows(p_eff, fields, collectives, s)
         per_flow = p_eff >> (s + 1)                 # p'/2^(s+1) blocks
         share = np.full(num * p_eff, per_flow / (p_eff * num))
         if blocks:

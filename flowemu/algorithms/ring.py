@@ -53,23 +53,20 @@ from ._blocks import (
     make_traffic,
     reduce_step_reduction,
 )
-from .base import AlgorithmSpec, Param, Reduction, Schedule, Step, register, torus_dims
+from .base import (
+    AlgorithmSpec,
+    Param,
+    Reduction,
+    Schedule,
+    Step,
+    convert_ports,
+    register,
+    torus_dims,
+)
 from .hamiltonian import disjoint_cycles, disjoint_cycles_support, snake_cycle
 
 NAME = "ring"
 PORT_CHOICES = ("max", 1, 2, 4)
-
-
-def convert_ports(raw):
-    """``"max"`` or a port count given as int or text (``Param.convert``;
-    raises ValueError/TypeError on anything else, the choices are checked by
-    :class:`~.base.Param`)."""
-    if isinstance(raw, str):
-        text = raw.strip().lower()
-        return "max" if text == "max" else int(text)
-    if isinstance(raw, (bool, np.bool_)) or not isinstance(raw, (int, np.integer)):
-        raise TypeError(raw)
-    return int(raw)
 
 
 def ring_orders(p: int, topology, ports) -> tuple[int, str, list[tuple[np.ndarray, int]]]:

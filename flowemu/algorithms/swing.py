@@ -117,15 +117,24 @@ same flows).
 from __future__ import annotations
 
 import math
-import operator
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ConfigError, ScheduleError
+from ..errors import ConfigError
 from ..kernels.lines import expand_nodes, expand_shares
 from ._blocks import COPY, REDUCE, check_ranks, equal_block_share
-from .base import AlgorithmSpec, Param, Reduction, Schedule, Step, Traffic, register, torus_dims
+from .base import (
+    AlgorithmSpec,
+    Param,
+    Reduction,
+    Schedule,
+    Step,
+    Traffic,
+    convert_ports,
+    register,
+    torus_dims,
+)
 
 NAME = "swing"
 VARIANTS = ("auto", "latency", "bandwidth")
@@ -577,11 +586,11 @@ def _step_traffic(parts: list, blocks: bool) -> tuple[Traffic, Reduction]:
     return traffic, Reduction(node, red_share, fanin)
 
 
-def _build_steps(p: int, dims: tuple, variant: str, collectives: list, blocks: bool):
+def _build_steps(p: int, dims: tuple, strides: list, variant: str, collectives: list,
+                 blocks: bool):
     """Reduce-scatter (bandwidth) or allreduce (latency) steps of all
     collectives in lock-step, then the reversed allgather for bandwidth."""
     num_dims = len(dims)
-    strides = np.array([math.prod(dims[i + 1:]) for i in range(num_dims)], np.int64)
     grid = np.arange(p, dtype=np.int32).reshape(dims)
     node_bases = [np.take(grid, 0, axis=w).ravel() for w in range(num_dims)]
     base_coords = [np.stack(np.unravel_index(b, dims), axis=-1).astype(np.int64)
@@ -617,15 +626,6 @@ def _build_steps(p: int, dims: tuple, variant: str, collectives: list, blocks: b
 
 # --------------------------------------------------------------------------- builder
 
-def _parse_ports(value):
-    if isinstance(value, str):
-        text = value.strip().lower()
-        return "max" if text == "max" else int(text)
-    if isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"ports={value!r} is a bool")
-    return operator.index(value)
-
-
 def build(p: int, topology=None, blocks: bool = False, **options) -> Schedule:
     """Swing allreduce on ``p`` ranks (§3, §4, Appendix A).
 
@@ -656,11 +656,7 @@ def build(p: int, topology=None, blocks: bool = False, **options) -> Schedule:
     opts = SPEC.parse_options(options)
     variant, ports = opts["variant"], opts["ports"]
     p = check_ranks(NAME, p)
-    if variant == "auto":
-        raise ScheduleError(
-            f"algorithm {NAME}: variant='auto' is expanded by the engine (it times "
-            f"{', '.join(SPEC.auto_choices())} and keeps the faster per size); the builder "
-            f"needs a concrete variant")
+    SPEC.require_concrete(opts)
     dims = torus_dims(topology, p)
     shape = "x".join(map(str, dims))
     if math.prod(dims) != p:
@@ -694,7 +690,7 @@ def build(p: int, topology=None, blocks: bool = False, **options) -> Schedule:
                         for i in range(num_dims)]
         collectives.append(_Collective(tag, p if bandwidth else 1, order, plans, labels,
                                        held_csr))
-    steps = _build_steps(p, dims, variant, collectives, blocks)
+    steps = _build_steps(p, dims, strides, variant, collectives, blocks)
     num_coll = len(collectives)
     num_blocks = num_coll * (p if bandwidth else 1)
     info = {"dims": dims, "ports": ports, "collectives": num_coll,
@@ -714,7 +710,7 @@ SPEC = register(AlgorithmSpec(
               "auto: the faster per size"),
         Param("ports", str, "max", PORTS,
               "max: 2D concurrent collectives (D plain, D mirrored) on 1/(2D) of the vector "
-              "each (§4.1); 1: a single plain collective", convert=_parse_ports),
+              "each (§4.1); 1: a single plain collective", convert=convert_ports),
     ),
     doc="Swing allreduce: peers at distance δ(s) ≤ 2^s swinging left and right (eq. 2), one "
         "torus dimension per step, 2D plain/mirrored collectives for multiport; any node "

@@ -1,17 +1,26 @@
-"""Order-independent fingerprint of a traffic pattern (numba)."""
+"""64-bit mixing (numba): the splitmix64 finaliser, and an order-independent
+fingerprint of a traffic pattern built on it."""
 
 import numpy as np
 
 from .jit import njit
 
+#: splitmix64's increment (the golden ratio in 64 bits)
+GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
 
 @njit
-def _mix(x):
-    # splitmix64 finaliser (uint64 arithmetic wraps)
-    x = x + np.uint64(0x9E3779B97F4A7C15)
+def mix64(x):
+    """splitmix64 finaliser: a cheap, well-mixed 64-bit hash step (uint64
+    arithmetic wraps)."""
     x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
     x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
     return x ^ (x >> np.uint64(31))
+
+
+@njit
+def _mix(x):
+    return mix64(x + GOLDEN)
 
 
 @njit

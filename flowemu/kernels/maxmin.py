@@ -40,7 +40,7 @@ Two exact solving paths: pass-based filling (one pass per distinct level over
 the resources still in play, each freeze updating the residual and weight of
 the flow's resources) for the first ``PASS_LIMIT`` levels, then a lazy
 min-heap of resource levels over a resource -> flows transposed CSR (built
-once per solve, the first time it is needed). Heap keys are lower bounds: a
+the first time a kernel call needs it, then kept for its later events). Heap keys are lower bounds: a
 resource's level only rises as flows freeze (when ``C >= lambda * W`` and a
 flow of fraction ``a`` freezes at ``lambda``, ``(C - lambda a) / (W - a) >=
 C / W``), so a popped key that is no longer the resource's level is re-keyed
@@ -48,9 +48,9 @@ instead of every update being pushed; resources whose flows all froze
 elsewhere are dropped in bulk once they are half the heap. When a pass
 freezes every flow left (a symmetric workload has a single level) the entry
 updates are skipped and the loads are brought up to date only if a later
-event needs them. Once a solve
-has needed the heap, the re-solves after events start on it directly: a
-workload with many levels keeps them, and each pass sweeps every resource.
+event needs them. A re-solve after an event starts on the heap directly when
+the previous solve needed it (a workload with many levels keeps them, and
+each pass sweeps every resource); after a solve that did not, passes again.
 
 The heap is 4-ary; what every entry update touches of a resource is one
 32-byte row (the rest lives in other arrays), and resources are addressed
@@ -70,9 +70,9 @@ rate, and ingress capacities only change (grow) on resources that finished
 flows cross. The others keep their rates exactly and the re-solve runs on the
 residual capacities over the resources the re-solved flows touch; loads are
 kept per resource. The cost of an event is O(entries of the re-solved flows +
-resources they touch), not O(E); it is not small when the re-solved flows are
-many (a random permutation on a torus re-solves ~20% of the active flows per
-event, and most of them do change rate).
+resources they touch + active flows), not O(E); it is not small when the
+re-solved flows are many (a random permutation on a torus re-solves ~20% of
+the active flows per event, and most of them do change rate).
 
 Layers
 ------
@@ -101,8 +101,8 @@ STATUS_ITER_LIMIT = 3
 """The event or pass count exceeded its safety bound."""
 STATUS_BAD_INPUT = 4
 """A kernel got structurally invalid arrays (index out of range, fraction not
-in (0, 1], negative capacity or bytes). The checking layer raises
-``ValueError`` before a kernel can see such input."""
+in (0, 1], negative capacity or bytes). The kernel's first pass finds them;
+the checking layer then raises ``ValueError`` naming the entry."""
 
 STATUS_NAMES = {
     STATUS_OK: "ok",
@@ -241,6 +241,13 @@ def _sift_down(heap_key, heap_res, size, pos):
         pos = child
     heap_key[pos] = key
     heap_res[pos] = item
+
+
+@njit(**_NUMPY_ERRORS)
+def _heapify(heap_key, heap_res, size):
+    """Make ``heap_key[:size]`` (with ``heap_res``) a 4-ary min-heap."""
+    for pos in range((size - 2) // 4, -1, -1):
+        _sift_down(heap_key, heap_res, size, pos)
 
 
 @njit(**_NUMPY_ERRORS)
@@ -500,8 +507,7 @@ def _fill(flow_ptr, res, frac, res_ptr, res_flow, res_frac, have_tr, sub, n_sub,
             heap_key[size] = _level(state, r)
             heap_res[size] = r
             size += 1
-    for pos in range((size - 2) // 4, -1, -1):
-        _sift_down(heap_key, heap_res, size, pos)
+    _heapify(heap_key, heap_res, size)
 
     guard = 0
     guard_limit = 2 * (n_entries + n_touched) + 1024  # re-keys <= updates
@@ -524,8 +530,7 @@ def _fill(flow_ptr, res, frac, res_ptr, res_flow, res_frac, have_tr, sub, n_sub,
                     heap_res[m] = r
                     m += 1
             size = m
-            for pos in range((size - 2) // 4, -1, -1):
-                _sift_down(heap_key, heap_res, size, pos)
+            _heapify(heap_key, heap_res, size)
             dead = 0
             continue
         r = heap_res[0]
@@ -783,15 +788,8 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
     remaining = flow_bytes.copy()
     t_fin = np.empty(max(n_flows, 0), dtype=np.float64)
     flow_mark = np.zeros(max(n_flows, 0), dtype=np.int64)
-    is_active = np.zeros(max(n_flows, 0), dtype=np.bool_)
-    for i in range(n_act):
-        is_active[act[i]] = True
     sub = np.empty(max(n_flows, 0), dtype=np.int32)
     done = np.empty(max(n_flows, 0), dtype=np.int32)
-    # flows whose load the last fill left out of _LOAD (frozen by a last pass
-    # that skipped the entries): added when a later fill does not re-solve them
-    pending = np.empty(max(n_flows, 0), dtype=np.int32)
-    n_pending = 0
     touched = np.empty(n_res, dtype=np.int32)
     heap_key = np.empty(n_res, dtype=np.float64)
     heap_res = np.empty(n_res, dtype=np.int32)
@@ -806,22 +804,18 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
         mark += 1
         if mark > n_flows + 2:
             return rate0, finish, STATUS_ITER_LIMIT
-        # --- re-solve the flows whose rate may change
+        # --- re-solve the flows whose rate may change, and the flows a last
+        # pass left out of _LOAD (applied 0): they sit at the highest level,
+        # so they are at or above lam0 anyway; listing them keeps _LOAD exact
+        # without relying on it
         keep_below = lam0 - lam0 * KEEP_TOL
         n_sub = 0
         for i in range(n_act):
             f = act[i]
-            if rates[f] >= keep_below:
+            if rates[f] >= keep_below or applied[f] != rates[f]:
                 sub[n_sub] = f
                 n_sub += 1
                 flow_mark[f] = mark
-        for i in range(n_pending):
-            f = pending[i]
-            if is_active[f] and flow_mark[f] != mark and applied[f] != rates[f]:
-                x = rates[f] - applied[f]
-                for e in range(flow_ptr[f], flow_ptr[f + 1]):
-                    cold[res[e], _LOAD] += frac[e] * x
-                applied[f] = rates[f]
         status, tr, heap = _solve(flow_ptr, res, frac, tr, sub, n_sub, applied, rates, state,
                                   w_ref, cold, flow_mark, mark, touched, heap_key, heap_res,
                                   batch, max_passes)
@@ -830,12 +824,6 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
         max_passes = 0 if heap else PASS_LIMIT
         if status != STATUS_OK:
             return rate0, finish, status
-        n_pending = 0
-        for i in range(n_sub):
-            f = sub[i]
-            if flow_mark[f] == _FROZEN_UNLOADED:
-                pending[n_pending] = f
-                n_pending += 1
         if mark == 1:
             for i in range(n_act):
                 rate0[act[i]] = rates[act[i]]
@@ -869,7 +857,6 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
             if t_fin[f] <= thr:
                 finish[f] = t_next
                 remaining[f] = 0.0
-                is_active[f] = False
                 lam0 = min(lam0, x)
                 done[n_done] = f
                 n_done += 1

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .hashing import GOLDEN, mix64
 from .jit import njit
 
 #: kernel status codes
@@ -58,7 +59,6 @@ STATUS_BAD_NODE = 1
 #: predicted (an internal inconsistency, never expected)
 STATUS_COUNT_MISMATCH = 2
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
 @njit(inline="always")
@@ -80,14 +80,6 @@ def _dim_route(cs, ct, d, wrap):
 
 
 @njit
-def _mix64(x):
-    """splitmix64 finaliser: a cheap, well-mixed 64-bit hash step."""
-    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return x ^ (x >> np.uint64(31))
-
-
-@njit
 def hop_hash(seed, src, dst, hop):
     """Hash of ``(seed, src, dst, hop)`` used by ``ecmp="hash"`` (uint64).
 
@@ -96,10 +88,10 @@ def hop_hash(seed, src, dst, hop):
     seed : uint64
     src, dst, hop : int64
     """
-    h = _mix64(seed + _GOLDEN)
-    h = _mix64(h ^ np.uint64(src))
-    h = _mix64(h ^ np.uint64(dst) ^ _GOLDEN)
-    return _mix64(h ^ np.uint64(hop))
+    h = mix64(seed + GOLDEN)
+    h = mix64(h ^ np.uint64(src))
+    h = mix64(h ^ np.uint64(dst) ^ GOLDEN)
+    return mix64(h ^ np.uint64(hop))
 
 
 @njit

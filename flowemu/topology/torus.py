@@ -168,7 +168,7 @@ class Torus(Topology):
         int64[*S, D]
         """
         nodes = self._check_nodes(nodes, "nodes", ConfigError)
-        return np.stack(np.unravel_index(nodes, self.dims), axis=-1).astype(np.int64)
+        return self._coords[nodes].astype(np.int64)
 
     def node_of(self, coords) -> np.ndarray:
         """Node ids of coordinates (inverse of :meth:`coords`).
@@ -228,11 +228,10 @@ class Torus(Topology):
             (mesh) for the coordinate offset ``o``.
         """
         src, dst = self._check_flows(src, dst)
-        total = np.zeros(len(src), dtype=np.int64)
-        for d, stride in zip(self.dims, self.strides.tolist(), strict=True):
-            o = np.abs((dst // stride) % d - (src // stride) % d)
-            total += np.minimum(o, d - o) if self.wrap else o
-        return total
+        o = np.abs(self._coords[dst].astype(np.int64) - self._coords[src])
+        if self.wrap:
+            o = np.minimum(o, np.asarray(self.dims, dtype=np.int64) - o)
+        return o.sum(axis=-1)
 
     def describe(self) -> dict:
         """Plain-data description: family, dims, wrap, nodes, links (existing)."""
