@@ -68,11 +68,14 @@ re-solved: progressive filling below ``lambda0`` is unchanged, because every
 resource a finished flow crosses saturates at a level at least the flow's
 rate, and ingress capacities only change (grow) on resources that finished
 flows cross. The others keep their rates exactly and the re-solve runs on the
-residual capacities over the resources the re-solved flows touch; loads are
-kept per resource. The cost of an event is O(entries of the re-solved flows +
-resources they touch + active flows), not O(E); it is not small when the
-re-solved flows are many (a random permutation on a torus re-solves ~20% of
-the active flows per event, and most of them do change rate).
+residual capacities over the resources the re-solved flows touch (each
+resource keeps its residual capacity between events). The cost of an event is
+O(entries of the re-solved flows + resources they touch + active flows), not
+O(E); it is not small when the re-solved flows are many. A random permutation
+on torus:64x64 re-solves 680 flows per event on average (of ~2,000 active);
+with ECMP split routes (~570 entries a flow) ~80% of them change rate, with
+one hashed path per flow (~32 entries) only ~23% do (median: 7 of 292), so
+there a re-solve restricted to the flows a finish can reach would pay.
 
 Layers
 ------
@@ -265,14 +268,17 @@ def _heap_pop(heap_key, heap_res, size):
 # float64[R, 4] holds what every entry update reads and writes, one 32-byte
 # row per resource (the rows of the resources a solve touches then mostly fit
 # in L2); ``w_ref`` float64[R] the weight at its last exact summation (read
-# by every freeze); ``cold`` float64[R, 4] what is used per resource only.
-_RESID = 0  # capacity left for the unfrozen flows (during a fill)
+# by every freeze); ``cold`` float64[R, 2] what is used per resource only.
+# Outside a fill _RESID is the capacity minus the load of the active flows,
+# each at its applied rate; a fill's set-up takes its flows' loads out (so it
+# needs no branch on whether a resource was seen before), and each freeze puts
+# a flow's load back at its new rate.
+_RESID = 0  # capacity left (during a fill: for the unfrozen flows)
 _W_HI = 1   # unfrozen weight W = hi + lo, kept with error-free two-sum
 _W_LO = 2   # updates: when big fractions leave, tiny ECMP ones keep their digits
 _COUNT = 3  # unfrozen flows crossing the resource
 _LEVEL = 0  # (cold) level computed in the current pass (-inf: saturated in it)
-_LOAD = 1   # (cold) load of the active flows, each at its applied rate
-_CAP = 2    # (cold) capacity
+_CAP = 1    # (cold) capacity
 # Outside a fill W_HI = W_LO = COUNT = 0 for every resource.
 
 _NEED_TRANSPOSE = -1  # internal: the fill needs the resource -> flows CSR
@@ -283,9 +289,11 @@ _FROZEN_UNLOADED = -2  # flow_mark of a flow frozen in a last pass that skipped 
 @njit(**_NUMPY_ERRORS)
 def _gather(flow_ptr, res, frac, sub, n_sub, applied, state, w_ref, cold, touched):
     """Set up a fill of the flows ``sub[:n_sub]``: list the resources they
-    touch in ``touched``, sum their weights and counts, and set the residual
-    capacity (capacity - load of the other flows; the flows of ``sub`` are in
-    ``_LOAD`` at their ``applied`` rates). Returns ``(n_touched, n_entries)``."""
+    touch in ``touched``, sum their weights and counts, and take their loads
+    (at their ``applied`` rates) out of the residual capacity, which then is
+    the capacity minus the load of the other flows. Branch-free per entry: a
+    resource is appended to ``touched`` every time and kept only the first
+    time (when its count was 0). Returns ``(n_touched, n_entries)``."""
     n_touched = 0
     n_entries = 0
     for i in range(n_sub):
@@ -296,18 +304,15 @@ def _gather(flow_ptr, res, frac, sub, n_sub, applied, state, w_ref, cold, touche
             r = res[e]
             a = frac[e]
             c = state[r, _COUNT]
-            if c == 0.0:
-                touched[n_touched] = r
-                n_touched += 1
-                state[r, _RESID] = cold[r, _CAP] - cold[r, _LOAD]
+            touched[n_touched] = r
+            n_touched += c == 0.0
             state[r, _COUNT] = c + 1.0
             hi = state[r, _W_HI]
             s = hi + a
             z = s - hi
             state[r, _W_LO] += (hi - (s - z)) + (a - z)
             state[r, _W_HI] = s
-            if x != 0.0:  # (0 on the first solve)
-                state[r, _RESID] += a * x
+            state[r, _RESID] += a * x
     for i in range(n_touched):
         r = touched[i]
         w_ref[r] = state[r, _W_HI] + state[r, _W_LO]
@@ -587,7 +592,7 @@ def _solve(flow_ptr, res, frac, tr, sub, n_sub, applied, rates, state, w_ref, co
            mark, touched, heap_key, heap_res, batch, max_passes):
     """Gather and fill ``sub[:n_sub]`` (marked ``mark``), building the
     transpose ``tr = (res_ptr, res_flow, res_frac, built)`` the first time
-    it is needed. Afterwards ``_LOAD`` counts each flow of ``sub`` at its
+    it is needed. Afterwards ``_RESID`` counts each flow of ``sub`` at its
     ``applied`` rate: its new rate, or 0 for the flows frozen in a last pass
     that skipped the entries (``flow_mark == _FROZEN_UNLOADED``). Returns
     ``(status, tr, whether the heap was used)``."""
@@ -605,7 +610,6 @@ def _solve(flow_ptr, res, frac, tr, sub, n_sub, applied, rates, state, w_ref, co
                              flow_mark, mark, heap_key, heap_res, batch, rates, max_passes)
     for i in range(n_touched):
         r = touched[i]
-        cold[r, _LOAD] = cold[r, _CAP] - state[r, _RESID]
         # a last pass that skipped the entries left these set
         state[r, _W_HI] = 0.0
         state[r, _W_LO] = 0.0
@@ -668,8 +672,9 @@ def maxmin_rates_kernel(flow_ptr, res, frac, capacity, active):
                 flow_mark[f] = 1
     state = np.zeros((n_res, 4), dtype=np.float64)
     w_ref = np.zeros(n_res, dtype=np.float64)
-    cold = np.zeros((n_res, 4), dtype=np.float64)
+    cold = np.zeros((n_res, 2), dtype=np.float64)
     cold[:, _CAP] = capacity
+    state[:, _RESID] = capacity
     touched = np.empty(n_res, dtype=np.int32)
     heap_key = np.empty(n_res, dtype=np.float64)
     heap_res = np.empty(n_res, dtype=np.int32)
@@ -769,7 +774,7 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
 
     state = np.zeros((n_res, 4), dtype=np.float64)
     w_ref = np.zeros(n_res, dtype=np.float64)
-    cold = np.zeros((n_res, 4), dtype=np.float64)
+    cold = np.zeros((n_res, 2), dtype=np.float64)
     cold[:, _CAP] = capacity
     fan_in = np.zeros(n_res, dtype=np.int64)
     if incast:
@@ -781,9 +786,10 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
         for r in range(n_plain, n_res):
             if fan_in[r] > 0:  # (padding rows have none)
                 cold[r, _CAP] = _ingress_capacity(capacity[r], fan_in[r], w_t, eps)
+    state[:, _RESID] = cold[:, _CAP]
 
     rates = np.zeros(max(n_flows, 0), dtype=np.float64)
-    # rate at which each flow is counted in _LOAD (0 until it is)
+    # rate at which each flow is counted in _RESID (0 until it is)
     applied = np.zeros(max(n_flows, 0), dtype=np.float64)
     remaining = flow_bytes.copy()
     t_fin = np.empty(max(n_flows, 0), dtype=np.float64)
@@ -805,8 +811,8 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
         if mark > n_flows + 2:
             return rate0, finish, STATUS_ITER_LIMIT
         # --- re-solve the flows whose rate may change, and the flows a last
-        # pass left out of _LOAD (applied 0): they sit at the highest level,
-        # so they are at or above lam0 anyway; listing them keeps _LOAD exact
+        # pass left out of _RESID (applied 0): they sit at the highest level,
+        # so they are at or above lam0 anyway; listing them keeps _RESID exact
         # without relying on it
         keep_below = lam0 - lam0 * KEEP_TOL
         n_sub = 0
@@ -877,11 +883,12 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
             x = applied[f]
             for e in range(flow_ptr[f], flow_ptr[f + 1]):
                 r = res[e]
-                if x != 0.0:
-                    cold[r, _LOAD] -= frac[e] * x
+                state[r, _RESID] += frac[e] * x
                 if incast and r >= n_plain:
                     fan_in[r] -= 1
-                    cold[r, _CAP] = _ingress_capacity(capacity[r], fan_in[r], w_t, eps)
+                    new_cap = _ingress_capacity(capacity[r], fan_in[r], w_t, eps)
+                    state[r, _RESID] += new_cap - cold[r, _CAP]
+                    cold[r, _CAP] = new_cap
     return rate0, finish, STATUS_OK
 
 
