@@ -40,10 +40,10 @@ Two exact solving paths: pass-based filling (one pass per distinct level over
 the resources still in play, each freeze updating the residual and weight of
 the flow's resources) for the first ``PASS_LIMIT`` levels, then a lazy
 min-heap of resource levels over a resource -> flows transposed CSR (built
-the first time a kernel call needs it, then kept for its later events). Heap keys are lower bounds: a
-resource's level only rises as flows freeze (when ``C >= lambda * W`` and a
-flow of fraction ``a`` freezes at ``lambda``, ``(C - lambda a) / (W - a) >=
-C / W``), so a popped key that is no longer the resource's level is re-keyed
+the first time a kernel call needs it, then kept for its later events).
+Heap keys are lower bounds: a resource's level only rises as flows freeze
+(when ``C >= lambda * W`` and a flow of fraction ``a`` freezes at ``lambda``,
+``(C - lambda a) / (W - a) >= C / W``), so a popped key that is no longer the resource's level is re-keyed
 instead of every update being pushed; resources whose flows all froze
 elsewhere are dropped in bulk once they are half the heap. When a pass
 freezes every flow left (a symmetric workload has a single level) the entry
@@ -63,19 +63,36 @@ and below, and once the big ones have frozen, a plain running sum would leave
 the small ones nothing but rounding error (negative weights, zero rates).
 
 After an event only the flows with a rate ``>= lambda0 * (1 - 1e-9)``
-(``lambda0`` = the smallest rate of the flows that just finished) are
-re-solved: progressive filling below ``lambda0`` is unchanged, because every
-resource a finished flow crosses saturates at a level at least the flow's
-rate, and ingress capacities only change (grow) on resources that finished
-flows cross. The others keep their rates exactly and the re-solve runs on the
-residual capacities over the resources the re-solved flows touch (each
-resource keeps its residual capacity between events). The cost of an event is
-O(entries of the re-solved flows + resources they touch + active flows), not
-O(E); it is not small when the re-solved flows are many. A random permutation
-on torus:64x64 re-solves 680 flows per event on average (of ~2,000 active);
-with ECMP split routes (~570 entries a flow) ~80% of them change rate, with
-one hashed path per flow (~32 entries) only ~23% do (median: 7 of 292), so
-there a re-solve restricted to the flows a finish can reach would pay.
+(``lambda0`` = the smallest rate of the flows that just finished) can change:
+progressive filling below ``lambda0`` is unchanged, because every resource a
+finished flow crosses saturates at a level at least the flow's rate, and
+ingress capacities only change (grow) on resources that finished flows cross.
+The others keep their rates exactly and a re-solve runs on the residual
+capacities over the resources the re-solved flows touch (each resource keeps
+its residual capacity between events). Its cost is O(entries of the
+re-solved flows + resources they touch), not O(E).
+
+Restricted re-solves. Of those flows, often only a few change: on a random
+permutation on torus:64x64 with one hashed path per flow, 680 are at or above
+the finished rate per event on average, ~150 change (median 7 of 292). So
+each flow keeps a recorded *bottleneck*: a saturated resource on which no
+flow is faster. An event re-solves only the flows whose bottleneck a finished
+flow crossed, closed under "a re-solved flow's resources may change, so
+re-solve the flows bottlenecked there"; the other flows keep their rates
+(they are fixed loads in the fill). Then every flow whose bottleneck may have
+changed (re-solved, bottleneck on a resource whose load changed, or none
+recorded) is checked, and a new bottleneck is recorded when the old one no
+longer is one. The allocation is max-min fair exactly when it is feasible
+(the fill keeps it so) and every flow has a bottleneck; a flow without one is
+added, with the faster flows on its saturated resources, and the set is
+re-solved (after ``MAX_ROUNDS`` rounds: every flow at or above the finished
+rate and every flow touched, which is exact without a check). Saturation is
+judged to ``SAT_TOL`` of the capacity and "no flow faster" to ``TIE_TOL``. The
+kernel counts the entries each way costs and, after ``RESTRICT_TRIAL`` events,
+goes back to re-solving every flow at or above the finished rate when the
+restricted path looks at more than twice as many (with ECMP split routes,
+~570 entries a flow and ~140 flows a resource, most of the reached flows
+change anyway and the checks cost more than they save).
 
 Layers
 ------
@@ -620,6 +637,119 @@ def _solve(flow_ptr, res, frac, tr, sub, n_sub, applied, rates, state, w_ref, co
     return status, tr, heap
 
 
+# ---- restricted re-solves (see "Speed" above)
+#: a resource whose residual capacity is at most this share of its capacity
+#: counts as saturated when a flow's bottleneck is checked
+SAT_TOL = 1e-11
+#: re-solve rounds of one event before it falls back to re-solving every flow
+#: at or above the finished rate
+MAX_ROUNDS = 6
+#: events of restricted re-solves before their cost is compared with that of
+#: re-solving every flow at or above the finished rate
+RESTRICT_TRIAL = 64
+_UNKNOWN = -1  # bneck of a flow whose bottleneck is to be looked up
+
+
+@njit(**_NUMPY_ERRORS)
+def _is_bottleneck(f, r, rates, state, cold, res_ptr, res_flow):
+    """Whether resource ``r`` is a bottleneck of flow ``f``: saturated (to
+    ``SAT_TOL``) and no flow on it has a higher rate (to ``TIE_TOL``).
+    Finished flows have rate 0."""
+    if state[r, _RESID] > SAT_TOL * cold[r, _CAP]:
+        return False
+    x = rates[f]
+    top = x + x * TIE_TOL
+    for k in range(res_ptr[r], res_ptr[r + 1]):
+        if rates[res_flow[k]] > top:
+            return False
+    return True
+
+
+@njit(**_NUMPY_ERRORS)
+def _find_bottleneck(f, hint, flow_ptr, res, rates, state, cold, res_ptr, res_flow):
+    """A bottleneck resource of ``f`` (``hint`` first), or ``_UNKNOWN``; and
+    the number of entries looked at."""
+    if hint >= 0 and _is_bottleneck(f, hint, rates, state, cold, res_ptr, res_flow):
+        return hint, res_ptr[hint + 1] - res_ptr[hint]
+    cost = flow_ptr[f + 1] - flow_ptr[f]
+    for e in range(flow_ptr[f], flow_ptr[f + 1]):
+        r = res[e]
+        if r != hint and state[r, _RESID] <= SAT_TOL * cold[r, _CAP]:
+            cost += res_ptr[r + 1] - res_ptr[r]
+            if _is_bottleneck(f, r, rates, state, cold, res_ptr, res_flow):
+                return r, cost
+    return _UNKNOWN, cost
+
+
+@njit(**_NUMPY_ERRORS)
+def _apply_loads(flows, n, flow_ptr, res, frac, rates, applied, state):
+    """Count each flow of ``flows[:n]`` in ``_RESID`` at its rate (the flows a
+    last pass froze without updating the entries)."""
+    for i in range(n):
+        f = flows[i]
+        d = rates[f] - applied[f]
+        if d != 0.0:
+            for e in range(flow_ptr[f], flow_ptr[f + 1]):
+                state[res[e], _RESID] -= frac[e] * d
+            applied[f] = rates[f]
+
+
+@njit(**_NUMPY_ERRORS)
+def _check_bottlenecks(act, n_act, ev, in_s, stamp, bneck, flow_ptr, res, rates, state, cold,
+                       res_ptr, res_flow, viol):
+    """Check every active flow whose bottleneck may have changed in event
+    ``ev``: the flows re-solved in it (``in_s == ev``), the flows whose
+    recorded bottleneck is a resource it changed (``stamp == ev``) and those
+    with none recorded. Records the bottleneck found; lists the flows with
+    none in ``viol`` and returns their number. When none is listed every
+    active flow has a bottleneck, and the rates are max-min fair (a feasible
+    allocation in which every flow crosses a saturated resource where no
+    flow is faster is the max-min fair one). Also returns the number of
+    entries looked at."""
+    n_viol = 0
+    cost = n_act
+    for i in range(n_act):
+        f = act[i]
+        b = bneck[f]
+        if in_s[f] != ev and b >= 0 and stamp[b] != ev:
+            continue
+        b, c = _find_bottleneck(f, b, flow_ptr, res, rates, state, cold, res_ptr, res_flow)
+        cost += c
+        bneck[f] = b
+        if b < 0:
+            viol[n_viol] = f
+            n_viol += 1
+    return n_viol, cost
+
+
+@njit(**_NUMPY_ERRORS)
+def _add_dependents(sub, n_sub, q, ev, keep_below, in_s, seen, bneck, old_rate, rates, flow_ptr,
+                    res, res_ptr, res_flow):
+    """Close ``sub[:n_sub]`` (from position ``q`` on) under "its rate may
+    change": the rates of its flows change, and with them the resources they
+    cross, so add the flows (at or above ``keep_below``) whose recorded
+    bottleneck is one of those, and so on. ``seen == ev`` marks the resources
+    done. Returns the new size and the number of entries looked at."""
+    cost = 0
+    while q < n_sub:
+        f = sub[q]
+        q += 1
+        cost += flow_ptr[f + 1] - flow_ptr[f]
+        for e in range(flow_ptr[f], flow_ptr[f + 1]):
+            r = res[e]
+            if seen[r] != ev:
+                seen[r] = ev
+                cost += res_ptr[r + 1] - res_ptr[r]
+                for k in range(res_ptr[r], res_ptr[r + 1]):
+                    g = res_flow[k]
+                    if bneck[g] == r and in_s[g] != ev and rates[g] >= keep_below:
+                        in_s[g] = ev
+                        old_rate[g] = rates[g]
+                        sub[n_sub] = g
+                        n_sub += 1
+    return n_sub, cost
+
+
 @njit(**_NUMPY_ERRORS)
 def _no_transpose():
     return (np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int32),
@@ -802,37 +932,155 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
     batch = np.empty(n_res, dtype=np.int32)
     tr = _no_transpose()
 
+    # restricted re-solves: each flow's recorded bottleneck resource, the
+    # event in which a flow was last re-solved and a resource last changed,
+    # the rate a re-solved flow had before the event
+    bneck = np.full(max(n_flows, 0), _UNKNOWN, dtype=np.int32)
+    in_s = np.zeros(max(n_flows, 0), dtype=np.int64)
+    stamp = np.zeros(n_res, dtype=np.int64)
+    seen = np.zeros(n_res, dtype=np.int64)
+    old_rate = np.zeros(max(n_flows, 0), dtype=np.float64)
+    viol = np.empty(max(n_flows, 0), dtype=np.int32)
+
+    # entries looked at by the restricted re-solves, and by full ones of the
+    # same events: restriction stays on while it pays
+    restricted = True
+    cost_restricted = 0.0
+    cost_full = 0.0
+
     t = 0.0
     mark = 0
+    ev = 0
     max_passes = PASS_LIMIT
-    lam0 = -1.0  # first solve: every active flow
+    lam0 = 0.0
     while n_act > 0:
-        mark += 1
-        if mark > n_flows + 2:
+        ev += 1
+        if ev > n_flows + 2:
             return rate0, finish, STATUS_ITER_LIMIT
-        # --- re-solve the flows whose rate may change, and the flows a last
-        # pass left out of _RESID (applied 0): they sit at the highest level,
-        # so they are at or above lam0 anyway; listing them keeps _RESID exact
-        # without relying on it
         keep_below = lam0 - lam0 * KEEP_TOL
-        n_sub = 0
-        for i in range(n_act):
-            f = act[i]
-            if rates[f] >= keep_below or applied[f] != rates[f]:
-                sub[n_sub] = f
-                n_sub += 1
-                flow_mark[f] = mark
-        status, tr, heap = _solve(flow_ptr, res, frac, tr, sub, n_sub, applied, rates, state,
-                                  w_ref, cold, flow_mark, mark, touched, heap_key, heap_res,
-                                  batch, max_passes)
-        # a workload with many levels goes on having them: its re-solves
-        # start on the heap (each pass costs a sweep over every resource)
-        max_passes = 0 if heap else PASS_LIMIT
-        if status != STATUS_OK:
-            return rate0, finish, status
-        if mark == 1:
+        if ev == 1 or not restricted:
+            # every flow whose rate may change: all of them at first, then
+            # those at or above the finished rate, and the flows a last pass
+            # left out of _RESID (applied 0; they are at the top level anyway)
+            full = True
+            n_sub = 0
+            for i in range(n_act):
+                f = act[i]
+                if ev == 1 or rates[f] >= keep_below or applied[f] != rates[f]:
+                    sub[n_sub] = f
+                    n_sub += 1
+        else:
+            for i in range(n_act):
+                f = act[i]
+                if rates[f] >= keep_below:
+                    cost_full += 2 * (flow_ptr[f + 1] - flow_ptr[f])
+            # start from the flows whose bottleneck the finished flows
+            # changed (or that have none recorded; a last pass may have
+            # left loads out of _RESID: count them first)
+            _apply_loads(act, n_act, flow_ptr, res, frac, rates, applied, state)
+            if not tr[3]:
+                res_ptr, res_flow, res_frac = _transpose(flow_ptr, res, frac, n_res)
+                tr = (res_ptr, res_flow, res_frac, True)
+            full = False
+            n_sub, c = _check_bottlenecks(act, n_act, ev, in_s, stamp, bneck, flow_ptr, res,
+                                          rates, state, cold, tr[0], tr[1], sub)
+            if ev > 2:  # (at 2: the one look-up of every bottleneck after the first solve)
+                cost_restricted += c
+        for i in range(n_sub):
+            f = sub[i]
+            in_s[f] = ev
+            old_rate[f] = rates[f]
+        if not full:
+            n_sub, c = _add_dependents(sub, n_sub, 0, ev, keep_below, in_s, seen, bneck,
+                                       old_rate, rates, flow_ptr, res, tr[0], tr[1])
+            cost_restricted += c
+        rounds = 0
+        while n_sub > 0:
+            rounds += 1
+            mark += 1
+            for i in range(n_sub):
+                flow_mark[sub[i]] = mark
+            status, tr, heap = _solve(flow_ptr, res, frac, tr, sub, n_sub, applied, rates,
+                                      state, w_ref, cold, flow_mark, mark, touched, heap_key,
+                                      heap_res, batch, max_passes)
+            # a workload with many levels goes on having them: its re-solves
+            # start on the heap (each pass costs a sweep over every resource)
+            max_passes = 0 if heap else PASS_LIMIT
+            if status != STATUS_OK:
+                return rate0, finish, status
+            if full:
+                # exact without a check; bottlenecks are looked up when the
+                # next event needs them
+                for i in range(n_sub):
+                    bneck[sub[i]] = _UNKNOWN
+                break
+            for i in range(n_sub):
+                f = sub[i]
+                cost_restricted += 2 * (flow_ptr[f + 1] - flow_ptr[f])  # gather + freeze
+            # the resources of the flows whose rate changed have changed
+            _apply_loads(sub, n_sub, flow_ptr, res, frac, rates, applied, state)
+            for i in range(n_sub):
+                f = sub[i]
+                if rates[f] != old_rate[f]:
+                    for e in range(flow_ptr[f], flow_ptr[f + 1]):
+                        stamp[res[e]] = ev
+            n_viol, c = _check_bottlenecks(act, n_act, ev, in_s, stamp, bneck, flow_ptr, res,
+                                           rates, state, cold, tr[0], tr[1], viol)
+            cost_restricted += c
+            if n_viol == 0:
+                break
+            # grow the set: the flows without a bottleneck, and the faster
+            # flows on their saturated resources
+            n_new = 0
+            for j in range(n_viol):
+                h = viol[j]
+                if in_s[h] != ev:
+                    in_s[h] = ev
+                    old_rate[h] = rates[h]
+                    sub[n_sub + n_new] = h
+                    n_new += 1
+                top = rates[h] + rates[h] * TIE_TOL
+                for e in range(flow_ptr[h], flow_ptr[h + 1]):
+                    r = res[e]
+                    if state[r, _RESID] <= SAT_TOL * cold[r, _CAP]:
+                        for k in range(tr[0][r], tr[0][r + 1]):
+                            g = tr[1][k]
+                            if rates[g] > top and in_s[g] != ev:
+                                in_s[g] = ev
+                                old_rate[g] = rates[g]
+                                sub[n_sub + n_new] = g
+                                n_new += 1
+            n_sub, c = _add_dependents(sub, n_sub + n_new, n_sub, ev, keep_below, in_s, seen,
+                                       bneck, old_rate, rates, flow_ptr, res, tr[0], tr[1])
+            cost_restricted += c
+            if n_new == 0 or rounds >= MAX_ROUNDS:
+                # fall back to what is exact without a check: every flow that
+                # was at or above the finished rate, and every flow touched
+                full = True
+                n_sub = 0
+                for i in range(n_act):
+                    f = act[i]
+                    was = old_rate[f] if in_s[f] == ev else rates[f]
+                    if in_s[f] == ev or was >= keep_below:
+                        if in_s[f] != ev:
+                            in_s[f] = ev
+                            old_rate[f] = rates[f]
+                        sub[n_sub] = f
+                        n_sub += 1
+                # their rates change: so may the bottlenecks on their resources
+                for i in range(n_sub):
+                    f = sub[i]
+                    for e in range(flow_ptr[f], flow_ptr[f + 1]):
+                        stamp[res[e]] = ev
+                for i in range(n_act):
+                    f = act[i]
+                    if bneck[f] >= 0 and stamp[bneck[f]] == ev:
+                        bneck[f] = _UNKNOWN
+        if ev == 1:
             for i in range(n_act):
                 rate0[act[i]] = rates[act[i]]
+        elif restricted and ev > RESTRICT_TRIAL and cost_restricted > 2.0 * cost_full:
+            restricted = False  # most of what a finish reaches changes anyway
 
         # --- next event
         t_next = np.inf
@@ -875,15 +1123,17 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
         t = t_next
         if n_act == 0:
             break
-        # release the finished flows' load; their receivers' fan-in drops
-        # (an ingress capacity grows only on a resource a finished flow
-        # crosses, which saturates at a level >= its rate: lam0 covers it)
+        # release the finished flows' load; their receivers' fan-in drops;
+        # their resources have changed (for the next event's bottleneck check)
         for i in range(n_done):
             f = done[i]
             x = applied[f]
+            rates[f] = 0.0
+            applied[f] = 0.0
             for e in range(flow_ptr[f], flow_ptr[f + 1]):
                 r = res[e]
                 state[r, _RESID] += frac[e] * x
+                stamp[r] = ev + 1
                 if incast and r >= n_plain:
                     fan_in[r] -= 1
                     new_cap = _ingress_capacity(capacity[r], fan_in[r], w_t, eps)
