@@ -245,6 +245,7 @@ def _one_link():
           "ingress_capacity": np.ones(2)}, "flow_dst"),
     ({"incast_threshold": 2, "incast_slope": 0.1, "flow_dst": np.array([0, 1]),
           "ingress_capacity": np.array([1.0, np.nan])}, "ingress_capacity"),
+    ({"resolve": "lazy"}, "resolve: 'lazy' is not one of"),
 ])
 def test_bad_arguments_raise_value_error(kwargs, match):
     args = {"routes": _one_link(), "link_capacity": np.array([1.0]),
@@ -366,6 +367,23 @@ def test_completion_matches_oracle(inst):
     check_against_oracle(make_routes(paths), cap, flow_bytes, flow_dst, ingress, w_t, eps)
 
 
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(instances())
+def test_full_resolves_match_oracle(inst):
+    """Small instances have fewer events than the trial of ``"auto"``, so the
+    test above runs restricted re-solves; this one the full ones."""
+    paths, cap, flow_bytes, flow_dst, ingress, w_t, eps = inst
+    sol = solve_completion(make_routes(paths), cap, flow_bytes, flow_dst=flow_dst,
+                           ingress_capacity=ingress, incast_threshold=w_t, incast_slope=eps,
+                           resolve="full")
+    (o_rate0, o_finish, o_status), _, _ = oracle_solution(make_routes(paths), cap, flow_bytes,
+                                                          flow_dst, ingress, w_t, eps)
+    assert sol.status == o_status
+    if o_status == STATUS_OK:
+        assert_close(sol.rate0, o_rate0)
+        assert_close(sol.finish, o_finish)
+
+
 @settings(max_examples=300, deadline=None)
 @given(instances(), st.data())
 def test_static_rates_match_oracle(inst, data):
@@ -430,13 +448,19 @@ def test_incremental_path_with_incast():
                          ingress=rng.uniform(0.5, 2.0, 4), w_t=2.0, eps=0.3)
 
 
-def test_torus_permutation_against_oracle():
+def _torus_permutation(dims, seed):
+    """``(topology, src, dst, rng)``: a torus and a random permutation of its
+    nodes drawn from ``default_rng(seed)`` (which the caller goes on using)."""
     Torus = pytest.importorskip("flowemu.topology.torus").Torus
-    topo = Torus(dims=(6, 6))
-    rng = np.random.default_rng(3)
+    topo = Torus(dims=dims)
+    rng = np.random.default_rng(seed)
+    dst = rng.permutation(topo.num_nodes)
+    return topo, np.arange(topo.num_nodes), dst, rng
+
+
+def test_torus_permutation_against_oracle():
+    topo, src, dst, rng = _torus_permutation((6, 6), 3)
     n = topo.num_nodes
-    dst = rng.permutation(n)
-    src = np.arange(n)
     routes = topo.route(src, dst, ecmp="split")
     cap = np.ones(topo.num_links)
     check_against_oracle(routes, cap, rng.uniform(0.5, 2.0, n))
@@ -449,12 +473,8 @@ def test_torus_permutation_heap_compaction_against_oracle(ecmp):
     """An 8x8 permutation: most resources in the heap lose their last flow
     through another resource, so the heap drops them in bulk sweeps (above
     64 entries); the result must not change."""
-    Torus = pytest.importorskip("flowemu.topology.torus").Torus
-    topo = Torus(dims=(8, 8))
-    rng = np.random.default_rng(4)
+    topo, src, dst, rng = _torus_permutation((8, 8), 4)
     n = topo.num_nodes
-    dst = rng.permutation(n)
-    src = np.arange(n)
     routes = topo.route(src, dst, ecmp=ecmp, seed=2)
     sol = check_against_oracle(routes, np.ones(topo.num_links), rng.uniform(0.5, 2.0, n))
     assert len(np.unique(sol.finish)) > 40
@@ -491,3 +511,49 @@ def test_linearity_in_bytes():
     b = solve_completion(routes, cap, 1024.0 * sizes)
     assert_close(b.finish, 1024.0 * a.finish)
     assert_close(b.rate0, a.rate0)
+
+
+def _permutation_12x12(ecmp):
+    """A random permutation on torus:12x12 (143 flows, sizes 0.5..2):
+    ``(topology, routes, sizes, destinations)``."""
+    topo, src, dst, rng = _torus_permutation((12, 12), 5)
+    keep = src != dst
+    routes = topo.route(src[keep], dst[keep], ecmp=ecmp, seed=1)
+    return topo, routes, rng.uniform(0.5, 2.0, keep.sum()), dst[keep]
+
+
+@pytest.mark.parametrize("resolve", ["auto", "restricted", "full"])
+@pytest.mark.parametrize("ecmp", ["hash", "split"])
+def test_resolve_modes_match_oracle_on_torus_permutation(ecmp, resolve):
+    """A 12x12 permutation: 143 flows finishing one by one, so "auto" runs
+    past its trial and weighs restricted re-solves against full ones. Every
+    mode gives the oracle's times, with and without incast."""
+    topo, routes, sizes, dst = _permutation_12x12(ecmp)
+    cap = np.ones(topo.num_links)
+    sol = solve_completion(routes, cap, sizes, resolve=resolve)
+    (o_rate0, o_finish, o_status), _, _ = oracle_solution(routes, cap, sizes)
+    assert sol.status == o_status == STATUS_OK
+    assert len(np.unique(o_finish)) > 100
+    assert_close(sol.rate0, o_rate0)
+    assert_close(sol.finish, o_finish)
+    ingress = topo.ingress_capacity_scale()
+    sol = solve_completion(routes, cap, sizes, flow_dst=dst, ingress_capacity=ingress,
+                           incast_threshold=1.0, incast_slope=0.2, resolve=resolve)
+    (o_rate0, o_finish, o_status), _, _ = oracle_solution(routes, cap, sizes, dst, ingress,
+                                                          1.0, 0.2)
+    assert sol.status == o_status == STATUS_OK
+    assert_close(sol.finish, o_finish)
+
+
+def test_auto_resolve_switches_to_full_on_split_routes():
+    """On split routes most flows a finish reaches change rate anyway, and
+    checking bottlenecks over ~50-entry paths costs more than it saves: "auto"
+    starts restricted and goes over to full re-solves. Its times then differ
+    in the last bits from both pure modes (which agree with each other)."""
+    topo, routes, sizes, _ = _permutation_12x12("split")
+    fin = {m: solve_completion(routes, np.ones(topo.num_links), sizes, resolve=m).finish
+           for m in ("auto", "restricted", "full")}
+    assert not np.array_equal(fin["auto"], fin["restricted"])
+    assert not np.array_equal(fin["auto"], fin["full"])
+    for m in ("restricted", "full"):
+        np.testing.assert_allclose(fin["auto"], fin[m], rtol=1e-12, atol=0)

@@ -648,6 +648,11 @@ MAX_ROUNDS = 6
 #: re-solving every flow at or above the finished rate
 RESTRICT_TRIAL = 64
 _UNKNOWN = -1  # bneck of a flow whose bottleneck is to be looked up
+RESOLVE_AUTO = 0
+RESOLVE_RESTRICTED = 1
+RESOLVE_FULL = 2
+#: names of the re-solve modes (:func:`solve_completion`'s ``resolve``)
+RESOLVE_MODES = {"auto": RESOLVE_AUTO, "restricted": RESOLVE_RESTRICTED, "full": RESOLVE_FULL}
 
 
 @njit(**_NUMPY_ERRORS)
@@ -834,7 +839,8 @@ def _ingress_capacity(base, fan_in, w_t, eps):
 
 
 @njit(**_NUMPY_ERRORS)
-def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes):
+def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes,
+                      resolve=RESOLVE_AUTO):
     """Event-driven max-min completion of flows that all start at ``t = 0``.
 
     Parameters
@@ -856,6 +862,10 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
         Incast slope, seconds per byte per flow above ``w_t``.
     flow_bytes : float64[F]
         Bytes of each flow, finite and ``>= 0``.
+    resolve : int
+        Re-solves after an event: ``RESOLVE_AUTO`` (restricted while it
+        pays), ``RESOLVE_RESTRICTED`` (always restricted) or ``RESOLVE_FULL``
+        (every flow at or above the finished rate). All three are exact.
 
     Returns
     -------
@@ -944,7 +954,7 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
 
     # entries looked at by the restricted re-solves, and by full ones of the
     # same events: restriction stays on while it pays
-    restricted = True
+    restricted = resolve != RESOLVE_FULL
     cost_restricted = 0.0
     cost_full = 0.0
 
@@ -1079,7 +1089,8 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
         if ev == 1:
             for i in range(n_act):
                 rate0[act[i]] = rates[act[i]]
-        elif restricted and ev > RESTRICT_TRIAL and cost_restricted > 2.0 * cost_full:
+        elif (resolve == RESOLVE_AUTO and restricted and ev > RESTRICT_TRIAL
+              and cost_restricted > 2.0 * cost_full):
             restricted = False  # most of what a finish reaches changes anyway
 
         # --- next event
@@ -1324,7 +1335,7 @@ def max_min_rates(routes, link_capacity, active=None) -> np.ndarray:
 
 def solve_completion(routes, link_capacity, flow_bytes, *, flow_dst=None,
                      ingress_capacity=None, incast_threshold=float("inf"),
-                     incast_slope=0.0) -> Solution:
+                     incast_slope=0.0, resolve="auto") -> Solution:
     """Event-driven max-min completion times of flows that all start at 0.
 
     Parameters
@@ -1345,6 +1356,12 @@ def solve_completion(routes, link_capacity, flow_bytes, *, flow_dst=None,
     incast_slope : float
         GenModel's ``eps``: extra seconds per byte per flow above ``w_t``.
         Incast is off when it is 0 or ``incast_threshold`` is ``inf``.
+    resolve : {"auto", "restricted", "full"}
+        Which flows an event re-solves: only those a finish can reach,
+        checked by their bottlenecks (``"restricted"``), every flow at or
+        above the finished rate (``"full"``), or restricted while that looks
+        at fewer entries (``"auto"``, the default). Results are the same
+        (to rounding); only the time differs.
 
     Returns
     -------
@@ -1359,6 +1376,8 @@ def solve_completion(routes, link_capacity, flow_bytes, *, flow_dst=None,
         Bad arguments (shapes, dtypes, non-finite or negative values, missing
         incast inputs).
     """
+    if resolve not in RESOLVE_MODES:
+        raise ValueError(f"resolve: {resolve!r} is not one of {sorted(RESOLVE_MODES)}")
     link_capacity = _float_array("link_capacity", link_capacity, what="links")
     n_links = link_capacity.shape[0]
     flow_ptr, link, frac = _check_routes(routes, n_links)
@@ -1389,7 +1408,7 @@ def solve_completion(routes, link_capacity, flow_bytes, *, flow_dst=None,
         flow_ptr, link, frac = _append_ingress(flow_ptr, link, frac, flow_dst, n_links)
         capacity = np.concatenate([link_capacity, ingress_capacity])
     rate0, finish, status = completion_kernel(flow_ptr, link, frac, capacity, n_links, w_t, eps,
-                                              flow_bytes)
+                                              flow_bytes, RESOLVE_MODES[resolve])
     if status in (STATUS_BAD_INPUT, STATUS_NONFINITE):
         _raise_bad_entry(link, frac, n_links)
     return Solution(rate0=rate0, finish=finish, status=int(status))
