@@ -88,9 +88,9 @@ added, with the faster flows on its saturated resources, and the set is
 re-solved (after ``MAX_ROUNDS`` rounds: every flow at or above the finished
 rate and every flow touched, which is exact without a check). Saturation is
 judged to ``SAT_TOL`` of the capacity and "no flow faster" to ``TIE_TOL``. The
-kernel counts the entries each way costs and, after ``RESTRICT_TRIAL`` events,
-goes back to re-solving every flow at or above the finished rate when the
-restricted path looks at more than twice as many (with ECMP split routes,
+kernel counts the entries each way costs and, from event ``RESTRICT_TRIAL``
+on, goes back to re-solving every flow at or above the finished rate once the
+restricted path has cost more (with ECMP split routes,
 ~570 entries a flow and ~140 flows a resource, most of the reached flows
 change anyway and the checks cost more than they save).
 
@@ -644,9 +644,12 @@ SAT_TOL = 1e-11
 #: re-solve rounds of one event before it falls back to re-solving every flow
 #: at or above the finished rate
 MAX_ROUNDS = 6
-#: events of restricted re-solves before their cost is compared with that of
-#: re-solving every flow at or above the finished rate
-RESTRICT_TRIAL = 64
+#: with ``resolve="auto"``: from this event on, the entries the restricted
+#: re-solves have looked at are weighed against those full re-solves of the
+#: same events would have, with this weight for an entry looked at in a check
+#: or closure (an entry re-solved counts 1)
+RESTRICT_TRIAL = 128
+CHECK_WEIGHT = 0.33
 _UNKNOWN = -1  # bneck of a flow whose bottleneck is to be looked up
 RESOLVE_AUTO = 0
 RESOLVE_RESTRICTED = 1
@@ -729,12 +732,14 @@ def _check_bottlenecks(act, n_act, ev, in_s, stamp, bneck, flow_ptr, res, rates,
 
 @njit(**_NUMPY_ERRORS)
 def _add_dependents(sub, n_sub, q, ev, keep_below, in_s, seen, bneck, old_rate, rates, flow_ptr,
-                    res, res_ptr, res_flow):
+                    res, res_ptr, res_flow, state, cold):
     """Close ``sub[:n_sub]`` (from position ``q`` on) under "its rate may
     change": the rates of its flows change, and with them the resources they
     cross, so add the flows (at or above ``keep_below``) whose recorded
     bottleneck is one of those, and so on. ``seen == ev`` marks the resources
-    done. Returns the new size and the number of entries looked at."""
+    done. Only saturated resources are scanned: a recorded bottleneck is
+    saturated (the bottleneck check after every change sees to it). Returns
+    the new size and the number of entries looked at."""
     cost = 0
     while q < n_sub:
         f = sub[q]
@@ -742,7 +747,7 @@ def _add_dependents(sub, n_sub, q, ev, keep_below, in_s, seen, bneck, old_rate, 
         cost += flow_ptr[f + 1] - flow_ptr[f]
         for e in range(flow_ptr[f], flow_ptr[f + 1]):
             r = res[e]
-            if seen[r] != ev:
+            if seen[r] != ev and state[r, _RESID] <= SAT_TOL * cold[r, _CAP]:
                 seen[r] = ev
                 cost += res_ptr[r + 1] - res_ptr[r]
                 for k in range(res_ptr[r], res_ptr[r + 1]):
@@ -955,7 +960,8 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
     # entries looked at by the restricted re-solves, and by full ones of the
     # same events: restriction stays on while it pays
     restricted = resolve != RESOLVE_FULL
-    cost_restricted = 0.0
+    cost_solved = 0.0
+    cost_check = 0.0
     cost_full = 0.0
 
     t = 0.0
@@ -983,7 +989,7 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
             for i in range(n_act):
                 f = act[i]
                 if rates[f] >= keep_below:
-                    cost_full += 2 * (flow_ptr[f + 1] - flow_ptr[f])
+                    cost_full += flow_ptr[f + 1] - flow_ptr[f]
             # start from the flows whose bottleneck the finished flows
             # changed (or that have none recorded; a last pass may have
             # left loads out of _RESID: count them first)
@@ -995,15 +1001,16 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
             n_sub, c = _check_bottlenecks(act, n_act, ev, in_s, stamp, bneck, flow_ptr, res,
                                           rates, state, cold, tr[0], tr[1], sub)
             if ev > 2:  # (at 2: the one look-up of every bottleneck after the first solve)
-                cost_restricted += c
+                cost_check += c
         for i in range(n_sub):
             f = sub[i]
             in_s[f] = ev
             old_rate[f] = rates[f]
         if not full:
             n_sub, c = _add_dependents(sub, n_sub, 0, ev, keep_below, in_s, seen, bneck,
-                                       old_rate, rates, flow_ptr, res, tr[0], tr[1])
-            cost_restricted += c
+                                       old_rate, rates, flow_ptr, res, tr[0], tr[1],
+                                       state, cold)
+            cost_check += c
         rounds = 0
         while n_sub > 0:
             rounds += 1
@@ -1026,7 +1033,7 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
                 break
             for i in range(n_sub):
                 f = sub[i]
-                cost_restricted += 2 * (flow_ptr[f + 1] - flow_ptr[f])  # gather + freeze
+                cost_solved += flow_ptr[f + 1] - flow_ptr[f]
             # the resources of the flows whose rate changed have changed
             _apply_loads(sub, n_sub, flow_ptr, res, frac, rates, applied, state)
             for i in range(n_sub):
@@ -1036,7 +1043,7 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
                         stamp[res[e]] = ev
             n_viol, c = _check_bottlenecks(act, n_act, ev, in_s, stamp, bneck, flow_ptr, res,
                                            rates, state, cold, tr[0], tr[1], viol)
-            cost_restricted += c
+            cost_check += c
             if n_viol == 0:
                 break
             # grow the set: the flows without a bottleneck, and the faster
@@ -1061,8 +1068,9 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
                                 sub[n_sub + n_new] = g
                                 n_new += 1
             n_sub, c = _add_dependents(sub, n_sub + n_new, n_sub, ev, keep_below, in_s, seen,
-                                       bneck, old_rate, rates, flow_ptr, res, tr[0], tr[1])
-            cost_restricted += c
+                                       bneck, old_rate, rates, flow_ptr, res, tr[0], tr[1],
+                                       state, cold)
+            cost_check += c
             if n_new == 0 or rounds >= MAX_ROUNDS:
                 # fall back to what is exact without a check: every flow that
                 # was at or above the finished rate, and every flow touched
@@ -1089,9 +1097,12 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
         if ev == 1:
             for i in range(n_act):
                 rate0[act[i]] = rates[act[i]]
-        elif (resolve == RESOLVE_AUTO and restricted and ev > RESTRICT_TRIAL
-              and cost_restricted > 2.0 * cost_full):
-            restricted = False  # most of what a finish reaches changes anyway
+        elif (resolve == RESOLVE_AUTO and restricted and ev >= RESTRICT_TRIAL
+              and cost_solved + CHECK_WEIGHT * cost_check > cost_full):
+            # an entry re-solved costs a gather and a freeze, one looked at in
+            # a check about a third of that (measured): the restricted path
+            # no longer pays, most of what a finish reaches changes anyway
+            restricted = False
 
         # --- next event
         t_next = np.inf
