@@ -87,10 +87,12 @@ longer is one. The allocation is max-min fair exactly when it is feasible
 added, with the faster flows on its saturated resources, and the set is
 re-solved (after ``MAX_ROUNDS`` rounds: every flow at or above the finished
 rate and every flow touched, which is exact without a check). Saturation is
-judged to ``SAT_TOL`` of the capacity and "no flow faster" to ``TIE_TOL``. The
-kernel counts the entries each way costs and, from event ``RESTRICT_TRIAL``
-on, goes back to re-solving every flow at or above the finished rate once the
-restricted path has cost more (with ECMP split routes,
+judged to ``SAT_TOL`` of the capacity and "no flow faster" to ``TIE_TOL``.
+With ``resolve="auto"`` restricted re-solves start at event ``AUTO_START``
+(a step whose flows finish in a few events would not repay looking up every
+flow's bottleneck); the kernel counts the entries each way costs and, from
+``RESTRICT_TRIAL`` events later on, goes back to re-solving every flow at or
+above the finished rate once the restricted path has cost more (with ECMP split routes,
 ~570 entries a flow and ~140 flows a resource, most of the reached flows
 change anyway and the checks cost more than they save).
 
@@ -644,11 +646,14 @@ SAT_TOL = 1e-11
 #: re-solve rounds of one event before it falls back to re-solving every flow
 #: at or above the finished rate
 MAX_ROUNDS = 6
-#: with ``resolve="auto"``: from this event on, the entries the restricted
-#: re-solves have looked at are weighed against those full re-solves of the
-#: same events would have, with this weight for an entry looked at in a check
-#: or closure (an entry re-solved counts 1)
-RESTRICT_TRIAL = 128
+#: with ``resolve="auto"``: restricted re-solves start at this event (a run
+#: with few events would not repay the look-up of every bottleneck); from
+#: ``RESTRICT_TRIAL`` events later on, the entries they have looked at are
+#: weighed against those full re-solves of the same events would have, with
+#: this weight for an entry looked at in a check or closure (an entry
+#: re-solved counts 1)
+AUTO_START = 16
+RESTRICT_TRIAL = 112
 CHECK_WEIGHT = 0.33
 _UNKNOWN = -1  # bneck of a flow whose bottleneck is to be looked up
 RESOLVE_AUTO = 0
@@ -815,7 +820,7 @@ def maxmin_rates_kernel(flow_ptr, res, frac, capacity, active):
     cold = np.zeros((n_res, 2), dtype=np.float64)
     cold[:, _CAP] = capacity
     state[:, _RESID] = capacity
-    touched = np.empty(n_res, dtype=np.int32)
+    touched = np.empty(n_res + 1, dtype=np.int32)  # (+1: _gather writes one past)
     heap_key = np.empty(n_res, dtype=np.float64)
     heap_res = np.empty(n_res, dtype=np.int32)
     batch = np.empty(n_res, dtype=np.int32)
@@ -941,25 +946,27 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
     flow_mark = np.zeros(max(n_flows, 0), dtype=np.int64)
     sub = np.empty(max(n_flows, 0), dtype=np.int32)
     done = np.empty(max(n_flows, 0), dtype=np.int32)
-    touched = np.empty(n_res, dtype=np.int32)
+    touched = np.empty(n_res + 1, dtype=np.int32)  # (+1: _gather writes one past)
     heap_key = np.empty(n_res, dtype=np.float64)
     heap_res = np.empty(n_res, dtype=np.int32)
     batch = np.empty(n_res, dtype=np.int32)
     tr = _no_transpose()
 
-    # restricted re-solves: each flow's recorded bottleneck resource, the
-    # event in which a flow was last re-solved and a resource last changed,
-    # the rate a re-solved flow had before the event
-    bneck = np.full(max(n_flows, 0), _UNKNOWN, dtype=np.int32)
-    in_s = np.zeros(max(n_flows, 0), dtype=np.int64)
-    stamp = np.zeros(n_res, dtype=np.int64)
-    seen = np.zeros(n_res, dtype=np.int64)
-    old_rate = np.zeros(max(n_flows, 0), dtype=np.float64)
-    viol = np.empty(max(n_flows, 0), dtype=np.int32)
+    # restricted re-solves (from event on_ev on; allocated then): each flow's
+    # recorded bottleneck resource, the event in which a flow was last
+    # re-solved and a resource last changed or scanned, the rate a re-solved
+    # flow had before the event
+    restricted = resolve == RESOLVE_RESTRICTED
+    on_ev = 2 if restricted else -1
+    bneck = np.full(0, _UNKNOWN, dtype=np.int32)
+    in_s = np.zeros(0, dtype=np.int64)
+    stamp = np.zeros(0, dtype=np.int64)
+    seen = np.zeros(0, dtype=np.int64)
+    old_rate = np.zeros(0, dtype=np.float64)
+    viol = np.empty(0, dtype=np.int32)
 
     # entries looked at by the restricted re-solves, and by full ones of the
     # same events: restriction stays on while it pays
-    restricted = resolve != RESOLVE_FULL
     cost_solved = 0.0
     cost_check = 0.0
     cost_full = 0.0
@@ -974,6 +981,16 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
         if ev > n_flows + 2:
             return rate0, finish, STATUS_ITER_LIMIT
         keep_below = lam0 - lam0 * KEEP_TOL
+        if resolve == RESOLVE_AUTO and ev == AUTO_START:
+            restricted = True  # a run with this many events may profit
+            on_ev = ev
+        if ev == on_ev:
+            bneck = np.full(n_flows, _UNKNOWN, dtype=np.int32)
+            in_s = np.zeros(n_flows, dtype=np.int64)
+            stamp = np.zeros(n_res, dtype=np.int64)
+            seen = np.zeros(n_res, dtype=np.int64)
+            old_rate = np.zeros(n_flows, dtype=np.float64)
+            viol = np.empty(n_flows, dtype=np.int32)
         if ev == 1 or not restricted:
             # every flow whose rate may change: all of them at first, then
             # those at or above the finished rate, and the flows a last pass
@@ -1000,13 +1017,13 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
             full = False
             n_sub, c = _check_bottlenecks(act, n_act, ev, in_s, stamp, bneck, flow_ptr, res,
                                           rates, state, cold, tr[0], tr[1], sub)
-            if ev > 2:  # (at 2: the one look-up of every bottleneck after the first solve)
+            if ev > on_ev:  # (at on_ev: the one look-up of every bottleneck)
                 cost_check += c
-        for i in range(n_sub):
-            f = sub[i]
-            in_s[f] = ev
-            old_rate[f] = rates[f]
         if not full:
+            for i in range(n_sub):
+                f = sub[i]
+                in_s[f] = ev
+                old_rate[f] = rates[f]
             n_sub, c = _add_dependents(sub, n_sub, 0, ev, keep_below, in_s, seen, bneck,
                                        old_rate, rates, flow_ptr, res, tr[0], tr[1],
                                        state, cold)
@@ -1026,10 +1043,11 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
             if status != STATUS_OK:
                 return rate0, finish, status
             if full:
-                # exact without a check; bottlenecks are looked up when the
-                # next event needs them
-                for i in range(n_sub):
-                    bneck[sub[i]] = _UNKNOWN
+                # exact without a check; bottlenecks (when kept) are looked
+                # up when the next event needs them
+                if bneck.shape[0] > 0:
+                    for i in range(n_sub):
+                        bneck[sub[i]] = _UNKNOWN
                 break
             for i in range(n_sub):
                 f = sub[i]
@@ -1097,7 +1115,7 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
         if ev == 1:
             for i in range(n_act):
                 rate0[act[i]] = rates[act[i]]
-        elif (resolve == RESOLVE_AUTO and restricted and ev >= RESTRICT_TRIAL
+        elif (resolve == RESOLVE_AUTO and restricted and ev >= on_ev + RESTRICT_TRIAL
               and cost_solved + CHECK_WEIGHT * cost_check > cost_full):
             # an entry re-solved costs a gather and a freeze, one looked at in
             # a check about a third of that (measured): the restricted path
@@ -1155,7 +1173,8 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
             for e in range(flow_ptr[f], flow_ptr[f + 1]):
                 r = res[e]
                 state[r, _RESID] += frac[e] * x
-                stamp[r] = ev + 1
+                if restricted and stamp.shape[0] > 0:
+                    stamp[r] = ev + 1
                 if incast and r >= n_plain:
                     fan_in[r] -= 1
                     new_cap = _ingress_capacity(capacity[r], fan_in[r], w_t, eps)
