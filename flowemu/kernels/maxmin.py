@@ -87,14 +87,15 @@ longer is one. The allocation is max-min fair exactly when it is feasible
 added, with the faster flows on its saturated resources, and the set is
 re-solved (after ``MAX_ROUNDS`` rounds: every flow at or above the finished
 rate and every flow touched, which is exact without a check). Saturation is
-judged to ``SAT_TOL`` of the capacity and "no flow faster" to ``TIE_TOL``.
-With ``resolve="auto"`` restricted re-solves start at event ``AUTO_START``
-(a step whose flows finish in a few events would not repay looking up every
-flow's bottleneck); the kernel counts the entries each way costs and, from
-``RESTRICT_TRIAL`` events later on, goes back to re-solving every flow at or
-above the finished rate once the restricted path has cost more (with ECMP split routes,
-~570 entries a flow and ~140 flows a resource, most of the reached flows
-change anyway and the checks cost more than they save).
+judged to ``bottlenecks.SAT_TOL`` of the capacity and "no flow faster" to
+``TIE_TOL`` (the checks are in :mod:`.bottlenecks`). With ``resolve="auto"``
+restricted re-solves start at event ``AUTO_START`` (a step whose flows finish
+in a few events would not repay looking up every flow's bottleneck); the
+kernel counts the entries each way costs and, from ``RESTRICT_TRIAL`` events
+later on, goes back to re-solving every flow at or above the finished rate
+once the restricted path has cost more (with ECMP split routes, ~570 entries a
+flow and ~140 flows a resource, most of the reached flows change anyway and
+the checks cost more than they save).
 
 Layers
 ------
@@ -111,7 +112,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import SolverError
+from .bottlenecks import (
+    _UNKNOWN,
+    _add_dependents,
+    _add_violators,
+    _apply_loads,
+    _check_bottlenecks,
+)
 from .jit import njit
+from .layout import _CAP, _COUNT, _LEVEL, _NUMPY_ERRORS, _RESID, _W_HI, _W_LO, TIE_TOL
 
 STATUS_OK = 0
 """Solved."""
@@ -134,9 +143,6 @@ STATUS_NAMES = {
     STATUS_BAD_INPUT: "bad input",
 }
 
-#: resources (and finish times) within this relative distance of the minimum
-#: are saturated (finish) together
-TIE_TOL = 1e-12
 #: flows whose rate is below ``lambda0 * (1 - KEEP_TOL)`` keep it after an event
 KEEP_TOL = 1e-9
 #: passes of pass-based filling before switching to the heap
@@ -147,7 +153,6 @@ _COMPACT_MIN = 64
 #: share of its last exact value
 WEIGHT_RESUM = 1e-12
 
-_NUMPY_ERRORS = {"error_model": "numpy"}  # float division by zero -> inf, no exception
 
 
 # --------------------------------------------------------------------------
@@ -283,22 +288,6 @@ def _heap_pop(heap_key, heap_res, size):
     return size
 
 
-# Per-resource state, split by how often it is touched. ``state``
-# float64[R, 4] holds what every entry update reads and writes, one 32-byte
-# row per resource (the rows of the resources a solve touches then mostly fit
-# in L2); ``w_ref`` float64[R] the weight at its last exact summation (read
-# by every freeze); ``cold`` float64[R, 2] what is used per resource only.
-# Outside a fill _RESID is the capacity minus the load of the active flows,
-# each at its applied rate; a fill's set-up takes its flows' loads out (so it
-# needs no branch on whether a resource was seen before), and each freeze puts
-# a flow's load back at its new rate.
-_RESID = 0  # capacity left (during a fill: for the unfrozen flows)
-_W_HI = 1   # unfrozen weight W = hi + lo, kept with error-free two-sum
-_W_LO = 2   # updates: when big fractions leave, tiny ECMP ones keep their digits
-_COUNT = 3  # unfrozen flows crossing the resource
-_LEVEL = 0  # (cold) level computed in the current pass (-inf: saturated in it)
-_CAP = 1    # (cold) capacity
-# Outside a fill W_HI = W_LO = COUNT = 0 for every resource.
 
 _NEED_TRANSPOSE = -1  # internal: the fill needs the resource -> flows CSR
 _FROZEN = -1  # flow_mark of a flow frozen in a fill, its load in _RESID
@@ -639,10 +628,7 @@ def _solve(flow_ptr, res, frac, tr, sub, n_sub, applied, rates, state, w_ref, co
     return status, tr, heap
 
 
-# ---- restricted re-solves (see "Speed" above)
-#: a resource whose residual capacity is at most this share of its capacity
-#: counts as saturated when a flow's bottleneck is checked
-SAT_TOL = 1e-11
+# ---- restricted re-solves (see "Speed" above; the checks are in .bottlenecks)
 #: re-solve rounds of one event before it falls back to re-solving every flow
 #: at or above the finished rate
 MAX_ROUNDS = 6
@@ -655,114 +641,11 @@ MAX_ROUNDS = 6
 AUTO_START = 16
 RESTRICT_TRIAL = 112
 CHECK_WEIGHT = 0.33
-_UNKNOWN = -1  # bneck of a flow whose bottleneck is to be looked up
 RESOLVE_AUTO = 0
 RESOLVE_RESTRICTED = 1
 RESOLVE_FULL = 2
 #: names of the re-solve modes (:func:`solve_completion`'s ``resolve``)
 RESOLVE_MODES = {"auto": RESOLVE_AUTO, "restricted": RESOLVE_RESTRICTED, "full": RESOLVE_FULL}
-
-
-@njit(**_NUMPY_ERRORS)
-def _is_bottleneck(f, r, rates, state, cold, res_ptr, res_flow):
-    """Whether resource ``r`` is a bottleneck of flow ``f``: saturated (to
-    ``SAT_TOL``) and no flow on it has a higher rate (to ``TIE_TOL``).
-    Finished flows have rate 0."""
-    if state[r, _RESID] > SAT_TOL * cold[r, _CAP]:
-        return False
-    x = rates[f]
-    top = x + x * TIE_TOL
-    for k in range(res_ptr[r], res_ptr[r + 1]):
-        if rates[res_flow[k]] > top:
-            return False
-    return True
-
-
-@njit(**_NUMPY_ERRORS)
-def _find_bottleneck(f, hint, flow_ptr, res, rates, state, cold, res_ptr, res_flow):
-    """A bottleneck resource of ``f`` (``hint`` first), or ``_UNKNOWN``; and
-    the number of entries looked at."""
-    if hint >= 0 and _is_bottleneck(f, hint, rates, state, cold, res_ptr, res_flow):
-        return hint, res_ptr[hint + 1] - res_ptr[hint]
-    cost = flow_ptr[f + 1] - flow_ptr[f]
-    for e in range(flow_ptr[f], flow_ptr[f + 1]):
-        r = res[e]
-        if r != hint and state[r, _RESID] <= SAT_TOL * cold[r, _CAP]:
-            cost += res_ptr[r + 1] - res_ptr[r]
-            if _is_bottleneck(f, r, rates, state, cold, res_ptr, res_flow):
-                return r, cost
-    return _UNKNOWN, cost
-
-
-@njit(**_NUMPY_ERRORS)
-def _apply_loads(flows, n, flow_ptr, res, frac, rates, applied, state):
-    """Count each flow of ``flows[:n]`` in ``_RESID`` at its rate (the flows a
-    last pass froze without updating the entries)."""
-    for i in range(n):
-        f = flows[i]
-        d = rates[f] - applied[f]
-        if d != 0.0:
-            for e in range(flow_ptr[f], flow_ptr[f + 1]):
-                state[res[e], _RESID] -= frac[e] * d
-            applied[f] = rates[f]
-
-
-@njit(**_NUMPY_ERRORS)
-def _check_bottlenecks(act, n_act, ev, in_s, stamp, bneck, flow_ptr, res, rates, state, cold,
-                       res_ptr, res_flow, viol):
-    """Check every active flow whose bottleneck may have changed in event
-    ``ev``: the flows re-solved in it (``in_s == ev``), the flows whose
-    recorded bottleneck is a resource it changed (``stamp == ev``) and those
-    with none recorded. Records the bottleneck found; lists the flows with
-    none in ``viol`` and returns their number. When none is listed every
-    active flow has a bottleneck, and the rates are max-min fair (a feasible
-    allocation in which every flow crosses a saturated resource where no
-    flow is faster is the max-min fair one). Also returns the number of
-    entries looked at."""
-    n_viol = 0
-    cost = n_act
-    for i in range(n_act):
-        f = act[i]
-        b = bneck[f]
-        if in_s[f] != ev and b >= 0 and stamp[b] != ev:
-            continue
-        b, c = _find_bottleneck(f, b, flow_ptr, res, rates, state, cold, res_ptr, res_flow)
-        cost += c
-        bneck[f] = b
-        if b < 0:
-            viol[n_viol] = f
-            n_viol += 1
-    return n_viol, cost
-
-
-@njit(**_NUMPY_ERRORS)
-def _add_dependents(sub, n_sub, q, ev, keep_below, in_s, seen, bneck, old_rate, rates, flow_ptr,
-                    res, res_ptr, res_flow, state, cold):
-    """Close ``sub[:n_sub]`` (from position ``q`` on) under "its rate may
-    change": the rates of its flows change, and with them the resources they
-    cross, so add the flows (at or above ``keep_below``) whose recorded
-    bottleneck is one of those, and so on. ``seen == ev`` marks the resources
-    done. Only saturated resources are scanned: a recorded bottleneck is
-    saturated (the bottleneck check after every change sees to it). Returns
-    the new size and the number of entries looked at."""
-    cost = 0
-    while q < n_sub:
-        f = sub[q]
-        q += 1
-        cost += flow_ptr[f + 1] - flow_ptr[f]
-        for e in range(flow_ptr[f], flow_ptr[f + 1]):
-            r = res[e]
-            if seen[r] != ev and state[r, _RESID] <= SAT_TOL * cold[r, _CAP]:
-                seen[r] = ev
-                cost += res_ptr[r + 1] - res_ptr[r]
-                for k in range(res_ptr[r], res_ptr[r + 1]):
-                    g = res_flow[k]
-                    if bneck[g] == r and in_s[g] != ev and rates[g] >= keep_below:
-                        in_s[g] = ev
-                        old_rate[g] = rates[g]
-                        sub[n_sub] = g
-                        n_sub += 1
-    return n_sub, cost
 
 
 @njit(**_NUMPY_ERRORS)
@@ -1064,27 +947,8 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
             cost_check += c
             if n_viol == 0:
                 break
-            # grow the set: the flows without a bottleneck, and the faster
-            # flows on their saturated resources
-            n_new = 0
-            for j in range(n_viol):
-                h = viol[j]
-                if in_s[h] != ev:
-                    in_s[h] = ev
-                    old_rate[h] = rates[h]
-                    sub[n_sub + n_new] = h
-                    n_new += 1
-                top = rates[h] + rates[h] * TIE_TOL
-                for e in range(flow_ptr[h], flow_ptr[h + 1]):
-                    r = res[e]
-                    if state[r, _RESID] <= SAT_TOL * cold[r, _CAP]:
-                        for k in range(tr[0][r], tr[0][r + 1]):
-                            g = tr[1][k]
-                            if rates[g] > top and in_s[g] != ev:
-                                in_s[g] = ev
-                                old_rate[g] = rates[g]
-                                sub[n_sub + n_new] = g
-                                n_new += 1
+            n_new = _add_violators(sub, n_sub, viol, n_viol, ev, in_s, old_rate, rates,
+                                   flow_ptr, res, tr[0], tr[1], state, cold)
             n_sub, c = _add_dependents(sub, n_sub + n_new, n_sub, ev, keep_below, in_s, seen,
                                        bneck, old_rate, rates, flow_ptr, res, tr[0], tr[1],
                                        state, cold)
