@@ -380,15 +380,8 @@ def test_completion_matches_oracle(inst):
 def test_full_resolves_match_oracle(inst):
     """The test above runs restricted re-solves; this one the full ones."""
     paths, cap, flow_bytes, flow_dst, ingress, w_t, eps = inst
-    sol = solve_completion(make_routes(paths), cap, flow_bytes, flow_dst=flow_dst,
-                           ingress_capacity=ingress, incast_threshold=w_t, incast_slope=eps,
-                           resolve="full")
-    (o_rate0, o_finish, o_status), _, _ = oracle_solution(make_routes(paths), cap, flow_bytes,
-                                                          flow_dst, ingress, w_t, eps)
-    assert sol.status == o_status
-    if o_status == STATUS_OK:
-        assert_close(sol.rate0, o_rate0)
-        assert_close(sol.finish, o_finish)
+    check_against_oracle(make_routes(paths), cap, flow_bytes, flow_dst, ingress, w_t, eps,
+                         resolve="full")
 
 
 @settings(max_examples=300, deadline=None)
@@ -544,19 +537,12 @@ def test_resolve_modes_match_oracle_on_torus_permutation(ecmp, resolve):
     incast."""
     topo, routes, sizes, dst = _permutation_flows((12, 12), ecmp)
     cap = np.ones(topo.num_links)
-    sol = solve_completion(routes, cap, sizes, resolve=resolve)
-    (o_rate0, o_finish, o_status), _, _ = oracle_solution(routes, cap, sizes)
-    assert sol.status == o_status == STATUS_OK
-    assert len(np.unique(o_finish)) > 100
-    assert_close(sol.rate0, o_rate0)
-    assert_close(sol.finish, o_finish)
-    ingress = topo.ingress_capacity_scale()
-    sol = solve_completion(routes, cap, sizes, flow_dst=dst, ingress_capacity=ingress,
-                           incast_threshold=1.0, incast_slope=0.2, resolve=resolve)
-    (o_rate0, o_finish, o_status), _, _ = oracle_solution(routes, cap, sizes, dst, ingress,
-                                                          1.0, 0.2)
-    assert sol.status == o_status == STATUS_OK
-    assert_close(sol.finish, o_finish)
+    sol = check_against_oracle(routes, cap, sizes, resolve=resolve)
+    assert sol.status == STATUS_OK
+    assert len(np.unique(sol.finish)) > 100
+    sol = check_against_oracle(routes, cap, sizes, dst, topo.ingress_capacity_scale(), 1.0, 0.2,
+                               resolve=resolve)
+    assert sol.status == STATUS_OK
 
 
 def test_auto_resolve_switches_to_full_on_split_routes():

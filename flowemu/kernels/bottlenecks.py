@@ -21,12 +21,15 @@ _UNKNOWN = -1  # bneck of a flow whose bottleneck is to be looked up
 
 
 @njit(**_NUMPY_ERRORS)
-def _is_bottleneck(f, r, rates, state, cold, res_ptr, res_flow):
-    """Whether resource ``r`` is a bottleneck of flow ``f``: saturated (to
-    ``SAT_TOL``) and no flow on it has a higher rate (to ``TIE_TOL``).
-    Finished flows have rate 0."""
-    if state[r, _RESID] > SAT_TOL * cold[r, _CAP]:
-        return False
+def _saturated(r, state, cold):
+    """Whether resource ``r`` has at most ``SAT_TOL`` of its capacity left."""
+    return state[r, _RESID] <= SAT_TOL * cold[r, _CAP]
+
+
+@njit(**_NUMPY_ERRORS)
+def _none_faster(f, r, rates, res_ptr, res_flow):
+    """Whether no flow on resource ``r`` is faster than ``f`` (to
+    ``TIE_TOL``). Finished flows have rate 0."""
     x = rates[f]
     top = x + x * TIE_TOL
     for k in range(res_ptr[r], res_ptr[r + 1]):
@@ -36,17 +39,29 @@ def _is_bottleneck(f, r, rates, state, cold, res_ptr, res_flow):
 
 
 @njit(**_NUMPY_ERRORS)
+def _join(f, ev, in_s, old_rate, rates):
+    """Mark ``f`` re-solved in event ``ev``, keeping its rate before it;
+    False when it already is."""
+    if in_s[f] == ev:
+        return False
+    in_s[f] = ev
+    old_rate[f] = rates[f]
+    return True
+
+
+@njit(**_NUMPY_ERRORS)
 def _find_bottleneck(f, hint, flow_ptr, res, rates, state, cold, res_ptr, res_flow):
     """A bottleneck resource of ``f`` (``hint`` first), or ``_UNKNOWN``; and
     the number of entries looked at."""
-    if hint >= 0 and _is_bottleneck(f, hint, rates, state, cold, res_ptr, res_flow):
+    if (hint >= 0 and _saturated(hint, state, cold)
+            and _none_faster(f, hint, rates, res_ptr, res_flow)):
         return hint, res_ptr[hint + 1] - res_ptr[hint]
     cost = flow_ptr[f + 1] - flow_ptr[f]
     for e in range(flow_ptr[f], flow_ptr[f + 1]):
         r = res[e]
-        if r != hint and state[r, _RESID] <= SAT_TOL * cold[r, _CAP]:
+        if r != hint and _saturated(r, state, cold):
             cost += res_ptr[r + 1] - res_ptr[r]
-            if _is_bottleneck(f, r, rates, state, cold, res_ptr, res_flow):
+            if _none_faster(f, r, rates, res_ptr, res_flow):
                 return r, cost
     return _UNKNOWN, cost
 
@@ -109,14 +124,13 @@ def _add_dependents(sub, n_sub, q, ev, keep_below, in_s, seen, bneck, old_rate, 
         cost += flow_ptr[f + 1] - flow_ptr[f]
         for e in range(flow_ptr[f], flow_ptr[f + 1]):
             r = res[e]
-            if seen[r] != ev and state[r, _RESID] <= SAT_TOL * cold[r, _CAP]:
+            if seen[r] != ev and _saturated(r, state, cold):
                 seen[r] = ev
                 cost += res_ptr[r + 1] - res_ptr[r]
                 for k in range(res_ptr[r], res_ptr[r + 1]):
                     g = res_flow[k]
-                    if bneck[g] == r and in_s[g] != ev and rates[g] >= keep_below:
-                        in_s[g] = ev
-                        old_rate[g] = rates[g]
+                    if (bneck[g] == r and rates[g] >= keep_below
+                            and _join(g, ev, in_s, old_rate, rates)):
                         sub[n_sub] = g
                         n_sub += 1
     return n_sub, cost
@@ -133,20 +147,43 @@ def _add_violators(sub, n_sub, viol, n_viol, ev, in_s, old_rate, rates, flow_ptr
     n_new = 0
     for j in range(n_viol):
         h = viol[j]
-        if in_s[h] != ev:
-            in_s[h] = ev
-            old_rate[h] = rates[h]
+        if _join(h, ev, in_s, old_rate, rates):
             sub[n_sub + n_new] = h
             n_new += 1
         top = rates[h] + rates[h] * TIE_TOL
         for e in range(flow_ptr[h], flow_ptr[h + 1]):
             r = res[e]
-            if state[r, _RESID] <= SAT_TOL * cold[r, _CAP]:
+            if _saturated(r, state, cold):
                 for k in range(res_ptr[r], res_ptr[r + 1]):
                     g = res_flow[k]
-                    if rates[g] > top and in_s[g] != ev:
-                        in_s[g] = ev
-                        old_rate[g] = rates[g]
+                    if rates[g] > top and _join(g, ev, in_s, old_rate, rates):
                         sub[n_sub + n_new] = g
                         n_new += 1
     return n_new
+
+
+@njit(**_NUMPY_ERRORS)
+def _fall_back(act, n_act, ev, keep_below, in_s, old_rate, rates, stamp, bneck, flow_ptr, res,
+               sub):
+    """The re-solve set that is exact without a check, written to ``sub``:
+    every active flow that was at or above ``keep_below`` before event ``ev``
+    and every flow re-solved in it. Their resources count as changed, and
+    the bottlenecks recorded on them are dropped (looked up again at the next
+    event). Returns its size."""
+    n_sub = 0
+    for i in range(n_act):
+        f = act[i]
+        was = old_rate[f] if in_s[f] == ev else rates[f]
+        if in_s[f] == ev or was >= keep_below:
+            _join(f, ev, in_s, old_rate, rates)
+            sub[n_sub] = f
+            n_sub += 1
+    for i in range(n_sub):
+        f = sub[i]
+        for e in range(flow_ptr[f], flow_ptr[f + 1]):
+            stamp[res[e]] = ev
+    for i in range(n_act):
+        f = act[i]
+        if bneck[f] >= 0 and stamp[bneck[f]] == ev:
+            bneck[f] = _UNKNOWN
+    return n_sub

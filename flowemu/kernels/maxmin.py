@@ -43,8 +43,9 @@ min-heap of resource levels over a resource -> flows transposed CSR (built
 the first time a kernel call needs it, then kept for its later events).
 Heap keys are lower bounds: a resource's level only rises as flows freeze
 (when ``C >= lambda * W`` and a flow of fraction ``a`` freezes at ``lambda``,
-``(C - lambda a) / (W - a) >= C / W``), so a popped key that is no longer the resource's level is re-keyed
-instead of every update being pushed; resources whose flows all froze
+``(C - lambda a) / (W - a) >= C / W``), so a popped key that is no longer the
+resource's level is re-keyed instead of every update being pushed; resources
+whose flows all froze
 elsewhere are dropped in bulk once they are half the heap. When a pass
 freezes every flow left (a symmetric workload has a single level) the entry
 updates are skipped and the loads are brought up to date only if a later
@@ -118,6 +119,8 @@ from .bottlenecks import (
     _add_violators,
     _apply_loads,
     _check_bottlenecks,
+    _fall_back,
+    _join,
 )
 from .jit import njit
 from .layout import _CAP, _COUNT, _LEVEL, _NUMPY_ERRORS, _RESID, _W_HI, _W_LO, TIE_TOL
@@ -649,6 +652,28 @@ RESOLVE_MODES = {"auto": RESOLVE_AUTO, "restricted": RESOLVE_RESTRICTED, "full":
 
 
 @njit(**_NUMPY_ERRORS)
+def _resource_state(capacity):
+    """``state``, ``w_ref`` and ``cold`` (see the layout) of resources with
+    these capacities and no flow counted yet."""
+    n_res = capacity.shape[0]
+    state = np.zeros((n_res, 4), dtype=np.float64)
+    state[:, _RESID] = capacity
+    w_ref = np.zeros(n_res, dtype=np.float64)
+    cold = np.zeros((n_res, 2), dtype=np.float64)
+    cold[:, _CAP] = capacity
+    return state, w_ref, cold
+
+
+@njit(**_NUMPY_ERRORS)
+def _fill_workspace(n_res):
+    """Scratch of :func:`_fill` for ``n_res`` resources: ``touched`` (one
+    slot more: :func:`_gather` writes one past the resources it keeps),
+    ``heap_key``, ``heap_res`` and ``batch``."""
+    return (np.empty(n_res + 1, dtype=np.int32), np.empty(n_res, dtype=np.float64),
+            np.empty(n_res, dtype=np.int32), np.empty(n_res, dtype=np.int32))
+
+
+@njit(**_NUMPY_ERRORS)
 def _no_transpose():
     return (np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int32),
             np.zeros(0, dtype=np.float64), False)
@@ -698,15 +723,8 @@ def maxmin_rates_kernel(flow_ptr, res, frac, capacity, active):
                 sub[n_sub] = f
                 n_sub += 1
                 flow_mark[f] = 1
-    state = np.zeros((n_res, 4), dtype=np.float64)
-    w_ref = np.zeros(n_res, dtype=np.float64)
-    cold = np.zeros((n_res, 2), dtype=np.float64)
-    cold[:, _CAP] = capacity
-    state[:, _RESID] = capacity
-    touched = np.empty(n_res + 1, dtype=np.int32)  # (+1: _gather writes one past)
-    heap_key = np.empty(n_res, dtype=np.float64)
-    heap_res = np.empty(n_res, dtype=np.int32)
-    batch = np.empty(n_res, dtype=np.int32)
+    state, w_ref, cold = _resource_state(capacity)
+    touched, heap_key, heap_res, batch = _fill_workspace(n_res)
     applied = np.zeros(n_flows, dtype=np.float64)
     status, _, _ = _solve(flow_ptr, res, frac, _no_transpose(), sub, n_sub, applied, rates,
                           state, w_ref, cold, flow_mark, 1, touched, heap_key, heap_res, batch,
@@ -805,10 +823,7 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
             act[n_act] = f
             n_act += 1
 
-    state = np.zeros((n_res, 4), dtype=np.float64)
-    w_ref = np.zeros(n_res, dtype=np.float64)
-    cold = np.zeros((n_res, 2), dtype=np.float64)
-    cold[:, _CAP] = capacity
+    state, w_ref, cold = _resource_state(capacity)
     fan_in = np.zeros(n_res, dtype=np.int64)
     if incast:
         for i in range(n_act):
@@ -829,10 +844,7 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
     flow_mark = np.zeros(max(n_flows, 0), dtype=np.int64)
     sub = np.empty(max(n_flows, 0), dtype=np.int32)
     done = np.empty(max(n_flows, 0), dtype=np.int32)
-    touched = np.empty(n_res + 1, dtype=np.int32)  # (+1: _gather writes one past)
-    heap_key = np.empty(n_res, dtype=np.float64)
-    heap_res = np.empty(n_res, dtype=np.int32)
-    batch = np.empty(n_res, dtype=np.int32)
+    touched, heap_key, heap_res, batch = _fill_workspace(n_res)
     tr = _no_transpose()
 
     # restricted re-solves (from event on_ev on; allocated then): each flow's
@@ -904,9 +916,7 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
                 cost_check += c
         if not full:
             for i in range(n_sub):
-                f = sub[i]
-                in_s[f] = ev
-                old_rate[f] = rates[f]
+                _join(sub[i], ev, in_s, old_rate, rates)
             n_sub, c = _add_dependents(sub, n_sub, 0, ev, keep_below, in_s, seen, bneck,
                                        old_rate, rates, flow_ptr, res, tr[0], tr[1],
                                        state, cold)
@@ -932,13 +942,11 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
                     for i in range(n_sub):
                         bneck[sub[i]] = _UNKNOWN
                 break
-            for i in range(n_sub):
-                f = sub[i]
-                cost_solved += flow_ptr[f + 1] - flow_ptr[f]
             # the resources of the flows whose rate changed have changed
             _apply_loads(sub, n_sub, flow_ptr, res, frac, rates, applied, state)
             for i in range(n_sub):
                 f = sub[i]
+                cost_solved += flow_ptr[f + 1] - flow_ptr[f]
                 if rates[f] != old_rate[f]:
                     for e in range(flow_ptr[f], flow_ptr[f + 1]):
                         stamp[res[e]] = ev
@@ -954,28 +962,9 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
                                        state, cold)
             cost_check += c
             if n_new == 0 or rounds >= MAX_ROUNDS:
-                # fall back to what is exact without a check: every flow that
-                # was at or above the finished rate, and every flow touched
                 full = True
-                n_sub = 0
-                for i in range(n_act):
-                    f = act[i]
-                    was = old_rate[f] if in_s[f] == ev else rates[f]
-                    if in_s[f] == ev or was >= keep_below:
-                        if in_s[f] != ev:
-                            in_s[f] = ev
-                            old_rate[f] = rates[f]
-                        sub[n_sub] = f
-                        n_sub += 1
-                # their rates change: so may the bottlenecks on their resources
-                for i in range(n_sub):
-                    f = sub[i]
-                    for e in range(flow_ptr[f], flow_ptr[f + 1]):
-                        stamp[res[e]] = ev
-                for i in range(n_act):
-                    f = act[i]
-                    if bneck[f] >= 0 and stamp[bneck[f]] == ev:
-                        bneck[f] = _UNKNOWN
+                n_sub = _fall_back(act, n_act, ev, keep_below, in_s, old_rate, rates, stamp,
+                                   bneck, flow_ptr, res, sub)
         if ev == 1:
             for i in range(n_act):
                 rate0[act[i]] = rates[act[i]]
@@ -1029,6 +1018,7 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
             break
         # release the finished flows' load; their receivers' fan-in drops;
         # their resources have changed (for the next event's bottleneck check)
+        track = restricted and stamp.shape[0] > 0
         for i in range(n_done):
             f = done[i]
             x = applied[f]
@@ -1037,7 +1027,7 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
             for e in range(flow_ptr[f], flow_ptr[f + 1]):
                 r = res[e]
                 state[r, _RESID] += frac[e] * x
-                if restricted and stamp.shape[0] > 0:
+                if track:
                     stamp[r] = ev + 1
                 if incast and r >= n_plain:
                     fan_in[r] -= 1
