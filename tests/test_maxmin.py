@@ -336,6 +336,9 @@ def check_against_oracle(routes, cap, flow_bytes, flow_dst=None, ingress=None, w
     return sol
 
 
+#: every re-solve mode of solve_completion
+RESOLVES = ["auto", "restricted", "full", "screened"]
+
 FRACTIONS = st.one_of(st.sampled_from([1.0, 0.5, 0.25, 1 / 3]),
                       st.floats(0.01, 1.0, allow_nan=False))
 CAPACITIES = st.one_of(st.sampled_from([1.0, 2.0, 0.5]), st.floats(0.25, 8.0))
@@ -384,6 +387,17 @@ def test_full_resolves_match_oracle(inst):
                          resolve="full")
 
 
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(instances())
+def test_screened_resolves_match_oracle(inst):
+    """Screened re-solves from the second event on: only (nearly) saturated
+    resources are solved over, the others are kept below capacity by the
+    drift bound."""
+    paths, cap, flow_bytes, flow_dst, ingress, w_t, eps = inst
+    check_against_oracle(make_routes(paths), cap, flow_bytes, flow_dst, ingress, w_t, eps,
+                         resolve="screened")
+
+
 @settings(max_examples=300, deadline=None)
 @given(instances(), st.data())
 def test_static_rates_match_oracle(inst, data):
@@ -423,7 +437,7 @@ def test_heap_path_many_levels():
     check_against_oracle(make_routes(sub), cap[used], rng.uniform(0.5, 3.0, len(sub)))
 
 
-@pytest.mark.parametrize("resolve", ["auto", "restricted", "full"])
+@pytest.mark.parametrize("resolve", RESOLVES)
 def test_incremental_path_many_events(resolve):
     """60 flows, random fractional paths over 15 links, all sizes distinct:
     60 events, each re-solving only the flows at or above the finished rate."""
@@ -438,7 +452,7 @@ def test_incremental_path_many_events(resolve):
     assert len(np.unique(sol.finish)) == 60
 
 
-@pytest.mark.parametrize("resolve", ["auto", "restricted", "full"])
+@pytest.mark.parametrize("resolve", RESOLVES)
 def test_incremental_path_with_incast(resolve):
     rng = np.random.default_rng(12)
     paths = []
@@ -460,7 +474,7 @@ def _torus_permutation(dims, seed):
     return topo, np.arange(topo.num_nodes), dst, rng
 
 
-@pytest.mark.parametrize("resolve", ["auto", "restricted", "full"])
+@pytest.mark.parametrize("resolve", RESOLVES)
 def test_torus_permutation_against_oracle(resolve):
     topo, src, dst, rng = _torus_permutation((6, 6), 3)
     n = topo.num_nodes
@@ -472,7 +486,7 @@ def test_torus_permutation_against_oracle(resolve):
                          resolve=resolve)
 
 
-@pytest.mark.parametrize("resolve", ["auto", "restricted", "full"])
+@pytest.mark.parametrize("resolve", RESOLVES)
 @pytest.mark.parametrize("ecmp", ["hash", "split"])
 def test_torus_permutation_heap_compaction_against_oracle(ecmp, resolve):
     """An 8x8 permutation: most resources in the heap lose their last flow
@@ -528,7 +542,7 @@ def _permutation_flows(dims, ecmp):
     return topo, routes, rng.uniform(0.5, 2.0, keep.sum()), dst[keep]
 
 
-@pytest.mark.parametrize("resolve", ["auto", "restricted", "full"])
+@pytest.mark.parametrize("resolve", RESOLVES)
 @pytest.mark.parametrize("ecmp", ["hash", "split"])
 def test_resolve_modes_match_oracle_on_torus_permutation(ecmp, resolve):
     """A 12x12 permutation: 143 flows finishing one by one, so "auto" runs
@@ -545,19 +559,35 @@ def test_resolve_modes_match_oracle_on_torus_permutation(ecmp, resolve):
     assert sol.status == STATUS_OK
 
 
-def test_auto_resolve_switches_to_full_on_split_routes():
-    """On split routes most flows a finish reaches change rate anyway, and
-    checking bottlenecks over ~50-entry paths costs more than it saves: on a
-    16x16 permutation "auto" starts restricted and goes over to full
-    re-solves (so its times differ in the last bits from both pure modes).
-    They all give the oracle's times."""
+def test_auto_resolve_screens_on_split_routes():
+    """A 16x16 permutation on split routes (255 events): "auto" re-solves
+    every flow at or above the finished rate over all their links until
+    event ``AUTO_START``, then over the (nearly) saturated links only, so its
+    times differ from full re-solves in the last bits; every mode gives the
+    oracle's times."""
     topo, routes, sizes, _ = _permutation_flows((16, 16), "split")
     cap = np.ones(topo.num_links)
-    fin = {m: solve_completion(routes, cap, sizes, resolve=m).finish
-           for m in ("auto", "restricted", "full")}
-    assert not np.array_equal(fin["auto"], fin["restricted"])
+    fin = {m: solve_completion(routes, cap, sizes, resolve=m).finish for m in RESOLVES}
     assert not np.array_equal(fin["auto"], fin["full"])
     (_, o_finish, o_status), _, _ = oracle_solution(routes, cap, sizes)
     assert o_status == STATUS_OK
     for finish in fin.values():
         assert_close(finish, o_finish)
+
+
+@pytest.mark.parametrize("resolve", RESOLVES)
+def test_screened_link_that_comes_to_bind(resolve):
+    """Flows A and B share link 0 (capacity 1); A also crosses link 1
+    (capacity 0.9), loaded to 0.5 while B runs, far enough below capacity to
+    be screened. When B finishes, A would take all of link 0, but link 1
+    holds it to 0.9: the screened link must come back into the solve.
+    Closed form: both at 0.5 until B finishes at t_B = b_B / 0.5; then A
+    at 0.9 for its remaining b_A - 0.5 t_B bytes."""
+    paths = [[(0, 1.0), (1, 1.0)], [(0, 1.0)]]
+    cap = np.array([1.0, 0.9])
+    b_a, b_b = 3.0, 1.0
+    sol = solve_completion(make_routes(paths), cap, np.array([b_a, b_b]), resolve=resolve)
+    assert sol.status == STATUS_OK
+    t_b = b_b / 0.5
+    assert_close(sol.rate0, [0.5, 0.5])
+    assert_close(sol.finish, [t_b + (b_a - 0.5 * t_b) / 0.9, t_b])

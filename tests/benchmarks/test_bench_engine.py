@@ -40,10 +40,9 @@ def test_recdoub_step_128x128(benchmark, torus128, step):
 @pytest.mark.parametrize("ecmp", ["split", "hash"])
 def test_random_permutation_64x64(benchmark, ecmp):
     """Every flow finishes at its own time: ~4,000 events. ``hash`` puts
-    ~32 links on a flow, and an event re-solves only the flows a finish
-    reaches (~150 on average); ``split`` puts ~570 links on a flow, most of
-    the flows at or above the finished rate (~680) change, and an event
-    re-solves them all. The work is per link entry."""
+    ~32 links on a flow, ``split`` ~570. An event re-solves the flows at or
+    above the finished rate (~680 on average) over their entries on the
+    links near capacity only (~13 a flow with split routes)."""
     topo = parse_topology("torus:64x64")
     rng = np.random.default_rng(2026)
     p = topo.num_endpoints

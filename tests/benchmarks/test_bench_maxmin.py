@@ -4,8 +4,9 @@ Targets (2-core machine, after JIT warm-up):
 
 * random permutation with random sizes on torus:64x64 (4095 flows, 4095
   distinct finish events): <= 2 s. Measured with one hashed path per flow
-  (131K route entries; the restricted re-solves, and the full ones for
-  comparison) and with ECMP split routes (2.35M entries, 18x as many);
+  (131K route entries; the default screened re-solves, and the full and
+  restricted ones for comparison) and with ECMP split routes (2.35M entries,
+  18x as many);
 * one recursive-doubling step on torus:128x128 (rank r sends to r XOR 8192,
   every peer 64 hops away, split both ways round: 16384 flows, 2M entries,
   one level, one event): <= ~10 ms.
@@ -77,7 +78,7 @@ def test_bench_completion_permutation_64x64(benchmark, permutation_64x64):
     assert len(np.unique(sol.finish)) > 0.9 * routes.num_flows  # thousands of events
 
 
-@pytest.mark.parametrize("resolve", ["auto", "full"])
+@pytest.mark.parametrize("resolve", ["auto", "full", "restricted"])
 def test_bench_completion_permutation_64x64_hash(benchmark, permutation_64x64_hash, resolve):
     routes, cap, sizes = permutation_64x64_hash
     sol = benchmark.pedantic(solve_completion, args=(routes, cap, sizes),
