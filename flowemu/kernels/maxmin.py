@@ -70,8 +70,9 @@ finished flow crosses saturates at a level at least the flow's rate, and
 ingress capacities only change (grow) on resources that finished flows cross.
 The others keep their rates exactly and a re-solve runs on the residual
 capacities over the resources the re-solved flows touch (each resource keeps
-its residual capacity between events). Its cost is O(entries of the
-re-solved flows + resources they touch), not O(E).
+its residual capacity between events; a screened resource, see below, its
+room). Its cost is O(entries of the re-solved flows + resources they touch),
+not O(E).
 
 Restricted re-solves. Of those flows, often only a few change: on a random
 permutation on torus:64x64 with one hashed path per flow, 680 are at or above
@@ -136,6 +137,7 @@ from .jit import njit
 from .layout import _CAP, _COUNT, _LEVEL, _NUMPY_ERRORS, _RESID, _W_HI, _W_LO, TIE_TOL
 from .screening import (
     RESCREEN_GROWTH,
+    SCREEN_SHARE,
     _admit,
     _commit_drift,
     _pending_drift,
@@ -974,8 +976,8 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
                 return rate0, finish, status
             if screened:
                 n_pend, n_join, _ = _pending_drift(sub, n_sub, flow_ptr, row_end, res, frac,
-                                                   rates, lazy, state, cold, cand, pend,
-                                                   pend_res, joining)
+                                                   rates, lazy, state, cand, pend, pend_res,
+                                                   joining)
                 if n_join > 0:
                     n_admitted += n_join
                     over, _ = _admit(joining, n_join, row_end, res, frac, rates, applied, finish,
@@ -1102,7 +1104,10 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
                 if incast and r >= n_plain:
                     fan_in[r] -= 1
                     new_cap = _ingress_capacity(capacity[r], fan_in[r], w_t, eps)
-                    state[r, _RESID] += new_cap - cold[r, _CAP]
+                    grown = new_cap - cold[r, _CAP]
+                    if screened and cand[r] == 0:
+                        grown *= SCREEN_SHARE  # (its room)
+                    state[r, _RESID] += grown
                     cold[r, _CAP] = new_cap
     return rate0, finish, STATUS_OK
 

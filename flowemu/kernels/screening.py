@@ -8,9 +8,9 @@ finished rate over the entries on *candidate* resources only, and proves
 that the other resources stay below capacity without summing their loads.
 
 The proof is a drift bound. Every active flow ``f`` has a *lazy rate*
-``x~_f``: its entries on screened (non-candidate) resources are counted in
-``_RESID`` at ``x~_f``, so a screened resource's lazy load is ``L~_r =
-sum_f a_{f,r} x~_f``. After a solve, every flow whose rate ``x_f`` left
+``x~_f``: its entries on screened (non-candidate) resources are counted at
+``x~_f``, so a screened resource's lazy load is ``L~_r = sum_f a_{f,r}
+x~_f``; its ``_RESID`` holds its *room* ``SCREEN_SHARE c_r - L~_r``. After a solve, every flow whose rate ``x_f`` left
 ``[(1 - SCREEN_DRIFT) x~_f, (1 + SCREEN_DRIFT) x~_f]`` gets ``x~_f = x_f``
 and its screened entries are updated. So ``x_f <= (1 + SCREEN_DRIFT) x~_f``
 for every flow and the true load of a screened resource is at most ``(1 +
@@ -59,13 +59,17 @@ RESCREEN_GROWTH = 0.5
 VIOL_TOL = TIE_TOL
 
 
+#: share of its capacity a screened resource's lazy load may reach: ``(1 +
+#: SCREEN_DRIFT) L~ < (1 - SCREEN_MARGIN) c``
+SCREEN_SHARE = (1.0 - SCREEN_MARGIN) / (1.0 + SCREEN_DRIFT)
+
+
 @njit(**_NUMPY_ERRORS)
-def _screened_ok(r, state, cold):
-    """Whether resource ``r`` may stay screened: its load bound ``(1 +
-    SCREEN_DRIFT) (capacity - residual)`` is below its capacity (by the
-    margin). A zero-capacity resource never is."""
-    cap = cold[r, _CAP]
-    return (cap - state[r, _RESID]) * (1.0 + SCREEN_DRIFT) < cap * (1.0 - SCREEN_MARGIN)
+def _room(cap, lazy_load):
+    """What a screened resource keeps in ``_RESID``: the lazy load it may
+    still take, ``SCREEN_SHARE c - L~`` (it stays screened while that is
+    positive; a zero-capacity resource never is)."""
+    return cap * SCREEN_SHARE - lazy_load
 
 
 @njit(**_NUMPY_ERRORS)
@@ -112,9 +116,13 @@ def _start_screening(act, n_act, flow_ptr, row_end, res, frac, res_ptr, rates, l
             pos_of[k] = e
     n_cand = 0
     for r in range(n_res):
-        c = not _screened_ok(r, state, cold)
+        cap = cold[r, _CAP]
+        room = _room(cap, cap - state[r, _RESID])
+        c = not room > 0.0
         cand[r] = c
         n_cand += c
+        if not c:
+            state[r, _RESID] = room
     for i in range(n_act):
         f = act[i]
         k = flow_ptr[f]
@@ -128,7 +136,7 @@ def _start_screening(act, n_act, flow_ptr, row_end, res, frac, res_ptr, rates, l
 
 
 @njit(**_NUMPY_ERRORS)
-def _pending_drift(sub, n_sub, flow_ptr, row_end, res, frac, rates, lazy, state, cold, cand,
+def _pending_drift(sub, n_sub, flow_ptr, row_end, res, frac, rates, lazy, state, cand,
                    pend, pend_res, joining):
     """The load changes on screened resources if every flow of
     ``sub[:n_sub]`` that drifted too far from its lazy rate were brought up
@@ -156,12 +164,10 @@ def _pending_drift(sub, n_sub, flow_ptr, row_end, res, frac, rates, lazy, state,
             if p == 0.0:
                 p = 1e-300  # (keep it listed once)
             pend[r] = p
-            if d > 0.0 and cand[r] == 0:
-                cap = cold[r, _CAP]
-                if (cap - state[r, _RESID] + p) * (1.0 + SCREEN_DRIFT) >= cap * (1.0 - SCREEN_MARGIN):
-                    cand[r] = 2
-                    joining[n_join] = r
-                    n_join += 1
+            if p >= state[r, _RESID] and cand[r] == 0:  # (its room)
+                cand[r] = 2
+                joining[n_join] = r
+                n_join += 1
     return n_pend, n_join, cost
 
 
@@ -263,12 +269,12 @@ def _rescreen(flow_ptr, row_end, res, frac, lazy, finish, state, cold, cand, res
                 lz += res_frac[k] * lazy[g]
                 last |= row_end[g] - flow_ptr[g] == 1
         cap = cold[r, _CAP]
-        if last or (lz * (1.0 + SCREEN_DRIFT)
-                    >= cap * (1.0 - SCREEN_MARGIN) * (1.0 - SCREEN_SLACK)):
+        room = _room(cap, lz)
+        if last or room <= SCREEN_SLACK * SCREEN_SHARE * cap:
             n_cand += 1
             continue
         cand[r] = 0
-        state[r, _RESID] = cap - lz
+        state[r, _RESID] = room
         for k in range(res_ptr[r], res_ptr[r + 1]):
             g = res_flow[k]
             if finish[g] == np.inf:
