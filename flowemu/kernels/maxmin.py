@@ -105,9 +105,10 @@ whose bound breaks becomes a candidate, and the event is solved again if it
 is over capacity. The rates are the exact max-min fair ones. Each flow's
 entries are reordered so that its candidate entries come first (``row_end``
 marks the end the fill walks). On the split-routed permutation on torus:64x64
-about 400 of 16,384 links are saturated at ``t = 0``; the fill walks ~13
-entries a re-solved flow instead of ~570, and the solve runs 6x faster than
-full re-solves (and 1.7x faster with hashed paths than restricted ones).
+about 400 of 16,384 links are saturated at ``t = 0`` (~700 are candidates on
+average); the fill walks ~18 entries a re-solved flow instead of ~570, and
+the solve runs ~8x faster than full re-solves (and ~2x faster with hashed
+paths than restricted ones).
 
 Layers
 ------
