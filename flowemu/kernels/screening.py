@@ -27,11 +27,16 @@ has a bottleneck among them), and feasible on every other resource, so every
 flow has a bottleneck in the whole network and the allocation is feasible,
 which characterises the max-min fair allocation.
 
-Rows. Each flow's entries are reordered in place so that its candidate
-entries come first: ``flow_ptr[f] .. row_end[f]``; the screened ones follow up
-to ``flow_ptr[f + 1]``. The fill (:mod:`.maxmin`) walks ``row_end`` only.
-Every active flow keeps at least one candidate entry: its bottleneck is
-saturated when screening starts, and candidates stay candidates.
+The pool. The fill (:mod:`.maxmin`) walks each flow's candidate entries
+only, kept in a pool beside the rows: flow ``f``'s at ``flow_ptr[f] ..
+row_end[f]`` of ``pool_res``/``pool_frac`` (the rows themselves are never
+reordered). A new candidate's entries are appended to the pools of the
+flows crossing it, found by the transpose; a candidate screened again is
+looked up in each such pool (a few dozen entries) and swapped with the last.
+The loops over screened entries (drift, finished flows) walk the whole row
+and skip the candidates. Every active flow keeps at least one candidate
+entry: its bottleneck is saturated when screening starts, and a candidate is
+not screened again while it is the last candidate entry of a flow.
 """
 
 from __future__ import annotations
@@ -66,6 +71,13 @@ SCREEN_SHARE = (1.0 - SCREEN_MARGIN) / (1.0 + SCREEN_DRIFT)
 
 
 @njit(**_NUMPY_ERRORS)
+def _drifted(x, xl):
+    """Whether a flow at rate ``x`` with lazy rate ``xl`` must be brought up
+    to date."""
+    return abs(x - xl) > SCREEN_DRIFT * xl
+
+
+@njit(**_NUMPY_ERRORS)
 def _room(cap, lazy_load):
     """What a screened resource keeps in ``_RESID``: the lazy load it may
     still take, ``SCREEN_SHARE c - L~`` (it stays screened while that is
@@ -74,47 +86,17 @@ def _room(cap, lazy_load):
 
 
 @njit(**_NUMPY_ERRORS)
-def _swap(e1, e2, res, frac, slot_of, pos_of):
-    """Swap entries ``e1`` and ``e2`` (of one row), keeping the maps between
-    entry positions and transpose slots."""
-    if e1 == e2:
-        return
-    r = res[e1]
-    a = frac[e1]
-    res[e1] = res[e2]
-    frac[e1] = frac[e2]
-    res[e2] = r
-    frac[e2] = a
-    k1 = slot_of[e1]
-    k2 = slot_of[e2]
-    slot_of[e1] = k2
-    slot_of[e2] = k1
-    pos_of[k1] = e2
-    pos_of[k2] = e1
-
-
-@njit(**_NUMPY_ERRORS)
-def _start_screening(act, n_act, flow_ptr, row_end, res, frac, res_ptr, rates, lazy, state,
-                     cold, cand):
+def _start_screening(act, n_act, flow_ptr, row_end, res, frac, rates, lazy, state, cold, cand):
     """Screen every resource whose load allows it (loads at the current
-    rates, which are max-min fair), partition the active flows' rows and set
-    their lazy rates. ``_RESID`` must count every active flow at its rate,
-    and ``res_ptr`` be the transpose of the rows as they are. Returns the
-    maps ``slot_of`` (entry position -> transpose slot) and ``pos_of``
-    (transpose slot -> entry position), and the number of candidates."""
+    rates, which are max-min fair), copy the active flows' candidate
+    entries into the pool and set their lazy rates. ``_RESID`` must count
+    every active flow at its rate. Returns the pool ``(pool_res,
+    pool_frac)`` (flow ``f``'s candidate entries at ``flow_ptr[f] ..
+    row_end[f]``) and the number of candidates."""
     n_res = state.shape[0]
-    n_flows = flow_ptr.shape[0] - 1
     n_entries = res.shape[0]
-    slot_of = np.empty(n_entries, dtype=np.int64)
-    pos_of = np.empty(n_entries, dtype=np.int64)
-    fill = res_ptr[:-1].copy()  # the transpose's order: by flow, then entry
-    for f in range(n_flows):
-        for e in range(flow_ptr[f], flow_ptr[f + 1]):
-            r = res[e]
-            k = fill[r]
-            fill[r] = k + 1
-            slot_of[e] = k
-            pos_of[k] = e
+    pool_res = np.empty(n_entries, dtype=res.dtype)
+    pool_frac = np.empty(n_entries, dtype=np.float64)
     n_cand = 0
     for r in range(n_res):
         cap = cold[r, _CAP]
@@ -128,17 +110,19 @@ def _start_screening(act, n_act, flow_ptr, row_end, res, frac, res_ptr, rates, l
         f = act[i]
         k = flow_ptr[f]
         for e in range(flow_ptr[f], flow_ptr[f + 1]):
-            if cand[res[e]]:
-                _swap(e, k, res, frac, slot_of, pos_of)
+            r = res[e]
+            if cand[r]:
+                pool_res[k] = r
+                pool_frac[k] = frac[e]
                 k += 1
         row_end[f] = k
         lazy[f] = rates[f]
-    return slot_of, pos_of, n_cand
+    return pool_res, pool_frac, n_cand
 
 
 @njit(**_NUMPY_ERRORS)
-def _pending_drift(sub, n_sub, flow_ptr, row_end, res, frac, rates, lazy, state, cand,
-                   pend, pend_res, joining):
+def _pending_drift(sub, n_sub, flow_ptr, res, frac, rates, lazy, state, cand, pend, pend_res,
+                   joining):
     """The load changes on screened resources if every flow of
     ``sub[:n_sub]`` that drifted too far from its lazy rate were brought up
     to date: summed in ``pend`` (resources listed in ``pend_res``), nothing
@@ -153,11 +137,13 @@ def _pending_drift(sub, n_sub, flow_ptr, row_end, res, frac, rates, lazy, state,
         x = rates[f]
         xl = lazy[f]
         d = x - xl
-        if abs(d) <= SCREEN_DRIFT * xl:
+        if not _drifted(x, xl):
             continue
-        cost += flow_ptr[f + 1] - row_end[f]
-        for e in range(row_end[f], flow_ptr[f + 1]):
+        cost += flow_ptr[f + 1] - flow_ptr[f]
+        for e in range(flow_ptr[f], flow_ptr[f + 1]):
             r = res[e]
+            if cand[r] == 1:
+                continue  # (counted at its rate)
             p = pend[r]
             pend_res[n_pend] = r
             n_pend += p == 0.0
@@ -184,19 +170,19 @@ def _commit_drift(sub, n_sub, rates, lazy, state, cand, pend, pend_res, n_pend):
     for i in range(n_sub):
         f = sub[i]
         x = rates[f]
-        if abs(x - lazy[f]) > SCREEN_DRIFT * lazy[f]:
+        if _drifted(x, lazy[f]):
             lazy[f] = x
 
 
 @njit(**_NUMPY_ERRORS)
-def _admit(joining, n_join, row_end, res, frac, rates, applied, finish, in_sub, ev, state, cold,
-           cand, res_ptr, res_flow, res_frac, slot_of, pos_of, base):
+def _admit(joining, n_join, row_end, pool_res, pool_frac, rates, applied, finish, in_sub, ev,
+           state, cold, cand, res_ptr, res_flow, res_frac, base):
     """Make the resources ``joining[:n_join]`` candidates: their residual is
     summed exactly (each active flow at its applied rate, as for every
     candidate), with the flows re-solved in this event (``in_sub == ev``)
-    left out in ``base``; their entries move into the candidate part of each
-    active flow's row. Returns ``(whether one is over capacity at the
-    current rates, entries looked at)``."""
+    left out in ``base``; their entries join each active flow's pool.
+    Returns ``(whether one is over capacity at the current rates, entries
+    looked at)``."""
     over = False
     cost = 0
     for j in range(n_join):
@@ -215,8 +201,10 @@ def _admit(joining, n_join, row_end, res, frac, rates, applied, finish, in_sub, 
             else:
                 used += a * applied[g]
             load += a * rates[g]
-            _swap(pos_of[k], row_end[g], res, frac, slot_of, pos_of)
-            row_end[g] += 1
+            e = row_end[g]
+            pool_res[e] = r
+            pool_frac[e] = a
+            row_end[g] = e + 1
         cost += res_ptr[r + 1] - res_ptr[r]
         cap = cold[r, _CAP]
         base[r] = cap - used
@@ -247,14 +235,14 @@ def _roll_back(touched, n_touched, joining, n_join, sub, n_sub, applied, state, 
 
 
 @njit(**_NUMPY_ERRORS)
-def _rescreen(flow_ptr, row_end, res, frac, lazy, finish, state, cold, cand, res_ptr, res_flow,
-              res_frac, slot_of, pos_of):
+def _rescreen(flow_ptr, row_end, pool_res, pool_frac, lazy, finish, state, cold, cand, res_ptr,
+              res_flow, res_frac):
     """Screen again every candidate whose load bound at the lazy rates is
     below ``1 - SCREEN_SLACK`` of what screening allows, unless it is the
     last candidate entry of a flow (call between events: rates max-min fair,
-    so every flow's bottleneck, being saturated, stays). Its entries move
-    back to the screened part of the rows and its residual counts the flows
-    at their lazy rates. Returns ``(candidates left, entries looked at)``."""
+    so every flow's bottleneck, being saturated, stays). Its entries leave
+    the pool and its residual counts the flows at their lazy rates. Returns
+    ``(candidates left, entries looked at)``."""
     n_res = state.shape[0]
     n_cand = 0
     cost = 0
@@ -279,6 +267,11 @@ def _rescreen(flow_ptr, row_end, res, frac, lazy, finish, state, cold, cand, res
         for k in range(res_ptr[r], res_ptr[r + 1]):
             g = res_flow[k]
             if finish[g] == np.inf:
-                row_end[g] -= 1
-                _swap(pos_of[k], row_end[g], res, frac, slot_of, pos_of)
+                end = row_end[g] - 1
+                for e in range(flow_ptr[g], end):
+                    if pool_res[e] == r:
+                        pool_res[e] = pool_res[end]
+                        pool_frac[e] = pool_frac[end]
+                        break
+                row_end[g] = end
     return n_cand, cost
