@@ -886,6 +886,7 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
         scr_ev = AUTO_START - 1
     screened = False
     cand = np.zeros(0, dtype=np.uint8)
+    cand_lazy = np.zeros(0, dtype=np.float64)  # a candidate's lazy load
     lazy = np.zeros(0, dtype=np.float64)
     joining = np.empty(0, dtype=np.int32)
     # the entries the fill walks: flow f's at flow_ptr[f] .. row_end[f] (all
@@ -983,14 +984,15 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
                 if n_join > 0:
                     n_admitted += n_join
                     over, _ = _admit(joining, n_join, row_end, pool_res, pool_frac, rates,
-                                     applied, finish, in_sub, ev, state, cold, cand, tr[0],
-                                     tr[1], tr[2], base)
+                                     applied, lazy, finish, in_sub, ev, state, cold, cand,
+                                     cand_lazy, tr[0], tr[1], tr[2], base)
                     if over:
                         # a new candidate cannot carry these rates: undo, solve again
                         _roll_back(touched, n_touched, joining, n_join, sub, n_sub, applied,
                                    state, base, pend, pend_res, n_pend)
                         continue
-                _commit_drift(sub, n_sub, rates, lazy, state, cand, pend, pend_res, n_pend)
+                _commit_drift(sub, n_sub, rates, lazy, state, cand, cand_lazy, pend, pend_res,
+                              n_pend)
                 break
             if full:
                 # exact without a check; bottlenecks (when kept) are looked
@@ -1030,19 +1032,21 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
                 res_ptr, res_flow, res_frac = _transpose(flow_ptr, res, frac, n_res)
                 tr = (res_ptr, res_flow, res_frac, True)
             cand = np.zeros(n_res, dtype=np.uint8)
+            cand_lazy = np.zeros(n_res, dtype=np.float64)
             lazy = np.zeros(n_flows, dtype=np.float64)
             joining = np.empty(n_res, dtype=np.int32)
             base = np.empty(n_res, dtype=np.float64)
             pend = np.zeros(n_res, dtype=np.float64)
-            pend_res = np.empty(n_res, dtype=np.int32)
+            pend_res = np.empty(n_res + 1, dtype=np.int32)  # (one written past the end)
             in_sub = np.zeros(n_flows, dtype=np.int64)
             pool_res, pool_frac, n_cand = _start_screening(act, n_act, flow_ptr, row_end, res,
-                                                           frac, rates, lazy, state, cold, cand)
+                                                           frac, rates, lazy, state, cold, cand,
+                                                           cand_lazy)
             screened = True
         elif screened and n_admitted > RESCREEN_GROWTH * n_cand:
             # screen again the candidates that no longer come near capacity
-            n_cand, _ = _rescreen(flow_ptr, row_end, pool_res, pool_frac, lazy, finish, state,
-                                  cold, cand, tr[0], tr[1], tr[2])
+            n_cand, _ = _rescreen(flow_ptr, row_end, pool_res, pool_frac, finish, state, cold,
+                                  cand, cand_lazy, tr[0], tr[1])
             n_admitted = 0
 
         # --- next event
@@ -1097,8 +1101,14 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
             applied[f] = 0.0
             for e in range(flow_ptr[f], flow_ptr[f + 1]):
                 r = res[e]
-                # (entries on screened resources are counted at the lazy rate)
-                state[r, _RESID] += frac[e] * (x_lazy if screened and cand[r] == 0 else x)
+                a = frac[e]
+                if not screened:
+                    state[r, _RESID] += a * x
+                elif cand[r] == 0:
+                    state[r, _RESID] += a * x_lazy  # (its room)
+                else:
+                    state[r, _RESID] += a * x
+                    cand_lazy[r] -= a * x_lazy
                 if track:
                     stamp[r] = ev + 1
                 if incast and r >= n_plain:

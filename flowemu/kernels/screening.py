@@ -8,18 +8,20 @@ finished rate over the entries on *candidate* resources only, and proves
 that the other resources stay below capacity without summing their loads.
 
 The proof is a drift bound. Every active flow ``f`` has a *lazy rate*
-``x~_f``: its entries on screened (non-candidate) resources are counted at
-``x~_f``, so a screened resource's lazy load is ``L~_r = sum_f a_{f,r}
-x~_f``; its ``_RESID`` holds its *room* ``SCREEN_SHARE c_r - L~_r``. After a solve, every flow whose rate ``x_f`` left
-``[(1 - SCREEN_DRIFT) x~_f, (1 + SCREEN_DRIFT) x~_f]`` gets ``x~_f = x_f``
-and its screened entries are updated. So ``x_f <= (1 + SCREEN_DRIFT) x~_f``
-for every flow and the true load of a screened resource is at most ``(1 +
-SCREEN_DRIFT) L~_r``. A screened resource stays screened while that bound is
-below its capacity (by ``SCREEN_MARGIN``, for rounding); when an update
-breaks it, the resource becomes a candidate: its load is summed exactly over
-its flows (the transpose) and its entries move into the candidate part of
-each flow's row. If its exact load is over capacity, the event solves again
-with it. Candidates stay candidates.
+``x~_f``, and every resource a *lazy load* ``L~_r = sum_f a_{f,r} x~_f``; a
+screened resource's ``_RESID`` holds its *room* ``SCREEN_SHARE c_r - L~_r``
+(a candidate's, its exact residual; its lazy load is kept beside). After a
+solve, every flow whose rate ``x_f`` left ``[(1 - SCREEN_DRIFT) x~_f, (1 +
+SCREEN_DRIFT) x~_f]`` gets ``x~_f = x_f`` and the lazy loads of its
+resources are updated. So ``x_f <= (1 + SCREEN_DRIFT) x~_f`` for every flow
+and the true load of a screened resource is at most ``(1 + SCREEN_DRIFT)
+L~_r``. A screened resource stays screened while that bound is below its
+capacity (by ``SCREEN_MARGIN``, for rounding); when an update breaks it, the
+resource becomes a candidate: its load is summed exactly over its flows (the
+transpose) and its entries join the flows' pools (below). If its exact load
+is over capacity, the event solves again with it. Between events, once
+enough resources have joined, the candidates whose lazy bound has fallen
+well below capacity are screened again (:func:`_rescreen`).
 
 The rates of a screened event are the max-min fair ones, not an
 approximation: they are max-min fair for the candidate resources (every flow
@@ -46,20 +48,23 @@ import numpy as np
 from .jit import njit
 from .layout import _CAP, _NUMPY_ERRORS, _RESID, TIE_TOL
 
-#: relative drift of a flow's rate from its lazy rate before its screened
-#: entries are brought up to date (a smaller value updates more often and
-#: keeps fewer candidates; on the split-routed permutation on torus:64x64,
-#: 0.02-0.03 solve ~8 % faster than 0.01, 0.005 and 0.06 ~15 % slower)
+#: relative drift of a flow's rate from its lazy rate before its lazy loads
+#: are brought up to date (a smaller value updates more often and keeps
+#: fewer candidates; on the split-routed permutation on torus:64x64 0.03
+#: costs least, 0.02 and 0.04 ~6 % more)
 SCREEN_DRIFT = 0.03
 #: relative headroom a screened resource keeps below its capacity, far above
 #: the rounding of its running residual
 SCREEN_MARGIN = 1e-9
 #: a candidate is screened again (between events, see :func:`_rescreen`)
 #: when its bound is this share below what screening allows
-SCREEN_SLACK = 0.01
+SCREEN_SLACK = 0.005
 #: ... once the candidates admitted since the last look are this share of
-#: those left after it (each look sums every candidate's load)
-RESCREEN_GROWTH = 0.5
+#: those left after it. A look costs a pass over the candidate flags and the
+#: columns of the resources it screens again; looking more often keeps fewer
+#: candidates (on the permutation above 0.15 walks ~27 % fewer entries than
+#: 0.5 for ~30 % more rescreening; 0.05-0.1 and 0.25 cost ~4 % more than 0.15)
+RESCREEN_GROWTH = 0.15
 #: a new candidate whose exact load is above its capacity by more than this
 #: share is a violation (the event solves again); below it, rounding
 VIOL_TOL = TIE_TOL
@@ -86,11 +91,13 @@ def _room(cap, lazy_load):
 
 
 @njit(**_NUMPY_ERRORS)
-def _start_screening(act, n_act, flow_ptr, row_end, res, frac, rates, lazy, state, cold, cand):
+def _start_screening(act, n_act, flow_ptr, row_end, res, frac, rates, lazy, state, cold, cand,
+                     cand_lazy):
     """Screen every resource whose load allows it (loads at the current
     rates, which are max-min fair), copy the active flows' candidate
     entries into the pool and set their lazy rates. ``_RESID`` must count
-    every active flow at its rate. Returns the pool ``(pool_res,
+    every active flow at its rate; a candidate's lazy load goes to
+    ``cand_lazy`` (the lazy rates are the rates). Returns the pool ``(pool_res,
     pool_frac)`` (flow ``f``'s candidate entries at ``flow_ptr[f] ..
     row_end[f]``) and the number of candidates."""
     n_res = state.shape[0]
@@ -104,7 +111,9 @@ def _start_screening(act, n_act, flow_ptr, row_end, res, frac, rates, lazy, stat
         c = not room > 0.0
         cand[r] = c
         n_cand += c
-        if not c:
+        if c:
+            cand_lazy[r] = cap - state[r, _RESID]
+        else:
             state[r, _RESID] = room
     for i in range(n_act):
         f = act[i]
@@ -123,12 +132,13 @@ def _start_screening(act, n_act, flow_ptr, row_end, res, frac, rates, lazy, stat
 @njit(**_NUMPY_ERRORS)
 def _pending_drift(sub, n_sub, flow_ptr, res, frac, rates, lazy, state, cand, pend, pend_res,
                    joining):
-    """The load changes on screened resources if every flow of
-    ``sub[:n_sub]`` that drifted too far from its lazy rate were brought up
-    to date: summed in ``pend`` (resources listed in ``pend_res``), nothing
-    committed. Lists the screened resources whose bound would no longer hold
-    in ``joining`` (marked ``cand == 2``). Returns ``(resources with a
-    pending change, resources listed, entries looked at)``."""
+    """The changes of the lazy loads if every flow of ``sub[:n_sub]`` that
+    drifted too far from its lazy rate were brought up to date: summed in
+    ``pend`` (resources listed in ``pend_res``, which has a slot more than
+    there are resources), nothing committed. Lists the screened resources
+    whose bound would no longer hold in ``joining`` (marked ``cand == 2``).
+    Returns ``(resources with a pending change, resources listed, entries
+    looked at)``."""
     n_pend = 0
     n_join = 0
     cost = 0
@@ -142,8 +152,6 @@ def _pending_drift(sub, n_sub, flow_ptr, res, frac, rates, lazy, state, cand, pe
         cost += flow_ptr[f + 1] - flow_ptr[f]
         for e in range(flow_ptr[f], flow_ptr[f + 1]):
             r = res[e]
-            if cand[r] == 1:
-                continue  # (counted at its rate)
             p = pend[r]
             pend_res[n_pend] = r
             n_pend += p == 0.0
@@ -151,7 +159,7 @@ def _pending_drift(sub, n_sub, flow_ptr, res, frac, rates, lazy, state, cand, pe
             if p == 0.0:
                 p = 1e-300  # (keep it listed once)
             pend[r] = p
-            if p >= state[r, _RESID] and cand[r] == 0:  # (its room)
+            if cand[r] == 0 and p >= state[r, _RESID]:  # (its room)
                 cand[r] = 2
                 joining[n_join] = r
                 n_join += 1
@@ -159,13 +167,16 @@ def _pending_drift(sub, n_sub, flow_ptr, res, frac, rates, lazy, state, cand, pe
 
 
 @njit(**_NUMPY_ERRORS)
-def _commit_drift(sub, n_sub, rates, lazy, state, cand, pend, pend_res, n_pend):
-    """Apply the pending changes to the resources still screened and set the
-    lazy rate of every flow that drifted too far to its rate."""
+def _commit_drift(sub, n_sub, rates, lazy, state, cand, cand_lazy, pend, pend_res, n_pend):
+    """Apply the pending changes (to the room of a screened resource, to the
+    lazy load of a candidate) and set the lazy rate of every flow that
+    drifted too far to its rate."""
     for i in range(n_pend):
         r = pend_res[i]
         if cand[r] == 0:
             state[r, _RESID] -= pend[r]
+        else:
+            cand_lazy[r] += pend[r]
         pend[r] = 0.0
     for i in range(n_sub):
         f = sub[i]
@@ -175,12 +186,13 @@ def _commit_drift(sub, n_sub, rates, lazy, state, cand, pend, pend_res, n_pend):
 
 
 @njit(**_NUMPY_ERRORS)
-def _admit(joining, n_join, row_end, pool_res, pool_frac, rates, applied, finish, in_sub, ev,
-           state, cold, cand, res_ptr, res_flow, res_frac, base):
+def _admit(joining, n_join, row_end, pool_res, pool_frac, rates, applied, lazy, finish, in_sub,
+           ev, state, cold, cand, cand_lazy, res_ptr, res_flow, res_frac, base):
     """Make the resources ``joining[:n_join]`` candidates: their residual is
     summed exactly (each active flow at its applied rate, as for every
     candidate), with the flows re-solved in this event (``in_sub == ev``)
-    left out in ``base``; their entries join each active flow's pool.
+    left out in ``base``, and their lazy load summed; their entries join
+    each active flow's pool.
     Returns ``(whether one is over capacity at the current rates, entries
     looked at)``."""
     over = False
@@ -191,6 +203,7 @@ def _admit(joining, n_join, row_end, pool_res, pool_frac, rates, applied, finish
         used = 0.0
         used_sub = 0.0
         load = 0.0
+        lz = 0.0
         for k in range(res_ptr[r], res_ptr[r + 1]):
             g = res_flow[k]
             if finish[g] != np.inf:
@@ -201,11 +214,13 @@ def _admit(joining, n_join, row_end, pool_res, pool_frac, rates, applied, finish
             else:
                 used += a * applied[g]
             load += a * rates[g]
+            lz += a * lazy[g]
             e = row_end[g]
             pool_res[e] = r
             pool_frac[e] = a
             row_end[g] = e + 1
         cost += res_ptr[r + 1] - res_ptr[r]
+        cand_lazy[r] = lz
         cap = cold[r, _CAP]
         base[r] = cap - used
         state[r, _RESID] = cap - (used + used_sub)
@@ -235,31 +250,31 @@ def _roll_back(touched, n_touched, joining, n_join, sub, n_sub, applied, state, 
 
 
 @njit(**_NUMPY_ERRORS)
-def _rescreen(flow_ptr, row_end, pool_res, pool_frac, lazy, finish, state, cold, cand, res_ptr,
-              res_flow, res_frac):
+def _rescreen(flow_ptr, row_end, pool_res, pool_frac, finish, state, cold, cand, cand_lazy,
+              res_ptr, res_flow):
     """Screen again every candidate whose load bound at the lazy rates is
     below ``1 - SCREEN_SLACK`` of what screening allows, unless it is the
     last candidate entry of a flow (call between events: rates max-min fair,
     so every flow's bottleneck, being saturated, stays). Its entries leave
-    the pool and its residual counts the flows at their lazy rates. Returns
-    ``(candidates left, entries looked at)``."""
+    the pool and its residual becomes its room. Returns ``(candidates left,
+    entries looked at)``."""
     n_res = state.shape[0]
     n_cand = 0
     cost = 0
     for r in range(n_res):
         if cand[r] == 0:
             continue
+        cap = cold[r, _CAP]
+        room = _room(cap, cand_lazy[r])
+        if room <= SCREEN_SLACK * SCREEN_SHARE * cap:
+            n_cand += 1
+            continue
         cost += res_ptr[r + 1] - res_ptr[r]
-        lz = 0.0
         last = False
         for k in range(res_ptr[r], res_ptr[r + 1]):
             g = res_flow[k]
-            if finish[g] == np.inf:
-                lz += res_frac[k] * lazy[g]
-                last |= row_end[g] - flow_ptr[g] == 1
-        cap = cold[r, _CAP]
-        room = _room(cap, lz)
-        if last or room <= SCREEN_SLACK * SCREEN_SHARE * cap:
+            last |= finish[g] == np.inf and row_end[g] - flow_ptr[g] == 1
+        if last:
             n_cand += 1
             continue
         cand[r] = 0
