@@ -68,3 +68,4 @@ lint: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .benchmarks build *.egg-info
+	find flowemu -name '*.nbi' -delete -o -name '*.nbc' -delete
