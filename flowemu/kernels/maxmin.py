@@ -105,10 +105,10 @@ whose bound breaks becomes a candidate, and the event is solved again if it
 is over capacity. The rates are the exact max-min fair ones. Each flow's
 candidate entries are copied to a pool (``flow_ptr[f] .. row_end[f]``), which
 the fill walks instead of the row. On the split-routed permutation on torus:64x64
-about 400 of 16,384 links are saturated at ``t = 0`` (~700 are candidates on
-average); the fill walks ~18 entries a re-solved flow instead of ~570, and
-the solve runs ~8x faster than full re-solves (and ~2x faster with hashed
-paths than restricted ones).
+about 400 of 16,384 links are saturated at ``t = 0`` (~580 are candidates on
+average); an event re-solves ~680 flows over ~14 entries each instead of
+~570, and the solve runs ~9x faster than full re-solves (and ~2x faster with
+hashed paths than restricted ones).
 
 Layers
 ------

@@ -42,7 +42,7 @@ def test_random_permutation_64x64(benchmark, ecmp):
     """Every flow finishes at its own time: ~4,000 events. ``hash`` puts
     ~32 links on a flow, ``split`` ~570. An event re-solves the flows at or
     above the finished rate (~680 on average) over their entries on the
-    links near capacity only (~18 a flow with split routes)."""
+    links near capacity only (~14 a flow with split routes)."""
     topo = parse_topology("torus:64x64")
     rng = np.random.default_rng(2026)
     p = topo.num_endpoints
