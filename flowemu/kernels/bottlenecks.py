@@ -51,19 +51,16 @@ def _join(f, ev, in_s, old_rate, rates):
 
 @njit(**_NUMPY_ERRORS)
 def _find_bottleneck(f, hint, flow_ptr, res, rates, state, cold, res_ptr, res_flow):
-    """A bottleneck resource of ``f`` (``hint`` first), or ``_UNKNOWN``; and
-    the number of entries looked at."""
+    """A bottleneck resource of ``f`` (``hint`` first), or ``_UNKNOWN``."""
     if (hint >= 0 and _saturated(hint, state, cold)
             and _none_faster(f, hint, rates, res_ptr, res_flow)):
-        return hint, res_ptr[hint + 1] - res_ptr[hint]
-    cost = flow_ptr[f + 1] - flow_ptr[f]
+        return hint
     for e in range(flow_ptr[f], flow_ptr[f + 1]):
         r = res[e]
-        if r != hint and _saturated(r, state, cold):
-            cost += res_ptr[r + 1] - res_ptr[r]
-            if _none_faster(f, r, rates, res_ptr, res_flow):
-                return r, cost
-    return _UNKNOWN, cost
+        if r != hint and _saturated(r, state, cold) and _none_faster(f, r, rates, res_ptr,
+                                                                     res_flow):
+            return r
+    return _UNKNOWN
 
 
 @njit(**_NUMPY_ERRORS)
@@ -89,22 +86,19 @@ def _check_bottlenecks(act, n_act, ev, in_s, stamp, bneck, flow_ptr, res, rates,
     none in ``viol`` and returns their number. When none is listed every
     active flow has a bottleneck, and the rates are max-min fair (a feasible
     allocation in which every flow crosses a saturated resource where no
-    flow is faster is the max-min fair one). Also returns the number of
-    entries looked at."""
+    flow is faster is the max-min fair one)."""
     n_viol = 0
-    cost = n_act
     for i in range(n_act):
         f = act[i]
         b = bneck[f]
         if in_s[f] != ev and b >= 0 and stamp[b] != ev:
             continue
-        b, c = _find_bottleneck(f, b, flow_ptr, res, rates, state, cold, res_ptr, res_flow)
-        cost += c
+        b = _find_bottleneck(f, b, flow_ptr, res, rates, state, cold, res_ptr, res_flow)
         bneck[f] = b
         if b < 0:
             viol[n_viol] = f
             n_viol += 1
-    return n_viol, cost
+    return n_viol
 
 
 @njit(**_NUMPY_ERRORS)
@@ -116,24 +110,21 @@ def _add_dependents(sub, n_sub, q, ev, keep_below, in_s, seen, bneck, old_rate, 
     bottleneck is one of those, and so on. ``seen == ev`` marks the resources
     done. Only saturated resources are scanned: a recorded bottleneck is
     saturated (the bottleneck check after every change sees to it). Returns
-    the new size and the number of entries looked at."""
-    cost = 0
+    the new size."""
     while q < n_sub:
         f = sub[q]
         q += 1
-        cost += flow_ptr[f + 1] - flow_ptr[f]
         for e in range(flow_ptr[f], flow_ptr[f + 1]):
             r = res[e]
             if seen[r] != ev and _saturated(r, state, cold):
                 seen[r] = ev
-                cost += res_ptr[r + 1] - res_ptr[r]
                 for k in range(res_ptr[r], res_ptr[r + 1]):
                     g = res_flow[k]
                     if (bneck[g] == r and rates[g] >= keep_below
                             and _join(g, ev, in_s, old_rate, rates)):
                         sub[n_sub] = g
                         n_sub += 1
-    return n_sub, cost
+    return n_sub
 
 
 @njit(**_NUMPY_ERRORS)

@@ -105,7 +105,7 @@ whose bound breaks becomes a candidate, and the event is solved again if it
 is over capacity. The rates are the exact max-min fair ones. Each flow's
 candidate entries are copied to a pool (``flow_ptr[f] .. row_end[f]``), which
 the fill walks instead of the row. On the split-routed permutation on torus:64x64
-about 400 of 16,384 links are saturated at ``t = 0`` (~580 are candidates on
+about 400 of 16,384 links are saturated at ``t = 0`` (~320 are candidates on
 average); an event re-solves ~680 flows over ~14 entries each instead of
 ~570, and the solve runs ~9x faster than full re-solves (and ~2x faster with
 hashed paths than restricted ones).
@@ -664,7 +664,8 @@ def _solve(flow_ptr, row_end, res, frac, tr, sub, n_sub, applied, rates, state, 
 #: at or above the finished rate
 MAX_ROUNDS = 6
 #: with ``resolve="auto"``: screened re-solves start at this event (a step
-#: whose flows finish in a few events would not repay sorting every row)
+#: whose flows finish in a few events would not repay screening every
+#: resource and copying every flow's candidate entries)
 AUTO_START = 16
 RESOLVE_AUTO = 0
 RESOLVE_RESTRICTED = 1
@@ -701,6 +702,15 @@ def _fill_workspace(n_res):
 def _no_transpose():
     return (np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int32),
             np.zeros(0, dtype=np.float64), False)
+
+
+@njit(**_NUMPY_ERRORS)
+def _with_transpose(tr, flow_ptr, res, frac, n_res):
+    """``tr``, built now if it is not yet (:func:`_no_transpose`)."""
+    if tr[3]:
+        return tr
+    res_ptr, res_flow, res_frac = _transpose(flow_ptr, res, frac, n_res)
+    return (res_ptr, res_flow, res_frac, True)
 
 
 @njit(**_NUMPY_ERRORS)
@@ -750,7 +760,7 @@ def maxmin_rates_kernel(flow_ptr, res, frac, capacity, active):
     state, w_ref, cold = _resource_state(capacity)
     touched, heap_key, heap_res, batch = _fill_workspace(n_res)
     applied = np.zeros(n_flows, dtype=np.float64)
-    row_end = flow_ptr[1:].copy()
+    row_end = flow_ptr[1:]  # (read only: every entry)
     status, _, _, _ = _solve(flow_ptr, row_end, res, frac, _no_transpose(), sub, n_sub, applied,
                              rates, state, w_ref, cold, flow_mark, 1, touched, heap_key,
                              heap_res, batch, PASS_LIMIT, np.empty(0, dtype=np.float64))
@@ -951,18 +961,15 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
             # changed (or that have none recorded; a last pass may have
             # left loads out of _RESID: count them first)
             _apply_loads(act, n_act, flow_ptr, res, frac, rates, applied, state)
-            if not tr[3]:
-                res_ptr, res_flow, res_frac = _transpose(flow_ptr, res, frac, n_res)
-                tr = (res_ptr, res_flow, res_frac, True)
+            tr = _with_transpose(tr, flow_ptr, res, frac, n_res)
             full = False
-            n_sub, _ = _check_bottlenecks(act, n_act, ev, in_s, stamp, bneck, flow_ptr, res,
-                                          rates, state, cold, tr[0], tr[1], sub)
+            n_sub = _check_bottlenecks(act, n_act, ev, in_s, stamp, bneck, flow_ptr, res, rates,
+                                       state, cold, tr[0], tr[1], sub)
         if not full:
             for i in range(n_sub):
                 _join(sub[i], ev, in_s, old_rate, rates)
-            n_sub, _ = _add_dependents(sub, n_sub, 0, ev, keep_below, in_s, seen, bneck,
-                                       old_rate, rates, flow_ptr, res, tr[0], tr[1],
-                                       state, cold)
+            n_sub = _add_dependents(sub, n_sub, 0, ev, keep_below, in_s, seen, bneck, old_rate,
+                                    rates, flow_ptr, res, tr[0], tr[1], state, cold)
         rounds = 0
         while n_sub > 0:
             rounds += 1
@@ -979,13 +986,13 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
             if status != STATUS_OK:
                 return rate0, finish, status
             if screened:
-                n_pend, n_join, _ = _pending_drift(sub, n_sub, flow_ptr, res, frac, rates, lazy,
-                                                   state, cand, pend, pend_res, joining)
+                n_pend, n_join = _pending_drift(sub, n_sub, flow_ptr, res, frac, rates, lazy,
+                                                state, cand, pend, pend_res, joining)
                 if n_join > 0:
                     n_admitted += n_join
-                    over, _ = _admit(joining, n_join, row_end, pool_res, pool_frac, rates,
-                                     applied, lazy, finish, in_sub, ev, state, cold, cand,
-                                     cand_lazy, tr[0], tr[1], tr[2], base)
+                    over = _admit(joining, n_join, row_end, pool_res, pool_frac, rates, applied,
+                                  lazy, finish, in_sub, ev, state, cold, cand, cand_lazy,
+                                  tr[0], tr[1], tr[2], base)
                     if over:
                         # a new candidate cannot carry these rates: undo, solve again
                         _roll_back(touched, n_touched, joining, n_join, sub, n_sub, applied,
@@ -1008,15 +1015,15 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
                 if rates[f] != old_rate[f]:
                     for e in range(flow_ptr[f], flow_ptr[f + 1]):
                         stamp[res[e]] = ev
-            n_viol, _ = _check_bottlenecks(act, n_act, ev, in_s, stamp, bneck, flow_ptr, res,
-                                           rates, state, cold, tr[0], tr[1], viol)
+            n_viol = _check_bottlenecks(act, n_act, ev, in_s, stamp, bneck, flow_ptr, res, rates,
+                                        state, cold, tr[0], tr[1], viol)
             if n_viol == 0:
                 break
             n_new = _add_violators(sub, n_sub, viol, n_viol, ev, in_s, old_rate, rates,
                                    flow_ptr, res, tr[0], tr[1], state, cold)
-            n_sub, _ = _add_dependents(sub, n_sub + n_new, n_sub, ev, keep_below, in_s, seen,
-                                       bneck, old_rate, rates, flow_ptr, res, tr[0], tr[1],
-                                       state, cold)
+            n_sub = _add_dependents(sub, n_sub + n_new, n_sub, ev, keep_below, in_s, seen,
+                                    bneck, old_rate, rates, flow_ptr, res, tr[0], tr[1], state,
+                                    cold)
             if n_new == 0 or rounds >= MAX_ROUNDS:
                 full = True
                 n_sub = _fall_back(act, n_act, ev, keep_below, in_s, old_rate, rates, stamp,
@@ -1028,9 +1035,7 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
             # screen from the next event on, while the rates are max-min fair
             # (every flow's bottleneck is saturated, so it stays a candidate)
             _apply_loads(act, n_act, flow_ptr, res, frac, rates, applied, state)
-            if not tr[3]:
-                res_ptr, res_flow, res_frac = _transpose(flow_ptr, res, frac, n_res)
-                tr = (res_ptr, res_flow, res_frac, True)
+            tr = _with_transpose(tr, flow_ptr, res, frac, n_res)
             cand = np.zeros(n_res, dtype=np.uint8)
             cand_lazy = np.zeros(n_res, dtype=np.float64)
             lazy = np.zeros(n_flows, dtype=np.float64)
@@ -1045,8 +1050,8 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
             screened = True
         elif screened and n_admitted > RESCREEN_GROWTH * n_cand:
             # screen again the candidates that no longer come near capacity
-            n_cand, _ = _rescreen(flow_ptr, row_end, pool_res, pool_frac, finish, state, cold,
-                                  cand, cand_lazy, tr[0], tr[1])
+            n_cand = _rescreen(flow_ptr, row_end, pool_res, pool_frac, finish, state, cold, cand,
+                               cand_lazy, tr[0], tr[1])
             n_admitted = 0
 
         # --- next event
@@ -1102,13 +1107,12 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
             for e in range(flow_ptr[f], flow_ptr[f + 1]):
                 r = res[e]
                 a = frac[e]
-                if not screened:
-                    state[r, _RESID] += a * x
-                elif cand[r] == 0:
+                if screened and cand[r] == 0:
                     state[r, _RESID] += a * x_lazy  # (its room)
                 else:
                     state[r, _RESID] += a * x
-                    cand_lazy[r] -= a * x_lazy
+                    if screened:
+                        cand_lazy[r] -= a * x_lazy
                 if track:
                     stamp[r] = ev + 1
                 if incast and r >= n_plain:

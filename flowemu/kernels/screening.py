@@ -137,11 +137,9 @@ def _pending_drift(sub, n_sub, flow_ptr, res, frac, rates, lazy, state, cand, pe
     ``pend`` (resources listed in ``pend_res``, which has a slot more than
     there are resources), nothing committed. Lists the screened resources
     whose bound would no longer hold in ``joining`` (marked ``cand == 2``).
-    Returns ``(resources with a pending change, resources listed, entries
-    looked at)``."""
+    Returns ``(resources with a pending change, resources listed)``."""
     n_pend = 0
     n_join = 0
-    cost = 0
     for i in range(n_sub):
         f = sub[i]
         x = rates[f]
@@ -149,7 +147,6 @@ def _pending_drift(sub, n_sub, flow_ptr, res, frac, rates, lazy, state, cand, pe
         d = x - xl
         if not _drifted(x, xl):
             continue
-        cost += flow_ptr[f + 1] - flow_ptr[f]
         for e in range(flow_ptr[f], flow_ptr[f + 1]):
             r = res[e]
             p = pend[r]
@@ -163,7 +160,7 @@ def _pending_drift(sub, n_sub, flow_ptr, res, frac, rates, lazy, state, cand, pe
                 cand[r] = 2
                 joining[n_join] = r
                 n_join += 1
-    return n_pend, n_join, cost
+    return n_pend, n_join
 
 
 @njit(**_NUMPY_ERRORS)
@@ -192,11 +189,9 @@ def _admit(joining, n_join, row_end, pool_res, pool_frac, rates, applied, lazy, 
     summed exactly (each active flow at its applied rate, as for every
     candidate), with the flows re-solved in this event (``in_sub == ev``)
     left out in ``base``, and their lazy load summed; their entries join
-    each active flow's pool.
-    Returns ``(whether one is over capacity at the current rates, entries
-    looked at)``."""
+    each active flow's pool. Returns whether one is over capacity at the
+    current rates."""
     over = False
-    cost = 0
     for j in range(n_join):
         r = joining[j]
         cand[r] = 1
@@ -219,14 +214,13 @@ def _admit(joining, n_join, row_end, pool_res, pool_frac, rates, applied, lazy, 
             pool_res[e] = r
             pool_frac[e] = a
             row_end[g] = e + 1
-        cost += res_ptr[r + 1] - res_ptr[r]
         cand_lazy[r] = lz
         cap = cold[r, _CAP]
         base[r] = cap - used
         state[r, _RESID] = cap - (used + used_sub)
         if load > cap + cap * VIOL_TOL:
             over = True
-    return over, cost
+    return over
 
 
 @njit(**_NUMPY_ERRORS)
@@ -256,11 +250,10 @@ def _rescreen(flow_ptr, row_end, pool_res, pool_frac, finish, state, cold, cand,
     below ``1 - SCREEN_SLACK`` of what screening allows, unless it is the
     last candidate entry of a flow (call between events: rates max-min fair,
     so every flow's bottleneck, being saturated, stays). Its entries leave
-    the pool and its residual becomes its room. Returns ``(candidates left,
-    entries looked at)``."""
+    the pool and its residual becomes its room. Returns the number of
+    candidates left."""
     n_res = state.shape[0]
     n_cand = 0
-    cost = 0
     for r in range(n_res):
         if cand[r] == 0:
             continue
@@ -269,7 +262,6 @@ def _rescreen(flow_ptr, row_end, pool_res, pool_frac, finish, state, cold, cand,
         if room <= SCREEN_SLACK * SCREEN_SHARE * cap:
             n_cand += 1
             continue
-        cost += res_ptr[r + 1] - res_ptr[r]
         last = False
         for k in range(res_ptr[r], res_ptr[r + 1]):
             g = res_flow[k]
@@ -289,4 +281,4 @@ def _rescreen(flow_ptr, row_end, pool_res, pool_frac, finish, state, cold, cand,
                         pool_frac[e] = pool_frac[end]
                         break
                 row_end[g] = end
-    return n_cand, cost
+    return n_cand
