@@ -22,7 +22,7 @@ RESULT_COLUMNS = ["topology", "nodes", "ranks", "algorithm", "variant", "options
                   "time_s", "goodput_Bps", "steps", "ecmp", "seed", "bandwidth_Bps",
                   "link_latency_s", "hop_latency_s", "alpha_s", "gamma_s_per_B",
                   "delta_s_per_B", "incast_threshold", "incast_slope_s_per_B",
-                  "flowemu_version"]
+                  "note", "flowemu_version"]
 
 
 def _topology(topology) -> Topology:
@@ -147,7 +147,8 @@ def simulate(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "split", s
         t = float(times[best[j], j])
         rows.append({**base, "algorithm": spec.name, "variant": sched.variant,
                      "options": _options_text(cand), "size_bytes": int(size), "time_s": t,
-                     "goodput_Bps": size / t if t > 0 else np.inf, "steps": sched.num_steps})
+                     "goodput_Bps": size / t if t > 0 else np.inf, "steps": sched.num_steps,
+                     "note": sched.note})
     return pd.DataFrame(rows, columns=RESULT_COLUMNS)
 
 
@@ -225,7 +226,7 @@ def time_traffic(topology, traffic, *, ecmp: str = "split", seed: int = 0,
     total = float(sum(tr.share.sum() for tr in traffic))
     row = {**_base_row(topo, p, net, ecmp, seed), "algorithm": "traffic", "variant": name,
            "options": "", "size_bytes": total, "time_s": t,
-           "goodput_Bps": total / t if t > 0 else np.inf, "steps": len(traffic)}
+           "goodput_Bps": total / t if t > 0 else np.inf, "steps": len(traffic), "note": ""}
     return pd.DataFrame([row], columns=RESULT_COLUMNS)
 
 

@@ -154,6 +154,8 @@ def _cmd_run(args) -> int:
                 else max(parse_sizes(args.sizes)))
         _write_flows(args, net, size)
     _write(df, args.format, args.out)
+    for note in dict.fromkeys(n for n in df.get("note", []) if n):   # fallbacks, said once
+        print(f"flowemu: note: {note}", file=sys.stderr)
     if args.congestion:
         if args.traffic:
             raise ConfigError("--congestion works with --algorithm, not --traffic")

@@ -37,7 +37,7 @@ SWEEP_COLUMNS = ["sweep", "group", "config_key", "config_hash", "label", "algori
 
 _STRING = {"sweep", "group", "config_key", "config_hash", "label", "algorithm_spec",
            "sizes_spec", "topology", "algorithm", "variant", "options", "ecmp",
-           "flowemu_version", "error_type", "error"}
+           "flowemu_version", "error_type", "error", "note"}
 _INT = {"nodes", "ranks", "size_bytes", "steps", "seed"}
 _FLOAT = {"time_s", "goodput_Bps", "bandwidth_Bps", "link_latency_s", "hop_latency_s",
           "alpha_s", "gamma_s_per_B", "delta_s_per_B", "incast_threshold",

@@ -134,6 +134,10 @@ class Schedule:
     num_blocks: int | None = None
     block_share: np.ndarray | None = None
     info: dict = field(default_factory=dict)
+    #: what the builder did that the user did not ask for (e.g. ranks that are
+    #: not the topology's grid fall back to a 1-D ring of rank ids); reported
+    #: in the ``note`` column of every result row
+    note: str = ""
 
     @property
     def num_steps(self) -> int:
@@ -276,6 +280,23 @@ def torus_dims(topology, p: int) -> tuple[int, ...]:
     if dims is not None and getattr(topology, "wrap", True) and int(np.prod(dims)) == p:
         return tuple(int(d) for d in dims)
     return (int(p),)
+
+
+def shape_note(topology, p: int) -> str:
+    """Why :func:`torus_dims` falls back to a 1-D ring of rank ids, or ``""``
+    when it uses the topology's grid (or the topology has none to give)."""
+    dims = getattr(topology, "dims", None)
+    if dims is None or len(dims) < 2 and getattr(topology, "wrap", True):
+        return ""
+    nodes = int(np.prod(dims))
+    spec = getattr(topology, "spec", "the topology")
+    if nodes != p:
+        return (f"{p} ranks are not the {nodes} nodes of {spec}: ranks form a 1-D ring "
+                "of rank ids, not the torus grid")
+    if not getattr(topology, "wrap", True):
+        return (f"{spec} has no wrap-around links: ranks form a 1-D ring of rank ids, "
+                "not a torus grid")
+    return ""
 
 
 def algorithm_names() -> list[str]:

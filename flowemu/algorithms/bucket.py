@@ -64,6 +64,7 @@ from .base import (
     Traffic,
     convert_ports,
     register,
+    shape_note,
     torus_dims,
 )
 
@@ -167,7 +168,8 @@ def build(p: int, topology=None, blocks: bool = False, **options) -> Schedule:
     return Schedule(NAME, f"ports={num}", p, tuple(steps),
                     num_blocks if blocks else None,
                     equal_block_share(num_blocks) if blocks else None,
-                    {"p_eff": p, "collectives": num, "dims": dims})
+                    {"p_eff": p, "collectives": num, "dims": dims},
+                    note=shape_note(topology, p))
 
 
 _NO_REDUCTION = Reduction.none()

@@ -103,7 +103,7 @@ from ._blocks import (
     reduce_step_reduction,
     whole_vector_blocks,
 )
-from .base import AlgorithmSpec, Param, Schedule, Step, register, torus_dims
+from .base import AlgorithmSpec, Param, Schedule, Step, register, shape_note, torus_dims
 
 NAME = "recdoub"
 VARIANTS = ("auto", "latency", "bandwidth")
@@ -233,7 +233,8 @@ def build(p: int, topology=None, blocks: bool = False, **options) -> Schedule:
                     num_blocks if blocks else None,
                     equal_block_share(num_blocks) if blocks else None,
                     {"p_eff": p_eff, "extra_ranks": p - p_eff, "layout": layout,
-                     "collectives": len(collectives)})
+                     "collectives": len(collectives)},
+                    note="" if opts["layout"] == "linear" else shape_note(topology, p))
 
 
 def _fold_step(p: int, p_eff: int, num_blocks: int, blocks: bool, post: bool) -> Step:

@@ -61,6 +61,7 @@ from .base import (
     Step,
     convert_ports,
     register,
+    shape_note,
     torus_dims,
 )
 from .hamiltonian import disjoint_cycles, disjoint_cycles_support, snake_cycle
@@ -152,7 +153,8 @@ def build(p: int, topology=None, blocks: bool = False, **options) -> Schedule:
         steps += [Step(traffic, ag_reduction, f"ag{s}") for s in range(p - 1)]
         num_blocks, block_share = None, None
     return Schedule(NAME, f"ports={ports}", p, tuple(steps), num_blocks, block_share,
-                    {"p_eff": p, "ports": ports, "cycle": cycle})
+                    {"p_eff": p, "ports": ports, "cycle": cycle},
+                    note=shape_note(topology, p))
 
 
 def _block_step(src, dst, share, tag, p: int, rings, s: int, allgather: bool) -> Step:

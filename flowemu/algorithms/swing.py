@@ -133,6 +133,7 @@ from .base import (
     Traffic,
     convert_ports,
     register,
+    shape_note,
     torus_dims,
 )
 
@@ -697,7 +698,8 @@ def build(p: int, topology=None, blocks: bool = False, **options) -> Schedule:
             "steps_per_dim": tuple(per_dim)}
     return Schedule(NAME, variant, p, tuple(steps),
                     num_blocks if blocks else None,
-                    equal_block_share(num_blocks) if blocks else None, info)
+                    equal_block_share(num_blocks) if blocks else None, info,
+                    note=shape_note(topology, p))
 
 
 SPEC = register(AlgorithmSpec(
