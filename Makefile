@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup test demo bench lint clean sweep figures paper
+.PHONY: setup test test-all demo bench lint clean sweep figures paper
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -15,6 +15,10 @@ $(STAMP): pyproject.toml
 setup: $(STAMP)
 
 test: $(STAMP)
+	$(PY) -m pytest -q --benchmark-disable -m "not slow" tests
+
+# every test, the slow ones included
+test-all: $(STAMP)
 	$(PY) -m pytest -q --benchmark-disable tests
 
 demo: $(STAMP)
