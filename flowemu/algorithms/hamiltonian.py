@@ -305,19 +305,20 @@ def _odd_straight(rows: int, cols: int) -> tuple[np.ndarray, np.ndarray]:
     rows−1`` (an even number) form a comb cycle (:func:`_comb`) spliced in
     between (2, 4) and (2, 3): its edge (3, 4)–(3, 3) is replaced by the
     links up to row 2."""
-    r = lambda *x: np.array(x, dtype=np.int64)   # noqa: E731
     tail_c = np.repeat(np.arange(cols - 1, 3, -1, dtype=np.int64), 2)
     k = np.tile(np.arange(2, dtype=np.int64), cols - 4)
     tail_r = np.where(tail_c % 2 == 0, 1 + k, 2 - k)       # column cols−1 (even) down
-    parts_r = [r(0, 0, 0, 1, 2, 2, 1, 1, 1), np.zeros(cols - 3, np.int64), tail_r]
-    parts_c = [r(2, 1, 0, 0, 0, 1, 1, 2, 3), np.arange(3, cols, dtype=np.int64), tail_c]
+    parts_r = [np.array([0, 0, 0, 1, 2, 2, 1, 1, 1]), np.zeros(cols - 3, np.int64), tail_r]
+    parts_c = [np.array([2, 1, 0, 0, 0, 1, 1, 2, 3]), np.arange(3, cols, dtype=np.int64),
+               tail_c]
     if rows > 3:
         low_r, low_c = _comb(rows - 3, cols)
         parts_r.append(np.roll(low_r, -4) + 3)             # from (3, 4) round to (3, 3)
         parts_c.append(np.roll(low_c, -4))
-    parts_r.append(r(2, 2))
-    parts_c.append(r(3, 2))
-    return np.concatenate(parts_r), np.concatenate(parts_c)
+    parts_r.append(np.array([2, 2]))
+    parts_c.append(np.array([3, 2]))
+    return (np.concatenate(parts_r).astype(np.int64),
+            np.concatenate(parts_c).astype(np.int64))
 
 
 def _odd_corner(rows: int, cols: int) -> tuple[np.ndarray, np.ndarray]:
