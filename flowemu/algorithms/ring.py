@@ -256,7 +256,7 @@ SPEC = register(AlgorithmSpec(
                   "rings in parallel, each on its share of the vector: 1 one ring; 2 the "
                   "ring both ways; 4 two edge-disjoint Hamiltonian cycles of a 2-D torus, "
                   "each both ways (r = c*k, gcd(r, c-1) = 1; not on a mesh); max: 4 where "
-                  "the shape allows it, else 2 (§2.3.1 multiport)",
+                  "the shape allows it, else 2 (always 2 on a mesh; §2.3.1 multiport)",
                   convert=convert_ports),),
     doc="Ring allreduce: reduce-scatter + allgather around a Hamiltonian cycle (the logical "
         "ring 0→1→…→p−1 on 1-D, a snake cycle or two edge-disjoint cycles of a torus, a "
