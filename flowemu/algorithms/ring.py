@@ -15,6 +15,16 @@ cycle of :func:`~.hamiltonian.snake_cycle` for ``ports`` 1 and 2, the two
 edge-disjoint cycles of :func:`~.hamiltonian.disjoint_cycles` (HammingMesh
 Appendix D) for ``ports=4``.
 
+On a mesh (no wrap-around links) whose nodes are the ranks it follows a
+Hamiltonian cycle of the mesh graph (:func:`~.hamiltonian.mesh_cycle`, the
+comb) where one exists: ``D >= 2`` and some side even. Otherwise (every side
+odd, or a 1-D mesh, which is a path) no order avoids a multi-hop step; the
+ring takes one whose longest step is 2 hops and in which every link
+direction carries one step (:func:`~.hamiltonian.mesh_ring`), and
+``Schedule.note`` says so. A mesh has no two edge-disjoint Hamiltonian
+cycles (a 2-D or 3-D mesh's corners have 2 or 3 links, a path's ends one),
+so ``ports=4`` is refused there and ``max`` means 2.
+
 Ports (§2.3.1 multiport: the data in ``ports`` parts, one ring per part)
 ---------------------------------------------------------------------
 - ``1``: one ring, forward (tag 0);
@@ -24,7 +34,7 @@ Ports (§2.3.1 multiport: the data in ``ports`` parts, one ring per part)
   (either orientation): red forward/backward (tags 0, 1), green
   forward/backward (tags 2, 3), a quarter each; every link direction carries
   at most one ring (Ξ = 1);
-- ``max`` (default): 4 where the shape allows it, else 2.
+- ``max`` (default): 4 where the shape allows it, else 2 (always 2 on a mesh).
 
 Block indexing (ring ``t`` owns blocks ``t·p … t·p + p − 1`` of
 ``n/(p·ports)``; position ``k`` on the cycle is node ``order[k]``):
@@ -64,7 +74,12 @@ from .base import (
     shape_note,
     torus_dims,
 )
-from .hamiltonian import disjoint_cycles, disjoint_cycles_support, snake_cycle
+from .hamiltonian import (
+    disjoint_cycles,
+    disjoint_cycles_support,
+    mesh_ring,
+    snake_cycle,
+)
 
 NAME = "ring"
 PORT_CHOICES = ("max", 1, 2, 4)
@@ -77,11 +92,16 @@ def ring_orders(p: int, topology, ports) -> tuple[int, str, list[tuple[np.ndarra
     -------
     (ports, cycle, rings)
         ``ports`` resolved (``"max"`` replaced), ``cycle`` one of
-        ``"logical"``, ``"snake"``, ``"edge-disjoint"``, and ``rings`` a list
-        of ``(order, direction)``: ``order`` int64[p] the node ids in cycle
+        ``"logical"``, ``"snake"``, ``"edge-disjoint"`` (tori and rank ids),
+        ``"mesh-hamiltonian"``, ``"mesh-odd-path"``, ``"path-zigzag"``
+        (meshes, :func:`~.hamiltonian.mesh_ring`), and ``rings`` a list of
+        ``(order, direction)``: ``order`` int64[p] the node ids in cycle
         order, ``direction`` +1 (forward) or −1 (backward); ring ``t`` gets
         tag ``t``.
     """
+    mesh = mesh_dims(topology, p)
+    if mesh is not None:
+        return _mesh_orders(topology, mesh, ports)
     dims = torus_dims(topology, p)
     shape = "x".join(map(str, dims))
     if ports == "max":
@@ -105,6 +125,59 @@ def ring_orders(p: int, topology, ports) -> tuple[int, str, list[tuple[np.ndarra
     return ports, cycle, [(order, 1), (order, -1)][:ports]
 
 
+def mesh_dims(topology, p: int) -> tuple[int, ...] | None:
+    """The mesh shape when ``topology`` is a mesh (grid without wrap-around)
+    whose nodes are exactly the ``p`` ranks, else ``None`` (rank counts that
+    are not the node count keep the 1-D ring of rank ids)."""
+    dims = getattr(topology, "dims", None)
+    if dims is None or getattr(topology, "wrap", True) or int(np.prod(dims)) != p:
+        return None
+    return tuple(int(d) for d in dims)
+
+
+def _mesh_orders(topology, dims: tuple[int, ...], ports):
+    if ports == "max":
+        ports = 2
+    if ports == 4:
+        spec = getattr(topology, "spec", "x".join(map(str, dims)))
+        if len(dims) == 1:
+            why = f"{spec} is a path, whose end nodes have 1 link"
+        elif len(dims) <= 3:
+            why = (f"the corner nodes of {spec} have only {len(dims)} links, and two "
+                   "edge-disjoint Hamiltonian cycles need 4 at every node")
+        else:
+            why = (f"two edge-disjoint Hamiltonian cycles are built only on 2-D tori (Swing "
+                   f"paper §2.3.1), and {spec} is a {len(dims)}-D mesh")
+        raise ConfigError(f"algorithm {NAME}: ports=4 on {spec} is not allowed: {why}; use "
+                          "ports=1, 2 or max (= 2 on a mesh)")
+    ring = mesh_ring(dims)
+    return ports, ring.kind, [(ring.order, 1), (ring.order, -1)][:ports]
+
+
+def mesh_note(topology, order: np.ndarray, cycle: str) -> str:
+    """What ``Schedule.note`` says about the ring order on a mesh: nothing on
+    a Hamiltonian cycle; otherwise which steps cross more than one hop."""
+    if cycle == "mesh-hamiltonian":
+        return ""
+    spec = getattr(topology, "spec", "the mesh")
+    p = len(order)
+    hops = np.asarray(topology.distance(order, np.roll(order, -1)))
+    if cycle == "mesh-odd-path":
+        return (f"{spec} has no Hamiltonian cycle ({p} nodes, odd): the ring follows a "
+                f"Hamiltonian path, and its closing step, node {int(order[-1])} → node "
+                f"{int(order[0])}, "
+                f"crosses {int(hops[-1])} hops (the least possible; every other step is a "
+                "neighbour exchange)")
+    if p <= 10:
+        walk = "→".join(map(str, order))
+    else:
+        turn = (p + 1) // 2                      # number of even nodes
+        walk = (f"0→2→…→{int(order[turn - 1])}→{int(order[turn])}→…→1")
+    return (f"{spec} is a path, which has no Hamiltonian cycle: the ring runs {walk}→0, "
+            f"{int((hops > 1).sum())} of its {p} steps cross {int(hops.max())} hops (the least "
+            "possible; each link direction carries one step of a ring)")
+
+
 def build(p: int, topology=None, blocks: bool = False, **options) -> Schedule:
     """Ring allreduce schedule on ``p`` ranks (§2.3.1).
 
@@ -115,7 +188,8 @@ def build(p: int, topology=None, blocks: bool = False, **options) -> Schedule:
     topology : Topology or None
         Its logical torus shape (:func:`~.base.torus_dims`) picks the cycle:
         a Hamiltonian cycle of the torus when ``D >= 2``, else the logical
-        ring ``0 → 1 → … → p−1``.
+        ring ``0 → 1 → … → p−1``. A mesh whose nodes are the ranks gets its
+        own order (:func:`ring_orders`; module docstring).
     blocks : bool
         Attach block content (``p·ports`` blocks) for verification.
     ports : {"max", 1, 2, 4}
@@ -152,9 +226,12 @@ def build(p: int, topology=None, blocks: bool = False, **options) -> Schedule:
         steps = [Step(traffic, rs_reduction, f"rs{s}") for s in range(p - 1)]
         steps += [Step(traffic, ag_reduction, f"ag{s}") for s in range(p - 1)]
         num_blocks, block_share = None, None
+    if mesh_dims(topology, p) is not None:
+        note = mesh_note(topology, rings[0][0], cycle)
+    else:
+        note = shape_note(topology, p)
     return Schedule(NAME, f"ports={ports}", p, tuple(steps), num_blocks, block_share,
-                    {"p_eff": p, "ports": ports, "cycle": cycle},
-                    note=shape_note(topology, p))
+                    {"p_eff": p, "ports": ports, "cycle": cycle}, note=note)
 
 
 def _block_step(src, dst, share, tag, p: int, rings, s: int, allgather: bool) -> Step:
@@ -178,10 +255,11 @@ SPEC = register(AlgorithmSpec(
     params=(Param("ports", int, "max", PORT_CHOICES,
                   "rings in parallel, each on its share of the vector: 1 one ring; 2 the "
                   "ring both ways; 4 two edge-disjoint Hamiltonian cycles of a 2-D torus, "
-                  "each both ways (r = c*k, gcd(r, c-1) = 1); max: 4 where the shape allows "
-                  "it, else 2 (§2.3.1 multiport)",
+                  "each both ways (r = c*k, gcd(r, c-1) = 1; not on a mesh); max: 4 where "
+                  "the shape allows it, else 2 (always 2 on a mesh; §2.3.1 multiport)",
                   convert=convert_ports),),
     doc="Ring allreduce: reduce-scatter + allgather around a Hamiltonian cycle (the logical "
-        "ring 0→1→…→p−1 on 1-D, a snake cycle or two edge-disjoint cycles of a torus), "
+        "ring 0→1→…→p−1 on 1-D, a snake cycle or two edge-disjoint cycles of a torus, a "
+        "comb cycle of a mesh with an even side; else an order with 2-hop steps, noted), "
         "2(p−1) steps of n/(p·ports) (Swing paper §2.3.1).",
 ))
