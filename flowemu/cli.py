@@ -257,9 +257,8 @@ def _cmd_run(args) -> int:
     if args.congestion and args.congestion != "-":
         output_format(args.congestion, None, CONGESTION_FORMATS, option="--congestion",
                       default="csv")
-        steps_path, summary_path = _congestion_paths(args.congestion)
-        outputs["--congestion"] = str(steps_path)
-        outputs["--congestion (its summary file)"] = str(summary_path)
+        outputs["--congestion"] = args.congestion
+        outputs["--congestion (its summary file)"] = str(_congestion_paths(args.congestion)[1])
     if args.flows_out:
         _flows_format(args.flows_out)
     check_distinct(outputs)
