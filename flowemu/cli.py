@@ -248,6 +248,8 @@ def _check_run_options(args) -> None:
 def _cmd_run(args) -> int:
     from .api import simulate, time_traffic
     from .units import parse_size, parse_sizes
+    if args.out == "-":   # the usual spelling of standard output
+        args.out = None
     net = _network(args)
     _check_run_options(args)
     # everything that can be refused is refused before the (possibly long) simulation
@@ -362,6 +364,8 @@ def _cmd_compare(args) -> int:
     from .results import compare, compare_table, load, query
     if args.by not in ("label", "algorithm"):
         raise ConfigError(f"--by: {args.by!r} is not allowed; expected label or algorithm")
+    if args.out == "-":
+        args.out = None
     fmt = output_format(args.out, args.format if _given(args, "format") else None,
                         COMPARE_FORMATS)
     if args.out:
