@@ -115,7 +115,8 @@ def _build_parser() -> argparse.ArgumentParser:
     r.add_argument("--flows-size", help="vector size for --flows-out (default: largest size)")
     r.add_argument("--congestion", metavar="PATH",
                    help="per-step congestion report and the run's Ψ/Ξ (Swing paper §2.2): "
-                        "'-' prints it, a path writes CSV (steps; summary beside it)")
+                        "'-' prints it, a path writes .csv (or .json, .parquet) steps and "
+                        "a _summary file beside it")
 
     sub.add_parser("list", help="list algorithms and topologies with their parameters")
 
@@ -254,6 +255,9 @@ def _cmd_run(args) -> int:
     _check_run_options(args)
     # everything that can be refused is refused before the (possibly long) simulation
     fmt = output_format(args.out, args.format if _given(args, "format") else None, FORMATS)
+    if args.congestion == "-" and args.out is None and fmt != "table":
+        raise ConfigError(f"--congestion: '-' prints text into the {fmt} results on standard "
+                          "output; give --out FILE or --congestion FILE")
     sizes = None if args.traffic else parse_sizes(args.sizes, "--sizes")
     outputs = {"--out": args.out, "--flows-out": args.flows_out}
     if args.congestion and args.congestion != "-":

@@ -153,6 +153,7 @@ def test_options_refused_with_traffic(capsys, no_work, traffic, extra, start, wo
      ["give --incast-slope"]),
     (["--incast-slope", "1ps"], "--incast-slope: incast needs both",
      ["give --incast-threshold"]),
+    (["-f", "csv", "--congestion", "-"], "--congestion: '-' prints text into the csv", []),
 ])
 def test_options_that_do_not_apply(capsys, no_work, extra, start, words):
     line = refused(capsys, RUN + extra, *words)
