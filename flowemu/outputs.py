@@ -128,8 +128,8 @@ def check_writable(path, option: str) -> Path:
     try:  # the one reliable test: create (and remove) a file where the output will go
         fd, probe = tempfile.mkstemp(prefix=f".tmp-{p.name}.", dir=parent)
     except OSError as exc:
-        raise ConfigError(f"{option}: cannot write in {str(parent)!r}: "
-                          f"{exc.strerror or exc}") from None
+        raise ConfigError(f"{option}: cannot write {str(path)!r}: no file can be created in "
+                          f"{str(parent)!r} ({exc.strerror or exc})") from None
     os.close(fd)
     os.unlink(probe)
     return p
