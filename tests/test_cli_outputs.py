@@ -305,3 +305,17 @@ def test_subprocess_bad_output(tmp_path):
     assert proc.returncode == 2 and proc.stdout == ""
     line = one_error_line(proc.stderr)
     assert line.startswith("flowemu: error: --congestion: directory") and "missing" in line
+
+
+def test_dash_is_standard_output(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, RUN + ["-o", "-", "-f", "csv"])
+    assert code == 0, err
+    assert out.splitlines()[0].startswith("topology,") and len(out.splitlines()) == 3
+    assert list(tmp_path.iterdir()) == []     # no file called '-'
+
+
+def test_bad_flows_size_fails_before_work(capsys, tmp_path, no_work):
+    code, _, err = run(capsys, RUN + ["--flows-out", str(tmp_path / "f.csv"),
+                                      "--flows-size", "lots"])
+    assert code == 2 and one_error_line(err).startswith("flowemu: error: --flows-size: ")
