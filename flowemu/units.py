@@ -59,18 +59,19 @@ def _show(value) -> str:
     """A value as the user wrote it: strings quoted, numbers plain (never
     ``np.float64(...)``)."""
     if isinstance(value, str):
-        return repr(value)
+        return repr(str(value))     # np.str_ too, without its type name
     if isinstance(value, numbers.Integral) and not isinstance(value, bool):
         return str(int(value))
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
         return repr(float(value))
+    if type(value).__module__ == "numpy" and hasattr(value, "item"):   # np.True_, np.str_
+        return repr(value.item())
     return repr(value)
 
 
 def _is_number(value) -> bool:
-    """int, float and numpy numeric scalars (not bool, not numpy bool)."""
-    return isinstance(value, numbers.Real) and not isinstance(value, bool) \
-        and type(value).__name__ != "bool_"
+    """int, float and numpy numeric scalars (not bool; numpy's bool is not Real)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 def _exact(number: str, exp10: int = 0, exp2: int = 0, divide: int = 1) -> float:

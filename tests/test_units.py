@@ -29,7 +29,8 @@ def test_parse_size(text, expected):
 
 
 @pytest.mark.parametrize("bad", ["", "MiB", "12XB", "-1KiB", "0", "1.5B", "nan", "inf",
-                                 "1e400", "1..2", True, None, "1 MiB/s", np.float64("nan")])
+                                 "1e400", "1..2", True, None, "1 MiB/s", np.float64("nan"),
+                                 np.bool_(True), np.float64(-1.0)])
 def test_parse_size_rejects(bad):
     with pytest.raises(ConfigError) as e:
         parse_size(bad, "sizes")
