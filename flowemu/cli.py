@@ -267,7 +267,7 @@ def _cmd_run(args) -> int:
         outputs["--congestion (its summary file)"] = str(_congestion_paths(args.congestion)[1])
     if args.flows_out:
         _flows_format(args.flows_out)
-    check_distinct(outputs)
+    check_distinct({"--traffic": args.traffic, **outputs})   # never overwrite the input
     for option, path in outputs.items():
         if path is not None:
             check_writable(path, option.split(" ")[0])
@@ -373,6 +373,7 @@ def _cmd_compare(args) -> int:
     fmt = output_format(args.out, args.format if _given(args, "format") else None,
                         COMPARE_FORMATS)
     if args.out:
+        check_distinct({"the dataset": args.dataset, "--out": args.out})
         check_writable(args.out, "--out")
     df = load(args.dataset)
     if args.where:

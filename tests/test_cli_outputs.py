@@ -116,6 +116,17 @@ def test_two_options_one_file(capsys, tmp_path, no_work):
     assert "--flows-out" in line and "--out" in line
 
 
+def test_output_over_the_input_is_refused(capsys, tmp_path, dataset):
+    traffic = tmp_path / "t.csv"
+    traffic.write_text("step,src,dst,bytes\n0,0,1,1000\n")
+    code, _, err = run(capsys, ["run", "-t", "torus:4", "--traffic", str(traffic), "-o",
+                                str(traffic)])
+    assert code == 2 and "--out" in one_error_line(err) and "--traffic" in err
+    assert traffic.read_text() == "step,src,dst,bytes\n0,0,1,1000\n"
+    code, _, err = run(capsys, ["compare", dataset, "-o", dataset])
+    assert code == 2 and "--out" in one_error_line(err) and "the dataset" in err
+
+
 def test_full_disk_leaves_no_half_file(capsys, tmp_path, monkeypatch):
     path = tmp_path / "r.csv"
     path.write_text("previous results\n")
