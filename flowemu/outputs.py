@@ -172,7 +172,7 @@ def write_atomic(path, option: str, write: Callable) -> Path:
             write(fh)
             fh.flush()
             os.fsync(fh.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())   # mkstemp makes 0600; give the usual mode
+        os.chmod(tmp, 0o666 & ~_UMASK)   # mkstemp makes 0600; give the usual mode
         os.replace(tmp, p)
         tmp = None
     except OSError as exc:
@@ -187,10 +187,13 @@ def write_atomic(path, option: str, write: Callable) -> Path:
     return p
 
 
-def _umask() -> int:
-    mask = os.umask(0)
+def _read_umask() -> int:
+    mask = os.umask(0)   # the only portable way to read it: set and restore, once at import
     os.umask(mask)
     return mask
+
+
+_UMASK = _read_umask()
 
 
 def write_text(path, option: str, text: str) -> Path:
