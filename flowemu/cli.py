@@ -2,6 +2,12 @@
 
 User mistakes print one line ``flowemu: error: ...`` and exit with code 2;
 other flowemu failures exit with 1; no tracebacks for either.
+
+The command line never guesses: an option given twice, an option that the
+chosen path would ignore, a value without its unit, an output file whose
+extension contradicts ``--format`` — each is an error naming the option.
+Output paths are checked before any simulation starts
+(:mod:`flowemu.outputs`).
 """
 
 from __future__ import annotations
@@ -10,18 +16,68 @@ import argparse
 import sys
 from pathlib import Path
 
+from . import __version__
 from .errors import ConfigError, FlowEmuError
+from .outputs import check_distinct, check_writable, output_format, write_frame, write_text
 
 FORMATS = ("table", "csv", "json", "parquet")
+COMPARE_FORMATS = ("table", "csv", "json", "parquet")
+CONGESTION_FORMATS = ("csv", "json", "parquet")
+FLOWS_FORMATS = ("csv", "parquet")
+
+
+def _option_name(action) -> str:
+    """The long spelling of an option (``--sizes`` for ``-s``), or the positional's name."""
+    return max(action.option_strings, key=len) if action.option_strings else action.dest
+
+
+def _record(action, namespace, shown: str) -> None:
+    """Remember that the user gave this option; refuse it the second time."""
+    given = namespace.__dict__.setdefault("_given", {})
+    if action.dest in given:
+        first = given[action.dest]
+        both = f" ({first} and {shown})" if shown else ""
+        raise ConfigError(f"{_option_name(action)}: given twice{both}; give it once")
+    given[action.dest] = shown
+
+
+class _Once(argparse._StoreAction):
+    """``store`` that refuses a repeated option (argparse keeps the last silently)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        _record(self, namespace, repr(values) if isinstance(values, str) else str(values))
+        setattr(namespace, self.dest, values)
+
+
+class _OnceTrue(argparse._StoreTrueAction):
+    """``store_true`` that refuses a repeated flag."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        _record(self, namespace, "")
+        setattr(namespace, self.dest, True)
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        # every parser and subparser: store / store_true refuse repeats and record what
+        # was given, so a default can be shown in --help yet told apart from an explicit value
+        self.register("action", None, _Once)
+        self.register("action", "store", _Once)
+        self.register("action", "store_true", _OnceTrue)
+
     def error(self, message):  # one line, exit 2, like a ConfigError
         raise ConfigError(message)
 
 
+def _given(args, dest: str) -> bool:
+    """Whether the user gave the option (not just its default)."""
+    return dest in getattr(args, "_given", {})
+
+
 def _build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="flowemu", description="Flow-level emulator for collective communication.")
+    p.add_argument("--version", action="version", version=f"flowemu {__version__}")
     sub = p.add_subparsers(dest="command", parser_class=_Parser)
     sub.required = True
 
@@ -33,23 +89,34 @@ def _build_parser() -> argparse.ArgumentParser:
     r.add_argument("--sizes", "-s", default="32B..512MiB",
                    help="32B..512MiB (powers of two) or a comma list (default %(default)s)")
     r.add_argument("--ranks", type=int, help="number of ranks (default: every endpoint)")
-    r.add_argument("--bandwidth", default="400Gb/s", help="link bandwidth (default %(default)s)")
-    r.add_argument("--link-latency", default="100ns", help="per link (default %(default)s)")
+    r.add_argument("--bandwidth", default="400Gb/s",
+                   help="link bandwidth with its unit: 400Gb/s (bits), 50GB/s (bytes) "
+                        "(default %(default)s)")
+    r.add_argument("--link-latency", default="100ns", help="per link, with its unit: 100ns, "
+                                                           "1us (default %(default)s)")
     r.add_argument("--hop-latency", default="300ns", help="per hop (default %(default)s)")
-    r.add_argument("--alpha", default="0", help="per-message overhead α (default 0)")
-    r.add_argument("--gamma", default="0", help="GenModel reduce cost γ, s/B (default 0)")
-    r.add_argument("--delta", default="0", help="GenModel memory cost δ, s/B (default 0)")
-    r.add_argument("--incast-threshold", default="inf", help="GenModel w_t (default inf: off)")
-    r.add_argument("--incast-slope", default="0", help="GenModel ε, s/B (default 0: off)")
+    r.add_argument("--alpha", default="0", help="per-message overhead α, e.g. 1us (default 0)")
+    r.add_argument("--gamma", default="0", help="GenModel reduce cost γ per byte, e.g. 1ps "
+                                                "(default 0)")
+    r.add_argument("--delta", default="0", help="GenModel memory cost δ per byte, e.g. 1ps "
+                                                "(default 0)")
+    r.add_argument("--incast-threshold", default="inf",
+                   help="GenModel w_t, a flow count; needs --incast-slope (default inf: off)")
+    r.add_argument("--incast-slope", default="0",
+                   help="GenModel ε per byte, e.g. 1ps; needs --incast-threshold (default 0: off)")
     r.add_argument("--ecmp", default="split", help="split | dor | hash (default split)")
-    r.add_argument("--seed", type=int, default=0, help="seed of --ecmp hash")
-    r.add_argument("--format", "-f", default="table", help="table | csv | json | parquet")
-    r.add_argument("--out", "-o", help="write here instead of stdout (required for parquet)")
+    r.add_argument("--seed", type=int, default=0, help="seed of --ecmp hash (default 0)")
+    r.add_argument("--format", "-f", default="table",
+                   help="table | csv | json | parquet (default: from --out's extension, "
+                        "else table)")
+    r.add_argument("--out", "-o", help="write here instead of stdout: .csv, .json, .parquet, "
+                                       ".txt (table)")
     r.add_argument("--flows-out", help="write per-flow detail (CSV or .parquet) for one size")
     r.add_argument("--flows-size", help="vector size for --flows-out (default: largest size)")
     r.add_argument("--congestion", metavar="PATH",
                    help="per-step congestion report and the run's Ψ/Ξ (Swing paper §2.2): "
-                        "'-' prints it, a path writes CSV (steps; summary beside it)")
+                        "'-' prints it, a path writes .csv (or .json, .parquet) steps and "
+                        "a _summary file beside it")
 
     sub.add_parser("list", help="list algorithms and topologies with their parameters")
 
@@ -70,8 +137,11 @@ def _build_parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("compare", help="best algorithm and goodput gains per topology and size")
     c.add_argument("dataset", help="a sweep's dataset directory (or a parquet/CSV file)")
-    c.add_argument("--format", "-f", default="table", help="table | csv | parquet")
-    c.add_argument("--out", "-o", help="write here instead of stdout (required for parquet)")
+    c.add_argument("--format", "-f", default="table",
+                   help="table | csv | json | parquet (default: from --out's extension, "
+                        "else table)")
+    c.add_argument("--out", "-o", help="write here instead of stdout: .csv, .json, .parquet, "
+                                       ".txt (table)")
     c.add_argument("--by", default="label",
                    help="label (variants apart, default) | algorithm (best variant)")
     c.add_argument("--where", help="only rows matching this pandas query, e.g. "
@@ -93,11 +163,23 @@ def _build_parser() -> argparse.ArgumentParser:
 
 
 def _network(args):
+    """The run's Network; every value parsed under its CLI option's name."""
     from .network import Network
-    return Network(bandwidth=args.bandwidth, link_latency=args.link_latency,
-                   hop_latency=args.hop_latency, alpha=args.alpha, gamma=args.gamma,
-                   delta=args.delta, incast_threshold=args.incast_threshold,
-                   incast_slope=args.incast_slope)
+    from .units import parse_rate, parse_time
+    times = {name: parse_time(getattr(args, name), "--" + name.replace("_", "-"))
+             for name in ("link_latency", "hop_latency", "alpha", "gamma", "delta",
+                          "incast_slope")}
+    try:
+        return Network(bandwidth=parse_rate(args.bandwidth, "--bandwidth"),
+                       incast_threshold=args.incast_threshold, **times)
+    except ConfigError as exc:   # only incast_threshold is left unchecked here
+        raise ConfigError(str(exc).replace("incast_threshold:", "--incast-threshold:", 1)) \
+            from None
+
+
+def _notes(df) -> list[str]:
+    """The distinct fallback notes of a result table, in order."""
+    return list(dict.fromkeys(n for n in df.get("note", []) if isinstance(n, str) and n))
 
 
 def _table(df) -> str:
@@ -107,58 +189,104 @@ def _table(df) -> str:
     show["size"] = show.pop("size_bytes").map(format_size)
     show["time"] = show.pop("time_s").map(format_time)
     show["goodput"] = show.pop("goodput_Bps").map(format_rate)
-    return show[["topology", "algorithm", "variant", "size", "time", "goodput",
+    text = show[["topology", "algorithm", "variant", "size", "time", "goodput",
                  "steps"]].to_string(index=False)
+    # a fallback changes what the numbers mean: say it under the table, not only on stderr
+    return text + "".join(f"\nnote: {note}" for note in _notes(df))
 
 
 def _write(df, fmt: str, out: str | None) -> None:
-    if fmt not in FORMATS:
-        raise ConfigError(f"--format: unknown format {fmt!r}; allowed: {', '.join(FORMATS)}")
+    """Write the result table as ``fmt`` to ``out`` (checked before) or stdout."""
     if fmt == "parquet":
-        if not out:
-            raise ConfigError("--format parquet needs --out PATH")
-        _parent(out)
-        df.to_parquet(out, index=False)
+        write_frame(out, "--out", df, fmt)
         return
-    text = {"table": _table, "csv": lambda d: d.to_csv(index=False),
-            "json": lambda d: d.to_json(orient="records", indent=1)}[fmt](df)
+    text = _table(df) if fmt == "table" else (
+        df.to_csv(index=False) if fmt == "csv" else df.to_json(orient="records", indent=1))
     if out:
-        _parent(out)
-        Path(out).write_text(text if text.endswith("\n") else text + "\n")
+        write_text(out, "--out", text)
     else:
-        print(text)
+        print(text.rstrip("\n"))
 
 
-def _parent(out: str) -> None:
-    parent = Path(out).resolve().parent
-    if not parent.is_dir():
-        raise ConfigError(f"--out: directory {str(parent)!r} does not exist")
+def _flows_format(path: str) -> str:
+    return output_format(path, None, FLOWS_FORMATS, option="--flows-out", default="csv")
+
+
+def _congestion_paths(path: str) -> tuple[Path, Path]:
+    """``--congestion PATH`` writes the steps there and the summary beside it."""
+    base = Path(path)
+    return base, base.with_name(base.stem + "_summary" + base.suffix)
+
+
+def _refuse(option: str, why: str) -> None:
+    raise ConfigError(f"{option}: {why}; drop it")
+
+
+def _check_run_options(args) -> None:
+    """Refuse every option given explicitly that this run would ignore."""
+    if args.traffic:
+        # the traffic file fixes the bytes of every flow and the ranks (its ids), and it
+        # has no reduction work for γ and δ to cost
+        for dest, option in (("sizes", "--sizes"), ("ranks", "--ranks"), ("gamma", "--gamma"),
+                             ("delta", "--delta")):
+            if _given(args, dest):
+                _refuse(option, "does not apply to --traffic (the file gives every flow's "
+                                "bytes and ranks, and no reduction)")
+        if args.congestion:
+            raise ConfigError("--congestion works with --algorithm, not --traffic")
+    if _given(args, "flows_size") and not args.flows_out:
+        _refuse("--flows-size", "applies only with --flows-out")
+    if _given(args, "seed") and args.ecmp != "hash":
+        _refuse("--seed", f"applies only to --ecmp hash (this run uses --ecmp {args.ecmp})")
+    slope, threshold = _given(args, "incast_slope"), _given(args, "incast_threshold")
+    if slope != threshold:
+        given, missing = (("--incast-slope", "--incast-threshold") if slope
+                          else ("--incast-threshold", "--incast-slope"))
+        raise ConfigError(f"{given}: incast needs both --incast-threshold and --incast-slope; "
+                          f"give {missing} too, or drop {given}")
 
 
 def _cmd_run(args) -> int:
     from .api import simulate, time_traffic
     from .units import parse_size, parse_sizes
+    if args.out == "-":   # the usual spelling of standard output
+        args.out = None
     net = _network(args)
-    if args.format not in FORMATS:
-        raise ConfigError(f"--format: unknown format {args.format!r}; allowed: {', '.join(FORMATS)}")
+    _check_run_options(args)
+    # everything that can be refused is refused before the (possibly long) simulation
+    fmt = output_format(args.out, args.format if _given(args, "format") else None, FORMATS)
+    if args.congestion == "-" and args.out is None and fmt != "table":
+        raise ConfigError(f"--congestion: '-' prints text into the {fmt} results on standard "
+                          "output; give --out FILE or --congestion FILE")
+    sizes = None if args.traffic else parse_sizes(args.sizes, "--sizes")
+    outputs = {"--out": args.out, "--flows-out": args.flows_out}
+    if args.congestion and args.congestion != "-":
+        output_format(args.congestion, None, CONGESTION_FORMATS, option="--congestion",
+                      default="csv")
+        outputs["--congestion"] = args.congestion
+        outputs["--congestion (its summary file)"] = str(_congestion_paths(args.congestion)[1])
+    if args.flows_out:
+        _flows_format(args.flows_out)
+    check_distinct({"--traffic": args.traffic, **outputs})   # never overwrite the input
+    for option, path in outputs.items():
+        if path is not None:
+            check_writable(path, option.split(" ")[0])
     if args.traffic:
         if args.flows_out:
             raise ConfigError("--flows-out works with --algorithm, not --traffic")
         df = time_traffic(args.topology, args.traffic, ecmp=args.ecmp, seed=args.seed,
                           network=net)
     else:
-        df = simulate(args.topology, args.algorithm, args.sizes, ecmp=args.ecmp, seed=args.seed,
+        flows_size = (parse_size(args.flows_size, "--flows-size") if args.flows_size
+                      else max(sizes))
+        df = simulate(args.topology, args.algorithm, sizes, ecmp=args.ecmp, seed=args.seed,
                       ranks=args.ranks, network=net)
     if args.flows_out:
-        size = (parse_size(args.flows_size, "--flows-size") if args.flows_size
-                else max(parse_sizes(args.sizes)))
-        _write_flows(args, net, size)
-    _write(df, args.format, args.out)
-    for note in dict.fromkeys(n for n in df.get("note", []) if n):   # fallbacks, said once
+        _write_flows(args, net, flows_size)
+    _write(df, fmt, args.out)
+    for note in _notes(df):   # fallbacks, said once
         print(f"flowemu: note: {note}", file=sys.stderr)
     if args.congestion:
-        if args.traffic:
-            raise ConfigError("--congestion works with --algorithm, not --traffic")
         _write_congestion(args, net)
     return 0
 
@@ -173,10 +301,11 @@ def _write_congestion(args, net) -> None:
         print("\ndeficiencies (Ψ bandwidth, Ξ congestion; Ψ·Ξ = bandwidth time / optimal):")
         print(summary.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
         return
-    _parent(args.congestion)
-    steps.to_csv(args.congestion, index=False)
-    base = Path(args.congestion)
-    summary.to_csv(base.with_name(base.stem + "_summary.csv"), index=False)
+    fmt = output_format(args.congestion, None, CONGESTION_FORMATS, option="--congestion",
+                        default="csv")
+    steps_path, summary_path = _congestion_paths(args.congestion)
+    write_frame(steps_path, "--congestion", steps, fmt)
+    write_frame(summary_path, "--congestion", summary, fmt)
 
 
 def _write_flows(args, net, size) -> None:
@@ -192,11 +321,7 @@ def _write_flows(args, net, size) -> None:
     p = args.ranks or topo.num_endpoints
     sched = spec.build(p, topo, False, **opts)
     flows = flow_table(sched, topo, net, size, ecmp=args.ecmp, seed=args.seed)
-    _parent(args.flows_out)
-    if args.flows_out.endswith(".parquet"):
-        flows.to_parquet(args.flows_out, index=False)
-    else:
-        flows.to_csv(args.flows_out, index=False)
+    write_frame(args.flows_out, "--flows-out", flows, _flows_format(args.flows_out))
 
 
 def _cmd_list(args) -> int:
@@ -241,13 +366,15 @@ def _cmd_sweep(args) -> int:
 
 def _cmd_compare(args) -> int:
     from .results import compare, compare_table, load, query
-    if args.format not in ("table", "csv", "parquet"):
-        raise ConfigError(f"--format: unknown format {args.format!r}; allowed: table, csv, "
-                          "parquet")
-    if args.format == "parquet" and not args.out:
-        raise ConfigError("--format parquet needs --out PATH")
+    if args.by not in ("label", "algorithm"):
+        raise ConfigError(f"--by: {args.by!r} is not allowed; expected label or algorithm")
+    if args.out == "-":
+        args.out = None
+    fmt = output_format(args.out, args.format if _given(args, "format") else None,
+                        COMPARE_FORMATS)
     if args.out:
-        _parent(args.out)
+        check_distinct({"the dataset": args.dataset, "--out": args.out})
+        check_writable(args.out, "--out")
     df = load(args.dataset)
     if args.where:
         df = query(df, args.where)
@@ -255,12 +382,13 @@ def _cmd_compare(args) -> int:
         raise ConfigError(f"compare: no results in {args.dataset}"
                           + (f" matching {args.where!r}" if args.where else ""))
     cmp = compare(df, by=args.by)
-    if args.format == "parquet":
-        cmp.to_parquet(args.out, index=False)
+    if fmt == "parquet":
+        write_frame(args.out, "--out", cmp, fmt)
         return 0
-    text = compare_table(cmp) if args.format == "table" else cmp.to_csv(index=False)
+    text = compare_table(cmp) if fmt == "table" else (
+        cmp.to_csv(index=False) if fmt == "csv" else cmp.to_json(orient="records", indent=1))
     if args.out:
-        Path(args.out).write_text(text if text.endswith("\n") else text + "\n")
+        write_text(args.out, "--out", text)
     else:
         print(text.rstrip("\n"))
     return 0
@@ -288,7 +416,10 @@ def _cmd_plot(args) -> int:
 
 def main(argv=None) -> int:
     try:
-        args = _build_parser().parse_args(argv)
+        try:
+            args = _build_parser().parse_args(argv)
+        except SystemExit as exc:   # --help, --version: printed, done
+            return exc.code if isinstance(exc.code, int) else 0
         return {"run": _cmd_run, "list": _cmd_list, "sweep": _cmd_sweep,
                 "compare": _cmd_compare, "plot": _cmd_plot}[args.command](args)
     except ConfigError as exc:

@@ -8,10 +8,11 @@ with fan-in w > w_t sees its per-byte cost grow to β + (w − w_t)·ε.
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, fields
 
 from .errors import ConfigError
-from .units import parse_rate, parse_time
+from .units import _show, parse_rate, parse_time
 
 _TIME_FIELDS = ("link_latency", "hop_latency", "alpha", "gamma", "delta", "incast_slope")
 
@@ -20,11 +21,15 @@ _TIME_FIELDS = ("link_latency", "hop_latency", "alpha", "gamma", "delta", "incas
 class Network:
     """Parameters of the network and the end hosts.
 
+    Numbers are SI (bytes/s, seconds, seconds per byte); strings carry
+    their unit (:mod:`flowemu.units`): ``bandwidth="400Gb/s"``,
+    ``link_latency="100ns"``, ``gamma="1ps"`` (1 ps per byte). A string
+    without a unit (``"400"``) is a ConfigError, except ``"0"`` for times.
+
     Attributes
     ----------
     bandwidth : float
-        Link bandwidth in bytes/s (default 400 Gb/s = 5e10 B/s). Strings such
-        as ``"400Gb/s"`` are accepted.
+        Link bandwidth in bytes/s (default 400 Gb/s = 5e10 B/s).
     link_latency : float
         Seconds per link traversed (default 100 ns).
     hop_latency : float
@@ -62,8 +67,8 @@ class Network:
             except ValueError:
                 raise ConfigError(f"incast_threshold: {w!r} is not a number; expected a "
                                   "flow count >= 0 or 'inf' (off)") from None
-        if isinstance(w, bool) or not isinstance(w, (int, float)) or math.isnan(w) or w < 0:
-            raise ConfigError(f"incast_threshold: {self.incast_threshold!r} is not allowed; "
+        if isinstance(w, bool) or not isinstance(w, numbers.Real) or math.isnan(w) or w < 0:
+            raise ConfigError(f"incast_threshold: {_show(self.incast_threshold)} is not allowed; "
                               "expected a flow count >= 0 or inf (off)")
         set_("incast_threshold", float(w))
 

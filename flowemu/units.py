@@ -1,65 +1,143 @@
-"""Parsing and printing of sizes, rates and times.
+"""Parsing and printing of sizes, rates and times — units are never guessed.
 
-Sizes: ``32B``, ``4KiB``, ``1MiB``, ``2GiB``, ``1KB`` (=1000 B), ``1e6``, ``4096``.
-Rates: ``400Gb/s``, ``400Gbps``, ``50GB/s``, ``1.6Tb/s``, ``5e10`` (bytes/s).
-Times: ``100ns``, ``1.5us``, ``1µs``, ``2ms``, ``1s``, ``3e-7`` (seconds).
+A Python number (``int``, ``float``, a numpy scalar) is taken in SI base
+units: bytes, bytes per second, seconds — ``Network(bandwidth=5e10)``. A
+*string* must carry its unit, except where a bare number has only one
+meaning:
+
+=========  ==========================================  ==========================
+quantity   string forms                                bare number string
+=========  ==========================================  ==========================
+size       ``32B``, ``1KB`` = 1000 B, ``1kB`` = 1000 B,  bytes: ``"4096"``,
+           ``4KiB`` = 1024 B, ``MB``/``MiB``,           ``"1e6"``
+           ``GB``/``GiB``, ``TB``/``TiB``
+rate       ``400Gb/s``, ``400Gbps`` (b = bits),        refused (``"400"``: bits
+           ``50GB/s``, ``50GBps`` (B = bytes);         or bytes? per second?)
+           prefixes ``k``/``K``, ``M``, ``G``, ``T``
+           (decimal)
+time       ``100ns``, ``1.5us``, ``1µs``, ``2ms``,      refused, except ``"0"``
+           ``1s``, ``10ps``
+=========  ==========================================  ==========================
+
+Sizes are bytes: a lowercase ``b`` in a size (``1Mb``, ``1kb``: bits) is an
+error, and so is a bare prefix (``1k``, ``1M``: 1000 or 1024?). Decimal
+prefixes are exact: ``"100ns"`` is the double nearest to 1e-7, the same as
+the literal ``1e-7`` (the digits are scaled in decimal, then rounded once).
+
 Ranges of sizes: ``32B..512MiB`` = every power of two from 32 B to 512 MiB.
 """
 
 from __future__ import annotations
 
+import decimal
 import math
+import numbers
 import re
 
 from .errors import ConfigError
 
 _NUM = r"([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)"
 
+# size units: (power of ten, power of two) by exact spelling; lowercase 'b' = bits is refused
 _SIZE_UNITS = {
-    "": 1, "b": 1,
-    "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
-    "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
-    "k": 2**10, "m": 2**20, "g": 2**30,
+    "": (0, 0), "B": (0, 0),
+    "kB": (3, 0), "KB": (3, 0), "MB": (6, 0), "GB": (9, 0), "TB": (12, 0),
+    "KiB": (0, 10), "MiB": (0, 20), "GiB": (0, 30), "TiB": (0, 40),
 }
-_SIZE_FORMS = "a number of bytes with an optional unit: 32B, 4KiB, 1MiB, 1GiB, 1KB (=1000B), 1e6"
+_SIZE_FORMS = ("bytes with a unit: 32B, 4KiB, 1MiB, 1GiB (powers of 2), 1KB, 1MB (powers "
+               "of 10), or a bare number of bytes (4096, 1e6)")
 
-# rate units in bytes per second; lowercase 'b' = bits, uppercase 'B' = bytes
-_RATE_PREFIX = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
-_RATE_FORMS = "a number with a unit: 400Gb/s, 400Gbps, 50GB/s, 1.6Tb/s, or plain bytes/s (5e10)"
+# rate prefixes (decimal); 'b' = bits, 'B' = bytes
+_RATE_PREFIX = {"": 0, "k": 3, "K": 3, "M": 6, "G": 9, "T": 12}
+_RATE_FORMS = "400Gb/s, 400Gbps (bits), 50GB/s, 50GBps (bytes), 1.6Tb/s, 100Mb/s"
 
-_TIME_UNITS = {"": 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9, "ps": 1e-12}
-_TIME_FORMS = "a number with a unit: 100ns, 1.5us, 2ms, 1s, or plain seconds (3e-7)"
+_TIME_UNITS = {"s": 0, "ms": -3, "us": -6, "µs": -6, "μs": -6, "ns": -9, "ps": -12}
+_TIME_FORMS = "100ns, 1.5us, 1µs, 2ms, 1s, 10ps (or 0)"
+
+
+def _show(value) -> str:
+    """A value as the user wrote it: strings quoted, numbers plain (never
+    ``np.float64(...)``)."""
+    if isinstance(value, str):
+        return repr(str(value))     # np.str_ too, without its type name
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return str(int(value))
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        return repr(float(value))
+    if type(value).__module__ == "numpy" and hasattr(value, "item"):   # np.True_, np.str_
+        return repr(value.item())
+    return repr(value)
+
+
+def _is_number(value) -> bool:
+    """int, float and numpy numeric scalars (not bool; numpy's bool is not Real)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _exact(number: str, exp10: int = 0, exp2: int = 0, divide: int = 1) -> float:
+    """``number · 10**exp10 · 2**exp2 / divide`` rounded to a double once."""
+    with decimal.localcontext() as ctx:
+        ctx.prec = 200
+        try:
+            d = decimal.Decimal(number).scaleb(exp10) * (decimal.Decimal(2) ** exp2) / divide
+        except decimal.Overflow:  # e.g. "1e999999999ns": refused as not finite by the caller
+            return math.inf
+        return float(d)
 
 
 def _fail(kind: str, field: str, text, forms: str):
-    return ConfigError(f"{field}: cannot read {text!r} as a {kind}; expected {forms}")
+    return ConfigError(f"{field}: cannot read {_show(text)} as a {kind}; expected {forms}")
+
+
+def _no_unit(field: str, text, forms: str):
+    return ConfigError(f"{field}: {_show(text)} has no unit; expected {forms}")
 
 
 def parse_size(text, field: str = "size") -> int:
-    """Bytes as an int (> 0). Raises ConfigError naming ``field`` and the forms."""
-    if isinstance(text, bool):
-        raise _fail("size", field, text, _SIZE_FORMS)
-    if isinstance(text, (int, float)):
+    """Bytes as an int (> 0).
+
+    Raises
+    ------
+    ConfigError
+        Naming ``field``, the value and the accepted forms.
+    """
+    if _is_number(text):
         value = float(text)
-    else:
-        m = re.fullmatch(_NUM + r"\s*([A-Za-z]*)", str(text).strip())
-        if not m or m.group(2).lower() not in _SIZE_UNITS:
+    elif isinstance(text, str):
+        m = re.fullmatch(_NUM + r"\s*([A-Za-zµ/]*)", text.strip())
+        if not m:
             raise _fail("size", field, text, _SIZE_FORMS)
-        value = float(m.group(1)) * _SIZE_UNITS[m.group(2).lower()]
+        unit = m.group(2)
+        if unit not in _SIZE_UNITS:
+            if unit.endswith("b") and unit[:-1] in ("", "k", "K", "M", "m", "G", "g", "T", "t",
+                                                    "Ki", "Mi", "Gi", "Ti", "ki", "mi", "gi",
+                                                    "ti"):
+                raise ConfigError(f"{field}: {_show(text)}: a lowercase b means bits, and sizes "
+                                  "are bytes; write B, KB, KiB, MB, MiB, GB, GiB")
+            if unit in ("k", "K", "M", "m", "G", "g", "T", "t"):
+                raise ConfigError(f"{field}: {_show(text)}: a bare prefix is ambiguous; write "
+                                  f"{m.group(1)}{unit.upper()}iB (powers of 2) or "
+                                  f"{m.group(1)}{unit.upper()}B (powers of 10)")
+            raise _fail("size", field, text, _SIZE_FORMS)
+        value = _exact(m.group(1), *_SIZE_UNITS[unit])
+    else:
+        raise _fail("size", field, text, _SIZE_FORMS)
     if not math.isfinite(value) or value <= 0:
-        raise ConfigError(f"{field}: size {text!r} must be a positive, finite number of bytes")
+        raise ConfigError(f"{field}: size {_show(text)} must be a positive, finite number of "
+                          "bytes")
     if value != int(value):
-        raise ConfigError(f"{field}: size {text!r} is not a whole number of bytes")
+        raise ConfigError(f"{field}: size {_show(text)} is not a whole number of bytes")
     return int(value)
 
 
 def parse_sizes(text, field: str = "sizes") -> list[int]:
-    """``32B..512MiB`` (every power of two in the range), a comma list, or a
-    list of sizes -> sorted unique list of ints."""
-    if isinstance(text, (list, tuple)):
-        items = list(text)
-    else:
-        s = str(text).strip()
+    """``32B..512MiB`` (every power of two in the range), a comma list, a
+    number, or a sequence of sizes (list, tuple, numpy array) -> sorted unique
+    list of ints."""
+    if _is_number(text):
+        items = [text]
+    elif isinstance(text, str):
+        s = text.strip()
         if ".." in s:
             lo_s, _, hi_s = s.partition("..")
             lo, hi = parse_size(lo_s, field), parse_size(hi_s, field)
@@ -72,6 +150,10 @@ def parse_sizes(text, field: str = "sizes") -> list[int]:
                 raise ConfigError(f"{field}: range {s!r} holds no power of two")
             return out
         items = [x for x in s.split(",") if x.strip()]
+    elif hasattr(text, "__iter__") and not isinstance(text, (bytes, dict)):
+        items = list(text)
+    else:
+        raise _fail("size list", field, text, "e.g. 32B..512MiB, 1KiB,1MiB or a list of sizes")
     if not items:
         raise ConfigError(f"{field}: no sizes given; expected e.g. 32B..512MiB or 1KiB,1MiB")
     return sorted({parse_size(x, field) for x in items})
@@ -88,23 +170,28 @@ def format_size(nbytes: float) -> str:
 
 
 def parse_rate(text, field: str = "bandwidth") -> float:
-    """Bytes per second (> 0)."""
-    if isinstance(text, bool):
-        raise _fail("rate", field, text, _RATE_FORMS)
-    if isinstance(text, (int, float)):
+    """Bytes per second (> 0): a number is bytes/s; a string needs its unit.
+
+    Raises
+    ------
+    ConfigError
+        Naming ``field``, the value and the accepted forms; a string without
+        a unit (``"400"``) is refused.
+    """
+    if _is_number(text):
         value = float(text)
-    else:
-        s = str(text).strip()
-        m = re.fullmatch(_NUM + r"\s*(?:([kKmMgGtT]?)(b|B)(?:/s|ps))?", s)
+    elif isinstance(text, str):
+        s = text.strip()
+        m = re.fullmatch(_NUM + r"\s*(?:([kKMGT]?)(b|B)(?:/s|ps))?", s)
         if not m:
             raise _fail("rate", field, text, _RATE_FORMS)
-        value = float(m.group(1))
-        if m.group(3):
-            value *= _RATE_PREFIX[m.group(2).lower()]
-            if m.group(3) == "b":
-                value /= 8.0
+        if not m.group(3):
+            raise _no_unit(field, text, _RATE_FORMS)
+        value = _exact(m.group(1), _RATE_PREFIX[m.group(2)], 0, 8 if m.group(3) == "b" else 1)
+    else:
+        raise _fail("rate", field, text, _RATE_FORMS)
     if not math.isfinite(value) or value <= 0:
-        raise ConfigError(f"{field}: rate {text!r} must be positive and finite")
+        raise ConfigError(f"{field}: rate {_show(text)} must be positive and finite")
     return value
 
 
@@ -118,18 +205,32 @@ def format_rate(bytes_per_s: float) -> str:
 
 
 def parse_time(text, field: str = "time") -> float:
-    """Seconds (>= 0)."""
-    if isinstance(text, bool):
-        raise _fail("time", field, text, _TIME_FORMS)
-    if isinstance(text, (int, float)):
+    """Seconds (>= 0): a number is seconds; a string needs its unit (``"0"`` excepted).
+
+    Raises
+    ------
+    ConfigError
+        Naming ``field``, the value and the accepted forms; a string without
+        a unit (``"100"``, ``"1e-7"``) is refused.
+    """
+    if _is_number(text):
         value = float(text)
-    else:
-        m = re.fullmatch(_NUM + r"\s*([a-zµ]*)", str(text).strip())
-        if not m or m.group(2) not in _TIME_UNITS:
+    elif isinstance(text, str):
+        m = re.fullmatch(_NUM + r"\s*([a-zµμ]*)", text.strip())
+        if not m:
             raise _fail("time", field, text, _TIME_FORMS)
-        value = float(m.group(1)) * _TIME_UNITS[m.group(2)]
+        if m.group(2) == "":
+            if float(m.group(1)) != 0:
+                raise _no_unit(field, text, _TIME_FORMS)
+            value = 0.0
+        elif m.group(2) not in _TIME_UNITS:
+            raise _fail("time", field, text, _TIME_FORMS)
+        else:
+            value = _exact(m.group(1), _TIME_UNITS[m.group(2)])
+    else:
+        raise _fail("time", field, text, _TIME_FORMS)
     if not math.isfinite(value) or value < 0:
-        raise ConfigError(f"{field}: time {text!r} must be non-negative and finite")
+        raise ConfigError(f"{field}: time {_show(text)} must be non-negative and finite")
     return value
 
 

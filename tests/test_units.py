@@ -1,6 +1,8 @@
 import itertools
 import math
+from fractions import Fraction
 
+import numpy as np
 import pytest
 
 from flowemu.errors import ConfigError
@@ -18,18 +20,40 @@ from flowemu.units import (
 
 @pytest.mark.parametrize("text,expected", [
     ("32B", 32), ("32", 32), (" 4KiB ", 4096), ("1MiB", 2**20), ("2GiB", 2**31),
-    ("1KB", 1000), ("1e6", 10**6), ("1.5KiB", 1536), (4096, 4096), ("512mib", 512 * 2**20),
+    ("1KB", 1000), ("1kB", 1000), ("1e6", 10**6), ("1.5KiB", 1536), (4096, 4096),
+    ("512MiB", 512 * 2**20), ("3TB", 3 * 10**12), ("1TiB", 2**40), (np.int64(64), 64),
+    (np.float64(2048.0), 2048), (np.uint32(8), 8),
 ])
 def test_parse_size(text, expected):
     assert parse_size(text) == expected
 
 
 @pytest.mark.parametrize("bad", ["", "MiB", "12XB", "-1KiB", "0", "1.5B", "nan", "inf",
-                                 "1e400", "1..2", True])
+                                 "1e400", "1..2", True, None, "1 MiB/s", np.float64("nan"),
+                                 np.bool_(True), np.float64(-1.0)])
 def test_parse_size_rejects(bad):
     with pytest.raises(ConfigError) as e:
         parse_size(bad, "sizes")
     assert "sizes" in str(e.value)
+    assert "np." not in str(e.value)
+
+
+@pytest.mark.parametrize("bad", ["1Mb", "1kb", "8b", "1Gb", "512mib", "1Kib"])
+def test_size_with_bits_is_refused(bad):
+    # a lowercase b is a bit: a size in bits must not silently become bytes
+    with pytest.raises(ConfigError) as e:
+        parse_size(bad, "sizes")
+    msg = str(e.value)
+    assert msg.startswith("sizes:") and repr(bad) in msg and "bits" in msg and "KiB" in msg
+
+
+@pytest.mark.parametrize("bad", ["1k", "1M", "4G", "2T", "1m"])
+def test_size_with_bare_prefix_is_refused(bad):
+    # 1M: 10**6 or 2**20? the message offers both spellings
+    with pytest.raises(ConfigError) as e:
+        parse_size(bad, "sizes")
+    msg = str(e.value)
+    assert repr(bad) in msg and "iB" in msg and "B (powers of 10)" in msg
 
 
 def test_size_range_is_every_power_of_two():
@@ -39,6 +63,8 @@ def test_size_range_is_every_power_of_two():
     assert parse_sizes("33B..100B") == [64]
     assert parse_sizes("1MiB,1KiB,1KiB") == [1024, 2**20]
     assert parse_sizes([64, "1KiB"]) == [64, 1024]
+    assert parse_sizes(np.array([4096, 64])) == [64, 4096]
+    assert parse_sizes(np.int64(128)) == [128]
 
 
 @pytest.mark.parametrize("bad", ["1MiB..1KiB", "65B..127B", ",", "1KiB,,x"])
@@ -49,28 +75,75 @@ def test_size_range_rejects(bad):
 
 @pytest.mark.parametrize("text,expected", [
     ("400Gb/s", 50e9), ("400Gbps", 50e9), ("50GB/s", 50e9), ("1.6Tb/s", 200e9),
-    ("100Mb/s", 12.5e6), ("5e10", 5e10), (1e9, 1e9), ("8b/s", 1.0),
+    ("100Mb/s", 12.5e6), ("1kb/s", 125.0), ("1Kb/s", 125.0), ("2GBps", 2e9), (5e10, 5e10),
+    (1e9, 1e9), ("8b/s", 1.0), (np.float64(5e10), 5e10), (np.int64(1000), 1000.0),
 ])
 def test_parse_rate(text, expected):
-    assert parse_rate(text) == pytest.approx(expected, rel=1e-15)
+    assert parse_rate(text) == expected
 
 
-@pytest.mark.parametrize("bad", ["", "fast", "0Gb/s", "-1Gb/s", "nan", "400Xb/s", "400Gb/h", 0])
+@pytest.mark.parametrize("bad", ["", "fast", "0Gb/s", "-1Gb/s", "nan", "400Xb/s", "400Gb/h", 0,
+                                 "400mb/s", "400gb/s", None, [1]])
 def test_parse_rate_rejects(bad):
     with pytest.raises(ConfigError) as e:
         parse_rate(bad, "bandwidth")
     assert "bandwidth" in str(e.value)
 
 
+@pytest.mark.parametrize("bare", ["400", "5e10", "1.5", " 100 "])
+def test_rate_string_without_unit_is_refused(bare):
+    # "400": 400 bytes/s? 400 Gb/s? a string must say; a Python number is SI (bytes/s)
+    with pytest.raises(ConfigError) as e:
+        parse_rate(bare, "--bandwidth")
+    msg = str(e.value)
+    assert msg.startswith("--bandwidth:") and repr(bare) in msg and "no unit" in msg
+    assert "400Gb/s" in msg and "50GB/s" in msg
+
+
+@pytest.mark.parametrize("bare", ["100", "1e-7", "3e-7", "0.5"])
+def test_time_string_without_unit_is_refused(bare):
+    with pytest.raises(ConfigError) as e:
+        parse_time(bare, "link_latency")
+    msg = str(e.value)
+    assert msg.startswith("link_latency:") and "no unit" in msg and "100ns" in msg
+
+
 @pytest.mark.parametrize("text,expected", [
-    ("100ns", 100e-9), ("1.5us", 1.5e-6), ("1µs", 1e-6), ("2ms", 2e-3), ("1s", 1.0),
-    ("3e-7", 3e-7), ("0", 0.0), (0, 0.0),
+    ("100ns", 1e-7), ("1.5us", 1.5e-6), ("1µs", 1e-6), ("2ms", 2e-3), ("1s", 1.0),
+    ("300ns", 3e-7), ("0", 0.0), ("0.0", 0.0), ("0ns", 0.0), (0, 0.0), (3e-7, 3e-7),
+    ("10ps", 1e-11), (np.float64(1e-7), 1e-7),
 ])
 def test_parse_time(text, expected):
-    assert parse_time(text) == pytest.approx(expected, rel=1e-15)
+    # exact: "100ns" is the double nearest 1e-7, not 100 * 1e-9
+    assert parse_time(text) == expected
 
 
-@pytest.mark.parametrize("bad", ["", "100lightyears", "-1ns", "nan", "inf", "ns"])
+@pytest.mark.parametrize("digits,unit,exp10", [
+    ("100", "ns", -9), ("300", "ns", -9), ("1.1", "us", -6), ("0.7", "ms", -3), ("7", "ps", -12),
+    ("123.456", "ns", -9), ("1e2", "ns", -9), ("2.5e-1", "us", -6),
+])
+def test_time_is_the_nearest_double(digits, unit, exp10):
+    # independent of the parser: the exact rational, rounded once by Fraction -> float
+    exact = Fraction(digits) * Fraction(10) ** exp10
+    assert parse_time(digits + unit) == float(exact)
+
+
+@pytest.mark.parametrize("digits,unit,exact", [
+    ("1.6", "Tb/s", Fraction(16, 10) * 10**12 / 8), ("0.3", "GB/s", Fraction(3, 10) * 10**9),
+    ("100", "Mb/s", Fraction(100 * 10**6, 8)), ("2.2", "kB/s", Fraction(22, 10) * 10**3),
+    ("0.1", "Gbps", Fraction(1, 10) * 10**9 / 8),
+])
+def test_rate_is_the_nearest_double(digits, unit, exact):
+    assert parse_rate(digits + unit) == float(exact)
+
+
+def test_decimal_sizes_are_exact():
+    assert parse_size("1.1KB") == 1100 and parse_size("0.001MB") == 1000
+    assert parse_size("4.1GB") == 4_100_000_000     # 4.1 * 1e9 in floats is 4100000000.0000005
+
+
+@pytest.mark.parametrize("bad", ["", "100lightyears", "-1ns", "nan", "inf", "ns", "100NS",
+                                 "1e999999999ns"])
 def test_parse_time_rejects(bad):
     with pytest.raises(ConfigError) as e:
         parse_time(bad, "hop_latency")
@@ -91,15 +164,33 @@ def test_network_defaults_and_strings():
     net = Network(bandwidth="100Gb/s", link_latency="1us", incast_threshold="4",
                   incast_slope=1e-12)
     assert net.bandwidth == 12.5e9 and net.link_latency == 1e-6 and net.incast_on
+    # numbers (numpy too) are SI; per-byte costs are written as a time per byte
+    net = Network(bandwidth=np.float64(5e10), link_latency=np.float32(0), gamma="1ps",
+                  incast_threshold=np.int64(4), incast_slope="2ps")
+    assert net.bandwidth == 5e10 and net.gamma == 1e-12 and net.incast_threshold == 4.0
+    assert net.incast_slope == 2e-12 and net.incast_on
+
+
+@pytest.mark.parametrize("field,value", [
+    ("bandwidth", "400"), ("link_latency", "100"), ("hop_latency", "3e-7"), ("alpha", "1"),
+    ("gamma", "1e-12"),
+])
+def test_network_refuses_strings_without_unit(field, value):
+    with pytest.raises(ConfigError) as e:
+        Network(**{field: value})
+    msg = str(e.value)
+    assert msg.startswith(f"{field}:") and "no unit" in msg and repr(value) in msg
 
 
 @pytest.mark.parametrize("field,value", [
     ("bandwidth", 0), ("bandwidth", -1.0), ("bandwidth", math.nan), ("bandwidth", math.inf),
     ("link_latency", -1e-9), ("hop_latency", math.nan), ("alpha", "x"), ("gamma", -1.0),
     ("delta", math.inf), ("incast_threshold", -1), ("incast_threshold", "many"),
-    ("incast_slope", -1e-9), ("incast_threshold", math.nan),
+    ("incast_slope", -1e-9), ("incast_threshold", math.nan), ("incast_threshold", np.int64(-3)),
+    ("bandwidth", np.float64(-2.0)),
 ])
 def test_network_rejects(field, value):
     with pytest.raises(ConfigError) as e:
         Network(**{field: value})
     assert field in str(e.value)
+    assert "np." not in str(e.value)     # values print as plain numbers
