@@ -330,7 +330,9 @@ def gain_figure(df: pd.DataFrame, *, algorithm: str | None = None, title: str | 
         # diverging colours centred on 0, symmetric, clipped at a percentile of
         # |gain| so that one outlier does not wash every other cell out
         wins = gain[np.isfinite(gain) & ~tie]
-        lim = float(np.percentile(np.abs(wins), clip_percentile)) if wins.size else 1.0
+        # "lower": an actual cell's value, so one outlier in 20 cells is left out
+        lim = (float(np.percentile(np.abs(wins), clip_percentile, method="lower"))
+               if wins.size else 1.0)
         lim = max(lim, 1.0)
         clipped = bool(wins.size and (np.abs(wins) > lim).any())
         norm = Normalize(vmin=-lim, vmax=lim)
@@ -446,7 +448,7 @@ def gain_curve_figure(df: pd.DataFrame, *, by: str = "alpha_s", algorithm: str |
     dashes = ["-", "--", "-.", ":"]
     # one shade of the algorithm's colour per value, light to dark in value order
     shades = [_blend(style.color, w) for w in np.linspace(0.35, 1.0, len(values))]
-    line_handles, others = [], set()
+    line_handles, others = {}, set()
     for ax, key in zip(axes, scen):
         sub = _rows_of(mine, cols, key)
         for k, v in enumerate(values):
@@ -455,15 +457,15 @@ def gain_curve_figure(df: pd.DataFrame, *, by: str = "alpha_s", algorithm: str |
                 continue
             x, y = s["size_bytes"].to_numpy(), 100.0 * s["gain"].to_numpy(dtype=float)
             (line,) = ax.plot(x, y, color=shades[k], linestyle=dashes[k % len(dashes)],
-                              linewidth=1.6, zorder=2)
-            if len(line_handles) < len(values):
-                line_handles.append((line, _by_text(by, v)))
+                              linewidth=1.6, zorder=2, label=_by_text(by, v))
+            line_handles.setdefault(k, line)
             # each point: the best other algorithm, in its own marker and colour
             for other, pts in s.assign(_y=y).groupby("best_other", sort=True):
                 ost = algorithm_style(other)
                 ax.plot(pts["size_bytes"], pts["_y"], linestyle="none", marker=ost.marker,
-                        markersize=4.5, color=ost.color, markeredgewidth=0.9, zorder=3,
-                        fillstyle=ost.fillstyle, markerfacecolor=_marker_face(ost))
+                        label=f"best other: {other}", markersize=4.5, color=ost.color,
+                        markeredgewidth=0.9, zorder=3, fillstyle=ost.fillstyle,
+                        markerfacecolor=_marker_face(ost))
                 others.add(other)
         ax.axhline(0.0, color="black", linewidth=0.8, zorder=1)
         _size_axis(ax, sub["size_bytes"] if not sub.empty else mine["size_bytes"])
@@ -471,11 +473,12 @@ def gain_curve_figure(df: pd.DataFrame, *, by: str = "alpha_s", algorithm: str |
         ax.grid(True, which="major", alpha=0.3)
         if cols:
             ax.set_title(_scenario_title(pd.Series(dict(zip(cols, key))), cols), fontsize=10)
-    handles = [h for h, _ in line_handles] + [Line2D([], [], linestyle="none")] + [
-        Line2D([], [], linestyle="none", marker=algorithm_style(o).marker, markersize=5,
-               color=algorithm_style(o).color, markerfacecolor=_marker_face(algorithm_style(o)))
-        for o in sorted(others)]
-    texts = [t for _, t in line_handles] + ["best other:"] + sorted(others)
+    ks, others = sorted(line_handles), sorted(others)
+    marks = [Line2D([], [], linestyle="none", marker=st.marker, markersize=5, color=st.color,
+                    markerfacecolor=_marker_face(st))
+             for st in map(algorithm_style, others)]
+    handles = [line_handles[k] for k in ks] + [Line2D([], [], linestyle="none")] + marks
+    texts = [_by_text(by, values[k]) for k in ks] + ["best other:"] + others
     _legend_below(fig, handles, texts)
     _titles(fig, title, note)
     return fig
