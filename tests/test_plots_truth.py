@@ -15,8 +15,14 @@ from matplotlib.colors import to_rgba
 
 from flowemu.cli import main
 from flowemu.errors import ConfigError
-from flowemu.plot_style import (KNOWN, TIE_COLOR, algorithm_style, style_map, text_color_on,
-                                use_log_scale)
+from flowemu.plot_style import (
+    KNOWN,
+    TIE_COLOR,
+    algorithm_style,
+    style_map,
+    text_color_on,
+    use_log_scale,
+)
 from flowemu.plots import gain_curve_figure, gain_figure, goodput_figure, plot_gain_curves
 from flowemu.results import TIE_RTOL, compare, compare_table
 
@@ -263,7 +269,7 @@ def test_cli_gain_curve_subprocess(tmp_path):
     alpha_frame().to_csv(data, index=False)
     res = subprocess.run([sys.executable, "-m", "flowemu", "plot", str(data), "--kind",
                           "gain-curve", "--by", "nope", "-o", str(tmp_path / "x.png")],
-                         capture_output=True, text=True)
+                         check=False, capture_output=True, text=True)
     assert res.returncode == 2 and res.stdout == ""
     assert len(res.stderr.splitlines()) == 1 and "Traceback" not in res.stderr
     assert "--by: 'nope'" in res.stderr
