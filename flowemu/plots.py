@@ -20,6 +20,7 @@ Every figure draws an algorithm in the same colour and marker
 
 from __future__ import annotations
 
+import inspect
 import math
 from pathlib import Path
 
@@ -218,6 +219,8 @@ def goodput_figure(df: pd.DataFrame, *, metric: str = "goodput", title: str | No
                    max_panels: int = 24) -> Figure:
     """The figure of :func:`plot_goodput` (``metric="goodput"``) or
     :func:`plot_time` (``metric="time"``), not yet saved."""
+    if metric not in _METRICS:
+        raise ConfigError(f"metric: {metric!r} is not allowed; allowed: {', '.join(_METRICS)}")
     column, scale, label, formatter = _METRICS[metric]
     df = _filter(df, group, topologies, where)
     df, note = _limit_scenarios(df, max_panels)
@@ -505,8 +508,14 @@ def plot(dataset, out, kind: str = "goodput", **kwargs) -> Path:
     df = dataset if isinstance(dataset, pd.DataFrame) else load(dataset)
     if df.empty:
         raise ConfigError(f"plot: {dataset} holds no results")
-    draw = {"goodput": plot_goodput, "time": plot_time, "gain": plot_gain,
-            "gain-curve": plot_gain_curves}[kind]
+    draw, figure = {"goodput": (plot_goodput, goodput_figure), "time": (plot_time, goodput_figure),
+                    "gain": (plot_gain, gain_figure),
+                    "gain-curve": (plot_gain_curves, gain_curve_figure)}[kind]
+    allowed = sorted(set(inspect.signature(figure).parameters) - {"df", "metric"})
+    wrong = sorted(set(kwargs) - set(allowed))
+    if wrong:
+        raise ConfigError(f"plot: option(s) {', '.join(wrong)} not allowed with kind {kind!r}; "
+                          f"allowed: {', '.join(allowed)}")
     return draw(df, out, **kwargs)
 
 

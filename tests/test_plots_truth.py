@@ -23,7 +23,7 @@ from flowemu.plot_style import (
     text_color_on,
     use_log_scale,
 )
-from flowemu.plots import gain_curve_figure, gain_figure, goodput_figure, plot_gain_curves
+from flowemu.plots import gain_curve_figure, gain_figure, goodput_figure, plot, plot_gain_curves
 from flowemu.results import TIE_RTOL, compare, compare_table
 
 
@@ -243,6 +243,10 @@ def test_gain_curve_bad_by_and_algorithm(tmp_path):
         plot_gain_curves(df[df.algorithm != "swing"], tmp_path / "x.png")
     out = plot_gain_curves(df, tmp_path / "ok.png", algorithm="ring")
     assert out.read_bytes()[:4] == b"\x89PNG"
+    with pytest.raises(ConfigError, match="option\\(s\\) by not allowed with kind 'goodput'"):
+        plot(df, tmp_path / "x.png", "goodput", by="alpha_s")
+    with pytest.raises(ConfigError, match="metric: 'pie'"):
+        goodput_figure(df, metric="pie")
 
 
 def test_cli_gain_curve(tmp_path, capsys):
