@@ -46,12 +46,12 @@ _OTHER_MARKERS = ("v", "<", ">", "p", "h", "X", "*", "P")
 _VARIANTS = (
     ("-", "full", ""),
     ("--", "none", "////"),
-    (":", "full", "...."),
-    ("-.", "none", "\\\\\\\\"),
-    ((0, (5, 1.5, 1, 1.5, 1, 1.5)), "full", "xxx"),
-    ((0, (1, 1)), "none", "++"),
-    ((0, (8, 2)), "full", "---"),
-    ((0, (3, 1, 1, 1)), "none", "|||"),
+    (":", "bottom", "...."),
+    ("-.", "top", "\\\\\\\\"),
+    ((0, (5, 1.5, 1, 1.5, 1, 1.5)), "left", "xxx"),
+    ((0, (1, 1)), "right", "++"),
+    ((0, (8, 2)), "none", "---"),
+    ((0, (3, 1, 1, 1)), "bottom", "|||"),
 )
 #: options with a fixed variant entry (others: CRC-32 over entries 3 and up)
 _KNOWN_VARIANTS = {"": 0, "variant=latency": 1, "variant=bandwidth": 2}
@@ -70,11 +70,16 @@ class AlgorithmStyle:
     fillstyle: str
     hatch: str
 
+    def marker_kwargs(self) -> dict:
+        """Keyword arguments of ``Axes.plot`` for this algorithm's markers
+        (a hollow or half-filled marker has a white other half)."""
+        return {"color": self.color, "marker": self.marker, "fillstyle": self.fillstyle,
+                "markerfacecolor": self.color if self.fillstyle != "none" else "white",
+                "markerfacecoloralt": "white"}
+
     def line_kwargs(self) -> dict:
         """Keyword arguments of ``Axes.plot`` for this algorithm's line."""
-        return {"color": self.color, "marker": self.marker, "linestyle": self.linestyle,
-                "fillstyle": self.fillstyle, "markerfacecolor":
-                    self.color if self.fillstyle == "full" else "white"}
+        return {"linestyle": self.linestyle, **self.marker_kwargs()}
 
 
 def _crc(text: str) -> int:

@@ -415,8 +415,13 @@ def _check_by(df: pd.DataFrame, by: str) -> None:
                           f"allowed: {', '.join(allowed) or '(none)'}")
 
 
-def _marker_face(style) -> str:
-    return style.color if style.fillstyle == "full" else "white"
+def _column_name(col: str) -> str:
+    """``alpha_s`` -> ``alpha``, ``link_latency_s`` -> ``link latency``."""
+    for suffix in ("_s_per_B", "_Bps", "_s"):
+        if col.endswith(suffix):
+            col = col[: -len(suffix)]
+            break
+    return col.replace("_", " ")
 
 
 def _by_text(col: str, value) -> str:
@@ -465,10 +470,9 @@ def gain_curve_figure(df: pd.DataFrame, *, by: str = "alpha_s", algorithm: str |
             # each point: the best other algorithm, in its own marker and colour
             for other, pts in s.assign(_y=y).groupby("best_other", sort=True):
                 ost = algorithm_style(other)
-                ax.plot(pts["size_bytes"], pts["_y"], linestyle="none", marker=ost.marker,
-                        label=f"best other: {other}", markersize=4.5, color=ost.color,
-                        markeredgewidth=0.9, zorder=3, fillstyle=ost.fillstyle,
-                        markerfacecolor=_marker_face(ost))
+                ax.plot(pts["size_bytes"], pts["_y"], linestyle="none", markersize=4.5,
+                        label=f"best other: {other}", markeredgewidth=0.9, zorder=3,
+                        **ost.marker_kwargs())
                 others.add(other)
         ax.axhline(0.0, color="black", linewidth=0.8, zorder=1)
         _size_axis(ax, sub["size_bytes"] if not sub.empty else mine["size_bytes"])
@@ -476,13 +480,17 @@ def gain_curve_figure(df: pd.DataFrame, *, by: str = "alpha_s", algorithm: str |
         ax.grid(True, which="major", alpha=0.3)
         if cols:
             ax.set_title(_scenario_title(pd.Series(dict(zip(cols, key))), cols), fontsize=10)
+    # two legend columns: the lines (values of `by`), the markers (best other)
     ks, others = sorted(line_handles), sorted(others)
-    marks = [Line2D([], [], linestyle="none", marker=st.marker, markersize=5, color=st.color,
-                    markerfacecolor=_marker_face(st))
-             for st in map(algorithm_style, others)]
-    handles = [line_handles[k] for k in ks] + [Line2D([], [], linestyle="none")] + marks
-    texts = [_by_text(by, values[k]) for k in ks] + ["best other:"] + others
-    _legend_below(fig, handles, texts)
+    blank = Line2D([], [], linestyle="none")
+    rows = max(len(ks), len(others))
+    lines = [line_handles[k] for k in ks] + [blank] * (rows - len(ks))
+    marks = [Line2D([], [], linestyle="none", markersize=5, **algorithm_style(o).marker_kwargs())
+             for o in others] + [blank] * (rows - len(others))
+    texts = ([_column_name(by)] + [_by_text(by, values[k]) for k in ks] + [""] * (rows - len(ks))
+             + ["best other algorithm"] + others + [""] * (rows - len(others)))
+    fig.legend([blank] + lines + [blank] + marks, texts, loc="outside lower center", ncol=2,
+               frameon=False, fontsize=9)
     _titles(fig, title, note)
     return fig
 
