@@ -50,8 +50,10 @@ figures: $(STAMP)
 	done; test -n "$$found" || echo "no datasets under $(RESULTS)/ (run make sweep first)"
 
 # the Swing paper's torus evaluation (Fig. 6-8, 10, 11): configs/paper.toml -> results/paper/
+# and Fig. 6's gain curve for per-message overheads of 0 to 2 us: configs/alpha.toml -> results/alpha/
 PAPER := $(RESULTS)/paper
 PAPER_FIGS := $(PAPER)/figures
+ALPHA := $(RESULTS)/alpha
 paper: $(STAMP)
 	$(PY) -m flowemu sweep configs/paper.toml --out $(PAPER) $(SWEEP_OPTS)
 	$(PY) -m flowemu plot $(PAPER)
@@ -66,6 +68,10 @@ paper: $(STAMP)
 	$(PY) -m flowemu plot $(PAPER) --group ndim \
 	  --title "Fig. 11: 2-D, 3-D, 4-D tori" --out $(PAPER_FIGS)/fig11-goodput-ndim.png
 	$(PY) -m flowemu compare $(PAPER) --format csv --out $(PAPER)/compare.csv
+	$(PY) -m flowemu sweep configs/alpha.toml --out $(ALPHA) $(SWEEP_OPTS)
+	$(PY) -m flowemu plot $(ALPHA) --kind gain-curve --by alpha_s \
+	  --title "Swing's gain over the best other, 64x64 torus, per-message overhead alpha" \
+	  --out $(PAPER_FIGS)/alpha-sensitivity-64x64.png
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check flowemu tests

@@ -147,15 +147,20 @@ def _build_parser() -> argparse.ArgumentParser:
     c.add_argument("--where", help="only rows matching this pandas query, e.g. "
                                    "\"topology == 'torus:8x8'\"")
 
-    pl = sub.add_parser("plot", help="goodput or gain figures of a dataset (PNG)")
+    pl = sub.add_parser("plot", help="goodput, time or gain figures of a dataset (PNG)")
     pl.add_argument("dataset", help="a sweep's dataset directory (or a parquet/CSV file)")
     pl.add_argument("--out", "-o",
                     help="FILE.png (default: every figure into DATASET/figures/)")
-    pl.add_argument("--kind", "-k", default="goodput", help="goodput | gain")
+    pl.add_argument("--kind", "-k", default="goodput",
+                    help="goodput | time (vs size) | gain (heatmap) | gain-curve (gain vs "
+                         "size, a line per value of --by)")
     pl.add_argument("--group", "-g", help="only this group of the sweep")
     pl.add_argument("--topology", "-t", help="only these topologies (comma list)")
     pl.add_argument("--algorithm", "-a",
-                    help="--kind gain: whose gain (default swing if present, else the best's)")
+                    help="--kind gain, gain-curve: whose gain (default swing if present; "
+                         "gain without it: the best's)")
+    pl.add_argument("--by", help="--kind gain-curve: the configuration column with a line "
+                                 "per value (default alpha_s)")
     pl.add_argument("--where", help="only rows matching this pandas query, e.g. "
                                     "\"bandwidth_Bps == 5e10\"")
     pl.add_argument("--title", help="figure title")
@@ -406,10 +411,14 @@ def _cmd_plot(args) -> int:
         raise ConfigError(f"--out: {args.out!r} should end in .png (or .pdf, .svg)")
     kw = {"group": args.group, "title": args.title, "where": args.where,
           "topologies": [t.strip() for t in args.topology.split(",")] if args.topology else None}
-    if args.kind == "gain":
+    if args.kind in ("gain", "gain-curve"):
         kw["algorithm"] = args.algorithm
     elif args.algorithm:
-        raise ConfigError("--algorithm goes with --kind gain")
+        raise ConfigError(f"--algorithm goes with --kind gain or gain-curve, not {args.kind}")
+    if args.kind == "gain-curve":
+        kw["by"] = args.by or "alpha_s"
+    elif args.by:
+        raise ConfigError(f"--by goes with --kind gain-curve, not {args.kind}")
     print(plot(args.dataset, args.out, args.kind, **kw))
     return 0
 

@@ -27,7 +27,7 @@ def comparison_table(df: pd.DataFrame, focus: str = "swing") -> pd.DataFrame:
     cmp = compare(df)
     good = cmp.pivot_table(index="size_bytes", columns="algorithm", values="goodput_Bps")
     table = good.map(format_rate)
-    best = cmp[cmp.is_best].set_index("size_bytes")["best"]
+    best = cmp[cmp.is_best].drop_duplicates("size_bytes").set_index("size_bytes")["best"]
     table["best"] = best.reindex(good.index)
     if focus in good.columns:
         gain = cmp[cmp.algorithm == focus].set_index("size_bytes")["gain"]

@@ -1,16 +1,26 @@
 """Figures of a sweep dataset (matplotlib, Agg canvas; no pyplot state).
 
-- :func:`plot_goodput`: goodput vs vector size, one line per algorithm, one
-  panel per scenario (topology, plus any other swept field such as the
-  bandwidth) — like the Swing paper's Fig. 6, 10 and 11.
+- :func:`plot_goodput` (and :func:`plot_time`): goodput (time) vs vector
+  size, one line per algorithm, one panel per scenario (topology, plus any
+  other swept field such as the bandwidth) — like the Swing paper's Fig. 6,
+  10 and 11. The size axis is log2; the value axis is logarithmic when the
+  plotted values span more than two decades (:func:`~flowemu.plot_style.use_log_scale`).
 - :func:`plot_gain`: a heatmap of goodput gain (size × scenario) — like its
   Fig. 7 and 8 — for one algorithm over the best other (default: Swing when
-  present), or, without one, the best algorithm's margin over the runner-up.
+  present), or, without one, the best algorithm and its margin over the
+  runner-up. Ties (:data:`~flowemu.results.TIE_RTOL`) are grey and marked "=".
+- :func:`plot_gain_curves`: one algorithm's gain over the best other vs size,
+  one line per value of a configuration column (e.g. the per-message
+  overhead ``alpha_s``): how a parameter moves the crossovers.
 - :func:`figures`: every standard figure of a dataset (per group).
+
+Every figure draws an algorithm in the same colour and marker
+(:func:`~flowemu.plot_style.algorithm_style`), whatever else it shows.
 """
 
 from __future__ import annotations
 
+import inspect
 import math
 from pathlib import Path
 
@@ -21,17 +31,28 @@ matplotlib.use("Agg")  # no display needed; figures below draw on an Agg canvas 
 import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.colors import BoundaryNorm, ListedColormap, TwoSlopeNorm
+from matplotlib.cm import ScalarMappable
+from matplotlib.colors import Normalize, to_rgba
 from matplotlib.figure import Figure
-from matplotlib.patches import Patch
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch, Rectangle
+from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from .errors import ConfigError
 from .network import Network
-from .results import _NETWORK_COLUMNS, compare, load, query, scenario_columns
+from .plot_style import TIE_COLOR, algorithm_style, text_color_on, use_log_scale
+from .results import (
+    _NETWORK_COLUMNS,
+    SCENARIO_COLUMNS,
+    TIE_RTOL,
+    compare,
+    load,
+    query,
+    scenario_columns,
+)
 from .units import format_rate, format_size, format_time
 
-KINDS = ("goodput", "gain")
-_MARKERS = "os^vD<>phX*"
+KINDS = ("goodput", "time", "gain", "gain-curve")
 
 
 def _new_figure(width: float, height: float) -> Figure:
@@ -108,13 +129,14 @@ _BASELINE = {**{col: float(getattr(Network(), f)) for f, col in _NETWORK_COLUMNS
              "ecmp": "split", "seed": 0}
 
 
-def _limit_scenarios(df: pd.DataFrame, limit: int) -> tuple[pd.DataFrame, str]:
-    """Fix swept fields other than the topology (most values first; at the
-    paper's network defaults when swept, else the middle value) until at most
-    ``limit`` scenarios remain. Returns the rows and a note on what was fixed."""
+def _limit_scenarios(df: pd.DataFrame, limit: int, keep=()) -> tuple[pd.DataFrame, str]:
+    """Fix swept fields other than the topology and ``keep`` (most values
+    first; at the paper's network defaults when swept, else the middle value)
+    until at most ``limit`` scenarios remain. Returns the rows and a note on
+    what was fixed."""
     fixed = []
     while True:
-        scenario = scenario_columns(df)
+        scenario = [c for c in scenario_columns(df) if c not in keep]
         cols = [c for c in scenario if c not in ("group", "topology", "nodes")]
         if len(df[scenario].drop_duplicates()) <= limit or not cols:
             break
@@ -128,8 +150,8 @@ def _limit_scenarios(df: pd.DataFrame, limit: int) -> tuple[pd.DataFrame, str]:
     return df, note
 
 
-def _scenarios(df: pd.DataFrame) -> tuple[list[str], list[tuple]]:
-    cols = [c for c in scenario_columns(df) if c != "nodes"]
+def _scenarios(df: pd.DataFrame, exclude=()) -> tuple[list[str], list[tuple]]:
+    cols = [c for c in scenario_columns(df) if c != "nodes" and c not in exclude]
     keys = df[cols].drop_duplicates()
     if "nodes" in df.columns and "topology" in cols:   # bigger networks later, like the paper's panels
         keys = keys.merge(df[["topology", "nodes"]].drop_duplicates(), on="topology")
@@ -137,142 +159,372 @@ def _scenarios(df: pd.DataFrame) -> tuple[list[str], list[tuple]]:
     return cols, [tuple(r) for r in keys.itertuples(index=False)]
 
 
-def plot_goodput(df: pd.DataFrame, out, *, title: str | None = None, group=None,
-                 topologies=None, where: str | None = None, ncols: int = 3,
-                 max_panels: int = 24) -> Path:
-    """Goodput (Gb/s) vs vector size, one line per algorithm label, one panel
-    per scenario. Where an ``auto`` algorithm switches variant, a large dot
-    marks the first size of the new variant (as in the paper's Fig. 6). With
-    more than ``max_panels`` scenarios, swept fields other than the topology
-    are fixed (see the title) — pick others with ``where``."""
+def _panel_grid(n: int, ncols: int, width: float = 4.6, height: float = 3.4,
+                extra_height: float = 0.9):
+    nc = min(ncols, n)
+    nr = math.ceil(n / nc)
+    fig = _new_figure(width * nc + 0.4, height * nr + extra_height)
+    axes = np.atleast_1d(fig.subplots(nr, nc, squeeze=False)).ravel()
+    for ax in axes[n:]:
+        ax.set_visible(False)
+    return fig, axes[:n]
+
+
+def _rows_of(df: pd.DataFrame, cols: list[str], key: tuple) -> pd.DataFrame:
+    sub = df
+    for c, v in zip(cols, key):
+        sub = sub[sub[c] == v]
+    return sub
+
+
+def _legend_below(fig: Figure, handles: list, labels: list[str], **kw) -> None:
+    longest = max((len(lab) for lab in labels), default=1)
+    per_row = max(1, int(fig.get_figwidth() / (0.075 * longest + 0.6)))
+    fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), per_row),
+               frameon=False, fontsize=9, **kw)
+
+
+def _titles(fig: Figure, title: str | None, note: str) -> None:
+    if title or note:
+        fig.suptitle("\n".join(t for t in (title, note) if t), fontsize=11)
+
+
+#: what a line plot draws: (column, scale to display unit, axis label, tick formatter)
+_METRICS = {
+    "goodput": ("goodput_Bps", 8 / 1e9, "goodput (Gb/s)", lambda v, _: f"{v:g}"),
+    "time": ("time_s", 1.0, "time", lambda v, _: format_time(v)),
+}
+
+
+def _value_axis(axes, values, label: str, formatter) -> bool:
+    """Logarithmic value axis on every panel when ``values`` (all the
+    figure's, so panels read alike) span more than two decades, else linear
+    from 0. Returns whether it is logarithmic."""
+    log = use_log_scale(values)
+    for ax in axes:
+        if log:
+            ax.set_yscale("log")
+            ax.yaxis.set_major_formatter(FuncFormatter(formatter))
+            ax.yaxis.set_minor_formatter(NullFormatter())
+            ax.set_ylabel(f"{label}, log scale")
+        else:
+            ax.set_ylim(bottom=0)
+            ax.yaxis.set_major_formatter(FuncFormatter(formatter))
+            ax.set_ylabel(label)
+    return log
+
+
+def goodput_figure(df: pd.DataFrame, *, metric: str = "goodput", title: str | None = None,
+                   group=None, topologies=None, where: str | None = None, ncols: int = 3,
+                   max_panels: int = 24) -> Figure:
+    """The figure of :func:`plot_goodput` (``metric="goodput"``) or
+    :func:`plot_time` (``metric="time"``), not yet saved."""
+    if metric not in _METRICS:
+        raise ConfigError(f"metric: {metric!r} is not allowed; allowed: {', '.join(_METRICS)}")
+    column, scale, label, formatter = _METRICS[metric]
     df = _filter(df, group, topologies, where)
     df, note = _limit_scenarios(df, max_panels)
     cols, scen = _scenarios(df)
-    labels = sorted(_labels(df).unique())
-    colors = matplotlib.colormaps["tab10"].colors
-    style = {lab: (colors[i % len(colors)], _MARKERS[i % len(_MARKERS)])
-             for i, lab in enumerate(labels)}
-    n = len(scen)
-    nc = min(ncols, n)
-    nr = math.ceil(n / nc)
-    fig = _new_figure(4.6 * nc + 0.4, 3.4 * nr + 0.9)
-    axes = np.atleast_1d(fig.subplots(nr, nc, squeeze=False)).ravel()
+    labels = sorted(_labels(df).astype(str).unique())
+    fig, axes = _panel_grid(len(scen), ncols)
     handles = {}
     for ax, key in zip(axes, scen):
-        sub = df
-        for c, v in zip(cols, key):
-            sub = sub[sub[c] == v]
+        sub = _rows_of(df, cols, key)
         for lab in labels:
-            s = sub[_labels(sub) == lab].sort_values("size_bytes")
+            s = sub[_labels(sub).astype(str) == lab].sort_values("size_bytes")
             if s.empty:
                 continue
-            color, marker = style[lab]
-            (line,) = ax.plot(s["size_bytes"], s["goodput_Bps"] * 8 / 1e9, color=color,
-                              marker=marker, markersize=3.5, linewidth=1.4, label=lab)
+            style = algorithm_style(lab)
+            y = s[column].to_numpy(dtype=float) * scale
+            (line,) = ax.plot(s["size_bytes"], y, markersize=3.5, linewidth=1.4, label=lab,
+                              **style.line_kwargs())
             handles.setdefault(lab, line)
             if "variant" in s.columns:
                 var = s["variant"].to_numpy()
                 switch = np.flatnonzero(var[1:] != var[:-1]) + 1
                 if len(switch) and s["variant"].nunique() > 1:
-                    ax.plot(s["size_bytes"].iloc[switch], s["goodput_Bps"].iloc[switch] * 8 / 1e9,
-                            "o", color=color, markersize=8, alpha=0.6)
+                    ax.plot(s["size_bytes"].iloc[switch], y[switch], "o", color=style.color,
+                            markersize=8, alpha=0.6)
         _size_axis(ax, sub["size_bytes"])
-        ax.set_ylabel("goodput (Gb/s)")
-        ax.set_ylim(bottom=0)
         ax.grid(True, which="major", alpha=0.3)
         ax.set_title(_scenario_title(pd.Series(dict(zip(cols, key))), cols), fontsize=10)
-    for ax in axes[n:]:
-        ax.set_visible(False)
-    longest = max((len(lab) for lab in handles), default=1)
-    per_row = max(1, int(fig.get_figwidth() / (0.075 * longest + 0.6)))
-    fig.legend(list(handles.values()), list(handles), loc="outside lower center",
-               ncol=min(len(handles), per_row), frameon=False, fontsize=9)
-    if title or note:
-        fig.suptitle("\n".join(t for t in (title, note) if t), fontsize=11)
-    return _save(fig, out)
+    _value_axis(axes, df[column].to_numpy(dtype=float) * scale, label, formatter)
+    _legend_below(fig, list(handles.values()), list(handles))
+    _titles(fig, title, note)
+    return fig
 
 
-def plot_gain(df: pd.DataFrame, out, *, algorithm: str | None = None, title: str | None = None,
-              group=None, topologies=None, where: str | None = None,
-              max_rows: int = 60) -> Path:
-    """Heatmap of goodput gain, sizes across, scenarios down.
+def plot_goodput(df: pd.DataFrame, out, **kwargs) -> Path:
+    """Goodput (Gb/s) vs vector size, one line per algorithm label, one panel
+    per scenario. Where an ``auto`` algorithm switches variant, a large dot
+    marks the first size of the new variant (as in the paper's Fig. 6). The
+    goodput axis is logarithmic when the values span more than two decades.
+    With more than ``max_panels`` scenarios, swept fields other than the
+    topology are fixed (see the title) — pick others with ``where``.
+    Keywords: those of :func:`goodput_figure`."""
+    return _save(goodput_figure(df, metric="goodput", **kwargs), out)
 
-    With ``algorithm`` (a label; default ``swing`` when present): its gain over
-    the best other algorithm, diverging colors centered on 0, cells annotated
-    in percent. Without: the best algorithm's gain over the runner-up, cells
-    annotated with the best algorithm's letter.
-    """
+
+def plot_time(df: pd.DataFrame, out, **kwargs) -> Path:
+    """Allreduce time vs vector size, like :func:`plot_goodput` (log axes
+    when the times span more than two decades, which they do from bytes to
+    hundreds of MiB)."""
+    return _save(goodput_figure(df, metric="time", **kwargs), out)
+
+
+def _pick_algorithm(labels: list[str], algorithm: str | None, required: bool) -> str | None:
+    if algorithm is None:
+        swing = [lab for lab in labels if lab.split(":")[0] == "swing"]
+        algorithm = "swing" if "swing" in labels else (swing[0] if swing else None)
+        if algorithm is None and required:
+            raise ConfigError(f"--algorithm: no swing in the data; choose one of: "
+                              f"{', '.join(labels)}")
+    elif algorithm not in labels:
+        raise ConfigError(f"--algorithm: {algorithm!r} is not in the data; algorithms: "
+                          f"{', '.join(labels)}")
+    return algorithm
+
+
+def _gain_text(g: float) -> str:
+    """A gain in percent, short: one decimal below 10 % so +0.3 does not read as 0."""
+    return f"{g:+.0f}" if abs(g) >= 9.95 else f"{g:+.1f}"
+
+
+def _blend(color, weight: float) -> np.ndarray:
+    """``color`` at ``weight`` over white (light enough to read text on)."""
+    rgba = np.array(to_rgba(color))
+    rgba[:3] = weight * rgba[:3] + (1 - weight)
+    return rgba
+
+
+def gain_figure(df: pd.DataFrame, *, algorithm: str | None = None, title: str | None = None,
+                group=None, topologies=None, where: str | None = None, max_rows: int = 60,
+                clip_percentile: float = 95.0) -> Figure:
+    """The figure of :func:`plot_gain`, not yet saved."""
     df = _filter(df, group, topologies, where)
     df, note = _limit_scenarios(df, max_rows)
     cmp = compare(df)
     labels = sorted(cmp["algorithm"].unique())
-    if algorithm is None:
-        swing = [lab for lab in labels if lab.split(":")[0] == "swing"]
-        algorithm = "swing" if "swing" in labels else (swing[0] if swing else None)
-    elif algorithm not in labels:
-        raise ConfigError(f"--algorithm: {algorithm!r} is not in the data; algorithms: "
-                          f"{', '.join(labels)}")
+    algorithm = _pick_algorithm(labels, algorithm, required=False)
     cols, scen = _scenarios(df)
     sizes = np.sort(cmp["size_bytes"].unique())
-    pick = cmp[cmp["algorithm"] == algorithm] if algorithm else cmp[cmp["is_best"]]
+    gk = cols + ["size_bytes"]
+    pick = (cmp[cmp["algorithm"] == algorithm] if algorithm
+            else cmp[cmp["is_best"]].drop_duplicates(gk))    # one row per cell, ties or not
     gain = np.full((len(scen), len(sizes)), np.nan)
-    winner = np.full(gain.shape, np.nan)
+    tie = np.zeros(gain.shape, dtype=bool)
+    winner = np.full(gain.shape, None, dtype=object)
     index = {k: i for i, k in enumerate(scen)}
     col_of = {s: j for j, s in enumerate(sizes)}
-    lab_of = {lab: k for k, lab in enumerate(labels)}
     for r in pick.to_dict("records"):
         i = index.get(tuple(r[c] for c in cols))
         if i is None:
             continue
         j = col_of[r["size_bytes"]]
         gain[i, j] = 100.0 * r["gain"] if np.isfinite(r["gain"]) else np.nan
-        winner[i, j] = lab_of[r["algorithm"]]
-    fig = _new_figure(max(6.5, 0.45 * len(sizes) + 4.0), max(2.8, 0.42 * len(scen) + 2.0))
+        tie[i, j] = bool(r["tie"] and r["is_best"])
+        winner[i, j] = r["algorithm"]
+    fig = _new_figure(max(6.5, 0.45 * len(sizes) + 4.0), max(2.8, 0.42 * len(scen) + 2.2))
     ax = fig.subplots()
+    img = np.ones(gain.shape + (4,))
+    img[..., 3] = 0.0                                  # no result: blank
+    legend = []
     if algorithm:
-        finite = gain[np.isfinite(gain)]
-        lim = max(float(np.abs(finite).max()) if finite.size else 1.0, 1.0)
-        im = ax.imshow(gain, aspect="auto", cmap="RdBu", interpolation="nearest",
-                       norm=TwoSlopeNorm(vcenter=0.0, vmin=-lim, vmax=lim))
-        fig.colorbar(im, ax=ax, label=f"gain of {algorithm} over the best other (%)",
-                     shrink=0.9)
+        # diverging colours centred on 0, symmetric, clipped at a percentile of
+        # |gain| so that one outlier does not wash every other cell out
+        wins = gain[np.isfinite(gain) & ~tie]
+        # "lower": an actual cell's value, so one outlier in 20 cells is left out
+        lim = (float(np.percentile(np.abs(wins), clip_percentile, method="lower"))
+               if wins.size else 1.0)
+        lim = max(lim, 1.0)
+        clipped = bool(wins.size and (np.abs(wins) > lim).any())
+        norm = Normalize(vmin=-lim, vmax=lim)
+        cmap = matplotlib.colormaps["RdBu"]
+        have = np.isfinite(gain)
+        img[have] = cmap(norm(np.clip(gain[have], -lim, lim)))
+        label = f"gain of {algorithm} over the best other (%), blue: faster"
+        if clipped:
+            label += (f"\ncolours clipped at ±{lim:.0f}% ({clip_percentile:g}th "
+                      "percentile of |gain|)")
+        fig.colorbar(ScalarMappable(norm=norm, cmap=cmap), ax=ax, label=label, shrink=0.9,
+                     extend="both" if clipped else "neither")
     else:
-        # which algorithm wins (color) and by how much over the runner-up (text)
-        colors = matplotlib.colormaps["tab10"].colors
-        cmap = ListedColormap([colors[k % len(colors)] for k in range(len(labels))])
-        norm = BoundaryNorm(np.arange(len(labels) + 1) - 0.5, len(labels))
-        ax.imshow(winner, aspect="auto", cmap=cmap, norm=norm, alpha=0.55,
-                  interpolation="nearest")
-        used = sorted({int(w) for w in winner[np.isfinite(winner)]})
-        fig.legend([Patch(color=colors[k % len(colors)], alpha=0.55) for k in used],
-                   [labels[k] for k in used], loc="outside lower center", frameon=False,
-                   ncol=min(len(used), 4), fontsize=9,
-                   title="best algorithm (cell: its gain over the runner-up, %)",
-                   title_fontsize=9)
+        # which algorithm wins (its colour; variants hatched) and by how much
+        # over the runner-up (text)
+        for i, j in zip(*np.nonzero(pd.notna(winner))):
+            img[i, j] = _blend(algorithm_style(winner[i, j]).color, 0.6)
+        used = sorted({w for w, t in zip(winner.ravel(), tie.ravel()) if w is not None
+                       and not t})
+        for lab in used:
+            st = algorithm_style(lab)
+            legend.append((Patch(facecolor=_blend(st.color, 0.6), hatch=st.hatch,
+                                 edgecolor=(0, 0, 0, 0.3), linewidth=0), lab))
+    img[tie] = to_rgba(TIE_COLOR)
+    if tie.any():
+        legend.append((Patch(facecolor=TIE_COLOR),
+                       f"= tie (goodputs within {TIE_RTOL:g} relative)".replace("e-0", "e-")))
+    ax.imshow(img, aspect="auto", interpolation="nearest")
+    if not algorithm:
+        for i, j in zip(*np.nonzero(pd.notna(winner) & ~tie)):
+            hatch = algorithm_style(winner[i, j]).hatch
+            if hatch:
+                ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch=hatch,
+                                       edgecolor=(0, 0, 0, 0.3), linewidth=0))
     if len(sizes) * len(scen) <= 1500:
-        for i in range(len(scen)):
-            for j in range(len(sizes)):
-                if np.isfinite(gain[i, j]):
-                    ax.text(j, i, f"{gain[i, j]:.0f}", ha="center", va="center", fontsize=7)
+        for i, j in zip(*np.nonzero(np.isfinite(gain) | tie)):
+            text = "=" if tie[i, j] else _gain_text(gain[i, j])
+            ax.text(j, i, text, ha="center", va="center", fontsize=7,
+                    color=text_color_on(img[i, j]),
+                    fontweight="bold" if tie[i, j] else "normal")
     step = max(1, math.ceil(len(sizes) / 14))
     ax.set_xticks(range(0, len(sizes), step), [format_size(s) for s in sizes[::step]],
                   rotation=45, ha="right")
     ax.set_yticks(range(len(scen)), [_scenario_title(pd.Series(dict(zip(cols, k))), cols)
                                      for k in scen])
     ax.set_xlabel("vector size")
-    if title or note:
-        fig.suptitle("\n".join(t for t in (title, note) if t), fontsize=11)
-    return _save(fig, out)
+    if legend:
+        kw = {} if algorithm else {
+            "title": "best algorithm (cell: its gain over the runner-up, %)",
+            "title_fontsize": 9}
+        fig.legend([h for h, _ in legend], [t for _, t in legend], loc="outside lower center",
+                   frameon=False, ncol=min(len(legend), 3), fontsize=9, **kw)
+    _titles(fig, title, note)
+    return fig
+
+
+def plot_gain(df: pd.DataFrame, out, **kwargs) -> Path:
+    """Heatmap of goodput gain, sizes across, scenarios down.
+
+    With ``algorithm`` (a label; default ``swing`` when present): its gain over
+    the best other algorithm, diverging colours centred on 0 (blue: faster),
+    symmetric and clipped at the ``clip_percentile`` of |gain| (the colour
+    bar says so; cells show the true value in percent). Without: the best
+    algorithm (its colour from :func:`~flowemu.plot_style.algorithm_style`,
+    variants hatched) and its gain over the runner-up. Ties (goodputs within
+    :data:`~flowemu.results.TIE_RTOL`) are grey cells marked "=", never a
+    win; text is dark on light cells and light on dark ones. Keywords: those
+    of :func:`gain_figure`.
+    """
+    return _save(gain_figure(df, **kwargs), out)
+
+
+def _check_by(df: pd.DataFrame, by: str) -> None:
+    allowed = [c for c in SCENARIO_COLUMNS if c in df.columns]
+    if by not in allowed:
+        raise ConfigError(f"--by: {by!r} is not a configuration column of the data; "
+                          f"allowed: {', '.join(allowed) or '(none)'}")
+
+
+def _column_name(col: str) -> str:
+    """``alpha_s`` -> ``alpha``, ``link_latency_s`` -> ``link latency``."""
+    for suffix in ("_s_per_B", "_Bps", "_s"):
+        if col.endswith(suffix):
+            col = col[: -len(suffix)]
+            break
+    return col.replace("_", " ")
+
+
+def _by_text(col: str, value) -> str:
+    return _scenario_title(pd.Series({col: value}), [col])
+
+
+def gain_curve_figure(df: pd.DataFrame, *, by: str = "alpha_s", algorithm: str | None = None,
+                      title: str | None = None, group=None, topologies=None,
+                      where: str | None = None, ncols: int = 2,
+                      max_panels: int = 12) -> Figure:
+    """The figure of :func:`plot_gain_curves`, not yet saved."""
+    _check_by(df, by)
+    df = _filter(df, group, topologies, where)
+    df, note = _limit_scenarios(df, max_panels, keep=(by,))
+    values = sorted(df[by].dropna().unique())
+    parts = []
+    for v in values:
+        sub = df[df[by] == v]
+        part = compare(sub)
+        part[by] = v
+        for c in scenario_columns(df):     # constant within this value: not in part yet
+            if c not in part.columns:
+                part[c] = sub[c].iloc[0]
+        parts.append(part)
+    cmp = pd.concat(parts, ignore_index=True)
+    labels = sorted(cmp["algorithm"].unique())
+    algorithm = _pick_algorithm(labels, algorithm, required=True)
+    cols, scen = _scenarios(df, exclude=(by,))
+    mine = cmp[cmp["algorithm"] == algorithm]
+    fig, axes = _panel_grid(len(scen), ncols, width=5.6, height=3.8, extra_height=1.2)
+    style = algorithm_style(algorithm)
+    dashes = ["-", "--", "-.", ":"]
+    # one shade of the algorithm's colour per value, light to dark in value order
+    shades = [_blend(style.color, w) for w in np.linspace(0.35, 1.0, len(values))]
+    line_handles, others = {}, set()
+    for ax, key in zip(axes, scen):
+        sub = _rows_of(mine, cols, key)
+        for k, v in enumerate(values):
+            s = sub[sub[by] == v].sort_values("size_bytes")
+            if s.empty:
+                continue
+            x, y = s["size_bytes"].to_numpy(), 100.0 * s["gain"].to_numpy(dtype=float)
+            (line,) = ax.plot(x, y, color=shades[k], linestyle=dashes[k % len(dashes)],
+                              linewidth=1.6, zorder=2, label=_by_text(by, v))
+            line_handles.setdefault(k, line)
+            # each point: the best other algorithm, in its own marker and colour
+            for other, pts in s.assign(_y=y).groupby("best_other", sort=True):
+                ost = algorithm_style(other)
+                ax.plot(pts["size_bytes"], pts["_y"], linestyle="none", markersize=4.5,
+                        label=f"best other: {other}", markeredgewidth=0.9, zorder=3,
+                        **ost.marker_kwargs())
+                others.add(other)
+        ax.axhline(0.0, color="black", linewidth=0.8, zorder=1)
+        _size_axis(ax, sub["size_bytes"] if not sub.empty else mine["size_bytes"])
+        ax.set_ylabel(f"gain of {algorithm} over\nthe best other (%)")
+        ax.grid(True, which="major", alpha=0.3)
+        if cols:
+            ax.set_title(_scenario_title(pd.Series(dict(zip(cols, key))), cols), fontsize=10)
+    # two legend columns: the lines (values of `by`), the markers (best other)
+    ks, others = sorted(line_handles), sorted(others)
+    blank = Line2D([], [], linestyle="none")
+    rows = max(len(ks), len(others))
+    lines = [line_handles[k] for k in ks] + [blank] * (rows - len(ks))
+    marks = [Line2D([], [], linestyle="none", markersize=5, **algorithm_style(o).marker_kwargs())
+             for o in others] + [blank] * (rows - len(others))
+    texts = ([_column_name(by)] + [_by_text(by, values[k]) for k in ks] + [""] * (rows - len(ks))
+             + ["best other algorithm"] + others + [""] * (rows - len(others)))
+    fig.legend([blank] + lines + [blank] + marks, texts, loc="outside lower center", ncol=2,
+               frameon=False, fontsize=9)
+    _titles(fig, title, note)
+    return fig
+
+
+def plot_gain_curves(df: pd.DataFrame, out, **kwargs) -> Path:
+    """One algorithm's goodput gain over the best other vs vector size, one
+    line per value of the configuration column ``by`` (default the
+    per-message overhead ``alpha_s``), one panel per remaining scenario.
+    Above 0 the algorithm is faster than every other; where a line crosses 0
+    another algorithm takes over. Each point's marker is the best other
+    algorithm's (:func:`~flowemu.plot_style.algorithm_style`). The
+    ``algorithm`` defaults to Swing when present. Keywords: those of
+    :func:`gain_curve_figure`."""
+    return _save(gain_curve_figure(df, **kwargs), out)
 
 
 def plot(dataset, out, kind: str = "goodput", **kwargs) -> Path:
-    """:func:`plot_goodput` or :func:`plot_gain` of a dataset path or DataFrame."""
+    """:func:`plot_goodput`, :func:`plot_time`, :func:`plot_gain` or
+    :func:`plot_gain_curves` (``kind`` goodput, time, gain, gain-curve) of a
+    dataset path or DataFrame."""
     if kind not in KINDS:
         raise ConfigError(f"--kind: unknown kind {kind!r}; allowed: {', '.join(KINDS)}")
     df = dataset if isinstance(dataset, pd.DataFrame) else load(dataset)
     if df.empty:
         raise ConfigError(f"plot: {dataset} holds no results")
-    return (plot_goodput if kind == "goodput" else plot_gain)(df, out, **kwargs)
+    draw, figure = {"goodput": (plot_goodput, goodput_figure), "time": (plot_time, goodput_figure),
+                    "gain": (plot_gain, gain_figure),
+                    "gain-curve": (plot_gain_curves, gain_curve_figure)}[kind]
+    allowed = sorted(set(inspect.signature(figure).parameters) - {"df", "metric"})
+    wrong = sorted(set(kwargs) - set(allowed))
+    if wrong:
+        raise ConfigError(f"plot: option(s) {', '.join(wrong)} not allowed with kind {kind!r}; "
+                          f"allowed: {', '.join(allowed)}")
+    return draw(df, out, **kwargs)
 
 
 def figures(dataset, outdir=None) -> list[Path]:

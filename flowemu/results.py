@@ -287,12 +287,24 @@ def scenario_columns(df: pd.DataFrame) -> list[str]:
     return cols
 
 
+#: goodputs whose relative difference is at most this are a tie: floating-point
+#: noise (two algorithms that move the same bytes over the same links agree to
+#: ~1e-15, rarely exactly), far below any difference a model can claim
+TIE_RTOL = 1e-9
+
+
 def compare(df: pd.DataFrame, by: str = "label") -> pd.DataFrame:
-    """Per scenario and size: each algorithm's goodput, the best algorithm, and
-    each algorithm's gain over the best *other* one.
+    """Per scenario and size: each algorithm's goodput, the best algorithm(s),
+    and each algorithm's gain over the best *other* one.
 
     ``gain = goodput / (best goodput among the other algorithms) − 1`` — the
     Swing paper's "goodput gain" (§5: 100 % = twice as fast as the best other).
+
+    Goodputs within :data:`TIE_RTOL` (relative) of each other are equal: every
+    algorithm within it of the highest goodput is best (``is_best``), ``best``
+    names them all joined by ``=`` in alphabetical order (``bucket=ring``),
+    ``tie`` is true on every row of that scenario and size, and the gain of
+    an algorithm tied with its best other is exactly 0.
 
     Parameters
     ----------
@@ -309,10 +321,11 @@ def compare(df: pd.DataFrame, by: str = "label") -> pd.DataFrame:
     DataFrame
         One row per (scenario, size, algorithm): the scenario columns
         (:func:`scenario_columns`), ``size_bytes``, ``algorithm``,
-        ``goodput_Bps``, ``time_s``, ``best``, ``best_goodput_Bps``,
-        ``best_other``, ``best_other_goodput_Bps``, ``gain`` (NaN when the
-        algorithm is alone) and ``is_best``. A later row of the same
-        configuration and size replaces an earlier one.
+        ``goodput_Bps``, ``time_s``, ``best``, ``best_goodput_Bps`` (the
+        highest), ``best_other``, ``best_other_goodput_Bps``, ``gain`` (NaN
+        when the algorithm is alone), ``is_best`` and ``tie`` (several
+        algorithms share the best). A later row of the same configuration and
+        size replaces an earlier one.
     """
     if by not in ("label", "algorithm"):
         raise ConfigError(f"compare: by={by!r} is not allowed; expected 'label' or 'algorithm'")
@@ -341,19 +354,33 @@ def compare(df: pd.DataFrame, by: str = "label") -> pd.DataFrame:
     d = d.reset_index(drop=True)
     rank = d.groupby(gk, sort=False, dropna=False).cumcount().to_numpy()
     first = d[rank == 0][gk + ["algorithm", "goodput_Bps"]].rename(
-        columns={"algorithm": "best", "goodput_Bps": "best_goodput_Bps"})
+        columns={"algorithm": "_first", "goodput_Bps": "best_goodput_Bps"})
     second = d[rank == 1][gk + ["algorithm", "goodput_Bps"]].rename(
         columns={"algorithm": "_second", "goodput_Bps": "_second_goodput"})
     d = d.merge(first, on=gk, how="left").merge(second, on=gk, how="left")
     top = rank == 0
-    d["best_other"] = np.where(top, d["_second"], d["best"])
+    d["best_other"] = np.where(top, d["_second"], d["_first"])
     d["best_other_goodput_Bps"] = np.where(top, d["_second_goodput"], d["best_goodput_Bps"])
-    other = d["best_other_goodput_Bps"].astype(float)
+    goodput = d["goodput_Bps"].to_numpy(dtype=float)
+    other = d["best_other_goodput_Bps"].to_numpy(dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
-        d["gain"] = d["goodput_Bps"].astype(float) / other - 1.0
-    d["is_best"] = top
+        gain = goodput / other - 1.0
+    gain[_same_goodput(goodput, other)] = 0.0
+    d["gain"] = gain
+    d["is_best"] = _same_goodput(goodput, d["best_goodput_Bps"].to_numpy(dtype=float))
+    n_best = d.groupby(gk, sort=False, dropna=False)["is_best"].transform("sum").to_numpy()
+    d["tie"] = n_best > 1
+    d["best"] = d["_first"]
+    if d["tie"].any():
+        # name every tied best; only the (few) tied scenario-sizes pay for the join
+        tied = d[d["tie"] & d["is_best"]]
+        names = tied.groupby(gk, sort=False, dropna=False)["algorithm"].agg(
+            lambda s: "=".join(sorted(s))).rename("_tied").reset_index()
+        d = d.merge(names, on=gk, how="left")
+        d["best"] = d["_tied"].where(d["tie"], d["best"])
     cols = gk + ["algorithm", "goodput_Bps"] + extra + [
-        "best", "best_goodput_Bps", "best_other", "best_other_goodput_Bps", "gain", "is_best"]
+        "best", "best_goodput_Bps", "best_other", "best_other_goodput_Bps", "gain", "is_best",
+        "tie"]
     d = d[cols].sort_values(gk + ["algorithm"], kind="stable").reset_index(drop=True)
     return d
 
@@ -376,12 +403,15 @@ def _wide_table(cmp: pd.DataFrame) -> str:
     from .units import format_rate, format_size
     gk = [c for c in cmp.columns if c not in (
         "algorithm", "goodput_Bps", "time_s", "variant", "best", "best_goodput_Bps",
-        "best_other", "best_other_goodput_Bps", "gain", "is_best")]
-    cell = cmp["goodput_Bps"].map(format_rate) + cmp["gain"].map(
-        lambda g: "" if pd.isna(g) else f" ({g:+.0%})")
+        "best_other", "best_other_goodput_Bps", "gain", "is_best", "tie")]
+    gain = cmp["gain"].map(lambda g: "" if pd.isna(g) else f" ({g:+.0%})")
+    if "tie" in cmp.columns:      # a tied best: "(tie)", not "(+0%)" that reads as a win
+        gain = gain.where(~(cmp["tie"] & cmp["is_best"]), " (tie)")
+    cell = cmp["goodput_Bps"].map(format_rate) + gain
     wide = cmp.assign(_cell=cell).pivot_table(index=gk, columns="algorithm", values="_cell",
                                               aggfunc="first", sort=True)
-    best = cmp[cmp["is_best"]].set_index(gk)["algorithm"]
+    # "best" names every tied best (bucket=ring), the same on each of their rows
+    best = cmp[cmp["is_best"]].drop_duplicates(gk).set_index(gk)["best"]
     wide.columns.name = None
     wide = wide.fillna("-")
     wide["best"] = best.reindex(wide.index)
@@ -392,3 +422,10 @@ def _wide_table(cmp: pd.DataFrame) -> str:
         wide["bandwidth_Bps"] = wide["bandwidth_Bps"].map(format_rate)
         wide = wide.rename(columns={"bandwidth_Bps": "bandwidth"})
     return wide.to_string(index=False)
+
+
+def _same_goodput(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Elementwise: ``a`` and ``b`` differ by at most :data:`TIE_RTOL` of the
+    larger (NaN never ties)."""
+    with np.errstate(invalid="ignore"):
+        return np.abs(a - b) <= TIE_RTOL * np.maximum(np.abs(a), np.abs(b))
