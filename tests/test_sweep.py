@@ -428,7 +428,7 @@ def test_failing_configuration_is_recorded_and_sweep_goes_on(tmp_path, capsys):
 
 
 def test_unexpected_exception_is_recorded_as_internal(tmp_path, monkeypatch):
-    import flowemu.sweep as sw
+    import flowemu.sweep.executor as sw
     real = sw.run_config
 
     def buggy(cfg, threads=None):
