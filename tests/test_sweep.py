@@ -421,10 +421,21 @@ def test_failing_configuration_is_recorded_and_sweep_goes_on(tmp_path, capsys):
     s3 = quiet(path, out, jobs=1, retry_errors=True)
     assert (s3.computed, s3.failed, s3.skipped) == (0, 2, 4)
     assert len(load_errors(out)) == 2
-    # the CLI reports them and exits 0 (they are the configurations' problems)
+    assert [k for k, _ in s3.errors] == [c.key for c in load_sweep(path).configs
+                                         if c.ranks == 32]
+    assert all("do not fit" in m for _, m in s3.errors)
+    # the CLI keeps the results, says how many failed and the first errors, exits 1
     code = main(["sweep", str(path), "--out", str(tmp_path / "e"), "-q", "--jobs", "2"])
-    out_text = capsys.readouterr().out
-    assert code == 0 and "2 failed" in out_text
+    out_text, err = capsys.readouterr()
+    assert code == 1 and "2 failed" in out_text
+    lines = err.splitlines()
+    assert lines[0].startswith("sweep cfg: 2 of 6 configurations failed") and len(lines) == 3
+    assert all("|ranks=32|" in line and "do not fit" in line for line in lines[1:])
+    assert "Traceback" not in err and len(load(tmp_path / "e")) == 4 * 2
+    # a re-run still fails (the dataset is incomplete) and says the failures are older
+    code = main(["sweep", str(path), "--out", str(tmp_path / "e"), "-q"])
+    err = capsys.readouterr().err
+    assert code == 1 and "2 of them in an earlier run" in err
 
 
 def test_unexpected_exception_is_recorded_as_internal(tmp_path, monkeypatch):

@@ -7,7 +7,7 @@ import os
 import signal
 import sys
 import traceback
-from concurrent.futures import FIRST_COMPLETED, Executor, wait
+from concurrent.futures import FIRST_COMPLETED, wait
 from functools import lru_cache
 
 from ..errors import ConfigError, FlowEmuError
@@ -35,9 +35,9 @@ def run_chunk(configs: list[Config], threads: int | None = None):
     keeps every core busy), an in-process run the default (all cores).
 
     Returns ``(rows DataFrame or None, [error dict, ...])``; the rows carry
-    the sweep columns (:data:`flowemu.results.SWEEP_COLUMNS`).
+    the sweep columns (:data:`flowemu.sweep.dataset.SWEEP_COLUMNS`).
     """
-    from ..results import add_config_columns, error_row
+    from .dataset import add_config_columns, error_row
     frames, done, errors = [], [], []
     for cfg in configs:
         try:
@@ -107,44 +107,148 @@ def _check_jobs(jobs, scheduler) -> None:
                           "tcp://host:8786")
 
 
-def _executor(jobs: int, scheduler):
-    """``(executor, workers, close)`` for local processes or a Dask cluster."""
-    if scheduler is not None:
-        try:
-            from distributed import Client
-        except ImportError:
-            raise ConfigError("scheduler: dask.distributed is not installed; "
-                              "pip install 'dask[distributed]'") from None
-        if isinstance(scheduler, str):
-            try:
-                client = Client(scheduler, timeout="20s")
-            except (OSError, TimeoutError) as exc:
-                raise ConfigError(f"scheduler: cannot connect to {scheduler!r}: {exc}") from None
-            owned = True
-        else:
-            client, owned = scheduler, False   # a Client object from Python callers
-        workers = max(1, sum(client.nthreads().values()))
-        ex = client.get_executor()
+def _death_reason(exitcodes) -> str:
+    """What killed a pool's worker, from the exit codes of its processes (the
+    pool terminates the survivors with SIGTERM after one died)."""
+    codes = sorted((c for c in exitcodes if c not in (None, 0)),
+                   key=lambda c: c == -signal.SIGTERM)
+    if not codes:
+        return "worker process died"
+    if codes[0] > 0:
+        return f"worker process died (exit status {codes[0]})"
+    sig = -codes[0]
+    if sig == signal.SIGKILL:
+        return f"worker process died (killed by signal {sig}, e.g. out of memory)"
+    try:
+        name = f", {signal.Signals(sig).name}"
+    except ValueError:
+        name = ""
+    return f"worker process died (killed by signal {sig}{name})"
 
-        def close(cancel=False):
-            ex.shutdown(wait=False)
-            if owned:
-                client.close()
-        return ex, workers, close
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-    ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else None)
-    ex = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_worker_init,
-                             initargs=(os.getpid(),))
 
-    def close(cancel=False):
+class _LocalPool:
+    """Worker processes on this machine (fork on Linux); after one died the
+    pool is broken, :meth:`restart` replaces it."""
+
+    def __init__(self, jobs: int):
+        self.workers = jobs
+        self._start()
+
+    def _start(self):
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+        ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else None)
+        self.ex = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx,
+                                      initializer=_worker_init, initargs=(os.getpid(),))
+        self._procs = {}
+
+    def submit(self, chunk):
+        fut = self.ex.submit(run_chunk, chunk, 1)
+        # the pool forgets its processes once broken; keep them to read exit codes
+        self._procs.update(getattr(self.ex, "_processes", None) or {})
+        return fut
+
+    def broken_by(self, exc) -> bool:
+        from concurrent.futures.process import BrokenProcessPool
+        return isinstance(exc, BrokenProcessPool)
+
+    def restart(self) -> str:
+        """A fresh pool; returns why the old one broke."""
+        for proc in self._procs.values():
+            proc.join(timeout=5)
+        reason = _death_reason(proc.exitcode for proc in self._procs.values())
+        self.close(cancel=True)
+        self._start()
+        return reason
+
+    def close(self, cancel=False):
         if cancel:
             # the pool would finish the running chunks first; these are our
             # own workers, stop them now
-            for proc in list(getattr(ex, "_processes", {}).values()):
+            for proc in list((getattr(self.ex, "_processes", None) or {}).values()):
                 proc.terminate()
-        ex.shutdown(wait=True, cancel_futures=cancel)
-    return ex, jobs, close
+        self.ex.shutdown(wait=True, cancel_futures=cancel)
+
+
+class _DaskPool:
+    """A Dask cluster through ``Client.get_executor()``; Dask itself moves the
+    tasks of a lost worker, a task that keeps killing workers raises."""
+
+    def __init__(self, client, owned: bool):
+        self.client, self.owned = client, owned
+        self.workers = max(1, sum(client.nthreads().values()))
+        self.ex = client.get_executor()
+
+    def submit(self, chunk):
+        return self.ex.submit(run_chunk, chunk, 1)
+
+    def broken_by(self, exc) -> bool:
+        return False
+
+    def restart(self) -> str:
+        return ""
+
+    def close(self, cancel=False):
+        self.ex.shutdown(wait=False)
+        if self.owned:
+            self.client.close()
+
+
+def _connect(address: str, timeout: float):
+    """A ``distributed.Client`` for ``address``, or a ConfigError after about
+    ``timeout`` seconds. ``Client(timeout=...)`` bounds the connection
+    attempts; the thread also bounds whatever else could hang (a host that
+    answers but is not a Dask scheduler)."""
+    import threading
+
+    from distributed import Client
+    box = {}
+
+    def connect():
+        try:
+            box["client"] = Client(address, timeout=timeout)
+        except Exception as exc:  # noqa: BLE001 - any failure to connect is reported
+            box["error"] = exc
+
+    thread = threading.Thread(target=connect, name="flowemu-connect", daemon=True)
+    thread.start()
+    thread.join(timeout + 5.0)
+    if "client" in box:
+        return box["client"]
+    exc = box.get("error")
+    if exc is None:
+        why = "no answer"
+    elif isinstance(exc, (OSError, TimeoutError)):
+        why = str(exc) or type(exc).__name__
+    else:
+        why = f"the reply is not a Dask scheduler's ({type(exc).__name__})"
+    raise ConfigError(f"scheduler: cannot connect to {address!r} within {timeout:g}s: {why}; "
+                      "start one with `dask scheduler` and `dask worker` (README, Sweeps), "
+                      "or raise --scheduler-timeout")
+
+
+def _executor(jobs: int | None, scheduler, timeout: float = 10.0):
+    """A pool (``submit``, ``workers``, ``restart``, ``close``) of local
+    processes or of a Dask cluster."""
+    if scheduler is None:
+        return _LocalPool(jobs)
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        raise ConfigError("scheduler: dask.distributed is not installed; "
+                          "pip install 'dask[distributed]'") from None
+    if not isinstance(scheduler, str):
+        return _DaskPool(scheduler, owned=False)   # a Client object from Python callers
+    client = _connect(scheduler, timeout)
+    if not client.nthreads():
+        try:
+            client.wait_for_workers(1, timeout=timeout)
+        except Exception:  # noqa: BLE001 - TimeoutError, or the scheduler went away
+            client.close()
+            raise ConfigError(f"scheduler: {scheduler!r} has no workers (waited "
+                              f"{timeout:g}s); start them with `dask worker {scheduler} "
+                              "--nthreads 1`") from None
+    return _DaskPool(client, owned=True)
 
 
 def _run_local(chunks, on_result):
@@ -152,15 +256,53 @@ def _run_local(chunks, on_result):
         on_result(chunk, run_chunk(chunk))
 
 
-def _run_executor(ex: Executor, workers: int, chunks, on_result):
-    pending = list(reversed(chunks))
+def _run_pool(pool, chunks, on_result):
+    """Run chunks on a pool, ``on_result(chunk, (rows, errors))`` as each
+    arrives. A worker that dies (out of memory, SIGKILL) loses the tasks in
+    flight: their configurations are retried one per task; those lost again
+    run one at a time, so the configuration that kills its worker is alone
+    when it does and is recorded as failed with the reason. Every
+    configuration runs at most three times."""
+    from collections import deque
+
+    from .dataset import error_row
+    normal, single, serial = deque(chunks), deque(), deque()
     inflight = {}
-    limit = 2 * workers
-    while pending or inflight:
-        while pending and len(inflight) < limit:
-            chunk = pending.pop()
-            inflight[ex.submit(run_chunk, chunk, 1)] = chunk
+    limit = 2 * pool.workers
+
+    def submit(tier, chunk):
+        inflight[pool.submit(chunk)] = (tier, chunk)
+
+    while normal or single or serial or inflight:
+        if serial:
+            if not inflight:
+                submit(2, [serial.popleft()])
+        else:
+            while (single or normal) and len(inflight) < limit:
+                if single:
+                    submit(1, [single.popleft()])
+                else:
+                    submit(0, normal.popleft())
         done, _ = wait(list(inflight), return_when=FIRST_COMPLETED)
-        for fut in done:
-            chunk = inflight.pop(fut)
-            on_result(chunk, fut.result())
+        lost, broken = [], False
+        while done:
+            for fut in done:
+                tier, chunk = inflight.pop(fut)
+                exc = fut.exception()
+                if exc is None:
+                    on_result(chunk, fut.result())
+                else:
+                    lost.append((tier, chunk, exc))
+                    broken = broken or pool.broken_by(exc)
+            # a broken pool fails every task in flight: collect them all
+            done = wait(list(inflight))[0] if broken and inflight else ()
+        reason = pool.restart() if broken else ""
+        for tier, chunk, exc in lost:
+            if tier == 0:
+                single.extend(chunk)
+            elif tier == 1:
+                serial.extend(chunk)
+            else:
+                why = reason or f"worker failed: {type(exc).__name__}: {exc}"
+                on_result(chunk, (None, [error_row(c, "WorkerDied", why, internal=False)
+                                         for c in chunk]))
