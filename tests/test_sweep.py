@@ -100,7 +100,7 @@ def test_equal_values_have_one_hash(tmp_path):
     h2 = load_sweep(write(tmp_path, base + 'link_latency = "100ns"\nbandwidth = "50GB/s"\n'
                                            'ecmp = "split"\nseed = 0\n', "b.toml")).configs[0]
     h3 = load_sweep(write(tmp_path, base.replace("ring", "recdoub:variant=auto")
-                          + "link_latency = 1e-7\n", "c.toml")).configs[0]
+                          + "link_latency = \"0.1us\"\n", "c.toml")).configs[0]
     h4 = load_sweep(write(tmp_path, base.replace("ring", "recdoub"), "d.toml")).configs[0]
     assert h1.hash == h2.hash and h1.key == h2.key
     assert h3.hash == h4.hash and h3.key == h4.key and h3.label == "recdoub"

@@ -146,10 +146,16 @@ def _parse_scalar(name: str, raw):
     if name == "bandwidth":
         if isinstance(raw, (list, dict)):
             raise ConfigError(f"expected a rate such as \"400Gb/s\", got {_type_name(raw)}")
+        if _bare_number(raw):
+            raise ConfigError(f"{_shown(raw)} has no unit; write a rate with its unit: "
+                              f"{RATE_FORMS}")
         return _canon_float(parse_rate(raw, name))
     if name in _TIME_FIELDS:
         if isinstance(raw, (list, dict)):
             raise ConfigError(f"expected a time such as \"100ns\", got {_type_name(raw)}")
+        if _bare_number(raw) and float(raw) != 0:
+            raise ConfigError(f"{_shown(raw)} has no unit; write a time with its unit: "
+                              f"{TIME_FORMS}")
         return _canon_float(parse_time(raw, name))
     if name == "incast_threshold":
         if isinstance(raw, (list, dict)):
@@ -206,6 +212,8 @@ def _parse_field(name: str, raw, loc: str, probs: _Problems) -> list | None:
 
 
 def _parse_sizes(raw, loc: str, probs: _Problems) -> tuple[int, ...] | None:
+    """Sizes of a range string, a comma list or an array; every bad element
+    is reported (with its index), not just the first."""
     if isinstance(raw, (bool, dict)):
         probs.add(loc, f"expected a range string such as \"32B..512MiB\" or an array of "
                        f"sizes, got {_type_name(raw)}")
@@ -213,8 +221,50 @@ def _parse_sizes(raw, loc: str, probs: _Problems) -> tuple[int, ...] | None:
     if isinstance(raw, list) and any(isinstance(x, (list, dict, bool)) for x in raw):
         probs.add(loc, "expected an array of sizes such as [\"1KiB\", \"1MiB\"] or [1024]")
         return None
+    if isinstance(raw, str) and ".." in raw:
+        items = [(loc, raw)]   # a range is one value
+    elif isinstance(raw, str):
+        parts = [x.strip() for x in raw.split(",")]
+        items = [(f"{loc} item {i}" if len(parts) > 1 else loc, x) for i, x in enumerate(parts)
+                 if x or len(parts) == 1]
+    elif isinstance(raw, list):
+        items = [(f"{loc}[{i}]", x) for i, x in enumerate(raw)]
+    else:
+        items = [(loc, raw)]
+    out, ok = set(), True
+    for iloc, item in items:
+        try:
+            out.update(parse_sizes(item if isinstance(item, str) else [item], "sizes"))
+        except ConfigError as exc:
+            probs.add(iloc, _strip_field(str(exc), "sizes"))
+            ok = False
+    if ok and not out:
+        probs.add(loc, "no sizes given; expected e.g. \"32B..512MiB\" or [\"1KiB\", \"1MiB\"]")
+    return tuple(sorted(out)) if ok and out else None
+
+
+#: the accepted forms of rates and times, shown when a unit is missing
+RATE_FORMS = ("\"400Gb/s\", \"400Gbps\", \"1.6Tb/s\" (bits) or \"50GB/s\" (bytes per "
+              "second)")
+TIME_FORMS = ("\"100ns\", \"1.5us\", \"2ms\", \"1s\" (0 may be bare; gamma, delta and "
+              "incast_slope are times per byte, e.g. \"0.02ns\")")
+
+
+def _bare_number(raw) -> bool:
+    """A TOML number, or a string that is only a number: a rate or time
+    without its unit (ambiguous: bits or bytes, seconds or nanoseconds)."""
+    if isinstance(raw, bool):
+        return False
+    if isinstance(raw, (int, float)):
+        return True
     try:
-        return tuple(parse_sizes([raw] if isinstance(raw, (int, float)) else raw, "sizes"))
-    except ConfigError as exc:
-        probs.add(loc, _strip_field(str(exc), "sizes"))
-        return None
+        float(str(raw).strip())
+    except ValueError:
+        return False
+    return True
+
+
+def _shown(raw) -> str:
+    """A value as the user wrote it: numbers plain, strings quoted."""
+    return repr(raw) if isinstance(raw, str) else f"{raw:g}" if isinstance(raw, float) \
+        else str(raw)

@@ -151,7 +151,6 @@ def sweep(config_path, out=None, *, jobs: int | None = None, scheduler=None,
         Counts, the failures (``errors``) and the dataset path
         (``os.fspath(summary)``).
     """
-    from . import dataset as ds
     t0 = time.monotonic()
     _check_jobs(jobs, scheduler)
     if chunk_size is not None and (isinstance(chunk_size, bool) or not isinstance(chunk_size, int)
@@ -165,6 +164,23 @@ def sweep(config_path, out=None, *, jobs: int | None = None, scheduler=None,
     out = Path(out) if out is not None else Path("results") / plan.name
     if out.exists() and not out.is_dir():
         raise ConfigError(f"out: {str(out)!r} exists and is not a directory")
+    # a cluster that cannot be reached fails now, before the dataset is touched
+    pool = _executor(None, scheduler, scheduler_timeout) if scheduler is not None else None
+    try:
+        summary = _sweep(plan, out, pool, jobs, retry_errors, prune, progress, chunk_size,
+                         stream, t0)
+    except BaseException:
+        if pool is not None:
+            pool.close(cancel=True)
+        raise
+    if pool is not None:
+        pool.close()
+    return summary
+
+
+def _sweep(plan, out: Path, pool, jobs, retry_errors, prune, progress, chunk_size, stream,
+           t0) -> SweepSummary:
+    from . import dataset as ds
     out.mkdir(parents=True, exist_ok=True)
     with _Lock(out):
         ds.clean_temp(out)
@@ -214,7 +230,7 @@ def sweep(config_path, out=None, *, jobs: int | None = None, scheduler=None,
             bar.update(len(chunk), len(errors))
 
         try:
-            _run(todo, jobs, scheduler, scheduler_timeout, chunk_size, on_result)
+            _run(todo, jobs, pool, chunk_size, on_result)
         except KeyboardInterrupt:
             bar.close()
             if progress is not False:
@@ -229,26 +245,24 @@ def sweep(config_path, out=None, *, jobs: int | None = None, scheduler=None,
     return summary
 
 
-def _run(todo, jobs, scheduler, timeout, chunk_size, on_result) -> None:
-    """The configurations ``todo`` in this process, local processes or Dask."""
-    if scheduler is None:
+def _run(todo, jobs, pool, chunk_size, on_result) -> None:
+    """The configurations ``todo`` in this process, local processes, or on
+    ``pool`` (a Dask cluster)."""
+    if pool is None:
         workers = 1 if jobs == 1 else (jobs or default_jobs())
         chunks = _chunks(todo, workers, chunk_size)
         if workers == 1 or len(chunks) <= 1:
             _run_local(chunks, on_result)   # in this process, no pool
             return
         pool = _executor(min(workers, len(chunks)), None)
+        try:
+            _run_pool(pool, chunks, on_result)
+        except BaseException:
+            pool.close(cancel=True)
+            raise
+        pool.close()
     elif todo:
-        pool = _executor(None, scheduler, timeout)
-        chunks = _chunks(todo, pool.workers, chunk_size)
-    else:
-        return
-    try:
-        _run_pool(pool, chunks, on_result)
-    except BaseException:
-        pool.close(cancel=True)
-        raise
-    pool.close()
+        _run_pool(pool, _chunks(todo, pool.workers, chunk_size), on_result)
 
 
 def _other_sweep(out: Path, plan: SweepPlan) -> str:
