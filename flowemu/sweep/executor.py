@@ -271,20 +271,34 @@ def _run_pool(pool, chunks, on_result):
     limit = 2 * pool.workers
 
     def submit(tier, chunk):
-        inflight[pool.submit(chunk)] = (tier, chunk)
+        try:
+            inflight[pool.submit(chunk)] = (tier, chunk)
+        except BaseException:
+            # back to its queue (the pool broke since the last look)
+            if tier == 0:
+                normal.appendleft(chunk)
+            else:
+                (single if tier == 1 else serial).appendleft(chunk[0])
+            raise
 
     while normal or single or serial or inflight:
-        if serial:
-            if not inflight:
-                submit(2, [serial.popleft()])
-        else:
-            while (single or normal) and len(inflight) < limit:
-                if single:
-                    submit(1, [single.popleft()])
-                else:
-                    submit(0, normal.popleft())
-        done, _ = wait(list(inflight), return_when=FIRST_COMPLETED)
-        lost, broken = [], False
+        broken = False
+        try:
+            if serial:
+                if not inflight:
+                    submit(2, [serial.popleft()])
+            else:
+                while (single or normal) and len(inflight) < limit:
+                    if single:
+                        submit(1, [single.popleft()])
+                    else:
+                        submit(0, normal.popleft())
+        except Exception as exc:
+            if not pool.broken_by(exc):
+                raise
+            broken = True
+        done = wait(list(inflight), return_when=FIRST_COMPLETED)[0] if inflight else ()
+        lost = []
         while done:
             for fut in done:
                 tier, chunk = inflight.pop(fut)
