@@ -119,40 +119,36 @@ def load_sweep(path) -> SweepPlan:
         # top-level exclude/where apply to every group, then the group's own
         return [(doc, "")] + ([(table, prefix)] if prefix else [])
 
-    def excludes(table, prefix):
+    def collected(key, table, prefix, parse):
+        """``[(parsed, raw, location)]`` of ``key`` at the top and in the
+        group (each location parsed once), and whether all parsed."""
         out, ok = [], True
         for src, pre in sources(table, prefix):
-            if "exclude" not in src:
+            if key not in src:
                 continue
-            loc = f"{pre}exclude"
+            loc = f"{pre}{key}"
             if loc not in parsed:
-                raw = src["exclude"]
-                if not isinstance(raw, list):
-                    probs.add(loc, f"expected an array of tables ([[{loc}]] entries), got "
-                                   f"{_type_name(raw)}")
-                    parsed[loc] = None
-                else:
-                    vals = [_parse_exclude(e, f"{loc}[{i}]", probs) for i, e in enumerate(raw)]
-                    parsed[loc] = None if any(v is None for v in vals) else vals
+                parsed[loc] = parse(src[key], loc)
             if parsed[loc] is None:
                 ok = False
             else:
-                out.extend(parsed[loc])
+                out.append((parsed[loc], src[key], loc))
         return out, ok
 
+    def parse_excludes(raw, loc):
+        if not isinstance(raw, list):
+            probs.add(loc, f"expected an array of tables ([[{loc}]] entries), got "
+                           f"{_type_name(raw)}")
+            return None
+        vals = [_parse_exclude(e, f"{loc}[{i}]", probs) for i, e in enumerate(raw)]
+        return None if any(v is None for v in vals) else vals
+
+    def excludes(table, prefix):
+        found, ok = collected("exclude", table, prefix, parse_excludes)
+        return [entry for entries, _, _ in found for entry in entries], ok
+
     def where_codes(table, prefix):
-        out, ok = [], True
-        for src, pre in sources(table, prefix):
-            if "where" not in src:
-                continue
-            loc = f"{pre}where"
-            if loc not in parsed:
-                parsed[loc] = _compile_where(src["where"], loc, probs)
-            if parsed[loc] is None:
-                ok = False
-            else:
-                out.append((parsed[loc], src["where"], loc))
-        return out, ok
+        return collected("where", table, prefix, lambda raw, loc: _compile_where(raw, loc, probs))
 
     name = path.stem
     plan = SweepPlan(name, path, desc if isinstance(desc, str) else "", {})
