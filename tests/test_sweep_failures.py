@@ -110,3 +110,20 @@ def test_bad_scheduler_timeout(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2 and "--scheduler-timeout" in err and err.count("\n") == 1
     assert not (tmp_path / "d").exists()
+
+
+def test_many_failures_show_the_first_five(tmp_path, capsys):
+    path = tmp_path / "many.toml"
+    # 7 rank counts that do not fit on 16 nodes, 1 that does
+    path.write_text('sizes = "1KiB"\ntopology = "torus:4x4"\nalgorithm = "ring"\n'
+                    "ranks = [17, 18, 19, 20, 21, 22, 23, 8]\n")
+    code = main(["sweep", str(path), "--out", str(tmp_path / "d"), "-q", "--jobs", "1"])
+    out, err = capsys.readouterr()
+    assert code == 1 and "1 computed (1 rows)" in out and "7 failed" in out
+    lines = err.splitlines()
+    assert lines[0].startswith("sweep many: 7 of 8 configurations failed")
+    assert [line.split("|ranks=")[1].split("|")[0] for line in lines[1:6]] == \
+        ["17", "18", "19", "20", "21"]
+    assert lines[6] == "  ... and 2 more (flowemu.results.load_errors)" and len(lines) == 7
+    s = sweep(path, tmp_path / "d", progress=False)      # the Python summary carries them all
+    assert len(s.errors) == 7 and s.failed == 0 and s.failed_earlier == 7
