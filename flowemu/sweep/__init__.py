@@ -27,16 +27,18 @@ grid dimension (all sizes of one configuration come from one profile, they
 are the rows). Without a ``[groups.*]`` table the top level is one group,
 ``main``. ``[[exclude]]`` at the top applies to every group.
 
-Each configuration has a readable key (``group|topology|algorithm|...``) and
-a 12-hex-digit hash of its canonical fields; the hash is its identity in the
-dataset, so re-running a sweep computes only what is missing. See
-:mod:`flowemu.results` for the dataset layout.
-:mod:`flowemu.results` for the dataset layout.
+Each configuration has a readable key (``config_key``:
+``group|topology|algorithm|...``) and a 12-hex-digit hash of its canonical
+fields (``config_hash``); the hash is its identity in the dataset, so
+re-running a sweep computes only what is missing, and the dataset holds
+exactly the sweep's configurations. See :mod:`flowemu.sweep.dataset` for the
+dataset layout.
 
 The package, one idea a module: :mod:`.config` (a configuration, its key and
 hash), :mod:`.fields` and :mod:`.where` (validating values, where/exclude),
 :mod:`.plan` (reading and expanding a file), :mod:`.executor` (running
-chunks in this process, local processes or Dask), :mod:`.progress`, and
+chunks in this process, local processes or Dask; surviving dead workers),
+:mod:`.progress`, :mod:`.dataset` (parts, manifest, load, prune) and
 :mod:`.run` (the sweep into its dataset).
 """
 

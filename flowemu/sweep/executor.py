@@ -262,13 +262,15 @@ def _run_pool(pool, chunks, on_result):
     flight: their configurations are retried one per task; those lost again
     run one at a time, so the configuration that kills its worker is alone
     when it does and is recorded as failed with the reason. Every
-    configuration runs at most three times."""
+    configuration runs at most three times; a pool that keeps breaking with
+    no task lost raises FlowEmuError."""
     from collections import deque
 
     from .dataset import error_row
     normal, single, serial = deque(chunks), deque(), deque()
     inflight = {}
     limit = 2 * pool.workers
+    idle_breaks = 0
 
     def submit(tier, chunk):
         try:
@@ -311,6 +313,12 @@ def _run_pool(pool, chunks, on_result):
             # a broken pool fails every task in flight: collect them all
             done = wait(list(inflight))[0] if broken and inflight else ()
         reason = pool.restart() if broken else ""
+        # a pool that breaks with no task lost (its idle workers die) has no
+        # configuration to blame; give up after a few
+        idle_breaks = idle_breaks + 1 if broken and not lost else 0
+        if idle_breaks > 3:
+            raise FlowEmuError(f"sweep: the worker processes keep dying before they run "
+                               f"anything ({reason}); try --jobs 1 to see why")
         for tier, chunk, exc in lost:
             if tier == 0:
                 single.extend(chunk)
