@@ -127,3 +127,18 @@ def test_many_failures_show_the_first_five(tmp_path, capsys):
     assert lines[6] == "  ... and 2 more (flowemu.results.load_errors)" and len(lines) == 7
     s = sweep(path, tmp_path / "d", progress=False)      # the Python summary carries them all
     assert len(s.errors) == 7 and s.failed == 0 and s.failed_earlier == 7
+
+
+def test_numpy_counts_are_accepted_and_bad_ones_print_plainly(tmp_path):
+    np = pytest.importorskip("numpy")
+    path = tmp_path / "s.toml"
+    path.write_text(SMALL)
+    s = sweep(path, tmp_path / "d", jobs=np.int64(1), chunk_size=np.int32(5), progress=False)
+    assert s.computed == 12
+    with pytest.raises(ConfigError) as err:
+        sweep(path, tmp_path / "e", jobs=np.int64(0), progress=False)
+    assert str(err.value) == "jobs: 0 is not allowed; expected an integer >= 1"
+    with pytest.raises(ConfigError, match=r"^scheduler_timeout: 0.0 is not allowed"):
+        sweep(path, tmp_path / "e", scheduler="tcp://127.0.0.1:1",
+              scheduler_timeout=np.float64(0))
+    assert not (tmp_path / "e").exists()

@@ -97,8 +97,6 @@ def default_jobs() -> int:
 
 
 def _check_jobs(jobs, scheduler) -> None:
-    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
-        raise ConfigError(f"jobs: {jobs!r} is not allowed; expected an integer >= 1")
     if scheduler is not None and jobs is not None:
         raise ConfigError("jobs: give either jobs (local processes) or scheduler (a Dask "
                           "cluster), not both")

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import fcntl
 import itertools
+import math
+import numbers
+import operator
 import os
 import sys
 import time
@@ -152,14 +155,9 @@ def sweep(config_path, out=None, *, jobs: int | None = None, scheduler=None,
         (``os.fspath(summary)``).
     """
     t0 = time.monotonic()
+    jobs, chunk_size = _count("jobs", jobs), _count("chunk_size", chunk_size)
     _check_jobs(jobs, scheduler)
-    if chunk_size is not None and (isinstance(chunk_size, bool) or not isinstance(chunk_size, int)
-                                   or chunk_size < 1):
-        raise ConfigError(f"chunk_size: {chunk_size!r} is not allowed; expected an integer >= 1")
-    if isinstance(scheduler_timeout, bool) or not isinstance(scheduler_timeout, (int, float)) \
-            or not 0 < scheduler_timeout < float("inf"):
-        raise ConfigError(f"scheduler_timeout: {scheduler_timeout!r} is not allowed; expected "
-                          "a number of seconds > 0")
+    scheduler_timeout = _seconds("scheduler_timeout", scheduler_timeout)
     plan = load_sweep(config_path)
     out = Path(out) if out is not None else Path("results") / plan.name
     if out.exists() and not out.is_dir():
@@ -243,6 +241,33 @@ def _sweep(plan, out: Path, pool, jobs, retry_errors, prune, progress, chunk_siz
         summary.errors = _failures(out, plan)
         summary.seconds = time.monotonic() - t0
     return summary
+
+
+def _shown(value) -> str:
+    """A value in a message: strings quoted, numbers plain (numpy's too)."""
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def _count(name: str, value) -> int | None:
+    """An integer >= 1 (a numpy integer too), or None."""
+    if value is None:
+        return None
+    try:
+        n = None if isinstance(value, bool) else operator.index(value)
+    except TypeError:
+        n = None
+    if n is None or n < 1:
+        raise ConfigError(f"{name}: {_shown(value)} is not allowed; expected an integer >= 1")
+    return n
+
+
+def _seconds(name: str, value) -> float:
+    """A number of seconds > 0 (finite)."""
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if not ok or not 0 < float(value) < math.inf:
+        raise ConfigError(f"{name}: {_shown(value)} is not allowed; expected a number of "
+                          "seconds > 0")
+    return float(value)
 
 
 def _run(todo, jobs, pool, chunk_size, on_result) -> None:
