@@ -121,14 +121,20 @@ def _build_parser() -> argparse.ArgumentParser:
     sub.add_parser("list", help="list algorithms and topologies with their parameters")
 
     s = sub.add_parser("sweep", help="run a sweep file (TOML grid) into a parquet dataset; "
-                                     "re-running resumes")
+                                     "re-running resumes; exit 1 if configurations failed")
     s.add_argument("config", help="sweep file, e.g. configs/smoke.toml")
     s.add_argument("--out", "-o", help="dataset directory (default results/<file name>)")
     s.add_argument("--jobs", "-j", type=int,
                    help="local worker processes (default: every core; 1 = in this process)")
     s.add_argument("--scheduler", help="Dask scheduler address, e.g. tcp://host:8786")
+    s.add_argument("--scheduler-timeout", type=float, default=10.0, metavar="SECONDS",
+                   help="give up on an unreachable --scheduler after this long "
+                        "(default %(default)g)")
     s.add_argument("--retry-errors", action="store_true",
                    help="run again the configurations recorded as failed")
+    s.add_argument("--prune", action="store_true",
+                   help="delete the rows of configurations no longer in the sweep file "
+                        "(or another sweep's results in --out)")
     s.add_argument("--chunk-size", type=int, help="configurations per task and part file "
                                                   "(default: by cost)")
     s.add_argument("--dry-run", action="store_true",
@@ -363,10 +369,13 @@ def _cmd_sweep(args) -> int:
 
     signal.signal(signal.SIGTERM, _terminate)
     summary = sweep(args.config, args.out, jobs=args.jobs, scheduler=args.scheduler,
-                    retry_errors=args.retry_errors, progress=not args.quiet,
-                    chunk_size=args.chunk_size)
+                    scheduler_timeout=args.scheduler_timeout, retry_errors=args.retry_errors,
+                    prune=args.prune, progress=not args.quiet, chunk_size=args.chunk_size)
     print(summary.text())
-    return 1 if summary.internal else 0
+    if summary.errors:   # the results are kept, but the dataset is incomplete
+        print(summary.failure_text(), file=sys.stderr)
+        return 1
+    return 0
 
 
 def _cmd_compare(args) -> int:

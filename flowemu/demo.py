@@ -3,7 +3,9 @@
 Runs ``configs/demo.toml`` through the sweep path (a resumable parquet
 dataset under ``results/demo``), prints goodput per size and algorithm with
 the best one and Swing's gain over the best other algorithm, and writes a
-goodput plot.
+goodput plot. The headers state the network read from the rows, so an
+edited ``demo.toml`` (other sizes, bandwidth, algorithms, even several
+topologies) prints what it really ran: one table per scenario.
 """
 
 from __future__ import annotations
@@ -14,9 +16,9 @@ from pathlib import Path
 import pandas as pd
 
 from .plots import plot_goodput
-from .results import compare, load
+from .results import compare, load, scenario_columns
 from .sweep import run_sweep
-from .units import format_rate, format_size
+from .units import format_rate, format_size, format_time
 
 CONFIG = Path(__file__).resolve().parent.parent / "configs" / "demo.toml"
 
@@ -38,16 +40,34 @@ def comparison_table(df: pd.DataFrame, focus: str = "swing") -> pd.DataFrame:
     return table
 
 
+def _values(df: pd.DataFrame, column: str, fmt) -> str:
+    return "/".join(fmt(v) for v in sorted(df[column].dropna().unique()))
+
+
+def network_text(df: pd.DataFrame) -> str:
+    """The network the rows ran on, e.g. ``torus:16x16: 400Gb/s links, 100ns
+    link + 300ns per-hop latency, ECMP split`` (several values joined by /)."""
+    text = (f"{_values(df, 'topology', str)}: {_values(df, 'bandwidth_Bps', format_rate)} links, "
+            f"{_values(df, 'link_latency_s', format_time)} link + "
+            f"{_values(df, 'hop_latency_s', format_time)} per-hop latency, "
+            f"ECMP {_values(df, 'ecmp', str)}")
+    if (df["alpha_s"] > 0).any():
+        text += f", alpha {_values(df, 'alpha_s', format_time)} per message"
+    return text
+
+
 def main(config=CONFIG, out: str | Path = "results/demo") -> Path:
     t0 = time.perf_counter()
     dataset = run_sweep(config, out, progress=False)
     df = load(dataset)
-    print("allreduce goodput (size / time) on torus:16x16: 400Gb/s links, 100ns link + "
-          "300ns per-hop latency, ECMP split")
-    print(comparison_table(df).to_string())
+    # one table per scenario (topology, bandwidth, ... as the file sets them)
+    for _, sub in df.groupby(scenario_columns(df), sort=True, dropna=False):
+        print(f"allreduce goodput (size / time) on {network_text(sub)}")
+        print(comparison_table(sub).to_string())
+        print()
     png = plot_goodput(df, Path(dataset) / "goodput.png",
-                       title="allreduce goodput on torus:16x16")
-    print(f"\ndataset: {dataset}  ({len(df)} rows, {time.perf_counter() - t0:.1f}s)")
+                       title=f"allreduce goodput on {_values(df, 'topology', str)}")
+    print(f"dataset: {dataset}  ({len(df)} rows, {time.perf_counter() - t0:.1f}s)")
     print(f"plot:    {png}")
     return Path(png)
 

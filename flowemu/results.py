@@ -1,259 +1,41 @@
-"""Sweep datasets: the parquet schema, atomic part files, loading, and the
-goodput-gain comparison.
+"""Sweep results: the goodput-gain comparison of a dataset's rows.
 
-A dataset is a directory::
-
-    DATASET/
-      part-<run>-<seq>.parquet            result rows: one per (configuration, size)
-      errors/errors-<run>-<seq>.parquet   configurations that failed, with the message
-      _config.toml                        the sweep file of the last run
-      .lock                               held while a sweep writes (flock)
-
-Each part file is written under a hidden temporary name (``.tmp-*``), synced
-and renamed: a crash (even SIGKILL) leaves either the whole file or nothing,
-and readers ignore names starting with ``.`` or ``_``. Every configuration
-lives in exactly one part file, so resuming skips the hashes already present.
-
-Result rows hold :data:`flowemu.api.RESULT_COLUMNS` plus :data:`SWEEP_COLUMNS`
-(sweep name, group, configuration key and hash, comparison label, canonical
-algorithm spec, the configured sizes).
+The dataset itself (parquet schema, atomic part files, the manifest, loading,
+pruning) lives in :mod:`flowemu.sweep.dataset`; its names are importable from
+here too.
 """
 
 from __future__ import annotations
-
-import os
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from .errors import ConfigError
-
-ERRORS_DIR = "errors"
-
-#: columns a sweep adds in front of :data:`flowemu.api.RESULT_COLUMNS`
-SWEEP_COLUMNS = ["sweep", "group", "config_key", "config_hash", "label", "algorithm_spec",
-                 "sizes_spec"]
-
-_STRING = {"sweep", "group", "config_key", "config_hash", "label", "algorithm_spec",
-           "sizes_spec", "topology", "algorithm", "variant", "options", "ecmp",
-           "flowemu_version", "error_type", "error", "note"}
-_INT = {"nodes", "ranks", "size_bytes", "steps", "seed"}
-_FLOAT = {"time_s", "goodput_Bps", "bandwidth_Bps", "link_latency_s", "hop_latency_s",
-          "alpha_s", "gamma_s_per_B", "delta_s_per_B", "incast_threshold",
-          "incast_slope_s_per_B"}
+from .sweep.dataset import (  # noqa: F401 - the dataset API, importable from here
+    _NETWORK_COLUMNS,
+    ERRORS_DIR,
+    MANIFEST,
+    SWEEP_COLUMNS,
+    add_config_columns,
+    atomic_write_bytes,
+    clean_temp,
+    error_hashes,
+    error_row,
+    load,
+    load_errors,
+    prune,
+    read_manifest,
+    result_hashes,
+    write_errors,
+    write_manifest,
+    write_part,
+    write_rows,
+)
 
 #: configuration columns that make a comparison scenario when they vary
 SCENARIO_COLUMNS = ["group", "topology", "nodes", "ranks", "bandwidth_Bps", "link_latency_s",
                     "hop_latency_s", "alpha_s", "gamma_s_per_B", "delta_s_per_B",
                     "incast_threshold", "incast_slope_s_per_B", "ecmp", "seed"]
-
-_NETWORK_COLUMNS = {"bandwidth": "bandwidth_Bps", "link_latency": "link_latency_s",
-                    "hop_latency": "hop_latency_s", "alpha": "alpha_s",
-                    "gamma": "gamma_s_per_B", "delta": "delta_s_per_B",
-                    "incast_threshold": "incast_threshold",
-                    "incast_slope": "incast_slope_s_per_B"}
-
-
-# ------------------------------------------------------------------ rows
-
-def _sweep_fields(cfg) -> dict:
-    """The sweep columns of one configuration (in front of its result rows)."""
-    return {"sweep": cfg.sweep, "group": cfg.group, "config_key": cfg.key,
-            "config_hash": cfg.hash, "label": cfg.label, "algorithm_spec": cfg.algorithm,
-            "sizes_spec": cfg.sizes_text}
-
-
-def add_config_columns(frames: list[pd.DataFrame], configs: list) -> pd.DataFrame:
-    """Concatenate :func:`flowemu.simulate` frames, one per configuration, and
-    put the sweep columns of each configuration in front (built once per batch:
-    per-frame pandas construction would cost more than the simulation)."""
-    counts = np.array([len(f) for f in frames])
-    body = pd.concat(frames, ignore_index=True)
-    fields = [_sweep_fields(c) for c in configs]
-    head = pd.DataFrame({k: np.repeat(np.array([f[k] for f in fields], dtype=object), counts)
-                         for k in fields[0]})
-    return pd.concat([head, body], axis=1)
-
-
-def error_row(cfg, error_type: str, message: str, internal: bool) -> dict:
-    """One row of the errors table: the configuration's fields and the message."""
-    from . import __version__
-    row = {**_sweep_fields(cfg), "topology": cfg.topology, "ranks": cfg.ranks,
-           "ecmp": cfg.ecmp, "seed": cfg.seed}
-    row.update({col: float(getattr(cfg, f)) for f, col in _NETWORK_COLUMNS.items()})
-    row.update(error_type=error_type, error=message, internal=bool(internal),
-               flowemu_version=__version__)
-    return row
-
-
-def _arrow(df: pd.DataFrame):
-    """A pyarrow table with fixed types for known columns (so every part file
-    of a dataset has the same schema)."""
-    import pyarrow as pa
-    arrays, names = [], []
-    for col in df.columns:
-        values = df[col]
-        if col in _STRING:
-            arr = pa.array([None if v is None or (isinstance(v, float) and np.isnan(v))
-                            else str(v) for v in values], type=pa.string())
-        elif col in _INT:
-            arr = pa.array(values.astype("Int64"), type=pa.int64())
-        elif col in _FLOAT:
-            arr = pa.array(values.to_numpy(dtype=np.float64), type=pa.float64())
-        elif col == "internal":
-            arr = pa.array(values.astype(bool).to_numpy(), type=pa.bool_())
-        else:
-            arr = pa.array(values)
-        arrays.append(arr)
-        names.append(col)
-    return pa.Table.from_arrays(arrays, names=names)
-
-
-# ------------------------------------------------------------------ atomic files
-
-def _fsync_dir(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    path = Path(path)
-    tmp = path.with_name(f".tmp-{path.name}")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-
-
-def write_part(directory, table, name: str) -> Path:
-    """Write a pyarrow table as ``directory/name.parquet``, atomically."""
-    import pyarrow.parquet as pq
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    final = directory / f"{name}.parquet"
-    tmp = directory / f".tmp-{name}.parquet"
-    with open(tmp, "wb") as fh:
-        pq.write_table(table, fh, compression="zstd")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, final)
-    _fsync_dir(directory)
-    return final
-
-
-def write_rows(directory, df: pd.DataFrame, name: str) -> Path:
-    return write_part(directory, _arrow(df), name)
-
-
-def write_errors(directory, rows: list[dict], name: str) -> Path:
-    return write_part(directory, _arrow(pd.DataFrame(rows)), name)
-
-
-def clean_temp(dataset) -> int:
-    """Remove temporary files a killed sweep left behind (call under the lock)."""
-    n = 0
-    for d in (Path(dataset), Path(dataset) / ERRORS_DIR):
-        for tmp in d.glob(".tmp-*") if d.is_dir() else ():
-            tmp.unlink(missing_ok=True)
-            n += 1
-    return n
-
-
-# ------------------------------------------------------------------ reading
-
-def _parts(directory: Path, prefix: str) -> list[Path]:
-    return sorted(directory.glob(f"{prefix}-*.parquet")) if directory.is_dir() else []
-
-
-def _read_column(path: Path, column: str) -> list:
-    import pyarrow.parquet as pq
-    try:
-        return pq.ParquetFile(path).read(columns=[column]).column(0).to_pylist()
-    except Exception as exc:  # noqa: BLE001 - name the broken file
-        raise ConfigError(f"dataset: cannot read {str(path)!r}: {exc}") from None
-
-
-def result_hashes(dataset) -> set[str]:
-    """Hashes of the configurations that have result rows."""
-    out: set[str] = set()
-    for part in _parts(Path(dataset), "part"):
-        out.update(_read_column(part, "config_hash"))
-    return out
-
-
-def error_hashes(dataset) -> set[str]:
-    """Hashes of the configurations recorded as failed."""
-    out: set[str] = set()
-    for part in _parts(Path(dataset) / ERRORS_DIR, "errors"):
-        out.update(_read_column(part, "config_hash"))
-    return out
-
-
-def _read_parts(parts: list[Path]) -> pd.DataFrame | None:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-    if not parts:
-        return None
-    tables = []
-    for part in parts:
-        try:
-            tables.append(pq.read_table(part))
-        except Exception as exc:  # noqa: BLE001
-            raise ConfigError(f"dataset: cannot read {str(part)!r}: {exc}") from None
-    return pa.concat_tables(tables, promote_options="default").to_pandas()
-
-
-def _dataset_dir(dataset) -> Path:
-    path = Path(os.fspath(dataset))
-    if not path.exists():
-        raise ConfigError(f"dataset: {str(path)!r} does not exist")
-    return path
-
-
-def load(dataset) -> pd.DataFrame:
-    """All result rows of a dataset (a sweep's directory, or one parquet/CSV
-    file), in the order they were written.
-
-    Returns
-    -------
-    pandas.DataFrame
-        :data:`SWEEP_COLUMNS` + :data:`flowemu.api.RESULT_COLUMNS`, one row
-        per (configuration, size). Empty (with those columns) when the sweep
-        produced no results yet.
-    """
-    path = _dataset_dir(dataset)
-    if path.is_file():
-        try:
-            return pd.read_csv(path) if path.suffix.lower() == ".csv" else pd.read_parquet(path)
-        except Exception as exc:  # noqa: BLE001
-            raise ConfigError(f"dataset: cannot read {str(path)!r}: {exc}") from None
-    df = _read_parts(_parts(path, "part"))
-    if df is None:
-        from .api import RESULT_COLUMNS
-        return pd.DataFrame(columns=SWEEP_COLUMNS + RESULT_COLUMNS)
-    return df
-
-
-def load_errors(dataset) -> pd.DataFrame:
-    """The failed configurations of a dataset: the latest record of each,
-    leaving out those that have results now (a retry succeeded)."""
-    path = _dataset_dir(dataset)
-    df = _read_parts(_parts(path / ERRORS_DIR, "errors"))
-    if df is None:
-        return pd.DataFrame(columns=SWEEP_COLUMNS[:4] + ["topology", "error_type", "error"])
-    df = df.drop_duplicates("config_hash", keep="last")
-    done = result_hashes(path)
-    return df[~df["config_hash"].isin(done)].reset_index(drop=True)
 
 
 # ------------------------------------------------------------------ comparison

@@ -100,7 +100,7 @@ def test_equal_values_have_one_hash(tmp_path):
     h2 = load_sweep(write(tmp_path, base + 'link_latency = "100ns"\nbandwidth = "50GB/s"\n'
                                            'ecmp = "split"\nseed = 0\n', "b.toml")).configs[0]
     h3 = load_sweep(write(tmp_path, base.replace("ring", "recdoub:variant=auto")
-                          + "link_latency = 1e-7\n", "c.toml")).configs[0]
+                          + "link_latency = \"0.1us\"\n", "c.toml")).configs[0]
     h4 = load_sweep(write(tmp_path, base.replace("ring", "recdoub"), "d.toml")).configs[0]
     assert h1.hash == h2.hash and h1.key == h2.key
     assert h3.hash == h4.hash and h3.key == h4.key and h3.label == "recdoub"
@@ -421,14 +421,25 @@ def test_failing_configuration_is_recorded_and_sweep_goes_on(tmp_path, capsys):
     s3 = quiet(path, out, jobs=1, retry_errors=True)
     assert (s3.computed, s3.failed, s3.skipped) == (0, 2, 4)
     assert len(load_errors(out)) == 2
-    # the CLI reports them and exits 0 (they are the configurations' problems)
+    assert [k for k, _ in s3.errors] == [c.key for c in load_sweep(path).configs
+                                         if c.ranks == 32]
+    assert all("do not fit" in m for _, m in s3.errors)
+    # the CLI keeps the results, says how many failed and the first errors, exits 1
     code = main(["sweep", str(path), "--out", str(tmp_path / "e"), "-q", "--jobs", "2"])
-    out_text = capsys.readouterr().out
-    assert code == 0 and "2 failed" in out_text
+    out_text, err = capsys.readouterr()
+    assert code == 1 and "2 failed" in out_text
+    lines = err.splitlines()
+    assert lines[0].startswith("sweep cfg: 2 of 6 configurations failed") and len(lines) == 3
+    assert all("|ranks=32|" in line and "do not fit" in line for line in lines[1:])
+    assert "Traceback" not in err and len(load(tmp_path / "e")) == 4 * 2
+    # a re-run still fails (the dataset is incomplete) and says the failures are older
+    code = main(["sweep", str(path), "--out", str(tmp_path / "e"), "-q"])
+    err = capsys.readouterr().err
+    assert code == 1 and "2 of them in an earlier run" in err
 
 
 def test_unexpected_exception_is_recorded_as_internal(tmp_path, monkeypatch):
-    import flowemu.sweep as sw
+    import flowemu.sweep.executor as sw
     real = sw.run_config
 
     def buggy(cfg, threads=None):

@@ -1,0 +1,132 @@
+"""Configurations of a sweep: the :class:`Config` record, its readable key and
+its hash (the configuration's identity in a dataset)."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from dataclasses import dataclass
+
+from ..network import Network
+from ..units import format_size
+
+GRID_FIELDS = ("topology", "algorithm", "ranks", "bandwidth", "link_latency", "hop_latency",
+               "alpha", "gamma", "delta", "incast_threshold", "incast_slope", "ecmp", "seed")
+#: every configuration field a sweep file may set
+FIELDS = GRID_FIELDS[:3] + ("sizes",) + GRID_FIELDS[3:]
+NETWORK_FIELDS = Network.field_names()
+GROUP_KEYS = FIELDS + ("where", "exclude", "description")
+TOP_KEYS = GROUP_KEYS + ("groups",)
+REQUIRED = ("topology", "algorithm")
+DEFAULT_SIZES = "32B..512MiB"
+DEFAULT_GROUP = "main"
+
+def _canon_float(v: float) -> float:
+    """12 significant digits, so "100ns", "0.1us" and 1e-7 are one value
+    (100 * 1e-9 != 1e-7 in binary floating point)."""
+    return float(f"{float(v):.12g}")
+
+
+_NET_DEFAULTS = {k: _canon_float(v) for k, v in Network().as_dict().items()}
+_DEFAULTS = {**_NET_DEFAULTS, "ranks": None, "ecmp": "split", "seed": 0}
+
+
+# ============================================================== configurations
+
+@dataclass(frozen=True)
+class Config:
+    """One configuration of a sweep: everything :func:`flowemu.simulate` needs.
+
+    ``algorithm`` is the canonical spec (every option spelled out, sorted);
+    ``label`` is the name plus the options that differ from their defaults
+    (what :func:`flowemu.results.compare` compares). Network fields are in SI
+    units (bytes/s, seconds, seconds per byte).
+    """
+
+    sweep: str
+    group: str
+    topology: str
+    algorithm: str
+    label: str
+    ranks: int | None
+    sizes: tuple[int, ...]
+    bandwidth: float
+    link_latency: float
+    hop_latency: float
+    alpha: float
+    gamma: float
+    delta: float
+    incast_threshold: float
+    incast_slope: float
+    ecmp: str
+    seed: int
+    key: str = ""
+    hash: str = ""
+
+    @property
+    def sizes_text(self) -> str:
+        return sizes_text(self.sizes)
+
+    def network(self) -> Network:
+        return Network(**{f: getattr(self, f) for f in NETWORK_FIELDS})
+
+    def canonical(self) -> dict:
+        """The fields that identify the configuration (hashed)."""
+        out = {"group": self.group, "topology": self.topology, "algorithm": self.algorithm,
+               "ranks": self.ranks, "sizes": list(self.sizes), "ecmp": self.ecmp,
+               "seed": self.seed}
+        out.update({f: getattr(self, f) for f in NETWORK_FIELDS})
+        return out
+
+
+def config_hash(canonical: dict) -> str:
+    text = json.dumps(canonical, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def _exact_size(n: int) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale and n % scale == 0:
+            return f"{n // scale}{unit}"
+    return f"{n}B"
+
+
+def sizes_text(sizes) -> str:
+    """``32B..512MiB`` for consecutive powers of two, else an exact comma list."""
+    sizes = list(sizes)
+    pow2 = all(s & (s - 1) == 0 for s in sizes)
+    if len(sizes) >= 2 and pow2 and all(b == 2 * a for a, b in itertools.pairwise(sizes)):
+        return f"{format_size(sizes[0])}..{format_size(sizes[-1])}"
+    return ",".join(_exact_size(s) for s in sizes)
+
+
+def _num(v: float) -> str:
+    return f"{v:.10g}"
+
+
+def _fmt_field(name: str, v) -> str:
+    if name == "bandwidth":
+        bits = v * 8
+        for unit, scale in (("Tb/s", 1e12), ("Gb/s", 1e9), ("Mb/s", 1e6)):
+            if bits >= scale:
+                return f"{_num(bits / scale)}{unit}"
+        return f"{_num(bits)}b/s"
+    if name in ("link_latency", "hop_latency", "alpha"):
+        ns = v * 1e9
+        for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+            if ns >= scale:
+                return f"{_num(ns / scale)}{unit}"
+        return f"{_num(ns)}ns"
+    return _num(v) if isinstance(v, float) else str(v)
+
+
+def config_key(cfg: Config) -> str:
+    """``group|topology|algorithm[|field=value for non-defaults]|sizes=...``."""
+    parts = [cfg.group, cfg.topology, cfg.algorithm]
+    for name in ("ranks", *NETWORK_FIELDS, "ecmp", "seed"):
+        v = getattr(cfg, name)
+        if v != _DEFAULTS[name]:
+            parts.append(f"{name}={_fmt_field(name, v)}")
+    parts.append(f"sizes={cfg.sizes_text}")
+    return "|".join(parts)

@@ -1,0 +1,215 @@
+"""A sweep file read, validated and expanded into its configurations."""
+
+from __future__ import annotations
+
+import itertools
+import tomllib
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from ..units import parse_sizes
+from .config import (
+    _DEFAULTS,
+    DEFAULT_GROUP,
+    DEFAULT_SIZES,
+    GRID_FIELDS,
+    GROUP_KEYS,
+    REQUIRED,
+    TOP_KEYS,
+    Config,
+    config_hash,
+    config_key,
+)
+from .fields import (
+    SweepConfigError,
+    _Alg,
+    _parse_field,
+    _parse_sizes,
+    _Problems,
+    _suggest,
+    _type_name,
+)
+from .where import _compile_where, _eval_where, _excluded, _parse_exclude, _where_env
+
+
+@dataclass
+class SweepPlan:
+    """A validated sweep file: its name, groups and configurations (file order)."""
+
+    name: str
+    path: Path
+    description: str
+    groups: dict[str, list[Config]]
+    configs: list[Config] = field(default_factory=list)
+
+
+def _read_toml(path: Path) -> dict:
+    if not path.is_file():
+        raise SweepConfigError(str(path), [("", "file not found")])
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise SweepConfigError(str(path), [("", f"not valid TOML: {exc}")]) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SweepConfigError(str(path), [("", f"cannot read: {exc}")]) from None
+
+
+def _check_keys(table: dict, allowed, prefix: str, probs: _Problems) -> None:
+    for k in table:
+        if k not in allowed:
+            loc = f"{prefix}{k}"
+            probs.add(loc, f"unknown key {k!r}{_suggest(k, allowed)}; allowed: "
+                           f"{', '.join(allowed)}")
+
+
+def load_sweep(path) -> SweepPlan:
+    """Read and validate a sweep file and expand its grids.
+
+    Raises
+    ------
+    SweepConfigError
+        (a :class:`~flowemu.errors.ConfigError`) listing every problem with
+        its location (file, ``groups.NAME.key[index]``), before any work.
+    """
+    path = Path(path)
+    doc = _read_toml(path)
+    probs = _Problems()
+    _check_keys(doc, TOP_KEYS, "", probs)
+    desc = doc.get("description", "")
+    if not isinstance(desc, str):
+        probs.add("description", f"expected a string, got {_type_name(desc)}")
+
+    groups_raw = doc.get("groups")
+    if groups_raw is None:
+        groups = {DEFAULT_GROUP: ({}, "")}
+    elif not isinstance(groups_raw, dict) or not all(isinstance(g, dict)
+                                                     for g in groups_raw.values()):
+        probs.add("groups", "expected tables [groups.NAME] (one per grid)")
+        groups = {}
+    elif not groups_raw:
+        probs.add("groups", "no groups defined; add a [groups.NAME] table")
+        groups = {}
+    else:
+        groups = {}
+        for gname, table in groups_raw.items():
+            if not gname or not all(c.isalnum() or c in "_-." for c in gname):
+                probs.add(f"groups.{gname}", "group names may hold letters, digits, '_', '-' "
+                                             "and '.' only")
+            _check_keys(table, GROUP_KEYS, f"groups.{gname}.", probs)
+            groups[gname] = (table, f"groups.{gname}.")
+            gd = table.get("description", "")
+            if not isinstance(gd, str):
+                probs.add(f"groups.{gname}.description", f"expected a string, got "
+                                                          f"{_type_name(gd)}")
+
+    parsed: dict[str, object] = {}   # location -> parsed values (a top-level key once)
+
+    def field_values(name, table, prefix):
+        src, loc = (table, f"{prefix}{name}") if name in table else (doc, name)
+        if name not in src:
+            return None, loc, False
+        if loc not in parsed:
+            raw = src[name]
+            parsed[loc] = (_parse_sizes(raw, loc, probs) if name == "sizes"
+                           else _parse_field(name, raw, loc, probs))
+        return parsed[loc], loc, True
+
+    def sources(table, prefix):
+        # top-level exclude/where apply to every group, then the group's own
+        return [(doc, "")] + ([(table, prefix)] if prefix else [])
+
+    def collected(key, table, prefix, parse):
+        """``[(parsed, raw, location)]`` of ``key`` at the top and in the
+        group (each location parsed once), and whether all parsed."""
+        out, ok = [], True
+        for src, pre in sources(table, prefix):
+            if key not in src:
+                continue
+            loc = f"{pre}{key}"
+            if loc not in parsed:
+                parsed[loc] = parse(src[key], loc)
+            if parsed[loc] is None:
+                ok = False
+            else:
+                out.append((parsed[loc], src[key], loc))
+        return out, ok
+
+    def parse_excludes(raw, loc):
+        if not isinstance(raw, list):
+            probs.add(loc, f"expected an array of tables ([[{loc}]] entries), got "
+                           f"{_type_name(raw)}")
+            return None
+        vals = [_parse_exclude(e, f"{loc}[{i}]", probs) for i, e in enumerate(raw)]
+        return None if any(v is None for v in vals) else vals
+
+    def excludes(table, prefix):
+        found, ok = collected("exclude", table, prefix, parse_excludes)
+        return [entry for entries, _, _ in found for entry in entries], ok
+
+    def where_codes(table, prefix):
+        return collected("where", table, prefix, lambda raw, loc: _compile_where(raw, loc, probs))
+
+    name = path.stem
+    plan = SweepPlan(name, path, desc if isinstance(desc, str) else "", {})
+    for gname, (table, prefix) in groups.items():
+        values, complete = {}, True
+        for f in GRID_FIELDS:
+            vals, loc, present = field_values(f, table, prefix)
+            if not present:
+                if f in REQUIRED:
+                    where = f"groups.{gname}" if groups_raw is not None else ""
+                    probs.add(where, f"missing required key {f!r} (set it in the group or at "
+                                     "the top of the file)")
+                    complete = False
+                    continue
+                values[f] = [_DEFAULTS[f]]
+            elif vals is None:
+                complete = False
+            else:
+                values[f] = vals
+        sizes, _, present = field_values("sizes", table, prefix)
+        if not present:
+            sizes = tuple(parse_sizes(DEFAULT_SIZES))
+        elif sizes is None:
+            complete = False
+        excl, ok_ex = excludes(table, prefix)
+        wheres, ok_wh = where_codes(table, prefix)
+        if not (complete and ok_ex and ok_wh):
+            continue
+        configs, seen, total = [], set(), 0
+        n_problems = len(probs.items)
+        for combo in itertools.product(*(values[f] for f in GRID_FIELDS)):
+            if len(probs.items) > n_problems:
+                break   # a where expression failed: reported once, not per configuration
+            total += 1
+            kw = dict(zip(GRID_FIELDS, combo))
+            alg: _Alg = kw.pop("algorithm")
+            cfg = Config(sweep=name, group=gname, algorithm=alg.spec, label=alg.label,
+                         sizes=sizes, **kw)
+            env = _where_env(cfg, alg)
+            keep = True
+            for code, text, loc in wheres:
+                if not _eval_where(code, text, env, loc, probs):
+                    keep = False
+                    break
+            if keep and any(_excluded(ex, cfg, alg, env, probs) for ex in excl):
+                keep = False
+            if not keep:
+                continue
+            h = config_hash(cfg.canonical())
+            if h in seen:
+                continue
+            seen.add(h)
+            configs.append(replace(cfg, hash=h, key=config_key(cfg)))
+        if len(probs.items) > n_problems:
+            continue
+        if not configs:
+            loc = f"groups.{gname}" if groups_raw is not None else ""
+            probs.add(loc, f"the grid is empty: all {total} configurations are removed by "
+                           "exclude/where")
+        plan.groups[gname] = configs
+        plan.configs.extend(configs)
+    if probs.items:
+        raise SweepConfigError(str(path), probs.items)
+    return plan
