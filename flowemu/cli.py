@@ -452,3 +452,8 @@ def main(argv=None) -> int:
         import os
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as exc:   # the system refused (disk full mid-sweep, ...): one line, what
+        # was written before stays (every output is written whole or not at all)
+        where = f" {exc.filename!r}" if exc.filename else ""
+        print(f"flowemu: error: cannot complete:{where} {exc.strerror or exc}", file=sys.stderr)
+        return 1

@@ -160,8 +160,7 @@ def sweep(config_path, out=None, *, jobs: int | None = None, scheduler=None,
     scheduler_timeout = _seconds("scheduler_timeout", scheduler_timeout)
     plan = load_sweep(config_path)
     out = Path(out) if out is not None else Path("results") / plan.name
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"out: {str(out)!r} exists and is not a directory")
+    _check_out(out)
     # a cluster that cannot be reached fails now, before the dataset is touched
     pool = _executor(None, scheduler, scheduler_timeout) if scheduler is not None else None
     try:
@@ -174,6 +173,21 @@ def sweep(config_path, out=None, *, jobs: int | None = None, scheduler=None,
     if pool is not None:
         pool.close()
     return summary
+
+
+def _check_out(out: Path) -> None:
+    """The dataset directory exists (or can be made) and takes files: checked
+    before any work, so a bad ``--out`` costs nothing."""
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"out: {str(out)!r} exists and is not a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / f".tmp-probe-{os.getpid()}"
+        probe.touch()
+        probe.unlink()
+    except OSError as exc:
+        raise ConfigError(f"out: cannot write the dataset directory {str(out)!r}: "
+                          f"{exc.strerror or exc}") from None
 
 
 def _sweep(plan, out: Path, pool, jobs, retry_errors, prune, progress, chunk_size, stream,
