@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import budget, checks
 from .algorithms.base import Reduction, Schedule, Traffic
-from .errors import ConfigError, SolverError
+from .errors import ConfigError, SolverError, show
 from .kernels.hashing import multiset_fingerprint
 from .kernels.maxmin import solve_completion
 from .network import Network
@@ -207,7 +208,10 @@ def make_context(topology: Topology, network: Network, ecmp: str = "split", seed
         n = topology.num_endpoints if p is None else p
         mapping = np.arange(n, dtype=np.int32)
     else:
-        mapping = np.asarray(mapping)
+        try:
+            mapping = np.asarray(mapping)
+        except (TypeError, ValueError):
+            mapping = np.asarray(0)   # ragged or unconvertible: refused just below
         if mapping.ndim != 1 or not np.issubdtype(mapping.dtype, np.integer):
             raise ConfigError("mapping: must be a 1-D list of endpoint ids (one per rank)")
         if len(mapping) and (mapping.min() < 0 or mapping.max() >= topology.num_endpoints):
@@ -359,7 +363,7 @@ def _check_threads(threads) -> int:
     if threads is None:
         return default_threads()
     if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1:
-        raise ConfigError(f"threads: {threads!r} is not allowed; expected an integer >= 1")
+        raise ConfigError(f"threads: {show(threads)} is not allowed; expected an integer >= 1")
     return int(threads)
 
 
@@ -384,14 +388,16 @@ def pattern_key(traffic: Traffic) -> tuple[tuple, float]:
 
 def profile(schedule: Schedule, topology: Topology, network: Network | None = None, *,
             ecmp: str = "split", seed: int = 0, mapping=None,
-            congestion: bool = False, threads: int | None = None) -> Profile:
+            congestion: bool = False, threads: int | None = None,
+            max_memory=None) -> Profile:
     """Profile every step of ``schedule`` on ``topology``.
 
     Parameters
     ----------
     schedule : Schedule
         Steps on ranks ``0..p-1``.
-    topology : Topology
+    topology : Topology or str
+        A Topology or a spec such as ``"torus:8x8"``.
     network : Network, optional
         Defaults to ``Network()`` (400 Gb/s, 100 ns links, 300 ns per hop).
     ecmp : {"split", "dor", "hash"}
@@ -404,13 +410,21 @@ def profile(schedule: Schedule, topology: Topology, network: Network | None = No
     threads : int, optional
         Distinct steps routed and solved at once (default:
         :func:`default_threads`). Results do not depend on it.
+    max_memory : str or int, optional
+        Refuse (ConfigError) a run whose estimated memory exceeds this
+        (default: :func:`flowemu.budget.limit`); the route entries of every
+        distinct step are counted before any is routed.
     """
-    network = network or Network()
+    schedule, topology, network = _check_profile_args(schedule, topology, network)
+    ecmp, seed = checks.ecmp(ecmp), checks.seed(seed)
+    congestion = checks.flag("congestion", congestion)
     threads = _check_threads(threads)
+    lim = budget.limit(max_memory)
     if schedule.p > topology.num_endpoints:
         raise ConfigError(f"ranks: {schedule.p} ranks do not fit on {topology.spec} "
                           f"({topology.num_endpoints} endpoints)")
     ctx = make_context(topology, network, ecmp, seed, mapping, schedule.p)
+    check_memory(ctx, schedule, threads, lim)
     _solve_patterns(ctx, schedule, congestion, threads)
     steps = tuple(step_profile(ctx, s.traffic, s.reduction, s.label, schedule.p, congestion)
                   for s in schedule.steps)
@@ -420,6 +434,44 @@ def profile(schedule: Schedule, topology: Topology, network: Network | None = No
                             minlength=topology.num_nodes)[endpoints]
     info["ports_per_node"] = int(out_ports.max()) if len(out_ports) else 0
     return Profile(steps, schedule, info)
+
+
+def _check_profile_args(schedule, topology, network) -> tuple:
+    if not isinstance(schedule, Schedule):
+        raise ConfigError(f"schedule: {show(schedule)} is not allowed; expected a Schedule "
+                          "(e.g. flowemu.algorithms.get_algorithm('ring').build(p, topology))")
+    topology = checks.topology(topology)
+    if network is not None and not isinstance(network, Network):
+        raise ConfigError(f"network: {show(network)} is not allowed; expected a "
+                          "flowemu.Network or None")
+    return schedule, topology, network or Network()
+
+
+def distinct_steps(schedule: Schedule) -> list[Traffic]:
+    """The distinct traffic objects of a schedule with flows, in first-use order."""
+    seen: dict = {}
+    for step in schedule.steps:
+        if step.traffic.num_flows:
+            seen.setdefault(id(step.traffic), step.traffic)
+    return list(seen.values())
+
+
+def check_memory(ctx: _Context, schedule: Schedule, threads: int, lim) -> int:
+    """Refuse (ConfigError) a schedule whose solve would not fit in ``lim``:
+    the route entries of each distinct step are counted by the routing
+    kernel's counting pass before anything is routed. Returns the estimate."""
+    steps = distinct_steps(schedule)
+    for t in steps:
+        lo, hi = int(min(t.src.min(), t.dst.min())), int(max(t.src.max(), t.dst.max()))
+        if lo < 0 or hi >= len(ctx.mapping):
+            raise ConfigError(f"schedule: rank {lo if lo < 0 else hi} is not allowed; "
+                              f"expected ranks 0..{len(ctx.mapping) - 1}")
+    flows = [t.num_flows for t in steps]
+    entries = [ctx.topology.route_entries(ctx.mapping[t.src], ctx.mapping[t.dst], ctx.ecmp)
+               for t in steps]
+    need = budget.run_bytes(ctx.topology, schedule.p, flows, entries, threads)
+    budget.check(need, lim, f"{ctx.topology.spec} {schedule.algorithm}")
+    return need
 
 
 def direct_times(schedule: Schedule, topology: Topology, network: Network | None = None,
