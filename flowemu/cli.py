@@ -47,6 +47,12 @@ def _build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", "-o", help="write here instead of stdout (required for parquet)")
     r.add_argument("--flows-out", help="write per-flow detail (CSV or .parquet) for one size")
     r.add_argument("--flows-size", help="vector size for --flows-out (default: largest size)")
+    r.add_argument("--flows-steps", help="steps for --flows-out: indices and ranges (0,3,5-7) "
+                                         "or step labels (rs0; step<N> for --traffic); "
+                                         "default every step")
+    r.add_argument("--max-memory", help="refuse a run (or flow dump) estimated to need more "
+                                        "memory, e.g. 8GiB (default: FLOWEMU_MAX_MEMORY or 80%% "
+                                        "of available memory)")
     r.add_argument("--congestion", metavar="PATH",
                    help="per-step congestion report and the run's Ψ/Ξ (Swing paper §2.2): "
                         "'-' prints it, a path writes CSV (steps; summary beside it)")
@@ -142,16 +148,14 @@ def _cmd_run(args) -> int:
     if args.format not in FORMATS:
         raise ConfigError(f"--format: unknown format {args.format!r}; allowed: {', '.join(FORMATS)}")
     if args.traffic:
-        if args.flows_out:
-            raise ConfigError("--flows-out works with --algorithm, not --traffic")
         df = time_traffic(args.topology, args.traffic, ecmp=args.ecmp, seed=args.seed,
-                          network=net)
+                          network=net, max_memory=_max_memory(args))
     else:
         df = simulate(args.topology, args.algorithm, args.sizes, ecmp=args.ecmp, seed=args.seed,
-                      ranks=args.ranks, network=net)
+                      ranks=args.ranks, network=net, max_memory=_max_memory(args))
     if args.flows_out:
         size = (parse_size(args.flows_size, "--flows-size") if args.flows_size
-                else max(parse_sizes(args.sizes)))
+                else None if args.traffic else max(parse_sizes(args.sizes)))
         _write_flows(args, net, size)
     _write(df, args.format, args.out)
     for note in dict.fromkeys(n for n in df.get("note", []) if n):   # fallbacks, said once
@@ -179,24 +183,58 @@ def _write_congestion(args, net) -> None:
     summary.to_csv(base.with_name(base.stem + "_summary.csv"), index=False)
 
 
+def _max_memory(args):
+    """``--max-memory`` checked as the option it is (None when not given)."""
+    if args.max_memory is None:
+        return None
+    from .budget import Limit, limit
+    try:
+        return Limit(limit(args.max_memory).bytes, "--max-memory")
+    except ConfigError as exc:
+        raise ConfigError(f"--max-memory: {str(exc).partition(': ')[2]}") from None
+
+
 def _write_flows(args, net, size) -> None:
-    from .api import _topology, expand_algorithm, simulate
-    from .engine import flow_table
-    topo = _topology(args.topology)
-    spec, candidates = expand_algorithm(args.algorithm)
-    opts = candidates[0]
-    if len(candidates) > 1:  # an auto option: detail the variant that wins at this size
-        best = simulate(topo, args.algorithm, [size], ecmp=args.ecmp, seed=args.seed,
-                        ranks=args.ranks, network=net)
-        opts = next(c for c in candidates if c[spec.auto_param] == best["variant"].iloc[0])
-    p = args.ranks or topo.num_endpoints
-    sched = spec.build(p, topo, False, **opts)
-    flows = flow_table(sched, topo, net, size, ecmp=args.ecmp, seed=args.seed)
+    """``--flows-out``: the per-flow dump (:func:`flowemu.flows`) of the
+    algorithm at ``size`` or of the traffic, CSV or parquet by extension,
+    written to a temporary file beside the target and renamed into place."""
+    import os
+
+    from .flowdump import flows
+    if args.flows_steps is not None and not args.flows_steps.strip():
+        raise ConfigError("--flows-steps: empty; expected indices such as 0,3,5-7 or labels")
+    try:
+        if args.traffic:
+            if args.flows_size:
+                raise ConfigError("--flows-size applies to --algorithm; --traffic flows carry "
+                                  "their own bytes")
+            table = flows(args.topology, traffic=args.traffic, steps=args.flows_steps,
+                          ecmp=args.ecmp, seed=args.seed, network=net,
+                          max_memory=_max_memory(args))
+        else:
+            table = flows(args.topology, args.algorithm, size=size, steps=args.flows_steps,
+                          ecmp=args.ecmp, seed=args.seed, ranks=args.ranks, network=net,
+                          max_memory=_max_memory(args))
+    except ConfigError as exc:
+        msg = str(exc)
+        if msg.startswith("steps:"):   # name the option the user typed
+            msg = "--flows-steps:" + msg[len("steps:"):]
+        raise ConfigError(msg) from None
     _parent(args.flows_out)
-    if args.flows_out.endswith(".parquet"):
-        flows.to_parquet(args.flows_out, index=False)
-    else:
-        flows.to_csv(args.flows_out, index=False)
+    target = Path(args.flows_out)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        if target.suffix.lower() in (".parquet", ".pq"):
+            table.to_parquet(tmp, index=False)
+        else:
+            table.to_csv(tmp, index=False)
+        os.replace(tmp, target)
+    except OSError as exc:
+        raise ConfigError(f"--flows-out: cannot write {str(target)!r}: "
+                          f"{exc.strerror or exc}") from None
+    finally:
+        if tmp.exists():
+            tmp.unlink()
 
 
 def _cmd_list(args) -> int:
