@@ -9,7 +9,9 @@ the argument; the memory a run needs is estimated before it is allocated
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -106,19 +108,33 @@ def _prepare(function: str, topology, algorithm, *, ecmp, seed, ranks, network, 
     net = checks.network(network, network_params, function, _KEYWORDS[function])
     ecmp, seed, threads = checks.ecmp(ecmp), checks.seed(seed), checks.threads(threads)
     n = None if sizes is _NO_SIZES else checks.sizes(sizes)
-    if not isinstance(algorithm, str):   # before building the topology
-        checks.text("algorithm", algorithm, "recdoub:variant=auto")
-    topo = _topology(topology, lim)
-    p = checks.ranks(ranks, topo)
     spec, candidates = expand_algorithm(algorithm)
     concurrent = threads if threads is not None else default_threads()
-    for cand in candidates:
-        # before the schedule exists: its shape from the algorithm, one route
-        # entry per flow (profile() counts the real entries before routing)
-        flows, distinct = budget.schedule_shape(spec.name, cand, p, topo)
-        need = budget.run_bytes(topo, p, [flows] * distinct, [flows] * distinct, concurrent)
-        budget.check(need, lim, f"{topo.spec} {spec.name}")
+    dims = budget.spec_dims(topology) if isinstance(topology, str) else None
+    if dims is not None:
+        # a torus/mesh spec: check the whole run before building anything
+        shape = SimpleNamespace(dims=dims, num_endpoints=math.prod(dims),
+                                spec=topology.strip())
+        budget.check(budget.topology_bytes(dims), lim, f"topology {shape.spec}")
+        _check_schedule_memory(spec, candidates, shape, checks.ranks(ranks, shape),
+                               concurrent, lim)
+    topo = _topology(topology, lim)
+    p = checks.ranks(ranks, topo)
+    if dims is None:
+        _check_schedule_memory(spec, candidates, topo, p, concurrent, lim)
     return _Run(topo, net, n, p, spec, candidates, ecmp, seed, threads, lim)
+
+
+def _check_schedule_memory(spec, candidates, topology, p: int, concurrent: int,
+                           lim: budget.Limit) -> None:
+    """Refuse a run whose schedule and solve would not fit, before the
+    schedule exists: its shape comes from the algorithm, with one route
+    entry per flow (:func:`flowemu.engine.profile` counts the real entries
+    before routing)."""
+    for cand in candidates:
+        flows, distinct = budget.schedule_shape(spec.name, cand, p, topology)
+        need = budget.run_bytes(topology, p, [flows] * distinct, [flows] * distinct, concurrent)
+        budget.check(need, lim, f"{topology.spec} {spec.name}")
 
 
 def simulate(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "split", seed: int = 0,

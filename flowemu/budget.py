@@ -22,7 +22,8 @@ before allocating them:
   every minimal path, so entries can be far more than hops — they are
   counted exactly by the routing kernel's first pass before any step is
   routed);
-* a flow dump (:func:`flow_dump_bytes`) per row and per route entry.
+* a flow dump (:func:`flow_dump_bytes`) per row, per row and route entry
+  of each distinct traffic pattern, and the largest step's text building.
 
 The per-flow and per-entry constants were measured as the growth of peak RSS
 (``ru_maxrss``) over a warmed-up process on torus runs (ring, swing,
@@ -62,12 +63,19 @@ SOLVE_FLOW_BYTES = 300
 #: per route entry of a step being routed and solved (link, fraction, the
 #: solver's link-major transpose and its per-entry state)
 SOLVE_ENTRY_BYTES = 24
-#: per row of a flow dump (numbers, Python string objects, the DataFrame)
-DUMP_ROW_BYTES = 600
-#: per route entry of a flow dump (the ``links`` and ``path`` texts)
-DUMP_ENTRY_BYTES = 64
+#: per row of a flow dump (numbers, references to the texts, the DataFrame
+#: and its concatenation)
+DUMP_ROW_BYTES = 200
+#: per row of a distinct traffic pattern in a flow dump (its own two texts;
+#: rows of a repeated pattern share them)
+DUMP_PATTERN_ROW_BYTES = 250
+#: per route entry of a distinct pattern (the ``links`` and ``path`` texts)
+DUMP_ENTRY_BYTES = 48
+#: per route entry of the largest step while its texts are built (pieces,
+#: the joined string and its split)
+DUMP_BUILD_ENTRY_BYTES = 250
 #: per row of a traffic table while it is read and split into steps
-TRAFFIC_ROW_BYTES = 200
+TRAFFIC_ROW_BYTES = 150
 
 
 @dataclass(frozen=True)
@@ -134,11 +142,15 @@ def available_memory() -> int:
     return max(0, min(candidates)) if candidates else 2**63 - 1
 
 
-def _cgroup_room() -> int | None:
+#: (limit, usage) files of cgroup v2 and v1
+CGROUP_FILES = (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+                ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
+                 "/sys/fs/cgroup/memory/memory.usage_in_bytes"))
+
+
+def _cgroup_room(files=CGROUP_FILES) -> int | None:
     """What the process's cgroup still allows (limit − usage), or None."""
-    for limit_file, usage_file in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
-                                   ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
-                                    "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
+    for limit_file, usage_file in files:
         try:
             raw = Path(limit_file).read_text().strip()
         except OSError:
@@ -238,10 +250,17 @@ def solve_bytes(flows: int, entries: int) -> int:
     return int(flows) * SOLVE_FLOW_BYTES + int(entries) * SOLVE_ENTRY_BYTES
 
 
-def flow_dump_bytes(rows: int, entries: int) -> int:
-    """Bytes of a flow dump DataFrame of ``rows`` flows with ``entries``
-    route entries in all (the text columns grow with the entries)."""
-    return int(rows) * DUMP_ROW_BYTES + int(entries) * DUMP_ENTRY_BYTES
+def flow_dump_bytes(rows: int, pattern_rows: int, pattern_entries: int,
+                    largest_step_entries: int) -> int:
+    """Bytes of a flow dump DataFrame of ``rows`` flows, of which
+    ``pattern_rows`` (with ``pattern_entries`` route entries) belong to
+    distinct traffic patterns — rows of a repeated step share their texts —
+    while the texts of a step of ``largest_step_entries`` entries are built.
+    Measured within 1.1-1.7x above the peak RSS growth (64x64 swing and
+    recdoub, 32x32 ring with 8M rows)."""
+    return (int(rows) * DUMP_ROW_BYTES + int(pattern_rows) * DUMP_PATTERN_ROW_BYTES
+            + int(pattern_entries) * DUMP_ENTRY_BYTES
+            + int(largest_step_entries) * DUMP_BUILD_ENTRY_BYTES)
 
 
 def traffic_file_bytes(path: Path, parquet: bool) -> int:

@@ -57,8 +57,8 @@ def flows(topology, algorithm=None, *, traffic=None, size=None, steps=None,
     ------
     ConfigError
         A bad argument, or a dump estimated to need more than the memory
-        limit (counted before routing: rows × ~600 B + route entries × ~64 B
-        of text, plus the solver's workspace).
+        limit (rows and route entries are counted before anything is
+        routed; see :func:`flowemu.budget.flow_dump_bytes`).
     """
     from .api import _prepare, _topology, simulate, traffic_schedule
     from .engine import check_memory, flow_table, make_context
@@ -103,8 +103,8 @@ def flows(topology, algorithm=None, *, traffic=None, size=None, steps=None,
     indices = select_steps(sched, steps)
     ctx = make_context(topo, net, ecmp, seed, None, sched.p)
     check_memory(ctx, sched, 1, lim)   # flow_table solves one step at a time
-    rows, entries = _dump_size(ctx, sched, indices)
-    budget.check(budget.flow_dump_bytes(rows, entries), lim,
+    rows, pattern_rows, entries, largest = _dump_size(ctx, sched, indices)
+    budget.check(budget.flow_dump_bytes(rows, pattern_rows, entries, largest), lim,
                  f"the flow dump of {what} ({rows} flows, {entries} route entries)")
     show_progress = (sys.stderr.isatty() or rows > PROGRESS_ROWS) if progress is None \
         else progress
@@ -116,21 +116,23 @@ def flows(topology, algorithm=None, *, traffic=None, size=None, steps=None,
     return table
 
 
-def _dump_size(ctx, schedule, indices) -> tuple[int, int]:
-    """Rows and route entries of the selected steps (a repeated pattern is
-    counted once per step: every step is a block of rows)."""
+def _dump_size(ctx, schedule, indices) -> tuple[int, int, int, int]:
+    """``(rows, pattern rows, pattern entries, largest step's entries)`` of
+    the selected steps: every step is a block of rows; a repeated traffic
+    pattern's texts are built once and shared."""
     counted: dict = {}
-    rows = entries = 0
+    rows = 0
     for k in indices:
         tr = schedule.steps[k].traffic
         if not tr.num_flows:
             continue
         if id(tr) not in counted:
-            counted[id(tr)] = ctx.topology.route_entries(ctx.mapping[tr.src],
-                                                         ctx.mapping[tr.dst], ctx.ecmp)
+            counted[id(tr)] = (tr.num_flows, ctx.topology.route_entries(
+                ctx.mapping[tr.src], ctx.mapping[tr.dst], ctx.ecmp))
         rows += tr.num_flows
-        entries += counted[id(tr)]
-    return rows, entries
+    pattern_rows = sum(f for f, _ in counted.values())
+    entries = [e for _, e in counted.values()]
+    return rows, pattern_rows, sum(entries), max(entries, default=0)
 
 
 _RANGE = re.compile(r"^(\d+)\s*-\s*(\d+)$")
