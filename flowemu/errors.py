@@ -52,7 +52,7 @@ def _plain(value):
                 # at most 21 elements: enough to print, never a copy of a huge array
                 return _plain(value.ravel()[:21].tolist())
         except Exception:  # noqa: BLE001 - printing must never fail
-            pass
+            return value
         return value
     if isinstance(value, list):
         return [_plain(v) for v in value[:20]] + (["..."] if len(value) > 20 else [])

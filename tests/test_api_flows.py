@@ -16,7 +16,7 @@ from flowemu.engine import FLOW_COLUMNS, describe_paths
 from flowemu.topology import parse_topology
 
 ROOT = Path(__file__).resolve().parents[1]
-FAST = dict(bandwidth=1e9, link_latency=0, hop_latency=0)
+FAST = {"bandwidth": 1e9, "link_latency": 0, "hop_latency": 0}
 
 
 def run(capsys, argv):
@@ -127,33 +127,33 @@ def test_describe_paths_equals_the_per_flow_loop(spec, ecmp):
 # --------------------------------------------------------------- bad input
 
 FLOWS_BAD = [
-    (dict(algorithm=None), "exactly one"),
-    (dict(traffic=pd.DataFrame({"step": [0], "src": [0], "dst": [1], "bytes": [1.0]})),
+    ({"algorithm": None}, "exactly one"),
+    ({"traffic": pd.DataFrame({"step": [0], "src": [0], "dst": [1], "bytes": [1.0]})},
      "exactly one"),
-    (dict(steps="zz"), "labelled 'zz'"),
-    (dict(steps="99"), "step 99 does not exist"),
-    (dict(steps=-1), "step -1 does not exist"),
-    (dict(steps="3-1"), "range '3-1'"),
-    (dict(steps="1-99"), "range '1-99'"),
-    (dict(steps=[1.5]), "steps: 1.5"),
-    (dict(steps=""), "steps"),
-    (dict(steps=[]), "selects no step"),
-    (dict(steps={"a"}), "steps"),
-    (dict(steps=np.float64(2.0)), "steps: 2.0"),
-    (dict(size=-1), "size"),
-    (dict(size="lots"), "size"),
-    (dict(size=[1, 2]), "size"),
-    (dict(progress="yes"), "progress"),
-    (dict(seed="x"), "seed"),
-    (dict(ranks=99), "ranks"),
-    (dict(colour=1), "flows: unknown keyword argument(s) colour"),
-    (dict(max_memory="64KiB"), "max_memory"),
+    ({"steps": "zz"}, "labelled 'zz'"),
+    ({"steps": "99"}, "step 99 does not exist"),
+    ({"steps": -1}, "step -1 does not exist"),
+    ({"steps": "3-1"}, "range '3-1'"),
+    ({"steps": "1-99"}, "range '1-99'"),
+    ({"steps": [1.5]}, "steps: 1.5"),
+    ({"steps": ""}, "steps"),
+    ({"steps": []}, "selects no step"),
+    ({"steps": {"a"}}, "steps"),
+    ({"steps": np.float64(2.0)}, "steps: 2.0"),
+    ({"size": -1}, "size"),
+    ({"size": "lots"}, "size"),
+    ({"size": [1, 2]}, "size"),
+    ({"progress": "yes"}, "progress"),
+    ({"seed": "x"}, "seed"),
+    ({"ranks": 99}, "ranks"),
+    ({"colour": 1}, "flows: unknown keyword argument(s) colour"),
+    ({"max_memory": "64KiB"}, "max_memory"),
 ]
 
 
 @pytest.mark.parametrize("bad,needle", FLOWS_BAD, ids=[str(b)[:40] for b, _ in FLOWS_BAD])
 def test_flows_bad_argument(bad, needle):
-    kw = dict(topology="torus:8x8", algorithm="recdoub:variant=bandwidth")
+    kw = {"topology": "torus:8x8", "algorithm": "recdoub:variant=bandwidth"}
     kw.update(bad)
     with pytest.raises(ConfigError) as info:
         flowemu.flows(kw.pop("topology"), kw.pop("algorithm"), **kw)
@@ -162,13 +162,13 @@ def test_flows_bad_argument(bad, needle):
 
 
 @pytest.mark.parametrize("bad,needle", [
-    (dict(size="1MiB"), "size: applies to an algorithm"),
-    (dict(ranks=4), "ranks: applies to an algorithm"),
-    (dict(steps="step3"), "labelled 'step3'"),
-    (dict(traffic=[]), "empty"),
+    ({"size": "1MiB"}, "size: applies to an algorithm"),
+    ({"ranks": 4}, "ranks: applies to an algorithm"),
+    ({"steps": "step3"}, "labelled 'step3'"),
+    ({"traffic": []}, "empty"),
 ])
 def test_flows_bad_argument_with_traffic(bad, needle):
-    kw = dict(traffic=pd.DataFrame({"step": [0], "src": [0], "dst": [1], "bytes": [1.0]}))
+    kw = {"traffic": pd.DataFrame({"step": [0], "src": [0], "dst": [1], "bytes": [1.0]})}
     kw.update(bad)
     with pytest.raises(ConfigError, match=needle.replace("(", r"\(")):
         flowemu.flows("torus:4x4", **kw)
@@ -210,7 +210,7 @@ def test_cli_flows_out_parquet_by_extension(capsys, tmp_path):
 ])
 def test_cli_flows_bad_input(capsys, tmp_path, extra, needle):
     out = tmp_path / "f.csv"
-    code, stdout, err = run(capsys, ["run", "-t", "torus:8x8", "-a", "recdoub:variant=bandwidth",
+    code, _, err = run(capsys, ["run", "-t", "torus:8x8", "-a", "recdoub:variant=bandwidth",
                                      "-s", "1MiB", "--flows-out", str(out)] + extra)
     assert code == 2
     lines = err.strip().splitlines()
@@ -232,7 +232,7 @@ def test_progress_lines_on_stderr_for_large_dumps(tmp_path):
     code = ("import sys; from flowemu.cli import main; sys.exit(main(['run', '-t', "
             "'torus:64x64', '-a', 'swing:variant=bandwidth', '-s', '1MiB', '--ecmp', 'dor', "
             f"'--flows-out', {str(tmp_path / 'f.parquet')!r}, '-f', 'csv']))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+    out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, cwd=ROOT,
                          env={"PYTHONPATH": str(ROOT)}, timeout=300)
     assert out.returncode == 0, out.stderr
     lines = [ln for ln in out.stderr.splitlines() if ln.startswith("flowemu: flows:")]

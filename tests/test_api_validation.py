@@ -18,7 +18,7 @@ from flowemu.topology import parse_topology
 
 TOPO = "torus:4x4"
 #: one link of 1 GB/s, no latency: a flow of b bytes alone on its link takes b/1e9 s
-FAST = dict(bandwidth=1e9, link_latency=0, hop_latency=0)
+FAST = {"bandwidth": 1e9, "link_latency": 0, "hop_latency": 0}
 
 
 def _message(call) -> str:
@@ -38,64 +38,64 @@ def _frame(rows, columns=("step", "src", "dst", "bytes")):
 # ---------------------------------------------------------------- simulate
 
 SIMULATE_BAD = [
-    (dict(topology=42), "topology"),
-    (dict(topology=None), "topology"),
-    (dict(topology=["torus:4x4"]), "topology"),
-    (dict(topology="torus:1x4"), "torus:1x4"),
-    (dict(algorithm=3), "algorithm"),
-    (dict(algorithm=None), "algorithm"),
-    (dict(algorithm=""), "algorithm"),
-    (dict(algorithm="nosuch"), "nosuch"),
-    (dict(algorithm="ring:ports=3"), "ports"),
-    (dict(sizes=None), "sizes"),
-    (dict(sizes=[]), "sizes"),
-    (dict(sizes=np.array([])), "sizes"),
-    (dict(sizes=[-1]), "sizes"),
-    (dict(sizes=0), "sizes"),
-    (dict(sizes=[float("nan")]), "sizes"),
-    (dict(sizes=np.array([1024.0, np.nan])), "sizes"),
-    (dict(sizes=[1.5]), "sizes"),
-    (dict(sizes=[True]), "sizes"),
-    (dict(sizes=np.zeros((2, 2))), "sizes"),
-    (dict(sizes={"a": 1}), "sizes"),
-    (dict(sizes=[[1024]]), "sizes"),
-    (dict(sizes="lots"), "sizes"),
-    (dict(seed="1"), "seed"),
-    (dict(seed=1.0), "seed"),
-    (dict(seed=True), "seed"),
-    (dict(seed=-1), "seed"),
-    (dict(seed=2**64), "seed"),
-    (dict(seed=np.float64(1)), "seed"),
-    (dict(seed=None), "seed"),
-    (dict(ranks=1), "ranks"),
-    (dict(ranks=17), "ranks"),
-    (dict(ranks=np.int64(17)), "ranks"),
-    (dict(ranks="4"), "ranks"),
-    (dict(ranks=4.0), "ranks"),
-    (dict(ranks=True), "ranks"),
-    (dict(threads=0), "threads"),
-    (dict(threads="2"), "threads"),
-    (dict(threads=np.int32(-1)), "threads"),
-    (dict(ecmp="random"), "ecmp"),
-    (dict(ecmp=None), "ecmp"),
-    (dict(ecmp=["split"]), "ecmp"),
-    (dict(network="fast"), "network"),
-    (dict(network=Network(), bandwidth="1Gb/s"), "network"),
-    (dict(bandwidth="fast"), "bandwidth"),
-    (dict(bandwidth=[1]), "bandwidth"),
-    (dict(bandwidth=10**400), "bandwidth"),
-    (dict(link_latency=np.float64(-1)), "link_latency"),
-    (dict(colour="red"), "colour"),
-    (dict(max_memory="lots"), "max_memory"),
-    (dict(max_memory=-1), "max_memory"),
-    (dict(max_memory="80%"), "max_memory"),
-    (dict(max_memory=[1]), "max_memory"),
+    ({"topology": 42}, "topology"),
+    ({"topology": None}, "topology"),
+    ({"topology": ["torus:4x4"]}, "topology"),
+    ({"topology": "torus:1x4"}, "torus:1x4"),
+    ({"algorithm": 3}, "algorithm"),
+    ({"algorithm": None}, "algorithm"),
+    ({"algorithm": ""}, "algorithm"),
+    ({"algorithm": "nosuch"}, "nosuch"),
+    ({"algorithm": "ring:ports=3"}, "ports"),
+    ({"sizes": None}, "sizes"),
+    ({"sizes": []}, "sizes"),
+    ({"sizes": np.array([])}, "sizes"),
+    ({"sizes": [-1]}, "sizes"),
+    ({"sizes": 0}, "sizes"),
+    ({"sizes": [float("nan")]}, "sizes"),
+    ({"sizes": np.array([1024.0, np.nan])}, "sizes"),
+    ({"sizes": [1.5]}, "sizes"),
+    ({"sizes": [True]}, "sizes"),
+    ({"sizes": np.zeros((2, 2))}, "sizes"),
+    ({"sizes": {"a": 1}}, "sizes"),
+    ({"sizes": [[1024]]}, "sizes"),
+    ({"sizes": "lots"}, "sizes"),
+    ({"seed": "1"}, "seed"),
+    ({"seed": 1.0}, "seed"),
+    ({"seed": True}, "seed"),
+    ({"seed": -1}, "seed"),
+    ({"seed": 2**64}, "seed"),
+    ({"seed": np.float64(1)}, "seed"),
+    ({"seed": None}, "seed"),
+    ({"ranks": 1}, "ranks"),
+    ({"ranks": 17}, "ranks"),
+    ({"ranks": np.int64(17)}, "ranks"),
+    ({"ranks": "4"}, "ranks"),
+    ({"ranks": 4.0}, "ranks"),
+    ({"ranks": True}, "ranks"),
+    ({"threads": 0}, "threads"),
+    ({"threads": "2"}, "threads"),
+    ({"threads": np.int32(-1)}, "threads"),
+    ({"ecmp": "random"}, "ecmp"),
+    ({"ecmp": None}, "ecmp"),
+    ({"ecmp": ["split"]}, "ecmp"),
+    ({"network": "fast"}, "network"),
+    ({"network": Network(), "bandwidth": "1Gb/s"}, "network"),
+    ({"bandwidth": "fast"}, "bandwidth"),
+    ({"bandwidth": [1]}, "bandwidth"),
+    ({"bandwidth": 10**400}, "bandwidth"),
+    ({"link_latency": np.float64(-1)}, "link_latency"),
+    ({"colour": "red"}, "colour"),
+    ({"max_memory": "lots"}, "max_memory"),
+    ({"max_memory": -1}, "max_memory"),
+    ({"max_memory": "80%"}, "max_memory"),
+    ({"max_memory": [1]}, "max_memory"),
 ]
 
 
 @pytest.mark.parametrize("bad,name", SIMULATE_BAD, ids=[show(b) for b, _ in SIMULATE_BAD])
 def test_simulate_bad_argument(bad, name):
-    kw = dict(topology=TOPO, algorithm="ring", sizes="1KiB")
+    kw = {"topology": TOPO, "algorithm": "ring", "sizes": "1KiB"}
     kw.update(bad)
     msg = _message(lambda: flowemu.simulate(kw.pop("topology"), kw.pop("algorithm"), **kw))
     assert name in msg
@@ -223,12 +223,12 @@ def test_time_traffic_bad_traffic(traffic, needle):
 
 
 @pytest.mark.parametrize("bad,name", [
-    (dict(name=3), "name"), (dict(seed="x"), "seed"), (dict(ecmp="any"), "ecmp"),
-    (dict(topology=3), "topology"), (dict(network=1), "network"), (dict(speed=1), "speed"),
-    (dict(threads=0), "threads"), (dict(max_memory="1KiB"), "max_memory"),
+    ({"name": 3}, "name"), ({"seed": "x"}, "seed"), ({"ecmp": "any"}, "ecmp"),
+    ({"topology": 3}, "topology"), ({"network": 1}, "network"), ({"speed": 1}, "speed"),
+    ({"threads": 0}, "threads"), ({"max_memory": "1KiB"}, "max_memory"),
 ])
 def test_time_traffic_bad_argument(bad, name):
-    kw = dict(topology=TOPO, traffic=_frame(GOOD_ROWS))
+    kw = {"topology": TOPO, "traffic": _frame(GOOD_ROWS)}
     kw.update(bad)
     msg = _message(lambda: flowemu.time_traffic(kw.pop("topology"), kw.pop("traffic"), **kw))
     assert name in msg
@@ -262,12 +262,12 @@ def test_traffic_object_bad_arrays():
 # --------------------------------------------------------------- congestion
 
 @pytest.mark.parametrize("bad,name", [
-    (dict(algorithm=None), "algorithm"), (dict(seed="x"), "seed"), (dict(ranks=99), "ranks"),
-    (dict(ecmp=1), "ecmp"), (dict(sizes="1KiB"), "sizes"), (dict(topology=1.5), "topology"),
-    (dict(network=Network(), alpha=1), "network"), (dict(max_memory="1KiB"), "max_memory"),
+    ({"algorithm": None}, "algorithm"), ({"seed": "x"}, "seed"), ({"ranks": 99}, "ranks"),
+    ({"ecmp": 1}, "ecmp"), ({"sizes": "1KiB"}, "sizes"), ({"topology": 1.5}, "topology"),
+    ({"network": Network(), "alpha": 1}, "network"), ({"max_memory": "1KiB"}, "max_memory"),
 ])
 def test_congestion_bad_argument(bad, name):
-    kw = dict(topology=TOPO, algorithm="ring")
+    kw = {"topology": TOPO, "algorithm": "ring"}
     kw.update(bad)
     msg = _message(lambda: flowemu.congestion(kw.pop("topology"), kw.pop("algorithm"), **kw))
     assert name in msg
@@ -290,15 +290,15 @@ def _schedule(p=16):
 
 
 @pytest.mark.parametrize("bad,name", [
-    (dict(schedule=None), "schedule"), (dict(schedule="ring"), "schedule"),
-    (dict(topology=5), "topology"), (dict(network="x"), "network"),
-    (dict(ecmp="x"), "ecmp"), (dict(seed=0.5), "seed"), (dict(congestion="yes"), "congestion"),
-    (dict(threads=0), "threads"), (dict(mapping=[[1], [2, 3]]), "mapping"),
-    (dict(mapping=[0] * 16), "mapping"), (dict(mapping=list(range(8))), "ranks 0..7"),
-    (dict(mapping=["a"] * 16), "mapping"), (dict(max_memory="1KiB"), "max_memory"),
+    ({"schedule": None}, "schedule"), ({"schedule": "ring"}, "schedule"),
+    ({"topology": 5}, "topology"), ({"network": "x"}, "network"),
+    ({"ecmp": "x"}, "ecmp"), ({"seed": 0.5}, "seed"), ({"congestion": "yes"}, "congestion"),
+    ({"threads": 0}, "threads"), ({"mapping": [[1], [2, 3]]}, "mapping"),
+    ({"mapping": [0] * 16}, "mapping"), ({"mapping": list(range(8))}, "ranks 0..7"),
+    ({"mapping": ["a"] * 16}, "mapping"), ({"max_memory": "1KiB"}, "max_memory"),
 ])
 def test_profile_bad_argument(bad, name):
-    kw = dict(schedule=_schedule(), topology=parse_topology(TOPO))
+    kw = {"schedule": _schedule(), "topology": parse_topology(TOPO)}
     kw.update(bad)
     msg = _message(lambda: profile(kw.pop("schedule"), kw.pop("topology"), **kw))
     assert name in msg
@@ -332,7 +332,7 @@ ANY = st.one_of(
                             "incast_threshold"]),
        value=ANY)
 def test_simulate_raises_only_config_errors(arg, value):
-    kw = dict(topology="torus:4", algorithm="ring", sizes="1KiB", threads=1)
+    kw = {"topology": "torus:4", "algorithm": "ring", "sizes": "1KiB", "threads": 1}
     kw[arg] = value
     try:
         df = flowemu.simulate(kw.pop("topology"), kw.pop("algorithm"), **kw)
@@ -347,7 +347,7 @@ def test_simulate_raises_only_config_errors(arg, value):
        arg=st.sampled_from(["traffic", "name", "seed", "ecmp"]))
 def test_time_traffic_raises_only_config_errors(column, value, arg):
     rows = _frame([(0, 0, 1, 1e3), (1, 1, 2, 1e3)]).astype(object)
-    kw = dict(traffic=rows, name="t", seed=0, ecmp="split")
+    kw = {"traffic": rows, "name": "t", "seed": 0, "ecmp": "split"}
     if arg == "traffic":
         try:
             rows.at[0, column] = value

@@ -149,7 +149,7 @@ def test_huge_run_through_the_cli_in_a_subprocess():
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
         print(rc, peak)
     """)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True,
                          cwd=ROOT, env={"PYTHONPATH": str(ROOT), "FLOWEMU_MAX_MEMORY": "16GiB"},
                          timeout=120)
     rc, peak = out.stdout.split()
@@ -260,7 +260,7 @@ MEASURE = textwrap.dedent("""
     ("torus:64x64", "recdoub:variant=latency", "split", "dump"),
 ])
 def test_estimate_within_2x_of_measured_peak(spec, alg, ecmp, what):
-    out = subprocess.run([sys.executable, "-c", MEASURE, spec, alg, ecmp, what],
+    out = subprocess.run([sys.executable, "-c", MEASURE, spec, alg, ecmp, what], check=False,
                          capture_output=True, text=True, cwd=ROOT, timeout=300,
                          env={"PYTHONPATH": str(ROOT), "FLOWEMU_THREADS": "1"})
     assert out.returncode == 0, out.stderr
