@@ -104,6 +104,16 @@ def test_tiny_limit_from_env(monkeypatch):
     assert len(flowemu.simulate("torus:8x8", "swing", "1MiB")) == 1
 
 
+@pytest.mark.parametrize("spec", ["torus:8x8", "torus:7x4", "mesh:5x3", "torus:2x2x3", "torus:9"])
+@pytest.mark.parametrize("ecmp", ["split", "dor"])
+def test_max_route_entries_bounds_every_flow(spec, ecmp):
+    topo = flowemu.topology.parse_topology(spec)
+    nodes = np.arange(topo.num_nodes)
+    src, dst = np.repeat(nodes, topo.num_nodes), np.tile(nodes, topo.num_nodes)
+    counts = np.diff(topo.route(src, dst, ecmp=ecmp).flow_ptr)
+    assert counts.max() == topo.max_route_entries(ecmp)   # the bound is reached
+
+
 def test_route_entries_are_counted_exactly_before_routing():
     # split routing of 0 -> (2, 2) on torus:8x8 uses every link of the 3x3
     # grid of minimal paths: 2 dims x 2 steps x 3 = 12 links; dor uses 4
@@ -118,7 +128,7 @@ def test_route_entries_are_counted_exactly_before_routing():
     from flowemu.network import Network
     sched = get_algorithm("recdoub").build(64, topo, False, variant="latency")
     need = {e: check_memory(make_context(topo, Network(), e, 0, None, 64), sched, 1,
-                            budget.Limit(2**62, "test")) for e in ("dor", "split")}
+                            budget.Limit(2**62, "test"), exact=True) for e in ("dor", "split")}
     assert need["split"] > need["dor"]
     lim = (need["split"] + need["dor"]) // 2
     flowemu.simulate(topo, "recdoub:variant=latency", "1MiB", ecmp="dor", max_memory=lim,
@@ -238,7 +248,7 @@ MEASURE = textwrap.dedent("""
         topo = parse_topology(spec)
         sched = name.build(topo.num_endpoints, topo, False, **cands[0])
         ctx = make_context(topo, Network(), ecmp, 0, None, sched.p)
-        est = check_memory(ctx, sched, 1, budget.Limit(2**62, "test"))
+        est = check_memory(ctx, sched, 1, budget.Limit(2**62, "test"), exact=True)
         profile(sched, topo, ecmp=ecmp, threads=1)
     else:
         seen = {}

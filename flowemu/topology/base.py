@@ -105,6 +105,11 @@ class Topology:
             total += self.route(src[a:a + (1 << 16)], dst[a:a + (1 << 16)], ecmp).num_entries
         return total
 
+    def max_route_entries(self, ecmp: str = "split") -> int | None:
+        """An upper bound on the route entries of any one flow (None when the
+        family gives none; then :meth:`route_entries` counts them)."""
+        return None
+
     def ingress_capacity_scale(self) -> np.ndarray:
         """Total capacity (× link bandwidth) of the links entering each vertex,
         float64[num_nodes]; the incast model's per-receiver β is its inverse."""

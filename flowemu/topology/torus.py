@@ -296,6 +296,23 @@ class Torus(Topology):
         self._check_status(status, bad, src, dst)
         return Routes(flow_ptr=flow_ptr, link=link, frac=frac, hops=hops)
 
+    def max_route_entries(self, ecmp: str = "split") -> int:
+        """Upper bound on one flow's route entries: the diameter for a single
+        path; for split routes the links of the product DAG of the farthest
+        offset in every dimension (a torus dimension of even size d has a
+        tie at d/2: 2·(d/2) states and links each way)."""
+        check_ecmp(ecmp)
+        far = [d // 2 if self.wrap else d - 1 for d in self.dims]
+        if ecmp != "split":
+            return int(sum(far))
+        states, edges = 1, 0
+        for d, m in zip(self.dims, far, strict=True):
+            tie = self.wrap and d % 2 == 0
+            n_i, e_i = (2 * m, 2 * m) if tie else (m + 1, m)
+            edges = edges * n_i + states * e_i
+            states *= n_i
+        return int(edges)
+
     def route_entries(self, src, dst, ecmp: str = "split") -> int:
         """Route entries :meth:`route` would return for these flows, from the
         routing kernel's counting pass (12 bytes of scratch per flow, no
