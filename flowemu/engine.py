@@ -52,7 +52,7 @@ class StepProfile:
     def max_flows_per_link(self) -> int:
         """Most flows crossing one link direction (needs ``congestion=True``)."""
         if self.congestion is None:
-            raise ValueError("profile(..., congestion=True) computes per-link counts")
+            raise ConfigError("congestion: profile(..., congestion=True) computes per-link counts")
         return self.congestion.max_flows_per_link
 
     def time(self, sizes) -> np.ndarray:
@@ -134,7 +134,8 @@ class Profile:
         import pandas as pd
 
         if any(s.congestion is None for s in self.steps):
-            raise ValueError("profile(..., congestion=True) is needed for a congestion report")
+            raise ConfigError("congestion: profile(..., congestion=True) is needed for a congestion "
+                              "report")
         rows = [{"step": k, "label": s.label, "flows": s.num_flows,
                  "max_flows_per_link": s.congestion.max_flows_per_link,
                  "max_link_load": s.congestion.max_link_load,

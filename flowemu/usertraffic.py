@@ -196,6 +196,11 @@ def traffic_steps(traffic, max_memory=None) -> tuple[str | None, np.ndarray, lis
         steps, tr = read_traffic_steps(traffic, max_memory)
         return Path(traffic).name, steps, tr
     if isinstance(traffic, pd.DataFrame):
+        from . import budget
+
+        # the checked copies of its columns and the steps cut from them
+        budget.check(len(traffic) * budget.TRAFFIC_ROW_BYTES, budget.limit(max_memory),
+                     f"checking a traffic DataFrame of {len(traffic)} rows")
         steps, tr = frame_steps(traffic, "traffic")
         return None, steps, tr
     tr = check_traffic_list(traffic)

@@ -8,6 +8,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import flowemu
 from flowemu import ConfigError
@@ -248,3 +250,24 @@ def test_no_progress_for_small_dumps(capsys):
     assert capsys.readouterr().err == ""
     flowemu.flows("torus:4x4", "ring", steps="0", progress=True)
     assert "flowemu: flows: step 1/1 (rs0)" in capsys.readouterr().err
+
+
+STEPS_ANY = st.one_of(
+    st.none(), st.booleans(), st.integers(-3, 20), st.floats(), st.text(max_size=8),
+    st.lists(st.one_of(st.integers(-2, 14), st.text(max_size=4)), max_size=3),
+    st.sampled_from(["rs0", "ag1", "0-3", "3-0", "0,1", "1-", "-1", " 2 ", "2 - 4"]),
+    st.integers(0, 12).map(np.int64), st.dictionaries(st.text(max_size=2), st.integers()),
+)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(steps=STEPS_ANY, size=st.one_of(st.none(), st.integers(-5, 2**40), st.floats(),
+                                       st.text(max_size=6), st.integers(0, 9).map(np.int32)))
+def test_flows_raises_only_config_errors(steps, size):
+    try:
+        df = flowemu.flows("torus:8x8", "recdoub:variant=bandwidth", steps=steps, size=size,
+                           progress=False)
+    except ConfigError as exc:
+        assert "\n" not in str(exc) and "np." not in str(exc)
+    else:
+        assert len(df) > 0 and list(df.columns) == FLOW_COLUMNS
