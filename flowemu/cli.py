@@ -195,46 +195,31 @@ def _max_memory(args):
 
 
 def _write_flows(args, net, size) -> None:
-    """``--flows-out``: the per-flow dump (:func:`flowemu.flows`) of the
-    algorithm at ``size`` or of the traffic, CSV or parquet by extension,
-    written to a temporary file beside the target and renamed into place."""
-    import os
-
-    from .flowdump import flows
+    """``--flows-out``: the per-flow dump (:func:`flowemu.flowdump.write_flows`)
+    of the algorithm at ``size`` or of the traffic, CSV or parquet by
+    extension, streamed step by step into a temporary file that is renamed
+    into place."""
+    from .flowdump import write_flows
     if args.flows_steps is not None and not args.flows_steps.strip():
         raise ConfigError("--flows-steps: empty; expected indices such as 0,3,5-7 or labels")
+    if args.traffic and args.flows_size:
+        raise ConfigError("--flows-size applies to --algorithm; --traffic flows carry their "
+                          "own bytes")
+    _parent(args.flows_out)
+    common = {"steps": args.flows_steps, "ecmp": args.ecmp, "seed": args.seed,
+              "network": net, "max_memory": _max_memory(args)}
     try:
         if args.traffic:
-            if args.flows_size:
-                raise ConfigError("--flows-size applies to --algorithm; --traffic flows carry "
-                                  "their own bytes")
-            table = flows(args.topology, traffic=args.traffic, steps=args.flows_steps,
-                          ecmp=args.ecmp, seed=args.seed, network=net,
-                          max_memory=_max_memory(args))
+            write_flows(args.flows_out, args.topology, traffic=args.traffic, **common)
         else:
-            table = flows(args.topology, args.algorithm, size=size, steps=args.flows_steps,
-                          ecmp=args.ecmp, seed=args.seed, ranks=args.ranks, network=net,
-                          max_memory=_max_memory(args))
+            write_flows(args.flows_out, args.topology, args.algorithm, size=size,
+                        ranks=args.ranks, **common)
     except ConfigError as exc:
         msg = str(exc)
-        if msg.startswith("steps:"):   # name the option the user typed
-            msg = "--flows-steps:" + msg[len("steps:"):]
+        for name, option in (("steps:", "--flows-steps:"), ("path:", "--flows-out:")):
+            if msg.startswith(name):   # name the option the user typed
+                msg = option + msg[len(name):]
         raise ConfigError(msg) from None
-    _parent(args.flows_out)
-    target = Path(args.flows_out)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    try:
-        if target.suffix.lower() in (".parquet", ".pq"):
-            table.to_parquet(tmp, index=False)
-        else:
-            table.to_csv(tmp, index=False)
-        os.replace(tmp, target)
-    except OSError as exc:
-        raise ConfigError(f"--flows-out: cannot write {str(target)!r}: "
-                          f"{exc.strerror or exc}") from None
-    finally:
-        if tmp.exists():
-            tmp.unlink()
 
 
 def _cmd_list(args) -> int:

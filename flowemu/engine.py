@@ -528,19 +528,50 @@ def flow_table(schedule: Schedule, topology: Topology, network: Network | None, 
         Indices of the steps to detail (default: every step), in this order.
     progress : callable ``(done, total, step_index, flows)``, optional
         Called after each step.
+    """
+    import pandas as pd
+
+    frames = [f for f in iter_flow_frames(schedule, topology, network, size, ecmp=ecmp,
+                                          seed=seed, mapping=mapping, steps=steps,
+                                          progress=progress) if f is not None]
+    if not frames:
+        return empty_flow_table()
+    return pd.concat(frames, ignore_index=True)
+
+
+def empty_flow_table():
+    """A flow table without rows, with the columns' dtypes."""
+    import pandas as pd
+
+    return pd.DataFrame({"step": np.zeros(0, np.int64), "label": np.zeros(0, str),
+                         "src": np.zeros(0, np.int32), "dst": np.zeros(0, np.int32),
+                         "src_node": np.zeros(0, np.int32), "dst_node": np.zeros(0, np.int32),
+                         "bytes": np.zeros(0), "hops": np.zeros(0, np.int32),
+                         "rate_Bps": np.zeros(0), "finish_s": np.zeros(0),
+                         "links": np.zeros(0, str), "path": np.zeros(0, str)})
+
+
+def iter_flow_frames(schedule: Schedule, topology: Topology, network: Network | None,
+                     size: float, *, ecmp: str = "split", seed: int = 0, mapping=None,
+                     steps=None, progress=None):
+    """:func:`flow_table` one step at a time: yields a DataFrame per selected
+    step (None for a step without flows), so that a writer can stream them.
 
     Steps that repeat one traffic pattern are routed, solved and described
-    once; their rows share the text objects.
+    once; a pattern's routes and texts are dropped after its last selected
+    step, so memory holds only the patterns still to be used.
     """
     import pandas as pd
 
     network = network or Network()
     ctx = make_context(topology, network, ecmp, seed, mapping, schedule.p)
-    indices = range(schedule.num_steps) if steps is None else steps
-    frames, done, names = [], {}, {}
+    indices = list(range(schedule.num_steps) if steps is None else steps)
+    last_use = {id(schedule.steps[k].traffic): i for i, k in enumerate(indices)}
+    done, names = {}, {}
     for i, k in enumerate(indices):
         step = schedule.steps[k]
         tr = step.traffic
+        frame = None
         if tr.num_flows:
             hit = done.get(id(tr))
             if hit is None:
@@ -549,18 +580,19 @@ def flow_table(schedule: Schedule, topology: Topology, network: Network | None, 
                 links, paths = describe_paths(topology, routes, src, ecmp, names)
                 hit = done[id(tr)] = (routes, src, dst, sol, links, paths)
             routes, src, dst, sol, links, paths = hit
-            frames.append(pd.DataFrame({
-                "step": k, "label": step.label, "src": tr.src, "dst": tr.dst,
-                "src_node": src, "dst_node": dst, "bytes": tr.share * size,
+            frame = pd.DataFrame({
+                "step": np.full(tr.num_flows, k, dtype=np.int64), "label": step.label,
+                "src": tr.src, "dst": tr.dst, "src_node": src,
+                "dst_node": dst, "bytes": tr.share * size,
                 "hops": routes.hops, "rate_Bps": sol.rate0,
                 "finish_s": flow_latency(routes, network) + sol.finish,
                 "links": links, "path": paths,
-            }))
+            })
+            if last_use[id(tr)] == i:
+                del done[id(tr)]
         if progress is not None:
             progress(i + 1, len(indices), k, tr.num_flows)
-    if not frames:
-        return pd.DataFrame(columns=FLOW_COLUMNS)
-    return pd.concat(frames, ignore_index=True)
+        yield frame
 
 
 def describe_paths(topology: Topology, routes: Routes, src: np.ndarray, ecmp: str,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import sys
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -60,8 +61,136 @@ def flows(topology, algorithm=None, *, traffic=None, size=None, steps=None,
         limit (rows and route entries are counted before anything is
         routed; see :func:`flowemu.budget.flow_dump_bytes`).
     """
+    plan = _plan(topology, algorithm, traffic, size, steps, ecmp, seed, ranks, network,
+                 threads, max_memory, progress, network_params)
+    budget.check(budget.flow_dump_bytes(plan.rows, plan.pattern_rows, plan.entries,
+                                        plan.largest_entries), plan.limit, plan.what)
+    from .engine import flow_table
+
+    report = plan.progress()
+    table = flow_table(plan.schedule, plan.topology, plan.network, plan.size, ecmp=plan.ecmp,
+                       seed=plan.seed, steps=plan.indices, progress=report)
+    if report is not None:
+        report.finish()
+    return table
+
+
+def write_flows(path, topology, algorithm=None, *, traffic=None, size=None, steps=None,
+                ecmp: str = "split", seed: int = 0, ranks: int | None = None, network=None,
+                threads: int | None = None, max_memory=None, progress=None,
+                **network_params) -> int:
+    """Write the flow dump of :func:`flows` to ``path`` step by step.
+
+    CSV, or parquet for a ``.parquet``/``.pq`` name; written to a temporary
+    file beside ``path`` and renamed into place, so ``path`` is either the
+    whole dump or untouched. Streaming bounds memory by the patterns still to
+    be written and one step's rows (not the whole table), so dumps larger
+    than memory can be written when the disk holds them. Returns the rows
+    written. Arguments as for :func:`flows`.
+    """
+    import os
+    from pathlib import Path
+
+    from .engine import empty_flow_table, iter_flow_frames
+
+    if not isinstance(path, (str, Path)):
+        raise ConfigError(f"path: {show(path)} is not a file name")
+    target = Path(path)
+    if target.is_dir():
+        raise ConfigError(f"path: {str(target)!r} is a directory; expected a file name")
+    if not target.resolve().parent.is_dir():
+        raise ConfigError(f"path: directory {str(target.resolve().parent)!r} does not exist")
+    plan = _plan(topology, algorithm, traffic, size, steps, ecmp, seed, ranks, network,
+                 threads, max_memory, progress, network_params)
+    budget.check(budget.flow_dump_bytes(plan.largest_rows, plan.pattern_rows, plan.entries,
+                                        plan.largest_entries), plan.limit, plan.what)
+    parquet = target.suffix.lower() in (".parquet", ".pq")
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    report = plan.progress()
+    written = 0
+    try:
+        with _Sink(tmp, parquet) as sink:
+            for frame in iter_flow_frames(plan.schedule, plan.topology, plan.network, plan.size,
+                                          ecmp=plan.ecmp, seed=plan.seed, steps=plan.indices,
+                                          progress=report):
+                if frame is not None:
+                    sink.write(frame)
+                    written += len(frame)
+            if written == 0:
+                sink.write(empty_flow_table())
+        os.replace(tmp, target)
+    except OSError as exc:
+        raise ConfigError(f"path: cannot write {str(target)!r}: {exc.strerror or exc}") from None
+    finally:
+        if report is not None:
+            report.finish()
+        if tmp.exists():
+            tmp.unlink()
+    return written
+
+
+class _Sink:
+    """Appends DataFrames to one CSV (header once) or parquet file."""
+
+    def __init__(self, path, parquet: bool):
+        self.path, self.parquet = path, parquet
+        self.handle = None
+
+    def __enter__(self):
+        return self
+
+    def write(self, frame) -> None:
+        if self.parquet:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            table = pa.Table.from_pandas(frame, preserve_index=False)
+            if self.handle is None:
+                self.handle = pq.ParquetWriter(self.path, table.schema)
+            self.handle.write_table(table.cast(self.handle.schema))
+        else:
+            first = self.handle is None
+            if first:
+                self.handle = open(self.path, "w", newline="")  # noqa: SIM115 - __exit__
+            frame.to_csv(self.handle, index=False, header=first)
+
+    def __exit__(self, *exc) -> None:
+        if self.handle is not None:
+            self.handle.close()
+
+
+@dataclass
+class _Plan:
+    """A checked flow dump: what to detail and how big it is."""
+
+    schedule: object
+    topology: object
+    network: object
+    size: float
+    ecmp: str
+    seed: int
+    indices: list
+    limit: budget.Limit
+    what: str
+    rows: int
+    largest_rows: int
+    pattern_rows: int
+    entries: int
+    largest_entries: int
+    show_progress: bool | None
+
+    def progress(self):
+        show_it = (sys.stderr.isatty() or self.rows > PROGRESS_ROWS) \
+            if self.show_progress is None else self.show_progress
+        return _Progress(self.schedule, self.rows) if show_it else None
+
+
+def _plan(topology, algorithm, traffic, size, steps, ecmp, seed, ranks, network, threads,
+          max_memory, progress, network_params) -> _Plan:
+    """Check every argument of a dump, build its schedule, select its steps
+    and count its rows and route entries (nothing routed yet)."""
     from .api import _prepare, _topology, simulate, traffic_schedule
-    from .engine import check_memory, flow_table, make_context
+    from .engine import check_memory, make_context
 
     if progress is not None:
         progress = checks.flag("progress", progress)
@@ -79,49 +208,40 @@ def flows(topology, algorithm=None, *, traffic=None, size=None, steps=None,
                              ("traffic", "steps", "ecmp", "seed", "network", "threads",
                               "max_memory", "progress"))
         ecmp, seed = checks.ecmp(ecmp), checks.seed(seed)
-        threads = checks.threads(threads)
+        checks.threads(threads)
         topo = _topology(topology, lim)
         sched = traffic_schedule(topo, traffic, None, lim)
         nbytes, what = 1.0, f"{topo.spec} traffic"
     else:
-        size = checks.sizes(["1MiB" if size is None else size], "size")
+        sizes = checks.sizes(["1MiB" if size is None else size], "size")
         run = _prepare("flows", topology, algorithm, ecmp=ecmp, seed=seed, ranks=ranks,
-                       network=network, network_params=network_params,
-                       sizes=size,
+                       network=network, network_params=network_params, sizes=sizes,
                        threads=threads, max_memory=max_memory)
-        topo, net, lim, ecmp, seed, threads = (run.topology, run.network, run.limit, run.ecmp,
-                                               run.seed, run.threads)
+        topo, net, lim, ecmp, seed = run.topology, run.network, run.limit, run.ecmp, run.seed
         nbytes = float(run.sizes[0])
         cand = run.candidates[0]
         if len(run.candidates) > 1:   # an auto option: detail the variant fastest at size
             best = simulate(topo, algorithm, [nbytes], ecmp=ecmp, seed=seed, ranks=ranks,
-                            network=net, threads=threads, max_memory=lim)
+                            network=net, threads=run.threads, max_memory=lim)
             cand = next(c for c in run.candidates
                         if c[run.spec.auto_param] == best["variant"].iloc[0])
         sched = run.spec.build(run.p, topo, False, **cand)
         what = f"{topo.spec} {run.spec.name}"
     indices = select_steps(sched, steps)
     ctx = make_context(topo, net, ecmp, seed, None, sched.p)
-    check_memory(ctx, sched, 1, lim)   # flow_table solves one step at a time
-    rows, pattern_rows, entries, largest = _dump_size(ctx, sched, indices)
-    budget.check(budget.flow_dump_bytes(rows, pattern_rows, entries, largest), lim,
-                 f"the flow dump of {what} ({rows} flows, {entries} route entries)")
-    show_progress = (sys.stderr.isatty() or rows > PROGRESS_ROWS) if progress is None \
-        else progress
-    report = _Progress(sched, rows) if show_progress else None
-    table = flow_table(sched, topo, net, nbytes, ecmp=ecmp, seed=seed, steps=indices,
-                       progress=report)
-    if report is not None:
-        report.finish()
-    return table
+    check_memory(ctx, sched, 1, lim)   # the dump solves one step at a time
+    rows, largest_rows, pattern_rows, entries, largest = _dump_size(ctx, sched, indices)
+    what = f"the flow dump of {what} ({rows} flows, {entries} route entries)"
+    return _Plan(sched, topo, net, nbytes, ecmp, seed, indices, lim, what, rows, largest_rows,
+                 pattern_rows, entries, largest, progress)
 
 
-def _dump_size(ctx, schedule, indices) -> tuple[int, int, int, int]:
-    """``(rows, pattern rows, pattern entries, largest step's entries)`` of
-    the selected steps: every step is a block of rows; a repeated traffic
-    pattern's texts are built once and shared."""
+def _dump_size(ctx, schedule, indices) -> tuple[int, int, int, int, int]:
+    """``(rows, largest step's rows, pattern rows, pattern entries, largest
+    pattern's entries)`` of the selected steps: every step is a block of
+    rows; a repeated traffic pattern's texts are built once and shared."""
     counted: dict = {}
-    rows = 0
+    rows = largest_rows = 0
     for k in indices:
         tr = schedule.steps[k].traffic
         if not tr.num_flows:
@@ -130,9 +250,10 @@ def _dump_size(ctx, schedule, indices) -> tuple[int, int, int, int]:
             counted[id(tr)] = (tr.num_flows, ctx.topology.route_entries(
                 ctx.mapping[tr.src], ctx.mapping[tr.dst], ctx.ecmp))
         rows += tr.num_flows
+        largest_rows = max(largest_rows, tr.num_flows)
     pattern_rows = sum(f for f, _ in counted.values())
     entries = [e for _, e in counted.values()]
-    return rows, pattern_rows, sum(entries), max(entries, default=0)
+    return rows, largest_rows, pattern_rows, sum(entries), max(entries, default=0)
 
 
 _RANGE = re.compile(r"^(\d+)\s*-\s*(\d+)$")

@@ -15,6 +15,7 @@ import flowemu
 from flowemu import ConfigError
 from flowemu.cli import main
 from flowemu.engine import FLOW_COLUMNS, describe_paths
+from flowemu.flowdump import write_flows
 from flowemu.topology import parse_topology
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -271,3 +272,42 @@ def test_flows_raises_only_config_errors(steps, size):
         assert "\n" not in str(exc) and "np." not in str(exc)
     else:
         assert len(df) > 0 and list(df.columns) == FLOW_COLUMNS
+
+
+# ------------------------------------------------------------- streamed writes
+
+@pytest.mark.parametrize("name", ["f.csv", "f.parquet"])
+def test_write_flows_equals_flows(tmp_path, name):
+    expect = flowemu.flows("torus:8x8", "swing:variant=bandwidth", steps="0-3,ag0",
+                           progress=False)
+    rows = write_flows(tmp_path / name, "torus:8x8", "swing:variant=bandwidth",
+                       steps="0-3,ag0", progress=False)
+    assert rows == len(expect)
+    if name.endswith(".csv"):
+        got = pd.read_csv(tmp_path / name)
+        expect = pd.read_csv(__import__("io").StringIO(expect.to_csv(index=False)))
+    else:
+        got = pd.read_parquet(tmp_path / name)
+    pd.testing.assert_frame_equal(got, expect)
+    assert [p.name for p in tmp_path.iterdir()] == [name]   # no temporary left
+
+
+def test_streamed_write_needs_one_step_not_the_whole_table(tmp_path):
+    # ring on torus:8x8 repeats one 256-flow pattern over 126 steps: the
+    # table (32,256 rows x 200 B ~ 6 MiB) does not fit 2 MiB, one step does
+    assert flowemu.simulate("torus:8x8", "ring", "1MiB").steps.iloc[0] == 126
+    with pytest.raises(ConfigError, match="the flow dump of torus:8x8 ring"):
+        flowemu.flows("torus:8x8", "ring", max_memory="2MiB")
+    rows = write_flows(tmp_path / "f.csv", "torus:8x8", "ring", max_memory="2MiB",
+                       progress=False)
+    assert rows == 126 * 256 == len(pd.read_csv(tmp_path / "f.csv"))
+
+
+def test_write_flows_empty_selection_and_bad_path(tmp_path):
+    traffic = pd.DataFrame({"step": [0, 1], "src": [0, 0], "dst": [1, 1], "bytes": [0.0, 1.0]})
+    rows = write_flows(tmp_path / "e.parquet", "torus:4x4", traffic=traffic, steps="step0")
+    assert rows == 1 and len(pd.read_parquet(tmp_path / "e.parquet")) == 1
+    for bad, needle in ((tmp_path, "is a directory"), (tmp_path / "no" / "f.csv", "does not"),
+                        (3, "path: 3")):
+        with pytest.raises(ConfigError, match=needle):
+            write_flows(bad, "torus:4x4", "ring")
