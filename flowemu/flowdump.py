@@ -52,7 +52,9 @@ def flows(topology, algorithm=None, *, traffic=None, size=None, steps=None,
     -------
     pandas.DataFrame
         Columns ``step, label, src, dst, src_node, dst_node, bytes, hops,
-        rate_Bps, finish_s, links, path`` (:data:`flowemu.engine.FLOW_COLUMNS`).
+        rate_Bps, finish_s, links, path`` (:data:`flowemu.engine.FLOW_COLUMNS`);
+        ``step`` is the step's index in the schedule, ``label`` its label
+        (``step<N>`` with the traffic table's step number N).
 
     Raises
     ------
