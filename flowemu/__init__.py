@@ -14,7 +14,7 @@ from .network import Network
 
 _LAZY = {
     "simulate": "api", "congestion": "api", "time_traffic": "api", "read_traffic": "api",
-    "RESULT_COLUMNS": "api",
+    "RESULT_COLUMNS": "api", "flows": "flowdump",
     "profile": "engine", "Profile": "engine", "StepProfile": "engine",
     "sweep": "sweep", "load": "results", "compare": "results",
 }
@@ -32,6 +32,7 @@ __all__ = [
     "__version__",
     "compare",
     "congestion",
+    "flows",
     "load",
     "profile",
     "read_traffic",

@@ -1,21 +1,31 @@
-"""The public Python entry points: :func:`simulate` and :func:`time_traffic`."""
+"""The public Python entry points: :func:`simulate`, :func:`time_traffic`,
+:func:`congestion` (and :func:`flowemu.flows`, in :mod:`flowemu.flowdump`).
+
+Every argument is checked here (:mod:`flowemu.checks`) before any work: what
+a numpy/pandas user passes is accepted, anything else is a ConfigError naming
+the argument; the memory a run needs is estimated before it is allocated
+(:mod:`flowemu.budget`).
+"""
 
 from __future__ import annotations
 
-from pathlib import Path
+import math
+from dataclasses import dataclass
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 
-from . import __version__
+from . import __version__, budget, checks
 from .algorithms import get_algorithm, parse_algorithm_spec
-from .algorithms.base import Reduction, Schedule, Step, Traffic
-from .engine import profile
+from .algorithms.base import Reduction, Schedule, Step
+from .engine import default_threads, profile
 from .errors import ConfigError
 from .network import Network
-from .topology import Topology, parse_topology
-from .topology.base import check_ecmp
-from .units import parse_sizes
+from .topology import Topology
+from .usertraffic import read_traffic, traffic_steps
+
+__all__ = ["RESULT_COLUMNS", "congestion", "read_traffic", "simulate", "time_traffic"]
 
 #: columns every result table starts with (one row per configuration and size)
 RESULT_COLUMNS = ["topology", "nodes", "ranks", "algorithm", "variant", "options", "size_bytes",
@@ -25,36 +35,14 @@ RESULT_COLUMNS = ["topology", "nodes", "ranks", "algorithm", "variant", "options
                   "note", "flowemu_version"]
 
 
-def _topology(topology) -> Topology:
-    if isinstance(topology, Topology):
-        return topology
-    if isinstance(topology, str):
-        return parse_topology(topology)
-    raise ConfigError(f"topology: expected a spec string such as 'torus:8x8' or a Topology, "
-                      f"got {type(topology).__name__}")
-
-
-def _network(network, params: dict) -> Network:
-    if network is not None and params:
-        raise ConfigError("network: pass either network=Network(...) or its fields, not both")
-    if network is not None:
-        return network
-    unknown = sorted(set(params) - set(Network.field_names()))
-    if unknown:
-        raise ConfigError(f"network: unknown parameter(s) {', '.join(unknown)}; allowed: "
-                          f"{', '.join(Network.field_names())}")
-    return Network(**params)
-
-
-def _ranks(ranks, topo: Topology) -> int:
-    if ranks is None:
-        return topo.num_endpoints
-    if isinstance(ranks, bool) or not isinstance(ranks, (int, np.integer)) or ranks < 2:
-        raise ConfigError(f"ranks: {ranks!r} is not allowed; expected an integer >= 2")
-    if ranks > topo.num_endpoints:
-        raise ConfigError(f"ranks: {ranks} ranks do not fit on {topo.spec} "
-                          f"({topo.num_endpoints} endpoints)")
-    return int(ranks)
+def _topology(topology, lim: budget.Limit | None = None) -> Topology:
+    """A Topology from a spec or itself; a torus/mesh spec whose link arrays
+    would not fit in ``lim`` is refused before they are built."""
+    if isinstance(topology, str) and lim is not None:
+        dims = budget.spec_dims(topology)
+        if dims is not None:
+            budget.check(budget.topology_bytes(dims), lim, f"topology {topology.strip()}")
+    return checks.topology(topology)
 
 
 def _options_text(opts: dict) -> str:
@@ -75,9 +63,7 @@ def expand_algorithm(algorithm) -> tuple:
     """``"NAME[:key=val,...]"`` -> ``(spec, candidates)``: the registered
     algorithm and its parsed options, one dict per variant to run (every
     choice of the auto option when it is ``auto``, else just the one)."""
-    if not isinstance(algorithm, str):
-        raise ConfigError("algorithm: expected a string NAME[:key=val,...]")
-    name, raw = parse_algorithm_spec(algorithm)
+    name, raw = parse_algorithm_spec(checks.text("algorithm", algorithm, "recdoub:variant=auto"))
     spec = get_algorithm(name)
     opts = spec.parse_options(raw)
     if spec.auto_param and opts.get(spec.auto_param) == "auto":
@@ -85,21 +71,75 @@ def expand_algorithm(algorithm) -> tuple:
     return spec, [opts]
 
 
-def _prepare(topology, algorithm, ecmp, ranks, network, network_params, sizes=None) -> tuple:
-    """The checked inputs of one algorithm run: ``(topology, network, sizes
-    (float64 array, or None), p, spec, candidates)``."""
-    topo = _topology(topology)
-    net = _network(network, network_params)
-    check_ecmp(ecmp)
-    n = None if sizes is None else np.asarray(parse_sizes(sizes), dtype=np.float64)
-    p = _ranks(ranks, topo)
+@dataclass(frozen=True)
+class _Run:
+    """The checked inputs of one algorithm run."""
+
+    topology: Topology
+    network: Network
+    sizes: np.ndarray | None
+    p: int
+    spec: object
+    candidates: list
+    ecmp: str
+    seed: int
+    threads: int | None
+    limit: budget.Limit
+
+
+#: keyword arguments of the entry points (named when an unknown one is passed)
+_KEYWORDS = {
+    "simulate": ("sizes", "ecmp", "seed", "ranks", "network", "threads", "max_memory"),
+    "congestion": ("ecmp", "seed", "ranks", "network", "threads", "max_memory"),
+    "flows": ("traffic", "size", "steps", "ecmp", "seed", "ranks", "network", "threads",
+              "max_memory", "progress"),
+}
+
+
+#: ``sizes`` of :func:`_prepare` for an entry point that takes none
+_NO_SIZES = object()
+
+
+def _prepare(function: str, topology, algorithm, *, ecmp, seed, ranks, network, network_params,
+             sizes=_NO_SIZES, threads=None, max_memory=None) -> _Run:
+    """Check every argument of an algorithm run (cheap checks first, then
+    the topology, then the memory the schedule will need before it is built)."""
+    lim = budget.limit(max_memory)
+    net = checks.network(network, network_params, function, _KEYWORDS[function])
+    ecmp, seed, threads = checks.ecmp(ecmp), checks.seed(seed), checks.threads(threads)
+    n = None if sizes is _NO_SIZES else checks.sizes(sizes)
     spec, candidates = expand_algorithm(algorithm)
-    return topo, net, n, p, spec, candidates
+    concurrent = threads if threads is not None else default_threads()
+    dims = budget.spec_dims(topology) if isinstance(topology, str) else None
+    if dims is not None:
+        # a torus/mesh spec: check the whole run before building anything
+        shape = SimpleNamespace(dims=dims, num_endpoints=math.prod(dims),
+                                spec=topology.strip())
+        budget.check(budget.topology_bytes(dims), lim, f"topology {shape.spec}")
+        _check_schedule_memory(spec, candidates, shape, checks.ranks(ranks, shape),
+                               concurrent, lim)
+    topo = _topology(topology, lim)
+    p = checks.ranks(ranks, topo)
+    if dims is None:
+        _check_schedule_memory(spec, candidates, topo, p, concurrent, lim)
+    return _Run(topo, net, n, p, spec, candidates, ecmp, seed, threads, lim)
+
+
+def _check_schedule_memory(spec, candidates, topology, p: int, concurrent: int,
+                           lim: budget.Limit) -> None:
+    """Refuse a run whose schedule and solve would not fit, before the
+    schedule exists: its shape comes from the algorithm, with one route
+    entry per flow (:func:`flowemu.engine.profile` counts the real entries
+    before routing)."""
+    for cand in candidates:
+        flows, distinct = budget.schedule_shape(spec.name, cand, p, topology)
+        need = budget.run_bytes(topology, p, [flows] * distinct, [flows] * distinct, concurrent)
+        budget.check(need, lim, f"{topology.spec} {spec.name}")
 
 
 def simulate(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "split", seed: int = 0,
              ranks: int | None = None, network: Network | None = None,
-             threads: int | None = None, **network_params) -> pd.DataFrame:
+             threads: int | None = None, max_memory=None, **network_params) -> pd.DataFrame:
     """Time an allreduce algorithm on a topology for many vector sizes.
 
     Parameters
@@ -108,11 +148,12 @@ def simulate(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "split", s
         e.g. ``"torus:16x16"``.
     algorithm : str
         ``NAME[:key=val,...]``, e.g. ``"recdoub:variant=auto"``.
-    sizes : str or list
-        ``"32B..512MiB"`` (every power of two), ``"1KiB,1MiB"`` or a list.
+    sizes : str, int, list, numpy array or pandas Series
+        ``"32B..512MiB"`` (every power of two), ``"1KiB,1MiB"``, one byte
+        count, or a sequence of byte counts / size strings.
     ecmp : {"split", "dor", "hash"}
     seed : int
-        Seed of ``ecmp="hash"``.
+        Seed of ``ecmp="hash"`` (0..2**63-1; numpy integers are fine).
     ranks : int, optional
         Number of ranks (default: every endpoint); rank r runs on endpoint r.
     network : Network, optional
@@ -122,6 +163,11 @@ def simulate(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "split", s
     threads : int, optional
         Distinct steps solved at once (default: ``FLOWEMU_THREADS`` or every
         core); the results do not depend on it.
+    max_memory : str or int, optional
+        Memory limit (``"8GiB"`` or bytes; default ``FLOWEMU_MAX_MEMORY`` or
+        80 % of the available memory). A run estimated to need more is
+        refused with a ConfigError before it allocates (see
+        :mod:`flowemu.budget`).
 
     Returns
     -------
@@ -129,18 +175,26 @@ def simulate(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "split", s
         One row per size with :data:`RESULT_COLUMNS`; ``goodput_Bps`` is
         size / time. With an ``auto`` option the fastest variant per size is
         reported in ``variant``.
+
+    Raises
+    ------
+    ConfigError
+        Any bad argument, named in the message (an unknown keyword too).
     """
-    topo, net, n, p, spec, candidates = _prepare(topology, algorithm, ecmp, ranks, network,
-                                                 network_params, sizes)
+    run = _prepare("simulate", topology, algorithm, ecmp=ecmp, seed=seed, ranks=ranks,
+                   network=network, network_params=network_params, sizes=sizes,
+                   threads=threads, max_memory=max_memory)
+    topo, n, spec = run.topology, run.sizes, run.spec
     times, scheds = [], []
-    for cand in candidates:
-        sched = spec.build(p, topo, False, **cand)
-        prof = profile(sched, topo, net, ecmp=ecmp, seed=seed, threads=threads)
+    for cand in run.candidates:
+        sched = spec.build(run.p, topo, False, **cand)
+        prof = profile(sched, topo, run.network, ecmp=run.ecmp, seed=run.seed,
+                       threads=run.threads, max_memory=run.limit)
         times.append(prof.times(n))
         scheds.append((sched, cand))
     times = np.vstack(times)
     best = np.argmin(times, axis=0)
-    base = _base_row(topo, p, net, ecmp, seed)
+    base = _base_row(topo, run.p, run.network, run.ecmp, run.seed)
     rows = []
     for j, size in enumerate(n):
         sched, cand = scheds[best[j]]
@@ -154,106 +208,96 @@ def simulate(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "split", s
 
 # ------------------------------------------------------------------ user traffic
 
-def read_traffic(path) -> list[Traffic]:
-    """Read a step-wise traffic matrix (CSV or parquet with columns
-    ``step, src, dst, bytes``; src/dst are rank ids) into one Traffic per
-    step, in step order. ``share`` holds absolute bytes."""
-    path = Path(path)
-    if not path.exists():
-        raise ConfigError(f"traffic: file {str(path)!r} does not exist")
-    try:
-        if path.suffix.lower() in (".parquet", ".pq"):
-            df = pd.read_parquet(path)
-        else:
-            df = pd.read_csv(path)
-    except Exception as exc:  # noqa: BLE001 - any reader failure is a user input problem
-        raise ConfigError(f"traffic: cannot read {str(path)!r}: {exc}") from None
-    need = ["step", "src", "dst", "bytes"]
-    missing = [c for c in need if c not in df.columns]
-    if missing:
-        raise ConfigError(f"traffic {str(path)!r}: missing column(s) {', '.join(missing)}; "
-                          f"required: {', '.join(need)}")
-    if len(df) == 0:
-        raise ConfigError(f"traffic {str(path)!r}: no rows")
-    for col in ("step", "src", "dst"):
-        vals = pd.to_numeric(df[col], errors="coerce")
-        bad = vals.isna() | (vals != np.floor(vals)) | (vals < 0)
-        if bad.any():
-            i = int(np.flatnonzero(bad.to_numpy())[0])
-            raise ConfigError(f"traffic {str(path)!r}: column {col} row {i}: {df[col].iloc[i]!r} "
-                              "is not a non-negative integer")
-        df[col] = vals.astype(np.int64)
-    b = pd.to_numeric(df["bytes"], errors="coerce")
-    bad = b.isna() | ~np.isfinite(b) | (b < 0)
-    if bad.any():
-        i = int(np.flatnonzero(bad.to_numpy())[0])
-        raise ConfigError(f"traffic {str(path)!r}: column bytes row {i}: {df['bytes'].iloc[i]!r} "
-                          "is not a finite number >= 0")
-    same = (df["src"] == df["dst"]).to_numpy()
-    if same.any():
-        i = int(np.flatnonzero(same)[0])
-        raise ConfigError(f"traffic {str(path)!r}: row {i}: src equals dst ({df['src'].iloc[i]}); "
-                          "a flow must go to another rank")
-    df = df.assign(bytes=b.astype(np.float64)).sort_values("step", kind="stable")
-    steps = []
-    for _, g in df.groupby("step", sort=True):
-        steps.append(Traffic(g["src"].to_numpy(), g["dst"].to_numpy(), g["bytes"].to_numpy()))
-    return steps
+def traffic_schedule(topology: Topology, traffic, name, max_memory) -> Schedule:
+    """User traffic (a path, DataFrame, Traffic or list of them) as a Schedule
+    on ``topology``; step labels are ``step<number>`` with the table's step
+    numbers. The schedule's variant is ``name`` (default: the file name, or
+    ``"traffic"``)."""
+    file_name, numbers, steps = traffic_steps(traffic, max_memory)
+    if name is None:
+        name = file_name or "traffic"
+    name = checks.text("name", name, "my-traffic")
+    p = max(int(max(t.src.max(), t.dst.max())) for t in steps if t.num_flows) + 1
+    if p > topology.num_endpoints:
+        raise ConfigError(f"traffic: rank {p - 1} does not exist on {topology.spec} "
+                          f"({topology.num_endpoints} endpoints)")
+    return Schedule("traffic", name, p,
+                    tuple(Step(t, Reduction.none(), f"step{int(k)}")
+                          for k, t in zip(numbers.tolist(), steps, strict=True)))
 
 
 def time_traffic(topology, traffic, *, ecmp: str = "split", seed: int = 0,
-                 network: Network | None = None, name: str = "traffic",
+                 network: Network | None = None, name: str | None = None,
+                 threads: int | None = None, max_memory=None,
                  **network_params) -> pd.DataFrame:
-    """Time a user-supplied step-wise traffic matrix (list of Traffic with
-    absolute bytes in ``share``, or a path to a CSV/parquet file).
+    """Time a user-supplied step-wise traffic matrix.
 
-    Returns one row with :data:`RESULT_COLUMNS`: ``size_bytes`` is the total
-    bytes of all flows and ``goodput_Bps`` that total over the time.
+    Parameters
+    ----------
+    topology : str or Topology
+    traffic : str, Path, pandas.DataFrame, Traffic or list of Traffic
+        A CSV/parquet file or a DataFrame with exactly the columns ``step,
+        src, dst, bytes`` (src/dst rank ids; one step per distinct ``step``,
+        in ascending order), or Traffic objects with absolute bytes in
+        ``share``.
+    ecmp, seed, network, threads, max_memory, **network_params
+        As for :func:`simulate`.
+    name : str, optional
+        The ``variant`` of the result row (default: the file name, or
+        ``"traffic"``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row with :data:`RESULT_COLUMNS`: ``size_bytes`` is the total
+        bytes of all flows and ``goodput_Bps`` that total over the time.
     """
-    topo = _topology(topology)
-    net = _network(network, network_params)
-    check_ecmp(ecmp)
-    if isinstance(traffic, (str, Path)):
-        name = Path(traffic).name
-        traffic = read_traffic(traffic)
-    p = max(int(max(t.src.max(), t.dst.max())) for t in traffic) + 1
-    if p > topo.num_endpoints:
-        raise ConfigError(f"traffic: rank {p - 1} does not exist on {topo.spec} "
-                          f"({topo.num_endpoints} endpoints)")
-    sched = Schedule("traffic", name, p,
-                     tuple(Step(t, Reduction.none(), f"step{k}") for k, t in enumerate(traffic)))
-    t = float(profile(sched, topo, net, ecmp=ecmp, seed=seed).times([1.0])[0])
-    total = float(sum(tr.share.sum() for tr in traffic))
-    row = {**_base_row(topo, p, net, ecmp, seed), "algorithm": "traffic", "variant": name,
-           "options": "", "size_bytes": total, "time_s": t,
-           "goodput_Bps": total / t if t > 0 else np.inf, "steps": len(traffic), "note": ""}
+    lim = budget.limit(max_memory)
+    net = checks.network(network, network_params, "time_traffic",
+                         ("ecmp", "seed", "network", "name", "threads", "max_memory"))
+    ecmp, seed, threads = checks.ecmp(ecmp), checks.seed(seed), checks.threads(threads)
+    topo = _topology(topology, lim)
+    sched = traffic_schedule(topo, traffic, name, lim)
+    t = float(profile(sched, topo, net, ecmp=ecmp, seed=seed, threads=threads,
+                      max_memory=lim).times([1.0])[0])
+    total = float(sum(s.traffic.share.sum() for s in sched.steps))
+    row = {**_base_row(topo, sched.p, net, ecmp, seed), "algorithm": "traffic",
+           "variant": sched.variant, "options": "", "size_bytes": total, "time_s": t,
+           "goodput_Bps": total / t if t > 0 else np.inf, "steps": sched.num_steps,
+           "note": sched.note}
     return pd.DataFrame([row], columns=RESULT_COLUMNS)
 
 
 def congestion(topology, algorithm, *, ecmp: str = "split", seed: int = 0,
                ranks: int | None = None, network: Network | None = None,
+               threads: int | None = None, max_memory=None,
                **network_params) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Per-step congestion of an algorithm and its deficiencies (Swing paper §2.2).
 
-    Returns ``(steps, summary)``: ``steps`` has one row per step and variant
-    (``variant, step, label, flows, max_flows_per_link, max_link_load,
+    Arguments as for :func:`simulate` (without sizes). Returns ``(steps,
+    summary)``: ``steps`` has one row per step and variant (``variant,
+    step, label, flows, max_flows_per_link, max_link_load,
     max_port_injection, load_vs_ideal``; loads in bytes per byte of the
     vector size n); ``summary`` one row per variant with ``steps``, ``psi``
-    (bandwidth deficiency Ψ), ``xi`` (congestion deficiency Ξ) and
-    ``psi_xi`` (their product: bandwidth time relative to the optimal
-    2(p−1)/p·n spread over every port). See
+    (bandwidth deficiency Ψ), ``xi`` (congestion deficiency Ξ), ``psi_xi``
+    (their product: bandwidth time relative to the optimal 2(p−1)/p·n spread
+    over every port) and ``note`` (as in the result rows: what the algorithm
+    did that was not asked for). See
     :meth:`flowemu.engine.Profile.congestion_report` for the definitions.
     With an ``auto`` option every variant is reported.
     """
-    topo, net, _, p, spec, candidates = _prepare(topology, algorithm, ecmp, ranks, network,
-                                                 network_params)
+    run = _prepare("congestion", topology, algorithm, ecmp=ecmp, seed=seed, ranks=ranks,
+                   network=network, network_params=network_params, threads=threads,
+                   max_memory=max_memory)
     step_frames, rows = [], []
-    for cand in candidates:
-        sched = spec.build(p, topo, False, **cand)
-        prof = profile(sched, topo, net, ecmp=ecmp, seed=seed, congestion=True)
+    for cand in run.candidates:
+        sched = run.spec.build(run.p, run.topology, False, **cand)
+        prof = profile(sched, run.topology, run.network, ecmp=run.ecmp, seed=run.seed,
+                       congestion=True, threads=run.threads, max_memory=run.limit)
         steps, summary = prof.congestion_report()
         steps.insert(0, "variant", sched.variant)
         step_frames.append(steps)
-        rows.append({"topology": topo.spec, "algorithm": spec.name, "variant": sched.variant,
-                     "options": _options_text(cand), "steps": sched.num_steps, **summary})
+        rows.append({"topology": run.topology.spec, "algorithm": run.spec.name,
+                     "variant": sched.variant, "options": _options_text(cand),
+                     "steps": sched.num_steps, **summary, "note": sched.note})
     return pd.concat(step_frames, ignore_index=True), pd.DataFrame(rows)

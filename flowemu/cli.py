@@ -113,6 +113,12 @@ def _build_parser() -> argparse.ArgumentParser:
                                        ".txt (table)")
     r.add_argument("--flows-out", help="write per-flow detail (CSV or .parquet) for one size")
     r.add_argument("--flows-size", help="vector size for --flows-out (default: largest size)")
+    r.add_argument("--flows-steps", help="steps for --flows-out: indices and ranges (0,3,5-7) "
+                                         "or step labels (rs0; step<N> for --traffic); "
+                                         "default every step")
+    r.add_argument("--max-memory", help="refuse a run (or flow dump) estimated to need more "
+                                        "memory, e.g. 8GiB (default: FLOWEMU_MAX_MEMORY or 80%% "
+                                        "of available memory)")
     r.add_argument("--congestion", metavar="PATH",
                    help="per-step congestion report and the run's Ψ/Ξ (Swing paper §2.2): "
                         "'-' prints it, a path writes .csv (or .json, .parquet) steps and "
@@ -245,8 +251,11 @@ def _check_run_options(args) -> None:
                                 "bytes and ranks, and no reduction)")
         if args.congestion:
             raise ConfigError("--congestion works with --algorithm, not --traffic")
-    if _given(args, "flows_size") and not args.flows_out:
-        _refuse("--flows-size", "applies only with --flows-out")
+    for dest, option in (("flows_size", "--flows-size"), ("flows_steps", "--flows-steps")):
+        if _given(args, dest) and not args.flows_out:
+            _refuse(option, "applies only with --flows-out")
+    if args.traffic and _given(args, "flows_size"):
+        _refuse("--flows-size", "does not apply to --traffic (its flows carry their own bytes)")
     if _given(args, "seed") and args.ecmp != "hash":
         _refuse("--seed", f"applies only to --ecmp hash (this run uses --ecmp {args.ecmp})")
     slope, threshold = _given(args, "incast_slope"), _given(args, "incast_threshold")
@@ -283,17 +292,15 @@ def _cmd_run(args) -> int:
         if path is not None:
             check_writable(path, option.split(" ")[0])
     if args.traffic:
-        if args.flows_out:
-            raise ConfigError("--flows-out works with --algorithm, not --traffic")
         df = time_traffic(args.topology, args.traffic, ecmp=args.ecmp, seed=args.seed,
-                          network=net)
+                          network=net, max_memory=_max_memory(args))
     else:
-        flows_size = (parse_size(args.flows_size, "--flows-size") if args.flows_size
-                      else max(sizes))
         df = simulate(args.topology, args.algorithm, sizes, ecmp=args.ecmp, seed=args.seed,
-                      ranks=args.ranks, network=net)
+                      ranks=args.ranks, network=net, max_memory=_max_memory(args))
     if args.flows_out:
-        _write_flows(args, net, flows_size)
+        size = (parse_size(args.flows_size, "--flows-size") if args.flows_size
+                else None if args.traffic else max(sizes))
+        _write_flows(args, net, size)
     _write(df, fmt, args.out)
     for note in _notes(df):   # fallbacks, said once
         print(f"flowemu: note: {note}", file=sys.stderr)
@@ -319,20 +326,42 @@ def _write_congestion(args, net) -> None:
     write_frame(summary_path, "--congestion", summary, fmt)
 
 
+def _max_memory(args):
+    """``--max-memory`` checked as the option it is (None when not given)."""
+    if args.max_memory is None:
+        return None
+    from .budget import Limit, limit
+    try:
+        return Limit(limit(args.max_memory).bytes, "--max-memory")
+    except ConfigError as exc:
+        raise ConfigError(f"--max-memory: {str(exc).partition(': ')[2]}") from None
+
+
 def _write_flows(args, net, size) -> None:
-    from .api import _topology, expand_algorithm, simulate
-    from .engine import flow_table
-    topo = _topology(args.topology)
-    spec, candidates = expand_algorithm(args.algorithm)
-    opts = candidates[0]
-    if len(candidates) > 1:  # an auto option: detail the variant that wins at this size
-        best = simulate(topo, args.algorithm, [size], ecmp=args.ecmp, seed=args.seed,
-                        ranks=args.ranks, network=net)
-        opts = next(c for c in candidates if c[spec.auto_param] == best["variant"].iloc[0])
-    p = args.ranks or topo.num_endpoints
-    sched = spec.build(p, topo, False, **opts)
-    flows = flow_table(sched, topo, net, size, ecmp=args.ecmp, seed=args.seed)
-    write_frame(args.flows_out, "--flows-out", flows, _flows_format(args.flows_out))
+    """``--flows-out``: the per-flow dump (:func:`flowemu.flowdump.write_flows`)
+    of the algorithm at ``size`` or of the traffic, CSV or parquet by
+    extension, streamed step by step into a temporary file that is renamed
+    into place."""
+    from .flowdump import write_flows
+    if args.flows_steps is not None and not args.flows_steps.strip():
+        raise ConfigError("--flows-steps: empty; expected indices such as 0,3,5-7 or labels")
+    if args.traffic and args.flows_size:
+        raise ConfigError("--flows-size applies to --algorithm; --traffic flows carry their "
+                          "own bytes")
+    common = {"steps": args.flows_steps, "ecmp": args.ecmp, "seed": args.seed,
+              "network": net, "max_memory": _max_memory(args)}
+    try:
+        if args.traffic:
+            write_flows(args.flows_out, args.topology, traffic=args.traffic, **common)
+        else:
+            write_flows(args.flows_out, args.topology, args.algorithm, size=size,
+                        ranks=args.ranks, **common)
+    except ConfigError as exc:
+        msg = str(exc)
+        for name, option in (("steps:", "--flows-steps:"), ("path:", "--flows-out:")):
+            if msg.startswith(name):   # name the option the user typed
+                msg = option + msg[len(name):]
+        raise ConfigError(msg) from None
 
 
 def _cmd_list(args) -> int:

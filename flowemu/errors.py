@@ -24,3 +24,38 @@ class RoutingError(FlowEmuError):
 
 class SolverError(FlowEmuError):
     """The max-min solver returned a bad status for a configuration."""
+
+
+def show(value, limit: int = 80) -> str:
+    """``repr`` of ``value`` as plain Python, for error messages.
+
+    numpy scalars print as plain numbers (``3``, not ``np.int64(3)``), numpy
+    arrays and pandas Series/Index as lists; long texts are cut to ``limit``
+    characters. numpy and pandas are not imported here (this module stays
+    cheap to import); their objects are recognised by their module name.
+    """
+    text = repr(_plain(value))
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _plain(value):
+    module = type(value).__module__ or ""
+    if module.startswith(("numpy", "pandas")):
+        try:
+            if getattr(value, "ndim", None) == 0 and hasattr(value, "item"):
+                return _plain(value.item())   # a numpy scalar or 0-d array
+            if getattr(value, "ndim", 0) < 1:
+                return value
+            if hasattr(value, "to_numpy"):    # pandas Series / Index
+                value = value.to_numpy()
+            if hasattr(value, "ravel") and hasattr(value, "tolist"):
+                # at most 21 elements: enough to print, never a copy of a huge array
+                return _plain(value.ravel()[:21].tolist())
+        except Exception:  # noqa: BLE001 - printing must never fail
+            return value
+        return value
+    if isinstance(value, list):
+        return [_plain(v) for v in value[:20]] + (["..."] if len(value) > 20 else [])
+    if isinstance(value, tuple):
+        return tuple(_plain(v) for v in value[:20]) + (("...",) if len(value) > 20 else ())
+    return value

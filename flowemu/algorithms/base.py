@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError, ScheduleError
+from ..errors import ConfigError, ScheduleError, show
 
 #: flow operation on block-level traffic: the receiver adds the data into its own
 REDUCE = 0
@@ -50,12 +50,12 @@ class Traffic:
     op: np.ndarray | None = None
 
     def __post_init__(self):
-        object.__setattr__(self, "src", np.ascontiguousarray(self.src, dtype=np.int32))
-        object.__setattr__(self, "dst", np.ascontiguousarray(self.dst, dtype=np.int32))
-        object.__setattr__(self, "share", np.ascontiguousarray(self.share, dtype=np.float64))
+        for name, dtype in (("src", np.int32), ("dst", np.int32), ("share", np.float64)):
+            object.__setattr__(self, name, _column(name, getattr(self, name), dtype))
         n = len(self.src)
         if len(self.dst) != n or len(self.share) != n:
-            raise ValueError("Traffic: src, dst and share must have equal length")
+            raise ConfigError(f"Traffic: src, dst and share must have equal lengths, got "
+                              f"{n}, {len(self.dst)} and {len(self.share)}")
         if self.tag is not None:
             object.__setattr__(self, "tag", np.ascontiguousarray(self.tag, dtype=np.int16))
         if self.block_ptr is not None:
@@ -73,6 +73,29 @@ class Traffic:
     @property
     def has_blocks(self) -> bool:
         return self.block_ptr is not None
+
+
+def _column(name: str, values, dtype) -> np.ndarray:
+    """``values`` as a contiguous 1-D array of ``dtype``; a ConfigError naming
+    ``name`` for what does not convert (or would not fit int32)."""
+    if isinstance(values, np.ndarray) and values.dtype == dtype and values.ndim == 1:
+        return np.ascontiguousarray(values)   # the algorithms' own arrays: no check
+    try:
+        raw = np.asarray(values)
+        if raw.dtype == bool or raw.dtype.kind not in "iuf" and raw.size:
+            raise TypeError
+        if raw.ndim != 1:
+            raise ValueError
+        if dtype is np.int32 and raw.size:
+            if raw.dtype.kind == "f" and not np.array_equal(raw, np.floor(raw)):
+                raise ValueError
+            if raw.min() < np.iinfo(np.int32).min or raw.max() > np.iinfo(np.int32).max:
+                raise ValueError
+        return np.ascontiguousarray(raw, dtype=dtype)
+    except (TypeError, ValueError, OverflowError):
+        kind = "integers (int32)" if dtype is np.int32 else "numbers"
+        raise ConfigError(f"Traffic: {name} {show(values)} is not allowed; expected a 1-D "
+                          f"array of {kind}") from None
 
 
 @dataclass(frozen=True)
@@ -165,7 +188,7 @@ class Param:
                 value = self.convert(raw)
             except (ValueError, TypeError):
                 raise ConfigError(
-                    f"algorithm {algorithm}: option {self.name}={raw!r} is not allowed"
+                    f"algorithm {algorithm}: option {self.name}={show(raw)} is not allowed"
                     + (f"; allowed: {self._allowed()}" if self.choices else f"; {self.doc}")
                 ) from None
         elif isinstance(raw, str) and self.type is not str:
@@ -179,14 +202,14 @@ class Param:
                     value = self.type(raw)
             except ValueError:
                 raise ConfigError(
-                    f"algorithm {algorithm}: option {self.name}={raw!r} is not a valid "
+                    f"algorithm {algorithm}: option {self.name}={show(raw)} is not a valid "
                     f"{self.type.__name__}" + (f"; allowed: {self._allowed()}" if self.choices else "")
                 ) from None
         else:
             value = raw
         if self.choices is not None and value not in self.choices:
             raise ConfigError(
-                f"algorithm {algorithm}: option {self.name}={raw!r} is not allowed; "
+                f"algorithm {algorithm}: option {self.name}={show(raw)} is not allowed; "
                 f"allowed: {self._allowed()}")
         return value
 

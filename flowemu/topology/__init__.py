@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from ..errors import ConfigError
+from ..errors import ConfigError, show
 from .base import Routes, Topology
 from .torus import MAX_NODES, Torus
 
@@ -84,7 +84,8 @@ def parse_topology(spec: str) -> Topology:
         One line naming the spec, the problem and the accepted forms.
     """
     if not isinstance(spec, str):
-        raise ConfigError(f"topology {spec!r}: expected a string; {_forms()}")
+        raise ConfigError(f"topology {show(spec)}: expected a string; {_forms()}")
+    spec = str(spec)   # a numpy str_ prints as plain text in messages
     text = spec.strip()
     if not text:
         raise ConfigError(f"topology {spec!r}: the spec is empty; {_forms()}")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..errors import ConfigError, show
 
 ECMP_MODES = ("split", "dor", "hash")
 
@@ -57,8 +57,8 @@ class Routes:
 
 
 def check_ecmp(ecmp: str) -> str:
-    if ecmp not in ECMP_MODES:
-        raise ConfigError(f"ecmp: unknown mode {ecmp!r}; allowed: {', '.join(ECMP_MODES)}")
+    if not isinstance(ecmp, str) or ecmp not in ECMP_MODES:
+        raise ConfigError(f"ecmp: unknown mode {show(ecmp)}; allowed: {', '.join(ECMP_MODES)}")
     return ecmp
 
 
@@ -94,6 +94,21 @@ class Topology:
         """Route flows ``src[i] -> dst[i]`` (endpoint ids, int arrays of equal
         length); returns :class:`Routes` with one CSR row per flow."""
         raise NotImplementedError
+
+    def route_entries(self, src: np.ndarray, dst: np.ndarray, ecmp: str = "split") -> int:
+        """Route entries (CSR length) :meth:`route` would return for these
+        flows, counted without building the routes, so that memory can be
+        checked first. This default routes in chunks; families override it
+        with a counting pass."""
+        total = 0
+        for a in range(0, len(src), 1 << 16):
+            total += self.route(src[a:a + (1 << 16)], dst[a:a + (1 << 16)], ecmp).num_entries
+        return total
+
+    def max_route_entries(self, ecmp: str = "split") -> int | None:
+        """An upper bound on the route entries of any one flow (None when the
+        family gives none; then :meth:`route_entries` counts them)."""
+        return None
 
     def ingress_capacity_scale(self) -> np.ndarray:
         """Total capacity (× link bandwidth) of the links entering each vertex,

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ConfigError, RoutingError
+from ..errors import ConfigError, RoutingError, show
 from ..kernels.routing import (
     STATUS_BAD_NODE,
     STATUS_COUNT_MISMATCH,
@@ -85,14 +85,14 @@ class Torus(Topology):
         if isinstance(dims, (int, np.integer)) and not isinstance(dims, (bool, np.bool_)):
             dims = (dims,)
         if not isinstance(dims, (tuple, list, np.ndarray)):
-            raise ConfigError(f"dims: {dims!r} is not allowed; expected a tuple of integers >= 2, "
+            raise ConfigError(f"dims: {show(dims)} is not allowed; expected a tuple of integers >= 2, "
                               "e.g. (8, 8)")
         dims = tuple(dims)
         if len(dims) < 1:
             raise ConfigError("dims: () is not allowed; expected at least one dimension, e.g. (8, 8)")
         for i, d in enumerate(dims):
             if not _is_int(d) or d < 2:
-                raise ConfigError(f"dims: dimension {i} is {d!r}; every dimension must be an "
+                raise ConfigError(f"dims: dimension {i} is {show(d)}; every dimension must be an "
                                   "integer >= 2")
         dims = tuple(int(d) for d in dims)
         nodes = math.prod(dims)
@@ -100,7 +100,7 @@ class Torus(Topology):
             raise ConfigError(f"dims: {'x'.join(map(str, dims))} has {nodes} nodes; at most "
                               f"{MAX_NODES} (2**24) are allowed")
         if not isinstance(self.wrap, (bool, np.bool_)):
-            raise ConfigError(f"wrap: {self.wrap!r} is not allowed; expected True (torus) or "
+            raise ConfigError(f"wrap: {show(self.wrap)} is not allowed; expected True (torus) or "
                               "False (mesh)")
         wrap = bool(self.wrap)
         set_ = object.__setattr__
@@ -269,7 +269,7 @@ class Torus(Topology):
         """
         check_ecmp(ecmp)
         if not _is_int(seed):
-            raise ConfigError(f"seed: {seed!r} is not allowed; expected an integer")
+            raise ConfigError(f"seed: {show(seed)} is not allowed; expected an integer")
         src, dst = self._check_flows(src, dst)
         num_flows = len(src)
         dims = np.asarray(self.dims, dtype=np.int64)
@@ -295,6 +295,37 @@ class Torus(Topology):
                                                 flow_ptr, link, frac)
         self._check_status(status, bad, src, dst)
         return Routes(flow_ptr=flow_ptr, link=link, frac=frac, hops=hops)
+
+    def max_route_entries(self, ecmp: str = "split") -> int:
+        """Upper bound on one flow's route entries: the diameter for a single
+        path; for split routes the links of the product DAG of the farthest
+        offset in every dimension (a torus dimension of even size d has a
+        tie at d/2: 2·(d/2) states and links each way)."""
+        check_ecmp(ecmp)
+        far = [d // 2 if self.wrap else d - 1 for d in self.dims]
+        if ecmp != "split":
+            return int(sum(far))
+        states, edges = 1, 0
+        for d, m in zip(self.dims, far, strict=True):
+            tie = self.wrap and d % 2 == 0
+            n_i, e_i = (2 * m, 2 * m) if tie else (m + 1, m)
+            edges = edges * n_i + states * e_i
+            states *= n_i
+        return int(edges)
+
+    def route_entries(self, src, dst, ecmp: str = "split") -> int:
+        """Route entries :meth:`route` would return for these flows, from the
+        routing kernel's counting pass (12 bytes of scratch per flow, no
+        routes built)."""
+        check_ecmp(ecmp)
+        src, dst = self._check_flows(src, dst)
+        counts = np.empty(len(src), dtype=np.int64)
+        hops = np.empty(len(src), dtype=np.int32)
+        status, bad, _ = torus_route_counts(src, dst, np.asarray(self.dims, dtype=np.int64),
+                                            self.strides, self._coords, self.wrap,
+                                            ecmp == "split", counts, hops)
+        self._check_status(status, bad, src, dst)
+        return int(counts.sum())
 
     # ------------------------------------------------------------- validation
 

@@ -1,0 +1,340 @@
+"""Per-flow detail of a run: :func:`flows` (and ``flowemu run --flows-out``).
+
+One row per flow of the selected steps, with its route, rate and finish
+time at one vector size (see :func:`flowemu.engine.flow_table`). The dump's
+memory is estimated before anything is routed — rows and route entries are
+counted first — and a dump that would not fit is refused with a ConfigError.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import budget, checks
+from .errors import ConfigError, show
+
+#: rows above which a dump reports progress on stderr even when it is not a tty
+PROGRESS_ROWS = 100_000
+
+
+def flows(topology, algorithm=None, *, traffic=None, size=None, steps=None,
+          ecmp: str = "split", seed: int = 0, ranks: int | None = None, network=None,
+          threads: int | None = None, max_memory=None, progress=None, **network_params):
+    """Per-flow detail of an algorithm (at one vector size) or of user traffic.
+
+    Parameters
+    ----------
+    topology : str or Topology
+    algorithm : str, optional
+        ``NAME[:key=val,...]``; with an ``auto`` option the variant fastest
+        at ``size`` is detailed. Exactly one of ``algorithm`` and ``traffic``.
+    traffic : str, Path, DataFrame, Traffic or list of Traffic, optional
+        User traffic as for :func:`flowemu.time_traffic` (absolute bytes;
+        ``size`` does not apply).
+    size : str or int, optional
+        Vector size of the algorithm (``"4MiB"``, bytes; default 1 MiB).
+    steps : str, int or list, optional
+        Steps to detail (default all): indices (``"0,3,5-7"``, ``3``,
+        ``[0, 3]``) or step labels (``"rs0"``, ``"step3"`` for traffic),
+        mixed freely; listed order, duplicates dropped.
+    ecmp, seed, ranks, network, threads, max_memory, **network_params
+        As for :func:`flowemu.simulate` (``ranks`` only with an algorithm).
+    progress : bool, optional
+        A progress line per step on stderr; default: when stderr is a
+        terminal or the dump has more than 100,000 rows.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``step, label, src, dst, src_node, dst_node, bytes, hops,
+        rate_Bps, finish_s, links, path`` (:data:`flowemu.engine.FLOW_COLUMNS`);
+        ``step`` is the step's index in the schedule, ``label`` its label
+        (``step<N>`` with the traffic table's step number N).
+
+    Raises
+    ------
+    ConfigError
+        A bad argument, or a dump estimated to need more than the memory
+        limit (rows and route entries are counted before anything is
+        routed; see :func:`flowemu.budget.flow_dump_bytes`).
+    """
+    plan = _plan(topology, algorithm, traffic, size, steps, ecmp, seed, ranks, network,
+                 threads, max_memory, progress, network_params)
+    budget.check(budget.flow_dump_bytes(plan.rows, plan.pattern_rows, plan.entries,
+                                        plan.largest_entries), plan.limit, plan.what)
+    from .engine import flow_table
+
+    report = plan.progress()
+    table = flow_table(plan.schedule, plan.topology, plan.network, plan.size, ecmp=plan.ecmp,
+                       seed=plan.seed, steps=plan.indices, progress=report)
+    if report is not None:
+        report.finish()
+    return table
+
+
+def write_flows(path, topology, algorithm=None, *, traffic=None, size=None, steps=None,
+                ecmp: str = "split", seed: int = 0, ranks: int | None = None, network=None,
+                threads: int | None = None, max_memory=None, progress=None,
+                **network_params) -> int:
+    """Write the flow dump of :func:`flows` to ``path`` step by step.
+
+    CSV, or parquet for a ``.parquet``/``.pq`` name; written to a temporary
+    file beside ``path`` and renamed into place, so ``path`` is either the
+    whole dump or untouched. Streaming bounds memory by the patterns still to
+    be written and one step's rows (not the whole table), so dumps larger
+    than memory can be written when the disk holds them. Returns the rows
+    written. Arguments as for :func:`flows`.
+    """
+    import os
+    from pathlib import Path
+
+    from .engine import empty_flow_table, iter_flow_frames
+
+    if not isinstance(path, (str, Path)):
+        raise ConfigError(f"path: {show(path)} is not a file name")
+    target = Path(path)
+    if target.is_dir():
+        raise ConfigError(f"path: {str(target)!r} is a directory; expected a file name")
+    if not target.resolve().parent.is_dir():
+        raise ConfigError(f"path: directory {str(target.resolve().parent)!r} does not exist")
+    plan = _plan(topology, algorithm, traffic, size, steps, ecmp, seed, ranks, network,
+                 threads, max_memory, progress, network_params)
+    budget.check(budget.flow_dump_bytes(plan.largest_rows, plan.pattern_rows, plan.entries,
+                                        plan.largest_entries), plan.limit, plan.what)
+    parquet = target.suffix.lower() in (".parquet", ".pq")
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    report = plan.progress()
+    written = 0
+    try:
+        with _Sink(tmp, parquet) as sink:
+            for frame in iter_flow_frames(plan.schedule, plan.topology, plan.network, plan.size,
+                                          ecmp=plan.ecmp, seed=plan.seed, steps=plan.indices,
+                                          progress=report):
+                if frame is not None:
+                    sink.write(frame)
+                    written += len(frame)
+            if written == 0:
+                sink.write(empty_flow_table())
+        os.replace(tmp, target)
+    except OSError as exc:
+        raise ConfigError(f"path: cannot write {str(target)!r}: {exc.strerror or exc}") from None
+    finally:
+        if report is not None:
+            report.finish()
+        if tmp.exists():
+            tmp.unlink()
+    return written
+
+
+class _Sink:
+    """Appends DataFrames to one CSV (header once) or parquet file."""
+
+    def __init__(self, path, parquet: bool):
+        self.path, self.parquet = path, parquet
+        self.handle = None
+
+    def __enter__(self):
+        return self
+
+    def write(self, frame) -> None:
+        if self.parquet:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            table = pa.Table.from_pandas(frame, preserve_index=False)
+            if self.handle is None:
+                self.handle = pq.ParquetWriter(self.path, table.schema)
+            self.handle.write_table(table.cast(self.handle.schema))
+        else:
+            first = self.handle is None
+            if first:
+                self.handle = open(self.path, "w", newline="")  # noqa: SIM115 - __exit__
+            frame.to_csv(self.handle, index=False, header=first)
+
+    def __exit__(self, *exc) -> None:
+        if self.handle is not None:
+            self.handle.close()
+
+
+@dataclass
+class _Plan:
+    """A checked flow dump: what to detail and how big it is."""
+
+    schedule: object
+    topology: object
+    network: object
+    size: float
+    ecmp: str
+    seed: int
+    indices: list
+    limit: budget.Limit
+    what: str
+    rows: int
+    largest_rows: int
+    pattern_rows: int
+    entries: int
+    largest_entries: int
+    show_progress: bool | None
+
+    def progress(self):
+        show_it = (sys.stderr.isatty() or self.rows > PROGRESS_ROWS) \
+            if self.show_progress is None else self.show_progress
+        return _Progress(self.schedule, self.rows) if show_it else None
+
+
+def _plan(topology, algorithm, traffic, size, steps, ecmp, seed, ranks, network, threads,
+          max_memory, progress, network_params) -> _Plan:
+    """Check every argument of a dump, build its schedule, select its steps
+    and count its rows and route entries (nothing routed yet)."""
+    from .api import _prepare, _topology, simulate, traffic_schedule
+    from .engine import check_memory, make_context
+
+    if progress is not None:
+        progress = checks.flag("progress", progress)
+    if (algorithm is None) == (traffic is None):
+        raise ConfigError("flows: give exactly one of algorithm= and traffic=")
+    if traffic is not None:
+        if ranks is not None:
+            raise ConfigError("ranks: applies to an algorithm, not to traffic (its ranks are "
+                              "the ones the traffic uses)")
+        if size is not None:
+            raise ConfigError("size: applies to an algorithm, not to traffic (its flows carry "
+                              "absolute bytes)")
+        lim = budget.limit(max_memory)
+        net = checks.network(network, network_params, "flows",
+                             ("traffic", "steps", "ecmp", "seed", "network", "threads",
+                              "max_memory", "progress"))
+        ecmp, seed = checks.ecmp(ecmp), checks.seed(seed)
+        checks.threads(threads)
+        topo = _topology(topology, lim)
+        sched = traffic_schedule(topo, traffic, None, lim)
+        nbytes, what = 1.0, f"{topo.spec} traffic"
+    else:
+        sizes = checks.sizes(["1MiB" if size is None else size], "size")
+        run = _prepare("flows", topology, algorithm, ecmp=ecmp, seed=seed, ranks=ranks,
+                       network=network, network_params=network_params, sizes=sizes,
+                       threads=threads, max_memory=max_memory)
+        topo, net, lim, ecmp, seed = run.topology, run.network, run.limit, run.ecmp, run.seed
+        nbytes = float(run.sizes[0])
+        cand = run.candidates[0]
+        if len(run.candidates) > 1:   # an auto option: detail the variant fastest at size
+            best = simulate(topo, algorithm, [nbytes], ecmp=ecmp, seed=seed, ranks=ranks,
+                            network=net, threads=run.threads, max_memory=lim)
+            cand = next(c for c in run.candidates
+                        if c[run.spec.auto_param] == best["variant"].iloc[0])
+        sched = run.spec.build(run.p, topo, False, **cand)
+        what = f"{topo.spec} {run.spec.name}"
+    indices = select_steps(sched, steps)
+    ctx = make_context(topo, net, ecmp, seed, None, sched.p)
+    check_memory(ctx, sched, 1, lim)   # the dump solves one step at a time
+    rows, largest_rows, pattern_rows, entries, largest = _dump_size(ctx, sched, indices)
+    what = f"the flow dump of {what} ({rows} flows, {entries} route entries)"
+    return _Plan(sched, topo, net, nbytes, ecmp, seed, indices, lim, what, rows, largest_rows,
+                 pattern_rows, entries, largest, progress)
+
+
+def _dump_size(ctx, schedule, indices) -> tuple[int, int, int, int, int]:
+    """``(rows, largest step's rows, pattern rows, pattern entries, largest
+    pattern's entries)`` of the selected steps: every step is a block of
+    rows; a repeated traffic pattern's texts are built once and shared."""
+    counted: dict = {}
+    rows = largest_rows = 0
+    for k in indices:
+        tr = schedule.steps[k].traffic
+        if not tr.num_flows:
+            continue
+        if id(tr) not in counted:
+            counted[id(tr)] = (tr.num_flows, ctx.topology.route_entries(
+                ctx.mapping[tr.src], ctx.mapping[tr.dst], ctx.ecmp))
+        rows += tr.num_flows
+        largest_rows = max(largest_rows, tr.num_flows)
+    pattern_rows = sum(f for f, _ in counted.values())
+    entries = [e for _, e in counted.values()]
+    return rows, largest_rows, pattern_rows, sum(entries), max(entries, default=0)
+
+
+_RANGE = re.compile(r"^(\d+)\s*-\s*(\d+)$")
+
+
+def select_steps(schedule, steps) -> list[int]:
+    """Step indices selected by ``steps`` (see :func:`flows`), in the listed
+    order without duplicates; None selects every step."""
+    n = schedule.num_steps
+    if steps is None:
+        return list(range(n))
+    if isinstance(steps, str):
+        items = [s.strip() for s in steps.split(",")]
+    elif checks.is_integer(steps):
+        items = [steps]
+    elif isinstance(steps, (list, tuple, range, np.ndarray)):
+        items = list(steps.tolist() if isinstance(steps, np.ndarray) else steps)
+    else:
+        raise ConfigError(f"steps: {show(steps)} is not allowed; expected step indices or "
+                          "labels such as '0,3,5-7' or 'rs0'")
+    labels: dict = {}
+    for k, step in enumerate(schedule.steps):
+        labels.setdefault(step.label, []).append(k)
+    out: list[int] = []
+    for item in items:
+        out.extend(_one_selection(item, n, labels))
+    if not out:
+        raise ConfigError(f"steps: {show(steps)} selects no step")
+    return list(dict.fromkeys(out))
+
+
+def _one_selection(item, n: int, labels: dict) -> list[int]:
+    if isinstance(item, np.generic):
+        item = item.item()
+    if checks.is_integer(item):
+        item = int(item)
+        if not 0 <= item < n:
+            raise ConfigError(f"steps: step {item} does not exist; the schedule has steps "
+                              f"0..{n - 1}")
+        return [item]
+    if not isinstance(item, str) or not item:
+        raise ConfigError(f"steps: {show(item)} is not allowed; expected a step index, a "
+                          "range a-b or a step label")
+    if item in labels:   # a label wins over an index reading
+        return labels[item]
+    if item.isdigit():
+        return _one_selection(int(item), n, labels)
+    m = _RANGE.match(item)
+    if m:
+        lo, hi = int(m.group(1)), int(m.group(2))
+        if lo > hi or hi >= n:
+            raise ConfigError(f"steps: range {item!r} is not allowed; expected a-b with "
+                              f"0 <= a <= b <= {n - 1}")
+        return list(range(lo, hi + 1))
+    known = list(labels)
+    shown = ", ".join(known[:8]) + (", ..." if len(known) > 8 else "")
+    raise ConfigError(f"steps: no step is labelled {item!r}; labels: {shown} (or indices "
+                      f"0..{n - 1})")
+
+
+class _Progress:
+    """A line per step on stderr (rewritten in place on a terminal)."""
+
+    def __init__(self, schedule, rows: int):
+        self.schedule = schedule
+        self.rows = rows
+        self.done_rows = 0
+        self.start = time.monotonic()
+        self.tty = sys.stderr.isatty()
+
+    def __call__(self, done: int, total: int, index: int, flows: int) -> None:
+        self.done_rows += flows
+        label = self.schedule.steps[index].label
+        share = self.done_rows / self.rows if self.rows else 1.0
+        line = (f"flowemu: flows: step {done}/{total} ({label}), {self.done_rows}/{self.rows} "
+                f"rows ({share:.0%}), {time.monotonic() - self.start:.1f} s")
+        print(("\r" + line) if self.tty else line, end="" if self.tty else "\n",
+              file=sys.stderr, flush=True)
+
+    def finish(self) -> None:
+        if self.tty:
+            print(file=sys.stderr, flush=True)

@@ -1,0 +1,361 @@
+"""The Python API validates at its boundary: numpy/pandas inputs work, every
+bad argument is a ConfigError naming it (never a raw numpy/pandas error), and
+values print as plain numbers."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import flowemu
+from flowemu import ConfigError, Network
+from flowemu.algorithms import get_algorithm
+from flowemu.algorithms.base import Traffic
+from flowemu.engine import profile
+from flowemu.errors import show
+from flowemu.topology import parse_topology
+
+TOPO = "torus:4x4"
+#: one link of 1 GB/s, no latency: a flow of b bytes alone on its link takes b/1e9 s
+FAST = {"bandwidth": 1e9, "link_latency": 0, "hop_latency": 0}
+
+
+def _message(call) -> str:
+    with pytest.raises(ConfigError) as info:
+        call()
+    msg = str(info.value)
+    assert "\n" not in msg
+    # values print as plain numbers, never numpy reprs
+    assert "np." not in msg and "numpy" not in msg and "dtype(" not in msg, msg
+    return msg
+
+
+def _frame(rows, columns=("step", "src", "dst", "bytes")):
+    return pd.DataFrame(rows, columns=list(columns))
+
+
+# ---------------------------------------------------------------- simulate
+
+SIMULATE_BAD = [
+    ({"topology": 42}, "topology"),
+    ({"topology": None}, "topology"),
+    ({"topology": ["torus:4x4"]}, "topology"),
+    ({"topology": "torus:1x4"}, "torus:1x4"),
+    ({"algorithm": 3}, "algorithm"),
+    ({"algorithm": None}, "algorithm"),
+    ({"algorithm": ""}, "algorithm"),
+    ({"algorithm": "nosuch"}, "nosuch"),
+    ({"algorithm": "ring:ports=3"}, "ports"),
+    ({"sizes": None}, "sizes"),
+    ({"sizes": []}, "sizes"),
+    ({"sizes": np.array([])}, "sizes"),
+    ({"sizes": [-1]}, "sizes"),
+    ({"sizes": 0}, "sizes"),
+    ({"sizes": [float("nan")]}, "sizes"),
+    ({"sizes": np.array([1024.0, np.nan])}, "sizes"),
+    ({"sizes": [1.5]}, "sizes"),
+    ({"sizes": [True]}, "sizes"),
+    ({"sizes": np.zeros((2, 2))}, "sizes"),
+    ({"sizes": {"a": 1}}, "sizes"),
+    ({"sizes": [[1024]]}, "sizes"),
+    ({"sizes": "lots"}, "sizes"),
+    ({"seed": "1"}, "seed"),
+    ({"seed": 1.0}, "seed"),
+    ({"seed": True}, "seed"),
+    ({"seed": -1}, "seed"),
+    ({"seed": 2**64}, "seed"),
+    ({"seed": np.float64(1)}, "seed"),
+    ({"seed": None}, "seed"),
+    ({"ranks": 1}, "ranks"),
+    ({"ranks": 17}, "ranks"),
+    ({"ranks": np.int64(17)}, "ranks"),
+    ({"ranks": "4"}, "ranks"),
+    ({"ranks": 4.0}, "ranks"),
+    ({"ranks": True}, "ranks"),
+    ({"threads": 0}, "threads"),
+    ({"threads": "2"}, "threads"),
+    ({"threads": np.int32(-1)}, "threads"),
+    ({"ecmp": "random"}, "ecmp"),
+    ({"ecmp": None}, "ecmp"),
+    ({"ecmp": ["split"]}, "ecmp"),
+    ({"network": "fast"}, "network"),
+    ({"network": Network(), "bandwidth": "1Gb/s"}, "network"),
+    ({"bandwidth": "fast"}, "bandwidth"),
+    ({"bandwidth": [1]}, "bandwidth"),
+    ({"bandwidth": 10**400}, "bandwidth"),
+    ({"link_latency": np.float64(-1)}, "link_latency"),
+    ({"colour": "red"}, "colour"),
+    ({"max_memory": "lots"}, "max_memory"),
+    ({"max_memory": -1}, "max_memory"),
+    ({"max_memory": "80%"}, "max_memory"),
+    ({"max_memory": [1]}, "max_memory"),
+]
+
+
+@pytest.mark.parametrize("bad,name", SIMULATE_BAD, ids=[show(b) for b, _ in SIMULATE_BAD])
+def test_simulate_bad_argument(bad, name):
+    kw = {"topology": TOPO, "algorithm": "ring", "sizes": "1KiB"}
+    kw.update(bad)
+    msg = _message(lambda: flowemu.simulate(kw.pop("topology"), kw.pop("algorithm"), **kw))
+    assert name in msg
+
+
+def test_unknown_keyword_names_it_and_the_allowed_ones():
+    msg = _message(lambda: flowemu.simulate(TOPO, "ring", "1KiB", colour="red"))
+    assert msg.startswith("simulate: unknown keyword argument(s) colour")
+    assert "max_memory" in msg and "bandwidth" in msg
+
+
+def test_plain_numbers_in_messages():
+    msg = _message(lambda: flowemu.simulate(TOPO, "ring", "1KiB", ranks=np.int64(17)))
+    assert "17 ranks" in msg
+    msg = _message(lambda: flowemu.simulate(TOPO, "ring", "1KiB", seed=np.float32(1.5)))
+    assert "seed: 1.5 is not allowed" in msg
+
+
+def test_show_prints_plain_values():
+    assert show(np.int64(3)) == "3"
+    assert show(np.float64(0.5)) == "0.5"
+    assert show(np.array([1, 2])) == "[1, 2]"
+    assert show(pd.Series([1.0])) == "[1.0]"
+    assert show([np.int64(1), "a"]) == "[1, 'a']"
+    assert show(np.bool_(True)) == "True"
+    assert len(show(np.arange(10**6))) < 200
+
+
+# ------------------------------------------------------- numpy/pandas inputs
+
+def test_numpy_and_pandas_inputs_equal_plain_ones():
+    plain = flowemu.simulate(TOPO, "ring", [1024, 2**20], seed=0, ranks=16, threads=1)
+    for sizes in (np.array([1024, 2**20]), np.array([1024.0, 2.0**20]),
+                  pd.Series([2**20, 1024]), [np.int64(1024), np.int32(2**20)],
+                  ["1KiB", np.int64(2**20)], pd.Index([1024, 2**20])):
+        got = flowemu.simulate(TOPO, "ring", sizes, seed=np.int64(0), ranks=np.int64(16),
+                               threads=np.int64(1))
+        pd.testing.assert_frame_equal(got, plain)
+    got = flowemu.simulate(np.str_(TOPO), np.str_("ring"), "1KiB,1MiB", ecmp=np.str_("split"))
+    pd.testing.assert_frame_equal(got, plain)
+
+
+def test_numpy_network_fields_equal_plain_ones():
+    plain = flowemu.simulate(TOPO, "ring", "1MiB", bandwidth=1e9, incast_threshold=3,
+                             incast_slope=1e-9)
+    got = flowemu.simulate(TOPO, "ring", "1MiB", bandwidth=np.float64(1e9),
+                           incast_threshold=np.int64(3), incast_slope=np.float32(1e-9).item())
+    pd.testing.assert_frame_equal(got, plain)
+
+
+def test_single_size_number():
+    df = flowemu.simulate(TOPO, "ring", np.int64(4096))
+    assert df.size_bytes.tolist() == [4096]
+
+
+# ------------------------------------------------------------- time_traffic
+
+GOOD_ROWS = [(0, 0, 1, 1e6), (0, 1, 0, 1e6), (1, 0, 1, 5e5)]
+
+
+def test_traffic_forms_agree_with_closed_form(tmp_path):
+    # step 0: two 1 MB flows on opposite link directions at 1 GB/s = 1 ms each;
+    # step 1: one 0.5 MB flow = 0.5 ms; total 1.5 ms for 2.5 MB
+    expect = 1e-3 + 0.5e-3
+    path = tmp_path / "t.csv"
+    _frame(GOOD_ROWS).to_csv(path, index=False)
+    frame = _frame(GOOD_ROWS).astype({"step": np.int32, "src": np.int64, "dst": np.uint16,
+                                      "bytes": np.float32})
+    lists = [Traffic([0, 1], [1, 0], [1e6, 1e6]), Traffic([0], [1], [5e5])]
+    results = [flowemu.time_traffic(TOPO, t, ecmp="dor", name="x", **FAST)
+               for t in (str(path), path, frame, lists)]
+    for r in results:
+        assert r.time_s.iloc[0] == pytest.approx(expect, rel=1e-12)
+        assert r.size_bytes.iloc[0] == pytest.approx(2.5e6)
+        assert r.note.iloc[0] == ""
+        pd.testing.assert_frame_equal(r, results[0])
+
+
+def test_traffic_steps_need_not_be_contiguous():
+    a = flowemu.time_traffic(TOPO, _frame([(7, 0, 1, 1e6), (3, 1, 2, 1e6)]), **FAST)
+    b = flowemu.time_traffic(TOPO, _frame([(0, 1, 2, 1e6), (1, 0, 1, 1e6)]), **FAST)
+    assert a.time_s.iloc[0] == pytest.approx(2e-3) == b.time_s.iloc[0]
+    assert a.steps.iloc[0] == 2
+
+
+TRAFFIC_BAD = [
+    ([], "empty"),
+    ((), "empty"),
+    (None, "traffic"),
+    (42, "traffic"),
+    ({"step": [0]}, "traffic"),
+    ([42], "step 0"),
+    ([Traffic([], [], [])], "no flows"),
+    (Traffic([0], [0], [1.0]), "src equals dst"),
+    ([Traffic([0], [1], [-1.0])], "bytes"),
+    ([Traffic([0], [1], [np.nan])], "bytes"),
+    ([Traffic([-1], [1], [1.0])], "negative"),
+    ([Traffic([0], [99], [1.0])], "rank 99"),
+    (_frame([]), "no rows"),
+    (_frame([(0, 0, 1)], ("step", "src", "dst")), "missing column(s) bytes"),
+    (_frame([(0, 0, 1, 5, 1)], ("step", "src", "dst", "bytes", "colour")),
+     "extra column(s) colour"),
+    (_frame([(0, 0, 1, 5, 1)], ("step", "src", "dst", "bytes", "bytes")), "more than once"),
+    (_frame([(0, 0, 1, -5)]), "bytes"),
+    (_frame([(0, 0, 1, np.nan)]), "bytes"),
+    (_frame([(0, 0, 1, np.inf)]), "bytes"),
+    (_frame([(0, 0, 0, 5)]), "src equals dst"),
+    (_frame([(0, 0.5, 1, 5)]), "src"),
+    (_frame([(0, -1, 1, 5)]), "src"),
+    (_frame([(0, 0, 2**40, 5)]), "dst"),
+    (_frame([(-1, 0, 1, 5)]), "step"),
+    (_frame([("x", 0, 1, 5)]), "step"),
+    (_frame([(0, "a", 1, 5)]), "src"),
+    (_frame([(0, [1], 1, 5)]), "src"),
+    (_frame([(0, 0, 99, 5)]), "rank 99"),
+    ("/nonexistent/t.csv", "does not exist"),
+]
+
+
+@pytest.mark.parametrize("traffic,needle", TRAFFIC_BAD, ids=[show(t)[:40] for t, _ in TRAFFIC_BAD])
+def test_time_traffic_bad_traffic(traffic, needle):
+    msg = _message(lambda: flowemu.time_traffic(TOPO, traffic))
+    assert "traffic" in msg or "Traffic" in msg
+    assert needle in msg
+
+
+@pytest.mark.parametrize("bad,name", [
+    ({"name": 3}, "name"), ({"seed": "x"}, "seed"), ({"ecmp": "any"}, "ecmp"),
+    ({"topology": 3}, "topology"), ({"network": 1}, "network"), ({"speed": 1}, "speed"),
+    ({"threads": 0}, "threads"), ({"max_memory": "1KiB"}, "max_memory"),
+])
+def test_time_traffic_bad_argument(bad, name):
+    kw = {"topology": TOPO, "traffic": _frame(GOOD_ROWS)}
+    kw.update(bad)
+    msg = _message(lambda: flowemu.time_traffic(kw.pop("topology"), kw.pop("traffic"), **kw))
+    assert name in msg
+
+
+@pytest.mark.parametrize("text,needle", [
+    ("step,src,dst,bytes,colour\n0,0,1,5,red\n", "extra column(s) colour"),
+    (",step,src,dst,bytes\n0,0,0,1,5\n", "index=False"),
+    ("step,src,dst\n0,0,1\n", "missing column(s) bytes"),
+    ("step,src,dst,bytes\n", "no rows"),
+    ("", "cannot read"),
+])
+def test_traffic_csv_columns(tmp_path, text, needle):
+    path = tmp_path / "t.csv"
+    path.write_text(text)
+    msg = _message(lambda: flowemu.time_traffic(TOPO, path))
+    assert needle in msg and "t.csv" in msg
+    assert needle in _message(lambda: flowemu.read_traffic(path))
+
+
+def test_traffic_directory_is_refused(tmp_path):
+    assert "not a file" in _message(lambda: flowemu.time_traffic(TOPO, tmp_path))
+
+
+def test_traffic_object_bad_arrays():
+    assert "src" in _message(lambda: Traffic(["a"], [1], [1.0]))
+    assert "equal lengths" in _message(lambda: Traffic([0, 1], [1], [1.0]))
+    assert "dst" in _message(lambda: Traffic([0], [2**40], [1.0]))
+
+
+# --------------------------------------------------------------- congestion
+
+@pytest.mark.parametrize("bad,name", [
+    ({"algorithm": None}, "algorithm"), ({"seed": "x"}, "seed"), ({"ranks": 99}, "ranks"),
+    ({"ecmp": 1}, "ecmp"), ({"sizes": "1KiB"}, "sizes"), ({"topology": 1.5}, "topology"),
+    ({"network": Network(), "alpha": 1}, "network"), ({"max_memory": "1KiB"}, "max_memory"),
+])
+def test_congestion_bad_argument(bad, name):
+    kw = {"topology": TOPO, "algorithm": "ring"}
+    kw.update(bad)
+    msg = _message(lambda: flowemu.congestion(kw.pop("topology"), kw.pop("algorithm"), **kw))
+    assert name in msg
+
+
+def test_congestion_numpy_inputs_and_note_column():
+    steps, summary = flowemu.congestion(TOPO, "ring", ranks=np.int64(8), seed=np.uint8(0))
+    plain_steps, plain_summary = flowemu.congestion(TOPO, "ring", ranks=8)
+    pd.testing.assert_frame_equal(steps, plain_steps)
+    pd.testing.assert_frame_equal(summary, plain_summary)
+    # 8 ranks are not the 16 nodes of the torus: the fallback is said, as in simulate
+    assert "8 ranks are not the 16 nodes" in summary.note.iloc[0]
+    assert summary.note.iloc[0] == flowemu.simulate(TOPO, "ring", "1KiB", ranks=8).note.iloc[0]
+
+
+# ------------------------------------------------------------------ profile
+
+def _schedule(p=16):
+    return get_algorithm("ring").build(p, parse_topology(TOPO), False, ports=1)
+
+
+@pytest.mark.parametrize("bad,name", [
+    ({"schedule": None}, "schedule"), ({"schedule": "ring"}, "schedule"),
+    ({"topology": 5}, "topology"), ({"network": "x"}, "network"),
+    ({"ecmp": "x"}, "ecmp"), ({"seed": 0.5}, "seed"), ({"congestion": "yes"}, "congestion"),
+    ({"threads": 0}, "threads"), ({"mapping": [[1], [2, 3]]}, "mapping"),
+    ({"mapping": [0] * 16}, "mapping"), ({"mapping": list(range(8))}, "ranks 0..7"),
+    ({"mapping": ["a"] * 16}, "mapping"), ({"max_memory": "1KiB"}, "max_memory"),
+])
+def test_profile_bad_argument(bad, name):
+    kw = {"schedule": _schedule(), "topology": parse_topology(TOPO)}
+    kw.update(bad)
+    msg = _message(lambda: profile(kw.pop("schedule"), kw.pop("topology"), **kw))
+    assert name in msg
+
+
+def test_profile_accepts_a_spec_and_numpy_values():
+    a = profile(_schedule(), TOPO, seed=np.int64(0), threads=np.int8(1),
+                congestion=np.bool_(False)).times([1e6])
+    b = profile(_schedule(), parse_topology(TOPO), threads=1).times([1e6])
+    assert a.tolist() == b.tolist()
+
+
+# ----------------------------------------------------------------- property
+
+ANY = st.one_of(
+    st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(allow_nan=True),
+    st.text(max_size=12), st.binary(max_size=4),
+    st.lists(st.integers(-5, 2**21), max_size=3), st.lists(st.text(max_size=5), max_size=2),
+    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+    st.tuples(st.integers(), st.floats()),
+    st.integers(-3, 40).map(np.int64), st.floats(-1e3, 1e7).map(np.float64),
+    st.lists(st.floats(-10, 1e6), min_size=0, max_size=3).map(np.array),
+    st.sampled_from(["torus:4x4", "ring", "split", "1KiB", "1MiB", "400Gb/s", "1ns",
+                     "1e999", "torus:2", "mesh:2x2", "ring:ports=2", "", " ", "-1"]),
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(arg=st.sampled_from(["topology", "algorithm", "sizes", "ecmp", "seed", "ranks",
+                            "network", "threads", "max_memory", "bandwidth", "alpha",
+                            "incast_threshold"]),
+       value=ANY)
+def test_simulate_raises_only_config_errors(arg, value):
+    kw = {"topology": "torus:4", "algorithm": "ring", "sizes": "1KiB", "threads": 1}
+    kw[arg] = value
+    try:
+        df = flowemu.simulate(kw.pop("topology"), kw.pop("algorithm"), **kw)
+    except ConfigError as exc:
+        assert "\n" not in str(exc) and "np." not in str(exc)
+    else:
+        assert len(df) >= 1 and (df.time_s >= 0).all()
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(column=st.sampled_from(["step", "src", "dst", "bytes"]), value=ANY,
+       arg=st.sampled_from(["traffic", "name", "seed", "ecmp"]))
+def test_time_traffic_raises_only_config_errors(column, value, arg):
+    rows = _frame([(0, 0, 1, 1e3), (1, 1, 2, 1e3)]).astype(object)
+    kw = {"traffic": rows, "name": "t", "seed": 0, "ecmp": "split"}
+    if arg == "traffic":
+        try:
+            rows.at[0, column] = value
+        except (ValueError, TypeError):
+            return   # pandas itself cannot store it: nothing reaches flowemu
+    else:
+        kw[arg] = value
+    try:
+        flowemu.time_traffic("torus:4", kw.pop("traffic"), **kw)
+    except ConfigError as exc:
+        assert "\n" not in str(exc) and "np." not in str(exc)
