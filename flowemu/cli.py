@@ -279,6 +279,10 @@ def _cmd_run(args) -> int:
         raise ConfigError(f"--congestion: '-' prints text into the {fmt} results on standard "
                           "output; give --out FILE or --congestion FILE")
     sizes = None if args.traffic else parse_sizes(args.sizes, "--sizes")
+    flows_size = None
+    if args.flows_out and not args.traffic:
+        flows_size = (parse_size(args.flows_size, "--flows-size") if args.flows_size
+                      else max(sizes))
     outputs = {"--out": args.out, "--flows-out": args.flows_out}
     if args.congestion and args.congestion != "-":
         output_format(args.congestion, None, CONGESTION_FORMATS, option="--congestion",
@@ -298,9 +302,7 @@ def _cmd_run(args) -> int:
         df = simulate(args.topology, args.algorithm, sizes, ecmp=args.ecmp, seed=args.seed,
                       ranks=args.ranks, network=net, max_memory=_max_memory(args))
     if args.flows_out:
-        size = (parse_size(args.flows_size, "--flows-size") if args.flows_size
-                else None if args.traffic else max(sizes))
-        _write_flows(args, net, size)
+        _write_flows(args, net, flows_size)
     _write(df, fmt, args.out)
     for note in _notes(df):   # fallbacks, said once
         print(f"flowemu: note: {note}", file=sys.stderr)

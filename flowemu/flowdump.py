@@ -8,6 +8,7 @@ counted first — and a dump that would not fit is refused with a ConfigError.
 
 from __future__ import annotations
 
+import io
 import re
 import sys
 import time
@@ -17,6 +18,7 @@ import numpy as np
 
 from . import budget, checks
 from .errors import ConfigError, show
+from .outputs import write_atomic
 
 #: rows above which a dump reports progress on stderr even when it is not a tty
 PROGRESS_ROWS = 100_000
@@ -90,7 +92,6 @@ def write_flows(path, topology, algorithm=None, *, traffic=None, size=None, step
     than memory can be written when the disk holds them. Returns the rows
     written. Arguments as for :func:`flows`.
     """
-    import os
     from pathlib import Path
 
     from .engine import empty_flow_table, iter_flow_frames
@@ -107,11 +108,12 @@ def write_flows(path, topology, algorithm=None, *, traffic=None, size=None, step
     budget.check(budget.flow_dump_bytes(plan.largest_rows, plan.pattern_rows, plan.entries,
                                         plan.largest_entries), plan.limit, plan.what)
     parquet = target.suffix.lower() in (".parquet", ".pq")
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     report = plan.progress()
     written = 0
-    try:
-        with _Sink(tmp, parquet) as sink:
+
+    def stream(fh) -> None:
+        nonlocal written
+        with _Sink(fh, parquet) as sink:
             for frame in iter_flow_frames(plan.schedule, plan.topology, plan.network, plan.size,
                                           ecmp=plan.ecmp, seed=plan.seed, steps=plan.indices,
                                           progress=report):
@@ -120,22 +122,21 @@ def write_flows(path, topology, algorithm=None, *, traffic=None, size=None, step
                     written += len(frame)
             if written == 0:
                 sink.write(empty_flow_table())
-        os.replace(tmp, target)
-    except OSError as exc:
-        raise ConfigError(f"path: cannot write {str(target)!r}: {exc.strerror or exc}") from None
+
+    try:   # one mechanism for every output: a temporary file renamed into place
+        write_atomic(target, "path", stream)
     finally:
         if report is not None:
             report.finish()
-        if tmp.exists():
-            tmp.unlink()
     return written
 
 
 class _Sink:
-    """Appends DataFrames to one CSV (header once) or parquet file."""
+    """Appends DataFrames to one CSV (header once) or parquet stream in an open
+    binary file."""
 
-    def __init__(self, path, parquet: bool):
-        self.path, self.parquet = path, parquet
+    def __init__(self, fh, parquet: bool):
+        self.fh, self.parquet = fh, parquet
         self.handle = None
 
     def __enter__(self):
@@ -148,17 +149,22 @@ class _Sink:
 
             table = pa.Table.from_pandas(frame, preserve_index=False)
             if self.handle is None:
-                self.handle = pq.ParquetWriter(self.path, table.schema)
+                self.handle = pq.ParquetWriter(self.fh, table.schema)
             self.handle.write_table(table.cast(self.handle.schema))
         else:
             first = self.handle is None
             if first:
-                self.handle = open(self.path, "w", newline="")  # noqa: SIM115 - __exit__
+                self.handle = io.TextIOWrapper(self.fh, encoding="utf-8", newline="")
             frame.to_csv(self.handle, index=False, header=first)
 
     def __exit__(self, *exc) -> None:
-        if self.handle is not None:
+        if self.handle is None:
+            return
+        if self.parquet:
             self.handle.close()
+        else:
+            self.handle.flush()
+            self.handle.detach()   # the caller syncs and closes the file itself
 
 
 @dataclass

@@ -160,10 +160,12 @@ def sweep(config_path, out=None, *, jobs: int | None = None, scheduler=None,
     scheduler_timeout = _seconds("scheduler_timeout", scheduler_timeout)
     plan = load_sweep(config_path)
     out = Path(out) if out is not None else Path("results") / plan.name
-    _check_out(out)
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"out: {str(out)!r} exists and is not a directory")
     # a cluster that cannot be reached fails now, before the dataset is touched
     pool = _executor(None, scheduler, scheduler_timeout) if scheduler is not None else None
     try:
+        _check_out(out)
         summary = _sweep(plan, out, pool, jobs, retry_errors, prune, progress, chunk_size,
                          stream, t0)
     except BaseException:
