@@ -10,34 +10,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from cli_helpers import one_error_line, run
 
 import flowemu
 import flowemu.api
-from flowemu.cli import main
 
 ROOT_DIR = Path(flowemu.__file__).parents[1]
 RUN = ["run", "-t", "torus:4x4", "-a", "ring", "-s", "1KiB"]
-
-
-def run(capsys, argv):
-    code = main(argv)
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def one_error_line(err: str) -> str:
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith("flowemu: error: ") and "Traceback" not in err
-    return lines[0]
-
-
-@pytest.fixture
-def no_work(monkeypatch):
-    def boom(*a, **k):
-        raise AssertionError("the simulation ran although the command line was refused")
-    for name in ("simulate", "time_traffic", "congestion"):
-        monkeypatch.setattr(flowemu.api, name, boom)
 
 
 @pytest.fixture

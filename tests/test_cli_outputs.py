@@ -10,36 +10,14 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from cli_helpers import one_error_line, run
 
 import flowemu.api
 from flowemu import outputs
-from flowemu.cli import main
 from flowemu.errors import ConfigError
 
 RUN = ["run", "-t", "torus:4x4", "-a", "ring", "-s", "1KiB,1MiB"]
 ROOT = os.geteuid() == 0
-
-
-def run(capsys, argv):
-    code = main(argv)
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def one_error_line(err: str) -> str:
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith("flowemu: error: ") and "Traceback" not in err
-    return lines[0]
-
-
-@pytest.fixture
-def no_work(monkeypatch):
-    """Fail the test if a simulation starts: bad paths must be refused before."""
-    def boom(*a, **k):
-        raise AssertionError("the simulation ran before the output path was checked")
-    for name in ("simulate", "time_traffic", "congestion"):
-        monkeypatch.setattr(flowemu.api, name, boom)
 
 
 def _bad_places(tmp_path):
