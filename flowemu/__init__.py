@@ -16,7 +16,7 @@ _LAZY = {
     "simulate": "api", "congestion": "api", "time_traffic": "api", "read_traffic": "api",
     "RESULT_COLUMNS": "api", "flows": "flowdump",
     "profile": "engine", "Profile": "engine", "StepProfile": "engine",
-    "sweep": "sweep", "load": "results", "compare": "results",
+    "sweep": "sweep", "load": "results", "compare": "results", "results": "results",
 }
 
 __all__ = [
@@ -36,6 +36,7 @@ __all__ = [
     "load",
     "profile",
     "read_traffic",
+    "results",
     "simulate",
     "sweep",
     "time_traffic",

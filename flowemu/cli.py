@@ -384,8 +384,20 @@ def _cmd_list(args) -> int:
     return 0
 
 
+#: sweep() arguments and the options that set them (messages name the option)
+_SWEEP_OPTIONS = {"out": "--out", "jobs": "--jobs", "scheduler": "--scheduler",
+                  "scheduler_timeout": "--scheduler-timeout", "retry_errors": "--retry-errors",
+                  "prune": "--prune", "chunk_size": "--chunk-size"}
+
+
 def _cmd_sweep(args) -> int:
     from .sweep import load_sweep, sweep
+    if args.dry_run:
+        for dest, option in _SWEEP_OPTIONS.items():
+            if _given(args, dest):
+                _refuse(option, "does not apply to --dry-run (it runs nothing)")
+    if _given(args, "scheduler_timeout") and not args.scheduler:
+        _refuse("--scheduler-timeout", "applies only with --scheduler")
     if args.dry_run:
         plan = load_sweep(args.config)
         for cfg in plan.configs:
@@ -399,9 +411,16 @@ def _cmd_sweep(args) -> int:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, _terminate)
-    summary = sweep(args.config, args.out, jobs=args.jobs, scheduler=args.scheduler,
-                    scheduler_timeout=args.scheduler_timeout, retry_errors=args.retry_errors,
-                    prune=args.prune, progress=not args.quiet, chunk_size=args.chunk_size)
+    try:
+        summary = sweep(args.config, args.out, jobs=args.jobs, scheduler=args.scheduler,
+                        scheduler_timeout=args.scheduler_timeout,
+                        retry_errors=args.retry_errors, prune=args.prune,
+                        progress=not args.quiet, chunk_size=args.chunk_size)
+    except ConfigError as exc:   # name the option the user typed, not the argument
+        name, sep, rest = str(exc).partition(": ")
+        if sep and name in _SWEEP_OPTIONS:
+            raise ConfigError(f"{_SWEEP_OPTIONS[name]}: {rest}") from None
+        raise
     print(summary.text())
     if summary.errors:   # the results are kept, but the dataset is incomplete
         print(summary.failure_text(), file=sys.stderr)
@@ -443,7 +462,11 @@ def _cmd_plot(args) -> int:
     from .plots import KINDS, figures, plot
     if args.kind not in KINDS:
         raise ConfigError(f"--kind: unknown kind {args.kind!r}; allowed: {', '.join(KINDS)}")
-    if args.out is None:
+    if args.out is None:   # every standard figure, unfiltered: the choices need --out
+        for dest in ("kind", "group", "topology", "algorithm", "where", "title", "by"):
+            if _given(args, dest):
+                _refuse(f"--{dest}", "needs --out FILE (without it, plot draws every standard "
+                                     "figure of the dataset into DATASET/figures/)")
         for path in figures(args.dataset):
             print(path)
         return 0

@@ -93,6 +93,10 @@ def _no_unit(field: str, text, forms: str):
     return ConfigError(f"{field}: {_show(text)} has no unit; expected {forms}")
 
 
+#: the largest vector size: byte counts are exact in float64 up to 2**53
+MAX_SIZE = 2**53
+
+
 def parse_size(text, field: str = "size") -> int:
     """Bytes as an int (> 0).
 
@@ -125,6 +129,9 @@ def parse_size(text, field: str = "size") -> int:
     if not math.isfinite(value) or value <= 0:
         raise ConfigError(f"{field}: size {_show(text)} must be a positive, finite number of "
                           "bytes")
+    if value > MAX_SIZE:
+        raise ConfigError(f"{field}: size {_show(text)} is larger than the 8PiB (2**53 bytes) "
+                          "a size may be (byte counts stay exact in float64 up to there)")
     if value != int(value):
         raise ConfigError(f"{field}: size {_show(text)} is not a whole number of bytes")
     return int(value)

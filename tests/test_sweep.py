@@ -442,10 +442,10 @@ def test_unexpected_exception_is_recorded_as_internal(tmp_path, monkeypatch):
     import flowemu.sweep.executor as sw
     real = sw.run_config
 
-    def buggy(cfg, threads=None):
+    def buggy(cfg, threads=None, max_memory=None):
         if cfg.label == "ring":
             raise ZeroDivisionError("oops")
-        return real(cfg, threads)
+        return real(cfg, threads, max_memory)
 
     monkeypatch.setattr(sw, "run_config", buggy)
     s = quiet(write(tmp_path, SMALL), tmp_path / "d", jobs=1)

@@ -133,7 +133,7 @@ def test_another_sweep_file_never_mixes(tmp_path, capsys):
     code = main(["sweep", str(b), "--out", str(out), "-q"])
     stderr = capsys.readouterr().err
     assert code == 2 and stderr.count("\n") == 1 and "Traceback" not in stderr
-    assert stderr.startswith("flowemu: error: out:") and "'a'" in stderr
+    assert stderr.startswith("flowemu: error: --out:") and "'a'" in stderr
     pd.testing.assert_frame_equal(load(out), before, check_exact=True)
     # a dataset from before manifests existed is recognised by its rows
     (out / MANIFEST).unlink()

@@ -31,10 +31,10 @@ def killer(monkeypatch):
     real = executor.run_config
     victims = set()
 
-    def run_config(cfg, threads=None):
+    def run_config(cfg, threads=None, max_memory=None):
         if cfg.key in victims:
             os.kill(os.getpid(), signal.SIGKILL)
-        return real(cfg, threads)
+        return real(cfg, threads, max_memory)
 
     monkeypatch.setattr(executor, "run_config", run_config)
     return victims
@@ -94,7 +94,7 @@ def test_unreachable_scheduler_fails_after_the_timeout(tmp_path, capsys, address
     err = capsys.readouterr().err
     assert code == 2 and elapsed < 1 + 5 + 3, elapsed   # the timeout, the watchdog, slack
     assert err.count("\n") == 1 and "Traceback" not in err
-    assert err.startswith(f"flowemu: error: scheduler: cannot connect to {address!r} within 1s")
+    assert err.startswith(f"flowemu: error: --scheduler: cannot connect to {address!r} within 1s")
     assert "--scheduler-timeout" in err and not out.exists()
     with pytest.raises(ConfigError, match="scheduler: cannot connect"):
         sweep(path, out, scheduler=address, scheduler_timeout=1, progress=False)

@@ -21,18 +21,22 @@ def _topology(spec: str):
     return parse_topology(spec)
 
 
-def run_config(cfg: Config, threads: int | None = None):
+def run_config(cfg: Config, threads: int | None = None, max_memory=None):
     """Time one configuration: all its sizes from one :func:`flowemu.simulate`
     call (one profile). Returns the simulate rows (without sweep columns)."""
     from ..api import simulate
     return simulate(_topology(cfg.topology), cfg.algorithm, list(cfg.sizes), ecmp=cfg.ecmp,
-                    seed=cfg.seed, ranks=cfg.ranks, network=cfg.network(), threads=threads)
+                    seed=cfg.seed, ranks=cfg.ranks, network=cfg.network(), threads=threads,
+                    max_memory=max_memory)
 
 
-def run_chunk(configs: list[Config], threads: int | None = None):
+def run_chunk(configs: list[Config], threads: int | None = None, max_memory=None):
     """Worker task: run configurations, never raise for one of them.
     ``threads`` is passed to the engine: pool workers use 1 (the pool already
     keeps every core busy), an in-process run the default (all cores).
+    ``max_memory`` (a :class:`flowemu.budget.Limit`) is each local worker's
+    share of the machine's limit, so workers running side by side are refused
+    before they could exhaust memory together (default: the whole limit).
 
     Returns ``(rows DataFrame or None, [error dict, ...])``; the rows carry
     the sweep columns (:data:`flowemu.sweep.dataset.SWEEP_COLUMNS`).
@@ -41,7 +45,7 @@ def run_chunk(configs: list[Config], threads: int | None = None):
     frames, done, errors = [], [], []
     for cfg in configs:
         try:
-            frames.append(run_config(cfg, threads))
+            frames.append(run_config(cfg, threads, max_memory))
             done.append(cfg)
         except FlowEmuError as exc:
             errors.append(error_row(cfg, type(exc).__name__, str(exc), internal=False))
@@ -139,9 +143,13 @@ class _LocalPool:
         self.ex = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx,
                                       initializer=_worker_init, initargs=(os.getpid(),))
         self._procs = {}
+        from ..budget import Limit, limit
+        whole = limit()
+        self.share = Limit(whole.bytes // self.workers,
+                           f"1/{self.workers} of the {whole.text()}, one share a worker")
 
     def submit(self, chunk):
-        fut = self.ex.submit(run_chunk, chunk, 1)
+        fut = self.ex.submit(run_chunk, chunk, 1, self.share)
         # the pool forgets its processes once broken; keep them to read exit codes
         self._procs.update(getattr(self.ex, "_processes", None) or {})
         return fut

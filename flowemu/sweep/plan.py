@@ -44,6 +44,9 @@ class SweepPlan:
 
 
 def _read_toml(path: Path) -> dict:
+    if path.is_dir():
+        why = "is a directory; expected a sweep file such as configs/smoke.toml"
+        raise SweepConfigError(str(path), [("", why)])
     if not path.is_file():
         raise SweepConfigError(str(path), [("", "file not found")])
     try:

@@ -1,0 +1,108 @@
+"""Options that cannot take effect, and values beyond what flowemu can hold,
+are refused up front with one line naming them."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+from cli_helpers import one_error_line, run
+
+import flowemu
+from flowemu.errors import ConfigError
+from flowemu.units import MAX_SIZE, parse_size
+
+SWEEP = 'topology = "torus:4x4"\nalgorithm = ["ring", "bucket"]\nsizes = "1KiB,2KiB"\n'
+
+
+@pytest.fixture
+def sweep_file(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text(SWEEP)
+    return path
+
+
+def test_sizes_beyond_exact_float_are_refused(capsys):
+    assert parse_size(MAX_SIZE) == 2**53
+    with pytest.raises(ConfigError, match=r"sizes: size '1e300' is larger than the 8PiB"):
+        parse_size("1e300", "sizes")
+    code, _, err = run(capsys, ["run", "-t", "torus:4x4", "-a", "ring", "-s", "1e300"])
+    assert code == 2 and "--sizes" in one_error_line(err)
+
+
+def test_sweep_of_a_directory_says_so(capsys, tmp_path):
+    code, _, err = run(capsys, ["sweep", str(tmp_path)])
+    assert code == 2 and "is a directory" in one_error_line(err)
+
+
+@pytest.mark.parametrize("extra, option", [
+    (["--scheduler-timeout", "3"], "--scheduler-timeout"),
+    (["--dry-run", "--jobs", "2"], "--jobs"),
+    (["--dry-run", "--prune"], "--prune"),
+])
+def test_sweep_options_that_cannot_apply(capsys, sweep_file, tmp_path, extra, option):
+    out = tmp_path / "d"
+    code, _, err = run(capsys, ["sweep", str(sweep_file), "-q"] + extra
+                       + ([] if "--dry-run" in extra else ["-o", str(out)]))
+    assert code == 2
+    assert one_error_line(err).startswith(f"flowemu: error: {option}: ")
+    assert not out.exists()
+
+
+def test_sweep_messages_name_the_option(capsys, sweep_file, tmp_path):
+    code, _, err = run(capsys, ["sweep", str(sweep_file), "-o", str(tmp_path / "d"),
+                                "--jobs", "2", "--scheduler", "tcp://127.0.0.1:1"])
+    assert code == 2 and one_error_line(err).startswith("flowemu: error: --jobs: ")
+
+
+@pytest.fixture
+def dataset(tmp_path, sweep_file):
+    out = tmp_path / "d"
+    flowemu.sweep(sweep_file, out, jobs=1, progress=False)
+    return out
+
+
+@pytest.mark.parametrize("extra, option", [
+    (["--kind", "gain"], "--kind"), (["--group", "main"], "--group"),
+    (["--where", "nodes > 1"], "--where"), (["--title", "x"], "--title"),
+])
+def test_plot_filters_need_out(capsys, dataset, extra, option):
+    code, _, err = run(capsys, ["plot", str(dataset)] + extra)
+    assert code == 2 and one_error_line(err).startswith(f"flowemu: error: {option}: ")
+    assert not (dataset / "figures").exists()
+
+
+def test_gain_curve_needs_a_column_that_varies(capsys, dataset, tmp_path):
+    code, _, err = run(capsys, ["plot", str(dataset), "--kind", "gain-curve",
+                                "--by", "alpha_s", "-o", str(tmp_path / "g.png")])
+    line = one_error_line(err)
+    assert code == 2 and line.startswith("flowemu: error: --by: 'alpha_s' has a single value")
+    assert not (tmp_path / "g.png").exists()
+
+
+def test_each_local_worker_gets_a_share_of_the_memory_limit(monkeypatch):
+    from flowemu import budget
+    from flowemu.sweep import executor
+    monkeypatch.setenv(budget.ENV_VAR, "6GiB")
+    pool = executor._executor(3, None)
+    try:
+        assert pool.share.bytes == 2 * 2**30
+    finally:
+        pool.close()
+
+
+def test_results_module_after_plain_import():
+    code = "import flowemu; print(flowemu.results.TIE_RTOL > 0, callable(flowemu.results.load))"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": os.getcwd()}, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["True", "True"]
+
+
+def test_tied_demo_table_still_prints(dataset):
+    from flowemu.demo import comparison_table
+    table = comparison_table(flowemu.load(dataset))
+    assert isinstance(table, pd.DataFrame) and len(table) == 2
