@@ -185,6 +185,11 @@ WEIGHT_RESUM = 1e-12
 # --------------------------------------------------------------------------
 
 
+# Constant arguments of kernel calls are written np.int64(0), np.bool_(True): a bare 0 or
+# True is typed as a literal (Literal[int](0)) and compiles a second copy of the callee
+# (four of _fill), which cost ~13 s of a cold start; the code and results are the same.
+
+
 @njit(**_NUMPY_ERRORS)
 def _check_inputs(flow_ptr, res, frac, capacity):
     """Structural check of the CSR and capacities; returns a status."""
@@ -309,7 +314,7 @@ def _heap_pop(heap_key, heap_res, size):
     if size > 0:
         heap_key[0] = heap_key[size]
         heap_res[0] = heap_res[size]
-        _sift_down(heap_key, heap_res, size, 0)
+        _sift_down(heap_key, heap_res, size, np.int64(0))
     return size
 
 
@@ -533,7 +538,7 @@ def _fill(flow_ptr, row_end, res, frac, res_ptr, res_flow, res_frac, have_tr, su
     # --- lazy heap of resource levels: one entry per resource still in play,
     # keyed by a lower bound of its level (levels only rise)
     heap = True
-    size = 0
+    size = np.int64(0)
     for i in range(n_touched):
         r = touched[i]
         if state[r, _COUNT] > 0.0:
@@ -560,7 +565,7 @@ def _fill(flow_ptr, row_end, res, frac, res_ptr, res_flow, res_frac, have_tr, su
         if size == 0 or guard > guard_limit:
             return STATUS_ITER_LIMIT, heap
         if 2 * dead > size > _COMPACT_MIN:
-            m = 0
+            m = np.int64(0)
             for i in range(size):
                 r = heap_res[i]
                 if state[r, _COUNT] > 0.0:
@@ -581,7 +586,7 @@ def _fill(flow_ptr, row_end, res, frac, res_ptr, res_flow, res_frac, have_tr, su
             if np.isnan(lv):
                 return STATUS_NONFINITE, heap
             heap_key[0] = lv
-            _sift_down(heap_key, heap_res, size, 0)
+            _sift_down(heap_key, heap_res, size, np.int64(0))
             continue
         # lv is the minimum level; collect every resource tied with it before
         # freezing anything (same rule as the pass-based path)
@@ -606,14 +611,14 @@ def _fill(flow_ptr, row_end, res, frac, res_ptr, res_flow, res_frac, have_tr, su
                 size = _heap_pop(heap_key, heap_res, size)
             else:
                 heap_key[0] = lv2
-                _sift_down(heap_key, heap_res, size, 0)
+                _sift_down(heap_key, heap_res, size, np.int64(0))
         for i in range(n_batch):
             r = batch[i]
             for k in range(res_ptr[r], res_ptr[r + 1]):
                 f = res_flow[k]
                 if flow_mark[f] == mark:
                     dead += _freeze_flow(f, lam, flow_ptr, row_end, res, frac, res_ptr, res_flow,
-                                         res_frac, True, state, w_ref, flow_mark, mark,
+                                         res_frac, np.bool_(True), state, w_ref, flow_mark, mark,
                                          rates)[1]
                     n_left -= 1
         dead -= n_batch  # (popped already; each was emptied exactly once)
@@ -644,7 +649,7 @@ def _solve(flow_ptr, row_end, res, frac, tr, sub, n_sub, applied, rates, state, 
     if status == _NEED_TRANSPOSE:
         res_ptr, res_flow, res_frac = _transpose(flow_ptr, res, frac, state.shape[0])
         tr = (res_ptr, res_flow, res_frac, True)
-        status, heap = _fill(flow_ptr, row_end, res, frac, res_ptr, res_flow, res_frac, True, sub,
+        status, heap = _fill(flow_ptr, row_end, res, frac, res_ptr, res_flow, res_frac, np.bool_(True), sub,
                              n_sub, n_entries, touched, n_touched, state, w_ref, cold,
                              flow_mark, mark, heap_key, heap_res, batch, rates, max_passes)
     for i in range(n_touched):
@@ -701,7 +706,7 @@ def _fill_workspace(n_res):
 @njit(**_NUMPY_ERRORS)
 def _no_transpose():
     return (np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int32),
-            np.zeros(0, dtype=np.float64), False)
+            np.zeros(0, dtype=np.float64), np.bool_(False))
 
 
 @njit(**_NUMPY_ERRORS)
@@ -748,7 +753,7 @@ def maxmin_rates_kernel(flow_ptr, res, frac, capacity, active):
     res, n_res, capacity = _remap(res, capacity)  # from here on: kernel rows
     sub = np.empty(n_flows, dtype=np.int32)
     flow_mark = np.zeros(n_flows, dtype=np.int64)
-    n_sub = 0
+    n_sub = np.int64(0)
     for f in range(n_flows):
         if active[f]:
             if flow_ptr[f + 1] == flow_ptr[f]:
@@ -762,8 +767,8 @@ def maxmin_rates_kernel(flow_ptr, res, frac, capacity, active):
     applied = np.zeros(n_flows, dtype=np.float64)
     row_end = flow_ptr[1:]  # (read only: every entry)
     status, _, _, _ = _solve(flow_ptr, row_end, res, frac, _no_transpose(), sub, n_sub, applied,
-                             rates, state, w_ref, cold, flow_mark, 1, touched, heap_key,
-                             heap_res, batch, PASS_LIMIT, np.empty(0, dtype=np.float64))
+                             rates, state, w_ref, cold, flow_mark, np.int64(1), touched, heap_key,
+                             heap_res, batch, np.int64(PASS_LIMIT), np.empty(0, dtype=np.float64))
     if status != STATUS_OK:
         return rates, status
     for i in range(n_sub):
@@ -852,7 +857,7 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
     # active flows: every flow with a non-empty path (0-byte ones finish at
     # the first event, of length 0)
     act = np.empty(n_flows, dtype=np.int32)
-    n_act = 0
+    n_act = np.int64(0)
     for f in range(n_flows):
         if flow_ptr[f + 1] == flow_ptr[f]:
             rate0[f] = np.inf
@@ -928,7 +933,7 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
     t = 0.0
     mark = 0
     ev = 0
-    max_passes = PASS_LIMIT
+    max_passes = np.int64(PASS_LIMIT)
     lam0 = 0.0
     while n_act > 0:
         ev += 1
@@ -947,7 +952,7 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
             # those at or above the finished rate, and the flows a last pass
             # left out of _RESID (applied 0; they are at the top level anyway)
             full = True
-            n_sub = 0
+            n_sub = np.int64(0)
             for i in range(n_act):
                 f = act[i]
                 if ev == 1 or rates[f] >= keep_below or applied[f] != rates[f]:
@@ -968,7 +973,7 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
         if not full:
             for i in range(n_sub):
                 _join(sub[i], ev, in_s, old_rate, rates)
-            n_sub = _add_dependents(sub, n_sub, 0, ev, keep_below, in_s, seen, bneck, old_rate,
+            n_sub = _add_dependents(sub, n_sub, np.int64(0), ev, keep_below, in_s, seen, bneck, old_rate,
                                     rates, flow_ptr, res, tr[0], tr[1], state, cold)
         rounds = 0
         while n_sub > 0:
@@ -982,7 +987,7 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
                                                  batch, max_passes, base)
             # a workload with many levels goes on having them: its re-solves
             # start on the heap (each pass costs a sweep over every resource)
-            max_passes = 0 if heap else PASS_LIMIT
+            max_passes = np.int64(0) if heap else np.int64(PASS_LIMIT)
             if status != STATUS_OK:
                 return rate0, finish, status
             if screened:
@@ -1075,7 +1080,7 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
         thr = t_next + t_next * TIE_TOL
         dt = t_next - t
         lam0 = np.inf
-        m = 0
+        m = np.int64(0)
         n_done = 0
         for i in range(n_act):
             f = act[i]
