@@ -416,9 +416,11 @@ def torus_route_fill_split(src, dst, dims, strides, coords, wrap, flow_ptr, link
         s = src[f]
         t = dst[f]
         pos = flow_ptr[f]
-        na = 0
-        total = 1
-        m1, dr1, tq1, a1 = 0, 1, False, 0
+        # plain int64/bool, not literals: a literal would compile a second copy of the
+        # callees below (see kernels/maxmin.py)
+        na = np.int64(0)
+        total = np.int64(1)
+        m1, dr1, tq1, a1 = np.int64(0), np.int64(1), np.bool_(False), np.int64(0)
         for i in range(ndim):
             d = dims[i]
             a0 = np.int64(coords[s, i])
