@@ -3,14 +3,20 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+# flowemu and what it needs to run, without the test and cluster tools (a faster first demo)
+RUN_STAMP := $(VENV)/.installed-run
 
 .PHONY: setup test test-all demo bench lint clean sweep figures paper
 
+$(RUN_STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q -e .
+	@touch $(RUN_STAMP)
+
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'
-	@touch $(STAMP)
+	@touch $(STAMP) $(RUN_STAMP)
 
 setup: $(STAMP)
 
@@ -21,7 +27,7 @@ test: $(STAMP)
 test-all: $(STAMP)
 	$(PY) -m pytest -q --benchmark-disable tests
 
-demo: $(STAMP)
+demo: $(RUN_STAMP)
 	$(PY) -m flowemu.demo
 
 # Real benchmark runs, saved under .benchmarks/; compared with the last saved run.
