@@ -10,12 +10,12 @@ RUN_STAMP := $(VENV)/.installed-run
 
 $(RUN_STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q -e .
+	$(PY) -m pip install -q --no-compile -e .
 	@touch $(RUN_STAMP)
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q --no-compile -e '.[dev]'
 	@touch $(STAMP) $(RUN_STAMP)
 
 setup: $(STAMP)

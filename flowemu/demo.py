@@ -58,7 +58,10 @@ def network_text(df: pd.DataFrame) -> str:
 
 def main(config=CONFIG, out: str | Path = "results/demo") -> Path:
     t0 = time.perf_counter()
-    dataset = run_sweep(config, out, progress=False)
+    # in this process: the demo's few configurations finish in seconds once the kernels
+    # are compiled, and one process compiles them once (worker processes would each
+    # compile them again on a fresh install)
+    dataset = run_sweep(config, out, jobs=1, progress=False)
     df = load(dataset)
     # one table per scenario (topology, bandwidth, ... as the file sets them)
     for _, sub in df.groupby(scenario_columns(df), sort=True, dropna=False):
