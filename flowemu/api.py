@@ -106,7 +106,7 @@ def _prepare(function: str, topology, algorithm, *, ecmp, seed, ranks, network, 
     the topology, then the memory the schedule will need before it is built)."""
     lim = budget.limit(max_memory)
     net = checks.network(network, network_params, function, _KEYWORDS[function])
-    ecmp, seed, threads = checks.ecmp(ecmp), checks.seed(seed), checks.threads(threads)
+    (ecmp, seed), threads = checks.routing(ecmp, seed), checks.threads(threads)
     n = None if sizes is _NO_SIZES else checks.sizes(sizes)
     spec, candidates = expand_algorithm(algorithm)
     concurrent = threads if threads is not None else default_threads()
@@ -255,7 +255,7 @@ def time_traffic(topology, traffic, *, ecmp: str = "split", seed: int = 0,
     lim = budget.limit(max_memory)
     net = checks.network(network, network_params, "time_traffic",
                          ("ecmp", "seed", "network", "name", "threads", "max_memory"))
-    ecmp, seed, threads = checks.ecmp(ecmp), checks.seed(seed), checks.threads(threads)
+    (ecmp, seed), threads = checks.routing(ecmp, seed), checks.threads(threads)
     topo = _topology(topology, lim)
     sched = traffic_schedule(topo, traffic, name, lim)
     t = float(profile(sched, topo, net, ecmp=ecmp, seed=seed, threads=threads,

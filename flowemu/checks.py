@@ -52,6 +52,17 @@ def seed(value) -> int:
     return integer("seed", value, lo=0, hi=MAX_SEED)
 
 
+def routing(ecmp_value, seed_value) -> tuple[str, int]:
+    """``(ecmp, seed)`` checked together: a seed picks the paths of
+    ``ecmp="hash"`` and nothing else, so a non-zero seed with another routing
+    would be recorded in the results without having any effect."""
+    mode, s = ecmp(ecmp_value), seed(seed_value)
+    if s != 0 and mode != "hash":
+        raise ConfigError(f"seed: {s} applies only to ecmp='hash' (it picks each flow's path "
+                          f"there); with ecmp={mode!r} leave seed at 0")
+    return mode, s
+
+
 def flag(name: str, value) -> bool:
     """A Python or numpy bool."""
     if not isinstance(value, (bool, np.bool_)):

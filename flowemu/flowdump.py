@@ -215,7 +215,7 @@ def _plan(topology, algorithm, traffic, size, steps, ecmp, seed, ranks, network,
         net = checks.network(network, network_params, "flows",
                              ("traffic", "steps", "ecmp", "seed", "network", "threads",
                               "max_memory", "progress"))
-        ecmp, seed = checks.ecmp(ecmp), checks.seed(seed)
+        ecmp, seed = checks.routing(ecmp, seed)
         checks.threads(threads)
         topo = _topology(topology, lim)
         sched = traffic_schedule(topo, traffic, None, lim)

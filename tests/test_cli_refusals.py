@@ -106,3 +106,35 @@ def test_tied_demo_table_still_prints(dataset):
     from flowemu.demo import comparison_table
     table = comparison_table(flowemu.load(dataset))
     assert isinstance(table, pd.DataFrame) and len(table) == 2
+
+
+def test_algorithm_option_given_twice(capsys):
+    with pytest.raises(ConfigError, match="option ports given twice"):
+        flowemu.simulate("torus:4x4", "ring:ports=2,ports=1", "1KiB")
+    code, _, err = run(capsys, ["run", "-t", "torus:4x4", "-a", "ring:ports=2,ports=1",
+                                "-s", "1KiB"])
+    assert code == 2 and "ports given twice" in one_error_line(err)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: flowemu.simulate("torus:4x4", "ring", "1KiB", seed=3),
+    lambda: flowemu.congestion("torus:4x4", "ring", ecmp="dor", seed=1),
+    lambda: flowemu.flows("torus:4x4", "ring", size="1KiB", seed=2),
+])
+def test_seed_without_hash_is_refused(call):
+    with pytest.raises(ConfigError, match="^seed: .* applies only to ecmp='hash'"):
+        call()
+
+
+def test_sweep_seeds_belong_to_hash(tmp_path):
+    from flowemu.sweep import load_sweep
+    path = tmp_path / "s.toml"
+    path.write_text('topology = "torus:4x4"\nalgorithm = "ring"\nsizes = "1KiB"\n'
+                    'ecmp = ["split", "hash"]\nseed = [0, 1, 2]\n')
+    plan = load_sweep(path)
+    # split takes no seed: one configuration; hash one per seed
+    assert sorted((c.ecmp, c.seed) for c in plan.configs) == [
+        ("hash", 0), ("hash", 1), ("hash", 2), ("split", 0)]
+    path.write_text('topology = "torus:4x4"\nalgorithm = "ring"\nseed = [0, 1]\n')
+    with pytest.raises(ConfigError, match=r"seed: a seed applies only to ecmp = \"hash\""):
+        load_sweep(path)

@@ -340,5 +340,8 @@ def parse_algorithm_spec(text: str) -> tuple[str, dict]:
                 raise ConfigError(
                     f"algorithm {name}: option {item!r} is not key=value; "
                     f"expected NAME[:key=val,...]")
+            if k.strip() in opts:
+                raise ConfigError(f"algorithm {name}: option {k.strip()} given twice "
+                                  f"({opts[k.strip()]!r} and {v.strip()!r}); give it once")
             opts[k.strip()] = v.strip()
     return name.strip(), opts

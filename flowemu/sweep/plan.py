@@ -157,8 +157,11 @@ def load_sweep(path) -> SweepPlan:
     plan = SweepPlan(name, path, desc if isinstance(desc, str) else "", {})
     for gname, (table, prefix) in groups.items():
         values, complete = {}, True
+        seed_loc = "seed"
         for f in GRID_FIELDS:
             vals, loc, present = field_values(f, table, prefix)
+            if f == "seed":
+                seed_loc = loc
             if not present:
                 if f in REQUIRED:
                     where = f"groups.{gname}" if groups_raw is not None else ""
@@ -180,6 +183,10 @@ def load_sweep(path) -> SweepPlan:
         wheres, ok_wh = where_codes(table, prefix)
         if not (complete and ok_ex and ok_wh):
             continue
+        if "hash" not in values["ecmp"] and any(s != 0 for s in values["seed"]):
+            probs.add(seed_loc, "a seed applies only to ecmp = \"hash\" (it picks each flow's "
+                                f"path there); this grid's ecmp is {', '.join(values['ecmp'])}")
+            continue
         configs, seen, total = [], set(), 0
         n_problems = len(probs.items)
         for combo in itertools.product(*(values[f] for f in GRID_FIELDS)):
@@ -187,6 +194,8 @@ def load_sweep(path) -> SweepPlan:
                 break   # a where expression failed: reported once, not per configuration
             total += 1
             kw = dict(zip(GRID_FIELDS, combo))
+            if kw["ecmp"] != "hash":
+                kw["seed"] = 0   # the seeds of the grid are the hash's; one configuration here
             alg: _Alg = kw.pop("algorithm")
             cfg = Config(sweep=name, group=gname, algorithm=alg.spec, label=alg.label,
                          sizes=sizes, **kw)
