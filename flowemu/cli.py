@@ -13,6 +13,7 @@ Output paths are checked before any simulation starts
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -60,6 +61,9 @@ class _OnceTrue(argparse._StoreTrueAction):
 class _Parser(argparse.ArgumentParser):
     def __init__(self, *a, **kw):
         super().__init__(*a, **kw)
+        # "-5Gb/s" is a (bad) value, not an option: argparse takes only plain negative
+        # numbers for values, and "expected one argument" would not say what is wrong
+        self._negative_number_matcher = re.compile(r"^-\.?\d")
         # every parser and subparser: store / store_true refuse repeats and record what
         # was given, so a default can be shown in --help yet told apart from an explicit value
         self.register("action", None, _Once)
@@ -295,14 +299,14 @@ def _cmd_run(args) -> int:
     for option, path in outputs.items():
         if path is not None:
             check_writable(path, option.split(" ")[0])
+    if args.flows_out:   # first: a dump refused (memory, steps) costs no simulation
+        _write_flows(args, net, flows_size)
     if args.traffic:
         df = time_traffic(args.topology, args.traffic, ecmp=args.ecmp, seed=args.seed,
                           network=net, max_memory=_max_memory(args))
     else:
         df = simulate(args.topology, args.algorithm, sizes, ecmp=args.ecmp, seed=args.seed,
                       ranks=args.ranks, network=net, max_memory=_max_memory(args))
-    if args.flows_out:
-        _write_flows(args, net, flows_size)
     _write(df, fmt, args.out)
     for note in _notes(df):   # fallbacks, said once
         print(f"flowemu: note: {note}", file=sys.stderr)

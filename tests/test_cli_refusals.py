@@ -138,3 +138,31 @@ def test_sweep_seeds_belong_to_hash(tmp_path):
     path.write_text('topology = "torus:4x4"\nalgorithm = "ring"\nseed = [0, 1]\n')
     with pytest.raises(ConfigError, match=r"seed: a seed applies only to ecmp = \"hash\""):
         load_sweep(path)
+
+
+@pytest.mark.parametrize("extra, option", [
+    (["--bandwidth", "-5Gb/s"], "--bandwidth"), (["--link-latency", "-1ns"], "--link-latency"),
+    (["-s", "-1KiB"], "--sizes"),
+])
+def test_negative_values_are_values_not_options(capsys, extra, option):
+    argv = ["run", "-t", "torus:4x4", "-a", "ring"] + (["-s", "1KiB"] if option != "--sizes"
+                                                       else []) + extra
+    code, _, err = run(capsys, argv)
+    line = one_error_line(err)
+    assert code == 2 and line.startswith(f"flowemu: error: {option}: ") and "expected" in line
+
+
+def test_boolean_option_message_lists_every_spelling():
+    with pytest.raises(ConfigError, match=r"allowed: true or false \(also yes/no, 1/0\)"):
+        flowemu.simulate("torus:4x4", "recdoub:mirrored=maybe", "1KiB")
+    for word in ("yes", "1", "true"):
+        assert flowemu.simulate("torus:4x4", f"recdoub:mirrored={word}", "1KiB").shape[0] == 1
+
+
+def test_refused_flow_dump_costs_no_simulation(capsys, tmp_path, no_work):
+    # the dump is checked (and here refused) before the run's simulation starts
+    code, _, err = run(capsys, ["run", "-t", "torus:8x8", "-a", "swing:variant=bandwidth",
+                                "-s", "1MiB", "--flows-out", str(tmp_path / "f.csv"),
+                                "--max-memory", "64KiB"])
+    assert code == 2 and "max_memory" in one_error_line(err)
+    assert not (tmp_path / "f.csv").exists()

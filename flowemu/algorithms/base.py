@@ -214,6 +214,8 @@ class Param:
         return value
 
     def _allowed(self) -> str:
+        if self.type is bool:   # every spelling the parser takes
+            return "true or false (also yes/no, 1/0)"
         return ", ".join(str(c) for c in self.choices)
 
 
