@@ -1,7 +1,7 @@
 """Topology families, a registry of them, and the spec parser.
 
 A topology spec is ``family:params``, e.g. ``torus:64x64``, ``torus:8x8x8x8``,
-``torus:16`` (a ring) or ``mesh:4x4``. Family names are lowercase and
+``torus:16`` (a ring), ``mesh:4x4`` or ``leafspine:8x4x2,uplinks=2``. Family names are lowercase and
 case-sensitive; whitespace around the spec, the family, the parameters and
 each dimension is ignored.
 
@@ -19,9 +19,10 @@ from collections.abc import Callable
 
 from ..errors import ConfigError, show
 from .base import Routes, Topology
+from .leafspine import LeafSpine, parse_leafspine
 from .torus import MAX_NODES, Torus
 
-__all__ = ["Routes", "Topology", "Torus", "parse_topology", "register_topology",
+__all__ = ["LeafSpine", "Routes", "Topology", "Torus", "parse_topology", "register_topology",
            "topology_families"]
 
 _FACTORIES: dict[str, Callable[[str], Topology]] = {}
@@ -143,3 +144,7 @@ register_topology("torus", _torus_factory,
                   "e.g. torus:8x8, torus:8x8x8x8")
 register_topology("mesh", _mesh_factory,
                   "D0xD1x...: mesh (torus without wraparound), each dim >= 2, e.g. mesh:4x4")
+register_topology("leafspine", parse_leafspine,
+                  "LxHxS[,uplinks=U][,uplink=B]: L leaves of H hosts, S spines, U parallel "
+                  "links (default 1) of B x host bandwidth (default 1) per leaf-spine pair; "
+                  "oversubscription H/(S*U*B), e.g. leafspine:8x4x2,uplinks=2")

@@ -1,0 +1,345 @@
+"""Two-level leaf-spine (folded Clos) fabric.
+
+``L`` leaves with ``H`` hosts each and ``S`` spines; every leaf is joined to
+every spine by ``uplinks`` parallel links of ``uplink`` times the host link
+bandwidth. Vertices: hosts ``0..L·H−1`` (host ``h`` of leaf ``l`` is
+``l·H + h``), then leaves ``L·H + l``, then spines ``L·H + L + s``. With
+``N = L·H`` hosts and ``P = S·uplinks`` parallel leaf–spine paths, link ids are
+
+    host i → its leaf           i
+    leaf → host i               N + i
+    leaf l → spine s, copy k    2N + l·P + s·uplinks + k
+    spine s → leaf l, copy k    2N + L·P + l·P + s·uplinks + k
+
+so the ``P`` uplinks of a leaf (and downlinks into it) are contiguous ids.
+The oversubscription of a leaf is ``H / (S·uplinks·uplink)`` (> 1: the hosts
+of a leaf can inject more than its uplinks carry).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import ConfigError, RoutingError, show
+from .base import Routes, Topology, check_ecmp
+
+#: largest number of hosts, and of links, a leaf-spine fabric may have
+MAX_HOSTS = 2**24
+MAX_LINKS = 2**26
+
+LEAFSPINE_MODES = ("split", "hash")
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _mix64(x: np.ndarray) -> np.ndarray:
+    """splitmix64 finaliser on a uint64 array (as flowemu.kernels.hashing.mix64;
+    numpy uint64 arithmetic wraps)."""
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    a.setflags(write=False)
+    return a
+
+
+def _is_int(x) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def _is_number(x) -> bool:
+    return isinstance(x, (int, float, np.integer, np.floating)) \
+        and not isinstance(x, (bool, np.bool_))
+
+
+def _fmt(x: float) -> str:
+    x = float(x)
+    return str(int(x)) if x.is_integer() else repr(x)
+
+
+@dataclass(frozen=True)
+class LeafSpine(Topology):
+    """A leaf-spine fabric.
+
+    Parameters
+    ----------
+    leaves, hosts_per_leaf, spines : int
+        ``L``, ``H``, ``S``, each ``>= 1``, with ``L·H >= 2`` hosts.
+    uplinks : int
+        Parallel links between each leaf and each spine (``>= 1``).
+    uplink : float
+        Bandwidth of one uplink as a multiple of the host link bandwidth
+        (``> 0``).
+
+    Attributes
+    ----------
+    spec : str
+        Canonical spec, e.g. ``"leafspine:8x4x2"`` or
+        ``"leafspine:8x4x2,uplinks=2,uplink=2"`` (defaults omitted).
+    num_endpoints : int
+        ``L·H`` hosts.
+    num_nodes : int
+        ``L·H + L + S``.
+    link_src, link_dst : int32[2·L·H + 2·L·S·uplinks]
+    link_capacity_scale : float64[...]
+        1 on host links, ``uplink`` on leaf–spine links.
+    oversubscription : float
+        ``H / (S·uplinks·uplink)``.
+    """
+
+    leaves: int
+    hosts_per_leaf: int
+    spines: int
+    uplinks: int = 1
+    uplink: float = 1.0
+
+    def __post_init__(self):
+        for name, v in (("leaves", self.leaves), ("hosts_per_leaf", self.hosts_per_leaf),
+                        ("spines", self.spines), ("uplinks", self.uplinks)):
+            if not _is_int(v) or v < 1:
+                raise ConfigError(f"{name}: {show(v)} is not allowed; expected an integer >= 1")
+        if not _is_number(self.uplink) or not np.isfinite(self.uplink) or self.uplink <= 0:
+            raise ConfigError(f"uplink: {show(self.uplink)} is not allowed; expected a finite "
+                              "number > 0 (uplink bandwidth as a multiple of the host link's)")
+        L, H, S, U = (int(self.leaves), int(self.hosts_per_leaf), int(self.spines),
+                      int(self.uplinks))
+        hosts = L * H
+        if hosts < 2:
+            raise ConfigError(f"leaves x hosts_per_leaf: {L}x{H} gives {hosts} host; at least 2 "
+                              "hosts are needed")
+        if hosts > MAX_HOSTS:
+            raise ConfigError(f"leaves x hosts_per_leaf: {L}x{H} gives {hosts} hosts; at most "
+                              f"{MAX_HOSTS} (2**24) are allowed")
+        links = 2 * hosts + 2 * L * S * U
+        if links > MAX_LINKS:
+            raise ConfigError(f"links: {L}x{H}x{S} with uplinks={U} has {links} links; at most "
+                              f"{MAX_LINKS} (2**26) are allowed")
+        set_ = object.__setattr__
+        set_(self, "leaves", L)
+        set_(self, "hosts_per_leaf", H)
+        set_(self, "spines", S)
+        set_(self, "uplinks", U)
+        set_(self, "uplink", float(self.uplink))
+        opts = ([f"uplinks={U}"] if U != 1 else []) \
+            + ([f"uplink={_fmt(self.uplink)}"] if self.uplink != 1.0 else [])
+        set_(self, "spec", ",".join([f"leafspine:{L}x{H}x{S}"] + opts))
+        set_(self, "num_endpoints", hosts)
+        set_(self, "num_nodes", hosts + L + S)
+        set_(self, "oversubscription", H / (S * U * self.uplink))
+        self._build_links()
+
+    def _build_links(self) -> None:
+        L, H, S, U = self.leaves, self.hosts_per_leaf, self.spines, self.uplinks
+        N, P = L * H, S * U
+        hosts = np.arange(N, dtype=np.int32)
+        host_leaf = (N + hosts // H).astype(np.int32)
+        # leaf-spine links in id order: leaf-major, then spine, then copy
+        ls_leaf = np.repeat(np.arange(L, dtype=np.int32), P) + N
+        ls_spine = np.tile(np.repeat(np.arange(S, dtype=np.int32), U), L) + N + L
+        src = np.concatenate([hosts, host_leaf, ls_leaf, ls_spine])
+        dst = np.concatenate([host_leaf, hosts, ls_spine, ls_leaf])
+        cap = np.concatenate([np.ones(2 * N), np.full(2 * L * P, self.uplink)])
+        set_ = object.__setattr__
+        set_(self, "link_src", _readonly(src))
+        set_(self, "link_dst", _readonly(dst))
+        set_(self, "link_capacity_scale", _readonly(cap))
+
+    def __reduce__(self):
+        # Ship only the parameters to worker processes; the arrays are rebuilt.
+        return (type(self), (self.leaves, self.hosts_per_leaf, self.spines, self.uplinks,
+                             self.uplink))
+
+    @property
+    def paths(self) -> int:
+        """Parallel leaf–spine–leaf paths between two leaves, ``S·uplinks``."""
+        return self.spines * self.uplinks
+
+    def describe(self) -> dict:
+        """Plain-data description: family, leaves, hosts_per_leaf, spines,
+        uplinks, uplink, hosts, nodes, links, oversubscription."""
+        return {"family": "leafspine", "leaves": self.leaves,
+                "hosts_per_leaf": self.hosts_per_leaf, "spines": self.spines,
+                "uplinks": self.uplinks, "uplink": self.uplink, "hosts": self.num_endpoints,
+                "nodes": self.num_nodes, "links": self.num_links,
+                "oversubscription": self.oversubscription}
+
+    # ---------------------------------------------------------------- routing
+
+    def _check_ecmp(self, ecmp: str) -> str:
+        check_ecmp(ecmp)
+        if ecmp not in LEAFSPINE_MODES:
+            raise ConfigError(f"ecmp: {ecmp!r} (dimension order) has no meaning on {self.spec}; "
+                              f"allowed: {', '.join(LEAFSPINE_MODES)}")
+        return ecmp
+
+    def _counts(self, src: np.ndarray, dst: np.ndarray, ecmp: str):
+        H = self.hosts_per_leaf
+        cross = (src // H) != (dst // H)
+        local = ~cross & (src != dst)
+        width = 2 * self.paths if ecmp == "split" else 2
+        counts = np.where(cross, 2 + width, np.where(local, 2, 0)).astype(np.int64)
+        return cross, local, counts
+
+    def route(self, src, dst, ecmp: str = "split", seed: int = 0) -> Routes:
+        """Route flows ``src[i] -> dst[i]`` between hosts.
+
+        Parameters
+        ----------
+        src, dst : int[F]
+            Host ids in ``0..L·H−1``.
+        ecmp : {"split", "hash"}
+            ``"split"``: a flow between leaves is spread evenly over all
+            ``S·uplinks`` parallel uplinks of its leaf and downlinks into the
+            destination leaf (fraction ``1/(S·uplinks)`` each; 1 on its host
+            links). ``"hash"``: one spine and one parallel copy, chosen by a
+            splitmix64 hash of ``(seed, src, dst)``. ``"dor"`` is refused
+            (there are no dimensions).
+        seed : int
+            Hash seed (``ecmp="hash"`` only).
+
+        Returns
+        -------
+        Routes
+            Entries in path order: host uplink, leaf uplinks, spine
+            downlinks, host downlink; ``hops`` 2 within a leaf, 4 between
+            leaves, 0 when ``src == dst``.
+        """
+        self._check_ecmp(ecmp)
+        if not _is_int(seed):
+            raise ConfigError(f"seed: {show(seed)} is not allowed; expected an integer")
+        src, dst = self._check_flows(src, dst)
+        N, H, L = self.num_endpoints, self.hosts_per_leaf, self.leaves
+        cross, local, counts = self._counts(src, dst, ecmp)
+        flow_ptr = np.zeros(len(src) + 1, dtype=np.int64)
+        np.cumsum(counts, out=flow_ptr[1:])
+        link = np.empty(int(flow_ptr[-1]), dtype=np.int32)
+        frac = np.ones(len(link), dtype=np.float64)
+        # within a leaf: host -> leaf -> host
+        at = flow_ptr[:-1][local]
+        link[at] = src[local]
+        link[at + 1] = N + dst[local]
+        # between leaves: host -> leaf -> spine(s) -> leaf -> host
+        c = np.flatnonzero(cross)
+        at = flow_ptr[c]
+        s, d = src[c], dst[c]
+        up0 = 2 * N + (s // H) * self.paths          # first uplink of the source leaf
+        down0 = 2 * N + L * self.paths + (d // H) * self.paths
+        link[at] = s
+        if ecmp == "split":
+            P = self.paths
+            j = np.arange(P, dtype=np.int64)
+            up_at = (at[:, None] + 1 + j).reshape(-1)
+            down_at = (at[:, None] + 1 + P + j).reshape(-1)
+            link[up_at] = (up0[:, None] + j).reshape(-1)
+            link[down_at] = (down0[:, None] + j).reshape(-1)
+            frac[up_at] = 1.0 / P
+            frac[down_at] = 1.0 / P
+            last = at + 1 + 2 * P
+        else:
+            j = self.hash_path(s, d, seed)
+            link[at + 1] = up0 + j
+            link[at + 2] = down0 + j
+            last = at + 3
+        link[last] = N + d
+        hops = np.where(cross, 4, np.where(local, 2, 0)).astype(np.int32)
+        return Routes(flow_ptr=flow_ptr, link=link, frac=frac, hops=hops)
+
+    def hash_path(self, src: np.ndarray, dst: np.ndarray, seed: int = 0) -> np.ndarray:
+        """Index ``s·uplinks + k`` (spine ``s``, copy ``k``) of the path
+        ``ecmp="hash"`` picks for each flow, int64[F]."""
+        # arrays throughout: numpy uint64 arrays wrap silently, scalars warn
+        salt = _mix64(np.array([int(seed) & 0xFFFFFFFFFFFFFFFF], dtype=np.uint64) + _GOLDEN)
+        pair = (np.asarray(src).astype(np.uint64) << np.uint64(32)) \
+            | np.asarray(dst).astype(np.uint64)
+        key = (pair ^ salt) + _GOLDEN
+        return (_mix64(key) % np.uint64(self.paths)).astype(np.int64)
+
+    def max_route_entries(self, ecmp: str = "split") -> int:
+        """One flow's entries at most: ``2 + 2·S·uplinks`` split, 4 hashed."""
+        self._check_ecmp(ecmp)
+        return 2 + 2 * self.paths if ecmp == "split" else 4
+
+    def route_entries(self, src, dst, ecmp: str = "split") -> int:
+        """Route entries :meth:`route` would return, counted from the leaves."""
+        self._check_ecmp(ecmp)
+        src, dst = self._check_flows(src, dst)
+        return int(self._counts(src, dst, ecmp)[2].sum())
+
+    # ------------------------------------------------------------- validation
+
+    def _check_flows(self, src, dst) -> tuple[np.ndarray, np.ndarray]:
+        src = np.asarray(src)
+        dst = np.asarray(dst)
+        for name, a in (("src", src), ("dst", dst)):
+            if a.ndim != 1:
+                raise ConfigError(f"{name}: expected a 1-D array of host ids, got shape {a.shape}")
+            if a.dtype == bool or not (np.issubdtype(a.dtype, np.integer) or a.size == 0):
+                raise ConfigError(f"{name}: expected integer host ids, got dtype {a.dtype}")
+        if len(src) != len(dst):
+            raise ConfigError(f"src and dst must have equal lengths, got {len(src)} and "
+                              f"{len(dst)}")
+        src = np.ascontiguousarray(src, dtype=np.int64)
+        dst = np.ascontiguousarray(dst, dtype=np.int64)
+        n = self.num_endpoints
+        bad = np.flatnonzero((src < 0) | (src >= n) | (dst < 0) | (dst >= n))
+        if len(bad):
+            f = int(bad[0])
+            raise RoutingError(f"flow {f} ({int(src[f])} -> {int(dst[f])}) on {self.spec}: "
+                               f"host ids must lie in 0..{n - 1}")
+        return src, dst
+
+
+_OPTIONS = ("uplinks", "uplink")
+_EXAMPLE = "e.g. leafspine:8x4x2 or leafspine:8x4x2,uplinks=2,uplink=2"
+
+
+def _int_field(name: str, text: str) -> int:
+    body = text[1:] if text[:1] in "+-" else text
+    if not (body.isascii() and body.isdigit()):
+        raise ConfigError(f"{name} is {text!r}, not an integer; expected an integer >= 1 "
+                          f"({_EXAMPLE})")
+    v = int(text)
+    if v < 1:
+        raise ConfigError(f"{name} is {v}; expected an integer >= 1 ({_EXAMPLE})")
+    return v
+
+
+def parse_leafspine(params: str) -> LeafSpine:
+    """``"LxHxS[,uplinks=U][,uplink=B]"`` -> :class:`LeafSpine`."""
+    shape, *opts = [part.strip() for part in params.split(",")]
+    if not shape:
+        raise ConfigError(f"no shape given; expected LxHxS (leaves x hosts per leaf x spines, "
+                          f"{_EXAMPLE})")
+    parts = [p.strip() for p in shape.split("x")]
+    if len(parts) != 3:
+        raise ConfigError(f"shape {shape!r} has {len(parts)} field(s); expected LxHxS (leaves x "
+                          f"hosts per leaf x spines, {_EXAMPLE})")
+    names = ("leaves L", "hosts per leaf H", "spines S")
+    L, H, S = (_int_field(n, p) for n, p in zip(names, parts, strict=True))
+    values: dict = {}
+    for opt in opts:
+        key, eq, val = (x.strip() for x in opt.partition("="))
+        if not eq or not key:
+            raise ConfigError(f"option {opt!r} is not key=value; options: uplinks=INT >= 1, "
+                              f"uplink=NUMBER > 0 ({_EXAMPLE})")
+        if key not in _OPTIONS:
+            raise ConfigError(f"unknown option {key!r}; options: uplinks=INT >= 1, "
+                              "uplink=NUMBER > 0")
+        if key in values:
+            raise ConfigError(f"option {key!r} is given twice")
+        if key == "uplinks":
+            values[key] = _int_field("uplinks", val)
+        else:
+            try:
+                b = float(val)
+            except ValueError:
+                b = float("nan")
+            if not (np.isfinite(b) and b > 0):
+                raise ConfigError(f"uplink is {val!r}; expected a number > 0 (uplink bandwidth "
+                                  "as a multiple of the host link's, e.g. uplink=2)")
+            values[key] = b
+    return LeafSpine(L, H, S, **values)
