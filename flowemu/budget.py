@@ -218,8 +218,13 @@ def _ports(topology) -> int:
     dims = getattr(topology, "dims", None)
     if dims is not None:
         return 2 * len(dims)
+    # Without a grid the algorithms arrange ranks on a 1-D ring of rank ids
+    # (two directions); only endpoints send, so switch degrees do not count.
     import numpy as np
-    return int(np.bincount(topology.link_src).max()) if topology.num_links else 1
+    if not topology.num_links:
+        return 2
+    degree = np.bincount(topology.link_src, minlength=topology.num_nodes)
+    return max(2, int(degree[:topology.num_endpoints].max()))
 
 
 def schedule_shape(name: str, options: dict, p: int, topology) -> tuple[int, int]:

@@ -9,7 +9,9 @@ import pandas as pd
 import pytest
 
 import flowemu
+from flowemu import budget
 from flowemu.algorithms import get_algorithm
+from flowemu.api import expand_algorithm
 from flowemu.cli import main
 from flowemu.engine import profile
 from flowemu.errors import ConfigError
@@ -200,6 +202,19 @@ def test_swing_bucket_recdoub_run_on_rank_ids():
     for alg in ("swing", "bucket", "recdoub", "ring"):
         df = flowemu.simulate("leafspine:4x4x2", alg, "1MiB")
         assert len(df) == 1 and df["time_s"].iloc[0] > 0
+
+
+def test_schedule_estimate_counts_rank_ports_not_spine_degree():
+    # a spine has L·uplinks = 16 links; ranks send on a 1-D ring of rank ids
+    t = parse_topology("leafspine:8x4x2,uplinks=2")
+    p = t.num_endpoints
+    assert budget.schedule_shape("ring", {}, p, t) == (2 * p, 1)
+    for name in ("ring", "swing", "bucket", "recdoub"):
+        spec, candidates = expand_algorithm(name)
+        for cand in candidates:
+            flows, _ = budget.schedule_shape(name, cand, p, t)
+            sched = spec.build(p, t, False, **cand)
+            assert max(len(step.traffic.src) for step in sched.steps) <= flows
 
 
 # ------------------------------------------------------------------ bad input
