@@ -278,3 +278,22 @@ def test_cli_flows_out_names_leafspine_links(tmp_path):
     row = df[(df.src == 1) & (df.dst == 2)].iloc[0]
     assert row["hops"] == 4
     assert set(row["path"].split()) == {"1>4", "4>6", "4>7", "6>5", "7>5", "5>2"}
+
+
+def test_sweep_with_leafspine(tmp_path):
+    from flowemu.sweep import sweep
+    from flowemu.sweep.dataset import load
+    cfg = tmp_path / "ls.toml"
+    cfg.write_text('description = "leaf-spine"\nsizes = ["1MiB"]\n[groups.ls]\n'
+                   'topology = ["leafspine:2x4x4", "leafspine:2x4x1"]\n'
+                   'algorithm = ["ring:ports=1"]\necmp = ["split", "hash"]\n')
+    summary = sweep(cfg, tmp_path / "out", jobs=1, progress=False)
+    assert not summary.errors
+    df = load(tmp_path / "out").set_index(["topology", "ecmp"])["time_s"]
+    p, n = 8, 2.0**20
+    # non-blocking: the host links bound every step (4 hops at the leaf boundary)
+    ideal = 2 * (p - 1) * (4 * LAT + n / p / B)
+    assert df["leafspine:2x4x4", "split"] == pytest.approx(ideal, rel=1e-9)
+    assert df["leafspine:2x4x4", "hash"] == pytest.approx(ideal, rel=1e-9)
+    # one spine: each leaf sends one ring flow over its single uplink: still ideal
+    assert df["leafspine:2x4x1", "split"] == pytest.approx(ideal, rel=1e-9)
