@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ConfigError, show
+from ..errors import ConfigError, RoutingError, show
 
 ECMP_MODES = ("split", "dor", "hash")
 
@@ -85,9 +85,38 @@ class Topology:
     num_nodes: int
     num_endpoints: int
 
+    #: what an endpoint is called in messages ("node" on a torus, "host" on a tree)
+    id_word = "endpoint"
+
     @property
     def num_links(self) -> int:
         return len(self.link_src)
+
+    def _check_flows(self, src, dst) -> tuple[np.ndarray, np.ndarray]:
+        """``(src, dst)`` as contiguous int64 endpoint ids of equal length;
+        ConfigError for a wrong shape or dtype, RoutingError naming the first
+        flow whose ids are not endpoints."""
+        word = self.id_word
+        src = np.asarray(src)
+        dst = np.asarray(dst)
+        for name, a in (("src", src), ("dst", dst)):
+            if a.ndim != 1:
+                raise ConfigError(f"{name}: expected a 1-D array of {word} ids, got shape "
+                                  f"{a.shape}")
+            if a.dtype == bool or not (np.issubdtype(a.dtype, np.integer) or a.size == 0):
+                raise ConfigError(f"{name}: expected integer {word} ids, got dtype {a.dtype}")
+        if len(src) != len(dst):
+            raise ConfigError(f"src and dst must have equal lengths, got {len(src)} and "
+                              f"{len(dst)}")
+        src = np.ascontiguousarray(src, dtype=np.int64)
+        dst = np.ascontiguousarray(dst, dtype=np.int64)
+        n = self.num_endpoints
+        bad = np.flatnonzero((src < 0) | (src >= n) | (dst < 0) | (dst >= n))
+        if len(bad):
+            f = int(bad[0])
+            raise RoutingError(f"flow {f} ({int(src[f])} -> {int(dst[f])}) on {self.spec}: "
+                               f"{word} ids must lie in 0..{n - 1}")
+        return src, dst
 
     def route(self, src: np.ndarray, dst: np.ndarray, ecmp: str = "split",
               seed: int = 0) -> Routes:  # pragma: no cover - interface

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ConfigError, RoutingError, show
+from ..errors import ConfigError, show
 from .base import Routes, Topology, check_ecmp
 
 #: largest number of hosts, and of links, a leaf-spine fabric may have
@@ -90,6 +90,8 @@ class LeafSpine(Topology):
     oversubscription : float
         ``H / (S·uplinks·uplink)``.
     """
+
+    id_word = "host"   # in messages (a class attribute, not a field)
 
     leaves: int
     hosts_per_leaf: int
@@ -270,28 +272,6 @@ class LeafSpine(Topology):
         return int(self._counts(src, dst, ecmp)[2].sum())
 
     # ------------------------------------------------------------- validation
-
-    def _check_flows(self, src, dst) -> tuple[np.ndarray, np.ndarray]:
-        src = np.asarray(src)
-        dst = np.asarray(dst)
-        for name, a in (("src", src), ("dst", dst)):
-            if a.ndim != 1:
-                raise ConfigError(f"{name}: expected a 1-D array of host ids, got shape {a.shape}")
-            if a.dtype == bool or not (np.issubdtype(a.dtype, np.integer) or a.size == 0):
-                raise ConfigError(f"{name}: expected integer host ids, got dtype {a.dtype}")
-        if len(src) != len(dst):
-            raise ConfigError(f"src and dst must have equal lengths, got {len(src)} and "
-                              f"{len(dst)}")
-        src = np.ascontiguousarray(src, dtype=np.int64)
-        dst = np.ascontiguousarray(dst, dtype=np.int64)
-        n = self.num_endpoints
-        bad = np.flatnonzero((src < 0) | (src >= n) | (dst < 0) | (dst >= n))
-        if len(bad):
-            f = int(bad[0])
-            raise RoutingError(f"flow {f} ({int(src[f])} -> {int(dst[f])}) on {self.spec}: "
-                               f"host ids must lie in 0..{n - 1}")
-        return src, dst
-
 
 _OPTIONS = ("uplinks", "uplink")
 _EXAMPLE = "e.g. leafspine:8x4x2 or leafspine:8x4x2,uplinks=2,uplink=2"

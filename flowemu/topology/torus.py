@@ -77,6 +77,8 @@ class Torus(Topology):
         Node-id stride of each dimension.
     """
 
+    id_word = "node"   # in messages (a class attribute, not a field)
+
     dims: tuple[int, ...]
     wrap: bool = True
 
@@ -339,27 +341,6 @@ class Torus(Topology):
             raise error(f"{name}: node {int(a.reshape(-1)[bad[0]])} is not a node of "
                         f"{self.spec} (ids 0..{self.num_nodes - 1})")
         return a
-
-    def _check_flows(self, src, dst) -> tuple[np.ndarray, np.ndarray]:
-        src = np.asarray(src)
-        dst = np.asarray(dst)
-        for name, a in (("src", src), ("dst", dst)):
-            if a.ndim != 1:
-                raise ConfigError(f"{name}: expected a 1-D array of node ids, got shape {a.shape}")
-            if a.dtype == bool or not (np.issubdtype(a.dtype, np.integer) or a.size == 0):
-                raise ConfigError(f"{name}: expected integer node ids, got dtype {a.dtype}")
-        if len(src) != len(dst):
-            raise ConfigError(f"src and dst must have equal lengths, got {len(src)} and "
-                              f"{len(dst)}")
-        src = np.ascontiguousarray(src, dtype=np.int64)
-        dst = np.ascontiguousarray(dst, dtype=np.int64)
-        bad = np.flatnonzero((src < 0) | (src >= self.num_nodes)
-                             | (dst < 0) | (dst >= self.num_nodes))
-        if len(bad):
-            f = int(bad[0])
-            raise RoutingError(f"flow {f} ({int(src[f])} -> {int(dst[f])}) on {self.spec}: "
-                               f"node ids must lie in 0..{self.num_nodes - 1}")
-        return src, dst
 
     def _check_status(self, status: int, bad: int, src: np.ndarray, dst: np.ndarray) -> None:
         if status != STATUS_OK:
