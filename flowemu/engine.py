@@ -361,11 +361,8 @@ def available_cores() -> int:
 
 
 def _check_threads(threads) -> int:
-    if threads is None:
-        return default_threads()
-    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1:
-        raise ConfigError(f"threads: {show(threads)} is not allowed; expected an integer >= 1")
-    return int(threads)
+    from . import checks
+    return default_threads() if threads is None else checks.threads(threads)
 
 
 def pattern_key(traffic: Traffic) -> tuple[tuple, float]:

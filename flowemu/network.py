@@ -11,8 +11,8 @@ import math
 import numbers
 from dataclasses import dataclass, fields
 
-from .errors import ConfigError
-from .units import _show, parse_rate, parse_time
+from .errors import ConfigError, show
+from .units import parse_rate, parse_time
 
 _TIME_FIELDS = ("link_latency", "hop_latency", "alpha", "gamma", "delta", "incast_slope")
 
@@ -68,7 +68,7 @@ class Network:
                 raise ConfigError(f"incast_threshold: {w!r} is not a number; expected a "
                                   "flow count >= 0 or 'inf' (off)") from None
         if isinstance(w, bool) or not isinstance(w, numbers.Real) or math.isnan(w) or w < 0:
-            raise ConfigError(f"incast_threshold: {_show(self.incast_threshold)} is not allowed; "
+            raise ConfigError(f"incast_threshold: {show(self.incast_threshold)} is not allowed; "
                               "expected a flow count >= 0 or inf (off)")
         set_("incast_threshold", float(w))
 

@@ -34,7 +34,7 @@ import math
 import numbers
 import re
 
-from .errors import ConfigError
+from .errors import ConfigError, show
 
 _NUM = r"([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)"
 
@@ -55,18 +55,13 @@ _TIME_UNITS = {"s": 0, "ms": -3, "us": -6, "µs": -6, "μs": -6, "ns": -9, "ps":
 _TIME_FORMS = "100ns, 1.5us, 1µs, 2ms, 1s, 10ps (or 0)"
 
 
-def _show(value) -> str:
-    """A value as the user wrote it: strings quoted, numbers plain (never
-    ``np.float64(...)``)."""
-    if isinstance(value, str):
-        return repr(str(value))     # np.str_ too, without its type name
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
-        return str(int(value))
-    if isinstance(value, numbers.Real) and not isinstance(value, bool):
-        return repr(float(value))
-    if type(value).__module__ == "numpy" and hasattr(value, "item"):   # np.True_, np.str_
-        return repr(value.item())
-    return repr(value)
+def _float(value, field: str, kind: str) -> float:
+    """A Python/numpy number as a float; an int too large for a double is a
+    ConfigError, not an OverflowError."""
+    try:
+        return float(value)
+    except OverflowError:
+        raise ConfigError(f"{field}: {kind} {show(value)} is too large") from None
 
 
 def _is_number(value) -> bool:
@@ -86,11 +81,11 @@ def _exact(number: str, exp10: int = 0, exp2: int = 0, divide: int = 1) -> float
 
 
 def _fail(kind: str, field: str, text, forms: str):
-    return ConfigError(f"{field}: cannot read {_show(text)} as a {kind}; expected {forms}")
+    return ConfigError(f"{field}: cannot read {show(text)} as a {kind}; expected {forms}")
 
 
 def _no_unit(field: str, text, forms: str):
-    return ConfigError(f"{field}: {_show(text)} has no unit; expected {forms}")
+    return ConfigError(f"{field}: {show(text)} has no unit; expected {forms}")
 
 
 #: the largest vector size: byte counts are exact in float64 up to 2**53
@@ -106,7 +101,7 @@ def parse_size(text, field: str = "size") -> int:
         Naming ``field``, the value and the accepted forms.
     """
     if _is_number(text):
-        value = float(text)
+        value = _float(text, field, "size")
     elif isinstance(text, str):
         m = re.fullmatch(_NUM + r"\s*([A-Za-zµ/]*)", text.strip())
         if not m:
@@ -116,10 +111,10 @@ def parse_size(text, field: str = "size") -> int:
             if unit.endswith("b") and unit[:-1] in ("", "k", "K", "M", "m", "G", "g", "T", "t",
                                                     "Ki", "Mi", "Gi", "Ti", "ki", "mi", "gi",
                                                     "ti"):
-                raise ConfigError(f"{field}: {_show(text)}: a lowercase b means bits, and sizes "
+                raise ConfigError(f"{field}: {show(text)}: a lowercase b means bits, and sizes "
                                   "are bytes; write B, KB, KiB, MB, MiB, GB, GiB")
             if unit in ("k", "K", "M", "m", "G", "g", "T", "t"):
-                raise ConfigError(f"{field}: {_show(text)}: a bare prefix is ambiguous; write "
+                raise ConfigError(f"{field}: {show(text)}: a bare prefix is ambiguous; write "
                                   f"{m.group(1)}{unit.upper()}iB (powers of 2) or "
                                   f"{m.group(1)}{unit.upper()}B (powers of 10)")
             raise _fail("size", field, text, _SIZE_FORMS)
@@ -127,13 +122,13 @@ def parse_size(text, field: str = "size") -> int:
     else:
         raise _fail("size", field, text, _SIZE_FORMS)
     if not math.isfinite(value) or value <= 0:
-        raise ConfigError(f"{field}: size {_show(text)} must be a positive, finite number of "
+        raise ConfigError(f"{field}: size {show(text)} must be a positive, finite number of "
                           "bytes")
     if value > MAX_SIZE:
-        raise ConfigError(f"{field}: size {_show(text)} is larger than the 8PiB (2**53 bytes) "
+        raise ConfigError(f"{field}: size {show(text)} is larger than the 8PiB (2**53 bytes) "
                           "a size may be (byte counts stay exact in float64 up to there)")
     if value != int(value):
-        raise ConfigError(f"{field}: size {_show(text)} is not a whole number of bytes")
+        raise ConfigError(f"{field}: size {show(text)} is not a whole number of bytes")
     return int(value)
 
 
@@ -186,7 +181,7 @@ def parse_rate(text, field: str = "bandwidth") -> float:
         a unit (``"400"``) is refused.
     """
     if _is_number(text):
-        value = float(text)
+        value = _float(text, field, "rate")
     elif isinstance(text, str):
         s = text.strip()
         m = re.fullmatch(_NUM + r"\s*(?:([kKMGT]?)(b|B)(?:/s|ps))?", s)
@@ -198,7 +193,7 @@ def parse_rate(text, field: str = "bandwidth") -> float:
     else:
         raise _fail("rate", field, text, _RATE_FORMS)
     if not math.isfinite(value) or value <= 0:
-        raise ConfigError(f"{field}: rate {_show(text)} must be positive and finite")
+        raise ConfigError(f"{field}: rate {show(text)} must be positive and finite")
     return value
 
 
@@ -221,7 +216,7 @@ def parse_time(text, field: str = "time") -> float:
         a unit (``"100"``, ``"1e-7"``) is refused.
     """
     if _is_number(text):
-        value = float(text)
+        value = _float(text, field, "time")
     elif isinstance(text, str):
         m = re.fullmatch(_NUM + r"\s*([a-zµμ]*)", text.strip())
         if not m:
@@ -237,7 +232,7 @@ def parse_time(text, field: str = "time") -> float:
     else:
         raise _fail("time", field, text, _TIME_FORMS)
     if not math.isfinite(value) or value < 0:
-        raise ConfigError(f"{field}: time {_show(text)} must be non-negative and finite")
+        raise ConfigError(f"{field}: time {show(text)} must be non-negative and finite")
     return value
 
 

@@ -166,3 +166,19 @@ def test_refused_flow_dump_costs_no_simulation(capsys, tmp_path, no_work):
                                 "--max-memory", "64KiB"])
     assert code == 2 and "max_memory" in one_error_line(err)
     assert not (tmp_path / "f.csv").exists()
+
+
+def test_api_sizes_follow_the_one_size_rule():
+    # the API took 2**60 bytes while --sizes refused it: one rule (units.parse_size) now
+    with pytest.raises(ConfigError, match="sizes: size 1152921504606846976 is larger"):
+        flowemu.simulate("torus:4x4", "ring", [2**60])
+
+
+@pytest.mark.parametrize("call", [
+    lambda: flowemu.Network(bandwidth=10**400),
+    lambda: flowemu.Network(link_latency=10**400),
+    lambda: flowemu.simulate("torus:4x4", "ring", [10**400]),
+])
+def test_numbers_too_large_for_a_double_are_config_errors(call):
+    with pytest.raises(ConfigError, match="is too large"):
+        call()

@@ -7,14 +7,13 @@ import fcntl
 import itertools
 import math
 import numbers
-import operator
 import os
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import ConfigError
+from ..errors import ConfigError, show
 from .dataset import ERRORS_DIR
 from .executor import _check_jobs, _chunks, _executor, _run_local, _run_pool, default_jobs
 from .plan import SweepPlan, load_sweep
@@ -259,29 +258,17 @@ def _sweep(plan, out: Path, pool, jobs, retry_errors, prune, progress, chunk_siz
     return summary
 
 
-def _shown(value) -> str:
-    """A value in a message: strings quoted, numbers plain (numpy's too)."""
-    return repr(value) if isinstance(value, str) else str(value)
-
-
 def _count(name: str, value) -> int | None:
     """An integer >= 1 (a numpy integer too), or None."""
-    if value is None:
-        return None
-    try:
-        n = None if isinstance(value, bool) else operator.index(value)
-    except TypeError:
-        n = None
-    if n is None or n < 1:
-        raise ConfigError(f"{name}: {_shown(value)} is not allowed; expected an integer >= 1")
-    return n
+    from ..checks import integer
+    return None if value is None else integer(name, value, lo=1)
 
 
 def _seconds(name: str, value) -> float:
     """A number of seconds > 0 (finite)."""
     ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
     if not ok or not 0 < float(value) < math.inf:
-        raise ConfigError(f"{name}: {_shown(value)} is not allowed; expected a number of "
+        raise ConfigError(f"{name}: {show(value)} is not allowed; expected a number of "
                           "seconds > 0")
     return float(value)
 
