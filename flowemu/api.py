@@ -118,7 +118,7 @@ def _prepare(function: str, topology, algorithm, *, ecmp, seed, ranks, network, 
         budget.check(budget.topology_bytes(dims), lim, f"topology {shape.spec}")
         _check_schedule_memory(spec, candidates, shape, checks.ranks(ranks, shape),
                                concurrent, lim)
-    topo = _topology(topology, lim)
+    topo = checks.topology(topology)   # a torus/mesh spec was checked just above
     p = checks.ranks(ranks, topo)
     if dims is None:
         _check_schedule_memory(spec, candidates, topo, p, concurrent, lim)

@@ -225,11 +225,20 @@ def make_context(topology: Topology, network: Network, ecmp: str = "split", seed
     return _Context(topology, network, ecmp, int(seed), mapping, cap, ingress, {})
 
 
+def _check_ranks(ctx: _Context, traffic: Traffic) -> None:
+    """Every rank of ``traffic`` is mapped (a negative one would index the
+    mapping from its end)."""
+    if traffic.num_flows == 0:
+        return
+    lo = int(min(traffic.src.min(), traffic.dst.min()))
+    hi = int(max(traffic.src.max(), traffic.dst.max()))
+    if lo < 0 or hi >= len(ctx.mapping):
+        raise ConfigError(f"schedule: rank {lo if lo < 0 else hi} is not allowed; "
+                          f"expected ranks 0..{len(ctx.mapping) - 1}")
+
+
 def _route(ctx: _Context, traffic: Traffic) -> tuple[Routes, np.ndarray, np.ndarray]:
-    if traffic.num_flows and (traffic.src.max() >= len(ctx.mapping)
-                              or traffic.dst.max() >= len(ctx.mapping)):
-        raise ConfigError(f"traffic uses rank {max(traffic.src.max(), traffic.dst.max())} but "
-                          f"only {len(ctx.mapping)} ranks are mapped")
+    _check_ranks(ctx, traffic)
     src = ctx.mapping[traffic.src]
     dst = ctx.mapping[traffic.dst]
     return ctx.topology.route(src, dst, ecmp=ctx.ecmp, seed=ctx.seed), src, dst
@@ -467,10 +476,7 @@ def check_memory(ctx: _Context, schedule: Schedule, threads: int, lim,
     estimate."""
     steps = distinct_steps(schedule)
     for t in steps:
-        lo, hi = int(min(t.src.min(), t.dst.min())), int(max(t.src.max(), t.dst.max()))
-        if lo < 0 or hi >= len(ctx.mapping):
-            raise ConfigError(f"schedule: rank {lo if lo < 0 else hi} is not allowed; "
-                              f"expected ranks 0..{len(ctx.mapping) - 1}")
+        _check_ranks(ctx, t)
     flows = [t.num_flows for t in steps]
     worst = ctx.topology.max_route_entries(ctx.ecmp)
     if worst is not None and not exact:

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pandas as pd
 import pytest
 from cli_helpers import one_error_line, run
@@ -182,3 +183,30 @@ def test_api_sizes_follow_the_one_size_rule():
 def test_numbers_too_large_for_a_double_are_config_errors(call):
     with pytest.raises(ConfigError, match="is too large"):
         call()
+
+
+def test_negative_rank_is_refused_where_ranks_are_mapped():
+    from flowemu.algorithms.base import Reduction, Schedule, Step, Traffic
+    from flowemu.engine import flow_table
+    from flowemu.topology import parse_topology
+    step = Step(Traffic(np.array([-1, 0]), np.array([0, 1]), np.ones(2)), Reduction.none())
+    sched = Schedule("traffic", "t", 16, (step,))
+    with pytest.raises(ConfigError, match=r"schedule: rank -1 is not allowed"):
+        flow_table(sched, parse_topology("torus:4x4"), None, 1.0)
+
+
+def test_sweep_seed_beyond_the_hash_range_is_refused_at_load(tmp_path):
+    from flowemu.sweep import load_sweep
+    path = tmp_path / "s.toml"
+    path.write_text('topology = "torus:4x4"\nalgorithm = "ring"\necmp = "hash"\n'
+                    'seed = 9223372036854775807\n')
+    assert load_sweep(path).configs[0].seed == 2**63 - 1
+    path.write_text('topology = "torus:4x4"\nalgorithm = "ring"\necmp = "hash"\n'
+                    'seed = -1\n')
+    with pytest.raises(ConfigError, match=r"seed: .*-1 is not allowed"):
+        load_sweep(path)
+
+
+def test_sweep_progress_must_be_a_flag(tmp_path, sweep_file):
+    with pytest.raises(ConfigError, match="progress"):
+        flowemu.sweep(sweep_file, tmp_path / "d", jobs=1, progress="no")

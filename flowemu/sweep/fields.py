@@ -169,9 +169,8 @@ def _parse_scalar(name: str, raw):
         check_ecmp(raw)
         return raw
     if name == "seed":
-        if isinstance(raw, bool) or not isinstance(raw, int) or raw < 0:
-            raise ConfigError(f"{raw!r} is not allowed; expected an integer >= 0")
-        return int(raw)
+        from ..checks import seed
+        return seed(raw)
     raise AssertionError(name)
 
 

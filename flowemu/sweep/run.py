@@ -157,6 +157,9 @@ def sweep(config_path, out=None, *, jobs: int | None = None, scheduler=None,
     jobs, chunk_size = _count("jobs", jobs), _count("chunk_size", chunk_size)
     _check_jobs(jobs, scheduler)
     scheduler_timeout = _seconds("scheduler_timeout", scheduler_timeout)
+    if progress is not None:
+        from ..checks import flag
+        progress = flag("progress", progress)
     plan = load_sweep(config_path)
     out = Path(out) if out is not None else Path("results") / plan.name
     if out.exists() and not out.is_dir():
@@ -194,8 +197,7 @@ def _check_out(out: Path) -> None:
 def _sweep(plan, out: Path, pool, jobs, retry_errors, prune, progress, chunk_size, stream,
            t0) -> SweepSummary:
     from . import dataset as ds
-    out.mkdir(parents=True, exist_ok=True)
-    with _Lock(out):
+    with _Lock(out):   # the directory exists: _check_out made it
         ds.clean_temp(out)
         wanted = {c.hash for c in plan.configs}
         summary = SweepSummary(out, plan.name, len(plan.configs), 0, 0, 0, 0, 0, 0.0)
