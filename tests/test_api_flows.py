@@ -14,8 +14,7 @@ from hypothesis import strategies as st
 import flowemu
 from flowemu import ConfigError
 from flowemu.cli import main
-from flowemu.engine import FLOW_COLUMNS, describe_paths
-from flowemu.flowdump import write_flows
+from flowemu.flowdump import FLOW_COLUMNS, describe_paths, write_flows
 from flowemu.topology import parse_topology
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -187,7 +187,7 @@ def test_numbers_too_large_for_a_double_are_config_errors(call):
 
 def test_negative_rank_is_refused_where_ranks_are_mapped():
     from flowemu.algorithms.base import Reduction, Schedule, Step, Traffic
-    from flowemu.engine import flow_table
+    from flowemu.flowdump import flow_table
     from flowemu.topology import parse_topology
     step = Step(Traffic(np.array([-1, 0]), np.array([0, 1]), np.ones(2)), Reduction.none())
     sched = Schedule("traffic", "t", 16, (step,))
