@@ -165,6 +165,19 @@ def write_atomic(path, option: str, write: Callable) -> Path:
             raise ConfigError(f"{option}: cannot write {str(path)!r}: "
                               f"{exc.strerror or exc}") from None
         return p
+    try:
+        return replace_atomically(p, write)
+    except OSError as exc:
+        raise ConfigError(f"{option}: cannot write {str(path)!r}: "
+                          f"{exc.strerror or exc}") from None
+
+
+def replace_atomically(path, write: Callable) -> Path:
+    """The mechanism under :func:`write_atomic`: ``write(binary_file)`` into a
+    temporary ``.tmp-NAME.*`` beside ``path``, synced, given the usual mode and
+    renamed over ``path``. An ``OSError`` removes the temporary file and
+    passes through (a sweep reports a full disk as failed work, exit 1)."""
+    p = Path(path)
     tmp = None
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".tmp-{p.name}.", dir=p.parent)
@@ -175,9 +188,6 @@ def write_atomic(path, option: str, write: Callable) -> Path:
         os.chmod(tmp, 0o666 & ~_UMASK)   # mkstemp makes 0600; give the usual mode
         os.replace(tmp, p)
         tmp = None
-    except OSError as exc:
-        raise ConfigError(f"{option}: cannot write {str(path)!r}: "
-                          f"{exc.strerror or exc}") from None
     finally:
         if tmp is not None:
             try:

@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError
+from ..outputs import replace_atomically
 
 ERRORS_DIR = "errors"
 MANIFEST = "_manifest.json"
@@ -130,13 +131,7 @@ def _fsync_dir(directory: Path) -> None:
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    path = Path(path)
-    tmp = path.with_name(f".tmp-{path.name}")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    replace_atomically(path, lambda fh: fh.write(data))
 
 
 def write_part(directory, table, name: str) -> Path:
@@ -144,13 +139,8 @@ def write_part(directory, table, name: str) -> Path:
     import pyarrow.parquet as pq
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    final = directory / f"{name}.parquet"
-    tmp = directory / f".tmp-{name}.parquet"
-    with open(tmp, "wb") as fh:
-        pq.write_table(table, fh, compression="zstd")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, final)
+    final = replace_atomically(directory / f"{name}.parquet",
+                               lambda fh: pq.write_table(table, fh, compression="zstd"))
     _fsync_dir(directory)
     return final
 
