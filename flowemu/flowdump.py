@@ -21,7 +21,7 @@ from .algorithms.base import Schedule
 from .engine import _route, _solve, check_memory, flow_latency, make_context
 from .errors import ConfigError, show
 from .network import Network
-from .outputs import write_atomic
+from .outputs import check_writable, output_format, write_atomic
 from .topology.base import Routes, Topology
 
 #: rows above which a dump reports progress on stderr even when it is not a tty
@@ -100,16 +100,14 @@ def write_flows(path, topology, algorithm=None, *, traffic=None, size=None, step
 
     if not isinstance(path, (str, Path)):
         raise ConfigError(f"path: {show(path)} is not a file name")
-    target = Path(path)
-    if target.is_dir():
-        raise ConfigError(f"path: {str(target)!r} is a directory; expected a file name")
-    if not target.resolve().parent.is_dir():
-        raise ConfigError(f"path: directory {str(target.resolve().parent)!r} does not exist")
+    # the CLI's one check and extension rule (CSV unless .parquet/.pq)
+    parquet = output_format(str(path), None, ("csv", "parquet"), option="path",
+                            default="csv") == "parquet"
+    target = check_writable(path, "path")
     plan = _plan(topology, algorithm, traffic, size, steps, ecmp, seed, ranks, network,
                  threads, max_memory, progress, network_params)
     budget.check(budget.flow_dump_bytes(plan.largest_rows, plan.pattern_rows, plan.entries,
                                         plan.largest_entries), plan.limit, plan.what)
-    parquet = target.suffix.lower() in (".parquet", ".pq")
     report = plan.progress()
     written = 0
 

@@ -40,6 +40,7 @@ from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from .errors import ConfigError
 from .network import Network
+from .outputs import check_writable, write_atomic
 from .plot_style import TIE_COLOR, algorithm_style, text_color_on, use_log_scale
 from .results import (
     _NETWORK_COLUMNS,
@@ -62,11 +63,12 @@ def _new_figure(width: float, height: float) -> Figure:
 
 
 def _save(fig: Figure, out) -> Path:
-    out = Path(out)
-    if not out.parent.is_dir():
-        raise ConfigError(f"--out: directory {str(out.parent)!r} does not exist")
-    fig.savefig(out, format=out.suffix.lstrip(".").lower() or "png", bbox_inches="tight")
-    return out
+    """Write the figure through the one output mechanism: the place checked,
+    the file written whole or not at all."""
+    out = check_writable(out, "--out")
+    fmt = out.suffix.lstrip(".").lower() or "png"
+    return write_atomic(out, "--out", lambda fh: fig.savefig(fh, format=fmt,
+                                                               bbox_inches="tight"))
 
 
 def _size_axis(ax, sizes) -> None:
