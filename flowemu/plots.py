@@ -43,7 +43,6 @@ from .network import Network
 from .outputs import check_writable, write_atomic
 from .plot_style import TIE_COLOR, algorithm_style, text_color_on, use_log_scale
 from .results import (
-    _NETWORK_COLUMNS,
     SCENARIO_COLUMNS,
     TIE_RTOL,
     compare,
@@ -51,6 +50,7 @@ from .results import (
     query,
     scenario_columns,
 )
+from .sweep.dataset import _NETWORK_COLUMNS
 from .units import format_rate, format_size, format_time
 
 KINDS = ("goodput", "time", "gain", "gain-curve")

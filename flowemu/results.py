@@ -11,25 +11,12 @@ import numpy as np
 import pandas as pd
 
 from .errors import ConfigError
-from .sweep.dataset import (  # noqa: F401 - the dataset API, importable from here
-    _NETWORK_COLUMNS,
+from .sweep.dataset import (  # noqa: F401 - what readers of a dataset use, importable here
     ERRORS_DIR,
     MANIFEST,
     SWEEP_COLUMNS,
-    add_config_columns,
-    atomic_write_bytes,
-    clean_temp,
-    error_hashes,
-    error_row,
     load,
     load_errors,
-    prune,
-    read_manifest,
-    result_hashes,
-    write_errors,
-    write_manifest,
-    write_part,
-    write_rows,
 )
 
 #: configuration columns that make a comparison scenario when they vary

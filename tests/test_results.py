@@ -9,17 +9,9 @@ import pytest
 
 from flowemu.cli import main
 from flowemu.errors import ConfigError
-from flowemu.results import (
-    clean_temp,
-    compare,
-    compare_table,
-    load,
-    load_errors,
-    result_hashes,
-    scenario_columns,
-    write_rows,
-)
+from flowemu.results import compare, compare_table, load, load_errors, scenario_columns
 from flowemu.sweep import sweep
+from flowemu.sweep.dataset import clean_temp, result_hashes, write_rows
 
 
 def frame(rows):
