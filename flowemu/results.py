@@ -1,8 +1,8 @@
 """Sweep results: the goodput-gain comparison of a dataset's rows.
 
 The dataset itself (parquet schema, atomic part files, the manifest, loading,
-pruning) lives in :mod:`flowemu.sweep.dataset`; its names are importable from
-here too.
+pruning) lives in :mod:`flowemu.sweep.dataset`; what readers use (``load``,
+``load_errors``, the column names) is importable from here too.
 """
 
 from __future__ import annotations
