@@ -271,6 +271,7 @@ class LeafSpine(Topology):
         src, dst = self._check_flows(src, dst)
         return int(self._counts(src, dst, ecmp)[2].sum())
 
+
 _OPTIONS = ("uplinks", "uplink")
 _EXAMPLE = "e.g. leafspine:8x4x2 or leafspine:8x4x2,uplinks=2,uplink=2"
 
