@@ -215,7 +215,7 @@ def spec_dims(spec: str) -> tuple[int, ...] | None:
 
 
 def _ports(topology) -> int:
-    dims = getattr(topology, "dims", None)
+    dims = getattr(topology, "grid", None) or getattr(topology, "dims", None)
     if dims is not None:
         return 2 * len(dims)
     # Without a grid the algorithms arrange ranks on a 1-D ring of rank ids
@@ -237,7 +237,7 @@ def schedule_shape(name: str, options: dict, p: int, topology) -> tuple[int, int
     if isinstance(opt, int) and not isinstance(opt, bool):
         ports = min(ports, opt)
     logp = max(1, math.ceil(math.log2(max(p, 2))))
-    ndim = len(getattr(topology, "dims", (1,)))
+    ndim = len(getattr(topology, "grid", None) or getattr(topology, "dims", None) or (1,))
     shape = {"ring": (ports * p, 1), "swing": (ports * p, logp), "recdoub": (p, logp),
              "bucket": (ports * p, ndim)}
     return shape.get(name, (_ports(topology) * p, 2 * logp))

@@ -198,6 +198,7 @@ class _Context:
     mapping: np.ndarray
     link_capacity: np.ndarray
     ingress_capacity: np.ndarray | None
+    link_latency: np.ndarray
     cache: dict
     key_of: dict = field(default_factory=dict)
 
@@ -220,9 +221,10 @@ def make_context(topology: Topology, network: Network, ecmp: str = "split", seed
         if len(np.unique(mapping)) != len(mapping):
             raise ConfigError("mapping: two ranks are mapped to the same endpoint")
         mapping = mapping.astype(np.int32)
-    cap = topology.link_capacity_scale * network.bandwidth
-    ingress = topology.ingress_capacity_scale() * network.bandwidth if network.incast_on else None
-    return _Context(topology, network, ecmp, int(seed), mapping, cap, ingress, {})
+    cap = topology.link_capacity(network)
+    ingress = topology.ingress_capacity(network) if network.incast_on else None
+    lat = topology.link_latency(network)
+    return _Context(topology, network, ecmp, int(seed), mapping, cap, ingress, lat, {})
 
 
 def _check_ranks(ctx: _Context, traffic: Traffic) -> None:
@@ -257,9 +259,12 @@ def _solve(ctx: _Context, routes: Routes, dst: np.ndarray, flow_bytes: np.ndarra
     return sol
 
 
-def flow_latency(routes: Routes, network: Network) -> np.ndarray:
-    """α + hops·(link latency + per-hop latency), float64[F]."""
-    return network.alpha + routes.hops.astype(np.float64) * network.per_hop_latency()
+def flow_latency(ctx: _Context, routes: Routes) -> np.ndarray:
+    """α + hops·(per-hop latency) + the link latencies along the path (the
+    largest over its ECMP paths), float64[F]."""
+    net = ctx.network
+    return net.alpha + routes.hops.astype(np.float64) * net.hop_latency \
+        + ctx.topology.path_latency(routes, ctx.link_latency)
 
 
 def step_profile(ctx: _Context, traffic: Traffic, reduction: Reduction, label: str = "",
@@ -313,7 +318,7 @@ def _solve_pattern(ctx: _Context, traffic: Traffic, scale: float, label: str,
     norm = traffic.share / scale
     routes, src, dst = _route(ctx, traffic)
     sol = _solve(ctx, routes, dst, norm, label)
-    lat, spb = pareto_lines(flow_latency(routes, ctx.network), sol.finish)
+    lat, spb = pareto_lines(flow_latency(ctx, routes), sol.finish)
     cong = step_congestion(ctx.topology, routes, src, norm) if congestion else None
     return lat, spb, cong
 
@@ -507,6 +512,6 @@ def direct_times(schedule: Schedule, topology: Topology, network: Network | None
                 continue
             routes, _, dst = _route(ctx, step.traffic)
             sol = _solve(ctx, routes, dst, step.traffic.share * n, step.label)
-            total += float(np.max(flow_latency(routes, network) + sol.finish)) + red
+            total += float(np.max(flow_latency(ctx, routes) + sol.finish)) + red
         out[i] = total
     return out

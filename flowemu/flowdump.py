@@ -423,7 +423,7 @@ def iter_flow_frames(schedule: Schedule, topology: Topology, network: Network | 
                 "src": tr.src, "dst": tr.dst, "src_node": src,
                 "dst_node": dst, "bytes": tr.share * size,
                 "hops": routes.hops, "rate_Bps": sol.rate0,
-                "finish_s": flow_latency(routes, network) + sol.finish,
+                "finish_s": flow_latency(ctx, routes) + sol.finish,
                 "links": links, "path": paths,
             })
             if last_use[id(tr)] == i:

@@ -385,7 +385,7 @@ def test_defaults_and_errors():
 def test_unsupported_shape_is_explained():
     """Every torus with dimensions >= 2 is supported; a logical shape with a
     dimension of 1 (only a hand-made topology can give one) is refused."""
-    fake = SimpleNamespace(dims=(1, 8), wrap=True)
+    fake = SimpleNamespace(grid=(1, 8))
     with pytest.raises(ConfigError, match=r"1x8.*size 1.*>= 2"):
         swing.build(8, fake, False, variant="bandwidth")
 

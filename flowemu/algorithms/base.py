@@ -298,27 +298,28 @@ def convert_ports(raw):
 
 
 def torus_dims(topology, p: int) -> tuple[int, ...]:
-    """The logical torus shape ranks are arranged in: the topology's ``dims``
-    (torus-like topologies expose them) when ``p`` equals their product and the
-    dimensions wrap around; otherwise a 1-D torus (ring) of ``p`` ranks."""
-    dims = getattr(topology, "dims", None)
-    if dims is not None and getattr(topology, "wrap", True) and int(np.prod(dims)) == p:
-        return tuple(int(d) for d in dims)
+    """The logical torus shape ranks are arranged in: the topology's ``grid``
+    (a torus's dims, the node grid of HyperX and HammingMesh) when ``p``
+    equals its node count; otherwise a 1-D torus (ring) of ``p`` ranks."""
+    grid = getattr(topology, "grid", None)
+    if grid is not None and int(np.prod(grid)) == p:
+        return tuple(int(d) for d in grid)
     return (int(p),)
 
 
 def shape_note(topology, p: int) -> str:
     """Why :func:`torus_dims` falls back to a 1-D ring of rank ids, or ``""``
     when it uses the topology's grid (or the topology has none to give)."""
-    dims = getattr(topology, "dims", None)
-    if dims is None or len(dims) < 2 and getattr(topology, "wrap", True):
+    grid = getattr(topology, "grid", None)
+    dims = grid if grid is not None else getattr(topology, "dims", None)
+    spec = getattr(topology, "spec", "the topology")
+    if dims is None or grid is not None and len(grid) < 2:
         return ""
     nodes = int(np.prod(dims))
-    spec = getattr(topology, "spec", "the topology")
     if nodes != p:
         return (f"{p} ranks are not the {nodes} nodes of {spec}: ranks form a 1-D ring "
-                "of rank ids, not the torus grid")
-    if not getattr(topology, "wrap", True):
+                "of rank ids, not the node grid")
+    if grid is None:
         return (f"{spec} has no wrap-around links: ranks form a 1-D ring of rank ids, "
                 "not a torus grid")
     return ""

@@ -5,6 +5,15 @@ A topology is a directed graph of ``num_nodes`` vertices; the first
 on a fat tree the switches come after the endpoints). Link ``l`` goes from
 ``link_src[l]`` to ``link_dst[l]`` and carries ``link_capacity_scale[l]`` times
 the network's link bandwidth.
+
+Links carry their own bandwidth and latency. The network's ``bandwidth`` and
+``link_latency`` are the defaults a topology scales from: a family may give
+``link_latency_scale`` (a multiple of the network's link latency) and, for
+links whose speed is part of the network's description (a preset's slow
+cross-site link, a graph file), absolute values in ``link_bandwidth_abs``
+(bytes/s) and ``link_latency_abs`` (s), NaN where the scaled default applies.
+:meth:`Topology.link_capacity` and :meth:`Topology.link_latency` resolve them
+for a :class:`~flowemu.network.Network`.
 """
 
 from __future__ import annotations
@@ -85,6 +94,13 @@ class Topology:
     num_nodes: int
     num_endpoints: int
 
+    #: The logical node grid that grid algorithms (Swing, bucket, multi-port
+    #: rings) arrange ranks on, endpoint ids row-major, or None. A torus
+    #: offers its dims, HyperX and HammingMesh their node grid; a mesh (no
+    #: wrap-around) and the trees offer none, so those algorithms run on rank
+    #: ids (1-D) there.
+    grid: tuple[int, ...] | None = None
+
     #: what an endpoint is called in messages ("node" on a torus, "host" on a tree)
     id_word = "endpoint"
 
@@ -139,11 +155,62 @@ class Topology:
         family gives none; then :meth:`route_entries` counts them)."""
         return None
 
+    #: optional per-link arrays (float64[L]); None means "all defaults"
+    link_latency_scale: np.ndarray | None = None
+    link_bandwidth_abs: np.ndarray | None = None
+    link_latency_abs: np.ndarray | None = None
+
+    def link_capacity(self, network) -> np.ndarray:
+        """Capacity of each link in bytes/s, float64[L]:
+        ``link_capacity_scale · network.bandwidth`` unless the link has an
+        absolute bandwidth."""
+        cap = self.link_capacity_scale * network.bandwidth
+        if self.link_bandwidth_abs is not None:
+            cap = np.where(np.isnan(self.link_bandwidth_abs), cap, self.link_bandwidth_abs)
+        return cap
+
+    def link_latency(self, network) -> np.ndarray:
+        """Latency of each link in seconds, float64[L]:
+        ``link_latency_scale · network.link_latency`` (scale 1 by default)
+        unless the link has an absolute latency."""
+        lat = np.full(self.num_links, float(network.link_latency))
+        if self.link_latency_scale is not None:
+            lat = lat * self.link_latency_scale
+        if self.link_latency_abs is not None:
+            lat = np.where(np.isnan(self.link_latency_abs), lat, self.link_latency_abs)
+        return lat
+
+    def path_latency(self, routes: Routes, link_latency: np.ndarray) -> np.ndarray:
+        """Sum of link latencies along each flow's path, float64[F] (the
+        largest over its ECMP paths).
+
+        When every link has the same latency this is ``hops · latency``.
+        Otherwise the default is ``Σ frac · latency`` over the flow's entries:
+        exact for a single path (``hash``, ``dor``) and for a split whose
+        paths cross links of equal latency at each hop, as on every family
+        whose equal-cost paths are symmetric. A family whose split paths may
+        differ in latency overrides this with the maximum over its paths."""
+        lat = np.asarray(link_latency, dtype=np.float64)
+        if len(lat) == 0 or np.all(lat == lat[0]):
+            value = float(lat[0]) if len(lat) else 0.0
+            return routes.hops.astype(np.float64) * value
+        counts = np.diff(routes.flow_ptr)
+        flow = np.repeat(np.arange(routes.num_flows), counts)
+        return np.bincount(flow, weights=routes.frac * lat[routes.link],
+                           minlength=routes.num_flows)
+
     def ingress_capacity_scale(self) -> np.ndarray:
         """Total capacity (× link bandwidth) of the links entering each vertex,
-        float64[num_nodes]; the incast model's per-receiver β is its inverse."""
+        float64[num_nodes], ignoring absolute link bandwidths."""
         out = np.zeros(self.num_nodes, dtype=np.float64)
         np.add.at(out, self.link_dst, self.link_capacity_scale)
+        return out
+
+    def ingress_capacity(self, network) -> np.ndarray:
+        """Total capacity (bytes/s) of the links entering each vertex,
+        float64[num_nodes]; the incast model's per-receiver β is its inverse."""
+        out = np.zeros(self.num_nodes, dtype=np.float64)
+        np.add.at(out, self.link_dst, self.link_capacity(network))
         return out
 
     def describe(self) -> dict:  # pragma: no cover - interface

@@ -23,6 +23,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ConfigError, show
+from ._common import (
+    check_seed,
+    flow_hash,
+    fmt,
+    is_int,
+    is_number,
+    parse_int,
+    parse_options,
+    parse_positive,
+    readonly,
+)
 from .base import Routes, Topology, check_ecmp
 
 #: largest number of hosts, and of links, a leaf-spine fabric may have
@@ -30,36 +41,6 @@ MAX_HOSTS = 2**24
 MAX_LINKS = 2**26
 
 LEAFSPINE_MODES = ("split", "hash")
-
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-
-
-def _mix64(x: np.ndarray) -> np.ndarray:
-    """splitmix64 finaliser on a uint64 array (as flowemu.kernels.hashing.mix64;
-    numpy uint64 arithmetic wraps)."""
-    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return x ^ (x >> np.uint64(31))
-
-
-def _readonly(a: np.ndarray) -> np.ndarray:
-    a.setflags(write=False)
-    return a
-
-
-def _is_int(x) -> bool:
-    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
-
-
-def _is_number(x) -> bool:
-    return isinstance(x, (int, float, np.integer, np.floating)) \
-        and not isinstance(x, (bool, np.bool_))
-
-
-def _fmt(x: float) -> str:
-    x = float(x)
-    return str(int(x)) if x.is_integer() else repr(x)
-
 
 @dataclass(frozen=True)
 class LeafSpine(Topology):
@@ -102,9 +83,9 @@ class LeafSpine(Topology):
     def __post_init__(self):
         for name, v in (("leaves", self.leaves), ("hosts_per_leaf", self.hosts_per_leaf),
                         ("spines", self.spines), ("uplinks", self.uplinks)):
-            if not _is_int(v) or v < 1:
+            if not is_int(v) or v < 1:
                 raise ConfigError(f"{name}: {show(v)} is not allowed; expected an integer >= 1")
-        if not _is_number(self.uplink) or not np.isfinite(self.uplink) or self.uplink <= 0:
+        if not is_number(self.uplink) or not np.isfinite(self.uplink) or self.uplink <= 0:
             raise ConfigError(f"uplink: {show(self.uplink)} is not allowed; expected a finite "
                               "number > 0 (uplink bandwidth as a multiple of the host link's)")
         L, H, S, U = (int(self.leaves), int(self.hosts_per_leaf), int(self.spines),
@@ -127,7 +108,7 @@ class LeafSpine(Topology):
         set_(self, "uplinks", U)
         set_(self, "uplink", float(self.uplink))
         opts = ([f"uplinks={U}"] if U != 1 else []) \
-            + ([f"uplink={_fmt(self.uplink)}"] if self.uplink != 1.0 else [])
+            + ([f"uplink={fmt(self.uplink)}"] if self.uplink != 1.0 else [])
         set_(self, "spec", ",".join([f"leafspine:{L}x{H}x{S}"] + opts))
         set_(self, "num_endpoints", hosts)
         set_(self, "num_nodes", hosts + L + S)
@@ -146,9 +127,9 @@ class LeafSpine(Topology):
         dst = np.concatenate([host_leaf, hosts, ls_spine, ls_leaf])
         cap = np.concatenate([np.ones(2 * N), np.full(2 * L * P, self.uplink)])
         set_ = object.__setattr__
-        set_(self, "link_src", _readonly(src))
-        set_(self, "link_dst", _readonly(dst))
-        set_(self, "link_capacity_scale", _readonly(cap))
+        set_(self, "link_src", readonly(src))
+        set_(self, "link_dst", readonly(dst))
+        set_(self, "link_capacity_scale", readonly(cap))
 
     def __reduce__(self):
         # Ship only the parameters to worker processes; the arrays are rebuilt.
@@ -211,8 +192,7 @@ class LeafSpine(Topology):
             leaves, 0 when ``src == dst``.
         """
         self._check_ecmp(ecmp)
-        if not _is_int(seed):
-            raise ConfigError(f"seed: {show(seed)} is not allowed; expected an integer")
+        seed = check_seed(seed)
         src, dst = self._check_flows(src, dst)
         N, H, L = self.num_endpoints, self.hosts_per_leaf, self.leaves
         cross, local, counts = self._counts(src, dst, ecmp)
@@ -253,12 +233,7 @@ class LeafSpine(Topology):
     def hash_path(self, src: np.ndarray, dst: np.ndarray, seed: int = 0) -> np.ndarray:
         """Index ``s·uplinks + k`` (spine ``s``, copy ``k``) of the path
         ``ecmp="hash"`` picks for each flow, int64[F]."""
-        # arrays throughout: numpy uint64 arrays wrap silently, scalars warn
-        salt = _mix64(np.array([int(seed) & 0xFFFFFFFFFFFFFFFF], dtype=np.uint64) + _GOLDEN)
-        pair = (np.asarray(src).astype(np.uint64) << np.uint64(32)) \
-            | np.asarray(dst).astype(np.uint64)
-        key = (pair ^ salt) + _GOLDEN
-        return (_mix64(key) % np.uint64(self.paths)).astype(np.int64)
+        return (flow_hash(src, dst, seed) % np.uint64(self.paths)).astype(np.int64)
 
     def max_route_entries(self, ecmp: str = "split") -> int:
         """One flow's entries at most: ``2 + 2·S·uplinks`` split, 4 hashed."""
@@ -276,17 +251,6 @@ _OPTIONS = ("uplinks", "uplink")
 _EXAMPLE = "e.g. leafspine:8x4x2 or leafspine:8x4x2,uplinks=2,uplink=2"
 
 
-def _int_field(name: str, text: str) -> int:
-    body = text[1:] if text[:1] in "+-" else text
-    if not (body.isascii() and body.isdigit()):
-        raise ConfigError(f"{name} is {text!r}, not an integer; expected an integer >= 1 "
-                          f"({_EXAMPLE})")
-    v = int(text)
-    if v < 1:
-        raise ConfigError(f"{name} is {v}; expected an integer >= 1 ({_EXAMPLE})")
-    return v
-
-
 def parse_leafspine(params: str) -> LeafSpine:
     """``"LxHxS[,uplinks=U][,uplink=B]"`` -> :class:`LeafSpine`."""
     shape, *opts = [part.strip() for part in params.split(",")]
@@ -298,27 +262,10 @@ def parse_leafspine(params: str) -> LeafSpine:
         raise ConfigError(f"shape {shape!r} has {len(parts)} field(s); expected LxHxS (leaves x "
                           f"hosts per leaf x spines, {_EXAMPLE})")
     names = ("leaves L", "hosts per leaf H", "spines S")
-    L, H, S = (_int_field(n, p) for n, p in zip(names, parts, strict=True))
-    values: dict = {}
-    for opt in opts:
-        key, eq, val = (x.strip() for x in opt.partition("="))
-        if not eq or not key:
-            raise ConfigError(f"option {opt!r} is not key=value; options: uplinks=INT >= 1, "
-                              f"uplink=NUMBER > 0 ({_EXAMPLE})")
-        if key not in _OPTIONS:
-            raise ConfigError(f"unknown option {key!r}; options: uplinks=INT >= 1, "
-                              "uplink=NUMBER > 0")
-        if key in values:
-            raise ConfigError(f"option {key!r} is given twice")
-        if key == "uplinks":
-            values[key] = _int_field("uplinks", val)
-        else:
-            try:
-                b = float(val)
-            except ValueError:
-                b = float("nan")
-            if not (np.isfinite(b) and b > 0):
-                raise ConfigError(f"uplink is {val!r}; expected a number > 0 (uplink bandwidth "
-                                  "as a multiple of the host link's, e.g. uplink=2)")
-            values[key] = b
+    L, H, S = (parse_int(n, p, _EXAMPLE) for n, p in zip(names, parts, strict=True))
+    values = parse_options(opts, {
+        "uplinks": lambda v: parse_int("uplinks", v, _EXAMPLE),
+        "uplink": lambda v: parse_positive("uplink", v, "uplink bandwidth as a multiple of the "
+                                           "host link's, e.g. uplink=2")},
+        "uplinks=INT >= 1, uplink=NUMBER > 0")
     return LeafSpine(L, H, S, **values)

@@ -30,6 +30,9 @@ from ..kernels.routing import (
     torus_route_fill_path,
     torus_route_fill_split,
 )
+from ._common import check_seed
+from ._common import is_int as _is_int
+from ._common import readonly as _readonly
 from .base import Routes, Topology, check_ecmp
 
 #: largest number of nodes a torus or mesh may have
@@ -39,15 +42,6 @@ _STATUS_TEXT = {
     STATUS_BAD_NODE: "node id out of range",
     STATUS_COUNT_MISMATCH: "internal error: the routing kernels disagree on the entry count",
 }
-
-
-def _readonly(a: np.ndarray) -> np.ndarray:
-    a.setflags(write=False)
-    return a
-
-
-def _is_int(x) -> bool:
-    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
 
 
 @dataclass(frozen=True)
@@ -108,6 +102,7 @@ class Torus(Topology):
         set_ = object.__setattr__
         set_(self, "dims", dims)
         set_(self, "wrap", wrap)
+        set_(self, "grid", dims if wrap else None)
         set_(self, "spec", f"{'torus' if wrap else 'mesh'}:{'x'.join(map(str, dims))}")
         set_(self, "num_nodes", nodes)
         set_(self, "num_endpoints", nodes)
@@ -270,8 +265,7 @@ class Torus(Topology):
             ``src == dst``).
         """
         check_ecmp(ecmp)
-        if not _is_int(seed):
-            raise ConfigError(f"seed: {show(seed)} is not allowed; expected an integer")
+        seed = check_seed(seed)
         src, dst = self._check_flows(src, dst)
         num_flows = len(src)
         dims = np.asarray(self.dims, dtype=np.int64)

@@ -1,0 +1,109 @@
+"""Small pieces every topology family uses: array and value checks, the
+seeded path hash of ``ecmp="hash"``, and the ``key=value`` option parser of
+spec strings (``leafspine:8x4x2,uplinks=2``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ..errors import ConfigError, show
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def readonly(a: np.ndarray) -> np.ndarray:
+    """``a`` made read-only (topology arrays are shared by every run)."""
+    a.setflags(write=False)
+    return a
+
+
+def is_int(x) -> bool:
+    """A Python or numpy integer, not a bool."""
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def is_number(x) -> bool:
+    """A Python or numpy real number, not a bool."""
+    return isinstance(x, (int, float, np.integer, np.floating)) \
+        and not isinstance(x, (bool, np.bool_))
+
+
+def fmt(x: float) -> str:
+    """A number as a spec prints it: ``2`` for 2.0, ``0.5`` for 0.5."""
+    x = float(x)
+    return str(int(x)) if x.is_integer() else repr(x)
+
+
+def check_seed(seed) -> int:
+    """The ``seed`` argument of ``route``: an integer, else ConfigError."""
+    if not is_int(seed):
+        raise ConfigError(f"seed: {show(seed)} is not allowed; expected an integer")
+    return int(seed)
+
+
+def mix64(x: np.ndarray) -> np.ndarray:
+    """splitmix64 finaliser on a uint64 array (as flowemu.kernels.hashing.mix64;
+    numpy uint64 arithmetic wraps)."""
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+def flow_hash(src: np.ndarray, dst: np.ndarray, seed: int = 0, salt: int = 0) -> np.ndarray:
+    """A uint64 hash of each flow's ``(seed, salt, src, dst)``, uint64[F]: the
+    seeded choice of ``ecmp="hash"`` (a switch hashes the flow's header).
+    ``salt`` separates independent choices of one flow (one per tier)."""
+    # arrays throughout: numpy uint64 arrays wrap silently, scalars warn
+    key0 = np.array([(int(seed) + int(salt) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF],
+                    dtype=np.uint64)
+    salt_mix = mix64(key0 + _GOLDEN)
+    pair = (np.asarray(src).astype(np.uint64) << np.uint64(32)) \
+        | np.asarray(dst).astype(np.uint64)
+    return mix64((pair ^ salt_mix) + _GOLDEN)
+
+
+def parse_int(name: str, text: str, example: str, low: int = 1) -> int:
+    """``text`` as an integer ``>= low``; ConfigError naming ``name``."""
+    text = text.strip()
+    body = text[1:] if text[:1] in "+-" else text
+    if not (body.isascii() and body.isdigit()):
+        raise ConfigError(f"{name} is {text!r}, not an integer; expected an integer >= {low} "
+                          f"({example})")
+    v = int(text)
+    if v < low:
+        raise ConfigError(f"{name} is {v}; expected an integer >= {low} ({example})")
+    return v
+
+
+def parse_positive(name: str, text: str, what: str) -> float:
+    """``text`` as a finite number > 0; ConfigError naming ``name`` and ``what``
+    it means."""
+    try:
+        v = float(text)
+    except ValueError:
+        v = float("nan")
+    if not (np.isfinite(v) and v > 0):
+        raise ConfigError(f"{name} is {text.strip()!r}; expected a number > 0 ({what})")
+    return v
+
+
+def parse_options(opts: list[str], parsers: dict[str, Callable[[str], object]],
+                  accepted: str) -> dict:
+    """``["key=value", ...]`` -> ``{key: parsers[key](value)}``.
+
+    ``accepted`` is the one-line list of options shown in messages (e.g.
+    ``"uplinks=INT >= 1, uplink=NUMBER > 0"``). Refuses an option that is not
+    ``key=value``, an unknown key, and a key given twice."""
+    values: dict = {}
+    for opt in opts:
+        key, eq, val = (x.strip() for x in opt.partition("="))
+        if not eq or not key:
+            raise ConfigError(f"option {opt!r} is not key=value; options: {accepted}")
+        if key not in parsers:
+            raise ConfigError(f"unknown option {key!r}; options: {accepted}")
+        if key in values:
+            raise ConfigError(f"option {key!r} is given twice")
+        values[key] = parsers[key](val)
+    return values
