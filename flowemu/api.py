@@ -22,6 +22,7 @@ from .algorithms.base import Reduction, Schedule, Step
 from .engine import default_threads, profile
 from .errors import ConfigError
 from .network import Network
+from .placement import Placement, parse_placement
 from .topology import Topology
 from .usertraffic import read_traffic, traffic_steps
 
@@ -29,7 +30,7 @@ __all__ = ["RESULT_COLUMNS", "congestion", "read_traffic", "simulate", "time_tra
 
 #: columns every result table starts with (one row per configuration and size)
 RESULT_COLUMNS = ["topology", "nodes", "ranks", "algorithm", "variant", "options", "size_bytes",
-                  "time_s", "goodput_Bps", "steps", "ecmp", "seed", "bandwidth_Bps",
+                  "time_s", "goodput_Bps", "steps", "ecmp", "seed", "placement", "bandwidth_Bps",
                   "link_latency_s", "hop_latency_s", "alpha_s", "gamma_s_per_B",
                   "delta_s_per_B", "incast_threshold", "incast_slope_s_per_B",
                   "note", "flowemu_version"]
@@ -49,10 +50,11 @@ def _options_text(opts: dict) -> str:
     return ",".join(f"{k}={v}" for k, v in sorted(opts.items()))
 
 
-def _base_row(topo: Topology, p: int, net: Network, ecmp: str, seed: int) -> dict:
+def _base_row(topo: Topology, p: int, net: Network, ecmp: str, seed: int,
+              placement: Placement) -> dict:
     return {
         "topology": topo.spec, "nodes": topo.num_endpoints, "ranks": p, "ecmp": ecmp,
-        "seed": seed, "bandwidth_Bps": net.bandwidth, "link_latency_s": net.link_latency,
+        "seed": seed, "placement": placement.text, "bandwidth_Bps": net.bandwidth, "link_latency_s": net.link_latency,
         "hop_latency_s": net.hop_latency, "alpha_s": net.alpha, "gamma_s_per_B": net.gamma,
         "delta_s_per_B": net.delta, "incast_threshold": net.incast_threshold,
         "incast_slope_s_per_B": net.incast_slope, "flowemu_version": __version__,
@@ -85,14 +87,17 @@ class _Run:
     seed: int
     threads: int | None
     limit: budget.Limit
+    placement: Placement
+    mapping: np.ndarray | None
 
 
 #: keyword arguments of the entry points (named when an unknown one is passed)
 _KEYWORDS = {
-    "simulate": ("sizes", "ecmp", "seed", "ranks", "network", "threads", "max_memory"),
-    "congestion": ("ecmp", "seed", "ranks", "network", "threads", "max_memory"),
-    "flows": ("traffic", "size", "steps", "ecmp", "seed", "ranks", "network", "threads",
-              "max_memory", "progress"),
+    "simulate": ("sizes", "ecmp", "seed", "ranks", "placement", "network", "threads",
+                 "max_memory"),
+    "congestion": ("ecmp", "seed", "ranks", "placement", "network", "threads", "max_memory"),
+    "flows": ("traffic", "size", "steps", "ecmp", "seed", "ranks", "placement", "network",
+              "threads", "max_memory", "progress"),
 }
 
 
@@ -101,13 +106,14 @@ _NO_SIZES = object()
 
 
 def _prepare(function: str, topology, algorithm, *, ecmp, seed, ranks, network, network_params,
-             sizes=_NO_SIZES, threads=None, max_memory=None) -> _Run:
+             sizes=_NO_SIZES, threads=None, max_memory=None, placement=None) -> _Run:
     """Check every argument of an algorithm run (cheap checks first, then
     the topology, then the memory the schedule will need before it is built)."""
     lim = budget.limit(max_memory)
     net = checks.network(network, network_params, function, _KEYWORDS[function])
     (ecmp, seed), threads = checks.routing(ecmp, seed), checks.threads(threads)
     n = None if sizes is _NO_SIZES else checks.sizes(sizes)
+    place = parse_placement(placement)
     spec, candidates = expand_algorithm(algorithm)
     concurrent = threads if threads is not None else default_threads()
     dims = budget.spec_dims(topology) if isinstance(topology, str) else None
@@ -122,7 +128,8 @@ def _prepare(function: str, topology, algorithm, *, ecmp, seed, ranks, network, 
     p = checks.ranks(ranks, topo)
     if dims is None:
         _check_schedule_memory(spec, candidates, topo, p, concurrent, lim)
-    return _Run(topo, net, n, p, spec, candidates, ecmp, seed, threads, lim)
+    return _Run(topo, net, n, p, spec, candidates, ecmp, seed, threads, lim, place,
+                place.mapping(p, topo))
 
 
 def _check_schedule_memory(spec, candidates, topology, p: int, concurrent: int,
@@ -138,7 +145,7 @@ def _check_schedule_memory(spec, candidates, topology, p: int, concurrent: int,
 
 
 def simulate(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "split", seed: int = 0,
-             ranks: int | None = None, network: Network | None = None,
+             ranks: int | None = None, placement=None, network: Network | None = None,
              threads: int | None = None, max_memory=None, **network_params) -> pd.DataFrame:
     """Time an allreduce algorithm on a topology for many vector sizes.
 
@@ -155,7 +162,11 @@ def simulate(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "split", s
     seed : int
         Seed of ``ecmp="hash"`` (0..2**63-1; numpy integers are fine).
     ranks : int, optional
-        Number of ranks (default: every endpoint); rank r runs on endpoint r.
+        Number of ranks (default: every endpoint).
+    placement : str, optional
+        Where the ranks run (:mod:`flowemu.placement`): ``"linear"`` (the
+        default: rank r on endpoint r), ``"random:SEED"`` or a file of
+        endpoint ids, one per rank.
     network : Network, optional
         Or pass its fields as keywords: ``bandwidth="400Gb/s"``,
         ``link_latency="100ns"``, ``hop_latency``, ``alpha``, ``gamma``,
@@ -183,18 +194,18 @@ def simulate(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "split", s
     """
     run = _prepare("simulate", topology, algorithm, ecmp=ecmp, seed=seed, ranks=ranks,
                    network=network, network_params=network_params, sizes=sizes,
-                   threads=threads, max_memory=max_memory)
+                   threads=threads, max_memory=max_memory, placement=placement)
     topo, n, spec = run.topology, run.sizes, run.spec
     times, scheds = [], []
     for cand in run.candidates:
         sched = spec.build(run.p, topo, False, **cand)
         prof = profile(sched, topo, run.network, ecmp=run.ecmp, seed=run.seed,
-                       threads=run.threads, max_memory=run.limit)
+                       mapping=run.mapping, threads=run.threads, max_memory=run.limit)
         times.append(prof.times(n))
         scheds.append((sched, cand))
     times = np.vstack(times)
     best = np.argmin(times, axis=0)
-    base = _base_row(topo, run.p, run.network, run.ecmp, run.seed)
+    base = _base_row(topo, run.p, run.network, run.ecmp, run.seed, run.placement)
     rows = []
     for j, size in enumerate(n):
         sched, cand = scheds[best[j]]
@@ -226,7 +237,7 @@ def traffic_schedule(topology: Topology, traffic, name, max_memory) -> Schedule:
                           for k, t in zip(numbers.tolist(), steps, strict=True)))
 
 
-def time_traffic(topology, traffic, *, ecmp: str = "split", seed: int = 0,
+def time_traffic(topology, traffic, *, ecmp: str = "split", seed: int = 0, placement=None,
                  network: Network | None = None, name: str | None = None,
                  threads: int | None = None, max_memory=None,
                  **network_params) -> pd.DataFrame:
@@ -240,8 +251,8 @@ def time_traffic(topology, traffic, *, ecmp: str = "split", seed: int = 0,
         src, dst, bytes`` (src/dst rank ids; one step per distinct ``step``,
         in ascending order), or Traffic objects with absolute bytes in
         ``share``.
-    ecmp, seed, network, threads, max_memory, **network_params
-        As for :func:`simulate`.
+    ecmp, seed, placement, network, threads, max_memory, **network_params
+        As for :func:`simulate` (the placement maps the traffic's ranks).
     name : str, optional
         The ``variant`` of the result row (default: the file name, or
         ``"traffic"``).
@@ -254,14 +265,16 @@ def time_traffic(topology, traffic, *, ecmp: str = "split", seed: int = 0,
     """
     lim = budget.limit(max_memory)
     net = checks.network(network, network_params, "time_traffic",
-                         ("ecmp", "seed", "network", "name", "threads", "max_memory"))
+                         ("ecmp", "seed", "placement", "network", "name", "threads",
+                          "max_memory"))
     (ecmp, seed), threads = checks.routing(ecmp, seed), checks.threads(threads)
+    place = parse_placement(placement)
     topo = _topology(topology, lim)
     sched = traffic_schedule(topo, traffic, name, lim)
     t = float(profile(sched, topo, net, ecmp=ecmp, seed=seed, threads=threads,
-                      max_memory=lim).times([1.0])[0])
+                      mapping=place.mapping(sched.p, topo), max_memory=lim).times([1.0])[0])
     total = float(sum(s.traffic.share.sum() for s in sched.steps))
-    row = {**_base_row(topo, sched.p, net, ecmp, seed), "algorithm": "traffic",
+    row = {**_base_row(topo, sched.p, net, ecmp, seed, place), "algorithm": "traffic",
            "variant": sched.variant, "options": "", "size_bytes": total, "time_s": t,
            "goodput_Bps": total / t if t > 0 else np.inf, "steps": sched.num_steps,
            "note": sched.note}
@@ -269,7 +282,7 @@ def time_traffic(topology, traffic, *, ecmp: str = "split", seed: int = 0,
 
 
 def congestion(topology, algorithm, *, ecmp: str = "split", seed: int = 0,
-               ranks: int | None = None, network: Network | None = None,
+               ranks: int | None = None, placement=None, network: Network | None = None,
                threads: int | None = None, max_memory=None,
                **network_params) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Per-step congestion of an algorithm and its deficiencies (Swing paper §2.2).
@@ -288,12 +301,13 @@ def congestion(topology, algorithm, *, ecmp: str = "split", seed: int = 0,
     """
     run = _prepare("congestion", topology, algorithm, ecmp=ecmp, seed=seed, ranks=ranks,
                    network=network, network_params=network_params, threads=threads,
-                   max_memory=max_memory)
+                   max_memory=max_memory, placement=placement)
     step_frames, rows = [], []
     for cand in run.candidates:
         sched = run.spec.build(run.p, run.topology, False, **cand)
         prof = profile(sched, run.topology, run.network, ecmp=run.ecmp, seed=run.seed,
-                       congestion=True, threads=run.threads, max_memory=run.limit)
+                       mapping=run.mapping, congestion=True, threads=run.threads,
+                       max_memory=run.limit)
         steps, summary = prof.congestion_report()
         steps.insert(0, "variant", sched.variant)
         step_frames.append(steps)

@@ -93,6 +93,9 @@ def _build_parser() -> argparse.ArgumentParser:
     r.add_argument("--sizes", "-s", default="32B..512MiB",
                    help="32B..512MiB (powers of two) or a comma list (default %(default)s)")
     r.add_argument("--ranks", type=int, help="number of ranks (default: every endpoint)")
+    r.add_argument("--placement", default="linear",
+                   help="endpoint of each rank: linear (rank r on endpoint r), random:SEED, "
+                        "or a file of endpoint ids, one per rank (default %(default)s)")
     r.add_argument("--bandwidth", default="400Gb/s",
                    help="link bandwidth with its unit: 400Gb/s (bits), 50GB/s (bytes) "
                         "(default %(default)s)")
@@ -303,10 +306,11 @@ def _cmd_run(args) -> int:
         _write_flows(args, net, flows_size)
     if args.traffic:
         df = time_traffic(args.topology, args.traffic, ecmp=args.ecmp, seed=args.seed,
-                          network=net, max_memory=_max_memory(args))
+                          placement=args.placement, network=net, max_memory=_max_memory(args))
     else:
         df = simulate(args.topology, args.algorithm, sizes, ecmp=args.ecmp, seed=args.seed,
-                      ranks=args.ranks, network=net, max_memory=_max_memory(args))
+                      ranks=args.ranks, placement=args.placement, network=net,
+                      max_memory=_max_memory(args))
     _write(df, fmt, args.out)
     for note in _notes(df):   # fallbacks, said once
         print(f"flowemu: note: {note}", file=sys.stderr)
@@ -318,7 +322,7 @@ def _cmd_run(args) -> int:
 def _write_congestion(args, net) -> None:
     from .api import congestion
     steps, summary = congestion(args.topology, args.algorithm, ecmp=args.ecmp, seed=args.seed,
-                                ranks=args.ranks, network=net)
+                                ranks=args.ranks, placement=args.placement, network=net)
     if args.congestion == "-":
         print("\ncongestion per step (loads in bytes per byte of n):")
         print(steps.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
@@ -355,7 +359,7 @@ def _write_flows(args, net, size) -> None:
         raise ConfigError("--flows-size applies to --algorithm; --traffic flows carry their "
                           "own bytes")
     common = {"steps": args.flows_steps, "ecmp": args.ecmp, "seed": args.seed,
-              "network": net, "max_memory": _max_memory(args)}
+              "placement": args.placement, "network": net, "max_memory": _max_memory(args)}
     try:
         if args.traffic:
             write_flows(args.flows_out, args.topology, traffic=args.traffic, **common)

@@ -22,6 +22,7 @@ from .engine import _route, _solve, check_memory, flow_latency, make_context
 from .errors import ConfigError, show
 from .network import Network
 from .outputs import check_writable, output_format, write_atomic
+from .placement import parse_placement
 from .topology.base import Routes, Topology
 
 #: rows above which a dump reports progress on stderr even when it is not a tty
@@ -29,8 +30,9 @@ PROGRESS_ROWS = 100_000
 
 
 def flows(topology, algorithm=None, *, traffic=None, size=None, steps=None,
-          ecmp: str = "split", seed: int = 0, ranks: int | None = None, network=None,
-          threads: int | None = None, max_memory=None, progress=None, **network_params):
+          ecmp: str = "split", seed: int = 0, ranks: int | None = None, placement=None,
+          network=None, threads: int | None = None, max_memory=None, progress=None,
+          **network_params):
     """Per-flow detail of an algorithm (at one vector size) or of user traffic.
 
     Parameters
@@ -48,7 +50,7 @@ def flows(topology, algorithm=None, *, traffic=None, size=None, steps=None,
         Steps to detail (default all): indices (``"0,3,5-7"``, ``3``,
         ``[0, 3]``) or step labels (``"rs0"``, ``"step3"`` for traffic),
         mixed freely; listed order, duplicates dropped.
-    ecmp, seed, ranks, network, threads, max_memory, **network_params
+    ecmp, seed, ranks, placement, network, threads, max_memory, **network_params
         As for :func:`flowemu.simulate` (``ranks`` only with an algorithm).
     progress : bool, optional
         A progress line per step on stderr; default: when stderr is a
@@ -69,22 +71,23 @@ def flows(topology, algorithm=None, *, traffic=None, size=None, steps=None,
         limit (rows and route entries are counted before anything is
         routed; see :func:`flowemu.budget.flow_dump_bytes`).
     """
-    plan = _plan(topology, algorithm, traffic, size, steps, ecmp, seed, ranks, network,
-                 threads, max_memory, progress, network_params)
+    plan = _plan(topology, algorithm, traffic, size, steps, ecmp, seed, ranks, placement,
+                 network, threads, max_memory, progress, network_params)
     budget.check(budget.flow_dump_bytes(plan.rows, plan.pattern_rows, plan.entries,
                                         plan.largest_entries), plan.limit, plan.what)
 
     report = plan.progress()
     table = flow_table(plan.schedule, plan.topology, plan.network, plan.size, ecmp=plan.ecmp,
-                       seed=plan.seed, steps=plan.indices, progress=report)
+                       seed=plan.seed, mapping=plan.mapping, steps=plan.indices,
+                       progress=report)
     if report is not None:
         report.finish()
     return table
 
 
 def write_flows(path, topology, algorithm=None, *, traffic=None, size=None, steps=None,
-                ecmp: str = "split", seed: int = 0, ranks: int | None = None, network=None,
-                threads: int | None = None, max_memory=None, progress=None,
+                ecmp: str = "split", seed: int = 0, ranks: int | None = None, placement=None,
+                network=None, threads: int | None = None, max_memory=None, progress=None,
                 **network_params) -> int:
     """Write the flow dump of :func:`flows` to ``path`` step by step.
 
@@ -104,8 +107,8 @@ def write_flows(path, topology, algorithm=None, *, traffic=None, size=None, step
     parquet = output_format(str(path), None, ("csv", "parquet"), option="path",
                             default="csv") == "parquet"
     target = check_writable(path, "path")
-    plan = _plan(topology, algorithm, traffic, size, steps, ecmp, seed, ranks, network,
-                 threads, max_memory, progress, network_params)
+    plan = _plan(topology, algorithm, traffic, size, steps, ecmp, seed, ranks, placement,
+                 network, threads, max_memory, progress, network_params)
     budget.check(budget.flow_dump_bytes(plan.largest_rows, plan.pattern_rows, plan.entries,
                                         plan.largest_entries), plan.limit, plan.what)
     report = plan.progress()
@@ -115,7 +118,8 @@ def write_flows(path, topology, algorithm=None, *, traffic=None, size=None, step
         nonlocal written
         with _Sink(fh, parquet) as sink:
             for frame in iter_flow_frames(plan.schedule, plan.topology, plan.network, plan.size,
-                                          ecmp=plan.ecmp, seed=plan.seed, steps=plan.indices,
+                                          ecmp=plan.ecmp, seed=plan.seed,
+                                          mapping=plan.mapping, steps=plan.indices,
                                           progress=report):
                 if frame is not None:
                     sink.write(frame)
@@ -177,6 +181,7 @@ class _Plan:
     size: float
     ecmp: str
     seed: int
+    mapping: object
     indices: list
     limit: budget.Limit
     what: str
@@ -193,8 +198,8 @@ class _Plan:
         return _Progress(self.schedule, self.rows) if show_it else None
 
 
-def _plan(topology, algorithm, traffic, size, steps, ecmp, seed, ranks, network, threads,
-          max_memory, progress, network_params) -> _Plan:
+def _plan(topology, algorithm, traffic, size, steps, ecmp, seed, ranks, placement, network,
+          threads, max_memory, progress, network_params) -> _Plan:
     """Check every argument of a dump, build its schedule, select its steps
     and count its rows and route entries (nothing routed yet)."""
     from .api import _prepare, _topology, simulate, traffic_schedule
@@ -212,34 +217,38 @@ def _plan(topology, algorithm, traffic, size, steps, ecmp, seed, ranks, network,
                               "absolute bytes)")
         lim = budget.limit(max_memory)
         net = checks.network(network, network_params, "flows",
-                             ("traffic", "steps", "ecmp", "seed", "network", "threads",
-                              "max_memory", "progress"))
+                             ("traffic", "steps", "ecmp", "seed", "placement", "network",
+                              "threads", "max_memory", "progress"))
         ecmp, seed = checks.routing(ecmp, seed)
+        place = parse_placement(placement)
         checks.threads(threads)
         topo = _topology(topology, lim)
         sched = traffic_schedule(topo, traffic, None, lim)
+        mapping = place.mapping(sched.p, topo)
         nbytes, what = 1.0, f"{topo.spec} traffic"
     else:
         sizes = checks.sizes(["1MiB" if size is None else size], "size")
         run = _prepare("flows", topology, algorithm, ecmp=ecmp, seed=seed, ranks=ranks,
                        network=network, network_params=network_params, sizes=sizes,
-                       threads=threads, max_memory=max_memory)
+                       threads=threads, max_memory=max_memory, placement=placement)
         topo, net, lim, ecmp, seed = run.topology, run.network, run.limit, run.ecmp, run.seed
+        mapping = run.mapping
         nbytes = float(run.sizes[0])
         cand = run.candidates[0]
         if len(run.candidates) > 1:   # an auto option: detail the variant fastest at size
             best = simulate(topo, algorithm, [nbytes], ecmp=ecmp, seed=seed, ranks=ranks,
-                            network=net, threads=run.threads, max_memory=lim)
+                            placement=run.placement, network=net, threads=run.threads,
+                            max_memory=lim)
             cand = next(c for c in run.candidates
                         if c[run.spec.auto_param] == best["variant"].iloc[0])
         sched = run.spec.build(run.p, topo, False, **cand)
         what = f"{topo.spec} {run.spec.name}"
     indices = select_steps(sched, steps)
-    ctx = make_context(topo, net, ecmp, seed, None, sched.p)
+    ctx = make_context(topo, net, ecmp, seed, mapping, sched.p)
     check_memory(ctx, sched, 1, lim)   # the dump solves one step at a time
     rows, largest_rows, pattern_rows, entries, largest = _dump_size(ctx, sched, indices)
     what = f"the flow dump of {what} ({rows} flows, {entries} route entries)"
-    return _Plan(sched, topo, net, nbytes, ecmp, seed, indices, lim, what, rows, largest_rows,
+    return _Plan(sched, topo, net, nbytes, ecmp, seed, mapping, indices, lim, what, rows, largest_rows,
                  pattern_rows, entries, largest, progress)
 
 

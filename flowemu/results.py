@@ -22,7 +22,7 @@ from .sweep.dataset import (  # noqa: F401 - what readers of a dataset use, impo
 #: configuration columns that make a comparison scenario when they vary
 SCENARIO_COLUMNS = ["group", "topology", "nodes", "ranks", "bandwidth_Bps", "link_latency_s",
                     "hop_latency_s", "alpha_s", "gamma_s_per_B", "delta_s_per_B",
-                    "incast_threshold", "incast_slope_s_per_B", "ecmp", "seed"]
+                    "incast_threshold", "incast_slope_s_per_B", "ecmp", "seed", "placement"]
 
 
 # ------------------------------------------------------------------ comparison

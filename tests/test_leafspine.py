@@ -297,3 +297,51 @@ def test_sweep_with_leafspine(tmp_path):
     assert df["leafspine:2x4x4", "hash"] == pytest.approx(ideal, rel=1e-9)
     # one spine: each leaf sends one ring flow over its single uplink: still ideal
     assert df["leafspine:2x4x1", "split"] == pytest.approx(ideal, rel=1e-9)
+
+
+# ------------------------------------------------------------------ per-link latency
+
+def test_uplink_latency_adds_along_the_path():
+    """A flow's latency is the sum of its links' latencies: across leaves two
+    host links at the network's latency and two leaf-spine links at
+    uplink_latency, plus four hops of processing (closed form)."""
+    t = parse_topology("leafspine:2x2x2,uplink_latency=2us")
+    assert t.spec == "leafspine:2x2x2,uplink_latency=2us"
+    assert t.describe()["uplink_latency"] == 2e-6
+    net = Network(hop_latency="300ns", link_latency="100ns", alpha="1us")
+    tiny = pd.DataFrame({"step": [0], "src": [0], "dst": [2], "bytes": [1.0]})
+    split = flowemu.time_traffic(t, tiny, network=net)
+    expect = 1e-6 + 4 * 300e-9 + 2 * 100e-9 + 2 * 2e-6 + 1.0 / B
+    assert split["time_s"].iloc[0] == pytest.approx(expect, rel=1e-12)
+    hashed = flowemu.time_traffic(t, tiny, network=net, ecmp="hash", seed=3)
+    assert hashed["time_s"].iloc[0] == pytest.approx(expect, rel=1e-12)
+    # within a leaf the uplinks are not crossed: the network's latency only
+    local = pd.DataFrame({"step": [0], "src": [0], "dst": [1], "bytes": [1.0]})
+    t_local = flowemu.time_traffic(t, local, network=net)["time_s"].iloc[0]
+    assert t_local == pytest.approx(1e-6 + 2 * 300e-9 + 2 * 100e-9 + 1.0 / B, rel=1e-12)
+
+
+def test_uplink_latency_survives_pickling_and_respec():
+    t = parse_topology("leafspine:2x2x2,uplink_latency=1.5us")
+    assert pickle.loads(pickle.dumps(t)) == t
+    assert parse_topology(t.spec) == t
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(t)).link_latency(Network()),
+                                  t.link_latency(Network()))
+
+
+@pytest.mark.parametrize("opt", ["uplink_latency=5", "uplink_latency=-1ns",
+                                 "uplink_latency=fast", "uplink_latency="])
+def test_bad_uplink_latency_is_refused(opt):
+    with pytest.raises(ConfigError, match="uplink_latency"):
+        parse_topology(f"leafspine:2x2x2,{opt}")
+
+
+def test_sweep_refuses_a_mode_the_family_lacks_before_running(tmp_path, capsys, no_work):
+    path = tmp_path / "modes.toml"
+    path.write_text('sizes = "1KiB"\ntopology = ["torus:4x4", "leafspine:2x2x2"]\n'
+                    'algorithm = "ring"\necmp = ["split", "dor"]\n')
+    code = main(["sweep", str(path), "-o", str(tmp_path / "d"), "-q"])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    assert "'dor' does not apply to leafspine:2x2x2 (its modes: split, hash)" in err
+    assert not (tmp_path / "d").exists()

@@ -12,7 +12,8 @@ from ..network import Network
 from ..units import format_size
 
 GRID_FIELDS = ("topology", "algorithm", "ranks", "bandwidth", "link_latency", "hop_latency",
-               "alpha", "gamma", "delta", "incast_threshold", "incast_slope", "ecmp", "seed")
+               "alpha", "gamma", "delta", "incast_threshold", "incast_slope", "ecmp", "seed",
+               "placement")
 #: every configuration field a sweep file may set
 FIELDS = GRID_FIELDS[:3] + ("sizes",) + GRID_FIELDS[3:]
 NETWORK_FIELDS = Network.field_names()
@@ -29,7 +30,8 @@ def _canon_float(v: float) -> float:
 
 
 _NET_DEFAULTS = {k: _canon_float(v) for k, v in Network().as_dict().items()}
-_DEFAULTS = {**_NET_DEFAULTS, "ranks": None, "ecmp": "split", "seed": 0}
+_DEFAULTS = {**_NET_DEFAULTS, "ranks": None, "ecmp": "split", "seed": 0,
+             "placement": "linear"}
 
 
 # ============================================================== configurations
@@ -61,6 +63,7 @@ class Config:
     incast_slope: float
     ecmp: str
     seed: int
+    placement: str = "linear"
     key: str = ""
     hash: str = ""
 
@@ -77,6 +80,8 @@ class Config:
                "ranks": self.ranks, "sizes": list(self.sizes), "ecmp": self.ecmp,
                "seed": self.seed}
         out.update({f: getattr(self, f) for f in NETWORK_FIELDS})
+        if self.placement != "linear":   # linear configurations keep their identity
+            out["placement"] = self.placement
         return out
 
 
@@ -124,7 +129,7 @@ def _fmt_field(name: str, v) -> str:
 def config_key(cfg: Config) -> str:
     """``group|topology|algorithm[|field=value for non-defaults]|sizes=...``."""
     parts = [cfg.group, cfg.topology, cfg.algorithm]
-    for name in ("ranks", *NETWORK_FIELDS, "ecmp", "seed"):
+    for name in ("ranks", *NETWORK_FIELDS, "ecmp", "seed", "placement"):
         v = getattr(cfg, name)
         if v != _DEFAULTS[name]:
             parts.append(f"{name}={_fmt_field(name, v)}")

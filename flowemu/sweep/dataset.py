@@ -85,7 +85,7 @@ def error_row(cfg, error_type: str, message: str, internal: bool) -> dict:
     """One row of the errors table: the configuration's fields and the message."""
     from .. import __version__
     row = {**_sweep_fields(cfg), "topology": cfg.topology, "ranks": cfg.ranks,
-           "ecmp": cfg.ecmp, "seed": cfg.seed}
+           "ecmp": cfg.ecmp, "seed": cfg.seed, "placement": cfg.placement}
     row.update({col: float(getattr(cfg, f)) for f, col in _NETWORK_COLUMNS.items()})
     row.update(error_type=error_type, error=message, internal=bool(internal),
                flowemu_version=__version__)

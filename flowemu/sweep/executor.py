@@ -26,7 +26,8 @@ def run_config(cfg: Config, threads: int | None = None, max_memory=None):
     call (one profile). Returns the simulate rows (without sweep columns)."""
     from ..api import simulate
     return simulate(_topology(cfg.topology), cfg.algorithm, list(cfg.sizes), ecmp=cfg.ecmp,
-                    seed=cfg.seed, ranks=cfg.ranks, network=cfg.network(), threads=threads,
+                    seed=cfg.seed, ranks=cfg.ranks, placement=cfg.placement,
+                    network=cfg.network(), threads=threads,
                     max_memory=max_memory)
 
 

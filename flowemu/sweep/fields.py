@@ -64,15 +64,16 @@ class _Topo:
     nodes: int
     dims: tuple[int, ...]
     family: str
+    modes: tuple[str, ...]    # the routing modes the family implements
 
 
 @lru_cache(maxsize=256)
 def _topo_info(spec: str) -> _Topo:
     from ..topology import parse_topology
     topo = parse_topology(spec)
-    return _Topo(topo.spec, int(topo.num_endpoints),
-                 tuple(int(d) for d in getattr(topo, "dims", ()) or ()),
-                 topo.spec.split(":", 1)[0])
+    dims = getattr(topo, "grid", None) or getattr(topo, "dims", None) or ()
+    return _Topo(topo.spec, int(topo.num_endpoints), tuple(int(d) for d in dims),
+                 topo.spec.split(":", 1)[0], tuple(topo.ecmp_modes))
 
 
 @dataclass(frozen=True)
@@ -171,6 +172,9 @@ def _parse_scalar(name: str, raw):
     if name == "seed":
         from ..checks import seed
         return seed(raw)
+    if name == "placement":
+        from ..placement import parse_placement
+        return parse_placement(raw).text
     raise AssertionError(name)
 
 

@@ -27,6 +27,7 @@ from .fields import (
     _parse_sizes,
     _Problems,
     _suggest,
+    _topo_info,
     _type_name,
 )
 from .where import _compile_where, _eval_where, _excluded, _parse_exclude, _where_env
@@ -157,11 +158,13 @@ def load_sweep(path) -> SweepPlan:
     plan = SweepPlan(name, path, desc if isinstance(desc, str) else "", {})
     for gname, (table, prefix) in groups.items():
         values, complete = {}, True
-        seed_loc = "seed"
+        seed_loc = ecmp_loc = "seed"
         for f in GRID_FIELDS:
             vals, loc, present = field_values(f, table, prefix)
             if f == "seed":
                 seed_loc = loc
+            if f == "ecmp":
+                ecmp_loc = loc
             if not present:
                 if f in REQUIRED:
                     where = f"groups.{gname}" if groups_raw is not None else ""
@@ -186,6 +189,8 @@ def load_sweep(path) -> SweepPlan:
         if "hash" not in values["ecmp"] and any(s != 0 for s in values["seed"]):
             probs.add(seed_loc, "a seed applies only to ecmp = \"hash\" (it picks each flow's "
                                 f"path there); this grid's ecmp is {', '.join(values['ecmp'])}")
+            continue
+        if not _modes_apply(values, ecmp_loc, probs):
             continue
         configs, seen, total = [], set(), 0
         n_problems = len(probs.items)
@@ -225,3 +230,18 @@ def load_sweep(path) -> SweepPlan:
     if probs.items:
         raise SweepConfigError(str(path), probs.items)
     return plan
+
+
+def _modes_apply(values: dict, loc: str, probs: _Problems) -> bool:
+    """Whether every topology of a group routes by every ``ecmp`` mode of it;
+    each pair that does not is reported (before anything runs)."""
+    ok = True
+    for spec in values["topology"]:
+        info = _topo_info(spec)
+        missing = [m for m in values["ecmp"] if m not in info.modes]
+        if missing:
+            probs.add(loc, f"{', '.join(map(repr, missing))} does not apply to {info.spec} "
+                           f"(its modes: {', '.join(info.modes)}); split the group or give "
+                           "each topology its own ecmp")
+            ok = False
+    return ok

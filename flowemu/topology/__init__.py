@@ -145,6 +145,7 @@ register_topology("torus", _torus_factory,
 register_topology("mesh", _mesh_factory,
                   "D0xD1x...: mesh (torus without wraparound), each dim >= 2, e.g. mesh:4x4")
 register_topology("leafspine", parse_leafspine,
-                  "LxHxS[,uplinks=U][,uplink=B]: L leaves of H hosts, S spines, U parallel "
-                  "links (default 1) of B x host bandwidth (default 1) per leaf-spine pair; "
+                  "LxHxS[,uplinks=U][,uplink=B][,uplink_latency=T]: L leaves of H hosts, S "
+                  "spines, U parallel links (default 1) of B x host bandwidth (default 1) per "
+                  "leaf-spine pair, each of latency T (default: the network's); "
                   "oversubscription H/(S*U*B), e.g. leafspine:8x4x2,uplinks=2")

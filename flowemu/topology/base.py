@@ -101,6 +101,19 @@ class Topology:
     #: ids (1-D) there.
     grid: tuple[int, ...] | None = None
 
+    #: the routing modes (``ecmp=``) this family implements
+    ecmp_modes: tuple[str, ...] = ("split", "hash")
+
+    def check_mode(self, ecmp) -> str:
+        """``ecmp`` if this family routes by it, else ConfigError naming the
+        modes it has (a sweep checks every configuration this way before it
+        runs any)."""
+        check_ecmp(ecmp)
+        if ecmp not in self.ecmp_modes:
+            raise ConfigError(f"ecmp: {ecmp!r} does not apply to {self.spec}; allowed: "
+                              f"{', '.join(self.ecmp_modes)}")
+        return ecmp
+
     #: what an endpoint is called in messages ("node" on a torus, "host" on a tree)
     id_word = "endpoint"
 

@@ -13,7 +13,9 @@ bandwidth. Vertices: hosts ``0..L·H−1`` (host ``h`` of leaf ``l`` is
 
 so the ``P`` uplinks of a leaf (and downlinks into it) are contiguous ids.
 The oversubscription of a leaf is ``H / (S·uplinks·uplink)`` (> 1: the hosts
-of a leaf can inject more than its uplinks carry).
+of a leaf can inject more than its uplinks carry). ``uplink_latency`` gives
+the leaf–spine links their own latency (e.g. longer cables between rows);
+host links keep the network's link latency.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ConfigError, show
+from ..units import format_time, parse_time
 from ._common import (
     check_seed,
     flow_hash,
@@ -34,13 +37,18 @@ from ._common import (
     parse_positive,
     readonly,
 )
-from .base import Routes, Topology, check_ecmp
+from .base import Routes, Topology
 
 #: largest number of hosts, and of links, a leaf-spine fabric may have
 MAX_HOSTS = 2**24
 MAX_LINKS = 2**26
 
-LEAFSPINE_MODES = ("split", "hash")
+
+def _time_text(seconds: float) -> str:
+    """A time as the spec prints it: short when that reads back exactly."""
+    short = format_time(seconds)
+    return short if parse_time(short) == seconds else f"{seconds!r}s"
+
 
 @dataclass(frozen=True)
 class LeafSpine(Topology):
@@ -55,6 +63,9 @@ class LeafSpine(Topology):
     uplink : float
         Bandwidth of one uplink as a multiple of the host link bandwidth
         (``> 0``).
+    uplink_latency : float or str, optional
+        Latency of each leaf–spine link in seconds (or a time string such as
+        ``"500ns"``); default: the network's link latency.
 
     Attributes
     ----------
@@ -79,6 +90,7 @@ class LeafSpine(Topology):
     spines: int
     uplinks: int = 1
     uplink: float = 1.0
+    uplink_latency: float | None = None
 
     def __post_init__(self):
         for name, v in (("leaves", self.leaves), ("hosts_per_leaf", self.hosts_per_leaf),
@@ -107,8 +119,12 @@ class LeafSpine(Topology):
         set_(self, "spines", S)
         set_(self, "uplinks", U)
         set_(self, "uplink", float(self.uplink))
+        if self.uplink_latency is not None:
+            set_(self, "uplink_latency", parse_time(self.uplink_latency, "uplink_latency"))
         opts = ([f"uplinks={U}"] if U != 1 else []) \
-            + ([f"uplink={fmt(self.uplink)}"] if self.uplink != 1.0 else [])
+            + ([f"uplink={fmt(self.uplink)}"] if self.uplink != 1.0 else []) \
+            + ([f"uplink_latency={_time_text(self.uplink_latency)}"]
+               if self.uplink_latency is not None else [])
         set_(self, "spec", ",".join([f"leafspine:{L}x{H}x{S}"] + opts))
         set_(self, "num_endpoints", hosts)
         set_(self, "num_nodes", hosts + L + S)
@@ -130,11 +146,15 @@ class LeafSpine(Topology):
         set_(self, "link_src", readonly(src))
         set_(self, "link_dst", readonly(dst))
         set_(self, "link_capacity_scale", readonly(cap))
+        if self.uplink_latency is not None:
+            lat = np.concatenate([np.full(2 * N, np.nan),
+                                  np.full(2 * L * P, self.uplink_latency)])
+            set_(self, "link_latency_abs", readonly(lat))
 
     def __reduce__(self):
         # Ship only the parameters to worker processes; the arrays are rebuilt.
         return (type(self), (self.leaves, self.hosts_per_leaf, self.spines, self.uplinks,
-                             self.uplink))
+                             self.uplink, self.uplink_latency))
 
     @property
     def paths(self) -> int:
@@ -143,21 +163,16 @@ class LeafSpine(Topology):
 
     def describe(self) -> dict:
         """Plain-data description: family, leaves, hosts_per_leaf, spines,
-        uplinks, uplink, hosts, nodes, links, oversubscription."""
+        uplinks, uplink, uplink_latency (None: the network's), hosts, nodes,
+        links, oversubscription."""
         return {"family": "leafspine", "leaves": self.leaves,
                 "hosts_per_leaf": self.hosts_per_leaf, "spines": self.spines,
-                "uplinks": self.uplinks, "uplink": self.uplink, "hosts": self.num_endpoints,
+                "uplinks": self.uplinks, "uplink": self.uplink,
+                "uplink_latency": self.uplink_latency, "hosts": self.num_endpoints,
                 "nodes": self.num_nodes, "links": self.num_links,
                 "oversubscription": self.oversubscription}
 
     # ---------------------------------------------------------------- routing
-
-    def _check_ecmp(self, ecmp: str) -> str:
-        check_ecmp(ecmp)
-        if ecmp not in LEAFSPINE_MODES:
-            raise ConfigError(f"ecmp: {ecmp!r} (dimension order) has no meaning on {self.spec}; "
-                              f"allowed: {', '.join(LEAFSPINE_MODES)}")
-        return ecmp
 
     def _counts(self, src: np.ndarray, dst: np.ndarray, ecmp: str):
         H = self.hosts_per_leaf
@@ -191,7 +206,7 @@ class LeafSpine(Topology):
             downlinks, host downlink; ``hops`` 2 within a leaf, 4 between
             leaves, 0 when ``src == dst``.
         """
-        self._check_ecmp(ecmp)
+        self.check_mode(ecmp)
         seed = check_seed(seed)
         src, dst = self._check_flows(src, dst)
         N, H, L = self.num_endpoints, self.hosts_per_leaf, self.leaves
@@ -237,22 +252,21 @@ class LeafSpine(Topology):
 
     def max_route_entries(self, ecmp: str = "split") -> int:
         """One flow's entries at most: ``2 + 2·S·uplinks`` split, 4 hashed."""
-        self._check_ecmp(ecmp)
+        self.check_mode(ecmp)
         return 2 + 2 * self.paths if ecmp == "split" else 4
 
     def route_entries(self, src, dst, ecmp: str = "split") -> int:
         """Route entries :meth:`route` would return, counted from the leaves."""
-        self._check_ecmp(ecmp)
+        self.check_mode(ecmp)
         src, dst = self._check_flows(src, dst)
         return int(self._counts(src, dst, ecmp)[2].sum())
 
 
-_OPTIONS = ("uplinks", "uplink")
 _EXAMPLE = "e.g. leafspine:8x4x2 or leafspine:8x4x2,uplinks=2,uplink=2"
 
 
 def parse_leafspine(params: str) -> LeafSpine:
-    """``"LxHxS[,uplinks=U][,uplink=B]"`` -> :class:`LeafSpine`."""
+    """``"LxHxS[,uplinks=U][,uplink=B][,uplink_latency=T]"`` -> :class:`LeafSpine`."""
     shape, *opts = [part.strip() for part in params.split(",")]
     if not shape:
         raise ConfigError(f"no shape given; expected LxHxS (leaves x hosts per leaf x spines, "
@@ -266,6 +280,7 @@ def parse_leafspine(params: str) -> LeafSpine:
     values = parse_options(opts, {
         "uplinks": lambda v: parse_int("uplinks", v, _EXAMPLE),
         "uplink": lambda v: parse_positive("uplink", v, "uplink bandwidth as a multiple of the "
-                                           "host link's, e.g. uplink=2")},
-        "uplinks=INT >= 1, uplink=NUMBER > 0")
+                                           "host link's, e.g. uplink=2"),
+        "uplink_latency": lambda v: parse_time(v, "uplink_latency")},
+        "uplinks=INT >= 1, uplink=NUMBER > 0, uplink_latency=TIME (e.g. 500ns)")
     return LeafSpine(L, H, S, **values)

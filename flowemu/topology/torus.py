@@ -33,7 +33,7 @@ from ..kernels.routing import (
 from ._common import check_seed
 from ._common import is_int as _is_int
 from ._common import readonly as _readonly
-from .base import Routes, Topology, check_ecmp
+from .base import Routes, Topology
 
 #: largest number of nodes a torus or mesh may have
 MAX_NODES = 2**24
@@ -75,6 +75,8 @@ class Torus(Topology):
 
     dims: tuple[int, ...]
     wrap: bool = True
+
+    ecmp_modes = ("split", "dor", "hash")   # a class attribute, not a field
 
     def __post_init__(self):
         dims = self.dims
@@ -264,7 +266,7 @@ class Torus(Topology):
             ``hops`` int32[F] (minimal distance; 0 and no entries when
             ``src == dst``).
         """
-        check_ecmp(ecmp)
+        self.check_mode(ecmp)
         seed = check_seed(seed)
         src, dst = self._check_flows(src, dst)
         num_flows = len(src)
@@ -297,7 +299,7 @@ class Torus(Topology):
         path; for split routes the links of the product DAG of the farthest
         offset in every dimension (a torus dimension of even size d has a
         tie at d/2: 2·(d/2) states and links each way)."""
-        check_ecmp(ecmp)
+        self.check_mode(ecmp)
         far = [d // 2 if self.wrap else d - 1 for d in self.dims]
         if ecmp != "split":
             return int(sum(far))
@@ -313,7 +315,7 @@ class Torus(Topology):
         """Route entries :meth:`route` would return for these flows, from the
         routing kernel's counting pass (12 bytes of scratch per flow, no
         routes built)."""
-        check_ecmp(ecmp)
+        self.check_mode(ecmp)
         src, dst = self._check_flows(src, dst)
         counts = np.empty(len(src), dtype=np.int64)
         hops = np.empty(len(src), dtype=np.int32)
