@@ -376,7 +376,7 @@ def _write_flows(args, net, size) -> None:
 
 def _cmd_list(args) -> int:
     from .algorithms import algorithm_names, get_algorithm
-    from .topology import topology_families
+    from .topology import MODE_DOCS, topology_families, topology_modes
     print("algorithms:")
     for name in algorithm_names():
         spec = get_algorithm(name)
@@ -386,9 +386,13 @@ def _cmd_list(args) -> int:
             choices = f" one of {', '.join(map(str, prm.choices))}" if prm.choices else ""
             print(f"      {prm.name}={prm.default}{choices}  {prm.doc}")
     print("topologies:")
+    modes = topology_modes()
     for fam, doc in sorted(topology_families().items()):
         print(f"  {fam:10s} {doc}")
-    print("ecmp: split (default, even split over minimal next hops), dor, hash")
+        print(f"      ecmp: {', '.join(modes[fam])} (default split)")
+    print("ecmp modes:")
+    for mode, doc in MODE_DOCS.items():
+        print(f"  {mode:10s} {doc}")
     return 0
 
 

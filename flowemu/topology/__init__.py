@@ -22,14 +22,23 @@ from .base import Routes, Topology
 from .leafspine import LeafSpine, parse_leafspine
 from .torus import MAX_NODES, Torus
 
-__all__ = ["LeafSpine", "Routes", "Topology", "Torus", "parse_topology", "register_topology",
-           "topology_families"]
+__all__ = ["MODE_DOCS", "LeafSpine", "Routes", "Topology", "Torus", "parse_topology",
+           "register_topology", "topology_families", "topology_modes"]
 
 _FACTORIES: dict[str, Callable[[str], Topology]] = {}
 _DOCS: dict[str, str] = {}
+_MODES: dict[str, tuple[str, ...]] = {}
+
+#: what each routing mode does, shown by ``flowemu list``
+MODE_DOCS = {
+    "split": "even fractional split over all minimal paths (the fluid limit of ECMP)",
+    "hash": "one minimal path per flow by a seeded hash of (source, destination)",
+    "dor": "dimension order: one minimal path, lowest dimension first",
+}
 
 
-def register_topology(family: str, factory: Callable[[str], Topology], params_doc: str) -> None:
+def register_topology(family: str, factory: Callable[[str], Topology], params_doc: str,
+                      modes: tuple[str, ...] = ("split", "hash")) -> None:
     """Register a topology family.
 
     Parameters
@@ -41,6 +50,9 @@ def register_topology(family: str, factory: Callable[[str], Topology], params_do
         (without the spec prefix) on a bad parameter.
     params_doc : str
         One line on the accepted parameters, shown by ``flowemu list``.
+    modes : tuple of str
+        The routing modes (``ecmp=``) the family implements, default first
+        (its topologies' ``ecmp_modes``).
 
     Raises
     ------
@@ -55,11 +67,17 @@ def register_topology(family: str, factory: Callable[[str], Topology], params_do
         raise ValueError(f"topology family {family!r} is already registered")
     _FACTORIES[family] = factory
     _DOCS[family] = params_doc
+    _MODES[family] = tuple(modes)
 
 
 def topology_families() -> dict[str, str]:
     """Registered families and their parameter docs, ``{family: params_doc}``."""
     return {fam: _DOCS[fam] for fam in sorted(_DOCS)}
+
+
+def topology_modes() -> dict[str, tuple[str, ...]]:
+    """Routing modes of each registered family, ``{family: modes}``."""
+    return {fam: _MODES[fam] for fam in sorted(_MODES)}
 
 
 def _forms() -> str:
@@ -141,11 +159,13 @@ def _mesh_factory(params: str) -> Topology:
 
 register_topology("torus", _torus_factory,
                   "D0xD1x...: torus with wraparound links, each dim >= 2; torus:16 is a ring, "
-                  "e.g. torus:8x8, torus:8x8x8x8")
+                  "e.g. torus:8x8, torus:8x8x8x8", Torus.ecmp_modes)
 register_topology("mesh", _mesh_factory,
-                  "D0xD1x...: mesh (torus without wraparound), each dim >= 2, e.g. mesh:4x4")
+                  "D0xD1x...: mesh (torus without wraparound), each dim >= 2, e.g. mesh:4x4",
+                  Torus.ecmp_modes)
 register_topology("leafspine", parse_leafspine,
                   "LxHxS[,uplinks=U][,uplink=B][,uplink_latency=T]: L leaves of H hosts, S "
                   "spines, U parallel links (default 1) of B x host bandwidth (default 1) per "
                   "leaf-spine pair, each of latency T (default: the network's); "
-                  "oversubscription H/(S*U*B), e.g. leafspine:8x4x2,uplinks=2")
+                  "oversubscription H/(S*U*B), e.g. leafspine:8x4x2,uplinks=2",
+                  LeafSpine.ecmp_modes)

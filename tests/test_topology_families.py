@@ -1,0 +1,82 @@
+"""Every registered topology family, through one door: its documented
+example parses, re-parses from its canonical spec, pickles, routes every
+mode it declares, and runs every algorithm (issue: every existing algorithm
+runs on every topology)."""
+
+import pickle
+import re
+
+import numpy as np
+import pytest
+
+import flowemu
+from flowemu.algorithms import algorithm_names
+from flowemu.errors import ConfigError
+from flowemu.topology import MODE_DOCS, parse_topology, topology_families, topology_modes
+
+FAMILIES = sorted(topology_families())
+
+
+def example(family: str) -> str:
+    """The first ``e.g.`` spec of the family's ``flowemu list`` line."""
+    m = re.search(r"e\.g\. (" + re.escape(family) + r":[^\s;]+?)(?:,? |$|;)",
+                  topology_families()[family])
+    assert m, f"{family}: its list line gives no example spec (e.g. {family}:...)"
+    return m.group(1)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_example_parses_and_round_trips(family):
+    topo = parse_topology(example(family))
+    assert topo.spec.startswith(family + ":")
+    assert parse_topology(topo.spec) == topo
+    again = pickle.loads(pickle.dumps(topo))
+    assert again == topo and again.num_links == topo.num_links
+    np.testing.assert_array_equal(again.link_src, topo.link_src)
+    assert tuple(topo.ecmp_modes) == topology_modes()[family]
+    assert topo.ecmp_modes[0] == "split"
+    assert all(m in MODE_DOCS for m in topo.ecmp_modes)
+    assert topo.num_endpoints >= 2 and topo.describe()
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_modes_route_every_pair_and_refuse_the_others(family):
+    topo = parse_topology(example(family))
+    n = min(topo.num_endpoints, 24)
+    src, dst = (a.ravel() for a in np.meshgrid(np.arange(n), np.arange(n)))
+    for mode in topo.ecmp_modes:
+        routes = topo.route(src, dst, mode)
+        assert routes.num_flows == len(src)
+        assert np.all((routes.hops == 0) == (src == dst))
+        assert np.all(routes.frac > 0) and np.all(routes.frac <= 1 + 1e-12)
+        assert topo.route_entries(src, dst, mode) == routes.num_entries
+        worst = topo.max_route_entries(mode)
+        if worst is not None:
+            assert np.diff(routes.flow_ptr).max() <= worst
+        # every flow leaves its source and enters its destination in full
+        out = np.zeros(len(src))
+        into = np.zeros(len(src))
+        flow = np.repeat(np.arange(len(src)), np.diff(routes.flow_ptr))
+        np.add.at(out, flow, np.where(topo.link_src[routes.link] == src[flow],
+                                      routes.frac, 0.0))
+        np.add.at(into, flow, np.where(topo.link_dst[routes.link] == dst[flow],
+                                       routes.frac, 0.0))
+        moving = src != dst
+        np.testing.assert_allclose(out[moving], 1.0, rtol=1e-12)
+        np.testing.assert_allclose(into[moving], 1.0, rtol=1e-12)
+    for mode in set(MODE_DOCS) - set(topo.ecmp_modes):
+        with pytest.raises(ConfigError, match=f"ecmp: '{mode}'"):
+            topo.route(src[:1], dst[:1], mode)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("algorithm", algorithm_names())
+def test_every_algorithm_runs(family, algorithm):
+    spec = example(family)
+    topo = parse_topology(spec)
+    ranks = min(topo.num_endpoints, 16)
+    df = flowemu.simulate(spec, algorithm, "1KiB,1MiB", ranks=ranks)
+    assert len(df) == 2 and (df["time_s"] > 0).all() and np.isfinite(df["time_s"]).all()
+    assert (df["topology"] == topo.spec).all()
+    # a bigger vector never takes less time
+    assert df["time_s"].iloc[1] > df["time_s"].iloc[0]
