@@ -213,8 +213,11 @@ def _table(df) -> str:
     show["size"] = show.pop("size_bytes").map(format_size)
     show["time"] = show.pop("time_s").map(format_time)
     show["goodput"] = show.pop("goodput_Bps").map(format_rate)
-    text = show[["topology", "algorithm", "variant", "size", "time", "goodput",
-                 "steps"]].to_string(index=False)
+    cols = ["topology", "algorithm", "variant", "size", "time", "goodput", "steps"]
+    if "placement" in df and (df["placement"] != "linear").any():
+        show["placement"] = df["placement"]   # where the ranks ran changes the numbers
+        cols.insert(1, "placement")
+    text = show[cols].to_string(index=False)
     # a fallback changes what the numbers mean: say it under the table, not only on stderr
     return text + "".join(f"\nnote: {note}" for note in _notes(df))
 

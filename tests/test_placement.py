@@ -125,6 +125,12 @@ def test_cli_placement(tmp_path, capsys):
     code, out, err = run(capsys, ["run", "-t", "torus:4x4", "-a", "ring", "-s", "1KiB",
                                   "--placement", "random:3", "-f", "csv"])
     assert code == 0 and "random:3" in out
+    code, out, err = run(capsys, ["run", "-t", "torus:4x4", "-a", "ring", "-s", "1KiB",
+                                  "--placement", "random:3"])
+    assert code == 0 and out.splitlines()[0].split()[:2] == ["topology", "placement"]
+    assert "random:3" in out.splitlines()[1]
+    code, out, err = run(capsys, ["run", "-t", "torus:4x4", "-a", "ring", "-s", "1KiB"])
+    assert code == 0 and "placement" not in out
     path = tmp_path / "bad.txt"
     path.write_text("0 0")
     code, out, err = run(capsys, ["run", "-t", "torus:4x4", "-a", "ring", "-s", "1KiB",
