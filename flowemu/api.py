@@ -37,13 +37,14 @@ RESULT_COLUMNS = ["topology", "nodes", "ranks", "algorithm", "variant", "options
 
 
 def _topology(topology, lim: budget.Limit | None = None) -> Topology:
-    """A Topology from a spec or itself; a torus/mesh spec whose link arrays
-    would not fit in ``lim`` is refused before they are built."""
+    """A Topology from a spec or itself; a spec whose link arrays would not
+    fit in ``lim`` is refused before they are built."""
     if isinstance(topology, str) and lim is not None:
         dims = budget.spec_dims(topology)
         if dims is not None:
             budget.check(budget.topology_bytes(dims), lim, f"topology {topology.strip()}")
-    return checks.topology(topology)
+    with budget.topology_limit(lim):
+        return checks.topology(topology)
 
 
 def _options_text(opts: dict) -> str:
@@ -124,7 +125,8 @@ def _prepare(function: str, topology, algorithm, *, ecmp, seed, ranks, network, 
         budget.check(budget.topology_bytes(dims), lim, f"topology {shape.spec}")
         _check_schedule_memory(spec, candidates, shape, checks.ranks(ranks, shape),
                                concurrent, lim)
-    topo = checks.topology(topology)   # a torus/mesh spec was checked just above
+    with budget.topology_limit(lim):   # a torus/mesh spec was checked just above
+        topo = checks.topology(topology)
     p = checks.ranks(ranks, topo)
     if dims is None:
         _check_schedule_memory(spec, candidates, topo, p, concurrent, lim)

@@ -13,7 +13,8 @@ allows). ``"8GiB"``, ``"500MB"`` or a byte count are accepted.
 The estimates add up the arrays a run holds at its peak, from sizes known
 before allocating them:
 
-* the topology's link arrays (:func:`topology_bytes`), from its shape;
+* the topology's link arrays (:func:`topology_bytes`), from its shape (every
+  family checks its size with :func:`reserve_topology` before it allocates);
 * the schedule (:func:`schedule_bytes`): flows per step × distinct steps,
   from the algorithm's shape before it is built, exactly once it is;
 * the routing and solver workspace of the steps solved at once
@@ -36,6 +37,8 @@ from __future__ import annotations
 
 import math
 import os
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,6 +55,8 @@ FRACTION = 0.8
 LINK_BYTES = 32
 #: per node and dimension (the coordinate table)
 NODE_DIM_BYTES = 8
+#: per vertex of a topology that is not a torus (its per-vertex tables)
+NODE_BYTES = 16
 #: per flow of every distinct step of a schedule (src, dst, share and the
 #: reduction arrays)
 SCHEDULE_FLOW_BYTES = 24
@@ -190,6 +195,30 @@ def check(need: float, lim: Limit, what: str) -> None:
         raise ConfigError(f"max_memory: {what} needs ~{format_bytes(need)} (estimate), more "
                           f"than the {lim.text()}; use --max-memory (max_memory=, "
                           f"{ENV_VAR}) to override")
+
+
+# ------------------------------------------------------------------ topologies
+
+_TOPOLOGY_LIMIT: ContextVar[Limit | None] = ContextVar("flowemu_topology_limit", default=None)
+
+
+@contextmanager
+def topology_limit(lim: Limit | None):
+    """Topologies built inside this block are checked against ``lim``
+    (:func:`reserve_topology`); outside, against the default :func:`limit`."""
+    token = _TOPOLOGY_LIMIT.set(lim)
+    try:
+        yield
+    finally:
+        _TOPOLOGY_LIMIT.reset(token)
+
+
+def reserve_topology(spec: str, links: int, nodes: int = 0) -> None:
+    """Refuse (ConfigError) a topology of ``links`` links and ``nodes``
+    vertices whose arrays would not fit, before a family allocates them. Every
+    family calls this from its constructor once it knows its size."""
+    lim = _TOPOLOGY_LIMIT.get() or limit(None)
+    check(int(links) * LINK_BYTES + int(nodes) * NODE_BYTES, lim, f"building {spec}")
 
 
 # ------------------------------------------------------------------ estimates

@@ -345,3 +345,23 @@ def test_sweep_refuses_a_mode_the_family_lacks_before_running(tmp_path, capsys, 
     assert code == 2 and "Traceback" not in err
     assert "'dor' does not apply to leafspine:2x2x2 (its modes: split, hash)" in err
     assert not (tmp_path / "d").exists()
+
+
+def test_a_fabric_too_big_for_the_memory_limit_is_refused_before_it_is_built(capsys,
+                                                                               monkeypatch):
+    """16.8M hosts and 1M uplinks: ~0.5 GiB of link arrays by the budget's
+    constant (32 B a link), refused under a 100 MB limit before allocating."""
+    built = []
+    monkeypatch.setattr(LeafSpine, "_build_links", lambda self: built.append(self))
+    spec = "leafspine:4096x4096x16"
+    with pytest.raises(ConfigError, match=r"max_memory: building leafspine:4096x4096x16 needs"):
+        flowemu.simulate(spec, "ring", "1KiB", max_memory="100MB")
+    code = main(["run", "-t", spec, "-a", "ring", "-s", "1KiB", "--max-memory", "100MB"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "building leafspine:4096x4096x16 needs" in err and "(--max-memory)" in err
+    assert built == []
+    monkeypatch.setenv("FLOWEMU_MAX_MEMORY", "100MB")
+    with pytest.raises(ConfigError, match="FLOWEMU_MAX_MEMORY"):
+        parse_topology(spec)
+    assert built == []

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..budget import reserve_topology
 from ..errors import ConfigError, show
 from ..units import format_time, parse_time
 from ._common import (
@@ -113,6 +114,7 @@ class LeafSpine(Topology):
         if links > MAX_LINKS:
             raise ConfigError(f"links: {L}x{H}x{S} with uplinks={U} has {links} links; at most "
                               f"{MAX_LINKS} (2**26) are allowed")
+        reserve_topology(f"leafspine:{L}x{H}x{S}", links, hosts + L + S)
         set_ = object.__setattr__
         set_(self, "leaves", L)
         set_(self, "hosts_per_leaf", H)
