@@ -80,3 +80,37 @@ def test_every_algorithm_runs(family, algorithm):
     assert (df["topology"] == topo.spec).all()
     # a bigger vector never takes less time
     assert df["time_s"].iloc[1] > df["time_s"].iloc[0]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_engine_agrees_with_the_oracle_in_every_mode(family):
+    """Random flows of random sizes on the family's example: the engine's
+    time equals the pure-Python max-min oracle's slowest finish on the same
+    routes, plus the path latency (α + hops·hop latency + Σ link latency of
+    the flow's path, computed here from the links)."""
+    import pandas as pd
+
+    from flowemu.network import Network
+    from tests.maxmin_oracle import completion, csr_to_lists
+
+    topo = parse_topology(example(family))
+    rng = np.random.default_rng(7)
+    n = topo.num_endpoints
+    src = rng.integers(0, n, 30)
+    dst = (src + rng.integers(1, n, 30)) % n
+    nbytes = rng.integers(1, 10, 30) * 1e5
+    net = Network(alpha="1us")
+    # rank ids are endpoint ids (linear placement)
+    traffic = pd.DataFrame({"step": 0, "src": src, "dst": dst, "bytes": nbytes})
+    for mode in topo.ecmp_modes:
+        routes = topo.route(src, dst, mode)
+        cap = topo.link_capacity(net)
+        _, finish, status = completion(csr_to_lists(routes.flow_ptr, routes.link, routes.frac),
+                                       list(cap), list(nbytes))
+        assert status == 0
+        lat = topo.link_latency(net)
+        flow = np.repeat(np.arange(30), np.diff(routes.flow_ptr))
+        path = np.bincount(flow, weights=routes.frac * lat[routes.link], minlength=30)
+        expect = np.max(net.alpha + routes.hops * net.hop_latency + path + np.array(finish))
+        got = flowemu.time_traffic(topo, traffic, ecmp=mode, network=net)["time_s"].iloc[0]
+        assert got == pytest.approx(expect, rel=1e-9), mode
