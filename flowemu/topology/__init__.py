@@ -21,8 +21,9 @@ from ..errors import ConfigError, show
 from .base import Routes, Topology
 from .leafspine import LeafSpine, parse_leafspine
 from .torus import MAX_NODES, Torus
+from .tree import TREE_DOC, Tree, parse_tree
 
-__all__ = ["LeafSpine", "Routes", "Topology", "Torus", "parse_topology", "register_topology",
+__all__ = ["LeafSpine", "Routes", "Topology", "Torus", "Tree", "parse_topology", "register_topology",
            "topology_families"]
 
 _FACTORIES: dict[str, Callable[[str], Topology]] = {}
@@ -148,3 +149,4 @@ register_topology("leafspine", parse_leafspine,
                   "LxHxS[,uplinks=U][,uplink=B]: L leaves of H hosts, S spines, U parallel "
                   "links (default 1) of B x host bandwidth (default 1) per leaf-spine pair; "
                   "oversubscription H/(S*U*B), e.g. leafspine:8x4x2,uplinks=2")
+register_topology("tree", parse_tree, TREE_DOC)
