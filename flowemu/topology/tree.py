@@ -631,8 +631,9 @@ class Tree(Topology):
             live = live[a[live] != b[live]]
         return a != b
 
-    def _counts(self, src, dst, ecmp):
-        """Entries and hops of every flow, and the cross-site mask."""
+    def _counts(self, src, dst, ecmp, steps=None):
+        """Entries and hops of every flow, and the cross-site mask; ``steps``
+        (a list) also records the walk for :meth:`route` to fill from."""
         entries = np.zeros(len(src), dtype=np.int64)
         hops = np.zeros(len(src), dtype=np.int64)
         copies = np.asarray(self.uplinks, dtype=np.int64)[self._vertex_up_level]
@@ -640,6 +641,8 @@ class Tree(Topology):
         def visit(side, flows, vertex):
             entries[flows] += copies[vertex] if ecmp == "split" else 1
             hops[flows] += 1
+            if steps is not None:
+                steps.append((side, flows, vertex))
 
         cross = self._walk(src, dst, visit)
         cross_copies = self.uplinks[0] if ecmp == "split" else 1
@@ -673,7 +676,8 @@ class Tree(Topology):
         self._check_ecmp(ecmp)
         seed = check_seed(seed)
         src, dst = self._check_flows(src, dst)
-        entries, hops, cross = self._counts(src, dst, ecmp)
+        steps: list = []
+        entries, hops, cross = self._counts(src, dst, ecmp, steps)
         flow_ptr = np.zeros(len(src) + 1, dtype=np.int64)
         np.cumsum(entries, out=flow_ptr[1:])
         link = np.empty(int(flow_ptr[-1]), dtype=np.int32)
@@ -684,7 +688,7 @@ class Tree(Topology):
         copies = level_copies[self._vertex_up_level]
         up0, num_up = self._up0, self._num_up
 
-        def visit(side, flows, vertex):
+        for side, flows, vertex in steps:
             first = up0[vertex] + (0 if side == 0 else num_up)
             u = copies[vertex]
             step = u if ecmp == "split" else 1
@@ -698,8 +702,6 @@ class Tree(Topology):
                                          self._vertex_up_level[vertex], side, u)
             if side == 0:
                 front[flows] += step
-
-        self._walk(src, dst, visit)
         c = np.flatnonzero(cross)
         if len(c):
             # the cross-site link(s) between the two roots sit between the halves
