@@ -519,6 +519,15 @@ def test_bad_constructor_args():
         Tree((((4, None),),), latency=(-1.0,))
     with pytest.raises(ConfigError, match=r"preset: 'X' is not allowed"):
         Tree((((4, None),),), preset="X")
+    # a preset's name promises its network: another structure or value is refused
+    with pytest.raises(ConfigError, match=r"preset: SS24 does not describe this tree"):
+        Tree((((23, None),),), bandwidth=(6.25e8,), latency=(6.58e-3,),
+             incast_slope=(3.05e-11,), incast_threshold=(9.0,), preset="SS24")
+    with pytest.raises(ConfigError, match=r"preset: SS24 does not describe this tree"):
+        Tree((((24, None),),), preset="SS24")
+    ss24 = Tree((((24, None),),), bandwidth=(6.25e8,), latency=(6.58e-3,),
+                incast_slope=(1.22e-10 / 4,), incast_threshold=(9.0,), preset="SS24")
+    assert ss24 == preset_tree("SS24")
     t = Tree((((np.int64(2), ((3, None),)),),), capacity_scale=(0.5, None))
     assert t.spec == "tree:2x3,bw=0.5x:"
     assert math.isclose(t.link_capacity(Network())[t.link_level == 0][0], B / 2)

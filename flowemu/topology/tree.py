@@ -404,9 +404,16 @@ class Tree(Topology):
         if links > MAX_LINKS:
             raise ConfigError(f"{text} with uplinks={':'.join(map(str, up))} has {links} "
                               f"links; at most {MAX_LINKS} (2**26) are allowed")
-        if self.preset is not None and self.preset not in GENTREE_PRESETS:
-            raise ConfigError(f"preset: {show(self.preset)} is not allowed; presets: "
-                              f"{', '.join(GENTREE_PRESETS)}")
+        if self.preset is not None:
+            # the spec says only the preset's name: the network must be exactly it
+            if self.preset not in GENTREE_PRESETS:
+                raise ConfigError(f"preset: {show(self.preset)} is not allowed; presets: "
+                                  f"{', '.join(GENTREE_PRESETS)}")
+            mine = {k: getattr(self, k) for k in _preset_params(self.preset)}
+            mine["sites"] = sites
+            if mine != _preset_params(self.preset):
+                raise ConfigError(f"preset: {self.preset} does not describe this tree; build "
+                                  "a preset with preset_tree(name)")
         set_(self, "num_endpoints", hosts)
         set_(self, "num_nodes", hosts + switches)
         set_(self, "structure", text)
@@ -1013,15 +1020,21 @@ def preset_tree(name: str) -> Tree:
     key = str(name).upper()
     if key not in GENTREE_PRESETS:
         raise ConfigError(f"unknown preset {show(name)}; presets: {', '.join(GENTREE_PRESETS)}")
+    return Tree(preset=key, **_preset_params(key))
+
+
+def _preset_params(key: str) -> dict:
+    """Constructor arguments of a preset, every per-level value spelt out."""
     structure, tiers = GENTREE_PRESETS[key]
-    sites = _Parser(structure).top()
     rows = [GENTREE_TABLE5[t] for t in tiers]
-    return Tree(sites,
-                bandwidth=tuple(FLOAT_BYTES / r["beta"] for r in rows),
-                latency=tuple(r["alpha"] for r in rows),
-                incast_slope=tuple(r["eps"] / FLOAT_BYTES for r in rows),
-                incast_threshold=tuple(float(r["wt"]) for r in rows),
-                preset=key)
+    ones = (1,) * len(rows)
+    return {"sites": _Parser(structure).top(), "uplinks": ones,
+            "bandwidth": tuple(FLOAT_BYTES / r["beta"] for r in rows),
+            "capacity_scale": (1.0,) * len(rows),
+            "latency": tuple(r["alpha"] for r in rows),
+            "latency_scale": (1.0,) * len(rows),
+            "incast_slope": tuple(r["eps"] / FLOAT_BYTES for r in rows),
+            "incast_threshold": tuple(float(r["wt"]) for r in rows)}
 
 
 TREE_DOC = ("STRUCTURE[,uplinks=U:..][,bw=RATE|Kx:..][,lat=TIME|Kx:..][,eps=TIME:..]"
