@@ -531,3 +531,23 @@ def test_bad_constructor_args():
     t = Tree((((np.int64(2), ((3, None),)),),), capacity_scale=(0.5, None))
     assert t.spec == "tree:2x3,bw=0.5x:"
     assert math.isclose(t.link_capacity(Network())[t.link_level == 0][0], B / 2)
+
+
+def test_sweep_with_presets_and_options(tmp_path):
+    from flowemu.sweep import sweep
+    from flowemu.sweep.dataset import load
+    cfg = tmp_path / "tree.toml"
+    cfg.write_text('description = "trees"\nsizes = ["1MiB"]\n[groups.t]\n'
+                   'topology = ["tree:SS24", "tree:4x6,bw=:2x"]\n'
+                   'algorithm = ["ring:ports=1"]\n')
+    summary = sweep(cfg, tmp_path / "out", jobs=1, progress=False)
+    assert not summary.errors
+    df = load(tmp_path / "out").set_index("topology")["time_s"]
+    n = 2.0**20
+    p, bw = 24, 4 / 6.40e-9
+    assert df["tree:SS24"] == pytest.approx(2 * (p - 1) * (2 * HOP + 2 * 6.58e-3 + n / p / bw),
+                                            rel=1e-9)
+    # host links at twice the network bandwidth, root links at 1x: the ring
+    # flow between switches (4 links) crosses a root link and is the slowest
+    step = 4 * HOP + 4 * LINK + n / p / B
+    assert df["tree:4x6,bw=:2x"] == pytest.approx(2 * (p - 1) * step, rel=1e-9)
