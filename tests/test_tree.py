@@ -530,6 +530,11 @@ def test_bad_constructor_args():
     assert ss24 == preset_tree("SS24")
     t = Tree((((np.int64(2), ((3, None),)),),), capacity_scale=(0.5, None))
     assert t.spec == "tree:2x3,bw=0.5x:"
+    # an absolute value wins over a scale, and the spec rebuilds the same tree
+    both = Tree((((2, ((3, None),)),),), bandwidth=(1e9, None), capacity_scale=(0.5, 2.0),
+                latency=(None, 1e-3), latency_scale=(3.0, 4.0))
+    assert both.spec == "tree:2x3,bw=8Gb/s:2x,lat=3x:1ms"
+    assert parse_topology(both.spec) == both
     assert math.isclose(t.link_capacity(Network())[t.link_level == 0][0], B / 2)
 
 

@@ -292,13 +292,13 @@ class Tree(Topology):
     bandwidth : tuple of float or None, optional
         Per level: absolute bandwidth in bytes/s, None for the scaled default.
     capacity_scale : tuple of float or None, optional
-        Per level: bandwidth as a multiple of the network's (1); ignored
+        Per level: bandwidth as a multiple of the network's (1); set to 1
         where ``bandwidth`` is given.
     latency : tuple of float or None, optional
         Per level: absolute link latency in seconds, None for the default.
     latency_scale : tuple of float or None, optional
         Per level: latency as a multiple of the network's link latency (1);
-        ignored where ``latency`` is given.
+        set to 1 where ``latency`` is given.
     incast_slope, incast_threshold : tuple of float or None, optional
         Per level: GenModel ε (s per byte per flow above w_t) and w_t; stored
         and described, not applied by the engine yet (issue 14).
@@ -395,6 +395,14 @@ class Tree(Topology):
             "incast_threshold", self.incast_threshold, levels,
             _nonneg_number("incast_threshold", "GenModel w_t, a flow count", allow_inf=True),
             None))
+        # an absolute value overrides the scale: keep the scale at 1 there so
+        # that the spec (which prints one of them) rebuilds an equal tree
+        set_(self, "capacity_scale", tuple(
+            1.0 if b is not None else c
+            for b, c in zip(self.bandwidth, self.capacity_scale, strict=True)))
+        set_(self, "latency_scale", tuple(
+            1.0 if t is not None else c
+            for t, c in zip(self.latency, self.latency_scale, strict=True)))
         # per-pair cross links times uplinks, counted before allocating
         up = self.uplinks
         links = 0
