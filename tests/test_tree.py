@@ -556,3 +556,15 @@ def test_sweep_with_presets_and_options(tmp_path):
     # flow between switches (4 links) crosses a root link and is the slowest
     step = 4 * HOP + 4 * LINK + n / p / B
     assert df["tree:4x6,bw=:2x"] == pytest.approx(2 * (p - 1) * step, rel=1e-9)
+
+
+def test_cli_unknown_preset_subprocess_exit_2():
+    import subprocess
+    import sys
+    proc = subprocess.run([sys.executable, "-m", "flowemu", "run", "-t", "tree:SYM385",
+                           "-a", "ring", "-s", "1KiB"], capture_output=True, text=True,
+                          check=False)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert "unknown preset 'SYM385'; presets: SS24, SS32, SYM384, SYM512, ASY384, CDC384" \
+        in proc.stderr
