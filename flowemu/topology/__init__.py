@@ -21,8 +21,9 @@ from ..errors import ConfigError, show
 from .base import Routes, Topology
 from .leafspine import LeafSpine, parse_leafspine
 from .torus import MAX_NODES, Torus
+from .tree import TREE_DOC, Tree, parse_tree
 
-__all__ = ["MODE_DOCS", "LeafSpine", "Routes", "Topology", "Torus", "parse_topology",
+__all__ = ["MODE_DOCS", "LeafSpine", "Routes", "Topology", "Torus", "Tree", "parse_topology",
            "register_topology", "topology_families", "topology_modes"]
 
 _FACTORIES: dict[str, Callable[[str], Topology]] = {}
@@ -169,3 +170,4 @@ register_topology("leafspine", parse_leafspine,
                   "leaf-spine pair, each of latency T (default: the network's); "
                   "oversubscription H/(S*U*B), e.g. leafspine:8x4x2,uplinks=2",
                   LeafSpine.ecmp_modes)
+register_topology("tree", parse_tree, TREE_DOC, Tree.ecmp_modes)

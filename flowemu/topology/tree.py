@@ -1,0 +1,1046 @@
+"""Multi-tier trees given level by level, cross-site trees, and the GenTree presets.
+
+A tree is a root switch whose children are hosts or switches, each switch in
+turn a list of *groups*: ``c`` hosts, or ``c`` copies of a child switch. The
+spec writes a switch as its groups joined by ``+``, a group as ``COUNT`` (hosts)
+or ``COUNTxCHILD`` (``COUNT`` child switches), a child as ``HOSTS``,
+``COUNTxCHILD`` or ``(switch)``::
+
+    tree:24                one switch, 24 hosts
+    tree:16x24             a root, 16 middle switches of 24 hosts each
+    tree:8x32+8x16         a root, 8 middle switches of 32 hosts and 8 of 16
+    tree:2x(4x8+16)        a root, 2 switches each holding 4 switches of 8
+                           hosts and 16 hosts of their own
+    tree:dc(8x32)+dc(8x16) two data centres (each a tree) whose root switches
+                           are joined by one link (pairwise with more sites)
+
+Levels and options
+------------------
+Links are grouped in *levels*, top first: level ``d`` holds the links between
+the switches at depth ``d`` (the root is at depth 0) and their children; in a
+multi-site tree level 0 is the cross-site tier (the links joining the roots)
+and the tree levels follow. Per-level options list one value per level, top
+first, separated by ``:``; an empty entry keeps the default of that level:
+
+``uplinks=U0:U1:...``   parallel links between a switch and each child (1)
+``bw=B0:B1:...``        bandwidth: a rate with its unit (``50Gb/s``, absolute)
+                        or ``Kx`` (K times the network bandwidth; default 1x)
+``lat=T0:T1:...``       link latency: a time with its unit (``6.58ms``,
+                        absolute) or ``Kx`` (K times the network link
+                        latency; default 1x)
+``eps=E0:E1:...``       GenModel incast slope ε, seconds per byte per flow
+                        above the threshold (``30.5ps``)
+``wt=W0:W1:...``        GenModel incast threshold w_t (a flow count)
+
+e.g. ``tree:16x24,bw=50Gb/s:5Gb/s,lat=6.58ms:6.58ms``.
+
+Per-level incast terms are stored (``level_incast_slope``,
+``level_incast_threshold``, per vertex in ``vertex_incast_slope`` /
+``vertex_incast_threshold`` and per link through ``link_level``) and described, but
+the engine's solver applies the *network-wide* ε and w_t at receivers today;
+applying the per-tier terms is issue 14's work.
+
+Routing
+-------
+A tree has one path between two hosts: up to their lowest common ancestor and
+down (across the cross-site link when the hosts sit in different sites).
+``ecmp="split"`` spreads each hop evenly over the parallel links of that hop,
+``"hash"`` picks one of them per flow and hop by a seeded hash; with one link
+per hop both give the same single path. ``"dor"`` is refused.
+
+Vertices: hosts ``0..N−1`` in depth-first order (the hosts below one switch
+are contiguous, so linear rank placement keeps neighbours close), then the
+switches in level order (site roots first, then depth 1 left to right, ...).
+Link ids: every non-root vertex ``v`` has ``U`` (its level's ``uplinks``)
+contiguous links up to its parent, ``up0[v] ..``, then in the same order the
+links down into it, ``num_up + up0[v] ..``; the cross-site links come last.
+
+GenTree presets (genmodel-gentree.txt §5.3, Fig. 11, Table 5)
+--------------------------------------------------------------
+``tree:SS24``, ``SS32`` (one switch, 24 / 32 servers), ``SYM384`` (16 x 24),
+``SYM512`` (16 x 32), ``ASY384`` (8 x 32 + 8 x 16), ``CDC384`` (DC0: a root
+and 8 middle switches of 32 servers; DC1: a root and 8 of 16; roots joined by
+one link), with Table 5's per-tier parameters.
+
+Our reading of Table 5 (numbers kept exactly as printed, in
+:data:`GENTREE_TABLE5`):
+
+* Units are those of the paper's simulations, whose data sizes are counted
+  in 4-byte floats (§3 "1 float occupies 4 bytes"; Tables 6-7 "data size
+  (float)"): α in seconds, β seconds per float, ε seconds per float per flow
+  above w_t, γ and δ seconds per float. Checked against Table 7: on SS24 the
+  Ring-Allreduce time grows by 1.34e-8 s per float between 1e7 and 1e8
+  floats, which is 2(N−1)/N·β + (N−1)/N·γ + 3(N−1)/N·δ with β = 6.40e-9 per
+  float (Table 2); per byte it would be 4x too large.
+* A row describes a tier of links: "Middle SW" the links from the lowest
+  switches down to the servers (on SS24/SS32 the single switch's server
+  links — the Table 7 slope above needs β = 6.40e-9 there), "Root SW" the
+  links from the root to the middle switches, "Cross DC" the link joining
+  the two roots. Each tier's β becomes the absolute bandwidth 4/β bytes/s
+  (6.40e-9 → 5 Gb/s, 6.40e-10 → 50 Gb/s), its α the absolute latency of one
+  link of that tier, its ε/4 the per-byte incast slope and w_t the threshold.
+* The "Server" row holds host terms: its α is the per-message overhead (on
+  SS24 a step costs ≈ α + 2 links·α = 3α in Table 7: 20 ms for Co-located PS),
+  γ and δ the reduction and memory-access costs. A topology cannot set them;
+  they are in :attr:`Tree.genmodel` (printed values and per-byte values) for
+  the caller's :class:`~flowemu.network.Network` and for issue 14.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..budget import reserve_topology
+from ..errors import ConfigError, show
+from ..units import parse_rate, parse_time
+from ._common import (
+    check_seed,
+    flow_hash,
+    fmt,
+    is_int,
+    is_number,
+    parse_int,
+    readonly,
+)
+from .base import Routes, Topology
+
+#: largest number of hosts, of vertices and of links a tree may have
+MAX_HOSTS = 2**24
+MAX_NODES = 2**25
+MAX_LINKS = 2**26
+#: deepest tree (levels of links) and most sites a spec may describe
+MAX_LEVELS = 32
+MAX_SITES = 64
+
+
+#: bytes of one value in the GenTree paper's data sizes (a float)
+FLOAT_BYTES = 4
+
+#: Table 5 of the GenModel/GenTree paper, as printed: seconds (α), seconds per
+#: float (β, γ, δ), seconds per float per flow above w_t (ε), flows (w_t)
+GENTREE_TABLE5 = {
+    "Cross DC": {"alpha": 3.00e-2, "beta": 6.40e-9, "eps": 6.00e-11, "wt": 9},
+    "Root SW": {"alpha": 6.58e-3, "beta": 6.40e-10, "eps": 6.00e-12, "wt": 9},
+    "Middle SW": {"alpha": 6.58e-3, "beta": 6.40e-9, "eps": 1.22e-10, "wt": 9},
+    "Server": {"alpha": 6.58e-3, "gamma": 6.00e-10, "delta": 1.87e-10},
+}
+
+#: preset name -> (structure, Table 5 tiers of its levels, top first)
+GENTREE_PRESETS = {
+    "SS24": ("24", ("Middle SW",)),
+    "SS32": ("32", ("Middle SW",)),
+    "SYM384": ("16x24", ("Root SW", "Middle SW")),
+    "SYM512": ("16x32", ("Root SW", "Middle SW")),
+    "ASY384": ("8x32+8x16", ("Root SW", "Middle SW")),
+    "CDC384": ("dc(8x32)+dc(8x16)", ("Cross DC", "Root SW", "Middle SW")),
+}
+
+
+# ------------------------------------------------------------------ structure
+#
+# A switch is a tuple of groups; a group is ``(count, child)`` with ``child``
+# None (``count`` hosts) or a switch (``count`` copies of it). Plain tuples so
+# the structure pickles and compares by value.
+
+def _check_switch(sw, where: str, depth: int = 0) -> None:
+    if depth > MAX_LEVELS:
+        raise ConfigError(f"{where}: the tree is deeper than {MAX_LEVELS} levels")
+    if not isinstance(sw, tuple) or not sw:
+        raise ConfigError(f"{where}: a switch must be a non-empty tuple of (count, child) "
+                          f"groups, got {show(sw)}")
+    for g in sw:
+        if not (isinstance(g, tuple) and len(g) == 2):
+            raise ConfigError(f"{where}: a group must be a (count, child) pair, got {show(g)}")
+        count, child = g
+        if not is_int(count) or count < 1:
+            raise ConfigError(f"{where}: fan-out {show(count)} is not allowed; expected an "
+                              "integer >= 1")
+        if child is not None:
+            _check_switch(child, where, depth + 1)
+
+
+def _normal(sw):
+    """The structure with plain int counts (numpy ints compare equal but print
+    differently)."""
+    return tuple((int(c), None if ch is None else _normal(ch)) for c, ch in sw)
+
+
+def _sizes(sw) -> tuple[int, int, int]:
+    """(hosts, switches, depth of the deepest switch below, 0 = only this one)
+    of a switch, in Python ints (no overflow on absurd specs)."""
+    hosts, switches, depth = 0, 1, 0
+    for count, child in sw:
+        if child is None:
+            hosts += count
+        else:
+            h, s, d = _sizes(child)
+            hosts += count * h
+            switches += count * s
+            depth = max(depth, d + 1)
+    return hosts, switches, depth
+
+
+def _render_child(sw) -> str:
+    if len(sw) == 1:
+        count, child = sw[0]
+        return str(count) if child is None else f"{count}x{_render_child(child)}"
+    return f"({_render_switch(sw)})"
+
+
+def _render_switch(sw) -> str:
+    return "+".join(str(c) if ch is None else f"{c}x{_render_child(ch)}" for c, ch in sw)
+
+
+def render_structure(sites) -> str:
+    """Canonical text of a tree (one site) or a multi-site tree."""
+    if len(sites) == 1:
+        return _render_switch(sites[0])
+    return "+".join(f"dc({_render_switch(sw)})" for sw in sites)
+
+
+def _expand(sw):
+    """Vertex arrays of one switch's subtree, switch 0 its root:
+    ``(host_parent, switch_parent, switch_depth)`` in local switch ids (the
+    root's parent -1), hosts in depth-first order. Repeated children are
+    expanded once and tiled, so the work is numpy, not a loop over nodes."""
+    host_parent = [np.zeros(0, dtype=np.int64)]
+    sw_parent = [np.array([-1], dtype=np.int64)]
+    sw_depth = [np.zeros(1, dtype=np.int64)]
+    n_sw = 1
+    for count, child in sw:
+        if child is None:
+            host_parent.append(np.zeros(count, dtype=np.int64))
+            continue
+        hp, sp, sd = _expand(child)
+        k = len(sp)
+        offset = n_sw + k * np.arange(count, dtype=np.int64)
+        host_parent.append(np.tile(hp, count) + np.repeat(offset, len(hp)))
+        parent = np.tile(sp, count) + np.repeat(offset, k)
+        parent[np.tile(sp < 0, count)] = 0          # a copy's root hangs below this switch
+        sw_parent.append(parent)
+        sw_depth.append(np.tile(sd, count) + 1)
+        n_sw += count * k
+    return np.concatenate(host_parent), np.concatenate(sw_parent), np.concatenate(sw_depth)
+
+
+# ------------------------------------------------------------ per-level values
+
+def _level_tuple(name: str, value, levels: int, check, default):
+    """A per-level option as a tuple of ``levels`` values (None -> default)."""
+    if value is None:
+        return (default,) * levels
+    if not isinstance(value, (tuple, list)):
+        raise ConfigError(f"{name}: expected one value per level ({levels}, top first), got "
+                          f"{show(value)}")
+    if len(value) != levels:
+        raise ConfigError(f"{name}: {len(value)} value(s) given but the tree has {levels} "
+                          "level(s), top first; use None for a level's default")
+    return tuple(default if v is None else check(v) for v in value)
+
+
+def _positive_number(name: str, what: str):
+    def check(v):
+        if not is_number(v) or not math.isfinite(v) or v <= 0:
+            raise ConfigError(f"{name}: {show(v)} is not allowed; expected a finite number > 0 "
+                              f"({what})")
+        return float(v)
+    return check
+
+
+def _nonneg_number(name: str, what: str, allow_inf: bool = False):
+    def check(v):
+        if not is_number(v) or math.isnan(v) or v < 0 or (math.isinf(v) and not allow_inf):
+            raise ConfigError(f"{name}: {show(v)} is not allowed; expected a number >= 0 "
+                              f"({what})")
+        return float(v)
+    return check
+
+
+def _uplinks_check(v):
+    if not is_int(v) or v < 1:
+        raise ConfigError(f"uplinks: {show(v)} is not allowed; expected an integer >= 1 "
+                          "(parallel links between a switch and each child)")
+    return int(v)
+
+
+def _level_words(sites_count: int, depth: int) -> list[str]:
+    """What each level joins, top first, for messages and describe()."""
+    words = ["cross-site"] if sites_count > 1 else []
+    return words + [f"depth {d}->{d + 1}" for d in range(depth + 1)]
+
+
+# ------------------------------------------------------------------ the family
+
+@dataclass(frozen=True)
+class Tree(Topology):
+    """A multi-tier tree, possibly several sites whose roots are joined.
+
+    Parameters
+    ----------
+    sites : tuple of switch structures
+        One root switch per site (one for a plain tree). A switch is a tuple
+        of groups ``(count, child)``: ``count`` hosts when ``child`` is None,
+        else ``count`` copies of the switch ``child``; e.g. ``16x24`` is
+        ``(((16, ((24, None),)),),)``. Use :func:`parse_tree` for spec text.
+    uplinks : tuple of int, optional
+        Per level (top first): parallel links between a switch and each child
+        (1). The cross-site level is one link per pair of roots times this.
+    bandwidth : tuple of float or None, optional
+        Per level: absolute bandwidth in bytes/s, None for the scaled default.
+    capacity_scale : tuple of float or None, optional
+        Per level: bandwidth as a multiple of the network's (1); set to 1
+        where ``bandwidth`` is given.
+    latency : tuple of float or None, optional
+        Per level: absolute link latency in seconds, None for the default.
+    latency_scale : tuple of float or None, optional
+        Per level: latency as a multiple of the network's link latency (1);
+        set to 1 where ``latency`` is given.
+    incast_slope, incast_threshold : tuple of float or None, optional
+        Per level: GenModel ε (s per byte per flow above w_t) and w_t; stored
+        and described, not applied by the engine yet (issue 14).
+    preset : str, optional
+        The GenTree preset this tree is (its spec is then ``tree:NAME``).
+
+    Levels: level ``d`` holds the links between depth-``d`` switches and their
+    children; with several sites level 0 is the cross-site tier and the tree
+    levels follow.
+
+    Attributes
+    ----------
+    spec : str
+        Canonical spec, e.g. ``"tree:16x24,bw=50Gb/s:5Gb/s"`` or ``"tree:SYM384"``.
+    num_endpoints, num_nodes : int
+        Hosts; hosts + switches.
+    num_levels : int
+    parent : int64[num_nodes]
+        Parent vertex of each vertex, -1 at a site's root.
+    depth : int64[num_nodes]
+        Depth in its site (roots 0).
+    site : int64[num_nodes]
+        Site of each vertex.
+    link_level : int32[L]
+        Level of each link.
+    vertex_incast_slope, vertex_incast_threshold : float64[num_nodes] or None
+        The level terms at each vertex (a switch: its own level, the links to
+        its children; a host: its parent's), NaN where that level gives none;
+        None when no level gives any.
+    genmodel : dict or None
+        For a preset: Table 5 as printed and its per-byte host terms.
+    """
+
+    id_word = "host"   # in messages (a class attribute, not a field)
+
+    sites: tuple
+    uplinks: tuple | None = None
+    bandwidth: tuple | None = None
+    capacity_scale: tuple | None = None
+    latency: tuple | None = None
+    latency_scale: tuple | None = None
+    incast_slope: tuple | None = None
+    incast_threshold: tuple | None = None
+    preset: str | None = None
+
+    def __post_init__(self):
+        sites = self.sites
+        if not isinstance(sites, tuple) or not sites:
+            raise ConfigError(f"sites: {show(sites)} is not allowed; expected a non-empty tuple "
+                              "of switch structures")
+        if len(sites) > MAX_SITES:
+            raise ConfigError(f"sites: {len(sites)} sites; at most {MAX_SITES} are allowed")
+        for sw in sites:
+            _check_switch(sw, "sites")
+        sites = tuple(_normal(sw) for sw in sites)
+        sizes = [_sizes(sw) for sw in sites]
+        hosts = sum(h for h, _, _ in sizes)
+        switches = sum(s for _, s, _ in sizes)
+        depth = max(d for _, _, d in sizes)
+        text = render_structure(sites)
+        if hosts < 2:
+            raise ConfigError(f"{text} has {hosts} host; at least 2 hosts are needed")
+        if hosts > MAX_HOSTS:
+            raise ConfigError(f"{text} has {hosts} hosts; at most {MAX_HOSTS} (2**24) are "
+                              "allowed")
+        if hosts + switches > MAX_NODES:
+            raise ConfigError(f"{text} has {hosts + switches} vertices; at most {MAX_NODES} "
+                              "(2**25) are allowed")
+        cross = len(sites) > 1
+        levels = depth + 1 + cross
+        if levels > MAX_LEVELS:
+            raise ConfigError(f"{text} has {levels} levels; at most {MAX_LEVELS} are allowed")
+        set_ = object.__setattr__
+        set_(self, "sites", sites)
+        set_(self, "num_levels", levels)
+        set_(self, "uplinks", _level_tuple("uplinks", self.uplinks, levels, _uplinks_check, 1))
+        set_(self, "bandwidth", _level_tuple(
+            "bandwidth", self.bandwidth, levels,
+            _positive_number("bandwidth", "bytes/s of one link at that level"), None))
+        set_(self, "capacity_scale", _level_tuple(
+            "capacity_scale", self.capacity_scale, levels,
+            _positive_number("capacity_scale", "a multiple of the network bandwidth"), 1.0))
+        set_(self, "latency", _level_tuple(
+            "latency", self.latency, levels,
+            _nonneg_number("latency", "seconds per link at that level"), None))
+        set_(self, "latency_scale", _level_tuple(
+            "latency_scale", self.latency_scale, levels,
+            _nonneg_number("latency_scale", "a multiple of the network link latency"), 1.0))
+        set_(self, "incast_slope", _level_tuple(
+            "incast_slope", self.incast_slope, levels,
+            _nonneg_number("incast_slope", "GenModel ε, seconds per byte per flow above w_t"),
+            None))
+        set_(self, "incast_threshold", _level_tuple(
+            "incast_threshold", self.incast_threshold, levels,
+            _nonneg_number("incast_threshold", "GenModel w_t, a flow count", allow_inf=True),
+            None))
+        # an absolute value overrides the scale: keep the scale at 1 there so
+        # that the spec (which prints one of them) rebuilds an equal tree
+        set_(self, "capacity_scale", tuple(
+            1.0 if b is not None else c
+            for b, c in zip(self.bandwidth, self.capacity_scale, strict=True)))
+        set_(self, "latency_scale", tuple(
+            1.0 if t is not None else c
+            for t, c in zip(self.latency, self.latency_scale, strict=True)))
+        # per-pair cross links times uplinks, counted before allocating
+        up = self.uplinks
+        links = 0
+        for sw in sites:
+            links += 2 * _weighted_links(sw, up, int(cross))
+        links += len(sites) * (len(sites) - 1) * up[0] if cross else 0
+        if links > MAX_LINKS:
+            raise ConfigError(f"{text} with uplinks={':'.join(map(str, up))} has {links} "
+                              f"links; at most {MAX_LINKS} (2**26) are allowed")
+        if self.preset is not None:
+            # the spec says only the preset's name: the network must be exactly it
+            if self.preset not in GENTREE_PRESETS:
+                raise ConfigError(f"preset: {show(self.preset)} is not allowed; presets: "
+                                  f"{', '.join(GENTREE_PRESETS)}")
+            mine = {k: getattr(self, k) for k in _preset_params(self.preset)}
+            mine["sites"] = sites
+            if mine != _preset_params(self.preset):
+                raise ConfigError(f"preset: {self.preset} does not describe this tree; build "
+                                  "a preset with preset_tree(name)")
+        set_(self, "num_endpoints", hosts)
+        set_(self, "num_nodes", hosts + switches)
+        set_(self, "structure", text)
+        set_(self, "spec", f"tree:{self.preset}" if self.preset else "tree:" + self._options_text())
+        reserve_topology(self.spec, links, hosts + switches)
+        self._build()
+
+    # ------------------------------------------------------------ construction
+
+    def _options_text(self) -> str:
+        """Structure and non-default options, the body of the canonical spec."""
+        parts = [self.structure]
+        per_level = [
+            ("uplinks", [None if u == 1 else str(u) for u in self.uplinks]),
+            ("bw", [_rate_text(b) if b is not None else
+                    (None if s == 1.0 else f"{fmt(s)}x")
+                    for b, s in zip(self.bandwidth, self.capacity_scale, strict=True)]),
+            ("lat", [_time_text(t) if t is not None else
+                     (None if s == 1.0 else f"{fmt(s)}x")
+                     for t, s in zip(self.latency, self.latency_scale, strict=True)]),
+            ("eps", [None if e is None else _time_text(e) for e in self.incast_slope]),
+            ("wt", [None if w is None else ("inf" if math.isinf(w) else fmt(w))
+                    for w in self.incast_threshold]),
+        ]
+        for key, values in per_level:
+            if any(v is not None for v in values):
+                parts.append(f"{key}=" + ":".join(v or "" for v in values))
+        return ",".join(parts)
+
+    def _build(self) -> None:
+        cross = len(self.sites) > 1
+        parts = [_expand(sw) for sw in self.sites]
+        n_hosts = sum(len(hp) for hp, _, _ in parts)
+        # global switch ids before the level-order sort: sites one after another
+        host_parent, sw_parent, sw_depth, sw_site = [], [], [], []
+        base = 0
+        for i, (hp, sp, sd) in enumerate(parts):
+            host_parent.append(hp + base)
+            sw_parent.append(np.where(sp < 0, -1, sp + base))
+            sw_depth.append(sd)
+            sw_site.append(np.full(len(sp), i, dtype=np.int64))
+            base += len(sp)
+        host_parent = np.concatenate(host_parent)
+        sw_parent = np.concatenate(sw_parent)
+        sw_depth = np.concatenate(sw_depth)
+        sw_site = np.concatenate(sw_site)
+        # level order: depth first, then site and depth-first position (stable)
+        order = np.argsort(sw_depth, kind="stable")
+        vertex_of = np.empty(len(order), dtype=np.int64)
+        vertex_of[order] = n_hosts + np.arange(len(order), dtype=np.int64)
+        n = n_hosts + len(order)
+        parent = np.empty(n, dtype=np.int64)
+        parent[:n_hosts] = vertex_of[host_parent]
+        sp = sw_parent[order]
+        parent[n_hosts:] = np.where(sp < 0, -1, vertex_of[np.maximum(sp, 0)])
+        depth = np.empty(n, dtype=np.int64)
+        depth[n_hosts:] = sw_depth[order]
+        depth[:n_hosts] = depth[parent[:n_hosts]] + 1
+        site = np.empty(n, dtype=np.int64)
+        site[n_hosts:] = sw_site[order]
+        site[:n_hosts] = site[parent[:n_hosts]]
+        roots = np.flatnonzero(parent < 0)
+        set_ = object.__setattr__
+        set_(self, "parent", readonly(parent))
+        set_(self, "depth", readonly(depth))
+        set_(self, "site", readonly(site))
+        set_(self, "roots", readonly(roots.astype(np.int64)))
+        set_(self, "num_switches", n - n_hosts)
+
+        # links: U up-links per non-root vertex (contiguous), then the same down
+        child = np.flatnonzero(parent >= 0)
+        up_level = depth[parent[child]] + int(cross)      # level of v's links to its parent
+        uplinks = np.asarray(self.uplinks, dtype=np.int64)
+        copies = uplinks[up_level]
+        up0 = np.full(n, -1, dtype=np.int64)
+        starts = np.zeros(len(child), dtype=np.int64)
+        np.cumsum(copies[:-1], out=starts[1:])
+        up0[child] = starts
+        num_up = int(copies.sum())
+        vertex = np.repeat(child, copies)
+        level = np.repeat(up_level, copies)
+        src = [vertex, parent[vertex]]
+        dst = [parent[vertex], vertex]
+        levels = [level, level]
+        cross0 = 2 * num_up
+        if cross:
+            # every ordered pair of roots, U0 parallel links each
+            k = len(roots)
+            a, b = np.meshgrid(np.arange(k), np.arange(k), indexing="ij")
+            off = a != b
+            ua = np.repeat(a[off], self.uplinks[0])
+            ub = np.repeat(b[off], self.uplinks[0])
+            src.append(roots[ua])
+            dst.append(roots[ub])
+            levels.append(np.zeros(len(ua), dtype=np.int64))
+        link_src = np.concatenate(src).astype(np.int32)
+        link_dst = np.concatenate(dst).astype(np.int32)
+        link_level = np.concatenate(levels).astype(np.int32)
+        set_(self, "_up0", readonly(up0))
+        set_(self, "_num_up", num_up)
+        set_(self, "_cross0", cross0)
+        set_(self, "link_src", readonly(link_src))
+        set_(self, "link_dst", readonly(link_dst))
+        set_(self, "link_level", readonly(link_level))
+        # the level of each vertex's incoming link (for the per-link arrays)
+        set_(self, "_vertex_up_level", readonly(np.where(parent >= 0,
+                                                         depth[np.maximum(parent, 0)]
+                                                         + int(cross), 0)))
+
+        scale = np.asarray(self.capacity_scale, dtype=np.float64)
+        bw = np.array([np.nan if b is None else b for b in self.bandwidth])
+        lat_scale = np.asarray(self.latency_scale, dtype=np.float64)
+        lat = np.array([np.nan if t is None else t for t in self.latency])
+        set_(self, "link_capacity_scale",
+             readonly(np.where(np.isnan(bw), scale, 1.0)[link_level]))
+        if not np.isnan(bw).all():
+            set_(self, "link_bandwidth_abs", readonly(bw[link_level]))
+        if (lat_scale != 1.0).any():
+            set_(self, "link_latency_scale", readonly(lat_scale[link_level]))
+        if not np.isnan(lat).all():
+            set_(self, "link_latency_abs", readonly(lat[link_level]))
+
+        # per-vertex incast terms: a switch has its own level's, a host its parent's
+        own_level = depth + int(cross)
+        vertex_level = np.where(np.arange(n) < n_hosts, self._vertex_up_level, own_level)
+        for name, values in (("incast_slope", self.incast_slope),
+                             ("incast_threshold", self.incast_threshold)):
+            arr = None
+            if any(v is not None for v in values):
+                per_level = np.array([np.nan if v is None else v for v in values])
+                arr = readonly(per_level[np.minimum(vertex_level, self.num_levels - 1)])
+            set_(self, f"vertex_{name}", arr)
+
+    def __reduce__(self):
+        # Ship only the parameters to worker processes; the arrays are rebuilt.
+        return (_rebuild, (self.sites, self.uplinks, self.bandwidth, self.capacity_scale,
+                           self.latency, self.latency_scale, self.incast_slope,
+                           self.incast_threshold, self.preset))
+
+    # ---------------------------------------------------------------- queries
+
+    @property
+    def expanded_spec(self) -> str:
+        """The spec written out (a preset's structure and options)."""
+        return "tree:" + self._options_text()
+
+    @property
+    def genmodel(self) -> dict | None:
+        """For a GenTree preset: Table 5 as printed (``table5``, per float),
+        the tiers of its levels (top first), and the server terms per byte
+        (``alpha`` s, ``gamma`` and ``delta`` s/byte) for a Network."""
+        if self.preset is None:
+            return None
+        tiers = GENTREE_PRESETS[self.preset][1]
+        server = GENTREE_TABLE5["Server"]
+        return {"table5": {k: dict(v) for k, v in GENTREE_TABLE5.items()},
+                "units": "alpha s; beta, gamma, delta s per float; eps s per float per flow "
+                         "above wt; 1 float = 4 bytes",
+                "level_tiers": list(tiers),
+                "host": {"alpha": server["alpha"], "gamma": server["gamma"] / FLOAT_BYTES,
+                         "delta": server["delta"] / FLOAT_BYTES}}
+
+    def describe(self) -> dict:
+        """Plain-data description: family, spec, preset, structure, sites,
+        hosts, switches, nodes, links, levels and per-level lists (top first:
+        ``level_names``, ``uplinks``, ``bandwidth`` (bytes/s or None),
+        ``capacity_scale``, ``latency`` (s or None), ``latency_scale``,
+        ``incast_slope``, ``incast_threshold``), plus ``genmodel`` for a
+        preset."""
+        cross = len(self.sites) > 1
+        out = {"family": "tree", "spec": self.spec, "preset": self.preset,
+               "structure": self.structure, "expanded": self.expanded_spec,
+               "sites": len(self.sites), "hosts": self.num_endpoints,
+               "switches": self.num_switches, "nodes": self.num_nodes,
+               "links": self.num_links, "levels": self.num_levels,
+               "level_names": _level_words(len(self.sites), self.num_levels - 1 - cross),
+               "uplinks": list(self.uplinks), "bandwidth": list(self.bandwidth),
+               "capacity_scale": list(self.capacity_scale), "latency": list(self.latency),
+               "latency_scale": list(self.latency_scale),
+               "incast_slope": list(self.incast_slope),
+               "incast_threshold": list(self.incast_threshold)}
+        if self.preset is not None:
+            out["genmodel"] = self.genmodel
+        return out
+
+    # ---------------------------------------------------------------- routing
+
+    def _walk(self, src, dst, visit) -> np.ndarray:
+        """The lowest-common-ancestor walk, one numpy step per level (no loop
+        over flows).
+
+        Calls ``visit(side, flows, vertex)`` for the flows whose path takes
+        the link(s) between ``vertex`` and its parent: ``side`` 0 on the way
+        up from the source (in path order), 1 on the way down to the
+        destination (in reverse path order). Returns the mask of flows that
+        cross between sites (their walk ends at two distinct roots)."""
+        parent, depth = self.parent, self.depth
+        a, b = src.copy(), dst.copy()
+        live = np.flatnonzero(a != b)
+        while len(live):
+            va, vb = a[live], b[live]
+            da, db = depth[va], depth[vb]
+            pa, pb = parent[va], parent[vb]
+            # lift the deeper end (both at equal depth); a root cannot be lifted
+            move_a = (da >= db) & (pa >= 0)
+            move_b = (db >= da) & (pb >= 0)
+            if not (move_a.any() or move_b.any()):
+                break                                   # only distinct site roots left
+            if move_a.any():
+                visit(0, live[move_a], va[move_a])
+                a[live[move_a]] = pa[move_a]
+            if move_b.any():
+                visit(1, live[move_b], vb[move_b])
+                b[live[move_b]] = pb[move_b]
+            live = live[a[live] != b[live]]
+        return a != b
+
+    def _counts(self, src, dst, ecmp, steps=None):
+        """Entries and hops of every flow, and the cross-site mask; ``steps``
+        (a list) also records the walk for :meth:`route` to fill from."""
+        entries = np.zeros(len(src), dtype=np.int64)
+        hops = np.zeros(len(src), dtype=np.int64)
+        copies = np.asarray(self.uplinks, dtype=np.int64)[self._vertex_up_level]
+
+        def visit(side, flows, vertex):
+            entries[flows] += copies[vertex] if ecmp == "split" else 1
+            hops[flows] += 1
+            if steps is not None:
+                steps.append((side, flows, vertex))
+
+        cross = self._walk(src, dst, visit)
+        cross_copies = self.uplinks[0] if ecmp == "split" else 1
+        entries += np.where(cross, cross_copies, 0)
+        hops += cross
+        return entries, hops, cross
+
+    def route(self, src, dst, ecmp: str = "split", seed: int = 0) -> Routes:
+        """Route flows ``src[i] -> dst[i]`` between hosts.
+
+        Parameters
+        ----------
+        src, dst : int[F]
+            Host ids in ``0..N−1``.
+        ecmp : {"split", "hash"}
+            The one path up to the lowest common ancestor (or the site root
+            and across to the other site's root) and down. ``"split"``:
+            each hop spread evenly over its parallel links (fraction
+            ``1/uplinks``); ``"hash"``: one of them per flow and hop by a
+            splitmix64 hash of ``(seed, src, dst, level, direction)``. With
+            one link per hop both give the same path. ``"dor"`` is refused.
+        seed : int
+            Hash seed (``ecmp="hash"`` only).
+
+        Returns
+        -------
+        Routes
+            Entries in path order; ``hops`` is the number of links on the
+            path (parallel links count once), 0 when ``src == dst``.
+        """
+        self.check_mode(ecmp)
+        seed = check_seed(seed)
+        src, dst = self._check_flows(src, dst)
+        steps: list = []
+        entries, hops, cross = self._counts(src, dst, ecmp, steps)
+        flow_ptr = np.zeros(len(src) + 1, dtype=np.int64)
+        np.cumsum(entries, out=flow_ptr[1:])
+        link = np.empty(int(flow_ptr[-1]), dtype=np.int32)
+        frac = np.ones(len(link), dtype=np.float64)
+        front = flow_ptr[:-1].copy()        # next entry on the way up
+        back = flow_ptr[1:].copy()          # one past the last entry on the way down
+        level_copies = np.asarray(self.uplinks, dtype=np.int64)
+        copies = level_copies[self._vertex_up_level]
+        up0, num_up = self._up0, self._num_up
+
+        for side, flows, vertex in steps:
+            first = up0[vertex] + (0 if side == 0 else num_up)
+            u = copies[vertex]
+            step = u if ecmp == "split" else 1
+            if side == 1:
+                back[flows] -= step
+            at = front[flows] if side == 0 else back[flows]
+            if ecmp == "split":
+                _write_copies(link, frac, at, first, u)
+            else:
+                link[at] = first + _pick(src[flows], dst[flows], seed,
+                                         self._vertex_up_level[vertex], side, u)
+            if side == 0:
+                front[flows] += step
+        c = np.flatnonzero(cross)
+        if len(c):
+            # the cross-site link(s) between the two roots sit between the halves
+            k = len(self.roots)
+            ra, rb = self.site[src[c]], self.site[dst[c]]     # root i is site i's
+            u0 = self.uplinks[0]
+            first = self._cross0 + (ra * (k - 1) + rb - (rb > ra)) * u0
+            if ecmp == "split":
+                _write_copies(link, frac, front[c], first, np.full(len(c), u0))
+            else:
+                link[front[c]] = first + _pick(src[c], dst[c], seed, 0, 2, np.full(len(c), u0))
+        return Routes(flow_ptr=flow_ptr, link=link, frac=frac, hops=hops.astype(np.int32))
+
+    def max_route_entries(self, ecmp: str = "split") -> int:
+        """One flow's entries at most: up and down through every tree level
+        (``uplinks`` each when split) plus the cross-site hop."""
+        self.check_mode(ecmp)
+        cross = len(self.sites) > 1
+        tree_levels = self.uplinks[int(cross):]
+        per_hop = list(tree_levels) if ecmp == "split" else [1] * len(tree_levels)
+        top = (self.uplinks[0] if ecmp == "split" else 1) if cross else 0
+        return 2 * sum(per_hop) + top
+
+    def route_entries(self, src, dst, ecmp: str = "split") -> int:
+        """Route entries :meth:`route` would return, counted by the walk."""
+        self.check_mode(ecmp)
+        src, dst = self._check_flows(src, dst)
+        return int(self._counts(src, dst, ecmp)[0].sum())
+
+
+def _weighted_links(sw, uplinks, level0: int) -> int:
+    """Up-links (one direction) below a switch: each child vertex has
+    ``uplinks[level]`` of them, level = the switch's depth + ``level0``."""
+    total = 0
+    for count, child in sw:
+        total += count * uplinks[level0]
+        if child is not None:
+            total += count * _weighted_links(child, uplinks, level0 + 1)
+    return total
+
+
+def _write_copies(link, frac, at, first, u) -> None:
+    """Entries ``at[i] + j`` get link ``first[i] + j``, fraction ``1/u[i]``,
+    for ``j < u[i]`` (all the parallel links of one hop)."""
+    u = np.asarray(u, dtype=np.int64)
+    if (u == 1).all():
+        link[at] = first
+        return
+    rep = np.repeat(np.arange(len(u)), u)
+    j = np.arange(int(u.sum()), dtype=np.int64) - np.repeat(np.cumsum(u) - u, u)
+    link[at[rep] + j] = first[rep] + j
+    frac[at[rep] + j] = 1.0 / u[rep]
+
+
+def _pick(src, dst, seed, level, side, u) -> np.ndarray:
+    """The parallel link ``ecmp="hash"`` takes on one hop, int64[F]: a hash of
+    the flow salted by the hop's level and direction (0 up, 1 down, 2 across)."""
+    u = np.asarray(u, dtype=np.int64)
+    out = np.zeros(len(src), dtype=np.int64)
+    many = u > 1
+    if many.any():
+        salt = 3 * np.broadcast_to(np.asarray(level, dtype=np.int64), u.shape)[many] + side
+        # flow_hash takes a scalar salt: hash per distinct salt (a handful of levels)
+        for s in np.unique(salt):
+            sel = np.flatnonzero(many)[salt == s]
+            out[sel] = (flow_hash(src[sel], dst[sel], seed, int(s))
+                        % u[sel].astype(np.uint64)).astype(np.int64)
+    return out
+
+
+def _rebuild(sites, uplinks, bandwidth, capacity_scale, latency, latency_scale,
+             incast_slope, incast_threshold, preset):
+    return Tree(sites, uplinks, bandwidth, capacity_scale, latency, latency_scale,
+                incast_slope, incast_threshold, preset)
+
+
+# -------------------------------------------------------------------- printing
+
+def _rate_text(v: float) -> str:
+    """The shortest ``<number><prefix>b/s`` (or ``B/s``) that parses back to
+    exactly ``v`` bytes/s."""
+    candidates = []
+    for unit, scale in (("Tb/s", 1e12 / 8), ("Gb/s", 1e9 / 8), ("Mb/s", 1e6 / 8),
+                        ("kb/s", 1e3 / 8), ("b/s", 1 / 8), ("GB/s", 1e9), ("MB/s", 1e6),
+                        ("B/s", 1.0)):
+        text = f"{fmt(v / scale)}{unit}"
+        try:
+            if parse_rate(text, "bw") == v:
+                candidates.append(text)
+        except ConfigError:
+            pass
+    return min(candidates, key=len) if candidates else f"{v!r}B/s"
+
+
+def _time_text(v: float) -> str:
+    """The shortest ``<number><unit>`` that parses back to exactly ``v`` seconds."""
+    if v == 0:
+        return "0s"
+    candidates = []
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9), ("ps", 1e-12)):
+        text = f"{fmt(v / scale)}{unit}"
+        try:
+            if parse_time(text, "lat") == v:
+                candidates.append(text)
+        except ConfigError:
+            pass
+    return min(candidates, key=len) if candidates else f"{v!r}s"
+
+
+# --------------------------------------------------------------------- parsing
+
+_EXAMPLE = "e.g. tree:24, tree:16x24, tree:8x32+8x16, tree:dc(8x32)+dc(8x16) or tree:SYM384"
+_OPTIONS = "uplinks=U:..., bw=RATE|Kx:..., lat=TIME|Kx:..., eps=TIME:..., wt=COUNT:..."
+
+
+class _Parser:
+    """Recursive descent over the structure text (grammar in the module
+    docstring); depth is bounded so a pathological spec is a ConfigError, not
+    a RecursionError."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.tokens = re.findall(r"\d+|(?i:dc)|\S", text)
+        self.i = 0
+
+    def peek(self):
+        return self.tokens[self.i] if self.i < len(self.tokens) else None
+
+    def take(self):
+        tok = self.peek()
+        self.i += 1
+        return tok
+
+    def fail(self, problem: str):
+        raise ConfigError(f"structure {self.text!r}: {problem}; expected groups COUNT or "
+                          f"COUNTxCHILD joined by '+' ({_EXAMPLE})")
+
+    def expect(self, tok: str):
+        got = self.peek()
+        if got != tok:
+            self.fail(f"expected {tok!r} but found {'the end' if got is None else repr(got)}")
+        self.take()
+
+    def count(self) -> int:
+        tok = self.peek()
+        if tok is None:
+            self.fail("a count is missing at the end")
+        if not tok.isdigit():
+            self.fail(f"expected a count but found {tok!r}")
+        self.take()
+        if len(tok) > 18:
+            self.fail(f"count {tok[:20]}... is too large")
+        value = int(tok)
+        if value < 1:
+            self.fail(f"fan-out {value} is not allowed (every count must be >= 1)")
+        return value
+
+    def top(self):
+        if self.peek() is not None and self.peek().lower() == "dc":
+            sites = [self.site()]
+            while self.peek() == "+":
+                self.take()
+                if self.peek() is None or self.peek().lower() != "dc":
+                    self.fail("a multi-site tree joins sites dc(...)+dc(...) only")
+                sites.append(self.site())
+                if len(sites) > MAX_SITES:
+                    self.fail(f"more than {MAX_SITES} sites")
+            if len(sites) < 2:
+                self.fail("dc(...) needs at least two sites, e.g. dc(8x32)+dc(8x16)")
+            out = tuple(sites)
+        else:
+            out = (self.switch(0),)
+        if self.peek() is not None:
+            self.fail(f"unexpected {self.peek()!r}")
+        return out
+
+    def site(self):
+        self.take()
+        self.expect("(")
+        sw = self.switch(0)
+        self.expect(")")
+        return sw
+
+    def switch(self, depth: int):
+        if depth > MAX_LEVELS:
+            self.fail(f"the tree is deeper than {MAX_LEVELS} levels")
+        groups = [self.group(depth)]
+        while self.peek() == "+":
+            self.take()
+            groups.append(self.group(depth))
+        return tuple(groups)
+
+    def group(self, depth: int):
+        count = self.count()
+        if self.peek() == "x":
+            self.take()
+            return (count, self.child(depth + 1))
+        return (count, None)
+
+    def child(self, depth: int):
+        if depth > MAX_LEVELS:
+            self.fail(f"the tree is deeper than {MAX_LEVELS} levels")
+        if self.peek() == "(":
+            self.take()
+            sw = self.switch(depth)
+            self.expect(")")
+            return sw
+        count = self.count()
+        if self.peek() == "x":
+            self.take()
+            return ((count, self.child(depth + 1)),)
+        return ((count, None),)
+
+
+def _split_levels(key: str, text: str, levels: int, names: list[str]) -> list[str | None]:
+    values = text.split(":")
+    if len(values) != levels:
+        raise ConfigError(f"{key}={text!r} gives {len(values)} value(s) but the tree has "
+                          f"{levels} level(s), top first ({', '.join(names)}); leave an entry "
+                          f"empty for the default, e.g. {key}=" + ":" * (levels - 1) + "...")
+    return [v.strip() or None for v in values]
+
+
+def _scaled(key: str, text: str, what: str):
+    """``Kx`` -> ('scale', K)."""
+    body = text[:-1].strip()
+    try:
+        v = float(body)
+    except ValueError:
+        v = float("nan")
+    if not (math.isfinite(v) and v >= 0 and (v > 0 or key != "bw")):
+        raise ConfigError(f"{key}: {text!r} is not allowed; expected Kx with K a number "
+                          f"{'> 0' if key == 'bw' else '>= 0'} ({what})")
+    return v
+
+
+def parse_tree(params: str) -> Tree:
+    """``"STRUCTURE[,option=v0:v1:...]..."`` or a preset name -> :class:`Tree`."""
+    text = params.strip()
+    head, *opts = [part.strip() for part in text.split(",")] if text else [""]
+    if not head:
+        raise ConfigError(f"no levels given; {_EXAMPLE}")
+    if head[0].isalpha() and not re.match(r"(?i)dc\s*\(", head):
+        name = head.upper()
+        if name not in GENTREE_PRESETS:
+            raise ConfigError(f"unknown preset {head!r}; presets: {', '.join(GENTREE_PRESETS)} "
+                              f"(or a structure, {_EXAMPLE})")
+        if opts:
+            raise ConfigError(f"preset {name} takes no options; write it out to change it: "
+                              f"{preset_tree(name).expanded_spec}")
+        return preset_tree(name)
+    sites = _Parser(head).top()
+    sizes = [_sizes(sw) for sw in sites]
+    cross = len(sites) > 1
+    levels = max(d for _, _, d in sizes) + 1 + cross
+    if levels > MAX_LEVELS:
+        raise ConfigError(f"{head} has {levels} levels; at most {MAX_LEVELS} are allowed")
+    names = _level_words(len(sites), levels - 1 - cross)
+    kw: dict = {}
+    seen = set()
+    for opt in opts:
+        key, eq, val = (x.strip() for x in opt.partition("="))
+        if not eq or not key:
+            raise ConfigError(f"option {opt!r} is not key=value; options: {_OPTIONS}")
+        if key not in ("uplinks", "bw", "lat", "eps", "wt"):
+            raise ConfigError(f"unknown option {key!r}; options: {_OPTIONS}")
+        if key in seen:
+            raise ConfigError(f"option {key!r} is given twice")
+        seen.add(key)
+        entries = _split_levels(key, val, levels, names)
+        if key == "uplinks":
+            kw["uplinks"] = tuple(None if e is None else
+                                  parse_int("uplinks", e, "e.g. uplinks=2:1") for e in entries)
+        elif key == "bw":
+            kw["bandwidth"] = tuple(None if e is None or e.endswith("x") else
+                                    parse_rate(e, "bw") for e in entries)
+            kw["capacity_scale"] = tuple(
+                _scaled("bw", e, "times the network bandwidth") if e and e.endswith("x")
+                else None for e in entries)
+        elif key == "lat":
+            kw["latency"] = tuple(None if e is None or e.endswith("x") else
+                                  parse_time(e, "lat") for e in entries)
+            kw["latency_scale"] = tuple(
+                _scaled("lat", e, "times the network link latency") if e and e.endswith("x")
+                else None for e in entries)
+        elif key == "eps":
+            kw["incast_slope"] = tuple(None if e is None else parse_time(e, "eps")
+                                       for e in entries)
+        else:
+            kw["incast_threshold"] = tuple(None if e is None else _parse_wt(e)
+                                           for e in entries)
+    return Tree(sites, **kw)
+
+
+def _parse_wt(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        v = float("nan")
+    if math.isnan(v) or v < 0:
+        raise ConfigError(f"wt is {text!r}; expected a flow count >= 0 or inf (GenModel w_t)")
+    return v
+
+
+def preset_tree(name: str) -> Tree:
+    """The GenTree preset ``name`` (SS24, SS32, SYM384, SYM512, ASY384, CDC384)
+    with its Table 5 parameters per level: bandwidth ``4/β`` bytes/s, latency
+    α, incast slope ``ε/4`` s per byte and threshold w_t of its tier."""
+    key = str(name).upper()
+    if key not in GENTREE_PRESETS:
+        raise ConfigError(f"unknown preset {show(name)}; presets: {', '.join(GENTREE_PRESETS)}")
+    return Tree(preset=key, **_preset_params(key))
+
+
+def _preset_params(key: str) -> dict:
+    """Constructor arguments of a preset, every per-level value spelt out."""
+    structure, tiers = GENTREE_PRESETS[key]
+    rows = [GENTREE_TABLE5[t] for t in tiers]
+    ones = (1,) * len(rows)
+    return {"sites": _Parser(structure).top(), "uplinks": ones,
+            "bandwidth": tuple(FLOAT_BYTES / r["beta"] for r in rows),
+            "capacity_scale": (1.0,) * len(rows),
+            "latency": tuple(r["alpha"] for r in rows),
+            "latency_scale": (1.0,) * len(rows),
+            "incast_slope": tuple(r["eps"] / FLOAT_BYTES for r in rows),
+            "incast_threshold": tuple(float(r["wt"]) for r in rows)}
+
+
+TREE_DOC = ("STRUCTURE[,uplinks=U:..][,bw=RATE|Kx:..][,lat=TIME|Kx:..][,eps=TIME:..]"
+            "[,wt=N:..] or a GenTree preset: groups COUNT (hosts) or COUNTxCHILD joined by "
+            "'+', (..) for a multi-group child, dc(..)+dc(..) for sites whose roots are "
+            "joined; per-level values top first; e.g. tree:24, tree:16x24, tree:8x32+8x16, "
+            "tree:dc(8x32)+dc(8x16),bw=5Gb/s:50Gb/s:5Gb/s; presets (GenTree Table 5): "
+            + ", ".join(GENTREE_PRESETS))
