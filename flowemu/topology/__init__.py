@@ -19,10 +19,12 @@ from collections.abc import Callable
 
 from ..errors import ConfigError, show
 from .base import Routes, Topology
+from .dragonfly import Dragonfly, parse_dragonfly
+from .graph import Graph, parse_graph
 from .leafspine import LeafSpine, parse_leafspine
 from .torus import MAX_NODES, Torus
 
-__all__ = ["LeafSpine", "Routes", "Topology", "Torus", "parse_topology", "register_topology",
+__all__ = ["Dragonfly", "Graph", "LeafSpine", "Routes", "Topology", "Torus", "parse_topology", "register_topology",
            "topology_families"]
 
 _FACTORIES: dict[str, Callable[[str], Topology]] = {}
@@ -148,3 +150,12 @@ register_topology("leafspine", parse_leafspine,
                   "LxHxS[,uplinks=U][,uplink=B]: L leaves of H hosts, S spines, U parallel "
                   "links (default 1) of B x host bandwidth (default 1) per leaf-spine pair; "
                   "oversubscription H/(S*U*B), e.g. leafspine:8x4x2,uplinks=2")
+register_topology("dragonfly", parse_dragonfly,
+                  "a=A,p=P,h=H[,g=G][,local=B][,global=B][,local_latency=X]"
+                  "[,global_latency=X]: Dragonfly of g groups (default a*h+1) of A routers "
+                  "(all-to-all), P hosts and H global links a router; B/X scale the local/global "
+                  "link bandwidth/latency; ecmp split, hash, valiant, e.g. dragonfly:a=4,p=2,h=2")
+register_topology("graph", parse_graph,
+                  "FILE[,split=hop|paths]: any network from a .json/.toml file (nodes with an "
+                  "endpoint flag, links with optional bandwidth and latency), routed on "
+                  "shortest paths; ecmp split, hash, e.g. graph:net.json")

@@ -38,10 +38,21 @@ from .base import Routes, Topology, check_ecmp
 #: largest number of nodes a torus or mesh may have
 MAX_NODES = 2**24
 
+#: the routing modes a torus or mesh knows (other families add their own)
+TORUS_MODES = ("split", "dor", "hash")
+
 _STATUS_TEXT = {
     STATUS_BAD_NODE: "node id out of range",
     STATUS_COUNT_MISMATCH: "internal error: the routing kernels disagree on the entry count",
 }
+
+
+def _check_torus_ecmp(ecmp: str) -> str:
+    check_ecmp(ecmp)
+    if ecmp not in TORUS_MODES:
+        raise ConfigError(f"ecmp: {ecmp!r} has no meaning on a torus or mesh; allowed: "
+                          f"{', '.join(TORUS_MODES)}")
+    return ecmp
 
 
 @dataclass(frozen=True)
@@ -264,7 +275,7 @@ class Torus(Topology):
             ``hops`` int32[F] (minimal distance; 0 and no entries when
             ``src == dst``).
         """
-        check_ecmp(ecmp)
+        _check_torus_ecmp(ecmp)
         seed = check_seed(seed)
         src, dst = self._check_flows(src, dst)
         num_flows = len(src)
@@ -297,7 +308,7 @@ class Torus(Topology):
         path; for split routes the links of the product DAG of the farthest
         offset in every dimension (a torus dimension of even size d has a
         tie at d/2: 2·(d/2) states and links each way)."""
-        check_ecmp(ecmp)
+        _check_torus_ecmp(ecmp)
         far = [d // 2 if self.wrap else d - 1 for d in self.dims]
         if ecmp != "split":
             return int(sum(far))
@@ -313,7 +324,7 @@ class Torus(Topology):
         """Route entries :meth:`route` would return for these flows, from the
         routing kernel's counting pass (12 bytes of scratch per flow, no
         routes built)."""
-        check_ecmp(ecmp)
+        _check_torus_ecmp(ecmp)
         src, dst = self._check_flows(src, dst)
         counts = np.empty(len(src), dtype=np.int64)
         hops = np.empty(len(src), dtype=np.int32)
