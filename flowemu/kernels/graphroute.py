@@ -39,24 +39,39 @@ MODE_HASH = 2
 
 
 @njit
-def _bfs_to(d, in_ptr, in_link, link_src, dist, order):
-    """Hop distance of every vertex to ``d`` (−1 if it cannot reach it) over
-    the incoming links; ``order`` gets the reached vertices by distance.
-    Returns how many were reached."""
-    dist[:] = -1
+def _bfs_to(d, in_ptr, in_link, link_src, dist, order, reached_before, wanted, tag, need):
+    """Hop distance to ``d`` (−1: not reached) over the incoming links;
+    ``order`` gets the reached vertices by distance. The search stops once
+    the ``need`` vertices with ``wanted == tag`` (the sources of the flows to
+    ``d``) are reached and every vertex closer to ``d`` than the farthest of
+    them is labelled: a flow's shortest paths only visit those. Returns how
+    many vertices were reached; the previous search's ``reached_before``
+    labels are cleared first."""
+    for i in range(reached_before):
+        dist[order[i]] = -1
     dist[d] = 0
     order[0] = d
     head = 0
     tail = 1
+    if wanted[d] == tag:
+        need -= 1
+    far = -1
     while head < tail:
         v = order[head]
         head += 1
+        if need == 0:
+            if far < 0:
+                far = dist[order[tail - 1]]
+            if dist[v] >= far:
+                break
         for e in range(in_ptr[v], in_ptr[v + 1]):
             u = link_src[in_link[e]]
             if dist[u] < 0:
                 dist[u] = dist[v] + 1
                 order[tail] = u
                 tail += 1
+                if wanted[u] == tag:
+                    need -= 1
     return tail
 
 
@@ -106,8 +121,10 @@ def graph_route(src, dst, flows_by_dst, out_ptr, out_link, in_ptr, in_link, link
     hops = np.zeros(num_flows, dtype=np.int32)
     link = np.empty(max(16, 4 * num_flows), dtype=np.int32)
     frac = np.empty(link.shape[0], dtype=np.float64)
-    dist = np.empty(num_nodes, dtype=np.int64)
+    dist = np.full(num_nodes, -1, dtype=np.int64)
     bfs = np.empty(num_nodes, dtype=np.int64)
+    wanted = np.full(num_nodes, -1, dtype=np.int64)
+    reached = 0
     to_d = np.zeros(num_nodes, dtype=np.float64)     # shortest paths v -> d
     val = np.zeros(num_nodes, dtype=np.float64)      # mass (hop) or paths s -> v
     stamp = np.full(num_nodes, -1, dtype=np.int64)
@@ -121,7 +138,17 @@ def graph_route(src, dst, flows_by_dst, out_ptr, out_link, in_ptr, in_link, link
         d = dst[f]
         if d != cur_d:
             cur_d = d
-            reached = _bfs_to(d, in_ptr, in_link, link_src, dist, bfs)
+            # tag the distinct sources of the flows to d (they are contiguous)
+            need = 0
+            k2 = k
+            while k2 < num_flows and dst[flows_by_dst[k2]] == d:
+                u = src[flows_by_dst[k2]]
+                if wanted[u] != k:
+                    wanted[u] = k
+                    need += 1
+                k2 += 1
+            reached = _bfs_to(d, in_ptr, in_link, link_src, dist, bfs, reached, wanted, k,
+                              need)
             if mode == MODE_PATHS:
                 for i in range(reached):
                     to_d[bfs[i]] = 0.0
