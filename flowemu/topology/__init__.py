@@ -19,12 +19,14 @@ from collections.abc import Callable
 
 from ..errors import ConfigError, show
 from .base import Routes, Topology
+from .dragonfly import Dragonfly, parse_dragonfly
+from .graph import Graph, parse_graph
 from .leafspine import LeafSpine, parse_leafspine
 from .torus import MAX_NODES, Torus
 from .tree import TREE_DOC, Tree, parse_tree
 
-__all__ = ["MODE_DOCS", "LeafSpine", "Routes", "Topology", "Torus", "Tree", "parse_topology",
-           "register_topology", "topology_families", "topology_modes"]
+__all__ = ["MODE_DOCS", "Dragonfly", "Graph", "LeafSpine", "Routes", "Topology", "Torus", "Tree",
+           "parse_topology", "register_topology", "topology_families", "topology_modes"]
 
 _FACTORIES: dict[str, Callable[[str], Topology]] = {}
 _DOCS: dict[str, str] = {}
@@ -35,6 +37,8 @@ MODE_DOCS = {
     "split": "even fractional split over all minimal paths (the fluid limit of ECMP)",
     "hash": "one minimal path per flow by a seeded hash of (source, destination)",
     "dor": "dimension order: one minimal path, lowest dimension first",
+    "valiant": "fluid Valiant routing: the flow spread evenly over every intermediate group, "
+               "each leg minimal",
 }
 
 
@@ -171,3 +175,13 @@ register_topology("leafspine", parse_leafspine,
                   "oversubscription H/(S*U*B), e.g. leafspine:8x4x2,uplinks=2",
                   LeafSpine.ecmp_modes)
 register_topology("tree", parse_tree, TREE_DOC, Tree.ecmp_modes)
+register_topology("dragonfly", parse_dragonfly,
+                  "a=A,p=P,h=H[,g=G][,local=B][,global=B][,local_latency=X]"
+                  "[,global_latency=X]: Dragonfly of g groups (default a*h+1) of A routers "
+                  "(all-to-all), P hosts and H global links a router; B/X scale the local/global "
+                  "link bandwidth/latency; ecmp split, hash, valiant, e.g. dragonfly:a=4,p=2,h=2", Dragonfly.ecmp_modes)
+register_topology("graph", parse_graph,
+                  "FILE[,split=hop|paths]: any network from a .json/.toml file (nodes with an "
+                  "endpoint flag, links with optional bandwidth and latency), routed on "
+                  "shortest paths; ecmp split, hash, e.g. graph:configs/graphs/two-sites.toml",
+                  Graph.ecmp_modes)

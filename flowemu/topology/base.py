@@ -24,7 +24,7 @@ import numpy as np
 
 from ..errors import ConfigError, RoutingError, show
 
-ECMP_MODES = ("split", "dor", "hash")
+ECMP_MODES = ("split", "dor", "hash", "valiant")
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ from .base import Routes, Topology
 #: largest number of nodes a torus or mesh may have
 MAX_NODES = 2**24
 
+#: the routing modes a torus or mesh knows (other families add their own)
 _STATUS_TEXT = {
     STATUS_BAD_NODE: "node id out of range",
     STATUS_COUNT_MISMATCH: "internal error: the routing kernels disagree on the entry count",
