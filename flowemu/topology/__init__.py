@@ -19,10 +19,12 @@ from collections.abc import Callable
 
 from ..errors import ConfigError, show
 from .base import Routes, Topology
+from .hammingmesh import HammingMesh, parse_hammingmesh, parse_hx2mesh, parse_hx4mesh
+from .hyperx import HyperX, parse_hyperx
 from .leafspine import LeafSpine, parse_leafspine
 from .torus import MAX_NODES, Torus
 
-__all__ = ["LeafSpine", "Routes", "Topology", "Torus", "parse_topology", "register_topology",
+__all__ = ["HammingMesh", "HyperX", "LeafSpine", "Routes", "Topology", "Torus", "parse_topology", "register_topology",
            "topology_families"]
 
 _FACTORIES: dict[str, Callable[[str], Topology]] = {}
@@ -148,3 +150,16 @@ register_topology("leafspine", parse_leafspine,
                   "LxHxS[,uplinks=U][,uplink=B]: L leaves of H hosts, S spines, U parallel "
                   "links (default 1) of B x host bandwidth (default 1) per leaf-spine pair; "
                   "oversubscription H/(S*U*B), e.g. leafspine:8x4x2,uplinks=2")
+register_topology("hyperx", parse_hyperx,
+                  "D0xD1x...[,bw=B|B0xB1x...]: HyperX, every node linked to every node "
+                  "sharing all coordinates but one; bw: link bandwidth multiple (per "
+                  "dimension), e.g. hyperx:64x64, hyperx:8x8x8,bw=2")
+register_topology("hammingmesh", parse_hammingmesh,
+                  "AxB,XxY[,board_bw=B][,board_latency=F]: X x Y boards of A x B nodes, a "
+                  "2-D mesh on each board (PCB links: B x bandwidth, default 1; F x link "
+                  "latency, default 0.05), one fat tree (switch) per global row and column; "
+                  "e.g. hammingmesh:2x2,32x32")
+register_topology("hx2mesh", parse_hx2mesh,
+                  "XxY[,options]: hammingmesh:2x2,XxY (Hx2Mesh), e.g. hx2mesh:32x32")
+register_topology("hx4mesh", parse_hx4mesh,
+                  "XxY[,options]: hammingmesh:4x4,XxY (Hx4Mesh), e.g. hx4mesh:16x16")
