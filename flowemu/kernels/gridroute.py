@@ -308,6 +308,23 @@ def _walk(use_hash, seed, s_node, t_node, pos, na, act, hops, sizes, cnt, vert, 
     return pos
 
 
+@njit(inline="always")
+def _one_dim(s, t, sizes, strides, pair_base):
+    """Index of the flow's cached one-dimension route in the pair tables,
+    or -1 (the flow moves in no or several dimensions, or its dimension has
+    no table). Pair ``(a, b)`` of dimension ``k`` sits at
+    ``pair_base[k] + a·size_k + b``."""
+    at = -1
+    for k in range(sizes.shape[0]):
+        a = (s // strides[k]) % sizes[k]
+        b = (t // strides[k]) % sizes[k]
+        if a != b:
+            if at != -1 or pair_base[k] < 0:
+                return -1
+            at = pair_base[k] + a * sizes[k] + b
+    return at
+
+
 @njit
 def _tables(ndim, max_board):
     maxv = 2 * max_board + 1
@@ -320,7 +337,7 @@ def _tables(ndim, max_board):
 
 @njit
 def grid_route_counts(src, dst, kinds, sizes, boards, strides, lstride, lbase, nedges,
-                      num_nodes, split, counts, hops):
+                      num_nodes, split, pair_base, tab_ptr, tab_hops, counts, hops):
     """Pass 1: CSR entries and minimal hop count of every flow.
 
     Parameters
@@ -336,6 +353,9 @@ def grid_route_counts(src, dst, kinds, sizes, boards, strides, lstride, lbase, n
     lbase, nedges : int64[D]
         First link id and edges per line of each dimension.
     num_nodes : int
+    pair_base, tab_ptr, tab_hops
+        Cached split routes of flows moving in one dimension (see
+        :func:`_one_dim`); ``pair_base[k] = -1`` when dimension ``k`` has none.
     split : bool
         Count the all-minimal-paths DAG (else one path: entries = hops).
     counts : int64[F], hops : int32[F]
@@ -361,6 +381,11 @@ def grid_route_counts(src, dst, kinds, sizes, boards, strides, lstride, lbase, n
         t = dst[f]
         if s < 0 or s >= num_nodes or t < 0 or t >= num_nodes:
             return STATUS_BAD_NODE, f, max_states
+        at = _one_dim(s, t, sizes, strides, pair_base)
+        if at >= 0:
+            hops[f] = tab_hops[at]
+            counts[f] = tab_ptr[at + 1] - tab_ptr[at] if split else tab_hops[at]
+            continue
         na, states, h = _setup(s, t, kinds, sizes, boards, strides, coord_s, act, cnt, vert,
                                dsrc, deg, oedge, onext)
         hops[f] = h
@@ -379,12 +404,14 @@ def grid_route_counts(src, dst, kinds, sizes, boards, strides, lstride, lbase, n
 
 @njit
 def grid_route_fill(src, dst, kinds, sizes, boards, strides, lstride, lbase, nedges, mode,
-                    seed, flow_ptr, link, frac, max_states):
+                    seed, pair_base, tab_ptr, tab_edge, tab_frac, flow_ptr, link, frac,
+                    max_states):
     """Pass 2: write the entries.
 
     ``mode`` 0 = split (every minimal path, mass split evenly at every vertex;
     entries in topological order), 1 = dimension order, 2 = hash (seeded,
-    per hop). Other parameters as :func:`grid_route_counts`; ``flow_ptr`` is
+    per hop). ``tab_edge``, ``tab_frac``: the cached line edges and fractions
+    ``tab_ptr`` indexes. Other parameters as :func:`grid_route_counts`; ``flow_ptr`` is
     the prefix sum of its counts and ``link`` (int32[E]), ``frac``
     (float64[E]) are the outputs.
 
@@ -403,6 +430,25 @@ def grid_route_fill(src, dst, kinds, sizes, boards, strides, lstride, lbase, ned
     for f in range(src.shape[0]):
         s = src[f]
         t = dst[f]
+        pos = flow_ptr[f]
+        if mode == 0:
+            at = _one_dim(s, t, sizes, strides, pair_base)
+            if at >= 0:
+                k = 0
+                while (s // strides[k]) % sizes[k] == (t // strides[k]) % sizes[k]:
+                    k += 1
+                line = 0
+                for i in range(ndim):
+                    if i != k:
+                        line += ((s // strides[i]) % sizes[i]) * lstride[k, i]
+                first = lbase[k] + line * nedges[k]
+                for e in range(tab_ptr[at], tab_ptr[at + 1]):
+                    link[pos] = first + tab_edge[e]
+                    frac[pos] = tab_frac[e]
+                    pos += 1
+                if pos != flow_ptr[f + 1]:
+                    return STATUS_COUNT_MISMATCH, f
+                continue
         na, states, h = _setup(s, t, kinds, sizes, boards, strides, coord_s, act, cnt, vert,
                                dsrc, deg, oedge, onext)
         for k in range(ndim):

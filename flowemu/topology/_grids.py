@@ -39,6 +39,10 @@ MAX_LINKS = 2**26
 GRID_MODES = ("split", "dor", "hash")
 _MODE_CODE = {"split": 0, "dor": 1, "hash": 2}
 
+#: a dimension caches the split routes of its one-dimension flows when its
+#: line has at most this many (source, destination) pairs
+MAX_TABLE_PAIRS = 2**20
+
 _STATUS_TEXT = {
     STATUS_BAD_NODE: "node id out of range",
     STATUS_COUNT_MISMATCH: "internal error: the routing kernels disagree on the entry count",
@@ -149,6 +153,44 @@ class GridTopology(Topology):
         set_(self, "_lbase", readonly(lbase))
         set_(self, "_nedges", readonly(nedges))
         set_(self, "_swbase", readonly(swbase))
+        self._build_pair_tables()
+
+    def _build_pair_tables(self) -> None:
+        """Cache the split routes of flows that move in one dimension (all
+        of Swing's, bucket's and the rings' traffic on a grid), as line-edge
+        ids and fractions per (source, destination) coordinate pair: routing
+        such a flow is then a copy. Routed once, on the dimension's first
+        line, by the general kernel."""
+        set_ = object.__setattr__
+        ndim = len(self.grid)
+        empty = np.zeros(1, dtype=np.int64)
+        set_(self, "_pair_base", np.full(ndim, -1, dtype=np.int64))
+        set_(self, "_tab_ptr", empty)
+        set_(self, "_tab_hops", empty.astype(np.int32))
+        set_(self, "_tab_edge", empty)
+        set_(self, "_tab_frac", np.zeros(1))
+        ptrs, hops, edges, fracs = [], [], [], []
+        pair_base = np.full(ndim, -1, dtype=np.int64)
+        at, entries = 0, 0
+        for k, size in enumerate(self.grid):
+            if size * size > MAX_TABLE_PAIRS:
+                continue
+            pos = np.arange(size, dtype=np.int64) * int(self._strides[k])
+            src, dst = (a.ravel() for a in np.meshgrid(pos, pos, indexing="ij"))
+            r = self.route(src, dst, "split")
+            pair_base[k] = at
+            ptrs.append(r.flow_ptr[:-1] + entries)
+            hops.append(r.hops)
+            edges.append(r.link.astype(np.int64) - self._lbase[k])
+            fracs.append(r.frac)
+            at += size * size
+            entries += r.num_entries
+        if at:
+            set_(self, "_tab_ptr", readonly(np.concatenate(ptrs + [[entries]]).astype(np.int64)))
+            set_(self, "_tab_hops", readonly(np.concatenate(hops + [[0]]).astype(np.int32)))
+            set_(self, "_tab_edge", readonly(np.concatenate(edges)))
+            set_(self, "_tab_frac", readonly(np.concatenate(fracs)))
+            set_(self, "_pair_base", readonly(pair_base))
 
     # ------------------------------------------------------------------ shape
 
@@ -183,7 +225,8 @@ class GridTopology(Topology):
         hops = np.empty(len(src), dtype=np.int32)
         status, bad, max_states = grid_route_counts(
             src, dst, self._kinds, self._sizes, self._boards, self._strides, self._lstride,
-            self._lbase, self._nedges, self.num_endpoints, split, counts, hops)
+            self._lbase, self._nedges, self.num_endpoints, split, self._pair_base,
+            self._tab_ptr, self._tab_hops, counts, hops)
         self._check_status(status, bad, src, dst)
         # returned, not stored: several threads may route on one topology
         return counts, hops, int(max_states)
@@ -224,7 +267,8 @@ class GridTopology(Topology):
         status, bad = grid_route_fill(
             src, dst, self._kinds, self._sizes, self._boards, self._strides, self._lstride,
             self._lbase, self._nedges, _MODE_CODE[ecmp],
-            np.uint64(seed & 0xFFFFFFFFFFFFFFFF), flow_ptr, link, frac, max_states)
+            np.uint64(seed & 0xFFFFFFFFFFFFFFFF), self._pair_base, self._tab_ptr,
+            self._tab_edge, self._tab_frac, flow_ptr, link, frac, max_states)
         self._check_status(status, bad, src, dst)
         return Routes(flow_ptr=flow_ptr, link=link, frac=frac, hops=hops)
 
