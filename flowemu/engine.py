@@ -248,8 +248,17 @@ def _route(ctx: _Context, traffic: Traffic) -> tuple[Routes, np.ndarray, np.ndar
 
 def _solve(ctx: _Context, routes: Routes, dst: np.ndarray, flow_bytes: np.ndarray, label: str):
     net = ctx.network
+    capacity = ctx.link_capacity
+    if len(capacity) > 4 * len(routes.link):
+        # A step that touches few of many links (a HyperX has N·Σ(d−1)): the
+        # solver's per-link work would dominate, so it sees the used links only.
+        used = np.flatnonzero(np.bincount(routes.link, minlength=len(capacity)))
+        remap = np.empty(len(capacity), dtype=np.int32)
+        remap[used] = np.arange(len(used), dtype=np.int32)
+        routes = Routes(routes.flow_ptr, remap[routes.link], routes.frac, routes.hops)
+        capacity = capacity[used]
     sol = solve_completion(
-        routes, ctx.link_capacity, flow_bytes, flow_dst=dst,
+        routes, capacity, flow_bytes, flow_dst=dst,
         ingress_capacity=ctx.ingress_capacity,
         incast_threshold=net.incast_threshold if net.incast_on else float("inf"),
         incast_slope=net.incast_slope if net.incast_on else 0.0)

@@ -21,12 +21,15 @@ from ..errors import ConfigError, show
 from .base import Routes, Topology
 from .dragonfly import Dragonfly, parse_dragonfly
 from .graph import Graph, parse_graph
+from .hammingmesh import HammingMesh, parse_hammingmesh, parse_hx2mesh, parse_hx4mesh
+from .hyperx import HyperX, parse_hyperx
 from .leafspine import LeafSpine, parse_leafspine
 from .torus import MAX_NODES, Torus
 from .tree import TREE_DOC, Tree, parse_tree
 
-__all__ = ["MODE_DOCS", "Dragonfly", "Graph", "LeafSpine", "Routes", "Topology", "Torus", "Tree",
-           "parse_topology", "register_topology", "topology_families", "topology_modes"]
+__all__ = ["MODE_DOCS", "Dragonfly", "Graph", "HammingMesh", "HyperX", "LeafSpine", "Routes",
+           "Topology", "Torus", "Tree", "parse_topology", "register_topology", "topology_families",
+           "topology_modes"]
 
 _FACTORIES: dict[str, Callable[[str], Topology]] = {}
 _DOCS: dict[str, str] = {}
@@ -179,9 +182,27 @@ register_topology("dragonfly", parse_dragonfly,
                   "a=A,p=P,h=H[,g=G][,local=B][,global=B][,local_latency=X]"
                   "[,global_latency=X]: Dragonfly of g groups (default a*h+1) of A routers "
                   "(all-to-all), P hosts and H global links a router; B/X scale the local/global "
-                  "link bandwidth/latency; ecmp split, hash, valiant, e.g. dragonfly:a=4,p=2,h=2", Dragonfly.ecmp_modes)
+                  "link bandwidth/latency; ecmp split, hash, valiant, e.g. dragonfly:a=4,p=2,h=2",
+                  Dragonfly.ecmp_modes)
 register_topology("graph", parse_graph,
                   "FILE[,split=hop|paths]: any network from a .json/.toml file (nodes with an "
                   "endpoint flag, links with optional bandwidth and latency), routed on "
                   "shortest paths; ecmp split, hash, e.g. graph:configs/graphs/two-sites.toml",
                   Graph.ecmp_modes)
+register_topology("hyperx", parse_hyperx,
+                  "D0xD1x...[,bw=B|B0xB1x...]: HyperX, every node linked to every node "
+                  "sharing all coordinates but one; bw: link bandwidth multiple (per "
+                  "dimension), e.g. hyperx:4x4, hyperx:64x64, hyperx:8x8x8,bw=2",
+                  HyperX.ecmp_modes)
+register_topology("hammingmesh", parse_hammingmesh,
+                  "AxB,XxY[,board_bw=B][,board_latency=F]: X x Y boards of A x B nodes, a "
+                  "2-D mesh on each board (PCB links: B x bandwidth, default 1; F x link "
+                  "latency, default 0.05), one fat tree (switch) per global row and column; "
+                  "e.g. hammingmesh:2x2,4x4 (Hx2Mesh 4,096 nodes: hammingmesh:2x2,32x32)",
+                  HammingMesh.ecmp_modes)
+register_topology("hx2mesh", parse_hx2mesh,
+                  "XxY[,options]: hammingmesh:2x2,XxY (Hx2Mesh), e.g. hx2mesh:4x4 or "
+                  "hx2mesh:32x32 (4,096 nodes)", HammingMesh.ecmp_modes)
+register_topology("hx4mesh", parse_hx4mesh,
+                  "XxY[,options]: hammingmesh:4x4,XxY (Hx4Mesh), e.g. hx4mesh:2x2 or "
+                  "hx4mesh:16x16 (4,096 nodes)", HammingMesh.ecmp_modes)
