@@ -57,9 +57,11 @@ figures: $(STAMP)
 
 # the Swing paper's torus evaluation (Fig. 6-8, 10, 11): configs/paper.toml -> results/paper/
 # and Fig. 6's gain curve for per-message overheads of 0 to 2 us: configs/alpha.toml -> results/alpha/
+# and the torus-like topologies of §5.4 (Fig. 12-14): configs/toruslike.toml -> results/toruslike/
 PAPER := $(RESULTS)/paper
 PAPER_FIGS := $(PAPER)/figures
 ALPHA := $(RESULTS)/alpha
+TORUSLIKE := $(RESULTS)/toruslike
 paper: $(STAMP)
 	$(PY) -m flowemu sweep configs/paper.toml --out $(PAPER) $(SWEEP_OPTS)
 	$(PY) -m flowemu plot $(PAPER)
@@ -74,6 +76,16 @@ paper: $(STAMP)
 	$(PY) -m flowemu plot $(PAPER) --group ndim \
 	  --title "Fig. 11: 2-D, 3-D, 4-D tori" --out $(PAPER_FIGS)/fig11-goodput-ndim.png
 	$(PY) -m flowemu compare $(PAPER) --format csv --out $(PAPER)/compare.csv
+	$(PY) -m flowemu sweep configs/toruslike.toml --out $(TORUSLIKE) $(SWEEP_OPTS)
+	$(PY) -m flowemu plot $(TORUSLIKE) --topology hx2mesh:32x32 \
+	  --title "Fig. 12: Hx2Mesh, 4,096 nodes" --out $(PAPER_FIGS)/fig12-goodput-hx2mesh.png
+	$(PY) -m flowemu plot $(TORUSLIKE) --topology hx4mesh:16x16 \
+	  --title "Fig. 13: Hx4Mesh, 4,096 nodes" --out $(PAPER_FIGS)/fig13-goodput-hx4mesh.png
+	$(PY) -m flowemu plot $(TORUSLIKE) --topology hyperx:64x64 \
+	  --title "Fig. 14: 2-D HyperX, 4,096 nodes" --out $(PAPER_FIGS)/fig14-goodput-hyperx.png
+	$(PY) -m flowemu plot $(TORUSLIKE) --kind gain \
+	  --title "Swing gain: HyperX, Hx2Mesh, Hx4Mesh, 64x64 torus" \
+	  --out $(PAPER_FIGS)/fig12-14-gain-toruslike.png
 	$(PY) -m flowemu sweep configs/alpha.toml --out $(ALPHA) $(SWEEP_OPTS)
 	$(PY) -m flowemu plot $(ALPHA) --kind gain-curve --by alpha_s \
 	  --title "Swing's gain over the best other, 64x64 torus, per-message overhead alpha" \

@@ -174,7 +174,8 @@ def _build_parser() -> argparse.ArgumentParser:
                     help="goodput | time (vs size) | gain (heatmap) | gain-curve (gain vs "
                          "size, a line per value of --by)")
     pl.add_argument("--group", "-g", help="only this group of the sweep")
-    pl.add_argument("--topology", "-t", help="only these topologies (comma list)")
+    pl.add_argument("--topology", "-t", help="only these topologies (comma list; a spec's own "
+                    "options stay with it: hx2mesh:32x32,torus:64x64,leafspine:8x4x2,uplinks=2)")
     pl.add_argument("--algorithm", "-a",
                     help="--kind gain, gain-curve: whose gain (default swing if present; "
                          "gain without it: the best's)")
@@ -488,7 +489,7 @@ def _cmd_plot(args) -> int:
     if not args.out.lower().endswith((".png", ".pdf", ".svg")):
         raise ConfigError(f"--out: {args.out!r} should end in .png (or .pdf, .svg)")
     kw = {"group": args.group, "title": args.title, "where": args.where,
-          "topologies": [t.strip() for t in args.topology.split(",")] if args.topology else None}
+          "topologies": _split_specs(args.topology) if args.topology else None}
     if args.kind in ("gain", "gain-curve"):
         kw["algorithm"] = args.algorithm
     elif args.algorithm:
@@ -526,3 +527,8 @@ def main(argv=None) -> int:
         where = f" {exc.filename!r}" if exc.filename else ""
         print(f"flowemu: error: cannot complete:{where} {exc.strerror or exc}", file=sys.stderr)
         return 1
+
+
+def _split_specs(text: str) -> list[str]:
+    from .topology import split_specs
+    return split_specs(text)

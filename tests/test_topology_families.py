@@ -132,3 +132,30 @@ def test_engine_agrees_with_the_oracle_in_every_mode(family):
         expect = np.max(net.alpha + routes.hops * net.hop_latency + path + np.array(finish))
         got = flowemu.time_traffic(topo, traffic, ecmp=mode, network=net)["time_s"].iloc[0]
         assert got == pytest.approx(expect, rel=1e-9), mode
+
+
+def test_split_specs_keeps_each_specs_options():
+    from flowemu.topology import split_specs
+    text = "hx2mesh:4x4, torus:8x8,leafspine:8x4x2,uplinks=2,tree:dc(2x4)+dc(4),lat=30ms::"
+    assert split_specs(text, canonical=False) == [
+        "hx2mesh:4x4", "torus:8x8", "leafspine:8x4x2,uplinks=2", "tree:dc(2x4)+dc(4),lat=30ms::"]
+    assert split_specs(text)[0] == "hammingmesh:2x2,4x4"
+    assert split_specs("torus:8x8,nosuch:3") == ["torus:8x8", "nosuch:3"]
+
+
+def test_plot_selects_specs_with_options(tmp_path, capsys):
+    import pandas as pd
+
+    from flowemu.cli import main
+    frames = [flowemu.simulate(spec, "ring", "1KiB,1MiB") for spec in
+              ("leafspine:2x2x2,uplinks=2", "hx2mesh:2x2", "torus:4x4")]
+    data = tmp_path / "rows.parquet"
+    pd.concat(frames, ignore_index=True).to_parquet(data)
+    out = tmp_path / "f.png"
+    code = main(["plot", str(data), "--topology", "leafspine:2x2x2,uplinks=2,hx2mesh:2x2",
+                 "--out", str(out)])
+    assert code == 0 and out.stat().st_size > 0, capsys.readouterr().err
+    code = main(["plot", str(data), "--topology", "leafspine:2x2x2,uplinks=3",
+                 "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and "leafspine:2x2x2,uplinks=3 not in the data" in err

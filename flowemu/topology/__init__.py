@@ -15,6 +15,7 @@ accepted; :func:`parse_topology` prefixes the spec so every message reads
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 
 from ..errors import ConfigError, show
@@ -28,8 +29,8 @@ from .torus import MAX_NODES, Torus
 from .tree import TREE_DOC, Tree, parse_tree
 
 __all__ = ["MODE_DOCS", "Dragonfly", "Graph", "HammingMesh", "HyperX", "LeafSpine", "Routes",
-           "Topology", "Torus", "Tree", "parse_topology", "register_topology", "topology_families",
-           "topology_modes"]
+           "Topology", "Torus", "Tree", "parse_topology", "register_topology", "split_specs",
+           "topology_families", "topology_modes"]
 
 _FACTORIES: dict[str, Callable[[str], Topology]] = {}
 _DOCS: dict[str, str] = {}
@@ -129,6 +130,28 @@ def parse_topology(spec: str) -> Topology:
         return _FACTORIES[family](params)
     except ConfigError as exc:
         raise ConfigError(f"topology {spec!r}: {exc}") from None
+
+
+def split_specs(text: str, canonical: bool = True) -> list[str]:
+    """A comma list of topology specs, each keeping its own options:
+    ``"hx2mesh:32x32,torus:8x8,leafspine:8x4x2,uplinks=2"`` gives three specs
+    (a new spec starts where an item begins with a family name and ``:``;
+    an option is ``key=value``). With ``canonical`` each spec is given as the topology's
+    canonical spec (``hx2mesh:32x32`` -> ``hammingmesh:2x2,32x32``) when it
+    parses, else as written."""
+    out: list[str] = []
+    for item in str(text).split(","):
+        if re.match(r"\s*[a-z][a-z0-9_]*:", item) or not out:
+            out.append(item.strip())
+        else:
+            out[-1] += "," + item.strip()
+    if canonical:
+        for i, spec in enumerate(out):
+            try:
+                out[i] = parse_topology(spec).spec
+            except ConfigError:
+                pass   # kept as written (a dataset may hold specs no longer buildable)
+    return out
 
 
 def _parse_dims(family: str, params: str) -> tuple[int, ...]:
