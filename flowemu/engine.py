@@ -248,11 +248,13 @@ def _route(ctx: _Context, traffic: Traffic) -> tuple[Routes, np.ndarray, np.ndar
 
 def _solve(ctx: _Context, routes: Routes, dst: np.ndarray, flow_bytes: np.ndarray, label: str):
     net = ctx.network
+    routes, capacity = ctx.topology.solver_problem(routes, ctx.link_capacity, ctx.ecmp)
     sol = solve_completion(
-        routes, ctx.link_capacity, flow_bytes, flow_dst=dst,
+        routes, capacity, flow_bytes, flow_dst=dst,
         ingress_capacity=ctx.ingress_capacity,
         incast_threshold=net.incast_threshold if net.incast_on else float("inf"),
-        incast_slope=net.incast_slope if net.incast_on else 0.0)
+        incast_slope=net.incast_slope if net.incast_on else 0.0,
+        resolve=ctx.topology.solver_resolve)
     if sol.status != 0:
         raise SolverError(f"max-min solver failed (status {sol.status}) on {ctx.topology.spec}, "
                           f"step {label!r}, {routes.num_flows} flows")

@@ -19,10 +19,11 @@ from collections.abc import Callable
 
 from ..errors import ConfigError, show
 from .base import Routes, Topology
+from .fattree import FatTree, parse_fattree
 from .leafspine import LeafSpine, parse_leafspine
 from .torus import MAX_NODES, Torus
 
-__all__ = ["LeafSpine", "Routes", "Topology", "Torus", "parse_topology", "register_topology",
+__all__ = ["FatTree", "LeafSpine", "Routes", "Topology", "Torus", "parse_topology", "register_topology",
            "topology_families"]
 
 _FACTORIES: dict[str, Callable[[str], Topology]] = {}
@@ -148,3 +149,8 @@ register_topology("leafspine", parse_leafspine,
                   "LxHxS[,uplinks=U][,uplink=B]: L leaves of H hosts, S spines, U parallel "
                   "links (default 1) of B x host bandwidth (default 1) per leaf-spine pair; "
                   "oversubscription H/(S*U*B), e.g. leafspine:8x4x2,uplinks=2")
+register_topology("fattree", parse_fattree,
+                  "k=K[,levels=3|2][,taper=R1[:R2]]: k-ary fat tree of k-port switches, K even; "
+                  "levels=3 (default): k pods, (k/2)^2 cores, k^3/4 hosts; levels=2: k leaves of "
+                  "k/2 hosts, k/2 spines; taper: oversubscription of the edge (leaf) tier, then "
+                  "the aggregation tier, e.g. fattree:k=8,taper=2")

@@ -41,6 +41,8 @@ MAX_HOSTS = 2**24
 MAX_LINKS = 2**26
 
 LEAFSPINE_MODES = ("split", "hash")
+#: what a refused mode is, in messages
+_MODE_NAMES = {"dor": "dimension order", "dmodk": "destination mod k, a fat-tree routing"}
 
 @dataclass(frozen=True)
 class LeafSpine(Topology):
@@ -155,7 +157,8 @@ class LeafSpine(Topology):
     def _check_ecmp(self, ecmp: str) -> str:
         check_ecmp(ecmp)
         if ecmp not in LEAFSPINE_MODES:
-            raise ConfigError(f"ecmp: {ecmp!r} (dimension order) has no meaning on {self.spec}; "
+            what = _MODE_NAMES.get(ecmp, "not a leaf-spine routing")
+            raise ConfigError(f"ecmp: {ecmp!r} ({what}) has no meaning on {self.spec}; "
                               f"allowed: {', '.join(LEAFSPINE_MODES)}")
         return ecmp
 

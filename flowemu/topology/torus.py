@@ -35,6 +35,9 @@ from ._common import is_int as _is_int
 from ._common import readonly as _readonly
 from .base import Routes, Topology, check_ecmp
 
+#: routing modes of a torus or mesh
+TORUS_MODES = ("split", "dor", "hash")
+
 #: largest number of nodes a torus or mesh may have
 MAX_NODES = 2**24
 
@@ -238,6 +241,13 @@ class Torus(Topology):
 
     # ---------------------------------------------------------------- routing
 
+    def _check_ecmp(self, ecmp: str) -> str:
+        check_ecmp(ecmp)
+        if ecmp not in TORUS_MODES:
+            raise ConfigError(f"ecmp: {ecmp!r} has no meaning on {self.spec} (a torus routes "
+                              f"over its dimensions); allowed: {', '.join(TORUS_MODES)}")
+        return ecmp
+
     def route(self, src, dst, ecmp: str = "split", seed: int = 0) -> Routes:
         """Route flows ``src[i] -> dst[i]`` over minimal paths.
 
@@ -264,7 +274,7 @@ class Torus(Topology):
             ``hops`` int32[F] (minimal distance; 0 and no entries when
             ``src == dst``).
         """
-        check_ecmp(ecmp)
+        self._check_ecmp(ecmp)
         seed = check_seed(seed)
         src, dst = self._check_flows(src, dst)
         num_flows = len(src)
@@ -297,7 +307,7 @@ class Torus(Topology):
         path; for split routes the links of the product DAG of the farthest
         offset in every dimension (a torus dimension of even size d has a
         tie at d/2: 2·(d/2) states and links each way)."""
-        check_ecmp(ecmp)
+        self._check_ecmp(ecmp)
         far = [d // 2 if self.wrap else d - 1 for d in self.dims]
         if ecmp != "split":
             return int(sum(far))
@@ -313,7 +323,7 @@ class Torus(Topology):
         """Route entries :meth:`route` would return for these flows, from the
         routing kernel's counting pass (12 bytes of scratch per flow, no
         routes built)."""
-        check_ecmp(ecmp)
+        self._check_ecmp(ecmp)
         src, dst = self._check_flows(src, dst)
         counts = np.empty(len(src), dtype=np.int64)
         hops = np.empty(len(src), dtype=np.int32)
