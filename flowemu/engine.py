@@ -414,7 +414,7 @@ def profile(schedule: Schedule, topology: Topology, network: Network | None = No
         A Topology or a spec such as ``"torus:8x8"``.
     network : Network, optional
         Defaults to ``Network()`` (400 Gb/s, 100 ns links, 300 ns per hop).
-    ecmp : {"split", "dor", "hash"}
+    ecmp : {"split", "dor", "hash", "dmodk"}
     seed : int
         Seed of ``ecmp="hash"``.
     mapping : int[p], optional
