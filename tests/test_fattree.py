@@ -466,6 +466,33 @@ def test_every_algorithm_runs(spec, ecmp):
         assert (df["topology"] == parse_topology(spec).spec).all()
 
 
+@pytest.mark.parametrize("k,taper", [(4, 1), (6, 2), (8, 3)])
+def test_two_levels_equal_the_leafspine_fabric(k, taper):
+    """levels=2 is leafspine:Kx(K/2)x(K/2) with uplinks of 1/taper: the same
+    times for every algorithm (split routes; the leaf-spine family solves
+    its full routes, the fat tree its merged uplink groups)."""
+    ft = f"fattree:k={k},levels=2,taper={taper}"
+    ls = f"leafspine:{k}x{k // 2}x{k // 2},uplink={1 / taper!r}"
+    assert parse_topology(ls).num_links == parse_topology(ft).num_links
+    for alg in ("ring", "recdoub", "swing", "bucket"):
+        a = flowemu.simulate(ft, alg, "1KiB,64MiB")["time_s"].to_numpy()
+        b = flowemu.simulate(ls, alg, "1KiB,64MiB")["time_s"].to_numpy()
+        np.testing.assert_allclose(a, b, rtol=1e-9)
+
+
+@pytest.mark.parametrize("spec", ["fattree:k=2", "fattree:k=2,levels=2"])
+def test_smallest_tree_two_hosts(spec):
+    t = parse_topology(spec)
+    assert t.num_endpoints == 2
+    hops = 6 if t.levels == 3 else 4
+    r = t.route(np.array([0, 1]), np.array([1, 0]), "split")
+    np.testing.assert_array_equal(r.hops, hops)
+    m = 2.0**20
+    df = flowemu.simulate(spec, "ring:ports=1", [m])
+    # two ranks: 2 steps of n/2 each way at B
+    assert df["time_s"].iloc[0] == pytest.approx(2 * (hops * LAT + m / 2 / B), rel=1e-9)
+
+
 def test_ring_on_non_blocking_tree_closed_form():
     """A unidirectional ring on ranks 0..N-1: every step is the shift by one,
     a permutation, so each step takes (hops of the farthest neighbour)·LAT +
