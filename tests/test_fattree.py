@@ -350,6 +350,13 @@ def test_reduced_problem_exact_with_uneven_link_capacities(spec, resolve):
     np.testing.assert_allclose(sol.finish, o_finish, rtol=1e-9)
 
 
+def test_resolve_mode_follows_taper():
+    assert parse_topology("fattree:k=4").solver_resolve == "restricted"
+    assert parse_topology("fattree:k=4,taper=0.5").solver_resolve == "restricted"
+    assert parse_topology("fattree:k=4,taper=1:2").solver_resolve == "auto"
+    assert parse_topology("torus:4x4").solver_resolve == "auto"
+
+
 def test_single_path_problem_is_not_reduced():
     t = parse_topology("fattree:k=4")
     r = t.route(np.arange(8), np.arange(8, 16), "hash")
