@@ -160,7 +160,7 @@ def simulate(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "split", s
     sizes : str, int, list, numpy array or pandas Series
         ``"32B..512MiB"`` (every power of two), ``"1KiB,1MiB"``, one byte
         count, or a sequence of byte counts / size strings.
-    ecmp : {"split", "dor", "hash"}
+    ecmp : {"split", "dor", "hash", "dmodk"}
     seed : int
         Seed of ``ecmp="hash"`` (0..2**63-1; numpy integers are fine).
     ranks : int, optional

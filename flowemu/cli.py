@@ -111,7 +111,9 @@ def _build_parser() -> argparse.ArgumentParser:
                    help="GenModel w_t, a flow count; needs --incast-slope (default inf: off)")
     r.add_argument("--incast-slope", default="0",
                    help="GenModel ε per byte, e.g. 1ps; needs --incast-threshold (default 0: off)")
-    r.add_argument("--ecmp", default="split", help="split | dor | hash (default split)")
+    r.add_argument("--ecmp", default="split",
+                   help="split | dor | hash | dmodk (default split; dor on tori and meshes, "
+                   "dmodk on fat trees)")
     r.add_argument("--seed", type=int, default=0, help="seed of --ecmp hash (default 0)")
     r.add_argument("--format", "-f", default="table",
                    help="table | csv | json | parquet (default: from --out's extension, "

@@ -248,7 +248,8 @@ def _route(ctx: _Context, traffic: Traffic) -> tuple[Routes, np.ndarray, np.ndar
 
 def _solve(ctx: _Context, routes: Routes, dst: np.ndarray, flow_bytes: np.ndarray, label: str):
     net = ctx.network
-    capacity = ctx.link_capacity
+    # a family may hand the solver an exact, smaller problem (fat-tree uplink groups)
+    routes, capacity = ctx.topology.solver_problem(routes, ctx.link_capacity, ctx.ecmp)
     if len(capacity) > 4 * len(routes.link):
         # A step that touches few of many links (a HyperX has N·Σ(d−1)): the
         # solver's per-link work would dominate, so it sees the used links only.
@@ -261,7 +262,8 @@ def _solve(ctx: _Context, routes: Routes, dst: np.ndarray, flow_bytes: np.ndarra
         routes, capacity, flow_bytes, flow_dst=dst,
         ingress_capacity=ctx.ingress_capacity,
         incast_threshold=net.incast_threshold if net.incast_on else float("inf"),
-        incast_slope=net.incast_slope if net.incast_on else 0.0)
+        incast_slope=net.incast_slope if net.incast_on else 0.0,
+        resolve=ctx.topology.solver_resolve)
     if sol.status != 0:
         raise SolverError(f"max-min solver failed (status {sol.status}) on {ctx.topology.spec}, "
                           f"step {label!r}, {routes.num_flows} flows")
@@ -421,7 +423,7 @@ def profile(schedule: Schedule, topology: Topology, network: Network | None = No
         A Topology or a spec such as ``"torus:8x8"``.
     network : Network, optional
         Defaults to ``Network()`` (400 Gb/s, 100 ns links, 300 ns per hop).
-    ecmp : {"split", "dor", "hash"}
+    ecmp : {"split", "dor", "hash", "dmodk"}
     seed : int
         Seed of ``ecmp="hash"``.
     mapping : int[p], optional

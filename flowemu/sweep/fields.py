@@ -163,10 +163,10 @@ def _parse_scalar(name: str, raw):
             raise ConfigError(f"expected a flow count or \"inf\", got {_type_name(raw)}")
         return _canon_float(Network(incast_threshold=raw).incast_threshold)
     if name == "ecmp":
-        from ..topology.base import check_ecmp
+        from ..topology.base import ECMP_MODES, check_ecmp
         if not isinstance(raw, str):
-            raise ConfigError(f"expected one of \"split\", \"dor\", \"hash\", got "
-                              f"{_type_name(raw)}")
+            modes = ", ".join(f'"{m}"' for m in ECMP_MODES)
+            raise ConfigError(f"expected one of {modes}, got {_type_name(raw)}")
         check_ecmp(raw)
         return raw
     if name == "seed":

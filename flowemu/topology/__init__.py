@@ -21,6 +21,7 @@ from collections.abc import Callable
 from ..errors import ConfigError, show
 from .base import Routes, Topology
 from .dragonfly import Dragonfly, parse_dragonfly
+from .fattree import FatTree, parse_fattree
 from .graph import Graph, parse_graph
 from .hammingmesh import HammingMesh, parse_hammingmesh, parse_hx2mesh, parse_hx4mesh
 from .hyperx import HyperX, parse_hyperx
@@ -28,9 +29,9 @@ from .leafspine import LeafSpine, parse_leafspine
 from .torus import MAX_NODES, Torus
 from .tree import TREE_DOC, Tree, parse_tree
 
-__all__ = ["MODE_DOCS", "Dragonfly", "Graph", "HammingMesh", "HyperX", "LeafSpine", "Routes",
-           "Topology", "Torus", "Tree", "parse_topology", "register_topology", "split_specs",
-           "topology_families", "topology_modes"]
+__all__ = ["MODE_DOCS", "Dragonfly", "FatTree", "Graph", "HammingMesh", "HyperX", "LeafSpine",
+           "Routes", "Topology", "Torus", "Tree", "parse_topology", "register_topology",
+           "split_specs", "topology_families", "topology_modes"]
 
 _FACTORIES: dict[str, Callable[[str], Topology]] = {}
 _DOCS: dict[str, str] = {}
@@ -41,6 +42,8 @@ MODE_DOCS = {
     "split": "even fractional split over all minimal paths (the fluid limit of ECMP)",
     "hash": "one minimal path per flow by a seeded hash of (source, destination)",
     "dor": "dimension order: one minimal path, lowest dimension first",
+    "dmodk": "destination mod k: one path, each tier's up-port chosen from the destination "
+             "host id (fat trees)",
     "valiant": "fluid Valiant routing: the flow spread evenly over every intermediate group, "
                "each leg minimal",
 }
@@ -229,3 +232,9 @@ register_topology("hx2mesh", parse_hx2mesh,
 register_topology("hx4mesh", parse_hx4mesh,
                   "XxY[,options]: hammingmesh:4x4,XxY (Hx4Mesh), e.g. hx4mesh:2x2 or "
                   "hx4mesh:16x16 (4,096 nodes)", HammingMesh.ecmp_modes)
+register_topology("fattree", parse_fattree,
+                  "k=K[,levels=3|2][,taper=R1[:R2]]: k-ary fat tree of k-port switches, K even; "
+                  "levels=3 (default): k pods, (k/2)^2 cores, k^3/4 hosts; levels=2: k leaves of "
+                  "k/2 hosts, k/2 spines; taper: oversubscription of the edge (leaf) tier, then "
+                  "the aggregation tier, e.g. fattree:k=4, fattree:k=8,taper=2, fattree:k=40 "
+                  "(16,000 hosts)", FatTree.ecmp_modes)

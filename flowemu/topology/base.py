@@ -24,7 +24,7 @@ import numpy as np
 
 from ..errors import ConfigError, RoutingError, show
 
-ECMP_MODES = ("split", "dor", "hash", "valiant")
+ECMP_MODES = ("split", "dor", "hash", "valiant", "dmodk")
 
 
 @dataclass(frozen=True)
@@ -167,6 +167,22 @@ class Topology:
         """An upper bound on the route entries of any one flow (None when the
         family gives none; then :meth:`route_entries` counts them)."""
         return None
+
+    #: how the max-min solver re-solves after a flow finishes
+    #: (``solve_completion``'s ``resolve``); every mode gives the same rates,
+    #: a family picks the fastest for its typical load
+    solver_resolve: str = "auto"
+
+    def solver_problem(self, routes: Routes, link_capacity: np.ndarray,
+                       ecmp: str) -> tuple[Routes, np.ndarray]:
+        """The max-min problem the solver gets for ``routes`` (made by
+        :meth:`route` with ``ecmp``): ``(routes, capacity)`` over the same
+        ``L`` resource ids. By default the routes and link capacities
+        themselves. A family whose routes cross groups of links that carry
+        the same flows with the same fractions may hand the solver one
+        resource per group (same rates, fewer entries); the routes kept for
+        latencies, congestion and flow dumps are the real ones."""
+        return routes, link_capacity
 
     #: optional per-link arrays (float64[L]); None means "all defaults"
     link_latency_scale: np.ndarray | None = None

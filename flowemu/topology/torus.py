@@ -35,6 +35,8 @@ from ._common import is_int as _is_int
 from ._common import readonly as _readonly
 from .base import Routes, Topology
 
+#: routing modes of a torus or mesh
+
 #: largest number of nodes a torus or mesh may have
 MAX_NODES = 2**24
 
