@@ -58,10 +58,12 @@ figures: $(STAMP)
 # the Swing paper's torus evaluation (Fig. 6-8, 10, 11): configs/paper.toml -> results/paper/
 # and Fig. 6's gain curve for per-message overheads of 0 to 2 us: configs/alpha.toml -> results/alpha/
 # and the torus-like topologies of §5.4 (Fig. 12-14): configs/toruslike.toml -> results/toruslike/
+# and the fat-tree / leaf-spine tapering what-if: configs/taper.toml -> results/taper/
 PAPER := $(RESULTS)/paper
 PAPER_FIGS := $(PAPER)/figures
 ALPHA := $(RESULTS)/alpha
 TORUSLIKE := $(RESULTS)/toruslike
+TAPER := $(RESULTS)/taper
 paper: $(STAMP)
 	$(PY) -m flowemu sweep configs/paper.toml --out $(PAPER) $(SWEEP_OPTS)
 	$(PY) -m flowemu plot $(PAPER)
@@ -86,6 +88,13 @@ paper: $(STAMP)
 	$(PY) -m flowemu plot $(TORUSLIKE) --kind gain \
 	  --title "Swing gain: HyperX, Hx2Mesh, Hx4Mesh, 64x64 torus" \
 	  --out $(PAPER_FIGS)/fig12-14-gain-toruslike.png
+	$(PY) -m flowemu sweep configs/taper.toml --out $(TAPER) $(SWEEP_OPTS)
+	$(PY) -m flowemu plot $(TAPER) --group fattree \
+	  --title "fattree:k=16 (1,024 hosts), edge tier 1:1, 2:1, 4:1" \
+	  --out $(PAPER_FIGS)/taper-goodput-fattree.png
+	$(PY) -m flowemu plot $(TAPER) --group leafspine \
+	  --title "leaf-spine 32 leaves x 32 hosts, 32/16/8 spines (1:1, 2:1, 4:1)" \
+	  --out $(PAPER_FIGS)/taper-goodput-leafspine.png
 	$(PY) -m flowemu sweep configs/alpha.toml --out $(ALPHA) $(SWEEP_OPTS)
 	$(PY) -m flowemu plot $(ALPHA) --kind gain-curve --by alpha_s \
 	  --title "Swing's gain over the best other, 64x64 torus, per-message overhead alpha" \
