@@ -365,3 +365,22 @@ def test_a_fabric_too_big_for_the_memory_limit_is_refused_before_it_is_built(cap
     with pytest.raises(ConfigError, match="FLOWEMU_MAX_MEMORY"):
         parse_topology(spec)
     assert built == []
+
+
+@pytest.mark.parametrize("spec, r", [("leafspine:4x4x4", 1.0), ("leafspine:4x4x2", 2.0),
+                                     ("leafspine:4x4x1", 4.0), ("leafspine:4x4x1,uplink=2", 2.0),
+                                     ("leafspine:4x4x2,uplinks=2,uplink=2", 0.5)])
+def test_all_to_all_across_leaves_gets_one_over_r(spec, r):
+    """Every host sends m bytes to every host of the other leaves. By symmetry
+    each host's N−H flows share its link (B) and a leaf's H·(N−H) flows share
+    its S·U uplinks (capacity H·B/r), so every flow runs at B/((N−H)·max(1, r)):
+    the fabric gives the all-to-all 1/r of the host rate when r > 1."""
+    t = parse_topology(spec)
+    H, N = t.hosts_per_leaf, t.num_endpoints
+    assert t.oversubscription == pytest.approx(r)
+    src, dst = np.meshgrid(np.arange(N), np.arange(N), indexing="ij")
+    cross = (src // H) != (dst // H)
+    m = 1e6
+    traffic = pd.DataFrame({"step": 0, "src": src[cross], "dst": dst[cross], "bytes": m})
+    row = flowemu.time_traffic(t, traffic, link_latency=0, hop_latency=0)
+    assert row["time_s"].iloc[0] == pytest.approx(m * (N - H) * max(1.0, r) / B, rel=1e-12)
