@@ -270,8 +270,10 @@ def test_dor_is_refused_with_the_modes():
         t.max_route_entries("dor")
     with pytest.raises(ConfigError, match=r"ecmp: 'dor'"):
         flowemu.simulate("tree:4", "ring", "1KiB", ecmp="dor")
-    with pytest.raises(ConfigError, match=r"ecmp: unknown mode 'dmodk'"):
+    with pytest.raises(ConfigError, match=r"ecmp: 'dmodk' does not apply to tree:4"):
         t.route(np.array([0]), np.array([1]), "dmodk")
+    with pytest.raises(ConfigError, match=r"ecmp: unknown mode 'nosuch'"):
+        t.route(np.array([0]), np.array([1]), "nosuch")
 
 
 # --------------------------------------------------------------- closed forms
