@@ -16,6 +16,7 @@ import flowemu
 from flowemu.errors import ConfigError
 from flowemu.network import Network
 from flowemu.topology import Dragonfly, parse_topology, topology_families
+from tests.cli_helpers import assert_bad_topology
 
 B = 50e9          # 400 Gb/s in bytes/s
 LINK, HOP = 100e-9, 300e-9
@@ -375,12 +376,7 @@ def test_ring_one_router_closed_form():
     ("dragonfly:a=8192,p=1,h=1,g=2", "at most 67108864"),
 ])
 def test_bad_specs(spec, needle, capsys):
-    with pytest.raises(ConfigError) as exc:
-        parse_topology(spec)
-    msg = str(exc.value)
-    assert msg.startswith(f"topology {spec!r}: ") and needle in msg and "\n" not in msg
-    code, _, err = run(capsys, ["run", "-t", spec, "-a", "ring", "-s", "1KiB"])
-    assert code == 2 and needle in one_error_line(err)
+    assert_bad_topology(capsys, spec, needle)
 
 
 def test_bad_constructor_args():

@@ -17,6 +17,7 @@ from flowemu.errors import ConfigError
 from flowemu.kernels.maxmin import solve_completion
 from flowemu.network import Network
 from flowemu.topology import FatTree, parse_topology, topology_families
+from tests.cli_helpers import assert_bad_topology
 
 B = 50e9          # 400 Gb/s in bytes/s
 LAT = 400e-9      # link 100 ns + hop 300 ns
@@ -556,12 +557,7 @@ def test_flows_out_names_fattree_links(tmp_path, capsys):
     ("fattree:k=400", "at most 67108864"),
 ])
 def test_bad_specs(spec, needle, capsys):
-    with pytest.raises(ConfigError) as exc:
-        parse_topology(spec)
-    msg = str(exc.value)
-    assert msg.startswith(f"topology {spec!r}: ") and needle in msg and "\n" not in msg
-    code, _, err = run(capsys, ["run", "-t", spec, "-a", "ring", "-s", "1KiB"])
-    assert code == 2 and needle in one_error_line(err)
+    assert_bad_topology(capsys, spec, needle)
 
 
 def test_bad_constructor_args():

@@ -8,7 +8,6 @@ import pickle
 import numpy as np
 import pandas as pd
 import pytest
-from cli_helpers import one_error_line, run
 from grid_oracle import MinimalPaths, all_pairs, check_single_path
 from maxmin_oracle import completion, csr_to_lists
 
@@ -19,6 +18,7 @@ from flowemu.errors import ConfigError
 from flowemu.kernels.maxmin import solve_completion
 from flowemu.network import Network
 from flowemu.topology import HyperX, parse_topology, topology_families
+from tests.cli_helpers import assert_bad_topology
 
 B = 50e9          # 400 Gb/s in bytes/s
 LAT = 400e-9      # link 100 ns + hop 300 ns
@@ -210,12 +210,7 @@ def test_ring_on_hyperx_rows_closed_form():
     ("hyperx:8192x1024", "at most 67108864"),
 ])
 def test_bad_specs(spec, needle, capsys):
-    with pytest.raises(ConfigError) as exc:
-        parse_topology(spec)
-    msg = str(exc.value)
-    assert msg.startswith(f"topology {spec!r}: ") and needle in msg and "\n" not in msg
-    code, _, err = run(capsys, ["run", "-t", spec, "-a", "ring", "-s", "1KiB"])
-    assert code == 2 and needle in one_error_line(err)
+    assert_bad_topology(capsys, spec, needle)
 
 
 def test_bad_constructor_args():

@@ -10,7 +10,7 @@ from itertools import pairwise
 import numpy as np
 import pandas as pd
 import pytest
-from cli_helpers import one_error_line, run
+from cli_helpers import run
 from maxmin_oracle import completion, csr_to_lists
 
 import flowemu
@@ -20,6 +20,7 @@ from flowemu.errors import ConfigError
 from flowemu.network import Network
 from flowemu.topology import Tree, parse_topology, topology_families
 from flowemu.topology.tree import GENTREE_TABLE5, preset_tree
+from tests.cli_helpers import assert_bad_topology
 
 B = 50e9          # network default: 400 Gb/s in bytes/s
 LINK = 100e-9     # default link latency
@@ -493,12 +494,7 @@ BAD = [
 
 @pytest.mark.parametrize("spec,needle", BAD)
 def test_bad_specs_api_and_cli(spec, needle, capsys):
-    with pytest.raises(ConfigError) as exc:
-        parse_topology(spec)
-    msg = str(exc.value)
-    assert msg.startswith(f"topology {spec!r}: ") and needle in msg and "\n" not in msg
-    code, _, err = run(capsys, ["run", "-t", spec, "-a", "ring", "-s", "1KiB"])
-    assert code == 2 and needle in one_error_line(err)
+    assert_bad_topology(capsys, spec, needle)
 
 
 def test_bad_units_name_the_forms():

@@ -12,6 +12,11 @@ from ..errors import ConfigError, show
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
+#: largest number of endpoints (hosts, nodes), and of directed links, any
+#: family builds (its arrays are int32 ids; the memory limit applies too)
+MAX_ENDPOINTS = 2**24
+MAX_LINKS = 2**26
+
 
 def readonly(a: np.ndarray) -> np.ndarray:
     """``a`` made read-only (topology arrays are shared by every run)."""

@@ -32,10 +32,6 @@ from ..kernels.gridroute import (
 from ._common import check_seed, readonly
 from .base import Routes, Topology
 
-#: largest number of nodes, and of links, of a HyperX or HammingMesh
-MAX_NODES = 2**24
-MAX_LINKS = 2**26
-
 _MODE_CODE = {"split": 0, "dor": 1, "hash": 2}
 
 #: a dimension caches the split routes of its one-dimension flows when its

@@ -48,7 +48,9 @@ from ..kernels.dragonfly import (
     dragonfly_route_fill,
 )
 from ..kernels.pathlatency import dag_max_latency
+from ._common import MAX_ENDPOINTS as MAX_HOSTS
 from ._common import (
+    MAX_LINKS,
     check_seed,
     fmt,
     is_int,
@@ -59,11 +61,6 @@ from ._common import (
     readonly,
 )
 from .base import Routes, Topology
-
-#: largest number of hosts, and of links, a Dragonfly may have
-MAX_HOSTS = 2**24
-MAX_LINKS = 2**26
-
 
 _MODE_CODE = {"split": MODE_SPLIT, "hash": MODE_HASH, "valiant": MODE_VALIANT}
 

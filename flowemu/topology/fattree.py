@@ -52,7 +52,9 @@ import numpy as np
 from ..budget import reserve_topology
 from ..errors import ConfigError, RoutingError, show
 from ..kernels.fattree import fattree_fill
+from ._common import MAX_ENDPOINTS as MAX_HOSTS
 from ._common import (
+    MAX_LINKS,
     check_seed,
     flow_hash,
     fmt,
@@ -63,11 +65,6 @@ from ._common import (
     readonly,
 )
 from .base import Routes, Topology
-
-#: largest number of hosts, and of directed links, a fat tree may have
-MAX_HOSTS = 2**24
-MAX_LINKS = 2**26
-
 
 _EXAMPLE = "e.g. fattree:k=8, fattree:k=16,levels=2 or fattree:k=8,taper=2"
 

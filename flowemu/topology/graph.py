@@ -35,12 +35,10 @@ from ..errors import ConfigError, RoutingError, show
 from ..kernels.graphroute import MODE_HASH, MODE_HOP, MODE_PATHS, STATUS_OK, graph_route
 from ..kernels.pathlatency import dag_max_latency
 from ..units import parse_rate, parse_time
-from ._common import check_seed, is_int, readonly
+from ._common import MAX_ENDPOINTS as MAX_NODES
+from ._common import MAX_LINKS, check_seed, is_int, readonly
 from .base import Routes, Topology
 
-#: largest number of nodes, and of directed links, a graph file may describe
-MAX_NODES = 2**24
-MAX_LINKS = 2**26
 #: largest graph file read (bytes); its parsed form takes several times more
 MAX_FILE_BYTES = 2**30
 

@@ -27,8 +27,9 @@ import numpy as np
 from ..budget import reserve_topology
 from ..errors import ConfigError, show
 from ..kernels.gridroute import KIND_COMPLETE
-from ._common import fmt, is_int, is_number, parse_options, parse_positive
-from ._grids import MAX_LINKS, MAX_NODES, GridTopology, count_links
+from ._common import MAX_ENDPOINTS as MAX_NODES
+from ._common import MAX_LINKS, fmt, is_int, is_number, parse_options, parse_positive
+from ._grids import GridTopology, count_links
 
 __all__ = ["HyperX", "parse_hyperx"]
 

@@ -27,7 +27,9 @@ import numpy as np
 from ..budget import reserve_topology
 from ..errors import ConfigError, show
 from ..units import format_time, parse_time
+from ._common import MAX_ENDPOINTS as MAX_HOSTS
 from ._common import (
+    MAX_LINKS,
     check_seed,
     flow_hash,
     fmt,
@@ -39,10 +41,6 @@ from ._common import (
     readonly,
 )
 from .base import Routes, Topology
-
-#: largest number of hosts, and of links, a leaf-spine fabric may have
-MAX_HOSTS = 2**24
-MAX_LINKS = 2**26
 
 
 def _time_text(seconds: float) -> str:
