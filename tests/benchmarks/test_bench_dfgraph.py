@@ -15,7 +15,6 @@ tiny instances first.
 from __future__ import annotations
 
 import json
-import time
 
 import numpy as np
 import pytest
@@ -24,24 +23,16 @@ from flowemu.algorithms import get_algorithm
 from flowemu.engine import profile
 from flowemu.network import Network
 from flowemu.topology import Graph, parse_topology
+from tests.benchmarks.yardstick import copy_1gib_ms
 
 DRAGONFLY = "dragonfly:a=16,p=8,h=8"
 
 
-def _yardstick_ms() -> float:
-    a = np.ones(2**27)
-    best = float("inf")
-    for _ in range(3):
-        t0 = time.perf_counter()
-        b = a.copy()
-        best = min(best, time.perf_counter() - t0)
-        del b
-    return 1e3 * best
 
 
 @pytest.fixture(scope="module")
 def yardstick():
-    return _yardstick_ms()
+    return copy_1gib_ms()
 
 
 @pytest.fixture(scope="module")

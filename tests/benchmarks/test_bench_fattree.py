@@ -27,6 +27,7 @@ from flowemu.algorithms.base import Traffic
 from flowemu.engine import make_context, profile, step_profile
 from flowemu.network import Network
 from flowemu.topology import parse_topology
+from tests.benchmarks.yardstick import copy_1gib_ms
 
 MODES = ["split", "hash", "dmodk"]
 TARGET_S = {"split": 2.0, "hash": 1.0, "dmodk": 1.0}
@@ -60,12 +61,6 @@ def _min_s(benchmark) -> float | None:
     return None if stats is None else stats.stats.min
 
 
-def _copy_1gib_ms() -> float:
-    a = np.ones(2**27)
-    b = a.copy()           # first touch of b's pages outside the timing
-    t0 = time.perf_counter()
-    np.copyto(b, a)
-    return 1e3 * (time.perf_counter() - t0)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -98,7 +93,7 @@ def test_recdoub_bandwidth_profile_k40(benchmark, k40, ecmp):
     route_s = _best(route_all, repeat=2)
     info = {"route_ms": 1e3 * route_s, "solve_ms": 1e3 * max(total_s - route_s, 0.0),
             "entries": sum(k40.route_entries(tr.src, tr.dst, ecmp) for tr in distinct),
-            "copy_1gib_ms": _copy_1gib_ms()}
+            "copy_1gib_ms": copy_1gib_ms()}
     benchmark.extra_info.update(info)
     print(f"\nrecdoub k=40 {ecmp}: total={1e3 * total_s:.0f} ms, "
           + ", ".join(f"{k}={v:.0f}" for k, v in info.items()))
@@ -124,7 +119,7 @@ def test_random_permutation_k32(benchmark, ecmp):
     best = _min_s(benchmark)
     if best is None:
         return
-    benchmark.extra_info["copy_1gib_ms"] = _copy_1gib_ms()
+    benchmark.extra_info["copy_1gib_ms"] = copy_1gib_ms()
     print(f"\npermutation k=32 {ecmp}: {1e3 * best:.0f} ms, "
           f"copy_1gib_ms={benchmark.extra_info['copy_1gib_ms']:.0f}")
     assert best <= 2.0
@@ -145,6 +140,6 @@ def test_random_permutation_k32_tapered(benchmark, spec):
                        iterations=1)
     best = _min_s(benchmark)
     if best is not None:
-        benchmark.extra_info["copy_1gib_ms"] = _copy_1gib_ms()
+        benchmark.extra_info["copy_1gib_ms"] = copy_1gib_ms()
         print(f"\npermutation {spec} split: {1e3 * best:.0f} ms, "
               f"copy_1gib_ms={benchmark.extra_info['copy_1gib_ms']:.0f}")

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
 import pytest
 
 from flowemu.algorithms import swing
 from flowemu.engine import profile
 from flowemu.network import Network
 from flowemu.topology import parse_topology
+from tests.benchmarks.yardstick import copy_1gib_ms
 
 SPECS = ["hyperx:64x64", "hx2mesh:32x32", "hx4mesh:16x16"]
 
@@ -44,13 +44,6 @@ def _best(fn, repeat=3):
     return best
 
 
-def _yardstick_ms() -> float:
-    a = np.ones(2**27)
-    t0 = time.perf_counter()
-    b = a.copy()
-    elapsed = time.perf_counter() - t0
-    del a, b
-    return 1e3 * elapsed
 
 
 @pytest.mark.parametrize("spec", SPECS)
@@ -66,7 +59,7 @@ def test_bench_swing_bandwidth_grids(benchmark, spec):
         for s in distinct:
             topo.route(s.traffic.src, s.traffic.dst, ecmp="split")
 
-    info = {"route_ms": 1e3 * _best(route_all), "yardstick_ms": _yardstick_ms(),
+    info = {"route_ms": 1e3 * _best(route_all), "yardstick_ms": copy_1gib_ms(),
             "distinct_steps": len(distinct)}
     benchmark.extra_info.update(info)
     print(f"\n{spec}: " + ", ".join(f"{k}={v:.1f}" if isinstance(v, float) else f"{k}={v}"
