@@ -319,6 +319,11 @@ def parse_dragonfly(params: str) -> Dragonfly:
     """``"a=A,p=P,h=H[,g=G][,local=B][,global=B][,local_latency=X]
     [,global_latency=X]"`` -> :class:`Dragonfly`."""
     opts = [part.strip() for part in params.split(",")] if params.strip() else []
+    for opt in opts:
+        if opt.partition("=")[0].strip() == "routing":
+            raise ConfigError(f"option {opt!r}: the routing is chosen with ecmp, not in the "
+                              "spec (--ecmp valiant, ecmp=\"valiant\"; modes: split, hash, "
+                              "valiant)")
     bw = "bandwidth as a multiple of the host link's, e.g. global=2"
     lat = "latency as a multiple of the network link latency, e.g. global_latency=10"
     values = parse_options(opts, {
