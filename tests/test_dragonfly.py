@@ -370,8 +370,7 @@ def test_ring_one_router_closed_form():
     ("dragonfly:a=4,p=2,h=2,global=0", "global is '0'; expected a number > 0"),
     ("dragonfly:a=4,p=2,h=2,local_latency=-1", "local_latency is '-1'"),
     ("dragonfly:a=4,p=2,h=2,k=3", "unknown option 'k'; options: a=INT"),
-    ("dragonfly:a=4,p=2,h=2,routing=valiant", "the routing is chosen with ecmp, not in the spec "
-     "(--ecmp valiant"),
+    ("dragonfly:a=4,p=2,h=2,routing=valiant", "the routing is chosen with ecmp, not in the spec"),
     ("dragonfly:a=4,p=2,h=2,a=3", "'a' is given twice"),
     ("dragonfly:a=4,p=2,h=2,g", "not key=value"),
     ("dragonfly:a=1024,p=1024,h=1024", "at most 16777216"),
