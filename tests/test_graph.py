@@ -14,7 +14,7 @@ from cli_helpers import one_error_line, run
 from maxmin_oracle import completion
 
 import flowemu
-from flowemu.errors import ConfigError, RoutingError
+from flowemu.errors import ConfigError
 from flowemu.network import Network
 from flowemu.topology import Graph, parse_topology, topology_families
 
@@ -150,13 +150,14 @@ def test_toml_example_file():
 def test_endpoints_first_in_file_order_and_link_order(tmp_path):
     spec = write(tmp_path / "g.json",
                  [{"id": "s"}, {"id": 7, "endpoint": True}, {"id": "x", "endpoint": True}],
-                 [{"src": 7, "dst": "s", "count": 2}, {"src": "s", "dst": "x",
-                                                       "bidirectional": False}])
+                 [{"src": 7, "dst": "s", "count": 2},
+                  {"src": "s", "dst": "x", "bidirectional": False},
+                  {"src": "x", "dst": "s", "bidirectional": False}])
     t = Graph(spec)
     assert t.node_names == (7, "x", "s")
-    # entry 0: two copies, each forward then back; entry 1: one way only
+    # entry 0: two copies, each forward then back; entries 1 and 2: one way only
     assert list(zip(t.link_src.tolist(), t.link_dst.tolist())) == \
-        [(0, 2), (2, 0), (0, 2), (2, 0), (2, 1)]
+        [(0, 2), (2, 0), (0, 2), (2, 0), (2, 1), (1, 2)]
 
 
 def test_slow_cross_site_link_dominates():
@@ -416,21 +417,29 @@ def test_directory_and_unreadable(tmp_path):
         Graph(str(bad))
 
 
-def test_disconnected_pair_names_it(tmp_path, capsys):
+def test_disconnected_endpoints_are_refused_when_the_file_is_read(tmp_path, capsys):
+    """A rank cut off from the others is a mistake in the file: refused when
+    the graph is built (one line, exit 2), naming the pair, before any run."""
     spec = write(tmp_path / "two.json",
                  [{"id": "a", "endpoint": True}, {"id": "b", "endpoint": True},
                   {"id": "c", "endpoint": True}],
                  [{"src": "a", "dst": "b"}, {"src": "b", "dst": "c", "bidirectional": False}])
-    t = Graph(spec)
-    t.route(np.array([0, 1]), np.array([1, 2]))      # reachable
-    with pytest.raises(RoutingError, match=r"flow 1 \(2 -> 0\).*'c' cannot reach 'a'"):
-        t.route(np.array([0, 2]), np.array([1, 0]))
+    with pytest.raises(ConfigError, match=r"endpoint 'c' cannot reach 'a' \(no path"):
+        Graph(spec)
+    lone = write(tmp_path / "lone.json",
+                 [{"id": "a", "endpoint": True}, {"id": "b", "endpoint": True},
+                  {"id": "c", "endpoint": True}, {"id": "s"}],
+                 [{"src": "a", "dst": "s"}, {"src": "c", "dst": "s"}])
+    with pytest.raises(ConfigError, match=r"endpoint 'a' cannot reach 'b'"):
+        Graph(lone)
     code, _, err = run(capsys, ["run", "-t", f"graph:{spec}", "-a", "ring", "-s", "1KiB"])
-    # a routing failure, not a bad spec: exit 1, one line
-    assert code == 1
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("flowemu: RoutingError: ")
-    assert "cannot reach" in lines[0] and "Traceback" not in err
+    assert code == 2 and "'c' cannot reach 'a'" in one_error_line(err)
+
+
+def test_misspelled_option_is_named(capsys):
+    spec = f"graph:{DATA / 'graph_two_sites.toml'},splt=hop"
+    code, _, err = run(capsys, ["run", "-t", spec, "-a", "ring", "-s", "1KiB"])
+    assert code == 2 and "unknown option 'splt'; options: split=hop|paths" in one_error_line(err)
 
 
 def test_modes_refused():

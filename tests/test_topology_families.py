@@ -159,3 +159,15 @@ def test_plot_selects_specs_with_options(tmp_path, capsys):
                  "--out", str(out)])
     err = capsys.readouterr().err
     assert code == 2 and "leafspine:2x2x2,uplinks=3 not in the data" in err
+
+
+@pytest.mark.parametrize("spec", ["fattree:k=4", "tree:16", "dragonfly:a=2,p=2,h=1"])
+def test_grid_algorithms_say_they_run_on_rank_ids_without_a_grid(spec):
+    """Bucket on rank ids is the ring: a user comparing them sees why."""
+    note = f"{parse_topology(spec).spec} offers no node grid: ranks form a 1-D ring of rank ids"
+    for alg in ("bucket", "swing", "recdoub:layout=torus"):
+        assert flowemu.simulate(spec, alg, "1MiB")["note"].iloc[0] == note, alg
+    for alg in ("ring", "recdoub", "recdoub:layout=linear"):   # 1-D by design
+        assert flowemu.simulate(spec, alg, "1MiB")["note"].iloc[0] == "", alg
+    # a topology with a grid gives it to them, without a note
+    assert flowemu.simulate("hyperx:4x4", "bucket", "1MiB")["note"].iloc[0] == ""

@@ -307,13 +307,19 @@ def torus_dims(topology, p: int) -> tuple[int, ...]:
     return (int(p),)
 
 
-def shape_note(topology, p: int) -> str:
+def shape_note(topology, p: int, gridless: bool = False) -> str:
     """Why :func:`torus_dims` falls back to a 1-D ring of rank ids, or ``""``
-    when it uses the topology's grid (or the topology has none to give)."""
+    when it uses the topology's grid. A topology with no grid at all (a
+    tree, a Dragonfly) is noted only with ``gridless`` (for the algorithms
+    whose shape comes from the grid: on rank ids bucket is the ring)."""
     grid = getattr(topology, "grid", None)
     dims = grid if grid is not None else getattr(topology, "dims", None)
     spec = getattr(topology, "spec", "the topology")
-    if dims is None or grid is not None and len(grid) < 2:
+    if dims is None:
+        if gridless and topology is not None:
+            return f"{spec} offers no node grid: ranks form a 1-D ring of rank ids"
+        return ""
+    if grid is not None and len(grid) < 2:
         return ""
     nodes = int(np.prod(dims))
     if nodes != p:

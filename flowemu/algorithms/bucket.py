@@ -169,7 +169,7 @@ def build(p: int, topology=None, blocks: bool = False, **options) -> Schedule:
                     num_blocks if blocks else None,
                     equal_block_share(num_blocks) if blocks else None,
                     {"p_eff": p, "collectives": num, "dims": dims},
-                    note=shape_note(topology, p))
+                    note=shape_note(topology, p, gridless=True))
 
 
 _NO_REDUCTION = Reduction.none()

@@ -234,7 +234,8 @@ def build(p: int, topology=None, blocks: bool = False, **options) -> Schedule:
                     equal_block_share(num_blocks) if blocks else None,
                     {"p_eff": p_eff, "extra_ranks": p - p_eff, "layout": layout,
                      "collectives": len(collectives)},
-                    note="" if opts["layout"] == "linear" else shape_note(topology, p))
+                    note="" if opts["layout"] == "linear"
+                    else shape_note(topology, p, gridless=opts["layout"] == "torus"))
 
 
 def _fold_step(p: int, p_eff: int, num_blocks: int, blocks: bool, post: bool) -> Step:

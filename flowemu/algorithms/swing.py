@@ -699,7 +699,7 @@ def build(p: int, topology=None, blocks: bool = False, **options) -> Schedule:
     return Schedule(NAME, variant, p, tuple(steps),
                     num_blocks if blocks else None,
                     equal_block_share(num_blocks) if blocks else None, info,
-                    note=shape_note(topology, p))
+                    note=shape_note(topology, p, gridless=True))
 
 
 SPEC = register(AlgorithmSpec(

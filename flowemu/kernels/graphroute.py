@@ -216,3 +216,26 @@ def graph_route(src, dst, flows_by_dst, out_ptr, out_link, in_ptr, in_link, link
             width = width_next
         counts[k] = n - start
     return STATUS_OK, -1, counts, hops, link[:n], frac[:n]
+
+
+@njit
+def reachable(start, ptr, link, link_end):
+    """Vertices reachable from ``start`` along CSR adjacency (``ptr``,
+    ``link``: the links leaving (or entering) each vertex; ``link_end``: the
+    vertex each link leads to), bool[V] by breadth-first search."""
+    n = len(ptr) - 1
+    seen = np.zeros(n, dtype=np.bool_)
+    queue = np.empty(n, dtype=np.int64)
+    seen[start] = True
+    queue[0] = start
+    head, tail = 0, 1
+    while head < tail:
+        v = queue[head]
+        head += 1
+        for e in range(ptr[v], ptr[v + 1]):
+            w = link_end[link[e]]
+            if not seen[w]:
+                seen[w] = True
+                queue[tail] = w
+                tail += 1
+    return seen

@@ -32,11 +32,18 @@ import numpy as np
 
 from ..budget import reserve_topology
 from ..errors import ConfigError, RoutingError, show
-from ..kernels.graphroute import MODE_HASH, MODE_HOP, MODE_PATHS, STATUS_OK, graph_route
+from ..kernels.graphroute import (
+    MODE_HASH,
+    MODE_HOP,
+    MODE_PATHS,
+    STATUS_OK,
+    graph_route,
+    reachable,
+)
 from ..kernels.pathlatency import dag_max_latency
 from ..units import parse_rate, parse_time
 from ._common import MAX_ENDPOINTS as MAX_NODES
-from ._common import MAX_LINKS, check_seed, is_int, readonly
+from ._common import MAX_LINKS, check_seed, is_int, parse_options, readonly
 from .base import Routes, Topology
 
 #: largest graph file read (bytes); its parsed form takes several times more
@@ -111,6 +118,21 @@ class Graph(Topology):
             np.cumsum(np.bincount(key, minlength=n), out=ptr[1:])
             set_(self, name + "_ptr", readonly(ptr))
             set_(self, name + "_link", readonly(order))
+        self._check_connected(names)
+
+    def _check_connected(self, names) -> None:
+        """Every endpoint reaches every other (a rank cut off would fail only
+        when a flow hit it): endpoint 0 reaches all of them and all reach
+        it. ConfigError naming the first that does not."""
+        ends = self.num_endpoints
+        fwd = reachable(0, self._out_ptr, self._out_link, self.link_dst)[:ends]
+        back = reachable(0, self._in_ptr, self._in_link, self.link_src)[:ends]
+        for seen, how in ((fwd, "{0} cannot reach {1}"), (back, "{1} cannot reach {0}")):
+            if not seen.all():
+                cut = int(np.flatnonzero(~seen)[0])
+                pair = how.format(repr(names[0]), repr(names[cut]))
+                raise ConfigError(f"graph file {self.path!r}: endpoint {pair} (no path in "
+                                  "the graph); every endpoint must reach every other")
 
     def __reduce__(self):
         # Ship the file name to worker processes; they read the file again.
@@ -341,14 +363,15 @@ def _value(entry: dict, key: str, parse, forms: str, at: str) -> float:
 
 
 def parse_graph(params: str) -> Graph:
-    """``"FILE[,split=hop|paths]"`` -> :class:`Graph` (a trailing ``,split=...``
-    is the option; the rest is the file name)."""
-    path, opt = params, None
-    head, comma, tail = params.rpartition(",")
-    if comma and tail.strip().startswith("split") and "=" in tail:
-        key, _, val = (x.strip() for x in tail.partition("="))
-        if key == "split":
-            path, opt = head, val
+    """``"FILE[,split=hop|paths]"`` -> :class:`Graph` (trailing ``,key=value``
+    items are options; the rest is the file name)."""
+    parts = params.split(",")
+    opts = []
+    while len(parts) > 1 and "=" in parts[-1]:
+        opts.insert(0, parts.pop().strip())
+    path = ",".join(parts)
+    values = parse_options(opts, {"split": lambda v: v}, "split=hop|paths")
+    opt = values.get("split")
     if not path.strip():
         raise ConfigError("no file given; expected graph:FILE (a .json or .toml file, e.g. "
                           "graph:net.json)")
