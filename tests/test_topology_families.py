@@ -161,7 +161,7 @@ def test_plot_selects_specs_with_options(tmp_path, capsys):
     assert code == 2 and "leafspine:2x2x2,uplinks=3 not in the data" in err
 
 
-@pytest.mark.parametrize("spec", ["fattree:k=4", "tree:16", "dragonfly:a=2,p=2,h=1"])
+@pytest.mark.parametrize("spec", ["fattree:k=4", "tree:16", "dragonfly:a=2,p=2,h=1,g=2"])
 def test_grid_algorithms_say_they_run_on_rank_ids_without_a_grid(spec):
     """Bucket on rank ids is the ring: a user comparing them sees why."""
     note = f"{parse_topology(spec).spec} offers no node grid: ranks form a 1-D ring of rank ids"
