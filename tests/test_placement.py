@@ -183,3 +183,26 @@ def test_sweep_bad_placement_is_reported(tmp_path, capsys):
     code, _out, err = run(capsys, ["sweep", str(path), "-o", str(tmp_path / "d"), "-q"])
     assert code == 2
     assert "placement[2]" in err and "placement[3]" in err and "Traceback" not in err
+
+
+def test_sweep_checks_placement_files_before_running(tmp_path, capsys, no_work):
+    """A placement file that does not fit a configuration (wrong count, a
+    duplicate) is reported with every other problem of the file, before any
+    configuration runs."""
+    four = tmp_path / "four.txt"
+    four.write_text("0 1 2 3")
+    dup = tmp_path / "dup.txt"
+    dup.write_text(" ".join(["0", "1", "1"] + [str(i) for i in range(3, 16)]))
+    path = tmp_path / "fit.toml"
+    path.write_text(f'sizes = "1KiB"\ntopology = "torus:4x4"\nalgorithm = "ring"\n'
+                    f'ranks = [4, 16]\nplacement = ["{four}", "{dup}"]\n')
+    code, _, err = run(capsys, ["sweep", str(path), "-o", str(tmp_path / "d"), "-q"])
+    assert code == 2 and "Traceback" not in err
+    assert "3 problems" in err
+    assert "'four.txt'" not in err   # paths are shown whole
+    assert f"placement '{four}': the file lists 4 endpoint ids; expected exactly one per rank " \
+           "(16) (on torus:4x4, 16 ranks)" in err
+    assert f"placement '{dup}': ranks 1 and 2 are both placed on endpoint 1" in err
+    assert f"placement '{dup}': the file lists 16 endpoint ids; expected exactly one per " \
+           "rank (4)" in err
+    assert not (tmp_path / "d").exists()

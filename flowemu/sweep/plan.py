@@ -159,8 +159,10 @@ def load_sweep(path) -> SweepPlan:
     for gname, (table, prefix) in groups.items():
         values, complete = {}, True
         seed_loc = ecmp_loc = "seed"
+        locs: dict = {}
         for f in GRID_FIELDS:
             vals, loc, present = field_values(f, table, prefix)
+            locs[f] = loc
             if f == "seed":
                 seed_loc = loc
             if f == "ecmp":
@@ -192,7 +194,7 @@ def load_sweep(path) -> SweepPlan:
             continue
         if not _modes_apply(values, ecmp_loc, probs):
             continue
-        configs, seen, total = [], set(), 0
+        configs, seen, total, reported, misfits = [], set(), 0, set(), _Problems()
         n_problems = len(probs.items)
         for combo in itertools.product(*(values[f] for f in GRID_FIELDS)):
             if len(probs.items) > n_problems:
@@ -214,11 +216,15 @@ def load_sweep(path) -> SweepPlan:
                 keep = False
             if not keep:
                 continue
+            if not _fits(cfg, locs, misfits, reported):
+                continue
             h = config_hash(cfg.canonical())
             if h in seen:
                 continue
             seen.add(h)
             configs.append(replace(cfg, hash=h, key=config_key(cfg)))
+        for loc, msg in misfits.items:   # after the loop: a where failure stops it early
+            probs.add(loc, msg)
         if len(probs.items) > n_problems:
             continue
         if not configs:
@@ -245,3 +251,28 @@ def _modes_apply(values: dict, loc: str, probs: _Problems) -> bool:
                            "each topology its own ecmp")
             ok = False
     return ok
+
+
+def _fits(cfg: Config, locs: dict, probs: _Problems, reported: set) -> bool:
+    """Whether the configuration's placement gives each rank an endpoint (a
+    placement file is read now); each problem is reported once (by topology,
+    ranks and placement), before anything runs. Ranks that do not fit the
+    topology are left to the run (recorded as that configuration's error)."""
+    from types import SimpleNamespace
+
+    from ..errors import ConfigError
+    from ..placement import parse_placement
+    info = _topo_info(cfg.topology)
+    p = cfg.ranks if cfg.ranks is not None else info.nodes
+    key = (info.spec, p, cfg.placement)
+    if key in reported:
+        return False
+    if cfg.placement != "linear" and p <= info.nodes:   # too many ranks fail at run time
+        try:
+            parse_placement(cfg.placement).mapping(
+                p, SimpleNamespace(num_endpoints=info.nodes, spec=info.spec))
+        except ConfigError as exc:
+            reported.add(key)
+            probs.add(locs["placement"], f"{exc} (on {info.spec}, {p} ranks)")
+            return False
+    return True
