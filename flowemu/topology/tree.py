@@ -20,7 +20,8 @@ Links are grouped in *levels*, top first: level ``d`` holds the links between
 the switches at depth ``d`` (the root is at depth 0) and their children; in a
 multi-site tree level 0 is the cross-site tier (the links joining the roots)
 and the tree levels follow. Per-level options list one value per level, top
-first, separated by ``:``; an empty entry keeps the default of that level:
+first, separated by ``:`` (or one value for every level); an empty entry keeps
+the default of that level:
 
 ``uplinks=U0:U1:...``   parallel links between a switch and each child (1)
 ``bw=B0:B1:...``        bandwidth: a rate with its unit (``50Gb/s``, absolute)
@@ -926,6 +927,8 @@ class _Parser:
 
 def _split_levels(key: str, text: str, levels: int, names: list[str]) -> list[str | None]:
     values = text.split(":")
+    if len(values) == 1:   # one value: every level
+        values = values * levels
     if len(values) != levels:
         raise ConfigError(f"{key}={text!r} gives {len(values)} value(s) but the tree has "
                           f"{levels} level(s), top first ({', '.join(names)}); leave an entry "
