@@ -324,17 +324,22 @@ def parse_dragonfly(params: str) -> Dragonfly:
             raise ConfigError(f"option {opt!r}: the routing is chosen with ecmp, not in the "
                               "spec (--ecmp valiant, ecmp=\"valiant\"; modes: split, hash, "
                               "valiant)")
-    bw = "bandwidth as a multiple of the host link's, e.g. global=2"
-    lat = "latency as a multiple of the network link latency, e.g. global_latency=10"
+    def bw(key):
+        return f"bandwidth as a multiple of the host link's, e.g. {key}=2"
+
+    def lat(key):
+        return (f"latency as a multiple of the network's link latency, e.g. {key}=10; set "
+                "the link latency itself with --link-latency")
     values = parse_options(opts, {
         "a": lambda v: parse_int("a (routers per group)", v, _EXAMPLE),
         "p": lambda v: parse_int("p (hosts per router)", v, _EXAMPLE),
         "h": lambda v: parse_int("h (global links per router)", v, _EXAMPLE),
         "g": lambda v: parse_int("g (groups)", v, _EXAMPLE, low=2),
-        "local": lambda v: parse_positive("local", v, bw),
-        "global": lambda v: parse_positive("global", v, bw),
-        "local_latency": lambda v: parse_positive("local_latency", v, lat),
-        "global_latency": lambda v: parse_positive("global_latency", v, lat)}, _ACCEPTED)
+        "local": lambda v: parse_positive("local", v, bw("local")),
+        "global": lambda v: parse_positive("global", v, bw("global")),
+        "local_latency": lambda v: parse_positive("local_latency", v, lat("local_latency")),
+        "global_latency": lambda v: parse_positive("global_latency", v,
+                                                   lat("global_latency"))}, _ACCEPTED)
     missing = [k for k in ("a", "p", "h") if k not in values]
     if missing:
         raise ConfigError(f"missing {', '.join(missing)}; expected a=A,p=P,h=H[,g=G] ({_EXAMPLE})")

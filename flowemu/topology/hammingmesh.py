@@ -180,7 +180,8 @@ def _latency(text: str) -> float:
     if not (np.isfinite(v) and v >= 0):
         raise ConfigError(f"board_latency is {text.strip()!r}; expected a number >= 0 (board "
                           "link latency as a multiple of the network's link latency, e.g. "
-                          "board_latency=0.05)")
+                          "board_latency=0.05; set the link latency itself with "
+                          "--link-latency)")
     return v
 
 
