@@ -199,6 +199,7 @@ class _Context:
     link_capacity: np.ndarray
     ingress_capacity: np.ndarray | None
     link_latency: np.ndarray
+    uniform_latency: float | None   # every link's latency when they are all equal
     cache: dict
     key_of: dict = field(default_factory=dict)
 
@@ -224,7 +225,8 @@ def make_context(topology: Topology, network: Network, ecmp: str = "split", seed
     cap = topology.link_capacity(network)
     ingress = topology.ingress_capacity(network) if network.incast_on else None
     lat = topology.link_latency(network)
-    return _Context(topology, network, ecmp, int(seed), mapping, cap, ingress, lat, {})
+    uniform = float(lat[0]) if len(lat) and lat.min() == lat.max() else None
+    return _Context(topology, network, ecmp, int(seed), mapping, cap, ingress, lat, uniform, {})
 
 
 def _check_ranks(ctx: _Context, traffic: Traffic) -> None:
@@ -274,6 +276,9 @@ def flow_latency(ctx: _Context, routes: Routes) -> np.ndarray:
     """α + hops·(per-hop latency) + the link latencies along the path (the
     largest over its ECMP paths), float64[F]."""
     net = ctx.network
+    if ctx.uniform_latency is not None:   # hops · (link + hop latency), as one product
+        return net.alpha + routes.hops.astype(np.float64) * (ctx.uniform_latency
+                                                             + net.hop_latency)
     return net.alpha + routes.hops.astype(np.float64) * net.hop_latency \
         + ctx.topology.path_latency(routes, ctx.link_latency)
 
