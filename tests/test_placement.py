@@ -206,3 +206,34 @@ def test_sweep_checks_placement_files_before_running(tmp_path, capsys, no_work):
     assert f"placement '{dup}': the file lists 16 endpoint ids; expected exactly one per " \
            "rank (4)" in err
     assert not (tmp_path / "d").exists()
+
+
+def test_editing_a_placement_or_graph_file_makes_new_configurations(tmp_path):
+    """A configuration read from a file is identified by the file's contents:
+    after an edit the sweep computes it again instead of reusing stale rows."""
+    import shutil
+    place = tmp_path / "p.txt"
+    place.write_text(" ".join(str(i) for i in range(4)))
+    graph = tmp_path / "g.toml"
+    shutil.copy("configs/graphs/two-sites.toml", graph)
+    path = tmp_path / "f.toml"
+    path.write_text(f'sizes = "1MiB"\nalgorithm = "ring"\n[groups.t]\ntopology = "torus:4x4"\n'
+                    f'ranks = 4\nplacement = "{place}"\n[groups.g]\n'
+                    f'topology = "graph:{graph}"\n')
+    out = tmp_path / "d"
+    first = sweep(path, out, jobs=1, progress=False)
+    assert (first.computed, first.failed) == (2, 0)
+    again = sweep(path, out, jobs=1, progress=False)
+    assert (again.computed, again.skipped) == (0, 2)
+    place.write_text("0 5 10 15")      # ranks spread over the torus
+    graph.write_text(graph.read_text().replace('"100Gb/s"', '"10Gb/s"'))
+    edited = sweep(path, out, jobs=1, progress=False, prune=True)
+    assert edited.computed == 2
+    df = load(out)
+    assert len(df) == 2
+    torus_row = df[df["group"] == "t"].iloc[0]
+    direct = flowemu.simulate("torus:4x4", "ring", "1MiB", ranks=4, placement=str(place))
+    assert torus_row["time_s"] == direct["time_s"].iloc[0]
+    graph_row = df[df["group"] == "g"].iloc[0]
+    assert graph_row["time_s"] == flowemu.simulate(f"graph:{graph}", "ring",
+                                                   "1MiB")["time_s"].iloc[0]

@@ -3,9 +3,11 @@ its hash (the configuration's identity in a dataset)."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
+import os
 from dataclasses import dataclass
 
 from ..network import Network
@@ -82,7 +84,45 @@ class Config:
         out.update({f: getattr(self, f) for f in NETWORK_FIELDS})
         if self.placement != "linear":   # linear configurations keep their identity
             out["placement"] = self.placement
+        # a network or placement read from a file is identified by its contents too:
+        # editing the file makes new configurations, not silently reused rows
+        files = {name: file_digest(path) for name, path in (
+            ("topology", graph_file(self.topology)),
+            ("placement", placement_file(self.placement))) if path}
+        if files:
+            out["files"] = files
         return out
+
+
+def graph_file(spec: str) -> str | None:
+    """The file of a ``graph:FILE[,key=value...]`` spec, else None."""
+    if not spec.startswith("graph:"):
+        return None
+    from ..topology.graph import split_file_options
+    return split_file_options(spec[len("graph:"):])[0].strip()
+
+
+def placement_file(text: str) -> str | None:
+    """The file of a placement read from a file, else None."""
+    if text == "linear" or text.startswith("random:"):
+        return None
+    return text.removeprefix("file:")
+
+
+@functools.lru_cache(maxsize=256)
+def _digest(path: str, mtime_ns: int, size: int) -> str:
+    with open(path, "rb") as fh:
+        return hashlib.sha256(fh.read()).hexdigest()[:16]
+
+
+def file_digest(path: str) -> str:
+    """sha256 of a file's contents (16 hex digits); "missing" when it cannot
+    be read (the configuration then fails when it runs, saying why)."""
+    try:
+        st = os.stat(path)
+        return _digest(os.path.abspath(path), st.st_mtime_ns, st.st_size)
+    except OSError:
+        return "missing"
 
 
 def config_hash(canonical: dict) -> str:

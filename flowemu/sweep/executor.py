@@ -15,8 +15,16 @@ from .config import Config
 from .fields import _topo_info
 
 
-@lru_cache(maxsize=8)
 def _topology(spec: str):
+    """The topology of a spec, built once per process (a graph file's
+    contents are part of the key, so an edited file is read again)."""
+    from .config import file_digest, graph_file
+    path = graph_file(spec)
+    return _built(spec, file_digest(path) if path else "")
+
+
+@lru_cache(maxsize=8)
+def _built(spec: str, digest: str):
     from ..topology import parse_topology
     return parse_topology(spec)
 

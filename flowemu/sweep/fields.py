@@ -67,8 +67,16 @@ class _Topo:
     modes: tuple[str, ...]    # the routing modes the family implements
 
 
-@lru_cache(maxsize=256)
 def _topo_info(spec: str) -> _Topo:
+    """What a sweep needs to know of a topology, built once per spec (and
+    graph file contents)."""
+    from .config import file_digest, graph_file
+    path = graph_file(spec)
+    return _topo_info_of(spec, file_digest(path) if path else "")
+
+
+@lru_cache(maxsize=256)
+def _topo_info_of(spec: str, digest: str) -> _Topo:
     from ..topology import parse_topology
     topo = parse_topology(spec)
     dims = getattr(topo, "grid", None) or getattr(topo, "dims", None) or ()

@@ -362,14 +362,19 @@ def _value(entry: dict, key: str, parse, forms: str, at: str) -> float:
         raise ConfigError(f"{at}: {exc}") from None
 
 
-def parse_graph(params: str) -> Graph:
-    """``"FILE[,split=hop|paths]"`` -> :class:`Graph` (trailing ``,key=value``
-    items are options; the rest is the file name)."""
+def split_file_options(params: str) -> tuple[str, list[str]]:
+    """``"FILE[,key=value...]"`` -> ``(FILE, ["key=value", ...])``: trailing
+    ``key=value`` items are options, the rest is the file name."""
     parts = params.split(",")
     opts = []
     while len(parts) > 1 and "=" in parts[-1]:
         opts.insert(0, parts.pop().strip())
-    path = ",".join(parts)
+    return ",".join(parts), opts
+
+
+def parse_graph(params: str) -> Graph:
+    """``"FILE[,split=hop|paths]"`` -> :class:`Graph`."""
+    path, opts = split_file_options(params)
     values = parse_options(opts, {"split": lambda v: v}, "split=hop|paths")
     opt = values.get("split")
     if not path.strip():
