@@ -1,0 +1,359 @@
+"""GenModel: the analytic allreduce cost model of Xiong et al., "GenModel and
+GenTree" (../shared/papers/genmodel-gentree.txt), as a backend beside the
+flow-level engine.
+
+GenModel (§3.3, eq. 11) prices one allreduce plan as
+
+    T = A·α + B·β + C·γ + D·δ + max(w − w_t, 0)·B·ε
+
+with ``A`` rounds, ``B`` data received over the network, ``C`` data reduced,
+``D`` memory reads and writes of the reductions (a fan-in-``f`` reduction of
+``x`` bytes reads ``f·x`` and writes ``x``, §3.1 eq. 3–5) and ``w`` the fan-in
+of a many-to-one step (§3.2 eq. 7–10). The functions below are the closed
+forms of its Table 2 (one switch, N servers, every server holding S).
+
+Units
+-----
+The paper counts floats (S floats, β seconds per float); flowemu counts
+bytes. Every formula is linear in S, so with S in **bytes** the coefficients
+are per byte: β = 1/bandwidth (s/B), γ (s per byte reduced), δ (s per byte
+read or written), ε (s/B per flow above ``w_t``). ``w_t`` is a flow count;
+``w`` is the paper's fan-in, the number of servers in the many-to-one group
+(N for Co-located PS, f_i for step i of HCPS).
+
+Degenerate cases
+----------------
+N = 1 is no communication: every function returns 0 (the printed CPS and
+Reduce-Broadcast rows would charge 2α for it).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from .errors import ConfigError, show
+
+__all__ = ["KNOWN_ALGORITHMS", "chi", "cps", "hcps", "incast_factor", "parse_factors",
+           "predict", "reduce_broadcast", "rhd", "ring"]
+
+#: algorithm names :func:`predict` knows (as the algorithm registry spells them)
+KNOWN_ALGORITHMS = ("cps", "hcps", "recdoub", "reduce-broadcast", "ring")
+
+
+# --------------------------------------------------------------------------- checks
+
+def _count(name: str, value, lo: int = 1) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
+            or int(value) < lo:
+        raise ConfigError(f"{name}: {show(value)} is not allowed; expected an integer >= {lo}")
+    return int(value)
+
+
+def _rate(name: str, value, allow_inf: bool = False) -> float:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise ConfigError(f"{name}: {show(value)} is not allowed; expected a number >= 0")
+    v = float(value)
+    if math.isnan(v) or v < 0 or (math.isinf(v) and not allow_inf):
+        raise ConfigError(f"{name}: {show(value)} is not allowed; expected a "
+                          + ("number >= 0 or inf" if allow_inf else "finite number >= 0"))
+    return v
+
+
+def _size(S) -> np.ndarray:
+    try:
+        s = np.asarray(S, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ConfigError(f"S: {show(S)} is not allowed; expected bytes (a number or "
+                          "an array of numbers >= 0)") from None
+    if s.ndim > 1 or not np.all(np.isfinite(s)) or np.any(s < 0):
+        raise ConfigError(f"S: {show(S)} is not allowed; expected bytes (a number or "
+                          "a 1-D array of finite numbers >= 0)")
+    return s
+
+
+def _out(value: np.ndarray):
+    return float(value) if np.ndim(value) == 0 else value
+
+
+def _terms(N, S, alpha, beta, gamma, delta, epsilon=0.0, w_t=math.inf):
+    return (_count("N", N), _size(S), _rate("alpha", alpha), _rate("beta", beta),
+            _rate("gamma", gamma), _rate("delta", delta), _rate("epsilon", epsilon),
+            _rate("w_t", w_t, allow_inf=True))
+
+
+# --------------------------------------------------------------------------- Table 2
+
+def chi(x: int) -> int:
+    """χ(x) of Tables 1–2: 0 when ``x`` is a power of two, else 1."""
+    x = _count("x", x)
+    return 0 if x & (x - 1) == 0 else 1
+
+
+def incast_factor(w: float, w_t: float, epsilon: float) -> float:
+    """max(w − w_t, 0)·ε (eq. 7/10): the extra seconds per byte a receiver of
+    a ``w``-server many-to-one step pays; 0 when ``w_t`` is inf or ε is 0."""
+    excess = w - w_t
+    return excess * epsilon if excess > 0 and epsilon > 0 else 0.0
+
+
+def reduce_broadcast(N, S, alpha, beta, gamma, delta, epsilon=0.0, w_t=math.inf):
+    """Reduce-Broadcast (Table 2 row 1): one root receives the N − 1 other
+    vectors, reduces the N vectors at once and sends the result back.
+
+    2α + 2(N−1)Sβ + (N−1)Sγ + (N+1)Sδ + 2(N−1)S·max(N − w_t, 0)ε.
+
+    ``S`` in bytes (float or 1-D array); ``beta``, ``gamma``, ``delta`` and
+    ``epsilon`` in seconds per byte, ``alpha`` in seconds, ``w_t`` a flow
+    count (inf: no incast). Returns seconds (float, or an array like ``S``).
+    """
+    N, S, a, b, g, d, e, wt = _terms(N, S, alpha, beta, gamma, delta, epsilon, w_t)
+    if N == 1:
+        return _out(0.0 * S)
+    k = N - 1
+    return _out(2 * a + 2 * k * S * b + k * S * g + (N + 1) * S * d
+                + 2 * k * S * incast_factor(N, wt, e))
+
+
+def ring(N, S, alpha, beta, gamma, delta, epsilon=0.0, w_t=math.inf):
+    """Ring Allreduce (Table 2 row 2, §2.1): 2(N−1) steps, each moving one
+    S/N block to the next server; N − 1 of them add it (fan-in 2).
+
+    2(N−1)α + 2(N−1)S/N·β + (N−1)S/N·γ + 3(N−1)S/N·δ.
+
+    The paper charges Ring no incast (each server receives one flow; its
+    fan-in 2 lies below every measured w_t, §3.3.1 "Ring Allreduce generates
+    no competing flows"): ``epsilon`` and ``w_t`` are accepted for a uniform
+    signature and do not enter. Arguments as for :func:`reduce_broadcast`.
+    """
+    N, S, a, b, g, d, _, _ = _terms(N, S, alpha, beta, gamma, delta, epsilon, w_t)
+    frac = (N - 1) / N
+    return _out(2 * (N - 1) * a + 2 * frac * S * b + frac * S * g + 3 * frac * S * d)
+
+
+def rhd(N, S, alpha, beta, gamma, delta, epsilon=0.0, w_t=math.inf):
+    """Recursive Halving and Doubling (Table 2 row 3, §2.1), as printed:
+
+    2⌈log₂N⌉α + 2(N−1)S/N·β + (N−1)S/N·γ + 3(N−1)S/N·δ
+    + χ(N)(2Sβ + Sγ + 3Sδ).
+
+    For N not a power of two the paper adds two steps (the extra ranks fold
+    their whole vector into a partner, which reduces it, and get the result
+    back) and keeps N in the halving/doubling terms. The plan itself runs
+    halving/doubling on p' = 2^⌊log₂N⌋ ranks, i.e. moves 2(p'−1)S/p' there,
+    not 2(N−1)S/N: this row is the paper's accounting, exact for powers of
+    two and within S/p' − S/N per term otherwise. No incast term (pairwise
+    exchanges, as for :func:`ring`). Arguments as for :func:`reduce_broadcast`.
+    """
+    N, S, a, b, g, d, _, _ = _terms(N, S, alpha, beta, gamma, delta, epsilon, w_t)
+    frac = (N - 1) / N
+    steps = 2 * (N - 1).bit_length()          # 2⌈log₂N⌉ for N >= 1
+    return _out(steps * a + 2 * frac * S * b + frac * S * g + 3 * frac * S * d
+                + chi(N) * (2 * S * b + S * g + 3 * S * d))
+
+
+def cps(N, S, alpha, beta, gamma, delta, epsilon=0.0, w_t=math.inf):
+    """Co-located PS (Table 2 row 4, §2.1): every server is the PS of one
+    S/N block; a ReduceScatter in which each server receives N − 1 blocks and
+    reduces N at once, then an AllGather.
+
+    2α + 2(N−1)S/N·β + (N−1)S/N·γ + (N+1)S/N·δ
+    + 2(N−1)S/N·max(N − w_t, 0)ε.
+
+    Arguments as for :func:`reduce_broadcast`.
+    """
+    N, S, a, b, g, d, e, wt = _terms(N, S, alpha, beta, gamma, delta, epsilon, w_t)
+    if N == 1:
+        return _out(0.0 * S)
+    frac = (N - 1) / N
+    return _out(2 * a + 2 * frac * S * b + frac * S * g + (N + 1) / N * S * d
+                + 2 * frac * S * incast_factor(N, wt, e))
+
+
+def hcps(factors, S, alpha, beta, gamma, delta, epsilon=0.0, w_t=math.inf):
+    """Hierarchical Co-located PS (Table 2 row 5, §3.3, Fig. 5) with fan-ins
+    ``factors`` = (f_0, …, f_{m−1}), N = ∏ f_i servers.
+
+    Step i (i = 0 … m−1) is a Co-located PS ReduceScatter inside groups of
+    f_i servers orthogonal to the earlier groups, on the S/P_{i−1} bytes each
+    server still holds (P_i = f_0·…·f_i, P_{−1} = 1); the AllGather runs the
+    steps in reverse. Step i: each server receives (f_i − 1)·S/P_i bytes,
+    reduces f_i blocks of S/P_i (γ: (f_i − 1)S/P_i, δ: (f_i + 1)S/P_i), and
+    its receive (ReduceScatter and AllGather) has fan-in f_i. Summed:
+
+    2mα + 2(N−1)S/N·β + (N−1)S/N·γ
+    + (N + 1 + 2·Σ_{i=0}^{m−2} ∏_{j=i+1}^{m−1} f_j)·S/N·δ
+    + Σ_{i=0}^{m−1} max(f_i − w_t, 0)·2(f_i − 1)·S/P_i·ε.
+
+    Reading of the printed row. The δ term is printed with
+    ``2·Σ_{i=1}^{m−1} ∏_{j=1}^{i} f_j``; it equals the plan's
+    Σ (f_i + 1)S/P_i for m ≤ 2 (both give 2f_1, e.g. 6×4 of Fig. 5) but for
+    m ≥ 3 only with the factors listed in reverse, so the plan's suffix
+    products are used (they also make the paper's remark hold: larger
+    earlier fan-ins, less memory access). The ε term is printed as
+    ``Σ_{i=0}^{m−1} max(0, f_i − w_t)·(f_{i−1} − 1)·∏_{j=i}^{m−1} f_j/N``,
+    which names an f_{−1} at i = 0 and, for m = 1, does not give the
+    Co-located PS row it must reduce to. Eq. 7 (excess fan-in × the data B
+    received at that fan-in) with step i's own fan-in f_i and received
+    2(f_i − 1)S/P_i gives the form above: the index i − 1 in the printed row
+    is read as i (∏_{j=i+1}^{m−1} f_j/N = 1/P_i) and the factor 2 of the
+    ReduceScatter + AllGather restored, so that m = 1 is exactly the
+    Co-located PS row, as the paper says ("stacking each step's incast
+    overhead"; zero when every f_i <= w_t).
+
+    ``factors``: a sequence of integers >= 2 (or a text ``"6x4"``); other
+    arguments as for :func:`reduce_broadcast`.
+    """
+    f = parse_factors(factors)
+    N = math.prod(f)
+    _, S, a, b, g, d, e, wt = _terms(N, S, alpha, beta, gamma, delta, epsilon, w_t)
+    m = len(f)
+    frac = (N - 1) / N
+    suffix = sum(math.prod(f[i + 1:]) for i in range(m - 1))
+    inc, held = 0.0, 1
+    for fi in f:   # m steps, m <= log2 N: a loop over factors, not over data
+        held *= fi
+        inc += incast_factor(fi, wt, e) * 2 * (fi - 1) / held
+    return _out(2 * m * a + 2 * frac * S * b + frac * S * g
+                + (N + 1 + 2 * suffix) / N * S * d + inc * S)
+
+
+def parse_factors(factors) -> tuple[int, ...]:
+    """HCPS fan-ins from ``"8x3"`` or a sequence of ints, each >= 2."""
+    raw = factors
+    if isinstance(factors, str):
+        parts = factors.strip().lower().split("x")
+        try:
+            factors = [int(p) for p in parts]
+        except ValueError:
+            raise ConfigError(f"factors: {show(raw)} is not allowed; expected fan-ins "
+                              "joined by 'x', each an integer >= 2, e.g. '8x3'") from None
+    try:
+        out = tuple(factors)
+    except TypeError:
+        out = None
+    if not out or any(isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer))
+                      or v < 2 for v in out):
+        raise ConfigError(f"factors: {show(raw)} is not allowed; expected fan-ins joined "
+                          "by 'x', each an integer >= 2, e.g. '8x3'")
+    return tuple(int(v) for v in out)
+
+
+# --------------------------------------------------------------------------- predict
+
+def _parse_spec(algorithm_spec) -> tuple[str, dict]:
+    from .algorithms.base import parse_algorithm_spec
+
+    if not isinstance(algorithm_spec, str):
+        raise ConfigError(f"algorithm: {show(algorithm_spec)} is not allowed; expected "
+                          "NAME[:key=val,...], e.g. 'hcps:factors=8x3'")
+    return parse_algorithm_spec(algorithm_spec)
+
+
+def _refuse_options(name: str, opts: dict, allowed: dict) -> None:
+    """Options that leave the plan Table 2 prices are accepted; anything else
+    would change the plan, so the analytic model has no row for it."""
+    for key, value in opts.items():
+        ok = allowed.get(key)
+        if ok is None or value.strip().lower() not in ok:
+            forms = [k + "=" + "|".join(v) for k, v in allowed.items() if ok is None or k == key]
+            raise ConfigError(f"algorithm {name}: option {key}={value} has no GenModel "
+                              f"form; allowed with model genmodel: "
+                              f"{', '.join(forms) or '(no options)'}")
+
+
+def predict(algorithm_spec: str, p: int, sizes, network, *, hops: int = 0) -> np.ndarray:
+    """GenModel Table 2 time of an allreduce on one switch, for many sizes.
+
+    Parameters
+    ----------
+    algorithm_spec : str
+        ``ring`` (Ring Allreduce), ``recdoub`` (RHD; variant ``bandwidth``
+        or ``auto``, which on one switch is the bandwidth variant's row),
+        ``cps`` (Co-located PS), ``hcps:factors=F0xF1x…`` (Hierarchical
+        Co-located PS, ∏ F_i = p) or ``reduce-broadcast``.
+    p : int
+        Number of ranks N (>= 1).
+    sizes : str, int, list, numpy array or pandas Series
+        As for :func:`flowemu.simulate`; the result follows the sorted
+        distinct sizes (the rows ``simulate`` returns).
+    network : flowemu.network.Network
+        β = 1/bandwidth, α = ``alpha`` (+ ``hops``·(link + hop latency)),
+        γ = ``gamma``, δ = ``delta``, ε = ``incast_slope`` and
+        w_t = ``incast_threshold`` when incast is on (both set), else none.
+    hops : int
+        Links a message crosses, if the step latency α should include the
+        network's per-hop latency (2 on one switch); 0 (default) uses α only,
+        as Table 2 does.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64[k] seconds, one per size.
+
+    Raises
+    ------
+    ConfigError
+        An unknown algorithm (the known ones are named), an option the model
+        has no row for, factors whose product is not ``p``, a bad ``p`` or
+        sizes.
+    """
+    from . import checks
+    from .network import Network
+
+    name, opts = _parse_spec(algorithm_spec)
+    if not isinstance(network, Network):
+        raise ConfigError(f"network: {show(network)} is not allowed; expected a "
+                          "flowemu.network.Network")
+    N = _count("p", p)
+    hops = _count("hops", hops, lo=0)
+    S = checks.sizes(sizes)
+    alpha = network.alpha + hops * network.per_hop_latency()
+    eps, wt = ((network.incast_slope, network.incast_threshold) if network.incast_on
+               else (0.0, math.inf))
+    terms = {"alpha": alpha, "beta": 1.0 / network.bandwidth, "gamma": network.gamma,
+             "delta": network.delta, "epsilon": eps, "w_t": wt}
+    if name == "ring":
+        _refuse_options(name, opts, {"ports": ("1", "2", "max")})
+        return np.asarray(ring(N, S, **terms), dtype=np.float64)
+    if name == "recdoub":
+        _refuse_options(name, opts, {"variant": ("bandwidth", "auto"),
+                                     "layout": ("auto", "linear"),
+                                     "mirrored": ("false", "no", "0")})
+        return np.asarray(rhd(N, S, **terms), dtype=np.float64)
+    if name == "cps":
+        _refuse_options(name, opts, {})
+        return np.asarray(cps(N, S, **terms), dtype=np.float64)
+    if name == "reduce-broadcast":
+        _refuse_options(name, opts, {})
+        return np.asarray(reduce_broadcast(N, S, **terms), dtype=np.float64)
+    if name == "hcps":
+        unknown = sorted(set(opts) - {"factors"})
+        if unknown:
+            raise ConfigError(f"algorithm hcps: option {unknown[0]} has no GenModel form; "
+                              "allowed with model genmodel: factors=F0xF1x...")
+        if N < 2:
+            raise ConfigError(f"p: {N} is not allowed for hcps; expected >= 2 ranks")
+        if "factors" not in opts:
+            raise ConfigError("algorithm hcps: model genmodel needs factors=F0xF1x... "
+                              f"(fan-ins whose product is the {N} ranks), e.g. hcps:factors="
+                              + ("x".join(map(str, _example_factors(N)))))
+        f = parse_factors(opts["factors"])
+        if math.prod(f) != N:
+            raise ConfigError(f"algorithm hcps: factors={opts['factors']} multiply to "
+                              f"{math.prod(f)}, not the {N} ranks; expected fan-ins whose "
+                              f"product is {N}")
+        return np.asarray(hcps(f, S, **terms), dtype=np.float64)
+    raise ConfigError(f"algorithm: {name!r} has no GenModel form; known with model "
+                      f"genmodel: {', '.join(KNOWN_ALGORITHMS)}")
+
+
+def _example_factors(N: int) -> tuple[int, ...]:
+    """Two factors of N as close as possible (N itself when prime)."""
+    best = 1
+    for d in range(2, math.isqrt(N) + 1):
+        if N % d == 0:
+            best = d
+    return (N // best, best) if best > 1 else (N,)
