@@ -31,13 +31,14 @@ from __future__ import annotations
 
 import math
 import numbers
+from functools import partial
 
 import numpy as np
 
 from .errors import ConfigError, show
 
 __all__ = ["KNOWN_ALGORITHMS", "chi", "cps", "hcps", "incast_factor", "parse_factors",
-           "predict", "reduce_broadcast", "rhd", "ring"]
+           "plan_row", "predict", "reduce_broadcast", "rhd", "ring", "steps"]
 
 #: algorithm names :func:`predict` knows (as the algorithm registry spells them)
 KNOWN_ALGORITHMS = ("cps", "hcps", "recdoub", "reduce-broadcast", "ring")
@@ -273,7 +274,8 @@ def predict(algorithm_spec: str, p: int, sizes, network, *, hops: int = 0) -> np
         ``ring`` (Ring Allreduce), ``recdoub`` (RHD; variant ``bandwidth``
         or ``auto``, which on one switch is the bandwidth variant's row),
         ``cps`` (Co-located PS), ``hcps:factors=F0xF1x…`` (Hierarchical
-        Co-located PS, ∏ F_i = p) or ``reduce-broadcast``.
+        Co-located PS, ∏ F_i = p; ``factors=auto`` is refused: the model
+        prices a given factorisation) or ``reduce-broadcast``.
     p : int
         Number of ranks N (>= 1).
     sizes : str, int, list, numpy array or pandas Series
@@ -303,32 +305,45 @@ def predict(algorithm_spec: str, p: int, sizes, network, *, hops: int = 0) -> np
     from . import checks
     from .network import Network
 
-    name, opts = _parse_spec(algorithm_spec)
+    row = plan_row(algorithm_spec, p)
     if not isinstance(network, Network):
         raise ConfigError(f"network: {show(network)} is not allowed; expected a "
                           "flowemu.network.Network")
-    N = _count("p", p)
     hops = _count("hops", hops, lo=0)
     S = checks.sizes(sizes)
     alpha = network.alpha + hops * network.per_hop_latency()
     eps, wt = ((network.incast_slope, network.incast_threshold) if network.incast_on
                else (0.0, math.inf))
-    terms = {"alpha": alpha, "beta": 1.0 / network.bandwidth, "gamma": network.gamma,
-             "delta": network.delta, "epsilon": eps, "w_t": wt}
+    return np.asarray(row(S, alpha=alpha, beta=1.0 / network.bandwidth, gamma=network.gamma,
+                          delta=network.delta, epsilon=eps, w_t=wt), dtype=np.float64)
+
+
+def steps(algorithm_spec: str, p: int) -> int:
+    """Rounds A of the Table 2 row :func:`predict` uses (its α count), e.g.
+    2(p − 1) for ``ring``, 2m for ``hcps`` with m factors."""
+    return round(plan_row(algorithm_spec, p)(0.0, alpha=1.0, beta=0.0, gamma=0.0, delta=0.0))
+
+
+def plan_row(algorithm_spec: str, p: int):
+    """The Table 2 row of an algorithm spec on ``p`` ranks, as a function
+    ``row(S, alpha, beta, gamma, delta, epsilon=0, w_t=inf)``; refuses (with
+    a ConfigError naming what is accepted) what Table 2 has no row for."""
+    name, opts = _parse_spec(algorithm_spec)
+    N = _count("p", p)
     if name == "ring":
         _refuse_options(name, opts, {"ports": ("1", "2", "max")})
-        return np.asarray(ring(N, S, **terms), dtype=np.float64)
+        return partial(ring, N)
     if name == "recdoub":
         _refuse_options(name, opts, {"variant": ("bandwidth", "auto"),
                                      "layout": ("auto", "linear"),
                                      "mirrored": ("false", "no", "0")})
-        return np.asarray(rhd(N, S, **terms), dtype=np.float64)
+        return partial(rhd, N)
     if name == "cps":
         _refuse_options(name, opts, {})
-        return np.asarray(cps(N, S, **terms), dtype=np.float64)
+        return partial(cps, N)
     if name == "reduce-broadcast":
         _refuse_options(name, opts, {})
-        return np.asarray(reduce_broadcast(N, S, **terms), dtype=np.float64)
+        return partial(reduce_broadcast, N)
     if name == "hcps":
         unknown = sorted(set(opts) - {"factors"})
         if unknown:
@@ -336,7 +351,7 @@ def predict(algorithm_spec: str, p: int, sizes, network, *, hops: int = 0) -> np
                               "allowed with model genmodel: factors=F0xF1x...")
         if N < 2:
             raise ConfigError(f"p: {N} is not allowed for hcps; expected >= 2 ranks")
-        if "factors" not in opts:
+        if "factors" not in opts or opts["factors"].strip().lower() == "auto":
             raise ConfigError("algorithm hcps: model genmodel needs factors=F0xF1x... "
                               f"(fan-ins whose product is the {N} ranks), e.g. hcps:factors="
                               + ("x".join(map(str, _example_factors(N)))))
@@ -345,7 +360,7 @@ def predict(algorithm_spec: str, p: int, sizes, network, *, hops: int = 0) -> np
             raise ConfigError(f"algorithm hcps: factors={opts['factors']} multiply to "
                               f"{math.prod(f)}, not the {N} ranks; expected fan-ins whose "
                               f"product is {N}")
-        return np.asarray(hcps(f, S, **terms), dtype=np.float64)
+        return partial(hcps, f)
     raise ConfigError(f"algorithm: {name!r} has no GenModel form; known with model "
                       f"genmodel: {', '.join(KNOWN_ALGORITHMS)}")
 

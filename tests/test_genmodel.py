@@ -286,6 +286,17 @@ def test_predict_incast_and_hops():
     assert close(gm.predict("cps", 12, S, off), [tally_cps(12, s) for s in S])
 
 
+def test_steps_are_the_alpha_counts():
+    """A of each row, from the plan: 2(N−1) ring rounds, 2⌈log N⌉ for RHD
+    (two more than the 2 log P halving/doubling rounds when N is no power of
+    two), two for the PS rows, 2m for m HCPS steps."""
+    assert gm.steps("ring", 12) == 22
+    assert gm.steps("recdoub", 16) == 8 and gm.steps("recdoub", 12) == 2 * 3 + 2
+    assert gm.steps("cps", 12) == 2 and gm.steps("reduce-broadcast", 12) == 2
+    assert gm.steps("hcps:factors=2x3x2", 12) == 6
+    assert gm.steps("cps", 1) == 0
+
+
 def test_predict_sizes_sorted_like_simulate():
     got = gm.predict("ring", 4, [4096, 1024, 4096], NET)
     assert close(got, gm.ring(4, np.array([1024.0, 4096.0]), ALPHA, 1 / NET.bandwidth,
@@ -296,7 +307,10 @@ def test_predict_sizes_sorted_like_simulate():
     ("swing", 8, ("'swing' has no GenModel form; known with model genmodel: cps, hcps, "
                  "recdoub, reduce-broadcast, ring")),
     ("hcps:factors=4x4", 12, "factors=4x4 multiply to 16, not the 12 ranks"),
-    ("hcps", 12, "needs factors=F0xF1x"),
+    ("hcps", 12, ("needs factors=F0xF1x... (fan-ins whose product is the 12 ranks), "
+                 "e.g. hcps:factors=4x3")),
+    ("hcps:factors=auto", 7, "e.g. hcps:factors=7"),
+    ("hcps:factors=2", 1, "p: 1 is not allowed for hcps"),
     ("hcps:factors=4x1x3", 12, "factors: '4x1x3' is not allowed"),
     ("hcps:factors=ax3", 12, "factors: 'ax3' is not allowed"),
     ("hcps:factors=4x3,steps=2", 12, "option steps has no GenModel form"),
