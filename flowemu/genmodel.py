@@ -17,9 +17,11 @@ Units
 The paper counts floats (S floats, β seconds per float); flowemu counts
 bytes. Every formula is linear in S, so with S in **bytes** the coefficients
 are per byte: β = 1/bandwidth (s/B), γ (s per byte reduced), δ (s per byte
-read or written), ε (s/B per flow above ``w_t``). ``w_t`` is a flow count;
-``w`` is the paper's fan-in, the number of servers in the many-to-one group
-(N for Co-located PS, f_i for step i of HCPS).
+read or written), ε (s/B per unit of fan-in above ``w_t``). ``w`` is the
+paper's fan-in, the number of servers in the many-to-one group (N for
+Co-located PS, f_i for step i of HCPS). The flow engine counts the flows
+into a receiver instead (N − 1 for Co-located PS, 2 for a ring run both
+ways), so with incast on the two part by one in the excess.
 
 Degenerate cases
 ----------------
