@@ -59,7 +59,7 @@ def hcps_cases():
 # ------------------------------------------------------------------ correctness
 
 @pytest.mark.parametrize("p", range(2, 25))
-@pytest.mark.parametrize("name", ["cps", "hcps", "reduce-broadcast"])
+@pytest.mark.parametrize("name", ["cps", "hcps", "reduce-broadcast", "acps"])
 def test_every_p_is_an_allreduce(name, p):
     sched = build(name, p, True)
     report = verify_allreduce(sched)
@@ -280,11 +280,14 @@ def test_reduce_broadcast_incast_only_on_the_reduce(n, wt):
 # ------------------------------------------------------------------ other topologies
 
 @pytest.mark.parametrize("topology", ["torus:4x4", "fattree:k=4", "leafspine:4x3x2"])
-@pytest.mark.parametrize("alg", ["cps", "hcps", "hcps:factors=2x4x2", "reduce-broadcast"])
+@pytest.mark.parametrize("alg", ["cps", "hcps", "hcps:factors=2x4x2", "reduce-broadcast", "acps",
+                                 "acps:groups=5+1+4+2"])
 def test_runs_on_other_families(topology, alg):
     p = 16 if "leafspine" not in topology else 12
     if "2x4x2" in alg and p != 16:
         alg = "hcps:factors=2x3x2"
+    if "5+1+4+2" in alg and p != 12:
+        alg = "acps:groups=5+1+4+2+4"
     df = flowemu.simulate(topology, alg, sizes=[1 << 10, 1 << 20], ranks=p)
     t = df.time_s.to_numpy()
     assert np.all(np.isfinite(t)) and np.all(t > 0) and t[1] > t[0]
@@ -310,6 +313,9 @@ def test_runs_on_other_families(topology, alg):
     ("hcps:fanin=8x3", ["unknown option", "fanin", "factors"]),
     ("cps:factors=8x3", ["unknown option", "factors"]),
     ("reduce-broadcast:root=1", ["unknown option", "root"]),
+    ("acps:groups=16+4", ["groups=16+4", "20", "24 ranks"]),
+    ("acps:groups=16-8", ["groups", "'16-8'"]),
+    ("acps:groups=16+0+8", ["groups", "'16+0+8'"]),
 ])
 def test_bad_options(capsys, alg, needles):
     with pytest.raises(ConfigError) as exc:
@@ -329,3 +335,68 @@ def test_bad_factor_values_through_the_builder():
     assert build("hcps", 6, factors=6).info["factors"] == (6,)
     with pytest.raises(ConfigError, match="ranks p=1"):
         build("cps", 1)
+
+
+# ------------------------------------------------------------------ acps
+
+def acps_groups():
+    rng = np.random.default_rng(14)
+    cases = []
+    for p in range(2, 25):
+        cases.append((p, (1,) * p))                       # one rank per group
+        cases.append((p, (2,) * (p // 2) + (1,) * (p % 2)))   # two ranks per group
+        cases.append((p, (1, p - 1)))
+        cuts = np.sort(rng.choice(np.arange(1, p), size=min(p - 1, 3), replace=False))
+        cases.append((p, tuple(int(v) for v in np.diff(np.concatenate([[0], cuts, [p]])))))
+    return cases
+
+
+@pytest.mark.parametrize("p,groups", acps_groups(), ids=lambda v: str(v))
+def test_acps_uneven_groups_are_allreduces(p, groups):
+    text = "+".join(map(str, groups))
+    sched = build("acps", p, True, groups=text)
+    report = verify_allreduce(sched)
+    equivalent_traffic(sched, build("acps", p, False, groups=text))
+    assert sched.info["groups"] == groups and sched.variant == f"groups={text}"
+    # per rank: own block plus an even deal of the other groups' blocks
+    # (Algorithm 1: floor(N/n) per server, the remainder to the first ones),
+    # reduced with fan-in = its group's size; then its own block with
+    # fan-in = the number of groups
+    c = len(groups)
+    reduced, gamma0 = np.zeros(p), np.zeros(p)
+    lo = 0
+    for g in groups:
+        base, extra = divmod(p - g, g)
+        held = 1 + base + (np.arange(g) < extra)
+        if g > 1:
+            reduced[lo:lo + g] = held / p
+            gamma0[lo:lo + g] = (g - 1) * held / p
+        lo += g
+    if c > 1:
+        reduced += 1 / p
+    assert np.allclose(report.reduced, reduced, rtol=1e-12, atol=0)
+    assert report.gamma_path == pytest.approx(gamma0.max() + (c - 1) / p, rel=1e-12)
+    assert report.num_steps == (2 if c == 1 or c == p else 4)
+
+
+@pytest.mark.parametrize("g,c", [(4, 2), (3, 4), (2, 3), (6, 4), (8, 4)])
+def test_acps_equal_groups_is_table2_hcps(g, c):
+    """c equal groups of g: every member holds c blocks after rs0 (1/g of the
+    vector) and receives c − 1 blocks of n/p in rs1, balanced meshes both:
+    Table 2's two-step HCPS row with f0 = g, f1 = c."""
+    alg = "acps:groups=" + "+".join([str(g)] * c)
+    assert one_switch(alg, g * c) == pytest.approx(table2_hcps((g, c)), rel=1e-9)
+
+
+def test_acps_auto_groups_are_the_switches():
+    sched = flowemu.algorithms.get_algorithm("acps").build(12, parse_topology("tree:2x4+2x2"),
+                                                           True)
+    assert sched.info["groups"] == (4, 4, 2, 2) and sched.note == ""
+    verify_allreduce(sched)
+    torus = build_on("torus:4x4", 16)
+    assert torus.info["groups"] == (16,) and "no switch per host group" in torus.note
+    assert build("acps", 5).info["groups"] == (5,)
+
+
+def build_on(topology, p):
+    return get_algorithm("acps").build(p, parse_topology(topology), False)

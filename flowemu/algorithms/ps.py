@@ -70,7 +70,7 @@ import numpy as np
 
 from ..errors import ConfigError, show
 from ._blocks import COPY, REDUCE, check_ranks, equal_block_share, make_traffic
-from .base import AlgorithmSpec, Param, Reduction, Schedule, Step, register
+from .base import AlgorithmSpec, Param, Reduction, Schedule, Step, Traffic, register
 
 __all__ = ["auto_factors", "hcps_delta_coefficient", "parse_factors", "schedule_shape"]
 
@@ -257,11 +257,186 @@ def build_reduce_broadcast(p: int, topology=None, blocks: bool = False,
                     {"p_eff": p, "root": 0})
 
 
-def schedule_shape(name: str, options: dict, p: int) -> tuple[int, int]:
+def parse_groups(raw) -> tuple[int, ...] | str:
+    """``"32+16+16"`` → ``(32, 16, 16)``, ``"auto"`` → ``"auto"``
+    (``Param.convert``; raises ValueError/TypeError on anything else)."""
+    if isinstance(raw, (bool, np.bool_)):
+        raise TypeError(raw)
+    if isinstance(raw, (int, np.integer)):
+        parts = [int(raw)]
+    elif isinstance(raw, str):
+        text = raw.strip().lower()
+        if text == "auto":
+            return "auto"
+        items = text.split("+")
+        if not all(item.strip().isdigit() for item in items):
+            raise ValueError(raw)
+        parts = [int(item) for item in items]
+    elif isinstance(raw, (tuple, list)):
+        if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in raw):
+            raise TypeError(raw)
+        parts = [int(v) for v in raw]
+    else:
+        raise TypeError(raw)
+    if not parts or any(g < 1 for g in parts):
+        raise ValueError(raw)
+    return tuple(parts)
+
+
+def switch_groups(topology, p: int) -> tuple[tuple[int, ...], str]:
+    """Runs of consecutive endpoints ``0..p−1`` attached to the same switch
+    (the vertex an endpoint's first link leads to), and a note when there
+    are none (no topology, or endpoints linked to endpoints): one group."""
+    if topology is None:
+        return (p,), ""
+    n_end = int(topology.num_endpoints)
+    src, dst = np.asarray(topology.link_src), np.asarray(topology.link_dst)
+    out = src < min(p, n_end)
+    first = np.full(p, -1, np.int64)
+    # the first link out of each endpoint (links listed in any order)
+    order = np.flatnonzero(out)[::-1]
+    first[src[order]] = dst[order]
+    if p > n_end or np.any(first < n_end):
+        spec = getattr(topology, "spec", "the topology")
+        return (p,), (f"{spec} has no switch per host group: acps groups=auto uses one group of "
+                      f"{p} ranks (= cps)")
+    cut = np.flatnonzero(np.diff(first)) + 1
+    sizes = np.diff(np.concatenate([[0], cut, [p]]))
+    return tuple(int(v) for v in sizes), ""
+
+
+def _allocation(p: int, lo: int, size: int) -> np.ndarray:
+    """Owner (a rank of the group ``lo..lo+size−1``) of each of the ``p``
+    blocks after the group's reduce-scatter: member ``r`` keeps block ``r``
+    (so it is the holder of its own final block), the ``p − size`` blocks of
+    other groups' ranks are dealt out in contiguous runs, the first members
+    taking one more where they do not divide evenly (Algorithm 1's
+    ``floor(N/n)`` blocks per server plus the remainder)."""
+    owner = np.empty(p, np.int64)
+    members = np.arange(lo, lo + size)
+    owner[members] = members
+    others = np.concatenate([np.arange(0, lo), np.arange(lo + size, p)])
+    base, extra = divmod(len(others), size)
+    counts = base + (np.arange(size) < extra)
+    owner[others] = np.repeat(members, counts)
+    return owner
+
+
+def build_acps(p: int, topology=None, blocks: bool = False, **options) -> Schedule:
+    """Asymmetric co-located PS on ``p`` ranks in groups of unequal sizes
+    (GenModel paper §4.2, Fig. 7b, Algorithm 1).
+
+    The ranks form consecutive groups (``groups=A+B+...``, or ``auto``: the
+    hosts of one switch, for linear placement). The vector is in ``p``
+    blocks of ``n/p``; block ``b`` ends reduced on rank ``b``.
+
+    - ``rs0``: a co-located PS inside every group: member ``k`` of a group
+      of ``g`` receives from each other member the blocks allocated to it
+      (``⌊p/g⌋`` or ``⌈p/g⌉`` blocks, its own block among them, see
+      :func:`_allocation`) and reduces them with fan-in ``g``; groups of one
+      rank do nothing. Shares differ between groups: that is the asymmetry
+      of footnote 2.
+    - ``rs1``: the holder of block ``b`` in every other group sends its
+      partial sum straight to rank ``b`` (Algorithm 1: "servers can only
+      send blocks directly to the destination"), which reduces the ``c``
+      partial sums (fan-in ``c``, the number of groups) into its own.
+    - ``ag1``, ``ag0``: the same flows backwards, COPY.
+
+    With one group this is ``cps``; with ``p`` groups of one rank as well.
+
+    Returns
+    -------
+    Schedule
+        Up to 4 steps (steps without flows are left out); ``variant`` names
+        the groups (``groups=32+16``).
+    """
+    opts = ACPS.parse_options(options)
+    p = check_ranks("acps", p)
+    note = ""
+    groups = opts["groups"]
+    if groups == "auto":
+        groups, note = switch_groups(topology, p)
+    elif sum(groups) != p:
+        text = "+".join(map(str, groups))
+        raise ConfigError(f"algorithm acps: groups={text} add up to {sum(groups)}, not the {p} "
+                          f"ranks; give group sizes that add up to {p} or groups=auto")
+    groups = tuple(groups)
+    starts = np.concatenate([[0], np.cumsum(groups)[:-1]]).astype(np.int64)
+    owners = np.stack([_allocation(p, int(lo), g) for lo, g in zip(starts, groups)])  # (c, p)
+    c = len(groups)
+    blk = np.arange(p, dtype=np.int64)
+
+    # rs0 / ag0: inside each group, every member sends each other member
+    # the blocks allocated to that member
+    counts = np.concatenate([np.bincount(own - lo, minlength=g)       # blocks per rank
+                             for lo, g, own in zip(starts.tolist(), groups, owners)])
+    s0, d0, b0 = [], [], []
+    for lo, g, own in zip(starts.tolist(), groups, owners):
+        if g == 1:
+            continue
+        k = np.arange(g, dtype=np.int64)
+        j = np.arange(1, g, dtype=np.int64)
+        s0.append(np.repeat(lo + k, g - 1))
+        dst = (lo + (k[:, None] + j[None, :]) % g).reshape(-1)
+        d0.append(dst)
+        if blocks:
+            mine = [np.flatnonzero(own == r) for r in range(lo, lo + g)]
+            b0 += [mine[d - lo] for d in dst.tolist()]
+    steps_rs, steps_ag = [], []
+    if s0:
+        src = np.concatenate(s0).astype(np.int32)
+        dst = np.concatenate(d0).astype(np.int32)
+        share = counts[dst] / p        # groups are consecutive ranks: index = rank
+        tr_rs, tr_ag = _ragged_traffic(src, dst, share, b0 if blocks else None)
+        fanin = np.repeat(np.asarray(groups, np.int64), groups)
+        keep = fanin > 1
+        ranks = np.arange(p)
+        red = Reduction(ranks[keep], counts[keep] / p, fanin[keep])
+        steps_rs.append(Step(tr_rs, red, "rs0"))
+        steps_ag.append(Step(tr_ag, Reduction.none(), "ag0"))
+    if c > 1:
+        # rs1 / ag1: block b's holder in every other group -> rank b
+        group_of = np.repeat(np.arange(c), groups)
+        holder = owners[:, blk]                          # (c, p): holder of b in group i
+        mask = np.arange(c)[:, None] != group_of[None, :]
+        src = holder[mask].astype(np.int32)
+        dst = np.broadcast_to(blk, (c, p))[mask].astype(np.int32)
+        share = np.full(len(src), 1.0 / p)
+        b1 = list(dst[:, None].astype(np.int64)) if blocks else None
+        tr_rs, tr_ag = _ragged_traffic(src, dst, share, b1)
+        red = Reduction(blk.astype(np.int32), np.full(p, 1.0 / p), np.full(p, c, np.int32))
+        steps_rs.append(Step(tr_rs, red, "rs1"))
+        steps_ag.insert(0, Step(tr_ag, Reduction.none(), "ag1"))
+    num_blocks, block_share = (p, equal_block_share(p)) if blocks else (None, None)
+    text = "+".join(map(str, groups))
+    return Schedule("acps", f"groups={text}", p, tuple(steps_rs + steps_ag), num_blocks,
+                    block_share, {"p_eff": p, "groups": groups}, note=note)
+
+
+def _ragged_traffic(src, dst, share, block_lists):
+    """REDUCE traffic src→dst and its COPY reverse dst→src, with ragged block
+    lists (one array per flow) when given."""
+    if block_lists is None:
+        return Traffic(src, dst, share), Traffic(dst, src, share)
+    ptr = np.concatenate([[0], np.cumsum([len(b) for b in block_lists])]).astype(np.int64)
+    idx = np.concatenate(block_lists).astype(np.int32)
+    return (Traffic(src, dst, share, None, ptr, idx, np.full(len(src), REDUCE, np.int8)),
+            Traffic(dst, src, share, None, ptr, idx, np.full(len(src), COPY, np.int8)))
+
+
+def schedule_shape(name: str, options: dict, p: int, topology=None) -> tuple[int, int]:
     """``(flows per step, distinct steps)`` at most, before building (for
     :func:`flowemu.budget.schedule_shape`)."""
     if name == "reduce-broadcast":
         return p - 1, 2
+    if name == "acps":
+        groups = options.get("groups", "auto")
+        if groups == "auto":
+            groups = (switch_groups(topology, p)[0]
+                      if hasattr(topology, "link_src") and p >= 2 else (p,))
+        if not isinstance(groups, tuple) or sum(groups) != p:
+            groups = (p,)
+        return max(sum(g * (g - 1) for g in groups), (len(groups) - 1) * p), 4
     if name == "hcps":
         factors = options.get("factors", "auto")
         if factors == "auto" or not isinstance(factors, tuple) or math.prod(factors) != p:
@@ -306,4 +481,25 @@ RB = register(AlgorithmSpec(
     doc="PS-based reduce-broadcast: every rank sends its whole vector to rank 0, which reduces "
         "them (fan-in p) and sends the result back, 2 steps of n per flow (GenModel paper §2.1, "
         "Table 2).",
+))
+
+
+def _convert_groups(raw):
+    try:
+        return parse_groups(raw)
+    except (TypeError, ValueError):
+        raise ValueError(show(raw)) from None
+
+
+ACPS = register(AlgorithmSpec(
+    name="acps",
+    build=build_acps,
+    params=(Param("groups", tuple, "auto", None,
+                  "sizes of the groups of consecutive ranks, A+B+... adding up to p (e.g. "
+                  "32+16), or auto: the ranks of one switch (linear placement; one group "
+                  "where hosts hang off no switch)",
+                  convert=_convert_groups),),
+    doc="Asymmetric co-located PS for groups of unequal sizes: co-located PS inside each "
+        "group, then every group's partial sum of block b goes straight to rank b (fan-in = "
+        "groups), allgathers in reverse; up to 4 steps (GenModel paper §4.2, Fig. 7b).",
 ))
