@@ -400,3 +400,12 @@ def test_acps_auto_groups_are_the_switches():
 
 def build_on(topology, p):
     return get_algorithm("acps").build(p, parse_topology(topology), False)
+
+
+@pytest.mark.parametrize("topology,p,want", [
+    ("tree:4x6", 24, (6, 4)), ("fattree:k=4", 16, (2, 8)), ("leafspine:4x3x2", 12, (3, 4)),
+    ("tree:24", 24, (6, 4)), ("torus:4x4", 16, (4, 4)), ("tree:2x4+2x2", 12, (4, 3)),
+])
+def test_hcps_auto_follows_equal_switch_groups(topology, p, want):
+    sched = get_algorithm("hcps").build(p, parse_topology(topology), False)
+    assert sched.info["factors"] == want

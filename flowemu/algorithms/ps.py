@@ -27,9 +27,13 @@ Three registered algorithms, each working for any ``p >= 2``:
     ``m`` steps rank ``r`` holds block ``r`` fully reduced. The allgathers
     run in reverse (``ag<m−1>`` … ``ag0``): step ``i`` copies each rank's
     ``n/P(i)`` to the ``Fi − 1`` peers of its digit-``i`` group.
-    ``factors=auto`` (default) takes two factors ``F0 x F1`` with ``F0`` the
-    smallest divisor of ``p`` that is ``>= sqrt(p)`` (32 → 8x4, 24 → 6x4,
-    12 → 4x3, a prime → ``p``, i.e. ``cps``): the larger fan-in first, as
+    ``factors=auto`` (default): where the ranks are equal groups of ``g``
+    hosts of one switch (``1 < g < p``, linear placement; e.g. ``tree:4x6``,
+    ``fattree:k=4``), ``g x p/g``, so the first step stays inside the
+    switches as on a GenTree tree; otherwise two factors ``F0 x F1`` with
+    ``F0`` the smallest divisor of ``p`` that is ``>= sqrt(p)`` (32 → 8x4,
+    24 → 6x4, 12 → 4x3, a prime → ``p``, i.e. ``cps``): the larger fan-in
+    first, as
     §3.3 advises ("the larger the prior steps' fan-in degrees, the less the
     memory access overhead"), and two steps as in the paper's examples
     (Fig. 5, Fig. 8, §4.3 "if N = 32, the fan-in degrees can be 8 and 4").
@@ -110,9 +114,21 @@ def auto_factors(p: int) -> tuple[int, ...]:
     return (p,) if f0 == p else (f0, p // f0)
 
 
-def resolve_factors(name: str, p: int, factors) -> tuple[int, ...]:
+def topology_factors(topology, p: int) -> tuple[int, ...]:
+    """``factors=auto`` on ``topology``: ``(g, p/g)`` when the ranks form
+    equal groups of ``1 < g < p`` hosts of one switch (:func:`switch_groups`,
+    linear placement), so the first step stays inside the switches;
+    otherwise :func:`auto_factors`."""
+    if hasattr(topology, "link_src"):
+        groups, _ = switch_groups(topology, p)
+        if len(set(groups)) == 1 and 1 < groups[0] < p:
+            return (groups[0], p // groups[0])
+    return auto_factors(p)
+
+
+def resolve_factors(name: str, p: int, factors, topology=None) -> tuple[int, ...]:
     if factors == "auto":
-        return auto_factors(p)
+        return topology_factors(topology, p)
     if math.prod(factors) != p:
         text = "x".join(map(str, factors))
         raise ConfigError(
@@ -207,7 +223,8 @@ def build_hcps(p: int, topology=None, blocks: bool = False, **options) -> Schedu
     p : int
         Number of ranks (>= 2).
     topology : Topology or None
-        Unused: groups are of rank ids (digit 0 = consecutive ranks).
+        Only for ``factors=auto`` (the hosts of one switch as first groups);
+        groups are of rank ids (digit 0 = consecutive ranks).
     blocks : bool
         Attach block content (``p`` blocks).
     factors : "auto" or tuple of int
@@ -223,7 +240,7 @@ def build_hcps(p: int, topology=None, blocks: bool = False, **options) -> Schedu
     """
     opts = HCPS.parse_options(options)
     p = check_ranks("hcps", p)
-    factors = resolve_factors("hcps", p, opts["factors"])
+    factors = resolve_factors("hcps", p, opts["factors"], topology)
     text = "x".join(map(str, factors))
     return _schedule("hcps", f"factors={text}", p, factors, blocks,
                      {"p_eff": p, "factors": factors})
@@ -440,7 +457,7 @@ def schedule_shape(name: str, options: dict, p: int, topology=None) -> tuple[int
     if name == "hcps":
         factors = options.get("factors", "auto")
         if factors == "auto" or not isinstance(factors, tuple) or math.prod(factors) != p:
-            factors = auto_factors(p) if p >= 2 else (2,)
+            factors = topology_factors(topology, p) if p >= 2 else (2,)
         return p * (max(factors) - 1), 2 * len(factors)
     return p * (p - 1), 2
 
@@ -466,9 +483,10 @@ HCPS = register(AlgorithmSpec(
     name="hcps",
     build=build_hcps,
     params=(Param("factors", tuple, "auto", None,
-                  "fan-in of each reduce-scatter step, first first, as F0xF1[x...] with "
-                  "product p (a factor 1, groups of one rank, adds no step) (e.g. 8x3), or auto: F0xF1 with F0 the smallest "
-                  "divisor >= sqrt(p) (a prime p: one step, = cps)",
+                  "fan-in of each reduce-scatter step, first step first: F0xF1[x...] with "
+                  "product p, e.g. 8x3 (a factor 1, groups of one rank, adds no step), or "
+                  "auto: gx(p/g) where the ranks are equal groups of g hosts of one switch, "
+                  "else F0xF1 with F0 the smallest divisor >= sqrt(p) (a prime p: cps)",
                   convert=_convert_factors),),
     doc="Hierarchical co-located PS: reduce-scatter by co-located PS in orthogonal groups of "
         "F0, F1, ... ranks (first groups consecutive ranks), then the allgathers in reverse; "
