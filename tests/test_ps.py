@@ -316,6 +316,8 @@ def test_runs_on_other_families(topology, alg):
     ("acps:groups=16+4", ["groups=16+4", "20", "24 ranks"]),
     ("acps:groups=16-8", ["groups", "'16-8'"]),
     ("acps:groups=16+0+8", ["groups", "'16+0+8'"]),
+    ("acps:groups=8*2+4*", ["groups", "'8*2+4*'"]),
+    ("acps:groups=8*4+4", ["groups=8*4+4", "36", "24 ranks"]),
 ])
 def test_bad_options(capsys, alg, needles):
     with pytest.raises(ConfigError) as exc:
@@ -357,7 +359,9 @@ def test_acps_uneven_groups_are_allreduces(p, groups):
     sched = build("acps", p, True, groups=text)
     report = verify_allreduce(sched)
     equivalent_traffic(sched, build("acps", p, False, groups=text))
-    assert sched.info["groups"] == groups and sched.variant == f"groups={text}"
+    assert sched.info["groups"] == groups
+    short = sched.variant.removeprefix("groups=")
+    assert ps.parse_groups(short) == groups and len(short) <= len(text)
     # per rank: own block plus an even deal of the other groups' blocks
     # (Algorithm 1: floor(N/n) per server, the remainder to the first ones),
     # reduced with fan-in = its group's size; then its own block with
@@ -409,3 +413,11 @@ def build_on(topology, p):
 def test_hcps_auto_follows_equal_switch_groups(topology, p, want):
     sched = get_algorithm("hcps").build(p, parse_topology(topology), False)
     assert sched.info["factors"] == want
+
+
+def test_acps_group_runs():
+    assert ps.parse_groups("32*8+16*8") == (32,) * 8 + (16,) * 8
+    assert ps.groups_text((32,) * 8 + (16,) * 8) == "32*8+16*8"
+    assert ps.groups_text((4, 4, 2, 4)) == "4*2+2+4"
+    sched = build("acps", 24, False, groups="8*2+4+2*2")
+    assert sched.info["groups"] == (8, 8, 4, 2, 2) and sched.variant == "groups=8*2+4+2*2"

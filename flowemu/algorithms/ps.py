@@ -275,7 +275,8 @@ def build_reduce_broadcast(p: int, topology=None, blocks: bool = False,
 
 
 def parse_groups(raw) -> tuple[int, ...] | str:
-    """``"32+16+16"`` → ``(32, 16, 16)``, ``"auto"`` → ``"auto"``
+    """``"32+16+16"`` or ``"32+16*2"`` (``G*K``: ``K`` groups of ``G``) →
+    ``(32, 16, 16)``, ``"auto"`` → ``"auto"``
     (``Param.convert``; raises ValueError/TypeError on anything else)."""
     if isinstance(raw, (bool, np.bool_)):
         raise TypeError(raw)
@@ -285,10 +286,12 @@ def parse_groups(raw) -> tuple[int, ...] | str:
         text = raw.strip().lower()
         if text == "auto":
             return "auto"
-        items = text.split("+")
-        if not all(item.strip().isdigit() for item in items):
-            raise ValueError(raw)
-        parts = [int(item) for item in items]
+        parts = []
+        for item in text.split("+"):
+            size, star, count = item.partition("*")
+            if not size.strip().isdigit() or star and not count.strip().isdigit():
+                raise ValueError(raw)
+            parts += [int(size)] * (int(count) if star else 1)
     elif isinstance(raw, (tuple, list)):
         if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in raw):
             raise TypeError(raw)
@@ -298,6 +301,18 @@ def parse_groups(raw) -> tuple[int, ...] | str:
     if not parts or any(g < 1 for g in parts):
         raise ValueError(raw)
     return tuple(parts)
+
+
+def groups_text(groups) -> str:
+    """``(32, 16, 16, 8)`` → ``"32+16*2+8"`` (runs of equal sizes as ``G*K``)."""
+    out, i = [], 0
+    while i < len(groups):
+        j = i
+        while j < len(groups) and groups[j] == groups[i]:
+            j += 1
+        out.append(str(groups[i]) if j - i == 1 else f"{groups[i]}*{j - i}")
+        i = j
+    return "+".join(out)
 
 
 def switch_groups(topology, p: int) -> tuple[tuple[int, ...], str]:
@@ -365,7 +380,7 @@ def build_acps(p: int, topology=None, blocks: bool = False, **options) -> Schedu
     -------
     Schedule
         Up to 4 steps (steps without flows are left out); ``variant`` names
-        the groups (``groups=32+16``).
+        the groups (``groups=32*8+16*8``).
     """
     opts = ACPS.parse_options(options)
     p = check_ranks("acps", p)
@@ -374,7 +389,7 @@ def build_acps(p: int, topology=None, blocks: bool = False, **options) -> Schedu
     if groups == "auto":
         groups, note = switch_groups(topology, p)
     elif sum(groups) != p:
-        text = "+".join(map(str, groups))
+        text = groups_text(groups)
         raise ConfigError(f"algorithm acps: groups={text} add up to {sum(groups)}, not the {p} "
                           f"ranks; give group sizes that add up to {p} or groups=auto")
     groups = tuple(groups)
@@ -425,7 +440,7 @@ def build_acps(p: int, topology=None, blocks: bool = False, **options) -> Schedu
         steps_rs.append(Step(tr_rs, red, "rs1"))
         steps_ag.insert(0, Step(tr_ag, Reduction.none(), "ag1"))
     num_blocks, block_share = (p, equal_block_share(p)) if blocks else (None, None)
-    text = "+".join(map(str, groups))
+    text = groups_text(groups)
     return Schedule("acps", f"groups={text}", p, tuple(steps_rs + steps_ag), num_blocks,
                     block_share, {"p_eff": p, "groups": groups}, note=note)
 
@@ -514,7 +529,7 @@ ACPS = register(AlgorithmSpec(
     build=build_acps,
     params=(Param("groups", tuple, "auto", None,
                   "sizes of the groups of consecutive ranks, A+B+... adding up to p (e.g. "
-                  "32+16), or auto: the ranks of one switch (linear placement; one group "
+                  "32+16; G*K is K groups of G: 32*8+16*8), or auto: the ranks of one switch (linear placement; one group "
                   "where hosts hang off no switch)",
                   convert=_convert_groups),),
     doc="Asymmetric co-located PS for groups of unequal sizes: co-located PS inside each "
