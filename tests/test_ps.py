@@ -421,3 +421,15 @@ def test_acps_group_runs():
     assert ps.groups_text((4, 4, 2, 4)) == "4*2+2+4"
     sched = build("acps", 24, False, groups="8*2+4+2*2")
     assert sched.info["groups"] == (8, 8, 4, 2, 2) and sched.variant == "groups=8*2+4+2*2"
+
+
+@pytest.mark.parametrize("alg,options", [
+    ("hcps:factors=6x4", "factors=6x4"), ("hcps: factors = 6X4 ", "factors=6x4"),
+    ("hcps", "factors=auto"), ("acps:groups=8+8+4+2+2", "groups=8*2+4+2*2"),
+])
+def test_options_column_parses_back(alg, options):
+    """The options column is a canonical spec (no commas inside a value)."""
+    df = flowemu.simulate("tree:24", alg, sizes=[1024])
+    assert df.options.iloc[0] == options
+    again = flowemu.simulate("tree:24", f"{alg.split(':')[0].strip()}:{options}", sizes=[1024])
+    assert again.time_s.iloc[0] == df.time_s.iloc[0]

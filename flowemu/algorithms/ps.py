@@ -240,7 +240,7 @@ def build_hcps(p: int, topology=None, blocks: bool = False, **options) -> Schedu
     """
     opts = HCPS.parse_options(options)
     p = check_ranks("hcps", p)
-    factors = resolve_factors("hcps", p, opts["factors"], topology)
+    factors = resolve_factors("hcps", p, parse_factors(opts["factors"]), topology)
     text = "x".join(map(str, factors))
     return _schedule("hcps", f"factors={text}", p, factors, blocks,
                      {"p_eff": p, "factors": factors})
@@ -385,7 +385,7 @@ def build_acps(p: int, topology=None, blocks: bool = False, **options) -> Schedu
     opts = ACPS.parse_options(options)
     p = check_ranks("acps", p)
     note = ""
-    groups = opts["groups"]
+    groups = parse_groups(opts["groups"])
     if groups == "auto":
         groups, note = switch_groups(topology, p)
     elif sum(groups) != p:
@@ -462,7 +462,7 @@ def schedule_shape(name: str, options: dict, p: int, topology=None) -> tuple[int
     if name == "reduce-broadcast":
         return p - 1, 2
     if name == "acps":
-        groups = options.get("groups", "auto")
+        groups = _parsed(parse_groups, options.get("groups", "auto"))
         if groups == "auto":
             groups = (switch_groups(topology, p)[0]
                       if hasattr(topology, "link_src") and p >= 2 else (p,))
@@ -470,20 +470,32 @@ def schedule_shape(name: str, options: dict, p: int, topology=None) -> tuple[int
             groups = (p,)
         return max(sum(g * (g - 1) for g in groups), (len(groups) - 1) * p), 4
     if name == "hcps":
-        factors = options.get("factors", "auto")
+        factors = _parsed(parse_factors, options.get("factors", "auto"))
         if factors == "auto" or not isinstance(factors, tuple) or math.prod(factors) != p:
             factors = topology_factors(topology, p) if p >= 2 else (2,)
         return p * (max(factors) - 1), 2 * len(factors)
     return p * (p - 1), 2
 
 
+def _parsed(parse, raw):
+    """``parse(raw)``, or ``"auto"`` for what does not parse (the builder
+    refuses it with the message)."""
+    try:
+        return parse(raw)
+    except (TypeError, ValueError):
+        return "auto"
+
+
 # --------------------------------------------------------------------------- registry
 
-def _convert_factors(raw):
+def _convert_factors(raw) -> str:
+    """The canonical text (``"8x3"``, ``"auto"``): result rows print it in
+    their ``options`` column, and it parses back to the same factors."""
     try:
-        return parse_factors(raw)
+        factors = parse_factors(raw)
     except (TypeError, ValueError):
         raise ValueError(show(raw)) from None
+    return factors if factors == "auto" else "x".join(map(str, factors))
 
 
 CPS = register(AlgorithmSpec(
@@ -497,7 +509,7 @@ CPS = register(AlgorithmSpec(
 HCPS = register(AlgorithmSpec(
     name="hcps",
     build=build_hcps,
-    params=(Param("factors", tuple, "auto", None,
+    params=(Param("factors", str, "auto", None,
                   "fan-in of each reduce-scatter step, first step first: F0xF1[x...] with "
                   "product p, e.g. 8x3 (a factor 1, groups of one rank, adds no step), or "
                   "auto: gx(p/g) where the ranks are equal groups of g hosts of one switch, "
@@ -517,17 +529,20 @@ RB = register(AlgorithmSpec(
 ))
 
 
-def _convert_groups(raw):
+def _convert_groups(raw) -> str:
+    """The canonical text (``"32*8+16*8"``, ``"auto"``; see
+    :func:`_convert_factors`)."""
     try:
-        return parse_groups(raw)
+        groups = parse_groups(raw)
     except (TypeError, ValueError):
         raise ValueError(show(raw)) from None
+    return groups if groups == "auto" else groups_text(groups)
 
 
 ACPS = register(AlgorithmSpec(
     name="acps",
     build=build_acps,
-    params=(Param("groups", tuple, "auto", None,
+    params=(Param("groups", str, "auto", None,
                   "sizes of the groups of consecutive ranks, A+B+... adding up to p (e.g. "
                   "32+16; G*K is K groups of G: 32*8+16*8), or auto: the ranks of one switch (linear placement; one group "
                   "where hosts hang off no switch)",
