@@ -267,6 +267,9 @@ def schedule_shape(name: str, options: dict, p: int, topology) -> tuple[int, int
         ports = min(ports, opt)
     logp = max(1, math.ceil(math.log2(max(p, 2))))
     ndim = len(getattr(topology, "grid", None) or getattr(topology, "dims", None) or (1,))
+    if name in ("cps", "hcps", "acps", "reduce-broadcast"):   # full meshes: p(p−1) flows a step
+        from .algorithms.ps import schedule_shape as ps_shape
+        return ps_shape(name, options, p, topology)
     shape = {"ring": (ports * p, 1), "swing": (ports * p, logp), "recdoub": (p, logp),
              "bucket": (ports * p, ndim)}
     return shape.get(name, (_ports(topology) * p, 2 * logp))
