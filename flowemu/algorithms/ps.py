@@ -81,8 +81,9 @@ __all__ = ["auto_factors", "hcps_delta_coefficient", "parse_factors", "schedule_
 
 # --------------------------------------------------------------------------- factors
 
-def parse_factors(raw) -> tuple[int, ...] | str:
-    """``"8x3"`` → ``(8, 3)``, ``"auto"`` → ``"auto"``, an int → ``(int,)``
+def _positive_ints(raw, from_text) -> tuple[int, ...] | str:
+    """An option that is ``"auto"``, an int, a list of ints or a text that
+    ``from_text`` turns into ints -> a tuple of ints >= 1 or ``"auto"``
     (``Param.convert``: raises ValueError/TypeError on anything else)."""
     if isinstance(raw, (bool, np.bool_)):
         raise TypeError(raw)
@@ -92,10 +93,7 @@ def parse_factors(raw) -> tuple[int, ...] | str:
         text = raw.strip().lower()
         if text == "auto":
             return "auto"
-        items = text.split("x")
-        if not all(item.strip().isdigit() for item in items):
-            raise ValueError(raw)
-        parts = [int(item) for item in items]
+        parts = from_text(text, raw)
     elif isinstance(raw, (tuple, list)):
         if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in raw):
             raise TypeError(raw)
@@ -105,6 +103,19 @@ def parse_factors(raw) -> tuple[int, ...] | str:
     if not parts or any(f < 1 for f in parts):
         raise ValueError(raw)
     return tuple(parts)
+
+
+def _factors_from_text(text: str, raw) -> list[int]:
+    items = text.split("x")
+    if not all(item.strip().isdigit() for item in items):
+        raise ValueError(raw)
+    return [int(item) for item in items]
+
+
+def parse_factors(raw) -> tuple[int, ...] | str:
+    """``"8x3"`` → ``(8, 3)``, ``"auto"`` → ``"auto"``, an int → ``(int,)``
+    (``Param.convert``: raises ValueError/TypeError on anything else)."""
+    return _positive_ints(raw, _factors_from_text)
 
 
 def auto_factors(p: int) -> tuple[int, ...]:
@@ -274,33 +285,21 @@ def build_reduce_broadcast(p: int, topology=None, blocks: bool = False,
                     {"p_eff": p, "root": 0})
 
 
+def _groups_from_text(text: str, raw) -> list[int]:
+    parts: list[int] = []
+    for item in text.split("+"):
+        size, star, count = item.partition("*")
+        if not size.strip().isdigit() or star and not count.strip().isdigit():
+            raise ValueError(raw)
+        parts += [int(size)] * (int(count) if star else 1)
+    return parts
+
+
 def parse_groups(raw) -> tuple[int, ...] | str:
     """``"32+16+16"`` or ``"32+16*2"`` (``G*K``: ``K`` groups of ``G``) →
     ``(32, 16, 16)``, ``"auto"`` → ``"auto"``
     (``Param.convert``; raises ValueError/TypeError on anything else)."""
-    if isinstance(raw, (bool, np.bool_)):
-        raise TypeError(raw)
-    if isinstance(raw, (int, np.integer)):
-        parts = [int(raw)]
-    elif isinstance(raw, str):
-        text = raw.strip().lower()
-        if text == "auto":
-            return "auto"
-        parts = []
-        for item in text.split("+"):
-            size, star, count = item.partition("*")
-            if not size.strip().isdigit() or star and not count.strip().isdigit():
-                raise ValueError(raw)
-            parts += [int(size)] * (int(count) if star else 1)
-    elif isinstance(raw, (tuple, list)):
-        if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in raw):
-            raise TypeError(raw)
-        parts = [int(v) for v in raw]
-    else:
-        raise TypeError(raw)
-    if not parts or any(g < 1 for g in parts):
-        raise ValueError(raw)
-    return tuple(parts)
+    return _positive_ints(raw, _groups_from_text)
 
 
 def groups_text(groups) -> str:
