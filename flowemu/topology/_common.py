@@ -9,6 +9,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..errors import ConfigError, show
+from ..units import parse_rate, parse_time
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
@@ -112,3 +113,34 @@ def parse_options(opts: list[str], parsers: dict[str, Callable[[str], object]],
             raise ConfigError(f"option {key!r} is given twice")
         values[key] = parsers[key](val)
     return values
+
+
+def rate_text(v: float) -> str:
+    """A rate as a spec prints it: the shortest ``<number><prefix>b/s`` (or ``B/s``) that parses back to
+    exactly ``v`` bytes/s."""
+    candidates = []
+    for unit, scale in (("Tb/s", 1e12 / 8), ("Gb/s", 1e9 / 8), ("Mb/s", 1e6 / 8),
+                        ("kb/s", 1e3 / 8), ("b/s", 1 / 8), ("GB/s", 1e9), ("MB/s", 1e6),
+                        ("B/s", 1.0)):
+        text = f"{fmt(v / scale)}{unit}"
+        try:
+            if parse_rate(text, "bw") == v:
+                candidates.append(text)
+        except ConfigError:
+            pass
+    return min(candidates, key=len) if candidates else f"{v!r}B/s"
+
+
+def time_text(v: float) -> str:
+    """A time as a spec prints it: the shortest ``<number><unit>`` that parses back to exactly ``v`` seconds."""
+    if v == 0:
+        return "0s"
+    candidates = []
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9), ("ps", 1e-12)):
+        text = f"{fmt(v / scale)}{unit}"
+        try:
+            if parse_time(text, "lat") == v:
+                candidates.append(text)
+        except ConfigError:
+            pass
+    return min(candidates, key=len) if candidates else f"{v!r}s"

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..budget import reserve_topology
 from ..errors import ConfigError, show
-from ..units import format_time, parse_time
+from ..units import parse_time
 from ._common import MAX_ENDPOINTS as MAX_HOSTS
 from ._common import (
     MAX_LINKS,
@@ -39,14 +39,9 @@ from ._common import (
     parse_options,
     parse_positive,
     readonly,
+    time_text,
 )
 from .base import Routes, Topology
-
-
-def _time_text(seconds: float) -> str:
-    """A time as the spec prints it: short when that reads back exactly."""
-    short = format_time(seconds)
-    return short if parse_time(short) == seconds else f"{seconds!r}s"
 
 
 @dataclass(frozen=True)
@@ -123,7 +118,7 @@ class LeafSpine(Topology):
             set_(self, "uplink_latency", parse_time(self.uplink_latency, "uplink_latency"))
         opts = ([f"uplinks={U}"] if U != 1 else []) \
             + ([f"uplink={fmt(self.uplink)}"] if self.uplink != 1.0 else []) \
-            + ([f"uplink_latency={_time_text(self.uplink_latency)}"]
+            + ([f"uplink_latency={time_text(self.uplink_latency)}"]
                if self.uplink_latency is not None else [])
         set_(self, "spec", ",".join([f"leafspine:{L}x{H}x{S}"] + opts))
         set_(self, "num_endpoints", hosts)

@@ -105,7 +105,9 @@ from ._common import (
     is_int,
     is_number,
     parse_int,
+    rate_text,
     readonly,
+    time_text,
 )
 from .base import Routes, Topology
 
@@ -437,13 +439,13 @@ class Tree(Topology):
         parts = [self.structure]
         per_level = [
             ("uplinks", [None if u == 1 else str(u) for u in self.uplinks]),
-            ("bw", [_rate_text(b) if b is not None else
+            ("bw", [rate_text(b) if b is not None else
                     (None if s == 1.0 else f"{fmt(s)}x")
                     for b, s in zip(self.bandwidth, self.capacity_scale, strict=True)]),
-            ("lat", [_time_text(t) if t is not None else
+            ("lat", [time_text(t) if t is not None else
                      (None if s == 1.0 else f"{fmt(s)}x")
                      for t, s in zip(self.latency, self.latency_scale, strict=True)]),
-            ("eps", [None if e is None else _time_text(e) for e in self.incast_slope]),
+            ("eps", [None if e is None else time_text(e) for e in self.incast_slope]),
             ("wt", [None if w is None else ("inf" if math.isinf(w) else fmt(w))
                     for w in self.incast_threshold]),
         ]
@@ -788,37 +790,6 @@ def _rebuild(sites, uplinks, bandwidth, capacity_scale, latency, latency_scale,
 
 
 # -------------------------------------------------------------------- printing
-
-def _rate_text(v: float) -> str:
-    """The shortest ``<number><prefix>b/s`` (or ``B/s``) that parses back to
-    exactly ``v`` bytes/s."""
-    candidates = []
-    for unit, scale in (("Tb/s", 1e12 / 8), ("Gb/s", 1e9 / 8), ("Mb/s", 1e6 / 8),
-                        ("kb/s", 1e3 / 8), ("b/s", 1 / 8), ("GB/s", 1e9), ("MB/s", 1e6),
-                        ("B/s", 1.0)):
-        text = f"{fmt(v / scale)}{unit}"
-        try:
-            if parse_rate(text, "bw") == v:
-                candidates.append(text)
-        except ConfigError:
-            pass
-    return min(candidates, key=len) if candidates else f"{v!r}B/s"
-
-
-def _time_text(v: float) -> str:
-    """The shortest ``<number><unit>`` that parses back to exactly ``v`` seconds."""
-    if v == 0:
-        return "0s"
-    candidates = []
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9), ("ps", 1e-12)):
-        text = f"{fmt(v / scale)}{unit}"
-        try:
-            if parse_time(text, "lat") == v:
-                candidates.append(text)
-        except ConfigError:
-            pass
-    return min(candidates, key=len) if candidates else f"{v!r}s"
-
 
 # --------------------------------------------------------------------- parsing
 
