@@ -19,7 +19,8 @@ from flowemu.engine import profile
 from flowemu.errors import ConfigError
 from flowemu.network import Network
 from flowemu.topology import Tree, parse_topology, topology_families
-from flowemu.topology.tree import GENTREE_TABLE5, preset_tree
+from flowemu.topology.tree import GENTREE_TABLE5
+from flowemu.topology.treespec import preset_tree
 from tests.cli_helpers import assert_bad_topology
 
 B = 50e9          # network default: 400 Gb/s in bytes/s

@@ -27,7 +27,8 @@ from .hammingmesh import HammingMesh, parse_hammingmesh, parse_hx2mesh, parse_hx
 from .hyperx import HyperX, parse_hyperx
 from .leafspine import LeafSpine, parse_leafspine
 from .torus import MAX_NODES, Torus
-from .tree import TREE_DOC, Tree, parse_tree
+from .tree import Tree
+from .treespec import TREE_DOC, parse_tree
 
 __all__ = ["MODE_DOCS", "Dragonfly", "FatTree", "Graph", "HammingMesh", "HyperX", "LeafSpine",
            "Routes", "Topology", "Torus", "Tree", "parse_topology", "register_topology",

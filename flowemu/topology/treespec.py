@@ -1,0 +1,250 @@
+"""Spec text of the ``tree:`` family: the parser of ``tree:STRUCTURE[,options]``,
+the GenTree presets built from Table 5 (:func:`preset_tree`) and the
+``flowemu list`` line. The family itself is :mod:`flowemu.topology.tree`."""
+
+from __future__ import annotations
+
+import math
+import re
+
+from ..errors import ConfigError, show
+from ..units import parse_rate, parse_time
+from ._common import parse_int
+from .tree import (
+    FLOAT_BYTES,
+    GENTREE_PRESETS,
+    GENTREE_TABLE5,
+    MAX_LEVELS,
+    MAX_SITES,
+    Tree,
+    _level_words,
+    _sizes,
+)
+
+# --------------------------------------------------------------------- parsing
+
+_EXAMPLE = "e.g. tree:24, tree:16x24, tree:8x32+8x16, tree:dc(8x32)+dc(8x16) or tree:SYM384"
+_OPTIONS = "uplinks=U:..., bw=RATE|Kx:..., lat=TIME|Kx:..., eps=TIME:..., wt=COUNT:..."
+
+
+class _Parser:
+    """Recursive descent over the structure text (grammar in the module
+    docstring); depth is bounded so a pathological spec is a ConfigError, not
+    a RecursionError."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.tokens = re.findall(r"\d+|(?i:dc)|\S", text)
+        self.i = 0
+
+    def peek(self):
+        return self.tokens[self.i] if self.i < len(self.tokens) else None
+
+    def take(self):
+        tok = self.peek()
+        self.i += 1
+        return tok
+
+    def fail(self, problem: str):
+        raise ConfigError(f"structure {self.text!r}: {problem}; expected groups COUNT or "
+                          f"COUNTxCHILD joined by '+' ({_EXAMPLE})")
+
+    def expect(self, tok: str):
+        got = self.peek()
+        if got != tok:
+            self.fail(f"expected {tok!r} but found {'the end' if got is None else repr(got)}")
+        self.take()
+
+    def count(self) -> int:
+        tok = self.peek()
+        if tok is None:
+            self.fail("a count is missing at the end")
+        if not tok.isdigit():
+            self.fail(f"expected a count but found {tok!r}")
+        self.take()
+        if len(tok) > 18:
+            self.fail(f"count {tok[:20]}... is too large")
+        value = int(tok)
+        if value < 1:
+            self.fail(f"fan-out {value} is not allowed (every count must be >= 1)")
+        return value
+
+    def top(self):
+        if self.peek() is not None and self.peek().lower() == "dc":
+            sites = [self.site()]
+            while self.peek() == "+":
+                self.take()
+                if self.peek() is None or self.peek().lower() != "dc":
+                    self.fail("a multi-site tree joins sites dc(...)+dc(...) only")
+                sites.append(self.site())
+                if len(sites) > MAX_SITES:
+                    self.fail(f"more than {MAX_SITES} sites")
+            if len(sites) < 2:
+                self.fail("dc(...) needs at least two sites, e.g. dc(8x32)+dc(8x16)")
+            out = tuple(sites)
+        else:
+            out = (self.switch(0),)
+        if self.peek() is not None:
+            self.fail(f"unexpected {self.peek()!r}")
+        return out
+
+    def site(self):
+        self.take()
+        self.expect("(")
+        sw = self.switch(0)
+        self.expect(")")
+        return sw
+
+    def switch(self, depth: int):
+        if depth > MAX_LEVELS:
+            self.fail(f"the tree is deeper than {MAX_LEVELS} levels")
+        groups = [self.group(depth)]
+        while self.peek() == "+":
+            self.take()
+            groups.append(self.group(depth))
+        return tuple(groups)
+
+    def group(self, depth: int):
+        count = self.count()
+        if self.peek() == "x":
+            self.take()
+            return (count, self.child(depth + 1))
+        return (count, None)
+
+    def child(self, depth: int):
+        if depth > MAX_LEVELS:
+            self.fail(f"the tree is deeper than {MAX_LEVELS} levels")
+        if self.peek() == "(":
+            self.take()
+            sw = self.switch(depth)
+            self.expect(")")
+            return sw
+        count = self.count()
+        if self.peek() == "x":
+            self.take()
+            return ((count, self.child(depth + 1)),)
+        return ((count, None),)
+
+
+def _split_levels(key: str, text: str, levels: int, names: list[str]) -> list[str | None]:
+    values = text.split(":")
+    if len(values) == 1:   # one value: every level
+        values = values * levels
+    if len(values) != levels:
+        raise ConfigError(f"{key}={text!r} gives {len(values)} value(s) but the tree has "
+                          f"{levels} level(s), top first ({', '.join(names)}); leave an entry "
+                          f"empty for the default, e.g. {key}=" + ":" * (levels - 1) + "...")
+    return [v.strip() or None for v in values]
+
+
+def _scaled(key: str, text: str, what: str):
+    """``Kx`` -> ('scale', K)."""
+    body = text[:-1].strip()
+    try:
+        v = float(body)
+    except ValueError:
+        v = float("nan")
+    if not (math.isfinite(v) and v >= 0 and (v > 0 or key != "bw")):
+        raise ConfigError(f"{key}: {text!r} is not allowed; expected Kx with K a number "
+                          f"{'> 0' if key == 'bw' else '>= 0'} ({what})")
+    return v
+
+
+def parse_tree(params: str) -> Tree:
+    """``"STRUCTURE[,option=v0:v1:...]..."`` or a preset name -> :class:`Tree`."""
+    text = params.strip()
+    head, *opts = [part.strip() for part in text.split(",")] if text else [""]
+    if not head:
+        raise ConfigError(f"no levels given; {_EXAMPLE}")
+    if head[0].isalpha() and not re.match(r"(?i)dc\s*\(", head):
+        name = head.upper()
+        if name not in GENTREE_PRESETS:
+            raise ConfigError(f"unknown preset {head!r}; presets: {', '.join(GENTREE_PRESETS)} "
+                              f"(or a structure, {_EXAMPLE})")
+        if opts:
+            raise ConfigError(f"preset {name} takes no options; write it out to change it: "
+                              f"{preset_tree(name).expanded_spec}")
+        return preset_tree(name)
+    sites = _Parser(head).top()
+    sizes = [_sizes(sw) for sw in sites]
+    cross = len(sites) > 1
+    levels = max(d for _, _, d in sizes) + 1 + cross
+    if levels > MAX_LEVELS:
+        raise ConfigError(f"{head} has {levels} levels; at most {MAX_LEVELS} are allowed")
+    names = _level_words(len(sites), levels - 1 - cross)
+    kw: dict = {}
+    seen = set()
+    for opt in opts:
+        key, eq, val = (x.strip() for x in opt.partition("="))
+        if not eq or not key:
+            raise ConfigError(f"option {opt!r} is not key=value; options: {_OPTIONS}")
+        if key not in ("uplinks", "bw", "lat", "eps", "wt"):
+            raise ConfigError(f"unknown option {key!r}; options: {_OPTIONS}")
+        if key in seen:
+            raise ConfigError(f"option {key!r} is given twice")
+        seen.add(key)
+        entries = _split_levels(key, val, levels, names)
+        if key == "uplinks":
+            kw["uplinks"] = tuple(None if e is None else
+                                  parse_int("uplinks", e, "e.g. uplinks=2:1") for e in entries)
+        elif key == "bw":
+            kw["bandwidth"] = tuple(None if e is None or e.endswith("x") else
+                                    parse_rate(e, "bw") for e in entries)
+            kw["capacity_scale"] = tuple(
+                _scaled("bw", e, "times the network bandwidth") if e and e.endswith("x")
+                else None for e in entries)
+        elif key == "lat":
+            kw["latency"] = tuple(None if e is None or e.endswith("x") else
+                                  parse_time(e, "lat") for e in entries)
+            kw["latency_scale"] = tuple(
+                _scaled("lat", e, "times the network link latency") if e and e.endswith("x")
+                else None for e in entries)
+        elif key == "eps":
+            kw["incast_slope"] = tuple(None if e is None else parse_time(e, "eps")
+                                       for e in entries)
+        else:
+            kw["incast_threshold"] = tuple(None if e is None else _parse_wt(e)
+                                           for e in entries)
+    return Tree(sites, **kw)
+
+
+def _parse_wt(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        v = float("nan")
+    if math.isnan(v) or v < 0:
+        raise ConfigError(f"wt is {text!r}; expected a flow count >= 0 or inf (GenModel w_t)")
+    return v
+
+
+def preset_tree(name: str) -> Tree:
+    """The GenTree preset ``name`` (SS24, SS32, SYM384, SYM512, ASY384, CDC384)
+    with its Table 5 parameters per level: bandwidth ``4/β`` bytes/s, latency
+    α, incast slope ``ε/4`` s per byte and threshold w_t of its tier."""
+    key = str(name).upper()
+    if key not in GENTREE_PRESETS:
+        raise ConfigError(f"unknown preset {show(name)}; presets: {', '.join(GENTREE_PRESETS)}")
+    return Tree(preset=key, **_preset_params(key))
+
+
+def _preset_params(key: str) -> dict:
+    """Constructor arguments of a preset, every per-level value spelt out."""
+    structure, tiers = GENTREE_PRESETS[key]
+    rows = [GENTREE_TABLE5[t] for t in tiers]
+    ones = (1,) * len(rows)
+    return {"sites": _Parser(structure).top(), "uplinks": ones,
+            "bandwidth": tuple(FLOAT_BYTES / r["beta"] for r in rows),
+            "capacity_scale": (1.0,) * len(rows),
+            "latency": tuple(r["alpha"] for r in rows),
+            "latency_scale": (1.0,) * len(rows),
+            "incast_slope": tuple(r["eps"] / FLOAT_BYTES for r in rows),
+            "incast_threshold": tuple(float(r["wt"]) for r in rows)}
+
+
+TREE_DOC = ("STRUCTURE[,uplinks=U:..][,bw=RATE|Kx:..][,lat=TIME|Kx:..][,eps=TIME:..]"
+            "[,wt=N:..] or a GenTree preset: groups COUNT (hosts) or COUNTxCHILD joined by "
+            "'+', (..) for a multi-group child, dc(..)+dc(..) for sites whose roots are "
+            "joined; per-level values top first; e.g. tree:24, tree:16x24, tree:8x32+8x16, "
+            "tree:dc(8x32)+dc(8x16),bw=5Gb/s:50Gb/s:5Gb/s; presets (GenTree Table 5): "
+            + ", ".join(GENTREE_PRESETS))
