@@ -200,11 +200,14 @@ def simulate(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "split", s
     topo, n, spec = run.topology, run.sizes, run.spec
     times, scheds = [], []
     for cand in run.candidates:
-        sched = spec.build(run.p, topo, False, **cand)
-        prof = profile(sched, topo, run.network, ecmp=run.ecmp, seed=run.seed,
-                       mapping=run.mapping, threads=run.threads, max_memory=run.limit)
-        times.append(prof.times(n))
-        scheds.append((sched, cand))
+        for sched, serves in _schedules(run, cand, n):
+            prof = profile(sched, topo, run.network, ecmp=run.ecmp, seed=run.seed,
+                           mapping=run.mapping, threads=run.threads, max_memory=run.limit)
+            t = prof.times(n)
+            if serves is not None:   # a plan per size (gentree): only its sizes
+                t = np.where(np.isin(np.arange(len(n)), serves), t, np.inf)
+            times.append(t)
+            scheds.append((sched, cand))
     times = np.vstack(times)
     best = np.argmin(times, axis=0)
     base = _base_row(topo, run.p, run.network, run.ecmp, run.seed, run.placement)
@@ -217,6 +220,18 @@ def simulate(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "split", s
                      "goodput_Bps": size / t if t > 0 else np.inf, "steps": sched.num_steps,
                      "note": sched.note})
     return pd.DataFrame(rows, columns=RESULT_COLUMNS)
+
+
+def _schedules(run: _Run, cand: dict, sizes) -> list:
+    """``[(schedule, size indices it serves or None)]`` of one candidate: the
+    builder's one schedule, or one per distinct plan of an algorithm whose
+    schedule depends on the size and the network (``AlgorithmSpec.sized``)."""
+    if run.spec.sized is None:
+        return [(run.spec.build(run.p, run.topology, False, **cand), None)]
+    if sizes is None:
+        from .gentree import DEFAULT_AT
+        sizes = np.array([DEFAULT_AT])
+    return run.spec.sized(run.p, run.topology, run.network, sizes, cand)
 
 
 # ------------------------------------------------------------------ user traffic
@@ -306,7 +321,7 @@ def congestion(topology, algorithm, *, ecmp: str = "split", seed: int = 0,
                    max_memory=max_memory, placement=placement)
     step_frames, rows = [], []
     for cand in run.candidates:
-        sched = run.spec.build(run.p, run.topology, False, **cand)
+        sched = _schedules(run, cand, None)[0][0]
         prof = profile(sched, run.topology, run.network, ecmp=run.ecmp, seed=run.seed,
                        mapping=run.mapping, congestion=True, threads=run.threads,
                        max_memory=run.limit)

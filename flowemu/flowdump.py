@@ -202,7 +202,7 @@ def _plan(topology, algorithm, traffic, size, steps, ecmp, seed, ranks, placemen
           threads, max_memory, progress, network_params) -> _Plan:
     """Check every argument of a dump, build its schedule, select its steps
     and count its rows and route entries (nothing routed yet)."""
-    from .api import _prepare, _topology, simulate, traffic_schedule
+    from .api import _prepare, _schedules, _topology, simulate, traffic_schedule
 
     if progress is not None:
         progress = checks.flag("progress", progress)
@@ -241,7 +241,7 @@ def _plan(topology, algorithm, traffic, size, steps, ecmp, seed, ranks, placemen
                             max_memory=lim)
             cand = next(c for c in run.candidates
                         if c[run.spec.auto_param] == best["variant"].iloc[0])
-        sched = run.spec.build(run.p, topo, False, **cand)
+        sched = _schedules(run, cand, np.array([nbytes]))[0][0]
         what = f"{topo.spec} {run.spec.name}"
     indices = select_steps(sched, steps)
     ctx = make_context(topo, net, ecmp, seed, mapping, sched.p)

@@ -237,6 +237,10 @@ class AlgorithmSpec:
     params: tuple[Param, ...] = ()
     doc: str = ""
     auto_param: str | None = None
+    #: for an algorithm whose schedule depends on the vector size and the
+    #: network (``gentree``): ``sized(p, topology, network, sizes, options)
+    #: -> [(schedule, indices of the sizes it serves)]``
+    sized: Callable[..., list] | None = None
 
     def parse_options(self, options: dict) -> dict:
         known = {p.name: p for p in self.params}

@@ -1,0 +1,909 @@
+"""GenTree: allreduce plan generation on trees (Xiong et al., "GenModel and
+GenTree", ../shared/papers/genmodel-gentree.txt, §4.2, Algorithms 1 and 2).
+
+GenTree builds a *reduce-scatter* plan bottom up, one sub-plan per
+switch-local sub-tree (a switch and its children), and runs the allgather as
+its mirror. This module holds the planning half: the tree a topology offers
+(:func:`tree_view`), the GenModel price of every candidate sub-plan and
+GenTree's choices (:func:`make_plan`), and the plan table (:func:`plan`, the
+form of the paper's Table 6). :mod:`flowemu.algorithms.gentree` turns a plan
+into a schedule the flow engine times.
+
+Trees
+-----
+``tree:`` (every preset and spec; a multi-site tree gets a top node "Cross
+DC" joining the site roots over the cross-site links), ``leafspine:`` and
+``fattree:`` (§4.2: "we choose a random top-level switch as the root and
+ignore the other top-level switches" — the top layer is the root; the pods
+of a three-level fat tree are one node each, their aggregation switches
+together). Other families are refused. Ranks are the hosts in endpoint order
+(linear placement); with fewer ranks than hosts the tree keeps the first
+``p`` hosts.
+
+Basic sub-plans (Algorithm 1)
+-----------------------------
+The vector is cut into ``N`` blocks (``N`` ranks). After the sub-plan of a
+switch with ``n`` servers below it every server holds ``⌊N/n⌋`` or
+``⌈N/n⌉`` blocks reduced over those ``n`` servers. A server takes its
+blocks from those it held after its child's sub-plan, first come first
+served in child and server order (Algorithm 1 lines 10-23); blocks no server
+could take (possible with unequal children) go to the servers with room left.
+
+Final sub-plans (Algorithm 2)
+-----------------------------
+*Plan type selection.* When a switch's children are equal sub-trees (same
+shape, same links) and none was rearranged, the servers in the same place of
+every child form a *lane*; every lane runs the same switch-local
+reduce-scatter on the blocks its members hold, with one of the
+state-of-the-art types of Table 2: ``cps`` (Co-located PS), ``m×n...``
+(Hierarchical Co-located PS over the ``c`` children, every ordered
+factorisation of ``c`` into at most three factors), ``ring`` and ``rhd``
+(recursive halving, when ``c`` is a power of two). Otherwise the switch
+runs ``acps`` (Asymmetric Co-located PS: every holder sends each block
+straight to the server that reduces it, Fig. 7b).
+
+*Data rearrangement.* For a child ``C`` that is a switch, GenTree also
+prices moving ``C``'s reduced blocks onto the servers under its first ``k``
+children before they leave ``C``, ``k = ⌈children(C) · B_up(C) /
+Σ B_up(children)⌉`` (the convergence ratio of §4.2: the bandwidth from the
+switch to ``C`` over that of ``C`` to its children), and keeps it when the
+move plus the transfer out of ``C`` costs less than the transfer out
+without it (Algorithm 2 lines 8-16). A switch with a rearranged child runs
+``acps``. ``rearrange=no`` turns this off (the paper's GenTree*).
+
+GenModel prices (this module's reading of §3 for a switch-local sub-tree)
+------------------------------------------------------------------------
+A sub-plan is priced step by step, reduce-scatter and its mirrored
+allgather: a step costs
+
+    α_A + max( recv·(β_s + max(w − w_t, 0)·ε),  send·β_s,
+               D_C·(β_C + max(w_C − w_t, 0)·ε),  D_v·β_v ... ) + reduce
+
+* ``α_A``: the network's α plus the latency of a path through the switch
+  (hop and link latencies of a flow between its first two children, as the
+  flow engine charges it);
+* ``recv``/``send``: the most bytes a server receives/sends in the step,
+  ``β_s`` its link's seconds per byte, ``w`` its fan-in (incoming flows + 1,
+  Table 2's count: ``N`` for Co-located PS);
+* ``D_C``: bytes leaving a child ``C`` over its uplinks (capacity ``1/β_C``,
+  the sum of the links leaving ``C``'s region), ``w_C`` the flows crossing
+  them — many flows converging on one uplink is where rearrangement pays;
+  deeper links of the child (``D_v``, e.g. an edge switch's uplinks inside a
+  pod) are charged bandwidth only;
+* ``ε``, ``w_t``: the switch's tier terms (``eps=``/``wt=`` of a tree level,
+  the Table 5 row of a preset) or else the network's ``incast_slope`` and
+  ``incast_threshold``;
+* ``reduce``: the slowest server's ``Σ ((f+1)·δ + (f−1)·γ)·bytes`` (eq. 3-5),
+  reduce-scatter steps only.
+
+On one switch this is exactly Table 2 (the tests recompute the rows), and
+a switch's finish time is the latest child's finish time plus its own
+sub-plan (Algorithm 2 line 30); the plan's GenModel time is the root's.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .errors import ConfigError, show
+
+__all__ = ["DEFAULT_AT", "PLAN_COLUMNS", "Plan", "TreeView", "make_plan", "plan", "plan_table", "table6",
+           "tree_view"]
+
+#: vector size (bytes) a plan is chosen for when the run has none (congestion,
+#: flow dumps without a size, the verifier): 256 MiB
+DEFAULT_AT = 256 * 2**20
+
+#: most factors of an HCPS candidate
+MAX_FACTORS = 3
+
+FAMILIES = ("tree", "leafspine", "fattree")
+
+
+# --------------------------------------------------------------------------- the tree
+
+@dataclass
+class TreeView:
+    """The tree GenTree plans on: hosts ``0..N−1`` (the ranks), then the
+    switches; ``parent[v]`` (−1 at the root), children in host order."""
+
+    topology: object
+    num_hosts: int
+    parent: np.ndarray                 # int64[V]
+    children: list                     # list[list[int]] per vertex (hosts: [])
+    label: list                        # per vertex: "Root SW", "Middle SW 3", ...
+    tier: list                         # per vertex: tier name for grouping
+    host_lo: np.ndarray                # int64[V] first host below
+    host_hi: np.ndarray                # int64[V] one past the last host below
+    up_capacity: np.ndarray            # float64[V] bytes/s leaving the vertex's region
+    alpha: np.ndarray                  # float64[V] α through a switch (NaN at hosts)
+    eps: np.ndarray                    # float64[V] ε of a switch's tier (s/B per flow)
+    wt: np.ndarray                     # float64[V] w_t of a switch's tier
+    root: int = 0
+    signature: list = field(default_factory=list)   # class id per vertex
+    depth: np.ndarray | None = None                  # int64[V]
+
+    def servers(self, v: int) -> int:
+        return int(self.host_hi[v] - self.host_lo[v])
+
+    def is_host(self, v: int) -> bool:
+        return v < self.num_hosts
+
+
+def _family(topology) -> str:
+    return getattr(topology, "spec", "").split(":", 1)[0]
+
+
+def _view_parent(topology, p: int):
+    """``(owner, parent, names, tiers)``: every real vertex's view vertex
+    (−1: none), the view tree's parents (hosts first), switch names."""
+    fam = _family(topology)
+    N = int(topology.num_endpoints)
+    if fam == "tree":
+        par = np.asarray(topology.parent, np.int64)
+        depth = np.asarray(topology.depth, np.int64)
+        site = np.asarray(topology.site, np.int64)
+        roots = np.asarray(topology.roots, np.int64)
+        V = int(topology.num_nodes)
+        owner = np.arange(V, dtype=np.int64)
+        parent = par.copy()
+        multi = len(roots) > 1
+        names, tiers = [""] * V, [""] * V
+        index_in_depth: dict = {}
+        for v in range(N, V):
+            d, s = int(depth[v]), int(site[v])
+            i = index_in_depth.get((s, d), 0)
+            index_in_depth[(s, d)] = i + 1
+            word = "Root SW" if d == 0 else ("Middle SW" if d == 1 else f"Level-{d} SW")
+            pre = f"DC{s} " if multi else ""
+            tiers[v] = pre + word
+            names[v] = pre + word + ("" if d == 0 else f" {i}")
+        if multi:
+            parent = np.concatenate([parent, [-1]])
+            parent[roots] = V
+            names.append("Cross DC")
+            tiers.append("Cross DC")
+        return owner, parent, names, tiers
+    if fam == "leafspine":
+        L, H, S = topology.leaves, topology.hosts_per_leaf, topology.spines
+        owner = np.concatenate([np.arange(N + L), np.full(S, N + L)])
+        parent = np.concatenate([N + np.arange(N) // H, np.full(L, N + L), [-1]])
+        names = [""] * N + [f"Leaf {i}" for i in range(L)] + ["Spine layer"]
+        tiers = [""] * N + ["Leaf"] * L + ["Spine layer"]
+        return owner, parent.astype(np.int64), names, tiers
+    if fam == "fattree":
+        k = topology.k
+        h = k // 2
+        if topology.levels == 2:
+            owner = np.concatenate([np.arange(N + k), np.full(h, N + k)])
+            parent = np.concatenate([N + np.arange(N) // h, np.full(k, N + k), [-1]])
+            names = [""] * N + [f"Leaf {i}" for i in range(k)] + ["Spine layer"]
+            tiers = [""] * N + ["Leaf"] * k + ["Spine layer"]
+            return owner, parent.astype(np.int64), names, tiers
+        E = k * h
+        # view: hosts, edges (N..N+E), pods (N+E..N+E+k), root
+        owner = np.concatenate([np.arange(N + E), N + E + np.arange(E) // h,
+                                np.full(h * h, N + E + k)])
+        parent = np.concatenate([N + np.arange(N) // h, N + E + np.arange(E) // h,
+                                 np.full(k, N + E + k), [-1]])
+        names = ([""] * N + [f"Edge {e // h}.{e % h}" for e in range(E)]
+                 + [f"Pod {q}" for q in range(k)] + ["Core layer"])
+        tiers = [""] * N + ["Edge"] * E + ["Pod"] * k + ["Core layer"]
+        return owner, parent.astype(np.int64), names, tiers
+    raise ConfigError(f"algorithm gentree: topology {getattr(topology, 'spec', show(topology))} "
+                      f"is not a tree; gentree plans on {', '.join(FAMILIES)} (§4.2 restricts "
+                      "GenTree to tree topologies)")
+
+
+def tree_view(topology, network, p: int | None = None) -> TreeView:
+    """The tree of ``topology`` GenTree plans on, priced for ``network``.
+
+    Raises ConfigError for a family that is not a tree (see
+    :data:`FAMILIES`) or a rank count outside ``2..hosts``."""
+    owner, parent, names, tiers = _view_parent(topology, p)
+    N = int(topology.num_endpoints)
+    p = N if p is None else int(p)
+    if p < 2 or p > N:
+        raise ConfigError(f"algorithm gentree: ranks p={p} is not allowed on "
+                          f"{topology.spec}; expected 2..{N} (one rank per host)")
+    V = len(parent)
+    depth = np.zeros(V, np.int64)
+    cur = parent.copy()
+    while np.any(cur >= 0):
+        m = cur >= 0
+        depth[m] += 1
+        cur[m] = parent[cur[m]]
+    # keep the first p hosts and the switches above them (hosts >= p are cut)
+    keep = np.zeros(V, bool)
+    keep[:p] = True
+    frontier = np.arange(p)
+    while len(frontier):
+        up = parent[frontier]
+        up = np.unique(up[up >= 0])
+        up = up[~keep[up]]
+        keep[up] = True
+        frontier = up
+    kept = np.flatnonzero(keep & (parent >= 0))
+    by_parent = kept[np.argsort(parent[kept], kind="stable")]
+    cut = np.searchsorted(parent[by_parent], np.arange(V + 1))
+    children = [by_parent[cut[v]:cut[v + 1]].tolist() for v in range(V)]
+    # host ranges, deepest level first (hosts are contiguous below a switch)
+    lo = np.full(V, np.iinfo(np.int64).max, np.int64)
+    hi = np.full(V, -1, np.int64)
+    lo[:p], hi[:p] = np.arange(p), np.arange(1, p + 1)
+    for d in range(int(depth.max()), 0, -1):
+        m = np.flatnonzero(keep & (depth == d))
+        np.minimum.at(lo, parent[m], lo[m])
+        np.maximum.at(hi, parent[m], hi[m])
+    for v in range(p, V):
+        if len(children[v]) > 1:
+            children[v].sort(key=lambda c: lo[c])
+    roots = np.flatnonzero((parent < 0) & keep)
+    root = int(roots[0])
+    up_cap = _up_capacity(topology, network, owner, parent, depth, V)
+    # tier terms: a tree level's eps=/wt= (a preset's Table 5 row), else the network's
+    eps = np.full(V, np.nan)
+    wt = np.full(V, np.nan)
+    if _family(topology) == "tree":
+        vs = getattr(topology, "vertex_incast_slope", None)
+        vt = getattr(topology, "vertex_incast_threshold", None)
+        nt = int(topology.num_nodes)
+        if vs is not None:
+            eps[:nt] = vs
+            wt[:nt] = vt
+        if V > nt:   # the cross-site top: level 0's terms
+            e0, w0 = topology.incast_slope[0], topology.incast_threshold[0]
+            eps[nt] = np.nan if e0 is None else e0
+            wt[nt] = np.nan if w0 is None else w0
+    net_eps = network.incast_slope if network.incast_on else 0.0
+    net_wt = network.incast_threshold if network.incast_on else math.inf
+    # a level that gives only one of the two terms takes the other from the network
+    eps = np.where(np.isnan(eps), net_eps, eps)
+    wt = np.where(np.isnan(wt), net_wt, wt)
+    alpha = _switch_alpha(topology, network, children, lo, p)
+    sig = _signatures(children, depth, keep, up_cap, alpha, eps, wt, p, V)
+    return TreeView(topology, p, parent, children, names, tiers, lo, hi, up_cap, alpha,
+                    eps, wt, root, sig, depth)
+
+
+def _up_capacity(topology, network, owner, parent, depth, V) -> np.ndarray:
+    """Bytes/s of the links leaving each view vertex's region (a link a -> b
+    counts for every ancestor-or-self x of a's vertex that is not an
+    ancestor-or-self of b's): a pod's every agg-core link, a leaf's every
+    uplink, a host's link."""
+    cap = np.asarray(topology.link_capacity(network), np.float64)
+    a = owner[np.asarray(topology.link_src, np.int64)]
+    b = owner[np.asarray(topology.link_dst, np.int64)]
+    ok = (a >= 0) & (b >= 0)
+    a, b, w = a[ok], b[ok], cap[ok]
+    up_cap = np.zeros(V)
+    while len(a):
+        y = b.copy()
+        for _ in range(int(depth.max()) + 1):
+            m = depth[y] > depth[a]
+            if not m.any():
+                break
+            y[m] = parent[y[m]]
+        inside = y == a
+        np.add.at(up_cap, a[~inside], w[~inside])
+        nxt = ~inside & (parent[a] >= 0)
+        a, b, w = parent[a[nxt]], b[nxt], w[nxt]
+    return up_cap
+
+
+def _switch_alpha(topology, network, children, lo, p) -> np.ndarray:
+    """α through every switch with two children or more: the network's α
+    plus what the flow engine charges a flow between the first hosts of its
+    first two children (hops · hop latency + the links' latencies)."""
+    V = len(children)
+    alpha = np.full(V, np.nan)
+    sw = [v for v in range(p, V) if len(children[v]) >= 2]
+    if not sw:
+        return alpha
+    src = np.array([lo[children[v][0]] for v in sw], np.int32)
+    dst = np.array([lo[children[v][1]] for v in sw], np.int32)
+    routes = topology.route(src, dst, "split", 0)
+    lat = topology.path_latency(routes, topology.link_latency(network))
+    alpha[np.asarray(sw)] = network.alpha + routes.hops * network.hop_latency + lat
+    return alpha
+
+
+def _signatures(children, depth, keep, up_cap, alpha, eps, wt, p, V) -> list:
+    """Class id per vertex: equal ids for equal sub-trees (shape, links and
+    tier terms), so a plan is chosen once per class."""
+    sig = np.zeros(V, np.int64)
+    _, host_sig = np.unique(up_cap[:p], return_inverse=True)
+    sig[:p] = host_sig
+    table: dict = {}
+    nxt = int(host_sig.max()) + 1
+    switches = np.flatnonzero(keep[p:]) + p
+    for v in switches[np.argsort(-depth[switches], kind="stable")]:
+        key = (tuple(int(sig[c]) for c in children[v]), float(up_cap[v]),
+               float(np.nan_to_num(alpha[v], nan=-1.0)),
+               float(eps[v]), float(wt[v]))
+        if key not in table:
+            table[key] = nxt
+            nxt += 1
+        sig[v] = table[key]
+    return sig.tolist()
+
+
+# --------------------------------------------------------------------------- prices
+
+def _inc(w, w_t, eps):
+    """max(w − w_t, 0)·ε, elementwise."""
+    return np.maximum(np.asarray(w, np.float64) - w_t, 0.0) * eps
+
+
+@dataclass(frozen=True)
+class LocalStep:
+    """One step of a switch-local sub-plan in the switch's local server
+    indices (0..n−1), shares in fractions of the vector; ``reduce``: a
+    reduce-scatter step (REDUCE flows), else a move (COPY)."""
+
+    src: np.ndarray
+    dst: np.ndarray
+    share: np.ndarray
+    blocks: list | None          # per flow: global block ids (or None)
+    red_node: np.ndarray
+    red_share: np.ndarray
+    red_fanin: np.ndarray
+    reduce: bool
+
+    @property
+    def num_flows(self) -> int:
+        return len(self.src)
+
+
+def mirror(st: LocalStep) -> LocalStep:
+    """The allgather step that undoes a reduce-scatter step: every flow
+    backwards, copying, no reduction."""
+    z = np.zeros(0)
+    return LocalStep(st.dst, st.src, st.share, st.blocks, z.astype(np.int64), z,
+                     z.astype(np.int64), False)
+
+
+def _ancestors(view: TreeView) -> dict:
+    """``anc[d][h]``: the ancestor at depth ``d`` of host ``h`` (−1 above
+    the host's own depth)."""
+    if getattr(view, "_anc", None) is None:
+        N = view.num_hosts
+        hd = view.depth[:N]
+        anc = {}
+        cur = np.arange(N, dtype=np.int64)
+        cd = hd.copy()
+        for d in range(int(hd.max()), -1, -1):
+            m = cd > d
+            cur = cur.copy()
+            cur[m] = view.parent[cur[m]]
+            cd = np.where(m, cd - 1, cd)
+            anc[d] = np.where(hd >= d, cur, -1)
+        view._anc = anc
+    return view._anc
+
+
+def step_cost(view: TreeView, A: int, st: LocalStep, S: float, network,
+              with_reduce: bool = True) -> float:
+    """GenModel time of one local step of switch ``A`` for a vector of
+    ``S`` bytes (the module docstring has the terms)."""
+    if st.num_flows == 0:
+        return 0.0
+    n = view.servers(A)
+    base = int(view.host_lo[A])
+    eps, wt = float(view.eps[A]), float(view.wt[A])
+    bs = 1.0 / view.up_capacity[base:base + n]          # β of each server's link
+    send = np.bincount(st.src, weights=st.share, minlength=n) * S
+    recv = np.bincount(st.dst, weights=st.share, minlength=n) * S
+    fin = np.bincount(st.dst, minlength=n) + 1          # fan-in: flows in + own
+    t = max(float(np.max(recv * (bs + _inc(fin, wt, eps)))), float(np.max(send * bs)))
+    anc = _ancestors(view)
+    dA = int(view.depth[A])
+    for d in range(dA + 1, int(view.depth[:view.num_hosts].max())):
+        a_src = anc[d][base + st.src]
+        a_dst = anc[d][base + st.dst]
+        out = (a_src >= view.num_hosts) & (a_src != a_dst)
+        if not out.any():
+            continue
+        D = np.bincount(a_src[out], weights=st.share[out]) * S
+        g = np.flatnonzero(D)
+        beta = 1.0 / view.up_capacity[g]
+        if d == dA + 1:   # the children's uplinks, where the flows converge on A
+            flows = np.bincount(a_src[out])[g]
+            beta = beta + _inc(flows, wt, eps)
+        t = max(t, float(np.max(D[g] * beta)))
+    red = 0.0
+    if with_reduce and st.reduce and len(st.red_node):
+        per = ((st.red_fanin + 1) * network.delta + (st.red_fanin - 1) * network.gamma) \
+            * st.red_share * S
+        red = float(np.bincount(st.red_node, weights=per, minlength=n).max())
+    return float(view.alpha[A]) + t + red
+
+
+def steps_cost(view, A, steps, S, network) -> float:
+    """Reduce-scatter steps and their mirrored allgather."""
+    return sum(step_cost(view, A, st, S, network, True)
+               + step_cost(view, A, mirror(st), S, network, False) for st in steps)
+
+
+# --------------------------------------------------------------------------- candidates
+
+def factorisations(c: int, most: int = MAX_FACTORS) -> list[tuple[int, ...]]:
+    """Ordered factorisations of ``c`` into 2..``most`` factors >= 2."""
+    out: list[tuple[int, ...]] = []
+
+    def rec(rest, prefix):
+        if rest == 1:
+            if len(prefix) >= 2:
+                out.append(tuple(prefix))
+            return
+        if len(prefix) >= most:
+            return
+        for d in range(2, rest + 1):
+            if rest % d == 0:
+                rec(rest // d, prefix + [d])
+    rec(c, [])
+    return out
+
+
+def candidate_types(c: int) -> list[str]:
+    """Plan types for ``c`` equal children: cps, the HCPS factorisations
+    (``8x3``), ring, and rhd when ``c`` is a power of two."""
+    types = ["cps"] + ["x".join(map(str, f)) for f in factorisations(c)] + ["ring"]
+    if c & (c - 1) == 0 and c >= 2:
+        types.append("rhd")
+    return types
+
+
+def type_schedule(kind: str, c: int):
+    """Reduce-scatter half of plan type ``kind`` on ``c`` ranks and its
+    blocks (the *parts*, ``c`` or a multiple): ``(steps, holder)`` with steps ``(src, dst, parts of each flow,
+    (node, part, fan-in) of every reduction)`` and ``holder[j]`` the rank
+    that ends with part ``j`` reduced."""
+    from .algorithms import get_algorithm
+    if kind == "cps":
+        sched = get_algorithm("cps").build(c, None, True)
+    elif kind == "ring":
+        sched = get_algorithm("ring").build(c, None, True, ports=1)
+    elif kind == "rhd":
+        sched = get_algorithm("recdoub").build(c, None, True, variant="bandwidth",
+                                               layout="linear")
+    else:
+        sched = get_algorithm("hcps").build(c, None, True, factors=kind)
+    nb = sched.num_blocks
+    steps = []
+    contrib = np.ones((c, nb), np.int64)      # origins summed into (rank, part)
+    for st in sched.steps:
+        if not st.label.startswith("rs"):
+            continue
+        tr = st.traffic
+        ptr, idx = tr.block_ptr, tr.block_idx
+        parts = [idx[ptr[f]:ptr[f + 1]].astype(np.int64) for f in range(tr.num_flows)]
+        add = np.zeros((c, nb), np.int64)
+        cnt = np.zeros((c, nb), np.int64)
+        for f in range(tr.num_flows):
+            add[tr.dst[f], parts[f]] += contrib[tr.src[f], parts[f]]
+            cnt[tr.dst[f], parts[f]] += 1
+        contrib = contrib + add
+        node, part = np.nonzero(cnt)
+        inc = np.zeros((tr.num_flows, nb))
+        for f in range(tr.num_flows):
+            inc[f, parts[f]] = 1.0
+        steps.append((tr.src.astype(np.int64), tr.dst.astype(np.int64), parts, inc,
+                      (node, part, cnt[node, part] + 1)))
+    holder = np.full(nb, -1, np.int64)
+    r, j = np.nonzero(contrib == c)
+    holder[j] = r
+    if np.any(holder < 0):
+        raise AssertionError(f"{kind} on {c} ranks: a part has no fully reduced holder")
+    return steps, holder
+
+
+_TYPE_CACHE: dict = {}
+
+
+def cached_type(kind: str, c: int):
+    key = (kind, c)
+    if key not in _TYPE_CACHE:
+        _TYPE_CACHE[key] = type_schedule(kind, c)
+    return _TYPE_CACHE[key]
+
+
+# --------------------------------------------------------------------------- sub-plans
+
+@dataclass
+class ClassPlan:
+    """GenTree's decision for one class of equal switches."""
+
+    kind: str                     # cps, 8x3, ring, rhd or acps
+    rearranged: tuple             # positions of the children rearranged
+    cost: float                   # GenModel time of this switch's sub-plan (RS + AG)
+    rearrange_cost: float         # of the moves it asked its children for
+    finish: float                 # GenModel finish time of the sub-tree
+    candidates: dict              # kind -> GenModel cost considered
+    own: np.ndarray               # block -> local server holding it after the sub-plan
+    steps: list                   # LocalSteps: the move (COPY) first if any, then RS
+
+
+class Planner:
+    """GenTree's Algorithms 1 and 2 on a :class:`TreeView` for one size."""
+
+    def __init__(self, view: TreeView, network, S: float, rearrange: bool = True,
+                 blocks: bool = False):
+        self.view, self.network, self.S = view, network, float(S)
+        self.rearrange, self.blocks = rearrange, blocks
+        self.N = view.num_hosts
+        self.plans: dict = {}
+
+    def plan_of(self, v: int) -> ClassPlan:
+        sig = self.view.signature[v]
+        if sig not in self.plans:
+            self.plans[sig] = self._decide(v)
+        return self.plans[sig]
+
+    def own_of(self, v: int) -> np.ndarray:
+        if self.view.is_host(v):
+            return np.zeros(self.N, np.int64)
+        return self.plan_of(v).own
+
+    def finish_of(self, v: int) -> float:
+        return 0.0 if self.view.is_host(v) else self.plan_of(v).finish
+
+    def _decide(self, A: int) -> ClassPlan:
+        view = self.view
+        kids = view.children[A]
+        offs = [int(view.host_lo[c] - view.host_lo[A]) for c in kids]
+        owns = [self.own_of(c) + o for c, o in zip(kids, offs, strict=True)]
+        n = view.servers(A)
+        # data rearrangement, child by child (Algorithm 2 lines 8-16)
+        rearranged, moves, move_cost, start = [], [], 0.0, 0.0
+        for i, c in enumerate(kids):
+            fin = self.finish_of(c)
+            if self.rearrange and not view.is_host(c) and len(view.children[c]) > 1 \
+                    and len(kids) > 1:
+                got = self._rearrangement(A, i, c, offs[i], owns, n)
+                if got is not None:
+                    owns[i], mv, cost_mv = got
+                    rearranged.append(i)
+                    moves.append(mv)
+                    move_cost = max(move_cost, cost_mv)
+                    fin += cost_mv
+            start = max(start, fin)
+        equal = (len(kids) > 1 and not rearranged
+                 and len({view.signature[c] for c in kids}) == 1)
+        kinds = candidate_types(len(kids)) if equal else ["acps"]
+        candidates, best = {}, None
+        for kind in kinds:
+            own, steps = (self._lanes(kind, owns, offs, n) if kind != "acps"
+                          else self._acps(owns, n))
+            cost = steps_cost(view, A, steps, self.S, self.network)
+            candidates[kind] = cost
+            if best is None or cost < best[1]:
+                best = (kind, cost, own, steps)
+        kind, cost, own, steps = best
+        all_steps = ([_merge_steps(moves)] if moves else []) + list(steps)
+        return ClassPlan(kind, tuple(rearranged), cost, move_cost, start + cost, candidates,
+                         own, all_steps)
+
+    # ---- the lanes of equal children
+    def _lanes(self, kind, owns, offs, n):
+        """Every lane (the servers in one place of each child) runs the
+        reduce-scatter half of ``kind`` on the blocks its members hold, cut
+        into ``c`` parts as evenly as the blocks allow."""
+        c, N = len(owns), self.N
+        m = n // c
+        steps_t, holder = cached_type(kind, c)
+        lane = owns[0] - offs[0]                          # lane of every block
+        order = np.argsort(lane, kind="stable")           # blocks by lane, in order
+        size = np.bincount(lane, minlength=m)
+        first = np.concatenate([[0], np.cumsum(size)[:-1]])
+        pos = np.empty(N, np.int64)
+        pos[order] = np.arange(N) - np.repeat(first, size)
+        nb = len(holder)
+        q, r = np.divmod(size, nb)                        # parts of q+1 (r of them), then q
+        psize = q[:, None] + (np.arange(nb)[None, :] < r[:, None])       # (m, nb)
+        qb, rb = q[lane], r[lane]
+        big = pos < rb * (qb + 1)
+        part = np.where(big, pos // np.maximum(qb + 1, 1),
+                        rb + (pos - rb * (qb + 1)) // np.maximum(qb, 1))
+        own = holder[part] * m + lane
+        lanes = np.arange(m, dtype=np.int64)
+        pedge = np.concatenate([np.zeros((m, 1), np.int64), np.cumsum(psize, axis=1)], axis=1)
+        out = []
+        for src_r, dst_r, parts, inc, (rnode, rpart, rfan) in steps_t:
+            share = ((inc @ psize.T) / N).reshape(-1)                    # (F, m) flat
+            src = (src_r[:, None] * m + lanes[None, :]).reshape(-1)
+            dst = (dst_r[:, None] * m + lanes[None, :]).reshape(-1)
+            keep = share > 0
+            blocks = None
+            if self.blocks:
+                blocks = []
+                for f in range(len(src_r)):
+                    for k in range(m):
+                        sel = [order[first[k] + pedge[k, j]:first[k] + pedge[k, j + 1]]
+                               for j in parts[f]]
+                        blocks.append(np.concatenate(sel))
+                blocks = [b for b, kf in zip(blocks, keep, strict=True) if kf]
+            rn = (rnode[:, None] * m + lanes[None, :]).reshape(-1)
+            rs = (psize.T[rpart] / N).reshape(-1)
+            rf = np.repeat(rfan, m)
+            rk = rs > 0
+            out.append(LocalStep(src[keep], dst[keep], share[keep], blocks, rn[rk], rs[rk],
+                                 rf[rk], True))
+        return own, out
+
+    # ---- Algorithm 1's allocation and the asymmetric co-located PS
+    def _allocate(self, owns, n) -> np.ndarray:
+        """Algorithm 1: server by server (children in order), each takes up
+        to its quota (``⌊N/n⌋``, one more for the first ``N mod n``) of the
+        blocks it holds that no one took yet; a block left over goes to the
+        holder (in some child) with the most room."""
+        N = self.N
+        q, remain = divmod(N, n)
+        taken = np.full(N, -1, np.int64)
+        room = np.zeros(n, np.int64)
+        for own in owns:
+            order = np.argsort(own, kind="stable")
+            servers, counts = np.unique(own, return_counts=True)
+            ptr = np.concatenate([[0], np.cumsum(counts)])
+            for i, s in enumerate(servers.tolist()):
+                want = q + (1 if remain > 0 else 0)
+                remain = max(remain - 1, 0)
+                mine = order[ptr[i]:ptr[i + 1]]
+                free = mine[taken[mine] < 0][:want]
+                taken[free] = s
+                room[s] = want - len(free)
+        for b in np.flatnonzero(taken < 0).tolist():
+            holders = np.array([own[b] for own in owns])
+            s = int(holders[np.argmax(room[holders])])
+            taken[b] = s
+            room[s] -= 1
+        return taken
+
+    def _acps(self, owns, n):
+        """Every child's holder of block ``b`` sends it straight to the
+        server that reduces ``b`` (Fig. 7b); flows between the same two
+        servers are one flow."""
+        N = self.N
+        own = self._allocate(owns, n)
+        src = np.concatenate(owns)
+        dst = np.tile(own, len(owns))
+        blk = np.tile(np.arange(N, dtype=np.int64), len(owns))
+        move = src != dst
+        src, dst, blk = src[move], dst[move], blk[move]
+        key = src * n + dst
+        uniq, inv, cnt = np.unique(key, return_inverse=True, return_counts=True)
+        blocks = None
+        if self.blocks:
+            order = np.argsort(inv, kind="stable")
+            ptr = np.concatenate([[0], np.cumsum(cnt)])
+            blocks = [blk[order[ptr[i]:ptr[i + 1]]] for i in range(len(uniq))]
+        incoming = np.bincount(blk, minlength=N)
+        has = incoming > 0
+        width = len(owns) + 2
+        rkey = own[has] * width + incoming[has] + 1
+        u2, c2 = np.unique(rkey, return_counts=True)
+        step = LocalStep(uniq // n, uniq % n, cnt / N, blocks, u2 // width, c2 / N,
+                         u2 % width, True)
+        return own, [step]
+
+    # ---- data rearrangement of child i
+    def _rearrangement(self, A, i, c, off, owns, n):
+        """Move child ``c``'s blocks onto the servers below its first ``k``
+        children (``k`` from the convergence ratio) when GenModel says the
+        move plus the transfer out costs less than the transfer out."""
+        view = self.view
+        grand = view.children[c]
+        caps = np.array([view.up_capacity[g] for g in grand])
+        k = max(1, math.ceil(len(grand) * view.up_capacity[c] / caps.sum()))
+        if k >= len(grand):
+            return None
+        base = int(view.host_lo[A])
+        keep_lo = int(view.host_lo[grand[0]]) - base
+        keep_hi = int(view.host_hi[grand[k - 1]]) - base
+        own = owns[i]
+        outside = (own < keep_lo) | (own >= keep_hi)
+        idx = np.flatnonzero(outside)
+        width = keep_hi - keep_lo
+        load = np.bincount(own[~outside] - keep_lo, minlength=width)
+        new = own.copy()
+        new[idx] = keep_lo + np.argsort(load, kind="stable")[np.arange(len(idx)) % width]
+        src, dst = own[idx], new[idx]
+        key = src * n + dst
+        uniq, inv, cnt = np.unique(key, return_inverse=True, return_counts=True)
+        blocks = None
+        if self.blocks:
+            order_b = np.argsort(inv, kind="stable")
+            ptr = np.concatenate([[0], np.cumsum(cnt)])
+            blocks = [idx[order_b[ptr[j]:ptr[j + 1]]] for j in range(len(uniq))]
+        z = np.zeros(0)
+        mv = LocalStep(uniq // n, uniq % n, cnt / self.N, blocks, z.astype(np.int64), z,
+                       z.astype(np.int64), False)
+        shift = off
+        local = LocalStep(mv.src - shift, mv.dst - shift, mv.share, None, mv.red_node,
+                          mv.red_share, mv.red_fanin, False)
+        move_cost = (step_cost(view, c, local, self.S, self.network, False)
+                     + step_cost(view, c, mirror(local), self.S, self.network, False))
+        before = self._transfer_out(A, c, own, n)
+        after = self._transfer_out(A, c, new, n)
+        if move_cost + after < before:
+            return new, mv, move_cost
+        return None
+
+    def _transfer_out(self, A, c, own, n) -> float:
+        """Algorithm 2's all_transfer_out: what leaves child ``c`` (each
+        holder keeps the share of its own child, ``1/children``, and sends the
+        rest to one server per other child), over ``c``'s uplink where those
+        flows converge, and out of the senders' links; both directions."""
+        view = self.view
+        kids = len(view.children[A])
+        base = int(view.host_lo[A])
+        per = np.bincount(own, minlength=n) * (kids - 1) / kids / self.N * self.S
+        flows = np.count_nonzero(per) * (kids - 1)
+        D = float(per.sum())
+        bs = 1.0 / view.up_capacity[base:base + n]
+        eps, wt = float(view.eps[A]), float(view.wt[A])
+        t = max(D * (1.0 / view.up_capacity[c] + float(_inc(flows, wt, eps))),
+                float(np.max(per * bs)))
+        return 2 * (float(view.alpha[A]) + t)
+
+
+def _merge_steps(steps: list) -> LocalStep:
+    cat = lambda name: np.concatenate([getattr(s, name) for s in steps])
+    blocks = None
+    if all(s.blocks is not None for s in steps):
+        blocks = [b for s in steps for b in s.blocks]
+    return LocalStep(cat("src"), cat("dst"), cat("share"), blocks, cat("red_node"),
+                     cat("red_share"), cat("red_fanin"), steps[0].reduce)
+
+
+# --------------------------------------------------------------------------- plans
+
+@dataclass
+class Plan:
+    """GenTree's plan for one size: the decided classes and the tree."""
+
+    view: TreeView
+    planner: Planner
+    size: float
+
+    @property
+    def time(self) -> float:
+        """GenModel time of the whole allreduce (the root's finish time)."""
+        return self.planner.finish_of(self.view.root)
+
+    def key(self) -> tuple:
+        """What the schedule depends on: every class's type and moves."""
+        return tuple(sorted((s, cp.kind, cp.rearranged) for s, cp in self.planner.plans.items()))
+
+    def summary(self) -> str:
+        """Each switch tier's plan type, lowest first (the ``variant``)."""
+        seen, parts = set(), []
+        view = self.view
+        for v in switches_bottom_up(view):
+            cp = self.planner.plans[view.signature[v]]
+            text = f"{view.tier[v]}: {cp.kind}" + (" +r" if cp.rearranged else "")
+            if text not in seen:
+                seen.add(text)
+                parts.append(text)
+        return "; ".join(parts)
+
+
+def switches_bottom_up(view: TreeView) -> list[int]:
+    """The switches of the tree, every switch after its children."""
+    out, stack = [], [view.root]
+    while stack:
+        v = stack.pop()
+        if view.is_host(v):
+            continue
+        out.append(v)
+        stack.extend(reversed(view.children[v]))
+    return out[::-1]
+
+
+def make_plan(topology, network, S: float, p: int | None = None, rearrange: bool = True,
+              blocks: bool = False, view: TreeView | None = None) -> Plan:
+    """GenTree's plan for a vector of ``S`` bytes (Algorithms 1 and 2)."""
+    view = tree_view(topology, network, p) if view is None else view
+    planner = Planner(view, network, S, rearrange, blocks)
+    planner.plan_of(view.root)
+    return Plan(view, planner, S)
+
+
+# --------------------------------------------------------------------------- the table
+
+def plan_table(plans: list[Plan]) -> pd.DataFrame:
+    """One row per switch class, size and candidate: the switches it covers,
+    children and servers, the candidate's GenModel cost, whether it was
+    chosen and whether children's data was rearranged (Table 6, long form)."""
+    rows = []
+    for pl in plans:
+        view = pl.view
+        groups: dict = {}
+        for v in switches_bottom_up(view):
+            groups.setdefault((view.tier[v], view.signature[v]), []).append(v)
+        groups = {k: sorted(v) for k, v in groups.items()}
+        for (tier, sig), members in groups.items():
+            cp = pl.planner.plans[sig]
+            for kind, cost in cp.candidates.items():
+                rows.append({
+                    "topology": view.topology.spec, "size_bytes": pl.size,
+                    "switch": _members_text(view, members), "tier": tier,
+                    "switches": len(members), "children": len(view.children[members[0]]),
+                    "servers": view.servers(members[0]), "candidate": kind, "cost_s": cost,
+                    "chosen": kind == cp.kind, "rearranged": len(cp.rearranged) > 0,
+                    "rearrange_s": cp.rearrange_cost, "finish_s": cp.finish,
+                    "plan_time_s": pl.time})
+    return pd.DataFrame(rows, columns=PLAN_COLUMNS)
+
+
+PLAN_COLUMNS = ["topology", "size_bytes", "switch", "tier", "switches", "children", "servers",
+                "candidate", "cost_s", "chosen", "rearranged", "rearrange_s", "finish_s",
+                "plan_time_s"]
+
+
+def _members_text(view: TreeView, members: list[int]) -> str:
+    names = [view.label[v] for v in members]
+    if len(names) == 1:
+        return names[0]
+    head, tail = names[0].rsplit(" ", 1), names[-1].rsplit(" ", 1)
+    if len(head) == 2 and head[0] == tail[0]:
+        return f"{head[0]} {head[1]}-{tail[1]}"
+    return ", ".join(names[:3]) + (" ..." if len(names) > 3 else "")
+
+
+def plan(topology, sizes="1e7,3.2e7,1e8", *, network=None, ranks=None, rearrange="auto",
+         **network_params) -> pd.DataFrame:
+    """GenTree's plan per switch-local sub-tree and size, with the GenModel
+    cost of every candidate considered (the paper's Table 6, long form;
+    :func:`table6` pivots it).
+
+    Parameters
+    ----------
+    topology : str or Topology
+        A tree (every preset), leaf-spine or fat tree.
+    sizes : as for :func:`flowemu.simulate`
+        Vector sizes in bytes.
+    network : Network, optional
+        Or its fields as keywords (``alpha="6.58ms"``, ``gamma=``, ...).
+    ranks : int, optional
+        Ranks (default: every host; fewer keep the first hosts).
+    rearrange : {"auto", "no"}
+        ``no`` plans without data rearrangement (the paper's GenTree*).
+
+    Returns
+    -------
+    pandas.DataFrame
+        :data:`PLAN_COLUMNS`: per size, switch class and candidate its
+        GenModel cost, ``chosen``, ``rearranged``, the class's finish time
+        and the whole plan's GenModel time.
+    """
+    from . import checks
+    from .api import _topology
+
+    net = checks.network(network, network_params, "plan",
+                         ("sizes", "network", "ranks", "rearrange"))
+    n = checks.sizes(sizes)
+    if rearrange not in ("auto", "no"):
+        raise ConfigError(f"rearrange: {show(rearrange)} is not allowed; expected auto or no")
+    topo = _topology(topology)
+    p = checks.ranks(ranks, topo)
+    view = tree_view(topo, net, p)
+    return plan_table([make_plan(topo, net, float(S), p, rearrange == "auto", view=view)
+                       for S in n])
+
+
+def table6(df: pd.DataFrame) -> pd.DataFrame:
+    """The chosen plan per switch (rows) and size (columns), `` +r`` where
+    the children's data was rearranged: the form of the paper's Table 6."""
+    ch = df[df["chosen"]].copy()
+    ch["plan"] = ch["candidate"] + np.where(ch["rearranged"], " +r", "")
+    order = list(dict.fromkeys(ch["switch"]))
+    out = ch.pivot_table(index="switch", columns="size_bytes", values="plan",
+                         aggfunc="first").reindex(order)
+    out.columns = [f"{c:g}" for c in out.columns]
+    out.index.name = "switch"
+    return out
