@@ -115,6 +115,9 @@ def _build_parser() -> argparse.ArgumentParser:
                    help="split | dor | hash | dmodk (default split; dor on tori and meshes, "
                    "dmodk on fat trees)")
     r.add_argument("--seed", type=int, default=0, help="seed of --ecmp hash (default 0)")
+    r.add_argument("--model", default="flow",
+                   help="flow (the flow-level engine, default) | genmodel (GenModel's analytic "
+                        "prediction: Table 2 on a single switch, e.g. tree:24)")
     r.add_argument("--format", "-f", default="table",
                    help="table | csv | json | parquet (default: from --out's extension, "
                         "else table)")
@@ -220,6 +223,9 @@ def _table(df) -> str:
     if "placement" in df and (df["placement"] != "linear").any():
         show["placement"] = df["placement"]   # where the ranks ran changes the numbers
         cols.insert(1, "placement")
+    if "model" in df and (df["model"] != "flow").any():
+        show["model"] = df["model"]           # an analytic prediction, not the engine's time
+        cols.insert(cols.index("algorithm") + 1, "model")
     text = show[cols].to_string(index=False)
     # a fallback changes what the numbers mean: say it under the table, not only on stderr
     return text + "".join(f"\nnote: {note}" for note in _notes(df))
@@ -269,6 +275,16 @@ def _check_run_options(args) -> None:
             _refuse(option, "applies only with --flows-out")
     if args.traffic and _given(args, "flows_size"):
         _refuse("--flows-size", "does not apply to --traffic (its flows carry their own bytes)")
+    if args.model != "flow":
+        from .genmodel import MODELS
+        if args.model not in MODELS:
+            raise ConfigError(f"--model: {args.model!r} is not allowed; expected "
+                              f"{' or '.join(MODELS)}")
+        for dest, option in (("traffic", "--traffic"), ("congestion", "--congestion"),
+                             ("flows_out", "--flows-out")):
+            if getattr(args, dest):
+                _refuse(option, f"works with --model flow (the flow engine), not --model "
+                                f"{args.model}")
     if _given(args, "seed") and args.ecmp != "hash":
         _refuse("--seed", f"applies only to --ecmp hash (this run uses --ecmp {args.ecmp})")
     slope, threshold = _given(args, "incast_slope"), _given(args, "incast_threshold")
@@ -316,7 +332,7 @@ def _cmd_run(args) -> int:
     else:
         df = simulate(args.topology, args.algorithm, sizes, ecmp=args.ecmp, seed=args.seed,
                       ranks=args.ranks, placement=args.placement, network=net,
-                      max_memory=_max_memory(args))
+                      max_memory=_max_memory(args), model=args.model)
     _write(df, fmt, args.out)
     for note in _notes(df):   # fallbacks, said once
         print(f"flowemu: note: {note}", file=sys.stderr)

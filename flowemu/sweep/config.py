@@ -15,7 +15,7 @@ from ..units import format_size
 
 GRID_FIELDS = ("topology", "algorithm", "ranks", "bandwidth", "link_latency", "hop_latency",
                "alpha", "gamma", "delta", "incast_threshold", "incast_slope", "ecmp", "seed",
-               "placement")
+               "placement", "model")
 #: every configuration field a sweep file may set
 FIELDS = GRID_FIELDS[:3] + ("sizes",) + GRID_FIELDS[3:]
 NETWORK_FIELDS = Network.field_names()
@@ -33,7 +33,7 @@ def _canon_float(v: float) -> float:
 
 _NET_DEFAULTS = {k: _canon_float(v) for k, v in Network().as_dict().items()}
 _DEFAULTS = {**_NET_DEFAULTS, "ranks": None, "ecmp": "split", "seed": 0,
-             "placement": "linear"}
+             "placement": "linear", "model": "flow"}
 
 
 # ============================================================== configurations
@@ -66,6 +66,7 @@ class Config:
     ecmp: str
     seed: int
     placement: str = "linear"
+    model: str = "flow"      # "flow" (the engine) or "genmodel" (flowemu.genmodel's prediction)
     key: str = ""
     hash: str = ""
 
@@ -84,6 +85,8 @@ class Config:
         out.update({f: getattr(self, f) for f in NETWORK_FIELDS})
         if self.placement != "linear":   # linear configurations keep their identity
             out["placement"] = self.placement
+        if self.model != "flow":   # so do flow configurations (written before models)
+            out["model"] = self.model
         # a network or placement read from a file is identified by its contents too:
         # editing the file makes new configurations, not silently reused rows
         files = {name: file_digest(path) for name, path in (
@@ -169,7 +172,7 @@ def _fmt_field(name: str, v) -> str:
 def config_key(cfg: Config) -> str:
     """``group|topology|algorithm[|field=value for non-defaults]|sizes=...``."""
     parts = [cfg.group, cfg.topology, cfg.algorithm]
-    for name in ("ranks", *NETWORK_FIELDS, "ecmp", "seed", "placement"):
+    for name in ("ranks", *NETWORK_FIELDS, "ecmp", "seed", "placement", "model"):
         v = getattr(cfg, name)
         if v != _DEFAULTS[name]:
             parts.append(f"{name}={_fmt_field(name, v)}")

@@ -183,6 +183,16 @@ def _parse_scalar(name: str, raw):
     if name == "placement":
         from ..placement import parse_placement
         return parse_placement(raw).text
+    if name == "model":
+        from ..genmodel import MODELS, check_model
+        if not isinstance(raw, str):
+            raise ConfigError(f"expected one of {', '.join(map(repr, MODELS))}, got "
+                              f"{_type_name(raw)}")
+        try:
+            return check_model(raw)
+        except ConfigError:
+            raise ConfigError(f"{raw!r} is not allowed; expected one of "
+                              f"{', '.join(map(repr, MODELS))}") from None
     raise AssertionError(name)
 
 

@@ -195,6 +195,7 @@ def load_sweep(path) -> SweepPlan:
         if not _modes_apply(values, ecmp_loc, probs):
             continue
         configs, seen, total, reported, misfits = [], set(), 0, set(), _Problems()
+        priced: dict = {}
         n_problems = len(probs.items)
         for combo in itertools.product(*(values[f] for f in GRID_FIELDS)):
             if len(probs.items) > n_problems:
@@ -217,6 +218,8 @@ def load_sweep(path) -> SweepPlan:
             if not keep:
                 continue
             if not _fits(cfg, locs, misfits, reported):
+                continue
+            if cfg.model == "genmodel" and not _priceable(cfg, alg, locs, misfits, priced):
                 continue
             h = config_hash(cfg.canonical())
             if h in seen:
@@ -251,6 +254,31 @@ def _modes_apply(values: dict, loc: str, probs: _Problems) -> bool:
                            "each topology its own ecmp")
             ok = False
     return ok
+
+
+def _priceable(cfg: Config, alg: _Alg, locs: dict, probs: _Problems, priced: dict) -> bool:
+    """Whether ``model = "genmodel"`` can price the configuration's topology,
+    algorithm and ranks (:func:`flowemu.genmodel.check_priceable`); every
+    pair it cannot is reported once, before anything runs."""
+    from ..errors import ConfigError
+    from ..genmodel import check_priceable
+    from .executor import _topology
+    info = _topo_info(cfg.topology)
+    p = cfg.ranks if cfg.ranks is not None else info.nodes
+    if p > info.nodes:
+        return True    # too many ranks: the run says so (as for model flow)
+    key = (info.spec, alg.spec, p)
+    if key not in priced:
+        try:
+            check_priceable(_topology(cfg.topology), p, alg.name, dict(alg.options),
+                            cfg.network())
+            priced[key] = True
+        except ConfigError as exc:
+            priced[key] = False
+            why = str(exc).removeprefix("model genmodel: ")
+            probs.add(locs["model"], f"genmodel cannot price {alg.label} on {info.spec} "
+                                     f"({p} ranks): {why}")
+    return priced[key]
 
 
 def _fits(cfg: Config, locs: dict, probs: _Problems, reported: set) -> bool:
