@@ -167,7 +167,8 @@ def _build_parser() -> argparse.ArgumentParser:
     c.add_argument("--out", "-o", help="write here instead of stdout: .csv, .json, .parquet, "
                                        ".txt (table)")
     c.add_argument("--by", default="label",
-                   help="label (variants apart, default) | algorithm (best variant)")
+                   help="label (variants apart, default) | algorithm (best variant) | model "
+                        "(flow vs genmodel time of each configuration and their ratio)")
     c.add_argument("--where", help="only rows matching this pandas query, e.g. "
                                    "\"topology == 'torus:8x8'\"")
 
@@ -464,8 +465,9 @@ def _cmd_sweep(args) -> int:
 
 def _cmd_compare(args) -> int:
     from .results import compare, compare_table, load, query
-    if args.by not in ("label", "algorithm"):
-        raise ConfigError(f"--by: {args.by!r} is not allowed; expected label or algorithm")
+    if args.by not in ("label", "algorithm", "model"):
+        raise ConfigError(f"--by: {args.by!r} is not allowed; expected label, algorithm or "
+                          "model")
     if args.out == "-":
         args.out = None
     fmt = output_format(args.out, args.format if _given(args, "format") else None,
