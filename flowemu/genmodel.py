@@ -27,6 +27,22 @@ Degenerate cases
 ----------------
 N = 1 is no communication: every function returns 0 (the printed CPS and
 Reduce-Broadcast rows would charge 2α for it).
+
+The analytic backend
+--------------------
+``flowemu.simulate(..., model="genmodel")`` (``flowemu run --model genmodel``,
+sweep field ``model``) prices a configuration with a *predictor* registered
+for its algorithm (:func:`register_predictor`) instead of a schedule and a
+max-min solve. Table 2's rows are registered for ``ring``, ``recdoub``,
+``cps``, ``hcps`` and ``reduce-broadcast``; they need a single switch (a
+tree with one switch level: ``tree:24``, ``tree:SS24``) and read its terms
+with :func:`single_switch_terms`. ``hcps:factors=auto`` is priced for the
+factors the schedule picks (:func:`flowemu.algorithms.ps.resolve_factors`).
+Where the flow engine on the same switch differs from a row, it is by the
+conventions above (fan-in counted in flows, RHD for N no power of two, the
+printed HCPS terms) and the broadcast of Reduce-Broadcast, whose row charges
+the incast of the reduce a second time (tests/test_model_backend.py checks
+each relation exactly).
 """
 
 from __future__ import annotations

@@ -128,7 +128,7 @@ def _filter(df: pd.DataFrame, group=None, topologies=None, where=None) -> pd.Dat
 
 #: flowemu's defaults (the Swing paper's network), in dataset columns
 _BASELINE = {**{col: float(getattr(Network(), f)) for f, col in _NETWORK_COLUMNS.items()},
-             "ecmp": "split", "seed": 0, "placement": "linear"}
+             "ecmp": "split", "seed": 0, "placement": "linear", "model": "flow"}
 
 
 def _limit_scenarios(df: pd.DataFrame, limit: int, keep=()) -> tuple[pd.DataFrame, str]:
