@@ -409,6 +409,8 @@ def test_sweep_crosses_models_and_keeps_flow_hashes(tmp_path):
     new = load_sweep(both).configs
     assert len(new) == 2 * len(old)
     flow_new = {c.hash: c.key for c in new if c.model == "flow"}
+    assert all("model" not in c.canonical() for c in old)   # the hashed fields as before
+    assert all(c.canonical()["model"] == "genmodel" for c in new if c.model == "genmodel")
     assert flow_new == {c.hash: c.key for c in old}      # identity of flow configs unchanged
     gen = [c for c in new if c.model == "genmodel"]
     assert all(c.key.endswith("|model=genmodel|sizes=1KiB,1MiB") for c in gen)
