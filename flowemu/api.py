@@ -306,8 +306,8 @@ def time_traffic(topology, traffic, *, ecmp: str = "split", seed: int = 0, place
                       mapping=place.mapping(sched.p, topo), max_memory=lim).times([1.0])[0])
     total = float(sum(s.traffic.share.sum() for s in sched.steps))
     row = {**_base_row(topo, sched.p, net, ecmp, seed, place), "algorithm": "traffic",
-           "model": "flow", "variant": sched.variant, "options": "", "size_bytes": total, "time_s": t,
-           "goodput_Bps": total / t if t > 0 else np.inf, "steps": sched.num_steps,
+           "model": "flow", "variant": sched.variant, "options": "", "size_bytes": total,
+           "time_s": t, "goodput_Bps": total / t if t > 0 else np.inf, "steps": sched.num_steps,
            "note": sched.note}
     return pd.DataFrame([row], columns=RESULT_COLUMNS)
 
