@@ -62,6 +62,8 @@ import itertools
 import math
 import os
 import re
+import sys
+import types
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -701,3 +703,14 @@ def plot_fit(rows: pd.DataFrame, out) -> Path:
         ax.grid(True, which="major", alpha=0.3)
         ax.legend(fontsize=7)
     return _save(fig, out)
+
+
+class _CallableModule(types.ModuleType):
+    """``flowemu.fit`` is both this module and the function :func:`fit` (as
+    ``flowemu.sweep`` is): importing the module must not hide the function."""
+
+    def __call__(self, *args, **kwargs):
+        return fit(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -372,3 +372,69 @@ def test_bad_fit_options(tmp_path, capsys):
         code, _, err = run(capsys, argv)
         assert code == 2 and needle in one_error_line(err), argv
     assert not (tmp_path / "p.toml").exists()
+
+
+# ------------------------------------------------------------------ sweeps
+
+def sweep_text(network_line: str, extra: str = "") -> str:
+    return (f'topology = "tree:4"\nalgorithm = "cps"\nsizes = "1MiB"\n{network_line}\n'
+            f"{extra}")
+
+
+def test_sweep_network_presets(tmp_path):
+    from flowemu.sweep import load_sweep
+    preset = tmp_path / "p.toml"
+    preset.write_text('[network]\nbandwidth = "10Gb/s"\nalpha = "5us"\n')
+    f = tmp_path / "s.toml"
+    f.write_text(sweep_text(f'network = ["genmodel-table5", "{preset}"]',
+                            '[groups.a]\n[groups.b]\nalpha = ["1us", "2us"]\n'
+                            '[[groups.b.exclude]]\nnetwork = "genmodel-table5"\n'))
+    plan = load_sweep(f)
+    a, b = plan.groups["a"], plan.groups["b"]
+    assert [c.network_preset for c in a] == ["genmodel-table5", str(preset)]
+    assert a[0].alpha == 6.58e-3 and math.isclose(a[0].gamma, 1.5e-10)
+    assert a[1].bandwidth == 1.25e9 and a[1].alpha == 5e-6
+    # the file's own alpha overrides the preset's; the exclude removed the built-in
+    assert [(c.network_preset, c.alpha, c.bandwidth) for c in b] == [
+        (str(preset), 1e-6, 1.25e9), (str(preset), 2e-6, 1.25e9)]
+    assert "network=genmodel-table5" in a[0].key
+    # a preset file is identified by its contents: editing it makes a new configuration
+    before = a[1].hash
+    preset.write_text('[network]\nbandwidth = "10Gb/s"\nalpha = "5us"\n# edited\n')
+    assert load_sweep(f).groups["a"][1].hash != before
+    assert load_sweep(f).groups["a"][0].hash == a[0].hash
+    # results carry the preset's values
+    df = flowemu.sweep(f, out=tmp_path / "out", jobs=1)
+    rows = flowemu.load(df)
+    assert sorted(set(rows["alpha_s"])) == [1e-6, 2e-6, 5e-6, 6.58e-3]
+
+
+def test_sweep_without_preset_keeps_its_identity(tmp_path):
+    """A sweep that names no preset hashes as before presets existed."""
+    from flowemu.sweep import config_hash, load_sweep
+    f = tmp_path / "s.toml"
+    f.write_text(sweep_text(""))
+    cfg = load_sweep(f).configs[0]
+    before = {"group": "main", "topology": "tree:4", "algorithm": "cps", "ranks": None,
+              "sizes": [2**20], "ecmp": "split", "seed": 0,
+              **{k: float(f"{v:.12g}") for k, v in Network().as_dict().items()}}
+    assert cfg.canonical() == before and cfg.hash == config_hash(before)
+
+
+@pytest.mark.parametrize("line,needle", [
+    ('network = "nope"', "network: 'nope' is neither a built-in preset"),
+    ('network = "missing.toml"', "missing.toml: file not found"),
+    ("network = 3", "network: expected a network preset name or a .toml file"),
+])
+def test_sweep_bad_preset(tmp_path, capsys, line, needle):
+    f = tmp_path / "s.toml"
+    f.write_text(sweep_text(line))
+    code, _, err = run(capsys, ["sweep", str(f), "--dry-run"])
+    assert code == 2 and needle in one_error_line(err) and "s.toml" in err
+
+
+def test_fit_is_callable_from_the_package():
+    import flowemu.fit as module
+    assert callable(flowemu.fit) and flowemu.fit is module
+    r = flowemu.fit(DATA / "nccl_allreduce_8gpu.txt", bandwidth="100Gb/s")
+    assert r.params["beta"] == 8 / 100e9 and "gamma" in r.params
