@@ -577,13 +577,17 @@ def fit(data, *, bandwidth=None, algorithm: str = "ring", ranks: int | None = No
     keep = _independent(base * weight[:, None])
     determined: dict = {}
     names = PARAMS[:3]
+    absorbed: dict = {}   # kept parameter -> [(coefficient, undetermined parameter)]
     for j, name in enumerate(names):
         if j not in keep:
             comb = _combination(base * weight[:, None], keep, j)
+            for k, c in comb.items():
+                absorbed.setdefault(names[k], []).append((c, name))
             parts = ", ".join(f"{names[k]} stands for {names[k]} + {c:.4g}·{name}"
                               for k, c in comb.items())
             determined[name] = (f"its coefficient is a combination of the others' in this "
                                 f"data ({parts or 'no other term'})")
+
     def solve(w):
         E = _e_column(meas, e_of, w) if w is not None else np.zeros(len(meas))
         cols = [base[:, j] for j in keep] + ([E] if np.any(E > 0) else [])
@@ -621,6 +625,9 @@ def fit(data, *, bandwidth=None, algorithm: str = "ring", ranks: int | None = No
     if bw is not None and params["beta_eff"] is not None:
         params["beta"] = 1.0 / bw
         params["gamma"] = 2.0 * (params["beta_eff"] - params["beta"])
+        if "beta_eff" in absorbed:   # γ = 2(beta_eff − β) inherits what beta_eff stands for
+            determined["gamma"] = "stands for gamma + " + " + ".join(
+                f"{2 * c:.4g}·{name}" for c, name in absorbed["beta_eff"])
         if params["gamma"] < 0:
             notes.append("gamma < 0: the measured per-byte cost β + γ/2 is below 1/bandwidth; "
                          "is the bandwidth right? (a saved preset puts beta_eff into the "

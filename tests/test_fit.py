@@ -109,6 +109,9 @@ def test_ring_alone_leaves_delta_and_incast_undetermined(measured):
     # Ring's B = 2(N−1)S/N and D = 3(N−1)S/N: the fitted beta_eff is β + γ/2 + 1.5δ
     assert rel(r.params["beta_eff"], BETA_EFF + 1.5 * DELTA) < 0.05
     assert "delta" not in r.network_values() and "incast_slope" not in r.network_values()
+    with_bw = fit(ring, bandwidth=BW)
+    assert with_bw.determined["gamma"] == "stands for gamma + 3·delta"
+    assert rel(with_bw.params["gamma"], GAMMA + 3 * DELTA) < 0.05
 
 
 def test_no_incast_seen_is_reported_not_invented():
