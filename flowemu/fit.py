@@ -57,8 +57,6 @@ nccl-tests runs one after the other.
 from __future__ import annotations
 
 import csv
-import io
-import itertools
 import math
 import os
 import re
@@ -126,6 +124,8 @@ def _parse_size(raw: str, where: str) -> int:
 
 
 def _parse_ranks(raw, where: str) -> int:
+    if isinstance(raw, (float, np.floating)) and float(raw).is_integer():
+        raw = int(raw)   # a pandas column of ranks read as floats
     text = str(raw).strip()
     try:
         value = int(text)
@@ -217,8 +217,8 @@ def _read_csv(text: str, path: str) -> list[dict]:
         raise ConfigError(f"{path}: empty file; expected a CSV header "
                           f"{','.join(CSV_COLUMNS)} and rows, or nccl-tests all_reduce_perf "
                           "output")
-    reader = csv.reader(io.StringIO("\n".join(ln for _, ln in lines)))
-    table = list(reader)
+    # line by line: a stray quote spoils its own line, not the rest of the file
+    table = [next(csv.reader([ln]), []) for _, ln in lines]
     head = [h.strip().lower() for h in table[0]]
     missing = [c for c in CSV_COLUMNS if c not in head]
     if missing:
@@ -227,7 +227,7 @@ def _read_csv(text: str, path: str) -> list[dict]:
                           f"{','.join(h for h in head)[:60]})")
     idx = {c: head.index(c) for c in CSV_COLUMNS}
     rows = []
-    for (lineno, _), rec in zip(lines[1:], table[1:], strict=True):
+    for (lineno, _), rec in zip(lines[1:], table[1:], strict=True):   # one record a line
         where = _where(path, lineno)
         if len(rec) < len(head):
             raise ConfigError(f"{where}: {len(rec)} fields, expected {len(head)} as in the "
@@ -311,9 +311,10 @@ def read_measurements(data, *, algorithm: str = "ring", ranks: int | None = None
 
 # ============================================================== the model
 
-def _coefficients(meas: pd.DataFrame) -> tuple[np.ndarray, dict, int]:
-    """Columns A, B (the beta_eff coefficient), D of every row, a function
-    of the threshold giving E, and the largest fan-in (flows) seen."""
+def _coefficients(meas: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, int]:
+    """Columns A, B (the beta_eff coefficient), D of every row; E per byte of
+    every row at each threshold w = 0 … F (float64[rows, F+1], see
+    :func:`_e_column`); F, the largest fan-in in flows seen."""
     from .genmodel import plan_row
     S = meas["size"].to_numpy(dtype=np.float64)
     cols = np.zeros((len(meas), 3))
@@ -325,13 +326,13 @@ def _coefficients(meas: pd.DataFrame) -> tuple[np.ndarray, dict, int]:
         unit = {name: row(1.0, **{**zero, name: 1.0}) for name in ("beta", "delta")}
         per_config[key] = (row(0.0, **{**zero, "alpha": 1.0}), unit["beta"], unit["delta"],
                            _incast_curve(row, int(key[1])))
-    fanin = 0
-    for i, key in enumerate(keys):
+    fanin = max(len(c[3]) for c in per_config.values()) - 1
+    e_per_byte = np.zeros((len(keys), fanin + 1))
+    for i, key in enumerate(keys):   # one row per measurement (not a hot path)
         a, b, d, curve = per_config[key]
         cols[i] = (a, b * S[i], d * S[i])
-        fanin = max(fanin, len(curve) - 1)
-    e_of = {key: per_config[key][3] for key in per_config}
-    return cols, e_of, fanin
+        e_per_byte[i, :len(curve)] = curve
+    return cols, e_per_byte * S[:, None], fanin
 
 
 def _incast_curve(row, p: int) -> np.ndarray:
@@ -347,32 +348,41 @@ def _incast_curve(row, p: int) -> np.ndarray:
     return np.asarray(out)
 
 
-def _e_column(meas: pd.DataFrame, e_of: dict, w: int) -> np.ndarray:
-    S = meas["size"].to_numpy(dtype=np.float64)
-    keys = zip(meas["algorithm"], meas["ranks"], strict=True)
-    per = np.array([c[w] if w < len(c) else 0.0 for c in (e_of[k] for k in keys)])
-    return per * S
+def _e_column(e_all: np.ndarray, w: int) -> np.ndarray:
+    """E of every row at threshold ``w`` (0 from the largest fan-in on)."""
+    return e_all[:, w] if w < e_all.shape[1] else np.zeros(e_all.shape[0])
 
 
 def _nnls(M: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
-    """min ‖Mx − y‖ over x >= 0 for a handful of columns: the least squares
-    solution on every support, the best one that is non-negative (the NNLS
-    optimum is the least squares solution on its own support)."""
+    """min ‖Mx − y‖ over x >= 0 (Lawson and Hanson's active set method, for
+    the handful of well-scaled columns here). Returns x and the residual sum
+    of squares, computed from the residual (exact data give 0)."""
     n = M.shape[1]
-    best, best_rss = np.zeros(n), float(y @ y)
-    for k in range(1, n + 1):
-        for support in itertools.combinations(range(n), k):
-            sub = M[:, support]
-            x, *_ = np.linalg.lstsq(sub, y, rcond=None)
-            if np.any(x < 0):
-                continue
-            r = sub @ x - y
-            rss = float(r @ r)
-            if rss < best_rss:
-                best_rss = rss
-                best = np.zeros(n)
-                best[list(support)] = x
-    return best, best_rss
+    x = np.zeros(n)
+    passive = np.zeros(n, dtype=bool)
+    tol = 1e-12 * max(float(np.abs(M).max(initial=0.0)), 1.0) * max(float(np.abs(y).sum()), 1.0)
+    for _ in range(3 * n + 3):   # each pass adds one column; a step back removes some
+        grad = M.T @ (y - M @ x)
+        free = ~passive & (grad > tol)
+        if not free.any():
+            break
+        passive[np.argmax(np.where(free, grad, -np.inf))] = True
+        while True:
+            z = np.zeros(n)
+            z[passive], *_ = np.linalg.lstsq(M[:, passive], y, rcond=None)
+            if np.all(z[passive] > 0):
+                x = z
+                break
+            # step back toward x until a variable reaches 0; it leaves the passive set
+            hit = passive & (z <= 0)
+            step = np.min(x[hit] / (x[hit] - z[hit]))
+            x = x + step * (z - x)
+            passive &= x > 0
+            x[~passive] = 0.0
+            if not passive.any():
+                break
+    r = M @ x - y
+    return x, float(r @ r)
 
 
 def _independent(M: np.ndarray) -> list[int]:
@@ -425,6 +435,12 @@ class FitResult:
     max_fanin : int
         The largest fan-in (flows into a receiver) any measured
         configuration has; 0 when none has a many-to-one step.
+    notes : list of str
+        Warnings about the result (e.g. a negative γ).
+    w_t_range : (int, int) or None
+        The thresholds that fit the data as well as ``w_t`` within noise
+        (their residual is within :data:`F_RANGE` noise variances of the
+        best); None when w_t is undetermined.
     """
 
     params: dict
@@ -434,6 +450,7 @@ class FitResult:
     bandwidth: float | None = None
     max_fanin: int = 0
     notes: list = field(default_factory=list)
+    w_t_range: tuple | None = None
 
     @property
     def w_t_paper(self) -> int | None:
@@ -493,8 +510,10 @@ class FitResult:
             elif name == "gamma":
                 extra = "  (2·(beta_eff − β))"
             elif name == "w_t":
+                lo, hi = self.w_t_range or (v, v)
+                within = f"; {lo}..{hi} fit as well within noise" if lo != hi else ""
                 extra = (f" {unit[name]} into a receiver (flowemu's incast_threshold; the "
-                         f"paper's w_t = {self.w_t_paper})")
+                         f"paper's w_t = {self.w_t_paper}{within})")
             if ok is not True:
                 extra += f"  [{ok}]"
             lines.append(f"  {name:9s} {shown}{extra}")
@@ -518,6 +537,7 @@ class FitResult:
                 out[name] = v if v is not None else f"undetermined: {self.determined[name]}"
         if self.params.get("w_t") is not None:
             out["w_t_paper"] = self.w_t_paper
+            out["w_t_range"] = list(self.w_t_range)
         out["max_fanin_flows"] = self.max_fanin
         return out
 
@@ -567,7 +587,7 @@ def fit(data, *, bandwidth=None, algorithm: str = "ring", ranks: int | None = No
     from .units import parse_rate
     bw = None if bandwidth is None else parse_rate(bandwidth, "bandwidth")
     meas = read_measurements(data, algorithm=algorithm, ranks=ranks)
-    base, e_of, max_fanin = _coefficients(meas)
+    base, e_all, max_fanin = _coefficients(meas)
     if len(meas) < base.shape[1]:
         raise ConfigError(f"data: too few measurements: {len(meas)} rows for the "
                           f"{base.shape[1]} unknowns alpha, beta_eff, delta (and epsilon, "
@@ -589,7 +609,7 @@ def fit(data, *, bandwidth=None, algorithm: str = "ring", ranks: int | None = No
                                 f"data ({parts or 'no other term'})")
 
     def solve(w):
-        E = _e_column(meas, e_of, w) if w is not None else np.zeros(len(meas))
+        E = _e_column(e_all, w) if w is not None else np.zeros(len(meas))
         cols = [base[:, j] for j in keep] + ([E] if np.any(E > 0) else [])
         M = np.column_stack(cols) * weight[:, None]
         scale = np.linalg.norm(M, axis=0)
@@ -597,14 +617,16 @@ def fit(data, *, bandwidth=None, algorithm: str = "ring", ranks: int | None = No
         return w, rss, x / scale, bool(np.any(E > 0))
 
     plain = solve(None)   # no incast term
-    best = plain
+    best, rss_of_w = plain, {}
     for w in range(max_fanin):   # from w = max_fanin on no row is above the threshold
         trial = solve(w)
-        if trial[3] and trial[2][-1] > 0 and (best is plain or trial[1] < best[1] * (1 - 1e-12)):
-            best = trial
+        if trial[3] and trial[2][-1] > 0:
+            rss_of_w[w] = trial[1]
+            if best is plain or trial[1] < best[1] * (1 - 1e-12):
+                best = trial
     incast_why = _incast_seen(plain, best, len(meas), len(keep), max_fanin)
     if incast_why is True:
-        incast_why = _incast_determined(meas, e_of, base, keep, weight, best[0])
+        incast_why = _incast_determined(meas, e_all, base, keep, weight, best[0])
     else:
         best = plain
     w, _, x, has_e = best
@@ -613,12 +635,14 @@ def fit(data, *, bandwidth=None, algorithm: str = "ring", ranks: int | None = No
         params[names[j]] = float(x[k])
     eps = float(x[-1]) if has_e else 0.0
     params["epsilon"], params["w_t"] = None, None
+    w_range = None
     if incast_why is True:
         params["epsilon"], params["w_t"] = eps, int(w)
+        w_range = _threshold_range(rss_of_w, best[1], len(meas) - len(keep) - 2)
     else:
         determined["epsilon"] = determined["w_t"] = incast_why
     fitted = (np.column_stack([base[:, j] for j in keep]) @ x[:len(keep)]
-              + (eps * _e_column(meas, e_of, w) if has_e else 0.0))
+              + (eps * _e_column(e_all, w) if has_e else 0.0))
     rows = meas.assign(fit=fitted, residual=fitted / y - 1.0)
     rms = float(np.sqrt(np.mean(rows["residual"] ** 2)))
     notes = []
@@ -635,7 +659,19 @@ def fit(data, *, bandwidth=None, algorithm: str = "ring", ranks: int | None = No
     elif bw is not None:
         params["beta"], params["gamma"] = 1.0 / bw, None
         determined["gamma"] = "beta_eff is undetermined"
-    return FitResult(params, determined, rows, rms, bw, max_fanin, notes)
+    return FitResult(params, determined, rows, rms, bw, max_fanin, notes, w_range)
+
+
+#: a threshold whose residual exceeds the best one's by less than this much
+#: noise (F statistic of one unknown, about the 95 % point) fits as well
+F_RANGE = 4.0
+
+
+def _threshold_range(rss_of_w: dict, best: float, dof: int) -> tuple[int, int]:
+    """The thresholds that fit within noise of the best one (lowest, highest)."""
+    noise = best / dof if dof > 0 else 0.0
+    ok = [w for w, rss in rss_of_w.items() if rss - best <= F_RANGE * noise]
+    return min(ok), max(ok)
 
 
 #: an incast term must lower the residual this much more than noise would
@@ -662,11 +698,11 @@ def _incast_seen(plain, best, n: int, k: int, max_fanin: int):
     return True if f_stat > F_MIN else none_seen
 
 
-def _incast_determined(meas, e_of, base, keep, weight, w):
+def _incast_determined(meas, e_all, base, keep, weight, w):
     """True when ε and w_t are both pinned by the data, else the reason."""
-    E = _e_column(meas, e_of, w) * weight
+    E = _e_column(e_all, w) * weight
     # -∂E/∂w_t: the bytes received in the steps above the threshold
-    dE = E - _e_column(meas, e_of, w + 1) * weight
+    dE = E - _e_column(e_all, w + 1) * weight
     M = np.column_stack([base[:, j] * weight for j in keep] + [E])
     M2 = np.column_stack([M, dE])
     if len(_independent(M)) < M.shape[1] or len(_independent(M2)) < M2.shape[1]:

@@ -8,6 +8,7 @@ preset run through the engine must reproduce the fit's own predictions.
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -67,6 +68,7 @@ def test_fit_recovers_every_parameter(measured):
     assert rel(p["delta"], DELTA) < 0.05
     assert rel(p["epsilon"], EPS) < 0.05
     assert p["w_t"] == W_T and r.w_t_paper == W_T + PAPER_WT_OFFSET
+    assert r.w_t_range[0] <= W_T <= r.w_t_range[1]
     assert p["beta"] == 1 / BW and rel(p["gamma"], GAMMA) < 0.05
     assert all(v is True for v in r.determined.values()) or not r.determined
     assert r.max_fanin == 15          # CPS on 16 ranks
@@ -132,18 +134,38 @@ def test_one_fan_in_above_the_threshold_cannot_split_eps_and_w_t():
     assert "only ε·(fan-in − w_t) is seen" in r.determined["w_t"]
 
 
-def test_nnls_satisfies_kkt():
-    """Independent check of the small NNLS: x >= 0, the gradient is 0 on the
-    support and >= 0 off it (the optimality conditions), on random systems."""
+def brute_nnls(M, y):
+    """NNLS by enumeration: the least squares solution of every support,
+    the best non-negative one."""
+    best, best_rss = np.zeros(M.shape[1]), float(y @ y)
+    for k in range(1, M.shape[1] + 1):
+        for support in itertools.combinations(range(M.shape[1]), k):
+            sub, *_ = np.linalg.lstsq(M[:, support], y, rcond=None)
+            if np.all(sub >= 0):
+                x = np.zeros(M.shape[1])
+                x[list(support)] = sub
+                rss = float((M @ x - y) @ (M @ x - y))
+                if rss < best_rss:
+                    best, best_rss = x, rss
+    return best, best_rss
+
+
+def test_nnls_satisfies_kkt_and_equals_enumeration():
+    """The active-set NNLS on random systems: x >= 0, the gradient is 0 on
+    the support and >= 0 off it (the optimality conditions), and the same
+    optimum as enumerating every support."""
     rng = np.random.default_rng(7)
-    for _ in range(200):
-        M = rng.standard_normal((12, 4))
-        y = rng.standard_normal(12)
-        x, rss = _nnls(M, y)
-        g = M.T @ (M @ x - y)
-        assert np.all(x >= 0)
-        assert np.all(np.abs(g[x > 0]) < 1e-9) and np.all(g[x == 0] > -1e-9)
-        assert math.isclose(rss, float((M @ x - y) @ (M @ x - y)), rel_tol=1e-9)
+    for n in (1, 2, 3, 4, 5):
+        for _ in range(60):
+            M = rng.standard_normal((12, n))
+            y = rng.standard_normal(12)
+            x, rss = _nnls(M, y)
+            g = M.T @ (M @ x - y)
+            assert np.all(x >= 0)
+            assert np.all(np.abs(g[x > 0]) < 1e-9) and np.all(g[x == 0] > -1e-9)
+            assert math.isclose(rss, float((M @ x - y) @ (M @ x - y)), rel_tol=1e-12)
+            bx, brss = brute_nnls(M, y)
+            assert np.allclose(x, bx, atol=1e-9) and math.isclose(rss, brss, rel_tol=1e-9)
 
 
 # ------------------------------------------------------------------ nccl-tests
