@@ -49,7 +49,8 @@ with a unit such as ``1MiB``; time in seconds or with a unit such as
 ``1.5ms``; other columns ignored; ``#`` lines are comments) and the standard
 output of nccl-tests ``all_reduce_perf`` (recognised by its ``size count type
 redop ... time algbw busbw`` header; out-of-place time in µs, size in bytes;
-ranks from the ``#  Rank N ...`` device lines or ``ranks``; algorithm
+ranks from the ``#  Rank N ...`` device lines or ``ranks``; ``cputime``
+(``-C``) and a trailing timestamp column are read too; algorithm
 ``algorithm``, default ring, as NCCL usually runs). A file may hold several
 nccl-tests runs one after the other.
 """
@@ -146,8 +147,11 @@ def _check_algorithm(name: str, ranks: int, where: str) -> str:
     return text
 
 
-_NCCL_HEADER = re.compile(r"^#\s*size\s+count\s+type\s+redop\b.*\btime\b.*\balgbw\b.*\bbusbw\b")
-_NCCL_RANK = re.compile(r"^#\s*Rank\s+(\d+)\s+Group\b")
+# the column header; "cputime" with -C, a trailing "timestamp" with timestamps on
+_NCCL_HEADER = re.compile(r"^#\s*size\s+count\s+type\s+redop\b.*\b(?:cpu)?time\b.*\balgbw\b"
+                          r".*\bbusbw\b")
+# "#  Rank  0 Group  0 Pid ..." (older versions: "#   Rank  0 Pid ...")
+_NCCL_RANK = re.compile(r"^#\s*Rank\s+(\d+)\s+(?:Group|Pid)\b")
 _NCCL_START = re.compile(r"^#\s*nThread\b")
 
 
@@ -180,7 +184,8 @@ def _read_nccl(text: str, path: str, algorithm: str, ranks: int | None) -> list[
             continue   # comments, the units line, summaries; text before any table
         tokens = line.split()
         where = _where(path, lineno)
-        if len(tokens) != len(header) or not tokens[0].isdigit():
+        # a timestamp ("2025-01-31 12:00:00") is two tokens under one header word
+        if len(tokens) < len(header) or not tokens[0].isdigit():
             raise ConfigError(f"{where}: cannot read this nccl-tests line ({len(tokens)} "
                               f"fields, expected {len(header)} as in the header: "
                               f"{' '.join(header)}): {line[:60]!r}")
@@ -192,7 +197,8 @@ def _read_nccl(text: str, path: str, algorithm: str, ranks: int | None) -> list[
             raise ConfigError(f"{where}: ranks: the run lists {len(run_ranks)} ranks, "
                               f"--ranks says {ranks}; drop --ranks or fix it")
         size = _parse_size(tokens[header.index("size")], where)
-        t_us = tokens[header.index("time")]   # the first time column: out of place
+        t_col = next(i for i, h in enumerate(header) if h in ("time", "cputime"))
+        t_us = tokens[t_col]   # the first time column: out of place
         try:
             t = float(t_us)
         except ValueError:

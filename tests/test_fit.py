@@ -192,8 +192,9 @@ def nccl_text(ranks_lines: bool, root: bool = True, ranks: int = 4) -> str:
     head = "#       size         count      type   redop" + ("    root" if root else "") + \
         "     time   algbw   busbw #wrong     time   algbw   busbw #wrong"
     out = ["# nThread 1 nGpus 1 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 5"]
-    if ranks_lines:
-        out += [f"#  Rank {r:2d} Group  0 Pid 1 on n0 device {r} [0x07] GPU" for r in range(ranks)]
+    if ranks_lines:   # older versions (no root column) print no Group either
+        group = "Group  0 " if root else ""
+        out += [f"#  Rank {r:2d} {group}Pid 1 on n0 device {r} [0x07] GPU" for r in range(ranks)]
     out += [head, "#        (B)    (elements)        (us)  (GB/s)  (GB/s)"]
     for k, size in enumerate((1024, 1048576, 16777216)):
         t = 2 * (ranks - 1) * NCCL_ALPHA + 2 * (ranks - 1) / ranks * size * NCCL_BETA_EFF
@@ -217,6 +218,20 @@ def test_nccl_runs_mixed_with_csv(tmp_path):
     r = fit([a, b])
     assert rel(r.params["alpha"], NCCL_ALPHA) < 1e-6
     assert rel(r.params["beta_eff"], NCCL_BETA_EFF) < 1e-6
+
+
+def test_nccl_cputime_and_timestamps(tmp_path):
+    """-C prints "cputime" for "time"; timestamps add a two-token column."""
+    text = nccl_text(True, ranks=4).replace("     time   algbw", "  cputime   algbw")
+    lines = [ln + "  2025-01-31 12:00:00" if ln[:1] == " " else ln for ln in text.splitlines()]
+    head = next(i for i, ln in enumerate(lines) if "cputime" in ln)
+    lines[head] += "  timestamp"
+    f = tmp_path / "c.txt"
+    f.write_text("\n".join(lines) + "\n")
+    meas = read_measurements(f)
+    plain = tmp_path / "p.txt"
+    plain.write_text(nccl_text(True, ranks=4))
+    assert list(meas["time"]) == list(read_measurements(plain)["time"]) and len(meas) == 3
 
 
 def test_nccl_ranks_option(tmp_path):
