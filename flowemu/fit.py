@@ -727,8 +727,9 @@ def plot_fit(rows: pd.DataFrame, out) -> Path:
     fitted model as a line, one colour per rank count (log–log axes)."""
     from matplotlib import colormaps
 
+    from .outputs import check_writable, write_atomic
     from .plot_style import algorithm_style
-    from .plots import _new_figure, _save, _size_axis
+    from .plots import _new_figure, _size_axis
     algs = list(dict.fromkeys(rows["algorithm"]))
     fig = _new_figure(4.2 * len(algs) + 0.8, 3.6)
     axes = fig.subplots(1, len(algs), squeeze=False)[0]
@@ -751,7 +752,10 @@ def plot_fit(rows: pd.DataFrame, out) -> Path:
         ax.set_title(f"{alg}: measured (markers), GenModel fit (lines)", fontsize=9)
         ax.grid(True, which="major", alpha=0.3)
         ax.legend(fontsize=7)
-    return _save(fig, out)
+    out = check_writable(out, "--plot")
+    fmt = out.suffix.lstrip(".").lower() or "png"
+    return write_atomic(out, "--plot", lambda fh: fig.savefig(fh, format=fmt,
+                                                                bbox_inches="tight"))
 
 
 class _CallableModule(types.ModuleType):
