@@ -128,9 +128,10 @@ def topology(value):
 
 
 def network(value, params: dict, function: str, keywords: tuple = ()):
-    """The :class:`~flowemu.network.Network` of a call: ``value`` itself, or
-    one built from keyword arguments ``params`` (numpy scalars become plain
-    numbers). A keyword that is neither a parameter of ``function`` nor a
+    """The :class:`~flowemu.network.Network` of a call: ``value`` itself, a
+    preset it names (:mod:`flowemu.netpresets`; ``params`` override its
+    values), or one built from keyword arguments ``params`` (numpy scalars
+    become plain numbers). A keyword that is neither a parameter of ``function`` nor a
     network field is named with what is allowed."""
     from .network import Network
 

@@ -38,9 +38,12 @@ others (ring alone: B and D are proportional, so δ is not; Co-located PS on
 one N: the same). An undetermined parameter is left out of the fit, reported
 as such with what absorbed it (e.g. ``beta_eff`` standing for ``beta_eff +
 1.5·delta``) and never invented. Incast needs configurations above and at or
-below the threshold and at least two distinct fan-ins above it; otherwise ε
-and w_t are reported as undetermined (none above: "no incast seen up to
-fan-in F", saved presets keep incast off).
+below the threshold and at least two distinct fan-ins above it, and it must
+lower the residual by more than noise would (F statistic of its two extra
+unknowns > :data:`F_MIN`); otherwise ε and w_t are reported as undetermined
+(none seen: "no incast seen up to fan-in F", saved presets keep incast off).
+Beside a determined w_t, the thresholds that fit as well within noise are
+given (:attr:`FitResult.w_t_range`).
 
 Input
 -----
