@@ -147,7 +147,7 @@ def _check_schedule_memory(spec, candidates, topology, p: int, concurrent: int,
 
 
 def simulate(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "split", seed: int = 0,
-             ranks: int | None = None, placement=None, network: Network | None = None,
+             ranks: int | None = None, placement=None, network: Network | str | None = None,
              threads: int | None = None, max_memory=None, model: str = "flow",
              **network_params) -> pd.DataFrame:
     """Time an allreduce algorithm on a topology for many vector sizes.
@@ -170,10 +170,13 @@ def simulate(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "split", s
         Where the ranks run (:mod:`flowemu.placement`): ``"linear"`` (the
         default: rank r on endpoint r), ``"random:SEED"`` or a file of
         endpoint ids, one per rank.
-    network : Network, optional
-        Or pass its fields as keywords: ``bandwidth="400Gb/s"``,
+    network : Network, str or path, optional
+        A Network, or a preset (:mod:`flowemu.netpresets`): a built-in name
+        such as ``"genmodel-table5"`` or a TOML file (``flowemu fit --save``
+        writes one). Or pass its fields as keywords: ``bandwidth="400Gb/s"``,
         ``link_latency="100ns"``, ``hop_latency``, ``alpha``, ``gamma``,
-        ``delta``, ``incast_threshold``, ``incast_slope``.
+        ``delta``, ``incast_threshold``, ``incast_slope``; beside a preset,
+        they override its values.
     threads : int, optional
         Distinct steps solved at once (default: ``FLOWEMU_THREADS`` or every
         core); the results do not depend on it.

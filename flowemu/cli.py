@@ -1,4 +1,4 @@
-"""``flowemu run | list | sweep | compare | plot`` — the command line.
+"""``flowemu run | list | sweep | compare | plot | fit`` — the command line.
 
 User mistakes print one line ``flowemu: error: ...`` and exit with code 2;
 other flowemu failures exit with 1; no tracebacks for either.
@@ -96,6 +96,9 @@ def _build_parser() -> argparse.ArgumentParser:
     r.add_argument("--placement", default="linear",
                    help="endpoint of each rank: linear (rank r on endpoint r), random:SEED, "
                         "or a file of endpoint ids, one per rank (default %(default)s)")
+    r.add_argument("--network", help="network preset: a built-in name (flowemu list) or a "
+                                     ".toml file (flowemu fit --save); the network options "
+                                     "given beside it override its values")
     r.add_argument("--bandwidth", default="400Gb/s",
                    help="link bandwidth with its unit: 400Gb/s (bits), 50GB/s (bytes) "
                         "(default %(default)s)")
@@ -190,6 +193,21 @@ def _build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--where", help="only rows matching this pandas query, e.g. "
                                     "\"bandwidth_Bps == 5e10\"")
     pl.add_argument("--title", help="figure title")
+
+    ft = sub.add_parser("fit", help="fit GenModel (α, β+γ/2, δ, ε, w_t) to measured allreduce "
+                                    "times; print it, save a network preset, plot it")
+    ft.add_argument("data", nargs="+", help="CSV (algorithm,ranks,size,time) or nccl-tests "
+                                            "all_reduce_perf output files")
+    ft.add_argument("--bandwidth", help="link bandwidth, e.g. 100Gb/s: β = 1/bandwidth and "
+                                        "γ = 2·(β+γ/2 − β) are reported apart")
+    ft.add_argument("--algorithm", "-a", default="ring",
+                    help="algorithm of nccl-tests output (default %(default)s)")
+    ft.add_argument("--ranks", type=int, help="ranks of nccl-tests output that lists no "
+                                              "'#  Rank' lines")
+    ft.add_argument("--save", metavar="PRESET.toml",
+                    help="write the fit as a network preset (flowemu run --network FILE)")
+    ft.add_argument("--plot", metavar="FIG.png", help="write fit vs measurement (PNG, PDF "
+                                                      "or SVG)")
     return p
 
 
@@ -200,9 +218,19 @@ def _network(args):
     times = {name: parse_time(getattr(args, name), "--" + name.replace("_", "-"))
              for name in ("link_latency", "hop_latency", "alpha", "gamma", "delta",
                           "incast_slope")}
+    values = {"bandwidth": parse_rate(args.bandwidth, "--bandwidth"),
+              "incast_threshold": args.incast_threshold, **times}
     try:
-        return Network(bandwidth=parse_rate(args.bandwidth, "--bandwidth"),
-                       incast_threshold=args.incast_threshold, **times)
+        if args.network is not None:   # the preset, with the options given overriding it
+            from .netpresets import preset_network
+            net = preset_network(args.network, {k: v for k, v in values.items()
+                                                if _given(args, k)}, "--network")
+            if (_given(args, "incast_slope") or _given(args, "incast_threshold")) \
+                    and not net.incast_on:
+                raise ConfigError(f"--network {args.network}: incast needs both a threshold "
+                                  "and a slope; give --incast-threshold and --incast-slope")
+            return net
+        return Network(**values)
     except ConfigError as exc:   # only incast_threshold is left unchecked here
         raise ConfigError(str(exc).replace("incast_threshold:", "--incast-threshold:", 1)) \
             from None
@@ -289,7 +317,7 @@ def _check_run_options(args) -> None:
     if _given(args, "seed") and args.ecmp != "hash":
         _refuse("--seed", f"applies only to --ecmp hash (this run uses --ecmp {args.ecmp})")
     slope, threshold = _given(args, "incast_slope"), _given(args, "incast_threshold")
-    if slope != threshold:
+    if slope != threshold and args.network is None:   # a preset may hold the other one
         given, missing = (("--incast-slope", "--incast-threshold") if slope
                           else ("--incast-threshold", "--incast-slope"))
         raise ConfigError(f"{given}: incast needs both --incast-threshold and --incast-slope; "
@@ -416,6 +444,10 @@ def _cmd_list(args) -> int:
     print("ecmp modes:")
     for mode, doc in MODE_DOCS.items():
         print(f"  {mode:10s} {doc}")
+    from .netpresets import builtin_presets
+    print("network presets (--network NAME, or a .toml file):")
+    for name, doc in builtin_presets().items():
+        print(f"  {name:10s} {doc}")
     return 0
 
 
@@ -522,6 +554,35 @@ def _cmd_plot(args) -> int:
     return 0
 
 
+def _cmd_fit(args) -> int:
+    from .fit import fit
+    outputs = {"--save": args.save, "--plot": args.plot}
+    if args.plot and Path(args.plot).suffix.lower() not in (".png", ".pdf", ".svg"):
+        raise ConfigError(f"--plot: {args.plot!r} has no figure extension; expected "
+                          ".png, .pdf or .svg")
+    if args.save and Path(args.save).suffix.lower() != ".toml":
+        raise ConfigError(f"--save: {args.save!r}: a preset is a .toml file")
+    check_distinct({**{f"DATA {d}": d for d in args.data}, **outputs})
+    for option, path in outputs.items():
+        if path is not None:
+            check_writable(path, option)
+    try:
+        result = fit(args.data, bandwidth=args.bandwidth, algorithm=args.algorithm,
+                     ranks=args.ranks)
+    except ConfigError as exc:   # name the options the user typed
+        msg = str(exc)
+        for name, option in (("bandwidth:", "--bandwidth:"), ("ranks:", "--ranks:")):
+            if msg.startswith(name):
+                msg = option + msg[len(name):]
+        raise ConfigError(msg) from None
+    print(result.text())
+    if args.save:
+        print(f"saved the network preset {result.save(args.save)}")
+    if args.plot:
+        print(f"wrote {result.plot(args.plot)}")
+    return 0
+
+
 def main(argv=None) -> int:
     try:
         try:
@@ -529,7 +590,8 @@ def main(argv=None) -> int:
         except SystemExit as exc:   # --help, --version: printed, done
             return exc.code if isinstance(exc.code, int) else 0
         return {"run": _cmd_run, "list": _cmd_list, "sweep": _cmd_sweep,
-                "compare": _cmd_compare, "plot": _cmd_plot}[args.command](args)
+                "compare": _cmd_compare, "plot": _cmd_plot,
+                "fit": _cmd_fit}[args.command](args)
     except ConfigError as exc:
         print(f"flowemu: error: {exc}", file=sys.stderr)
         return 2

@@ -170,6 +170,12 @@ def _parse_scalar(name: str, raw):
         if isinstance(raw, (list, dict)):
             raise ConfigError(f"expected a flow count or \"inf\", got {_type_name(raw)}")
         return _canon_float(Network(incast_threshold=raw).incast_threshold)
+    if name == "network":
+        if not isinstance(raw, str):
+            raise ConfigError(f"expected a network preset name or a .toml file, got "
+                              f"{_type_name(raw)}")
+        from ..netpresets import load_preset
+        return load_preset(raw.strip()).name
     if name == "ecmp":
         from ..topology.base import ECMP_MODES, check_ecmp
         if not isinstance(raw, str):

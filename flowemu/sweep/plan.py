@@ -14,9 +14,11 @@ from .config import (
     DEFAULT_SIZES,
     GRID_FIELDS,
     GROUP_KEYS,
+    NETWORK_FIELDS,
     REQUIRED,
     TOP_KEYS,
     Config,
+    _canon_float,
     config_hash,
     config_key,
 )
@@ -160,9 +162,12 @@ def load_sweep(path) -> SweepPlan:
         values, complete = {}, True
         seed_loc = ecmp_loc = "seed"
         locs: dict = {}
+        explicit = set()   # network fields the file sets: they override a preset's
         for f in GRID_FIELDS:
             vals, loc, present = field_values(f, table, prefix)
             locs[f] = loc
+            if present and f in NETWORK_FIELDS:
+                explicit.add(f)
             if f == "seed":
                 seed_loc = loc
             if f == "ecmp":
@@ -205,8 +210,11 @@ def load_sweep(path) -> SweepPlan:
             if kw["ecmp"] != "hash":
                 kw["seed"] = 0   # the seeds of the grid are the hash's; one configuration here
             alg: _Alg = kw.pop("algorithm")
+            preset = kw.pop("network")
+            if preset and not _apply_preset(kw, preset, explicit, locs["network"], probs):
+                continue
             cfg = Config(sweep=name, group=gname, algorithm=alg.spec, label=alg.label,
-                         sizes=sizes, **kw)
+                         sizes=sizes, network_preset=preset, **kw)
             env = _where_env(cfg, alg)
             keep = True
             for code, text, loc in wheres:
@@ -239,6 +247,21 @@ def load_sweep(path) -> SweepPlan:
     if probs.items:
         raise SweepConfigError(str(path), probs.items)
     return plan
+
+
+def _apply_preset(kw: dict, preset: str, explicit: set, loc: str, probs: _Problems) -> bool:
+    """Put the preset's network values into ``kw``, the fields the sweep
+    file sets (``explicit``) overriding them; a problem is reported."""
+    from ..errors import ConfigError
+    from ..netpresets import load_preset
+    try:
+        net = load_preset(preset).network({f: kw[f] for f in explicit})
+    except ConfigError as exc:
+        probs.add(loc, str(exc))
+        return False
+    for f in NETWORK_FIELDS:
+        kw[f] = _canon_float(getattr(net, f))
+    return True
 
 
 def _modes_apply(values: dict, loc: str, probs: _Problems) -> bool:
