@@ -16,7 +16,7 @@ _LAZY = {
     "simulate": "api", "congestion": "api", "time_traffic": "api", "read_traffic": "api",
     "RESULT_COLUMNS": "api", "flows": "flowdump",
     "profile": "engine", "Profile": "engine", "StepProfile": "engine",
-    "sweep": "sweep", "load": "results", "compare": "results", "results": "results",
+    "sweep": "sweep", "fit": "fit", "load": "results", "compare": "results", "results": "results",
 }
 
 __all__ = [
@@ -32,6 +32,7 @@ __all__ = [
     "__version__",
     "compare",
     "congestion",
+    "fit",
     "flows",
     "load",
     "profile",
@@ -47,7 +48,7 @@ def __getattr__(name):
     if name in _LAZY:
         import importlib
         module = importlib.import_module(f".{_LAZY[name]}", __name__)
-        # flowemu.sweep is a callable module: flowemu.sweep(...) runs a sweep and
-        # flowemu.sweep.run_sweep etc. stay reachable
+        # flowemu.sweep and flowemu.fit are callable modules: flowemu.sweep(...) runs
+        # a sweep and flowemu.sweep.run_sweep etc. stay reachable
         return module if name == _LAZY[name] else getattr(module, name)
     raise AttributeError(f"module 'flowemu' has no attribute {name!r}")

@@ -29,9 +29,9 @@ from .usertraffic import read_traffic, traffic_steps
 __all__ = ["RESULT_COLUMNS", "congestion", "read_traffic", "simulate", "time_traffic"]
 
 #: columns every result table starts with (one row per configuration and size)
-RESULT_COLUMNS = ["topology", "nodes", "ranks", "algorithm", "variant", "options", "size_bytes",
-                  "time_s", "goodput_Bps", "steps", "ecmp", "seed", "placement", "bandwidth_Bps",
-                  "link_latency_s", "hop_latency_s", "alpha_s", "gamma_s_per_B",
+RESULT_COLUMNS = ["topology", "nodes", "ranks", "algorithm", "model", "variant", "options",
+                  "size_bytes", "time_s", "goodput_Bps", "steps", "ecmp", "seed", "placement",
+                  "bandwidth_Bps", "link_latency_s", "hop_latency_s", "alpha_s", "gamma_s_per_B",
                   "delta_s_per_B", "incast_threshold", "incast_slope_s_per_B",
                   "note", "flowemu_version"]
 
@@ -95,7 +95,7 @@ class _Run:
 #: keyword arguments of the entry points (named when an unknown one is passed)
 _KEYWORDS = {
     "simulate": ("sizes", "ecmp", "seed", "ranks", "placement", "network", "threads",
-                 "max_memory"),
+                 "max_memory", "model"),
     "congestion": ("ecmp", "seed", "ranks", "placement", "network", "threads", "max_memory"),
     "flows": ("traffic", "size", "steps", "ecmp", "seed", "ranks", "placement", "network",
               "threads", "max_memory", "progress"),
@@ -147,8 +147,9 @@ def _check_schedule_memory(spec, candidates, topology, p: int, concurrent: int,
 
 
 def simulate(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "split", seed: int = 0,
-             ranks: int | None = None, placement=None, network: Network | None = None,
-             threads: int | None = None, max_memory=None, **network_params) -> pd.DataFrame:
+             ranks: int | None = None, placement=None, network: Network | str | None = None,
+             threads: int | None = None, max_memory=None, model: str = "flow",
+             **network_params) -> pd.DataFrame:
     """Time an allreduce algorithm on a topology for many vector sizes.
 
     Parameters
@@ -169,10 +170,13 @@ def simulate(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "split", s
         Where the ranks run (:mod:`flowemu.placement`): ``"linear"`` (the
         default: rank r on endpoint r), ``"random:SEED"`` or a file of
         endpoint ids, one per rank.
-    network : Network, optional
-        Or pass its fields as keywords: ``bandwidth="400Gb/s"``,
+    network : Network, str or path, optional
+        A Network, or a preset (:mod:`flowemu.netpresets`): a built-in name
+        such as ``"genmodel-table5"`` or a TOML file (``flowemu fit --save``
+        writes one). Or pass its fields as keywords: ``bandwidth="400Gb/s"``,
         ``link_latency="100ns"``, ``hop_latency``, ``alpha``, ``gamma``,
-        ``delta``, ``incast_threshold``, ``incast_slope``.
+        ``delta``, ``incast_threshold``, ``incast_slope``; beside a preset,
+        they override its values.
     threads : int, optional
         Distinct steps solved at once (default: ``FLOWEMU_THREADS`` or every
         core); the results do not depend on it.
@@ -181,22 +185,32 @@ def simulate(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "split", s
         80 % of the available memory). A run estimated to need more is
         refused with a ConfigError before it allocates (see
         :mod:`flowemu.budget`).
+    model : {"flow", "genmodel"}
+        ``"flow"`` (default): the flow-level engine. ``"genmodel"``: the
+        analytic GenModel prediction (:func:`flowemu.genmodel.prediction`;
+        Table 2 rows of ring, recdoub, cps, hcps and reduce-broadcast on a
+        single switch, plus registered predictors); no schedule is solved.
 
     Returns
     -------
     pandas.DataFrame
         One row per size with :data:`RESULT_COLUMNS`; ``goodput_Bps`` is
-        size / time. With an ``auto`` option the fastest variant per size is
-        reported in ``variant``.
+        size / time, ``model`` the model that timed it. With an ``auto``
+        option the fastest variant per size is reported in ``variant``
+        (model genmodel: the variant its predictor priced).
 
     Raises
     ------
     ConfigError
         Any bad argument, named in the message (an unknown keyword too).
     """
+    from .genmodel import check_model
+    model = check_model(model)
     run = _prepare("simulate", topology, algorithm, ecmp=ecmp, seed=seed, ranks=ranks,
                    network=network, network_params=network_params, sizes=sizes,
                    threads=threads, max_memory=max_memory, placement=placement)
+    if model == "genmodel":
+        return _predicted(run, algorithm)
     topo, n, spec = run.topology, run.sizes, run.spec
     times, scheds = [], []
     for cand in run.candidates:
@@ -215,7 +229,7 @@ def simulate(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "split", s
     for j, size in enumerate(n):
         sched, cand = scheds[best[j]]
         t = float(times[best[j], j])
-        rows.append({**base, "algorithm": spec.name, "variant": sched.variant,
+        rows.append({**base, "algorithm": spec.name, "model": "flow", "variant": sched.variant,
                      "options": _options_text(cand), "size_bytes": int(size), "time_s": t,
                      "goodput_Bps": size / t if t > 0 else np.inf, "steps": sched.num_steps,
                      "note": sched.note})
@@ -232,6 +246,24 @@ def _schedules(run: _Run, cand: dict, sizes) -> list:
         from .gentree import DEFAULT_AT
         sizes = np.array([DEFAULT_AT])
     return run.spec.sized(run.p, run.topology, run.network, sizes, cand)
+
+
+def _predicted(run: _Run, algorithm: str) -> pd.DataFrame:
+    """The rows of ``model="genmodel"``: the algorithm's GenModel predictor
+    (options parsed, ``auto`` left to it) instead of a schedule and a solve."""
+    from .genmodel import prediction
+    _, raw = parse_algorithm_spec(algorithm)
+    opts = run.spec.parse_options(raw)
+    pred = prediction(run.topology, run.p, run.spec.name, opts, run.sizes, run.network)
+    base = _base_row(run.topology, run.p, run.network, run.ecmp, run.seed, run.placement)
+    n, t = run.sizes, pred.seconds
+    with np.errstate(divide="ignore"):
+        goodput = np.where(t > 0, n / np.where(t > 0, t, 1.0), np.inf)
+    rows = [{**base, "algorithm": run.spec.name, "model": "genmodel", "variant": pred.variant,
+             "options": _options_text(opts), "size_bytes": int(size), "time_s": float(t[j]),
+             "goodput_Bps": float(goodput[j]), "steps": pred.steps, "note": pred.note}
+            for j, size in enumerate(n)]
+    return pd.DataFrame(rows, columns=RESULT_COLUMNS)
 
 
 # ------------------------------------------------------------------ user traffic
@@ -292,8 +324,8 @@ def time_traffic(topology, traffic, *, ecmp: str = "split", seed: int = 0, place
                       mapping=place.mapping(sched.p, topo), max_memory=lim).times([1.0])[0])
     total = float(sum(s.traffic.share.sum() for s in sched.steps))
     row = {**_base_row(topo, sched.p, net, ecmp, seed, place), "algorithm": "traffic",
-           "variant": sched.variant, "options": "", "size_bytes": total, "time_s": t,
-           "goodput_Bps": total / t if t > 0 else np.inf, "steps": sched.num_steps,
+           "model": "flow", "variant": sched.variant, "options": "", "size_bytes": total,
+           "time_s": t, "goodput_Bps": total / t if t > 0 else np.inf, "steps": sched.num_steps,
            "note": sched.note}
     return pd.DataFrame([row], columns=RESULT_COLUMNS)
 

@@ -128,9 +128,10 @@ def topology(value):
 
 
 def network(value, params: dict, function: str, keywords: tuple = ()):
-    """The :class:`~flowemu.network.Network` of a call: ``value`` itself, or
-    one built from keyword arguments ``params`` (numpy scalars become plain
-    numbers). A keyword that is neither a parameter of ``function`` nor a
+    """The :class:`~flowemu.network.Network` of a call: ``value`` itself, a
+    preset it names (:mod:`flowemu.netpresets`; ``params`` override its
+    values), or one built from keyword arguments ``params`` (numpy scalars
+    become plain numbers). A keyword that is neither a parameter of ``function`` nor a
     network field is named with what is allowed."""
     from .network import Network
 
@@ -140,19 +141,25 @@ def network(value, params: dict, function: str, keywords: tuple = ()):
         allowed = ", ".join(list(keywords) + list(fields))
         raise ConfigError(f"{function}: unknown keyword argument(s) {', '.join(unknown)}; "
                           f"allowed: {allowed}")
-    if value is not None and params:
+    if isinstance(value, Network) and params:
         raise ConfigError(f"network: pass either network=Network(...) or its fields "
                           f"({', '.join(sorted(params))}), not both")
-    if value is not None:
-        if not isinstance(value, Network):
+    if value is not None and not isinstance(value, Network):
+        from .netpresets import BUILTIN, is_preset
+        if not is_preset(value):
             raise ConfigError(f"network: {show(value)} is not allowed; expected a "
-                              "flowemu.Network or None")
+                              f"flowemu.Network, a preset ({', '.join(BUILTIN)} or a .toml "
+                              "file) or None")
+    if isinstance(value, Network):
         return value
     plain = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in params.items()}
     for k, v in plain.items():
         if not isinstance(v, (str, int, float)) or isinstance(v, bool):
             raise ConfigError(f"{k}: {show(v)} is not allowed; expected a number or a string "
                               "with a unit (e.g. '400Gb/s', '100ns')")
+    if value is not None:   # a preset: the fields given beside it override its values
+        from .netpresets import preset_network
+        return preset_network(value, plain)
     return Network(**plain)
 
 

@@ -1,4 +1,4 @@
-"""``flowemu run | list | sweep | compare | plot`` — the command line.
+"""``flowemu run | list | sweep | compare | plot | fit`` — the command line.
 
 User mistakes print one line ``flowemu: error: ...`` and exit with code 2;
 other flowemu failures exit with 1; no tracebacks for either.
@@ -96,6 +96,9 @@ def _build_parser() -> argparse.ArgumentParser:
     r.add_argument("--placement", default="linear",
                    help="endpoint of each rank: linear (rank r on endpoint r), random:SEED, "
                         "or a file of endpoint ids, one per rank (default %(default)s)")
+    r.add_argument("--network", help="network preset: a built-in name (flowemu list) or a "
+                                     ".toml file (flowemu fit --save); the network options "
+                                     "given beside it override its values")
     r.add_argument("--bandwidth", default="400Gb/s",
                    help="link bandwidth with its unit: 400Gb/s (bits), 50GB/s (bytes) "
                         "(default %(default)s)")
@@ -115,6 +118,9 @@ def _build_parser() -> argparse.ArgumentParser:
                    help="split | dor | hash | dmodk (default split; dor on tori and meshes, "
                    "dmodk on fat trees)")
     r.add_argument("--seed", type=int, default=0, help="seed of --ecmp hash (default 0)")
+    r.add_argument("--model", default="flow",
+                   help="flow (the flow-level engine, default) | genmodel (GenModel's analytic "
+                        "prediction: Table 2 on a single switch, e.g. tree:24)")
     r.add_argument("--format", "-f", default="table",
                    help="table | csv | json | parquet (default: from --out's extension, "
                         "else table)")
@@ -164,7 +170,8 @@ def _build_parser() -> argparse.ArgumentParser:
     c.add_argument("--out", "-o", help="write here instead of stdout: .csv, .json, .parquet, "
                                        ".txt (table)")
     c.add_argument("--by", default="label",
-                   help="label (variants apart, default) | algorithm (best variant)")
+                   help="label (variants apart, default) | algorithm (best variant) | model "
+                        "(flow vs genmodel time of each configuration and their ratio)")
     c.add_argument("--where", help="only rows matching this pandas query, e.g. "
                                    "\"topology == 'torus:8x8'\"")
 
@@ -186,6 +193,21 @@ def _build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--where", help="only rows matching this pandas query, e.g. "
                                     "\"bandwidth_Bps == 5e10\"")
     pl.add_argument("--title", help="figure title")
+
+    ft = sub.add_parser("fit", help="fit GenModel (α, β+γ/2, δ, ε, w_t) to measured allreduce "
+                                    "times; print it, save a network preset, plot it")
+    ft.add_argument("data", nargs="+", help="CSV (algorithm,ranks,size,time) or nccl-tests "
+                                            "all_reduce_perf output files")
+    ft.add_argument("--bandwidth", help="link bandwidth, e.g. 100Gb/s: β = 1/bandwidth and "
+                                        "γ = 2·(β+γ/2 − β) are reported apart")
+    ft.add_argument("--algorithm", "-a", default="ring",
+                    help="algorithm of nccl-tests output (default %(default)s)")
+    ft.add_argument("--ranks", type=int, help="ranks of nccl-tests output that lists no "
+                                              "'#  Rank' lines")
+    ft.add_argument("--save", metavar="PRESET.toml",
+                    help="write the fit as a network preset (flowemu run --network FILE)")
+    ft.add_argument("--plot", metavar="FIG.png", help="write fit vs measurement (PNG, PDF "
+                                                      "or SVG)")
     return p
 
 
@@ -196,9 +218,19 @@ def _network(args):
     times = {name: parse_time(getattr(args, name), "--" + name.replace("_", "-"))
              for name in ("link_latency", "hop_latency", "alpha", "gamma", "delta",
                           "incast_slope")}
+    values = {"bandwidth": parse_rate(args.bandwidth, "--bandwidth"),
+              "incast_threshold": args.incast_threshold, **times}
     try:
-        return Network(bandwidth=parse_rate(args.bandwidth, "--bandwidth"),
-                       incast_threshold=args.incast_threshold, **times)
+        if args.network is not None:   # the preset, with the options given overriding it
+            from .netpresets import preset_network
+            net = preset_network(args.network, {k: v for k, v in values.items()
+                                                if _given(args, k)}, "--network")
+            if (_given(args, "incast_slope") or _given(args, "incast_threshold")) \
+                    and not net.incast_on:
+                raise ConfigError(f"--network {args.network}: incast needs both a threshold "
+                                  "and a slope; give --incast-threshold and --incast-slope")
+            return net
+        return Network(**values)
     except ConfigError as exc:   # only incast_threshold is left unchecked here
         raise ConfigError(str(exc).replace("incast_threshold:", "--incast-threshold:", 1)) \
             from None
@@ -220,6 +252,9 @@ def _table(df) -> str:
     if "placement" in df and (df["placement"] != "linear").any():
         show["placement"] = df["placement"]   # where the ranks ran changes the numbers
         cols.insert(1, "placement")
+    if "model" in df and (df["model"] != "flow").any():
+        show["model"] = df["model"]           # an analytic prediction, not the engine's time
+        cols.insert(cols.index("algorithm") + 1, "model")
     text = show[cols].to_string(index=False)
     # a fallback changes what the numbers mean: say it under the table, not only on stderr
     return text + "".join(f"\nnote: {note}" for note in _notes(df))
@@ -269,10 +304,20 @@ def _check_run_options(args) -> None:
             _refuse(option, "applies only with --flows-out")
     if args.traffic and _given(args, "flows_size"):
         _refuse("--flows-size", "does not apply to --traffic (its flows carry their own bytes)")
+    if args.model != "flow":
+        from .genmodel import MODELS
+        if args.model not in MODELS:
+            raise ConfigError(f"--model: {args.model!r} is not allowed; expected "
+                              f"{' or '.join(MODELS)}")
+        for dest, option in (("traffic", "--traffic"), ("congestion", "--congestion"),
+                             ("flows_out", "--flows-out")):
+            if getattr(args, dest):
+                _refuse(option, f"works with --model flow (the flow engine), not --model "
+                                f"{args.model}")
     if _given(args, "seed") and args.ecmp != "hash":
         _refuse("--seed", f"applies only to --ecmp hash (this run uses --ecmp {args.ecmp})")
     slope, threshold = _given(args, "incast_slope"), _given(args, "incast_threshold")
-    if slope != threshold:
+    if slope != threshold and args.network is None:   # a preset may hold the other one
         given, missing = (("--incast-slope", "--incast-threshold") if slope
                           else ("--incast-threshold", "--incast-slope"))
         raise ConfigError(f"{given}: incast needs both --incast-threshold and --incast-slope; "
@@ -316,7 +361,7 @@ def _cmd_run(args) -> int:
     else:
         df = simulate(args.topology, args.algorithm, sizes, ecmp=args.ecmp, seed=args.seed,
                       ranks=args.ranks, placement=args.placement, network=net,
-                      max_memory=_max_memory(args))
+                      max_memory=_max_memory(args), model=args.model)
     _write(df, fmt, args.out)
     for note in _notes(df):   # fallbacks, said once
         print(f"flowemu: note: {note}", file=sys.stderr)
@@ -399,6 +444,10 @@ def _cmd_list(args) -> int:
     print("ecmp modes:")
     for mode, doc in MODE_DOCS.items():
         print(f"  {mode:10s} {doc}")
+    from .netpresets import builtin_presets
+    print("network presets (--network NAME, or a .toml file):")
+    for name, doc in builtin_presets().items():
+        print(f"  {name:10s} {doc}")
     return 0
 
 
@@ -448,8 +497,9 @@ def _cmd_sweep(args) -> int:
 
 def _cmd_compare(args) -> int:
     from .results import compare, compare_table, load, query
-    if args.by not in ("label", "algorithm"):
-        raise ConfigError(f"--by: {args.by!r} is not allowed; expected label or algorithm")
+    if args.by not in ("label", "algorithm", "model"):
+        raise ConfigError(f"--by: {args.by!r} is not allowed; expected label, algorithm or "
+                          "model")
     if args.out == "-":
         args.out = None
     fmt = output_format(args.out, args.format if _given(args, "format") else None,
@@ -504,6 +554,35 @@ def _cmd_plot(args) -> int:
     return 0
 
 
+def _cmd_fit(args) -> int:
+    from .fit import fit
+    outputs = {"--save": args.save, "--plot": args.plot}
+    if args.plot and Path(args.plot).suffix.lower() not in (".png", ".pdf", ".svg"):
+        raise ConfigError(f"--plot: {args.plot!r} has no figure extension; expected "
+                          ".png, .pdf or .svg")
+    if args.save and Path(args.save).suffix.lower() != ".toml":
+        raise ConfigError(f"--save: {args.save!r}: a preset is a .toml file")
+    check_distinct({**{f"DATA {d}": d for d in args.data}, **outputs})
+    for option, path in outputs.items():
+        if path is not None:
+            check_writable(path, option)
+    try:
+        result = fit(args.data, bandwidth=args.bandwidth, algorithm=args.algorithm,
+                     ranks=args.ranks)
+    except ConfigError as exc:   # name the options the user typed
+        msg = str(exc)
+        for name, option in (("bandwidth:", "--bandwidth:"), ("ranks:", "--ranks:")):
+            if msg.startswith(name):
+                msg = option + msg[len(name):]
+        raise ConfigError(msg) from None
+    print(result.text())
+    if args.save:
+        print(f"saved the network preset {result.save(args.save)}")
+    if args.plot:
+        print(f"wrote {result.plot(args.plot)}")
+    return 0
+
+
 def main(argv=None) -> int:
     try:
         try:
@@ -511,7 +590,8 @@ def main(argv=None) -> int:
         except SystemExit as exc:   # --help, --version: printed, done
             return exc.code if isinstance(exc.code, int) else 0
         return {"run": _cmd_run, "list": _cmd_list, "sweep": _cmd_sweep,
-                "compare": _cmd_compare, "plot": _cmd_plot}[args.command](args)
+                "compare": _cmd_compare, "plot": _cmd_plot,
+                "fit": _cmd_fit}[args.command](args)
     except ConfigError as exc:
         print(f"flowemu: error: {exc}", file=sys.stderr)
         return 2

@@ -27,20 +27,39 @@ Degenerate cases
 ----------------
 N = 1 is no communication: every function returns 0 (the printed CPS and
 Reduce-Broadcast rows would charge 2α for it).
+
+The analytic backend
+--------------------
+``flowemu.simulate(..., model="genmodel")`` (``flowemu run --model genmodel``,
+sweep field ``model``) prices a configuration with a *predictor* registered
+for its algorithm (:func:`register_predictor`) instead of a schedule and a
+max-min solve. Table 2's rows are registered for ``ring``, ``recdoub``,
+``cps``, ``hcps`` and ``reduce-broadcast``; they need a single switch (a
+tree with one switch level: ``tree:24``, ``tree:SS24``) and read its terms
+with :func:`single_switch_terms`. ``hcps:factors=auto`` is priced for the
+factors the schedule picks (:func:`flowemu.algorithms.ps.resolve_factors`).
+Where the flow engine on the same switch differs from a row, it is by the
+conventions above (fan-in counted in flows, RHD for N no power of two, the
+printed HCPS terms) and the broadcast of Reduce-Broadcast, whose row charges
+the incast of the reduce a second time (tests/test_model_backend.py checks
+each relation exactly).
 """
 
 from __future__ import annotations
 
 import math
 import numbers
+from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
 
 from .errors import ConfigError, show
 
-__all__ = ["KNOWN_ALGORITHMS", "chi", "cps", "hcps", "incast_factor", "parse_factors",
-           "plan_row", "predict", "reduce_broadcast", "rhd", "ring", "steps"]
+__all__ = ["KNOWN_ALGORITHMS", "MODELS", "Prediction", "SwitchTerms", "check_model",
+           "check_priceable", "chi", "cps", "hcps", "incast_factor", "parse_factors",
+           "plan_row", "predict", "prediction", "predictor_names", "reduce_broadcast",
+           "register_predictor", "rhd", "ring", "single_switch_terms", "steps"]
 
 #: algorithm names :func:`predict` knows (as the algorithm registry spells them)
 KNOWN_ALGORITHMS = ("cps", "hcps", "recdoub", "reduce-broadcast", "ring")
@@ -374,3 +393,212 @@ def _example_factors(N: int) -> tuple[int, ...]:
         if N % d == 0:
             best = d
     return (N // best, best) if best > 1 else (N,)
+
+
+# --------------------------------------------------------------------------- the backend
+#
+# ``model="genmodel"`` of simulate/run/sweeps: a predictor per algorithm name
+# prices a configuration from the topology's terms, without a schedule or a
+# solve. Table 2's rows are registered below; GenTree registers its own.
+
+@dataclass(frozen=True)
+class SwitchTerms:
+    """GenModel's terms of one switch, in flowemu's units (:func:`single_switch_terms`)."""
+
+    alpha: float        # s per step: per-message overhead + one host-to-host path
+    beta: float         # s per byte received by a host
+    gamma: float        # s per byte reduced
+    delta: float        # s per byte read or written
+    epsilon: float      # s per byte per unit of fan-in above w_t (0: no incast)
+    w_t: float          # fan-in threshold (inf: no incast)
+
+
+def _single_switch(topology):
+    """The topology as a one-switch tree, or a ConfigError saying what
+    genmodel prices."""
+    from .topology.tree import Tree
+    if not (isinstance(topology, Tree) and len(topology.sites) == 1
+            and topology.num_levels == 1):
+        spec = getattr(topology, "spec", show(topology))
+        raise ConfigError(f"model genmodel: topology {spec} is not a single switch; Table 2 "
+                          "prices a tree with one switch (e.g. tree:24, tree:SS24); use model "
+                          "flow for it")
+    return topology
+
+
+def single_switch_terms(topology, network) -> SwitchTerms:
+    """GenModel's α, β, γ, δ, ε and w_t (Table 2, eq. 11) of a single-switch
+    tree (``tree:N``, ``tree:SS24``, ...) under ``network``.
+
+    What is read, exactly:
+
+    * β = 1 / the bandwidth into host 0: the sum of the capacities of the
+      links entering it (:meth:`Topology.ingress_capacity`), i.e. the level's
+      absolute bandwidth (``bw=``, Table 5 for the presets: tree:SS24 gives
+      5 Gb/s) or its scale × ``network.bandwidth``, times its ``uplinks``;
+      every host of one switch has the same links.
+    * α = ``network.alpha`` + the latency of one host-to-host path, as the
+      flow engine charges it (:func:`flowemu.engine.flow_latency`): hops
+      (2) × ``network.hop_latency`` + the two links' latencies (the level's
+      ``lat=``/``lat_scale=`` or ``network.link_latency``).
+    * γ, δ: ``network.gamma``, ``network.delta``.
+    * ε, w_t: the level's ``eps=``/``wt=`` where the tree gives them, else
+      ``network.incast_slope`` / ``network.incast_threshold``; incast is off
+      (ε = 0, w_t = inf) unless ε > 0 and w_t is finite.
+
+    Raises
+    ------
+    ConfigError
+        The topology is not a tree with one switch level and one site.
+    """
+    from .network import Network
+    tree = _single_switch(topology)
+    if not isinstance(network, Network):
+        raise ConfigError(f"network: {show(network)} is not allowed; expected a "
+                          "flowemu.network.Network")
+    beta = 1.0 / float(tree.ingress_capacity(network)[0])
+    alpha = float(network.alpha)
+    if tree.num_endpoints > 1:
+        routes = tree.route(np.array([0], dtype=np.int32), np.array([1], dtype=np.int32))
+        alpha += float(routes.hops[0]) * network.hop_latency \
+            + float(tree.path_latency(routes, tree.link_latency(network))[0])
+    eps = tree.incast_slope[0] if tree.incast_slope[0] is not None else network.incast_slope
+    wt = (tree.incast_threshold[0] if tree.incast_threshold[0] is not None
+          else network.incast_threshold)
+    eps, wt = (float(eps), float(wt)) if eps > 0 and math.isfinite(wt) else (0.0, math.inf)
+    return SwitchTerms(alpha, beta, float(network.gamma), float(network.delta), eps, wt)
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """What a predictor returns: seconds per size, and what the result row
+    says of the plan priced (``variant``, ``steps``, ``note``)."""
+
+    seconds: np.ndarray
+    variant: str = ""
+    steps: int = 0
+    note: str = ""
+
+
+#: algorithm name -> predictor ``fn(topology, p, sizes_bytes, network, options)``
+_PREDICTORS: dict = {}
+
+#: the model names of simulate/run/sweeps (flow: the flow-level engine)
+MODELS = ("flow", "genmodel")
+
+
+def register_predictor(name: str, fn) -> None:
+    """Let ``model="genmodel"`` price algorithm ``name`` with ``fn``.
+
+    ``fn(topology, p, sizes_bytes, network, options)`` gets the built
+    Topology, the rank count, the sorted distinct sizes (float64[k] bytes),
+    the :class:`~flowemu.network.Network` and the algorithm's parsed options
+    (``AlgorithmSpec.parse_options``: every option, defaults filled, ``auto``
+    not expanded). It returns the seconds (float64[k]) or a
+    :class:`Prediction`, and raises ConfigError for what it cannot price.
+
+    Raises
+    ------
+    ValueError
+        ``name`` already has a predictor.
+    TypeError
+        ``name`` is not a non-empty string or ``fn`` is not callable.
+    """
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"predictor name {name!r}: expected a non-empty string")
+    if not callable(fn):
+        raise TypeError(f"predictor for {name!r}: {fn!r} is not callable")
+    if name in _PREDICTORS:
+        raise ValueError(f"a GenModel predictor for {name!r} is already registered")
+    _PREDICTORS[name] = fn
+
+
+def predictor_names() -> tuple[str, ...]:
+    """The algorithms ``model="genmodel"`` can price, sorted."""
+    return tuple(sorted(_PREDICTORS))
+
+
+def check_model(model) -> str:
+    """``"flow"`` or ``"genmodel"``, else a ConfigError naming both."""
+    if not isinstance(model, str) or model not in MODELS:
+        raise ConfigError(f"model: {show(model)} is not allowed; expected one of "
+                          f"{', '.join(MODELS)}")
+    return model
+
+
+def _option_spec(name: str, options: dict) -> str:
+    """The spec text plan_row reads (options as the algorithm prints them)."""
+    items = [f"{k}={str(v).lower() if isinstance(v, bool) else v}"
+             for k, v in sorted(options.items())]
+    return name + (":" + ",".join(items) if items else "")
+
+
+def _table2(name: str):
+    """The predictor of a Table 2 row: the single switch's terms into the row."""
+    def predictor(topology, p, sizes, network, options):
+        terms = single_switch_terms(topology, network)
+        opts = dict(options)
+        variant = ""
+        if name == "hcps":
+            from .algorithms.ps import parse_factors as ps_factors
+            from .algorithms.ps import resolve_factors
+            _count("p", p)
+            if p < 2:
+                raise ConfigError(f"p: {p} is not allowed for hcps; expected >= 2 ranks")
+            # price what the schedule runs: factors=auto resolved on this topology,
+            # factors of 1 (no step) dropped
+            factors = resolve_factors("hcps", p, ps_factors(opts["factors"]), topology)
+            opts["factors"] = "x".join(map(str, factors))
+            variant = f"factors={opts['factors']}"
+        elif name == "recdoub":
+            variant = "bandwidth"
+        spec = _option_spec(name, opts)
+        row = plan_row(spec, p)
+        S = np.asarray(sizes, dtype=np.float64)
+        seconds = np.asarray(row(S, alpha=terms.alpha, beta=terms.beta, gamma=terms.gamma,
+                                 delta=terms.delta, epsilon=terms.epsilon, w_t=terms.w_t),
+                             dtype=np.float64).reshape(S.shape)
+        note = ("genmodel prices the bandwidth variant (Table 2 row 3)"
+                if name == "recdoub" and options.get("variant") == "auto" else "")
+        return Prediction(seconds, variant, steps(spec, p), note)
+    predictor.__name__ = f"table2_{name.replace('-', '_')}"
+    predictor.__doc__ = f"GenModel Table 2 row of {name} on a single switch."
+    return predictor
+
+
+def prediction(topology, p: int, algorithm: str, options: dict, sizes, network) -> Prediction:
+    """Price ``algorithm`` (a registered name, ``options`` parsed) on ``p``
+    ranks of ``topology`` for the sorted distinct ``sizes`` (bytes).
+
+    Raises
+    ------
+    ConfigError
+        No predictor for the algorithm (the ones known are named), or the
+        predictor refuses the topology or options.
+    """
+    fn = _PREDICTORS.get(algorithm)
+    if fn is None:
+        raise ConfigError(f"model genmodel: algorithm {algorithm!r} has no GenModel "
+                          f"predictor; genmodel prices {', '.join(predictor_names())} "
+                          "(Table 2 rows on a single switch, e.g. tree:24, tree:SS24)")
+    S = np.asarray(sizes, dtype=np.float64)
+    out = fn(topology, p, S, network, dict(options))
+    if not isinstance(out, Prediction):
+        out = Prediction(np.asarray(out, dtype=np.float64))
+    seconds = np.asarray(out.seconds, dtype=np.float64)
+    if seconds.shape != S.shape:
+        raise ConfigError(f"model genmodel: the predictor of {algorithm!r} returned "
+                          f"{seconds.shape[0] if seconds.ndim else 1} times for {len(S)} sizes")
+    return Prediction(seconds, out.variant, int(out.steps), out.note)
+
+
+def check_priceable(topology, p: int, algorithm: str, options: dict, network=None) -> None:
+    """Whether ``model="genmodel"`` can price the configuration (a
+    ConfigError saying why not): the predictor run on no sizes."""
+    from .network import Network
+    prediction(topology, p, algorithm, options, np.zeros(0), network or Network())
+
+
+for _name in KNOWN_ALGORITHMS:
+    register_predictor(_name, _table2(_name))
+del _name

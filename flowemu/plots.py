@@ -128,7 +128,7 @@ def _filter(df: pd.DataFrame, group=None, topologies=None, where=None) -> pd.Dat
 
 #: flowemu's defaults (the Swing paper's network), in dataset columns
 _BASELINE = {**{col: float(getattr(Network(), f)) for f, col in _NETWORK_COLUMNS.items()},
-             "ecmp": "split", "seed": 0, "placement": "linear"}
+             "ecmp": "split", "seed": 0, "placement": "linear", "model": "flow"}
 
 
 def _limit_scenarios(df: pd.DataFrame, limit: int, keep=()) -> tuple[pd.DataFrame, str]:
@@ -225,23 +225,30 @@ def goodput_figure(df: pd.DataFrame, *, metric: str = "goodput", title: str | No
         raise ConfigError(f"metric: {metric!r} is not allowed; allowed: {', '.join(_METRICS)}")
     column, scale, label, formatter = _METRICS[metric]
     df = _filter(df, group, topologies, where)
-    df, note = _limit_scenarios(df, max_panels)
-    cols, scen = _scenarios(df)
+    # the two models of one configuration share a panel: a flow line and a dashed
+    # GenModel line per algorithm, so the panel shows where they part
+    df, note = _limit_scenarios(df, max_panels, keep=("model",))
+    cols, scen = _scenarios(df, exclude=("model",))
     labels = sorted(_labels(df).astype(str).unique())
+    models = _models(df)
     fig, axes = _panel_grid(len(scen), ncols)
     handles = {}
     for ax, key in zip(axes, scen):
         sub = _rows_of(df, cols, key)
-        for lab in labels:
-            s = sub[_labels(sub).astype(str) == lab].sort_values("size_bytes")
+        for lab, model in ((lab, m) for lab in labels for m in models):
+            s = sub[(_labels(sub).astype(str) == lab)
+                    & (_model_of(sub) == model)].sort_values("size_bytes")
             if s.empty:
                 continue
             style = algorithm_style(lab)
             y = s[column].to_numpy(dtype=float) * scale
-            (line,) = ax.plot(s["size_bytes"], y, markersize=3.5, linewidth=1.4, label=lab,
-                              **style.line_kwargs())
-            handles.setdefault(lab, line)
-            if "variant" in s.columns:
+            name = lab if model == "flow" else f"{lab} · {model}"
+            kwargs = style.line_kwargs() if model == "flow" else {
+                "color": style.color, "linestyle": "--", "marker": "none"}
+            (line,) = ax.plot(s["size_bytes"], y, markersize=3.5, linewidth=1.4, label=name,
+                              **kwargs)
+            handles.setdefault(name, line)
+            if "variant" in s.columns and model == "flow":
                 var = s["variant"].to_numpy()
                 switch = np.flatnonzero(var[1:] != var[:-1]) + 1
                 if len(switch) and s["variant"].nunique() > 1:
@@ -256,11 +263,26 @@ def goodput_figure(df: pd.DataFrame, *, metric: str = "goodput", title: str | No
     return fig
 
 
+def _model_of(df: pd.DataFrame) -> pd.Series:
+    """The model of each row (``flow`` for rows written before models)."""
+    if "model" not in df.columns:
+        return pd.Series("flow", index=df.index)
+    return df["model"].fillna("flow").astype(str)
+
+
+def _models(df: pd.DataFrame) -> list[str]:
+    """The models in ``df``, flow first (its lines are drawn under the dashed ones)."""
+    return sorted(set(_model_of(df)), key=lambda m: (m != "flow", m))
+
+
 def plot_goodput(df: pd.DataFrame, out, **kwargs) -> Path:
     """Goodput (Gb/s) vs vector size, one line per algorithm label, one panel
     per scenario. Where an ``auto`` algorithm switches variant, a large dot
     marks the first size of the new variant (as in the paper's Fig. 6). The
     goodput axis is logarithmic when the values span more than two decades.
+    Rows of ``model`` genmodel (the analytic GenModel prediction) are drawn
+    dashed, without markers, in their algorithm's colour, beside the flow
+    line of the same configuration (legend ``label · genmodel``).
     With more than ``max_panels`` scenarios, swept fields other than the
     topology are fixed (see the title) — pick others with ``where``.
     Keywords: those of :func:`goodput_figure`."""

@@ -22,7 +22,8 @@ from .sweep.dataset import (  # noqa: F401 - what readers of a dataset use, impo
 #: configuration columns that make a comparison scenario when they vary
 SCENARIO_COLUMNS = ["group", "topology", "nodes", "ranks", "bandwidth_Bps", "link_latency_s",
                     "hop_latency_s", "alpha_s", "gamma_s_per_B", "delta_s_per_B",
-                    "incast_threshold", "incast_slope_s_per_B", "ecmp", "seed", "placement"]
+                    "incast_threshold", "incast_slope_s_per_B", "ecmp", "seed", "placement",
+                    "model"]
 
 
 # ------------------------------------------------------------------ comparison
@@ -66,6 +67,11 @@ def compare(df: pd.DataFrame, by: str = "label") -> pd.DataFrame:
     """Per scenario and size: each algorithm's goodput, the best algorithm(s),
     and each algorithm's gain over the best *other* one.
 
+    The two models never mix: when a dataset holds rows of both ``flow`` and
+    ``genmodel``, ``model`` is a scenario column and algorithms are compared
+    within each model; ``by="model"`` (:func:`compare_models`) puts the two
+    models of each configuration side by side instead.
+
     ``gain = goodput / (best goodput among the other algorithms) − 1`` — the
     Swing paper's "goodput gain" (§5: 100 % = twice as fast as the best other).
 
@@ -80,10 +86,11 @@ def compare(df: pd.DataFrame, by: str = "label") -> pd.DataFrame:
     df : DataFrame
         Rows with ``size_bytes`` and ``goodput_Bps`` (e.g. :func:`load`), and a
         ``label`` or ``algorithm`` column.
-    by : {"label", "algorithm"}
+    by : {"label", "algorithm", "model"}
         ``label`` compares algorithm variants (name + options that differ from
         the defaults, e.g. ``ring:ports=2``); ``algorithm`` merges the variants
-        of one algorithm, taking the best per size.
+        of one algorithm, taking the best per size; ``model`` returns
+        :func:`compare_models`.
 
     Returns
     -------
@@ -96,8 +103,11 @@ def compare(df: pd.DataFrame, by: str = "label") -> pd.DataFrame:
         algorithms share the best). A later row of the same configuration and
         size replaces an earlier one.
     """
+    if by == "model":
+        return compare_models(df)
     if by not in ("label", "algorithm"):
-        raise ConfigError(f"compare: by={by!r} is not allowed; expected 'label' or 'algorithm'")
+        raise ConfigError(f"compare: by={by!r} is not allowed; expected 'label', 'algorithm' "
+                          "or 'model'")
     need = ["size_bytes", "goodput_Bps"]
     missing = [c for c in need if c not in df.columns]
     source = "label" if by == "label" and "label" in df.columns else "algorithm"
@@ -154,12 +164,85 @@ def compare(df: pd.DataFrame, by: str = "label") -> pd.DataFrame:
     return d
 
 
+def compare_models(df: pd.DataFrame) -> pd.DataFrame:
+    """Where the analytic GenModel prediction and the flow-level time part:
+    per configuration (scenario without ``model``, algorithm label) and size,
+    both times and their ratio, and the best algorithm by each model.
+
+    Parameters
+    ----------
+    df : DataFrame
+        Result rows with ``model``, ``size_bytes``, ``time_s``,
+        ``goodput_Bps`` and ``label`` (or ``algorithm``), holding rows of
+        both models (e.g. a sweep with ``model = ["flow", "genmodel"]``).
+
+    Returns
+    -------
+    DataFrame
+        One row per (scenario, size, algorithm) that both models timed: the
+        scenario columns, ``size_bytes``, ``algorithm``, ``flow_time_s``,
+        ``genmodel_time_s``, ``ratio`` (genmodel / flow: above 1 the model
+        is slower than the flow engine), ``best_flow`` and ``best_genmodel``
+        (the best algorithm(s) of that scenario and size under each model,
+        ties joined by ``=``) and ``same_best`` (they agree). Configurations
+        only one model timed are left out.
+    """
+    need = [c for c in ("model", "size_bytes", "time_s", "goodput_Bps") if c not in df.columns]
+    if need:
+        raise ConfigError(f"compare: the data lacks column(s) {', '.join(need)}")
+    models = set(df["model"].fillna("flow"))
+    if not {"flow", "genmodel"} <= models:
+        raise ConfigError(f"compare --by model: the data holds model(s) "
+                          f"{', '.join(sorted(models))} only; it needs rows of flow and "
+                          "genmodel (sweep field model = [\"flow\", \"genmodel\"])")
+    d = df.assign(model=df["model"].fillna("flow"))
+    per_model = {m: compare(d[d["model"] == m]) for m in ("flow", "genmodel")}
+    # the scenario of a configuration is the same under both models
+    keys = [c for c in scenario_columns(d) if c != "model"]
+    gk = keys + ["size_bytes", "algorithm"]
+    side = []
+    for m, cmp in per_model.items():
+        missing = [c for c in keys if c not in cmp.columns]
+        if missing:   # a column that varies in the whole data but not in this model's rows
+            cmp = cmp.merge(d[d["model"] == m][missing].drop_duplicates(), how="cross")
+        side.append(cmp[gk + ["time_s", "best"]].rename(
+            columns={"time_s": f"{m}_time_s", "best": f"best_{m}"}))
+    out = side[0].merge(side[1], on=gk, how="inner")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out["ratio"] = out["genmodel_time_s"] / out["flow_time_s"]
+    out["same_best"] = out["best_flow"] == out["best_genmodel"]
+    cols = gk + ["flow_time_s", "genmodel_time_s", "ratio", "best_flow", "best_genmodel",
+                 "same_best"]
+    return out[cols].sort_values(gk, kind="stable").reset_index(drop=True)
+
+
+def compare_models_table(cmp: pd.DataFrame) -> str:
+    """A readable table of :func:`compare_models`: times printed with their
+    unit, the ratio to 4 digits; one block per group when there are several."""
+    from .units import format_size, format_time
+    if cmp.empty:
+        return "(no configuration timed by both models)"
+    show = cmp.copy()
+    show["size_bytes"] = show["size_bytes"].map(format_size)
+    show["flow_time_s"] = show["flow_time_s"].map(format_time)
+    show["genmodel_time_s"] = show["genmodel_time_s"].map(format_time)
+    show["ratio"] = show["ratio"].map(lambda r: f"{r:.4g}")
+    show = show.rename(columns={"size_bytes": "size", "flow_time_s": "flow",
+                                "genmodel_time_s": "genmodel", "ratio": "genmodel/flow"})
+    if "group" in show.columns:
+        return "\n\n".join(f"== group {g} ==\n" + sub.drop(columns="group").to_string(index=False)
+                           for g, sub in show.groupby("group", sort=True))
+    return show.to_string(index=False)
+
+
 def compare_table(cmp: pd.DataFrame) -> str:
     """A readable wide table of :func:`compare`: one line per scenario and
     size, one column per algorithm with ``goodput (gain)``, and the best;
     one block per group when there are several."""
     if cmp.empty:
         return "(no results)"
+    if "genmodel_time_s" in cmp.columns:
+        return compare_models_table(cmp)
     if "group" in cmp.columns:
         blocks = []
         for g, sub in cmp.groupby("group", sort=True):

@@ -22,6 +22,11 @@ A sweep file (``configs/*.toml``, read with :mod:`tomllib`)::
     algorithm = "recdoub"
     where = "nodes <= 64 and bandwidth >= rate('200Gb/s')"   # keep only these
 
+``model = ["flow", "genmodel"]`` times every configuration by the flow
+engine and by GenModel's analytic prediction (:mod:`flowemu.genmodel`; a
+pair it cannot price is refused before anything runs); flow configurations
+keep the hash they had before the field existed.
+
 Every list of a grid field expands as a cartesian product; ``sizes`` is not a
 grid dimension (all sizes of one configuration come from one profile, they
 are the rows). Without a ``[groups.*]`` table the top level is one group,

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from ..network import Network
 from ..units import format_size
 
-GRID_FIELDS = ("topology", "algorithm", "ranks", "bandwidth", "link_latency", "hop_latency",
-               "alpha", "gamma", "delta", "incast_threshold", "incast_slope", "ecmp", "seed",
-               "placement")
+GRID_FIELDS = ("topology", "algorithm", "ranks", "network", "bandwidth", "link_latency",
+               "hop_latency", "alpha", "gamma", "delta", "incast_threshold", "incast_slope",
+               "ecmp", "seed", "placement", "model")
 #: every configuration field a sweep file may set
 FIELDS = GRID_FIELDS[:3] + ("sizes",) + GRID_FIELDS[3:]
 NETWORK_FIELDS = Network.field_names()
@@ -33,7 +33,7 @@ def _canon_float(v: float) -> float:
 
 _NET_DEFAULTS = {k: _canon_float(v) for k, v in Network().as_dict().items()}
 _DEFAULTS = {**_NET_DEFAULTS, "ranks": None, "ecmp": "split", "seed": 0,
-             "placement": "linear"}
+             "placement": "linear", "network": "", "model": "flow"}
 
 
 # ============================================================== configurations
@@ -45,7 +45,9 @@ class Config:
     ``algorithm`` is the canonical spec (every option spelled out, sorted);
     ``label`` is the name plus the options that differ from their defaults
     (what :func:`flowemu.results.compare` compares). Network fields are in SI
-    units (bytes/s, seconds, seconds per byte).
+    units (bytes/s, seconds, seconds per byte), a preset's values already
+    applied; ``network_preset`` is the sweep file's ``network`` (a preset
+    name or file, "" for none).
     """
 
     sweep: str
@@ -66,6 +68,8 @@ class Config:
     ecmp: str
     seed: int
     placement: str = "linear"
+    network_preset: str = ""
+    model: str = "flow"      # "flow" (the engine) or "genmodel" (flowemu.genmodel's prediction)
     key: str = ""
     hash: str = ""
 
@@ -84,11 +88,16 @@ class Config:
         out.update({f: getattr(self, f) for f in NETWORK_FIELDS})
         if self.placement != "linear":   # linear configurations keep their identity
             out["placement"] = self.placement
+        if self.network_preset:          # so do configurations without a preset
+            out["network"] = self.network_preset
+        if self.model != "flow":   # so do flow configurations (written before models)
+            out["model"] = self.model
         # a network or placement read from a file is identified by its contents too:
         # editing the file makes new configurations, not silently reused rows
         files = {name: file_digest(path) for name, path in (
             ("topology", graph_file(self.topology)),
-            ("placement", placement_file(self.placement))) if path}
+            ("placement", placement_file(self.placement)),
+            ("network", preset_file(self.network_preset))) if path}
         if files:
             out["files"] = files
         return out
@@ -100,6 +109,12 @@ def graph_file(spec: str) -> str | None:
         return None
     from ..topology.graph import split_file_options
     return split_file_options(spec[len("graph:"):])[0].strip()
+
+
+def preset_file(text: str) -> str | None:
+    """The file of a network preset, else None (none or a built-in name)."""
+    from ..netpresets import BUILTIN
+    return text if text and text not in BUILTIN else None
 
 
 def placement_file(text: str) -> str | None:
@@ -169,7 +184,9 @@ def _fmt_field(name: str, v) -> str:
 def config_key(cfg: Config) -> str:
     """``group|topology|algorithm[|field=value for non-defaults]|sizes=...``."""
     parts = [cfg.group, cfg.topology, cfg.algorithm]
-    for name in ("ranks", *NETWORK_FIELDS, "ecmp", "seed", "placement"):
+    if cfg.network_preset:
+        parts.append(f"network={cfg.network_preset}")
+    for name in ("ranks", *NETWORK_FIELDS, "ecmp", "seed", "placement", "model"):
         v = getattr(cfg, name)
         if v != _DEFAULTS[name]:
             parts.append(f"{name}={_fmt_field(name, v)}")

@@ -46,7 +46,7 @@ SWEEP_COLUMNS = ["sweep", "group", "config_key", "config_hash", "label", "algori
                  "sizes_spec"]
 
 _STRING = {"sweep", "group", "config_key", "config_hash", "label", "algorithm_spec",
-           "sizes_spec", "topology", "algorithm", "variant", "options", "ecmp",
+           "sizes_spec", "topology", "algorithm", "model", "variant", "options", "ecmp",
            "flowemu_version", "error_type", "error", "note"}
 _INT = {"nodes", "ranks", "size_bytes", "steps", "seed"}
 _FLOAT = {"time_s", "goodput_Bps", "bandwidth_Bps", "link_latency_s", "hop_latency_s",
@@ -85,7 +85,7 @@ def error_row(cfg, error_type: str, message: str, internal: bool) -> dict:
     """One row of the errors table: the configuration's fields and the message."""
     from .. import __version__
     row = {**_sweep_fields(cfg), "topology": cfg.topology, "ranks": cfg.ranks,
-           "ecmp": cfg.ecmp, "seed": cfg.seed, "placement": cfg.placement}
+           "model": cfg.model, "ecmp": cfg.ecmp, "seed": cfg.seed, "placement": cfg.placement}
     row.update({col: float(getattr(cfg, f)) for f, col in _NETWORK_COLUMNS.items()})
     row.update(error_type=error_type, error=message, internal=bool(internal),
                flowemu_version=__version__)
@@ -229,13 +229,29 @@ def load(dataset) -> pd.DataFrame:
     path = _dataset_dir(dataset)
     if path.is_file():
         try:
-            return pd.read_csv(path) if path.suffix.lower() == ".csv" else pd.read_parquet(path)
+            df = pd.read_csv(path) if path.suffix.lower() == ".csv" else pd.read_parquet(path)
         except Exception as exc:  # noqa: BLE001
             raise ConfigError(f"dataset: cannot read {str(path)!r}: {exc}") from None
+        return with_model(df)
     df = _current(_read_parts(_parts(path, "part")), path)
     if df is None:
         from ..api import RESULT_COLUMNS
         return pd.DataFrame(columns=SWEEP_COLUMNS + RESULT_COLUMNS)
+    return with_model(df)
+
+
+def with_model(df: pd.DataFrame) -> pd.DataFrame:
+    """Rows written before the ``model`` column existed were timed by the
+    flow engine: a missing column (or value, in a dataset mixing old and new
+    part files) reads as ``"flow"``, placed after ``algorithm``."""
+    if not {"time_s", "size_bytes"} <= set(df.columns):
+        return df     # not result rows (e.g. a compare table): left as they are
+    if "model" not in df.columns:
+        at = df.columns.get_loc("algorithm") + 1 if "algorithm" in df.columns else len(df.columns)
+        df = df.copy()
+        df.insert(at, "model", "flow")
+    elif df["model"].isna().any():
+        df = df.assign(model=df["model"].fillna("flow"))
     return df
 
 

@@ -36,7 +36,7 @@ def run_config(cfg: Config, threads: int | None = None, max_memory=None):
     return simulate(_topology(cfg.topology), cfg.algorithm, list(cfg.sizes), ecmp=cfg.ecmp,
                     seed=cfg.seed, ranks=cfg.ranks, placement=cfg.placement,
                     network=cfg.network(), threads=threads,
-                    max_memory=max_memory)
+                    max_memory=max_memory, model=cfg.model)
 
 
 def run_chunk(configs: list[Config], threads: int | None = None, max_memory=None):

@@ -170,6 +170,12 @@ def _parse_scalar(name: str, raw):
         if isinstance(raw, (list, dict)):
             raise ConfigError(f"expected a flow count or \"inf\", got {_type_name(raw)}")
         return _canon_float(Network(incast_threshold=raw).incast_threshold)
+    if name == "network":
+        if not isinstance(raw, str):
+            raise ConfigError(f"expected a network preset name or a .toml file, got "
+                              f"{_type_name(raw)}")
+        from ..netpresets import load_preset
+        return load_preset(raw.strip()).name
     if name == "ecmp":
         from ..topology.base import ECMP_MODES, check_ecmp
         if not isinstance(raw, str):
@@ -183,6 +189,16 @@ def _parse_scalar(name: str, raw):
     if name == "placement":
         from ..placement import parse_placement
         return parse_placement(raw).text
+    if name == "model":
+        from ..genmodel import MODELS, check_model
+        if not isinstance(raw, str):
+            raise ConfigError(f"expected one of {', '.join(map(repr, MODELS))}, got "
+                              f"{_type_name(raw)}")
+        try:
+            return check_model(raw)
+        except ConfigError:
+            raise ConfigError(f"{raw!r} is not allowed; expected one of "
+                              f"{', '.join(map(repr, MODELS))}") from None
     raise AssertionError(name)
 
 

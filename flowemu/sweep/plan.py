@@ -14,9 +14,11 @@ from .config import (
     DEFAULT_SIZES,
     GRID_FIELDS,
     GROUP_KEYS,
+    NETWORK_FIELDS,
     REQUIRED,
     TOP_KEYS,
     Config,
+    _canon_float,
     config_hash,
     config_key,
 )
@@ -160,9 +162,12 @@ def load_sweep(path) -> SweepPlan:
         values, complete = {}, True
         seed_loc = ecmp_loc = "seed"
         locs: dict = {}
+        explicit = set()   # network fields the file sets: they override a preset's
         for f in GRID_FIELDS:
             vals, loc, present = field_values(f, table, prefix)
             locs[f] = loc
+            if present and f in NETWORK_FIELDS:
+                explicit.add(f)
             if f == "seed":
                 seed_loc = loc
             if f == "ecmp":
@@ -195,6 +200,7 @@ def load_sweep(path) -> SweepPlan:
         if not _modes_apply(values, ecmp_loc, probs):
             continue
         configs, seen, total, reported, misfits = [], set(), 0, set(), _Problems()
+        priced: dict = {}
         n_problems = len(probs.items)
         for combo in itertools.product(*(values[f] for f in GRID_FIELDS)):
             if len(probs.items) > n_problems:
@@ -204,8 +210,11 @@ def load_sweep(path) -> SweepPlan:
             if kw["ecmp"] != "hash":
                 kw["seed"] = 0   # the seeds of the grid are the hash's; one configuration here
             alg: _Alg = kw.pop("algorithm")
+            preset = kw.pop("network")
+            if preset and not _apply_preset(kw, preset, explicit, locs["network"], probs):
+                continue
             cfg = Config(sweep=name, group=gname, algorithm=alg.spec, label=alg.label,
-                         sizes=sizes, **kw)
+                         sizes=sizes, network_preset=preset, **kw)
             env = _where_env(cfg, alg)
             keep = True
             for code, text, loc in wheres:
@@ -217,6 +226,8 @@ def load_sweep(path) -> SweepPlan:
             if not keep:
                 continue
             if not _fits(cfg, locs, misfits, reported):
+                continue
+            if cfg.model == "genmodel" and not _priceable(cfg, alg, locs, misfits, priced):
                 continue
             h = config_hash(cfg.canonical())
             if h in seen:
@@ -238,6 +249,21 @@ def load_sweep(path) -> SweepPlan:
     return plan
 
 
+def _apply_preset(kw: dict, preset: str, explicit: set, loc: str, probs: _Problems) -> bool:
+    """Put the preset's network values into ``kw``, the fields the sweep
+    file sets (``explicit``) overriding them; a problem is reported."""
+    from ..errors import ConfigError
+    from ..netpresets import load_preset
+    try:
+        net = load_preset(preset).network({f: kw[f] for f in explicit})
+    except ConfigError as exc:
+        probs.add(loc, str(exc))
+        return False
+    for f in NETWORK_FIELDS:
+        kw[f] = _canon_float(getattr(net, f))
+    return True
+
+
 def _modes_apply(values: dict, loc: str, probs: _Problems) -> bool:
     """Whether every topology of a group routes by every ``ecmp`` mode of it;
     each pair that does not is reported (before anything runs)."""
@@ -251,6 +277,31 @@ def _modes_apply(values: dict, loc: str, probs: _Problems) -> bool:
                            "each topology its own ecmp")
             ok = False
     return ok
+
+
+def _priceable(cfg: Config, alg: _Alg, locs: dict, probs: _Problems, priced: dict) -> bool:
+    """Whether ``model = "genmodel"`` can price the configuration's topology,
+    algorithm and ranks (:func:`flowemu.genmodel.check_priceable`); every
+    pair it cannot is reported once, before anything runs."""
+    from ..errors import ConfigError
+    from ..genmodel import check_priceable
+    from .executor import _topology
+    info = _topo_info(cfg.topology)
+    p = cfg.ranks if cfg.ranks is not None else info.nodes
+    if p > info.nodes:
+        return True    # too many ranks: the run says so (as for model flow)
+    key = (info.spec, alg.spec, p)
+    if key not in priced:
+        try:
+            check_priceable(_topology(cfg.topology), p, alg.name, dict(alg.options),
+                            cfg.network())
+            priced[key] = True
+        except ConfigError as exc:
+            priced[key] = False
+            why = str(exc).removeprefix("model genmodel: ")
+            probs.add(locs["model"], f"genmodel cannot price {alg.label} on {info.spec} "
+                                     f"({p} ranks): {why}")
+    return priced[key]
 
 
 def _fits(cfg: Config, locs: dict, probs: _Problems, reported: set) -> bool:

@@ -64,7 +64,8 @@ def _compile_where(text, loc: str, probs: _Problems):
 
 def _where_env(cfg: Config, alg: _Alg) -> dict:
     info = _topo_info(cfg.topology)
-    env = {f: getattr(cfg, f) for f in GRID_FIELDS[2:]}
+    env = {f: getattr(cfg, f) for f in GRID_FIELDS[2:] if f != "network"}
+    env["network"] = cfg.network_preset
     env.update(group=cfg.group, topology=cfg.topology, family=info.family, nodes=info.nodes,
                dims=info.dims, ndims=len(info.dims), algorithm=alg.name,
                algorithm_spec=alg.spec, label=alg.label, options=dict(alg.options))
@@ -150,7 +151,7 @@ def _excluded(ex: _Exclude, cfg: Config, alg: _Alg, env: dict, probs: _Problems)
             if not any((v is None and cfg.ranks is None) or (v is not None and v == env["ranks"])
                        for v in vals):
                 return False
-        elif getattr(cfg, k) not in vals:
+        elif getattr(cfg, "network_preset" if k == "network" else k) not in vals:
             return False
     if ex.where is not None:
         return bool(_eval_where(ex.where, ex.where_text, env, f"{ex.loc}.where", probs))
