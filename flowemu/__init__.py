@@ -16,7 +16,7 @@ _LAZY = {
     "simulate": "api", "congestion": "api", "time_traffic": "api", "read_traffic": "api",
     "RESULT_COLUMNS": "api", "flows": "flowdump",
     "profile": "engine", "Profile": "engine", "StepProfile": "engine",
-    "sweep": "sweep", "fit": "fit", "load": "results", "compare": "results", "results": "results",
+    "sweep": "sweep", "fit": "fit", "plan": "gentree", "load": "results", "compare": "results", "results": "results",
 }
 
 __all__ = [
@@ -35,6 +35,7 @@ __all__ = [
     "fit",
     "flows",
     "load",
+    "plan",
     "profile",
     "read_traffic",
     "results",

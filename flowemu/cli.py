@@ -194,6 +194,28 @@ def _build_parser() -> argparse.ArgumentParser:
                                     "\"bandwidth_Bps == 5e10\"")
     pl.add_argument("--title", help="figure title")
 
+    pn = sub.add_parser("plan", help="GenTree's plan per switch and size with the GenModel "
+                                     "cost of every candidate (the paper's Table 6)")
+    pn.add_argument("--topology", "-t", required=True,
+                    help="a tree (e.g. tree:SYM384), leaf-spine or fat tree")
+    pn.add_argument("--algorithm", "-a", default="gentree",
+                    help="gentree or gentree:rearrange=no (default %(default)s)")
+    pn.add_argument("--sizes", "-s", default="40MB,128MB,400MB",
+                    help="vector sizes (default %(default)s: the paper's 1e7, 3.2e7 and "
+                         "1e8 floats)")
+    pn.add_argument("--ranks", type=int, help="number of ranks (default: every host)")
+    pn.add_argument("--candidates", action="store_true",
+                    help="one row per candidate with its GenModel cost (default: the chosen "
+                         "plan per switch and size)")
+    for action in r._actions:   # the network options of run, shared
+        if action.dest in ("network", "bandwidth", "link_latency", "hop_latency", "alpha",
+                           "gamma", "delta", "incast_threshold", "incast_slope"):
+            pn._add_action(action)
+    pn.add_argument("--format", "-f", default="table",
+                    help="table | csv | json | parquet (default: from --out's extension, "
+                         "else table)")
+    pn.add_argument("--out", "-o", help="write here instead of stdout")
+
     ft = sub.add_parser("fit", help="fit GenModel (α, β+γ/2, δ, ε, w_t) to measured allreduce "
                                     "times; print it, save a network preset, plot it")
     ft.add_argument("data", nargs="+", help="CSV (algorithm,ranks,size,time) or nccl-tests "
@@ -554,6 +576,41 @@ def _cmd_plot(args) -> int:
     return 0
 
 
+def _cmd_plan(args) -> int:
+    from .algorithms import parse_algorithm_spec
+    from .gentree import plan, table6
+    from .units import format_size, parse_sizes
+    name, opts = parse_algorithm_spec(args.algorithm)
+    if name != "gentree":
+        raise ConfigError(f"--algorithm: {name!r} is not allowed; flowemu plan shows the plans "
+                          "of gentree (gentree or gentree:rearrange=no)")
+    unknown = sorted(set(opts) - {"rearrange"})
+    if unknown or opts.get("rearrange", "auto") not in ("auto", "no"):
+        raise ConfigError(f"--algorithm: {args.algorithm!r} is not allowed; expected gentree "
+                          "or gentree:rearrange=no")
+    sizes = parse_sizes(args.sizes, "--sizes")
+    fmt = output_format(args.out, args.format if _given(args, "format") else None, FORMATS)
+    if args.out:
+        check_writable(args.out, "--out")
+    df = plan(args.topology, sizes, network=_network(args), ranks=args.ranks,
+              rearrange=opts.get("rearrange", "auto"))
+    if not args.candidates:
+        wide = table6(df)
+        wide.columns = [format_size(float(c)) for c in wide.columns]
+        times = df.groupby("size_bytes", sort=True)["plan_time_s"].first()
+        wide.loc["GenModel time (s)"] = [f"{t:.4g}" for t in times]
+        df = wide.reset_index()
+    if fmt == "table":
+        text = df.to_string(index=False)
+        if args.out:
+            write_text(args.out, "--out", text + "\n")
+        else:
+            print(text)
+        return 0
+    _write(df, fmt, args.out)
+    return 0
+
+
 def _cmd_fit(args) -> int:
     from .fit import fit
     outputs = {"--save": args.save, "--plot": args.plot}
@@ -591,7 +648,7 @@ def main(argv=None) -> int:
             return exc.code if isinstance(exc.code, int) else 0
         return {"run": _cmd_run, "list": _cmd_list, "sweep": _cmd_sweep,
                 "compare": _cmd_compare, "plot": _cmd_plot,
-                "fit": _cmd_fit}[args.command](args)
+                "fit": _cmd_fit, "plan": _cmd_plan}[args.command](args)
     except ConfigError as exc:
         print(f"flowemu: error: {exc}", file=sys.stderr)
         return 2

@@ -825,8 +825,9 @@ def plan_table(plans: list[Plan]) -> pd.DataFrame:
         groups: dict = {}
         for v in switches_bottom_up(view):
             groups.setdefault((view.tier[v], view.signature[v]), []).append(v)
-        groups = {k: sorted(v) for k, v in groups.items()}
-        for (tier, sig), members in groups.items():
+        groups = sorted(((k, sorted(v)) for k, v in groups.items()),
+                        key=lambda kv: (-int(view.depth[kv[1][0]]), kv[1][0]))
+        for (tier, sig), members in groups:
             cp = pl.planner.plans[sig]
             for kind, cost in cp.candidates.items():
                 rows.append({

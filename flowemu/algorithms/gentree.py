@@ -155,6 +155,32 @@ def plans_for_sizes(p, topology, network, sizes, options, blocks=False):
             groups.values()]
 
 
+def predict(topology, p, sizes, network, options):
+    """``model="genmodel"``: the GenModel time of GenTree's own plan per size
+    (the root's finish time, :attr:`flowemu.gentree.Plan.time`)."""
+    from ..genmodel import Prediction
+    from ..gentree import make_plan, tree_view
+    rearrange = options.get("rearrange", "auto") == "auto"
+    view = tree_view(topology, network, p)
+    at = options.get("at", "auto")
+    plans = [make_plan(topology, network, float(S if at == "auto" else at), p, rearrange,
+                       view=view) for S in np.asarray(sizes, np.float64)]
+    texts = sorted({pl.summary() for pl in plans})
+    return Prediction(np.array([pl.time for pl in plans], np.float64),
+                      texts[0] if len(texts) == 1 else "plan per size (flowemu plan)",
+                      2 * max((_steps(pl) for pl in plans), default=0))
+
+
+def _steps(plan) -> int:
+    from ..gentree import switches_bottom_up
+    view, end = plan.view, {}
+    for v in switches_bottom_up(view):
+        start = max([end[c] for c in view.children[v] if not view.is_host(c)] or [0])
+        end[v] = start + sum(1 for st in plan.planner.plans[view.signature[v]].steps
+                             if st.num_flows)
+    return end[view.root]
+
+
 SPEC = register(AlgorithmSpec(
     NAME, build,
     (Param("rearrange", str, "auto", ("auto", "no"),
@@ -166,3 +192,11 @@ SPEC = register(AlgorithmSpec(
     "leaf-spine and fat trees",
     sized=plans_for_sizes,
 ))
+
+
+def _register_predictor():
+    from ..genmodel import register_predictor
+    register_predictor(NAME, predict)
+
+
+_register_predictor()
