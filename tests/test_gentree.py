@@ -9,14 +9,13 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from cli_helpers import one_error_line, run
 
 import flowemu
-from cli_helpers import one_error_line, run
 from flowemu.algorithms.gentree import schedule_from_plan
 from flowemu.algorithms.verify import verify_allreduce
 from flowemu.errors import ConfigError
-from flowemu.gentree import (candidate_types, factorisations, make_plan, plan, table6,
-                             tree_view)
+from flowemu.gentree import candidate_types, factorisations, make_plan, plan, table6, tree_view
 from flowemu.network import Network
 from flowemu.topology import parse_topology
 from flowemu.topology.tree import GENTREE_TABLE5
@@ -83,7 +82,7 @@ def test_rearrangement_happens_and_is_an_allreduce():
 
 def _table2(kind, N, S, a, b, g, d, e, wt):
     """Table 2's rows as printed (w = the fan-in, own included)."""
-    inc = lambda w: max(w - wt, 0) * e                          # noqa: E731
+    inc = lambda w: max(w - wt, 0) * e
     fr = (N - 1) / N
     if kind == "cps":
         return 2 * a + 2 * fr * S * b + fr * S * g + (N + 1) / N * S * d + 2 * fr * S * inc(N)
