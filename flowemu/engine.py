@@ -243,9 +243,40 @@ def make_context(topology: Topology, network: Network, ecmp: str = "split", seed
     incast = bool(np.any((eps > 0) & np.isfinite(w_t)))
     ingress = topology.ingress_capacity(network) if incast else None
     lat = topology.link_latency(network)
+    _check_ranges(network, cap, lat, eps)
     uniform = float(lat[0]) if len(lat) and lat.min() == lat.max() else None
     return _Context(topology, network, ecmp, int(seed), mapping, cap, ingress, w_t, eps, lat,
                     uniform, {})
+
+
+#: largest time (s) and per-byte time (s/byte) a run takes, smallest link
+#: bandwidth (bytes/s): within them no time can overflow float64 (at most
+#: ~1e9 s per term, 2**53 bytes, 2**24 flows into a receiver, and far fewer
+#: than 1e200 steps and hops) and no rate underflows to 0
+MAX_SECONDS = 1e9
+MIN_BANDWIDTH = 1e-9
+
+
+def _check_ranges(network: Network, link_capacity, link_latency, incast_slope) -> None:
+    """Refuse (ConfigError) a network whose times would overflow a run's total
+    (``alpha=1e308``) or whose links are too slow for a rate to be
+    representable (``bandwidth=5e-324``)."""
+    for name in ("alpha", "link_latency", "hop_latency", "gamma", "delta", "incast_slope"):
+        value = getattr(network, name)
+        if value > MAX_SECONDS:
+            per = "" if name in ("alpha", "link_latency", "hop_latency") else " per byte"
+            raise ConfigError(f"{name}: {show(value)} s{per} is not allowed; expected at most "
+                              f"1e9 s{per} (longer times overflow a run's total)")
+    if len(link_latency) and link_latency.max() > MAX_SECONDS:
+        raise ConfigError(f"link latency: {show(float(link_latency.max()))} s is not allowed; "
+                          "expected at most 1e9 s (longer times overflow a run's total)")
+    if len(incast_slope) and incast_slope.max() > MAX_SECONDS:
+        raise ConfigError(f"incast slope: {show(float(incast_slope.max()))} s per byte is not "
+                          "allowed; expected at most 1e9 s per byte")
+    used = link_capacity[link_capacity > 0]
+    if len(used) and used.min() < MIN_BANDWIDTH:
+        raise ConfigError(f"bandwidth: a link of {show(float(used.min()))} bytes/s is not "
+                          "allowed; expected at least 1e-9 bytes/s")
 
 
 def _check_ranks(ctx: _Context, traffic: Traffic) -> None:

@@ -491,3 +491,26 @@ def test_cli_runs_a_tree_with_level_incast(capsys):
     # root flows' ingress share too, so a step still lasts (n/8)/(B/16)
     row = pd.read_csv(io.StringIO(out)).iloc[0]
     assert close(row.time_s, 2 * 2 * 8e6 / B)
+
+
+@pytest.mark.parametrize("kwargs,needle", [
+    ({"alpha": 1e308}, "alpha: 1e+308 s is not allowed"),
+    ({"hop_latency": 2e9}, "hop_latency"),
+    ({"gamma": 1e300}, "gamma: 1e+300 s per byte"),
+    ({"bandwidth": 5e-324}, "bandwidth: a link of 5e-324 bytes/s"),
+])
+def test_times_that_would_overflow_are_refused(kwargs, needle):
+    # alpha = 1e308 made the total of a ring's steps overflow to inf (a numpy
+    # RuntimeWarning), bandwidth = 5e-324 a rate underflow to 0 (a SolverError)
+    with pytest.raises(flowemu.errors.ConfigError) as exc:
+        flowemu.simulate("torus:4", "ring", "1KiB", threads=1, **kwargs)
+    assert needle in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_tree_level_values_that_would_overflow_are_refused(capsys):
+    from cli_helpers import one_error_line, run
+
+    code, _, err = run(capsys, ["run", "-t", "tree:2x4,eps=2e9s:", "-a", "cps", "-s", "1KiB"])
+    assert code == 2 and "incast slope: 2000000000.0 s per byte" in one_error_line(err)
+    code, _, err = run(capsys, ["run", "-t", "tree:2x4,lat=1e12s:", "-a", "cps", "-s", "1KiB"])
+    assert code == 2 and "link latency" in one_error_line(err)
