@@ -759,9 +759,36 @@ class Tree(Topology):
         a flow between sites converges at the cross-site tier, level 0. (0
         for a flow to itself, which has no path and is charged nothing.)"""
         src, dst = self._check_flows(src, dst)
-        top, cross = self._walk(src, dst, lambda side, flows, vertex: None)
-        level = self.depth[top] + int(len(self.sites) > 1)
-        return np.where(cross | (src == dst), 0, level).astype(np.int64)
+        # the ancestors two hosts share are those at depths 0 .. m-1, so the
+        # lowest common one is at depth m - 1 (m = 0: different sites)
+        table = self._host_ancestors()
+        shared = np.zeros(len(src), dtype=np.int64)
+        for row in table:
+            shared += row[src] == row[dst]
+        level = shared - 1 + int(len(self.sites) > 1)
+        return np.where((shared == 0) | (src == dst), 0, level).astype(np.int64)
+
+    def _host_ancestors(self) -> np.ndarray:
+        """``table[d, h]``: the switch at depth ``d`` above host ``h`` (a value
+        of its own, ``-1 - h``, where the host has none: it sits at depth
+        ``<= d``), int32[switch depths, hosts]; built once, on first use."""
+        table = self.__dict__.get("_ancestors")
+        if table is None:
+            hosts = self.num_endpoints
+            depths = int(self.depth[hosts:].max()) + 1
+            table = np.empty((depths, hosts), dtype=np.int32)
+            table[:] = -1 - np.arange(hosts, dtype=np.int32)
+            v = np.arange(hosts, dtype=np.int64)
+            live = np.arange(hosts, dtype=np.int64)
+            while len(live):
+                p = self.parent[v[live]]
+                keep = p >= 0
+                live, p = live[keep], p[keep]
+                table[self.depth[p], live] = p
+                v[live] = p
+            table = readonly(table)
+            object.__setattr__(self, "_ancestors", table)
+        return table
 
     def max_route_entries(self, ecmp: str = "split") -> int:
         """One flow's entries at most: up and down through every tree level
