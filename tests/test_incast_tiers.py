@@ -514,3 +514,30 @@ def test_tree_level_values_that_would_overflow_are_refused(capsys):
     assert code == 2 and "incast slope: 2000000000.0 s per byte" in one_error_line(err)
     code, _, err = run(capsys, ["run", "-t", "tree:2x4,lat=1e12s:", "-a", "cps", "-s", "1KiB"])
     assert code == 2 and "link latency" in one_error_line(err)
+
+
+def test_sparse_receiver_classes_number_their_resources_like_dense_ones():
+    # the same flows on tree:2x8x64 (classes x vertices small: ingress pairs
+    # numbered by marking) and tree:64x8x64 (33k hosts, 3 classes, 20 flows:
+    # numbered by np.unique) -- the hosts of the first two depth-1 subtrees
+    # have the same ids and surroundings in both
+    options = ",eps=3ns:2ns:1ns,wt=1:2:0"
+    rng = np.random.default_rng(11)
+    src = rng.integers(0, 1024, 20)
+    dst = rng.integers(0, 1024, 20)
+    dst[src == dst] = (dst[src == dst] + 1) % 1024
+    dst[:6] = 7                                   # a receiver with flows of every level
+    sizes = rng.uniform(0.5, 2.0, 20) * 1e6
+    finishes = []
+    for spec in ("tree:2x8x64" + options, "tree:64x8x64" + options):
+        topo = parse_topology(spec)
+        routes = topo.route(src, dst)
+        w_t, eps = topo.incast_classes(QUIET)
+        sol = solve_completion(routes, topo.link_capacity(QUIET), sizes, flow_dst=dst,
+                               ingress_capacity=topo.ingress_capacity(QUIET),
+                               incast_threshold=w_t, incast_slope=eps,
+                               flow_class=topo.flow_incast_class(src, dst))
+        assert sol.status == STATUS_OK
+        finishes.append(sol.finish)
+    assert 3 * topo.num_nodes > 2 * len(src) + (1 << 16)
+    assert close(finishes[0], finishes[1], 1e-12)

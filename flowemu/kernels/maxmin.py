@@ -1390,9 +1390,10 @@ def _ingress_problem(flow_ptr, link, frac, link_capacity, flow_dst, flow_class,
     nonempty = np.diff(flow_ptr) > 0
     key = flow_class[nonempty] * n_vertices + flow_dst[nonempty]
     n_keys = len(w_t) * n_vertices
-    if n_keys <= 8 * len(key) + (1 << 20):
+    if n_keys <= 2 * len(key) + (1 << 16):
         # mark the pairs in use and number them in key order: O(F + K·N),
-        # no sort (np.unique's would be a third of a 1M-flow step's setup)
+        # no sort (np.unique's would be a third of a 1M-flow step's set-up);
+        # only when the marks take no more memory than a few arrays of F
         used = np.zeros(n_keys, dtype=np.bool_)
         used[key] = True
         pairs = np.flatnonzero(used)
