@@ -541,3 +541,16 @@ def test_sparse_receiver_classes_number_their_resources_like_dense_ones():
         finishes.append(sol.finish)
     assert 3 * topo.num_nodes > 2 * len(src) + (1 << 16)
     assert close(finishes[0], finishes[1], 1e-12)
+
+
+def test_flow_dump_charges_each_flow_its_level():
+    # flowemu.flows re-solves the step itself: CPS on every host of TREE,
+    # receiver 0 (1x root links: the M1 -> root link's 16 flows get B/16 =
+    # the root resource's share). Root flows B/16, middle flows 2B/15 (the
+    # mixed-receiver arithmetic above with S = n/8 = 1 MB)
+    df = flowemu.flows(TREE, "cps", size="8MB", steps="0", bandwidth="8Gb/s", link_latency=0,
+                       hop_latency=0)
+    into0 = df[df.dst == 0].sort_values("src")
+    S = 1e6
+    assert close(into0.finish_s, [7.5 * S / B] * 3 + [16 * S / B] * 4)
+    assert close(into0.rate_Bps, [2 * B / 15] * 3 + [B / 16] * 4)
