@@ -6,8 +6,8 @@ receiver gets one ingress resource per convergence level of the flows into
 it, with that level's (w_t, ε) and w = the active flows of that level into
 it. Checked here against closed forms (eq. 8/10 with the link shares worked
 out by hand), against tests/maxmin_oracle.py with an ingress construction
-built independently in this file (its own lowest-common-ancestor walk), and
-against the single-class path for families without tiers.
+built independently in this file (convergence levels by BFS on the link
+graph), and against the single-class path for families without tiers.
 """
 
 from __future__ import annotations
