@@ -11,6 +11,20 @@ envelope of those lines plus the slowest node's reduction time
 Flow time = α + hops·(link latency + per-hop latency) + fluid transfer time.
 Step time = slowest flow + slowest node's reduction
 ((f+1)·b·δ + (f−1)·b·γ for b bytes reduced with fan-in f, GenModel Table 2).
+
+Incast (GenModel §3.2, eq. 7–10) is charged at receivers, per tier "where
+flows converge": the topology gives each flow an incast class
+(:meth:`~flowemu.topology.Topology.flow_incast_class`: on a tree the level of
+the sender's and receiver's lowest common ancestor, between sites the
+cross-site tier) and each class its ``(w_t, ε)``
+(:meth:`~flowemu.topology.Topology.incast_classes`: a tree level's ``wt=`` /
+``eps=``, else the network's). A receiver gets one ingress resource per class
+of the flows into it, with base capacity its ingress bandwidth, fan-in w the
+active flows of that class into it, and capacity 1/(β + max(w − w_t, 0)·ε).
+Families without tiers have one class with the network's terms: one ingress
+resource per receiver counting every flow into it. Incast is on when any
+class has ε > 0 and a finite w_t (a tree level's terms apply even when the
+network's incast is off).
 """
 
 from __future__ import annotations
@@ -197,7 +211,9 @@ class _Context:
     seed: int
     mapping: np.ndarray
     link_capacity: np.ndarray
-    ingress_capacity: np.ndarray | None
+    ingress_capacity: np.ndarray | None   # None: incast off in every class
+    incast_threshold: np.ndarray           # w_t of each incast class, float64[K]
+    incast_slope: np.ndarray               # ε of each incast class, float64[K]
     link_latency: np.ndarray
     uniform_latency: float | None   # every link's latency when they are all equal
     cache: dict
@@ -223,10 +239,44 @@ def make_context(topology: Topology, network: Network, ecmp: str = "split", seed
             raise ConfigError("mapping: two ranks are mapped to the same endpoint")
         mapping = mapping.astype(np.int32)
     cap = topology.link_capacity(network)
-    ingress = topology.ingress_capacity(network) if network.incast_on else None
+    w_t, eps = topology.incast_classes(network)
+    incast = bool(np.any((eps > 0) & np.isfinite(w_t)))
+    ingress = topology.ingress_capacity(network) if incast else None
     lat = topology.link_latency(network)
+    _check_ranges(network, cap, lat, eps)
     uniform = float(lat[0]) if len(lat) and lat.min() == lat.max() else None
-    return _Context(topology, network, ecmp, int(seed), mapping, cap, ingress, lat, uniform, {})
+    return _Context(topology, network, ecmp, int(seed), mapping, cap, ingress, w_t, eps, lat,
+                    uniform, {})
+
+
+#: largest time (s) and per-byte time (s/byte) a run takes, smallest link
+#: bandwidth (bytes/s): within them no time can overflow float64 (at most
+#: ~1e9 s per term, 2**53 bytes, 2**24 flows into a receiver, and far fewer
+#: than 1e200 steps and hops) and no rate underflows to 0
+MAX_SECONDS = 1e9
+MIN_BANDWIDTH = 1e-9
+
+
+def _check_ranges(network: Network, link_capacity, link_latency, incast_slope) -> None:
+    """Refuse (ConfigError) a network whose times would overflow a run's total
+    (``alpha=1e308``) or whose links are too slow for a rate to be
+    representable (``bandwidth=5e-324``)."""
+    for name in ("alpha", "link_latency", "hop_latency", "gamma", "delta", "incast_slope"):
+        value = getattr(network, name)
+        if value > MAX_SECONDS:
+            per = "" if name in ("alpha", "link_latency", "hop_latency") else " per byte"
+            raise ConfigError(f"{name}: {show(value)} s{per} is not allowed; expected at most "
+                              f"1e9 s{per} (longer times overflow a run's total)")
+    if len(link_latency) and link_latency.max() > MAX_SECONDS:
+        raise ConfigError(f"link latency: {show(float(link_latency.max()))} s is not allowed; "
+                          "expected at most 1e9 s (longer times overflow a run's total)")
+    if len(incast_slope) and incast_slope.max() > MAX_SECONDS:
+        raise ConfigError(f"incast slope: {show(float(incast_slope.max()))} s per byte is not "
+                          "allowed; expected at most 1e9 s per byte")
+    used = link_capacity[link_capacity > 0]
+    if len(used) and used.min() < MIN_BANDWIDTH:
+        raise ConfigError(f"bandwidth: a link of {show(float(used.min()))} bytes/s is not "
+                          "allowed; expected at least 1e-9 bytes/s")
 
 
 def _check_ranks(ctx: _Context, traffic: Traffic) -> None:
@@ -248,8 +298,10 @@ def _route(ctx: _Context, traffic: Traffic) -> tuple[Routes, np.ndarray, np.ndar
     return ctx.topology.route(src, dst, ecmp=ctx.ecmp, seed=ctx.seed), src, dst
 
 
-def _solve(ctx: _Context, routes: Routes, dst: np.ndarray, flow_bytes: np.ndarray, label: str):
-    net = ctx.network
+def _solve(ctx: _Context, routes: Routes, dst: np.ndarray, flow_bytes: np.ndarray, label: str,
+           src: np.ndarray | None = None):
+    """Solve one routed step (``src``, ``dst``: endpoint ids; ``src`` is
+    needed when the topology has several incast classes)."""
     # a family may hand the solver an exact, smaller problem (fat-tree uplink groups)
     routes, capacity = ctx.topology.solver_problem(routes, ctx.link_capacity, ctx.ecmp)
     if len(capacity) > 4 * len(routes.link):
@@ -260,16 +312,26 @@ def _solve(ctx: _Context, routes: Routes, dst: np.ndarray, flow_bytes: np.ndarra
         remap[used] = np.arange(len(used), dtype=np.int32)
         routes = Routes(routes.flow_ptr, remap[routes.link], routes.frac, routes.hops)
         capacity = capacity[used]
+    w_t, eps, flow_class = _incast_inputs(ctx, src, dst)
     sol = solve_completion(
         routes, capacity, flow_bytes, flow_dst=dst,
-        ingress_capacity=ctx.ingress_capacity,
-        incast_threshold=net.incast_threshold if net.incast_on else float("inf"),
-        incast_slope=net.incast_slope if net.incast_on else 0.0,
-        resolve=ctx.topology.solver_resolve)
+        ingress_capacity=ctx.ingress_capacity, incast_threshold=w_t, incast_slope=eps,
+        flow_class=flow_class, resolve=ctx.topology.solver_resolve)
     if sol.status != 0:
         raise SolverError(f"max-min solver failed (status {sol.status}) on {ctx.topology.spec}, "
                           f"step {label!r}, {routes.num_flows} flows")
     return sol
+
+
+def _incast_inputs(ctx: _Context, src, dst) -> tuple:
+    """``(w_t, eps, flow_class)`` for the solver: scalars and no classes when
+    the topology has one incast class (or incast is off), else the classes'
+    terms and each flow's class."""
+    if ctx.ingress_capacity is None or len(ctx.incast_threshold) == 1:
+        return float(ctx.incast_threshold[0]), float(ctx.incast_slope[0]), None
+    if src is None:
+        raise ValueError("_solve: src is needed on a topology with several incast classes")
+    return ctx.incast_threshold, ctx.incast_slope, ctx.topology.flow_incast_class(src, dst)
 
 
 def flow_latency(ctx: _Context, routes: Routes) -> np.ndarray:
@@ -333,7 +395,7 @@ def _solve_pattern(ctx: _Context, traffic: Traffic, scale: float, label: str,
     release the GIL)."""
     norm = traffic.share / scale
     routes, src, dst = _route(ctx, traffic)
-    sol = _solve(ctx, routes, dst, norm, label)
+    sol = _solve(ctx, routes, dst, norm, label, src)
     lat, spb = pareto_lines(flow_latency(ctx, routes), sol.finish)
     cong = step_congestion(ctx.topology, routes, src, norm) if congestion else None
     return lat, spb, cong
@@ -526,8 +588,8 @@ def direct_times(schedule: Schedule, topology: Topology, network: Network | None
             if step.traffic.num_flows == 0:
                 total += red
                 continue
-            routes, _, dst = _route(ctx, step.traffic)
-            sol = _solve(ctx, routes, dst, step.traffic.share * n, step.label)
+            routes, src, dst = _route(ctx, step.traffic)
+            sol = _solve(ctx, routes, dst, step.traffic.share * n, step.label, src)
             total += float(np.max(flow_latency(ctx, routes) + sol.finish)) + red
         out[i] = total
     return out

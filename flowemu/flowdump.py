@@ -423,7 +423,7 @@ def iter_flow_frames(schedule: Schedule, topology: Topology, network: Network | 
             hit = done.get(id(tr))
             if hit is None:
                 routes, src, dst = _route(ctx, tr)
-                sol = _solve(ctx, routes, dst, tr.share * size, step.label)
+                sol = _solve(ctx, routes, dst, tr.share * size, step.label, src)
                 links, paths = describe_paths(topology, routes, src, ecmp, names)
                 hit = done[id(tr)] = (routes, src, dst, sol, links, paths)
             routes, src, dst, sol, links, paths = hit

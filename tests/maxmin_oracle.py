@@ -10,7 +10,9 @@ with the same rules as the model:
 * an empty path has rate +inf and finishes at 0; a 0-byte flow takes part in
   the t = 0 solve and finishes at 0;
 * incast (GenModel eq. 7-10): a resource ``r >= n_plain`` crossed by ``w``
-  active flows has capacity ``1 / (1 / base + max(w - w_t, 0) * eps)``.
+  active flows has capacity ``1 / (1 / base + max(w - w_t, 0) * eps)``, with
+  one ``(w_t, eps)`` for all of them or each its own (incast per tier: the
+  caller builds one ingress resource per receiver and class);
 
 Also :func:`check_maxmin`, the invariant check of a max-min allocation.
 """
@@ -87,12 +89,18 @@ def incast_capacity(base, fan_in, w_t, eps):
 def completion(flows, capacity, flow_bytes, n_plain=None, w_t=math.inf, eps=0.0):
     """Event-driven completion; returns ``(rate0, finish, status)``.
 
-    Re-solves every active flow from scratch at every event.
+    ``w_t`` and ``eps``: numbers (every ingress resource) or lists with one
+    value per ingress resource ``n_plain, n_plain + 1, ...``. Re-solves every
+    active flow from scratch at every event.
     """
     n_res = len(capacity)
     if n_plain is None:
         n_plain = n_res
-    incast = eps > 0.0 and math.isfinite(w_t)
+    n_ingress = n_res - n_plain
+    w_ts = list(w_t) if isinstance(w_t, (list, tuple)) else [w_t] * n_ingress
+    epss = list(eps) if isinstance(eps, (list, tuple)) else [eps] * n_ingress
+    assert len(w_ts) == len(epss) == n_ingress
+    incast = any(e > 0.0 and math.isfinite(w) for w, e in zip(w_ts, epss))
     n = len(flows)
     rate0 = [0.0] * n
     finish = [math.inf] * n
@@ -113,7 +121,9 @@ def completion(flows, capacity, flow_bytes, n_plain=None, w_t=math.inf, eps=0.0)
                     for r, _ in flows[f]:
                         fan_in[r] += 1
             for r in range(n_plain, n_res):
-                caps[r] = incast_capacity(capacity[r], fan_in[r], w_t, eps)
+                w, e = w_ts[r - n_plain], epss[r - n_plain]
+                if e > 0.0:
+                    caps[r] = incast_capacity(capacity[r], fan_in[r], w, e)
         rates = progressive_filling(flows, caps, active)
         if first:
             first = False

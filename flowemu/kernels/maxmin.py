@@ -24,15 +24,27 @@ time is within a relative ``1e-12`` of it finish together; the others have
 so on. A flow with 0 bytes is part of the ``t = 0`` solve (its ``rate0`` is
 its fair share) and finishes at time 0 (the first event, of length 0).
 
-Incast (GenModel, ../shared/papers/genmodel-gentree.txt, eq. 7-10): a receiver
-with fan-in ``w`` above the threshold ``w_t`` pays ``max(w - w_t, 0) * eps``
-extra seconds per byte, i.e. its per-byte cost is ``beta' = beta + max(w -
-w_t, 0) * eps`` (eq. 10). Every receiver gets an *ingress resource* (index
-``>= n_plain``) which every flow to it crosses with fraction 1; its capacity is
-``1 / (1 / base + max(w - w_t, 0) * eps)`` where ``base = 1 / beta`` is the
-receiver's ingress bandwidth and ``w`` the number of flows to it that are still
-active, so the capacity grows back as flows to the receiver finish. Incast is
-off when ``eps == 0`` or ``w_t == inf``.
+Incast (GenModel, ../shared/papers/genmodel-gentree.txt, §3.2, eq. 7-10): a
+receiver with fan-in ``w`` above the threshold ``w_t`` pays ``max(w - w_t, 0) *
+eps`` extra seconds per byte, i.e. its per-byte cost is ``beta' = beta +
+max(w - w_t, 0) * eps`` (eq. 10). Receivers get *ingress resources* (indices
+``>= n_plain``) which every flow to them crosses with fraction 1; the capacity
+of one is ``1 / (1 / base + max(w - w_t, 0) * eps)`` where ``base = 1 / beta``
+is the receiver's ingress bandwidth and ``w`` the number of flows on that
+resource that are still active, so the capacity grows back as they finish.
+
+Incast classes (per tier, "where flows converge"): every flow has a class
+``k`` in ``0..K-1`` with its own ``(w_t[k], eps[k])``; a receiver gets one
+ingress resource per class of the flows into it, whose ``w`` counts only that
+class's active flows and whose terms are that class's, all with the same
+``base``. A topology with tiers gives a flow the class of the tier where it
+converges (on a tree: the lowest common ancestor of its sender and receiver,
+:meth:`flowemu.topology.Topology.flow_incast_class`); with one class (every
+other topology) there is exactly one ingress resource per receiver with the
+network-wide terms. The kernel keeps ``w_t`` and ``eps`` per ingress
+resource, and each capacity update after an event uses its resource's own
+terms. A class's incast is off when its ``eps == 0`` or ``w_t == inf`` (its
+resources keep ``base``); incast is off when every class's is.
 
 Speed
 -----
@@ -115,7 +127,8 @@ Layers
 ``maxmin_rates_kernel`` and ``completion_kernel`` take arrays only, never raise
 on data and return a status code; :func:`max_min_rates` and
 :func:`solve_completion` validate arguments, allocate and build the ingress
-entries.
+entries. ``completion_tiers_kernel`` takes the incast terms per ingress
+resource; ``completion_kernel`` is the same with one ``(w_t, eps)`` for all.
 """
 
 from __future__ import annotations
@@ -782,9 +795,10 @@ def maxmin_rates_kernel(flow_ptr, res, frac, capacity, active):
 
 @njit(**_NUMPY_ERRORS)
 def _ingress_capacity(base, fan_in, w_t, eps):
-    """GenModel eq. 10: ``1 / beta' = 1 / (1 / base + max(w - w_t, 0) eps)``."""
+    """GenModel eq. 10: ``1 / beta' = 1 / (1 / base + max(w - w_t, 0) eps)``;
+    exactly ``base`` when the resource's incast is off (``eps == 0``)."""
     excess = fan_in - w_t
-    if excess > 0.0:
+    if excess > 0.0 and eps > 0.0:
         return 1.0 / (1.0 / base + excess * eps)
     return base
 
@@ -792,6 +806,17 @@ def _ingress_capacity(base, fan_in, w_t, eps):
 @njit(**_NUMPY_ERRORS)
 def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes,
                       resolve=RESOLVE_AUTO):
+    """:func:`completion_tiers_kernel` with the same incast terms (scalars
+    ``w_t`` and ``eps``) on every ingress resource."""
+    n_ingress = max(capacity.shape[0] - n_plain, 0)
+    return completion_tiers_kernel(flow_ptr, res, frac, capacity, n_plain,
+                                   np.full(n_ingress, np.float64(w_t)),
+                                   np.full(n_ingress, np.float64(eps)), flow_bytes, resolve)
+
+
+@njit(**_NUMPY_ERRORS)
+def completion_tiers_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes,
+                            resolve=RESOLVE_AUTO):
     """Event-driven max-min completion of flows that all start at ``t = 0``.
 
     Parameters
@@ -806,11 +831,13 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
         (index ``>= n_plain``) its base capacity ``1 / beta``.
     n_plain : int
         Resources ``>= n_plain`` are ingress resources whose capacity follows
-        the incast model (only when ``eps > 0`` and ``w_t`` is finite).
-    w_t : float
-        Incast threshold (fan-in without penalty).
-    eps : float
-        Incast slope, seconds per byte per flow above ``w_t``.
+        the incast model with their own terms (where ``eps > 0`` and ``w_t``
+        is finite).
+    w_t : float64[R - n_plain]
+        Incast threshold (fan-in without penalty) of each ingress resource.
+    eps : float64[R - n_plain]
+        Incast slope of each ingress resource, seconds per byte per flow
+        above its ``w_t``.
     flow_bytes : float64[F]
         Bytes of each flow, finite and ``>= 0``.
     resolve : int
@@ -845,14 +872,25 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
             return rate0, finish, STATUS_NONFINITE
         if b < 0.0:
             return rate0, finish, STATUS_BAD_INPUT
-    if np.isnan(w_t) or not np.isfinite(eps):
-        return rate0, finish, STATUS_NONFINITE
-    if eps < 0.0:
+    if w_t.shape[0] != n_res - n_plain or eps.shape[0] != n_res - n_plain:
         return rate0, finish, STATUS_BAD_INPUT
-    incast = eps > 0.0 and np.isfinite(w_t) and n_plain < n_res
-    # from here on resources are kernel rows (_row), capacity is per row
+    incast = False
+    for i in range(n_res - n_plain):
+        if np.isnan(w_t[i]) or not np.isfinite(eps[i]):
+            return rate0, finish, STATUS_NONFINITE
+        if eps[i] < 0.0:
+            return rate0, finish, STATUS_BAD_INPUT
+        incast |= eps[i] > 0.0 and np.isfinite(w_t[i])
+    # from here on resources are kernel rows (_row), capacity is per row, and
+    # so are the incast terms (padding and plain rows: off)
+    first_ingress = n_plain
     n_plain = _row(n_plain)
     res, n_res, capacity = _remap(res, capacity)
+    row_w_t = np.full(n_res, np.inf)
+    row_eps = np.zeros(n_res, dtype=np.float64)
+    for i in range(w_t.shape[0]):
+        row_w_t[_row(first_ingress + i)] = w_t[i]
+        row_eps[_row(first_ingress + i)] = eps[i]
 
     # active flows: every flow with a non-empty path (0-byte ones finish at
     # the first event, of length 0)
@@ -876,7 +914,8 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
                     fan_in[res[e]] += 1
         for r in range(n_plain, n_res):
             if fan_in[r] > 0:  # (padding rows have none)
-                cold[r, _CAP] = _ingress_capacity(capacity[r], fan_in[r], w_t, eps)
+                cold[r, _CAP] = _ingress_capacity(capacity[r], fan_in[r], row_w_t[r],
+                                                  row_eps[r])
     state[:, _RESID] = cold[:, _CAP]
 
     rates = np.zeros(max(n_flows, 0), dtype=np.float64)
@@ -1122,7 +1161,7 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
                     stamp[r] = ev + 1
                 if incast and r >= n_plain:
                     fan_in[r] -= 1
-                    new_cap = _ingress_capacity(capacity[r], fan_in[r], w_t, eps)
+                    new_cap = _ingress_capacity(capacity[r], fan_in[r], row_w_t[r], row_eps[r])
                     grown = new_cap - cold[r, _CAP]
                     if screened and cand[r] == 0:
                         grown *= SCREEN_SHARE  # (its room)
@@ -1311,9 +1350,68 @@ def max_min_rates(routes, link_capacity, active=None) -> np.ndarray:
     return rates
 
 
+def _incast_terms(incast_threshold, incast_slope) -> tuple[np.ndarray, np.ndarray]:
+    """The incast classes' ``(w_t[K], eps[K])`` (``K >= 1``) from scalars or
+    equal-length 1-D arrays; ``ValueError`` naming a bad value."""
+    w_t = np.atleast_1d(np.asarray(incast_threshold, dtype=np.float64))
+    eps = np.atleast_1d(np.asarray(incast_slope, dtype=np.float64))
+    if w_t.ndim != 1 or eps.ndim != 1 or len(w_t) != len(eps) or len(w_t) == 0:
+        raise ValueError("incast_threshold and incast_slope: expected two numbers or two "
+                         f"1-D arrays of equal length >= 1 (one per incast class), got shapes "
+                         f"{w_t.shape} and {eps.shape}")
+    bad = np.flatnonzero(np.isnan(w_t) | (w_t < 0))
+    if len(bad):
+        raise ValueError(f"incast_threshold: must be >= 0 (or inf), got {w_t[bad[0]]!r}"
+                         + (f" (class {bad[0]})" if len(w_t) > 1 else ""))
+    bad = np.flatnonzero(~np.isfinite(eps) | (eps < 0))
+    if len(bad):
+        raise ValueError(f"incast_slope: must be finite and >= 0, got {eps[bad[0]]!r}"
+                         + (f" (class {bad[0]})" if len(eps) > 1 else ""))
+    return w_t, eps
+
+
+def _ingress_problem(flow_ptr, link, frac, link_capacity, flow_dst, flow_class,
+                     ingress_capacity, w_t, eps):
+    """The CSR, capacities and per-ingress-resource terms with the ingress
+    resources appended (ids from ``len(link_capacity)`` on).
+
+    One class: resource ``L + v`` for receiver ``v`` (every vertex has one,
+    the layout the solver always had). Several: one resource per
+    ``(class, receiver)`` pair that some non-empty flow has, numbered in the
+    order of ``class * N + receiver``; its capacity is the receiver's base
+    capacity, its terms the class's."""
+    n_links = link_capacity.shape[0]
+    if len(w_t) == 1:
+        flow_ptr, link, frac = _append_ingress(flow_ptr, link, frac, flow_dst, n_links)
+        n_vertices = ingress_capacity.shape[0]
+        return (flow_ptr, link, frac, np.concatenate([link_capacity, ingress_capacity]),
+                np.full(n_vertices, w_t[0]), np.full(n_vertices, eps[0]))
+    n_vertices = ingress_capacity.shape[0]
+    nonempty = np.diff(flow_ptr) > 0
+    key = flow_class[nonempty] * n_vertices + flow_dst[nonempty]
+    n_keys = len(w_t) * n_vertices
+    if n_keys <= 2 * len(key) + (1 << 16):
+        # mark the pairs in use and number them in key order: O(F + K·N),
+        # no sort (np.unique's would be a third of a 1M-flow step's set-up);
+        # only when the marks take no more memory than a few arrays of F
+        used = np.zeros(n_keys, dtype=np.bool_)
+        used[key] = True
+        pairs = np.flatnonzero(used)
+        index = (np.cumsum(used) - 1)[key]
+    else:
+        pairs, index = np.unique(key, return_inverse=True)
+    ingress_id = np.zeros(len(flow_dst), dtype=np.int64)
+    ingress_id[nonempty] = index.reshape(-1)
+    flow_ptr, link, frac = _append_ingress(flow_ptr, link, frac, ingress_id, n_links)
+    cls = pairs // n_vertices
+    return (flow_ptr, link, frac,
+            np.concatenate([link_capacity, ingress_capacity[pairs % n_vertices]]),
+            w_t[cls], eps[cls])
+
+
 def solve_completion(routes, link_capacity, flow_bytes, *, flow_dst=None,
                      ingress_capacity=None, incast_threshold=float("inf"),
-                     incast_slope=0.0, resolve="auto") -> Solution:
+                     incast_slope=0.0, flow_class=None, resolve="auto") -> Solution:
     """Event-driven max-min completion times of flows that all start at 0.
 
     Parameters
@@ -1328,12 +1426,19 @@ def solve_completion(routes, link_capacity, flow_bytes, *, flow_dst=None,
         Receiving vertex of each flow, in ``[0, N)``; needed when incast is on.
     ingress_capacity : float64[N], optional
         Base capacity (bytes/s, ``1 / beta``) of each vertex's ingress
-        resource; needed when incast is on.
-    incast_threshold : float
-        GenModel's ``w_t``: fan-in a receiver takes without penalty.
-    incast_slope : float
-        GenModel's ``eps``: extra seconds per byte per flow above ``w_t``.
-        Incast is off when it is 0 or ``incast_threshold`` is ``inf``.
+        resource(s); needed when incast is on.
+    incast_threshold : float or float64[K]
+        GenModel's ``w_t``: fan-in a receiver takes without penalty; one per
+        incast class (see ``flow_class``).
+    incast_slope : float or float64[K]
+        GenModel's ``eps``: extra seconds per byte per flow above ``w_t``,
+        one per class. A class's incast is off when its slope is 0 or its
+        threshold ``inf``; incast is on when any class's is.
+    flow_class : int[F], optional
+        Incast class of each flow, in ``[0, K)`` (default: all 0). Each
+        receiver gets one ingress resource per class of the flows into it,
+        with that class's terms and ``w`` = the active flows of that class
+        into it (:meth:`flowemu.topology.Topology.flow_incast_class`).
     resolve : {"auto", "screened", "full", "restricted"}
         Which flows an event re-solves, and over which resources: every flow
         at or above the finished rate over all its resources (``"full"``) or
@@ -1364,17 +1469,14 @@ def solve_completion(routes, link_capacity, flow_bytes, *, flow_dst=None,
     flow_ptr, link, frac = _check_routes(routes, n_links)
     n_flows = flow_ptr.shape[0] - 1
     flow_bytes = _float_array("flow_bytes", flow_bytes, n_flows, what="flows")
-    w_t = float(incast_threshold)
-    eps = float(incast_slope)
-    if np.isnan(w_t) or w_t < 0:
-        raise ValueError(f"incast_threshold: must be >= 0 (or inf), got {incast_threshold!r}")
-    if not np.isfinite(eps) or eps < 0:
-        raise ValueError(f"incast_slope: must be finite and >= 0, got {incast_slope!r}")
+    w_t, eps = _incast_terms(incast_threshold, incast_slope)
     capacity = link_capacity
-    if eps > 0 and np.isfinite(w_t):
+    n_ingress = 0
+    if np.any((eps > 0) & np.isfinite(w_t)):
         if flow_dst is None or ingress_capacity is None:
             raise ValueError("flow_dst and ingress_capacity are required when incast is on "
-                             f"(incast_threshold={w_t}, incast_slope={eps})")
+                             f"(incast_threshold={_terms_text(w_t)}, "
+                             f"incast_slope={_terms_text(eps)})")
         ingress_capacity = _float_array("ingress_capacity", ingress_capacity, what="vertices")
         n_vertices = ingress_capacity.shape[0]
         flow_dst = _int_array("flow_dst", flow_dst, np.int64)
@@ -1384,12 +1486,29 @@ def solve_completion(routes, link_capacity, flow_bytes, *, flow_dst=None,
             bad = int(np.flatnonzero((flow_dst < 0) | (flow_dst >= n_vertices))[0])
             raise ValueError(f"flow_dst[{bad}] = {flow_dst[bad]} is not a vertex in "
                              f"[0, {n_vertices})")
+        if flow_class is None:
+            flow_class = np.zeros(n_flows, dtype=np.int64)
+        flow_class = _int_array("flow_class", flow_class, np.int64)
+        if flow_class.shape[0] != n_flows:
+            raise ValueError(f"flow_class: expected {n_flows} flows, got {flow_class.shape[0]}")
+        if n_flows and (flow_class.min() < 0 or flow_class.max() >= len(w_t)):
+            bad = int(np.flatnonzero((flow_class < 0) | (flow_class >= len(w_t)))[0])
+            raise ValueError(f"flow_class[{bad}] = {flow_class[bad]} is not an incast class in "
+                             f"[0, {len(w_t)})")
         # an out-of-range link id must not pass for an ingress resource
         _raise_bad_entry(link, frac, n_links)
-        flow_ptr, link, frac = _append_ingress(flow_ptr, link, frac, flow_dst, n_links)
-        capacity = np.concatenate([link_capacity, ingress_capacity])
-    rate0, finish, status = completion_kernel(flow_ptr, link, frac, capacity, n_links, w_t, eps,
-                                              flow_bytes, RESOLVE_MODES[resolve])
+        flow_ptr, link, frac, capacity, w_t, eps = _ingress_problem(
+            flow_ptr, link, frac, link_capacity, flow_dst, flow_class, ingress_capacity, w_t,
+            eps)
+        n_ingress = len(w_t)
+    rate0, finish, status = completion_tiers_kernel(
+        flow_ptr, link, frac, capacity, n_links, w_t[:n_ingress], eps[:n_ingress], flow_bytes,
+        RESOLVE_MODES[resolve])
     if status in (STATUS_BAD_INPUT, STATUS_NONFINITE):
         _raise_bad_entry(link, frac, n_links)
     return Solution(rate0=rate0, finish=finish, status=int(status))
+
+
+def _terms_text(values: np.ndarray) -> str:
+    """One number for one class, else the list (for messages)."""
+    return repr(float(values[0])) if len(values) == 1 else repr(values.tolist())

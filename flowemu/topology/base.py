@@ -242,6 +242,30 @@ class Topology:
         np.add.at(out, self.link_dst, self.link_capacity(network))
         return out
 
+    def incast_classes(self, network) -> tuple[np.ndarray, np.ndarray]:
+        """GenModel incast terms of each incast class: ``(w_t, eps)``,
+        float64[K] each, ``K >= 1`` (§3.2, eq. 7-10).
+
+        Incast is charged at receivers, one ingress resource per class of
+        the flows into a receiver (see :mod:`flowemu.kernels.maxmin`); a
+        flow's class is the tier where it converges
+        (:meth:`flow_incast_class`). A class's incast is off when its
+        ``eps`` is 0 or its ``w_t`` inf. This default is one class with the
+        network's ``incast_threshold`` and ``incast_slope`` (off unless the
+        network turns incast on): every flow into a receiver counts towards
+        one fan-in. Families with tiers (the tree) override both methods."""
+        if network.incast_on:
+            return (np.array([network.incast_threshold], dtype=np.float64),
+                    np.array([network.incast_slope], dtype=np.float64))
+        return np.array([np.inf]), np.zeros(1)
+
+    def flow_incast_class(self, src, dst) -> np.ndarray:
+        """Incast class of each flow ``src[i] -> dst[i]`` (endpoint ids),
+        int64[F] in ``0..K-1`` of :meth:`incast_classes`: the tier where the
+        flow converges. This default puts every flow in class 0."""
+        src, dst = self._check_flows(src, dst)
+        return np.zeros(len(src), dtype=np.int64)
+
     def describe(self) -> dict:  # pragma: no cover - interface
         """Plain-data description (family and shape parameters)."""
         raise NotImplementedError

@@ -35,11 +35,22 @@ the default of that level:
 
 e.g. ``tree:16x24,bw=50Gb/s:5Gb/s,lat=6.58ms:6.58ms``.
 
-Per-level incast terms are stored (``level_incast_slope``,
-``level_incast_threshold``, per vertex in ``vertex_incast_slope`` /
-``vertex_incast_threshold`` and per link through ``link_level``) and described, but
-the engine's solver applies the *network-wide* ε and w_t at receivers today;
-applying the per-tier terms is issue 14's work.
+Incast per tier (GenModel §3.2, eq. 7-10, Table 5): a flow *converges* at
+the highest switch on its path, its sender's and receiver's lowest common
+ancestor (a flow between sites at the cross-site tier, level 0), and is
+charged the incast terms of that switch's level: the level of the links from
+that switch to its children. Each receiver gets one ingress resource per
+level at which flows into it converge; its fan-in ``w`` counts the active
+flows of that level into the receiver, its ``(w_t, ε)`` are the level's
+``wt=`` / ``eps=`` (the network's ``incast_threshold`` / ``incast_slope``
+where the level gives none; a level's terms apply even when the network's
+incast is off), its base capacity the receiver's ingress bandwidth
+(:meth:`Tree.incast_classes`, :meth:`Tree.flow_incast_class`). So a
+co-located PS inside one middle switch pays the middle level's terms for
+its fan-in there, and one across the root the root level's. A one-level tree
+(``tree:24``, ``SS24``) has one class: exactly the single-switch model. The
+terms are also kept per vertex (``vertex_incast_slope`` /
+``vertex_incast_threshold``: a switch its own level's, a host its parent's).
 
 Routing
 -------
@@ -300,8 +311,9 @@ class Tree(Topology):
         Per level: latency as a multiple of the network's link latency (1);
         set to 1 where ``latency`` is given.
     incast_slope, incast_threshold : tuple of float or None, optional
-        Per level: GenModel ε (s per byte per flow above w_t) and w_t; stored
-        and described, not applied by the engine yet (issue 14).
+        Per level: GenModel ε (s per byte per flow above w_t) and w_t,
+        charged to the flows that converge at that level (None: the
+        network's; see :meth:`flow_incast_class`).
     preset : str, optional
         The GenTree preset this tree is (its spec is then ``tree:NAME``).
 
@@ -617,8 +629,10 @@ class Tree(Topology):
         Calls ``visit(side, flows, vertex)`` for the flows whose path takes
         the link(s) between ``vertex`` and its parent: ``side`` 0 on the way
         up from the source (in path order), 1 on the way down to the
-        destination (in reverse path order). Returns the mask of flows that
-        cross between sites (their walk ends at two distinct roots)."""
+        destination (in reverse path order). Returns ``(top, cross)``: the
+        vertex each flow's walk ends at on the source side (the lowest common
+        ancestor, or the source's site root) and the mask of flows that cross
+        between sites (their walk ends at two distinct roots)."""
         parent, depth = self.parent, self.depth
         a, b = src.copy(), dst.copy()
         live = np.flatnonzero(a != b)
@@ -638,7 +652,7 @@ class Tree(Topology):
                 visit(1, live[move_b], vb[move_b])
                 b[live[move_b]] = pb[move_b]
             live = live[a[live] != b[live]]
-        return a != b
+        return a, a != b
 
     def _counts(self, src, dst, ecmp, steps=None):
         """Entries and hops of every flow, and the cross-site mask; ``steps``
@@ -653,7 +667,7 @@ class Tree(Topology):
             if steps is not None:
                 steps.append((side, flows, vertex))
 
-        cross = self._walk(src, dst, visit)
+        _, cross = self._walk(src, dst, visit)
         cross_copies = self.uplinks[0] if ecmp == "split" else 1
         entries += np.where(cross, cross_copies, 0)
         hops += cross
@@ -723,6 +737,58 @@ class Tree(Topology):
             else:
                 link[front[c]] = first + _pick(src[c], dst[c], seed, 0, 2, np.full(len(c), u0))
         return Routes(flow_ptr=flow_ptr, link=link, frac=frac, hops=hops.astype(np.int32))
+
+    # ------------------------------------------------------------------ incast
+
+    def incast_classes(self, network) -> tuple[np.ndarray, np.ndarray]:
+        """One incast class per level (top first, class ``k`` = level ``k``):
+        ``(w_t, eps)`` float64[num_levels], each level's ``wt=`` / ``eps=``,
+        the network's ``incast_threshold`` / ``incast_slope`` where the level
+        gives none (genmodel-gentree.txt §3.2, Table 5: ε and w_t per tier).
+        A level's terms apply even when the network's incast is off."""
+        w_t = np.array([network.incast_threshold if w is None else w
+                        for w in self.incast_threshold], dtype=np.float64)
+        eps = np.array([network.incast_slope if e is None else e
+                        for e in self.incast_slope], dtype=np.float64)
+        return w_t, eps
+
+    def flow_incast_class(self, src, dst) -> np.ndarray:
+        """The level where each flow converges, int64[F]: its sender's and
+        receiver's lowest common ancestor is a switch at depth ``d``, whose
+        links to its children are level ``d`` (``d + 1`` with several sites);
+        a flow between sites converges at the cross-site tier, level 0. (0
+        for a flow to itself, which has no path and is charged nothing.)"""
+        src, dst = self._check_flows(src, dst)
+        # the ancestors two hosts share are those at depths 0 .. m-1, so the
+        # lowest common one is at depth m - 1 (m = 0: different sites)
+        table = self._host_ancestors()
+        shared = np.zeros(len(src), dtype=np.int64)
+        for row in table:
+            shared += row[src] == row[dst]
+        level = shared - 1 + int(len(self.sites) > 1)
+        return np.where((shared == 0) | (src == dst), 0, level).astype(np.int64)
+
+    def _host_ancestors(self) -> np.ndarray:
+        """``table[d, h]``: the switch at depth ``d`` above host ``h`` (a value
+        of its own, ``-1 - h``, where the host has none: it sits at depth
+        ``<= d``), int32[switch depths, hosts]; built once, on first use."""
+        table = self.__dict__.get("_ancestors")
+        if table is None:
+            hosts = self.num_endpoints
+            depths = int(self.depth[hosts:].max()) + 1
+            table = np.empty((depths, hosts), dtype=np.int32)
+            table[:] = -1 - np.arange(hosts, dtype=np.int32)
+            v = np.arange(hosts, dtype=np.int64)
+            live = np.arange(hosts, dtype=np.int64)
+            while len(live):
+                p = self.parent[v[live]]
+                keep = p >= 0
+                live, p = live[keep], p[keep]
+                table[self.depth[p], live] = p
+                v[live] = p
+            table = readonly(table)
+            object.__setattr__(self, "_ancestors", table)
+        return table
 
     def max_route_entries(self, ecmp: str = "split") -> int:
         """One flow's entries at most: up and down through every tree level
