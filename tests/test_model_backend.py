@@ -315,7 +315,7 @@ def test_rows_say_which_model_timed_them():
     ({"topology": "torus:4x4"}, "topology torus:4x4 is not a single switch"),
     ({"topology": "tree:4x4"}, "topology tree:4x4 is not a single switch"),
     ({"algorithm": "swing"}, ("algorithm 'swing' has no GenModel predictor; genmodel prices "
-                              "cps, hcps, recdoub, reduce-broadcast, ring")),
+                              "cps, gentree, hcps, recdoub, reduce-broadcast, ring")),
     ({"algorithm": "recdoub:variant=latency"}, "variant=latency has no GenModel form"),
     ({"algorithm": "hcps:factors=4x4"}, "factors=4x4 multiply to 16, not the 8 ranks"),
 ])
