@@ -199,7 +199,8 @@ def _build_parser() -> argparse.ArgumentParser:
     pn.add_argument("--topology", "-t", required=True,
                     help="a tree (e.g. tree:SYM384), leaf-spine or fat tree")
     pn.add_argument("--algorithm", "-a", default="gentree",
-                    help="gentree or gentree:rearrange=no (default %(default)s)")
+                    help="gentree, with rearrange=no (the paper's GenTree*) or flat=no "
+                         "(no flat baseline) (default %(default)s)")
     pn.add_argument("--sizes", "-s", default="40MB,128MB,400MB",
                     help="vector sizes (default %(default)s: the paper's 1e7, 3.2e7 and "
                          "1e8 floats)")
@@ -584,16 +585,16 @@ def _cmd_plan(args) -> int:
     if name != "gentree":
         raise ConfigError(f"--algorithm: {name!r} is not allowed; flowemu plan shows the plans "
                           "of gentree (gentree or gentree:rearrange=no)")
-    unknown = sorted(set(opts) - {"rearrange"})
-    if unknown or opts.get("rearrange", "auto") not in ("auto", "no"):
+    unknown = sorted(set(opts) - {"rearrange", "flat"})
+    if unknown or any(opts.get(k, "auto") not in ("auto", "no") for k in ("rearrange", "flat")):
         raise ConfigError(f"--algorithm: {args.algorithm!r} is not allowed; expected gentree "
-                          "or gentree:rearrange=no")
+                          "with options rearrange=auto|no and flat=auto|no")
     sizes = parse_sizes(args.sizes, "--sizes")
     fmt = output_format(args.out, args.format if _given(args, "format") else None, FORMATS)
     if args.out:
         check_writable(args.out, "--out")
     df = plan(args.topology, sizes, network=_network(args), ranks=args.ranks,
-              rearrange=opts.get("rearrange", "auto"))
+              rearrange=opts.get("rearrange", "auto"), flat=opts.get("flat", "auto"))
     if not args.candidates:
         wide = table6(df)
         wide.columns = [format_size(float(c)) for c in wide.columns]

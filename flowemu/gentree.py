@@ -66,8 +66,9 @@ allgather: a step costs
   ``β_s`` its link's seconds per byte, ``w`` its fan-in (incoming flows + 1,
   Table 2's count: ``N`` for Co-located PS);
 * ``D_C``: bytes leaving a child ``C`` over its uplinks (capacity ``1/β_C``,
-  the sum of the links leaving ``C``'s region), ``w_C`` the flows crossing
-  them — many flows converging on one uplink is where rearrangement pays;
+  the sum of the links leaving ``C``'s region), ``w_C`` the servers whose
+  flows cross them (the fan-in of that many-to-one, as Table 2 counts it) —
+  many servers converging on one slow uplink is where rearrangement pays;
   deeper links of the child (``D_v``, e.g. an edge switch's uplinks inside a
   pod) are charged bandwidth only;
 * ``ε``, ``w_t``: the switch's tier terms (``eps=``/``wt=`` of a tree level,
@@ -100,6 +101,11 @@ DEFAULT_AT = 256 * 2**20
 
 #: most factors of an HCPS candidate
 MAX_FACTORS = 3
+
+#: the flat baselines priced over every rank beside the tree plan (rhd when
+#: the rank count is a power of two), and the most ranks they are priced for
+FLAT_KINDS = ("cps", "ring", "rhd")
+FLAT_MAX = 1024
 
 FAMILIES = ("tree", "leafspine", "fattree")
 
@@ -398,10 +404,27 @@ def step_cost(view: TreeView, A: int, st: LocalStep, S: float, network,
     bs = 1.0 / view.up_capacity[base:base + n]          # β of each server's link
     send = np.bincount(st.src, weights=st.share, minlength=n) * S
     recv = np.bincount(st.dst, weights=st.share, minlength=n) * S
-    fin = np.bincount(st.dst, minlength=n) + 1          # fan-in: flows in + own
-    t = max(float(np.max(recv * (bs + _inc(fin, wt, eps)))), float(np.max(send * bs)))
     anc = _ancestors(view)
     dA = int(view.depth[A])
+    # incast at a receiver: per switch where its flows converge (their lowest
+    # common ancestor), that switch's terms with w = its flows in + 1 (Table
+    # 2's fan-in); a switch-local sub-plan's flows all converge at A
+    lca = np.full(st.num_flows, A, np.int64)
+    for d in range(dA + 1, int(view.depth[:view.num_hosts].max())):
+        a_s, a_d = anc[d][base + st.src], anc[d][base + st.dst]
+        same = (a_s == a_d) & (a_s >= view.num_hosts)
+        lca[same] = a_s[same]
+    if np.all(lca == A):
+        fin = np.bincount(st.dst, minlength=n) + 1
+        extra = recv * _inc(fin, wt, eps)
+    else:
+        key = st.dst * len(view.parent) + lca
+        uk, inv, cnt = np.unique(key, return_inverse=True, return_counts=True)
+        vol = np.bincount(inv, weights=st.share) * S
+        at = uk % len(view.parent)
+        ex = vol * _inc(cnt + 1, view.wt[at], view.eps[at])
+        extra = np.bincount(uk // len(view.parent), weights=ex, minlength=n)
+    t = max(float(np.max(recv * bs + extra)), float(np.max(send * bs)))
     for d in range(dA + 1, int(view.depth[:view.num_hosts].max())):
         a_src = anc[d][base + st.src]
         a_dst = anc[d][base + st.dst]
@@ -411,9 +434,10 @@ def step_cost(view: TreeView, A: int, st: LocalStep, S: float, network,
         D = np.bincount(a_src[out], weights=st.share[out]) * S
         g = np.flatnonzero(D)
         beta = 1.0 / view.up_capacity[g]
-        if d == dA + 1:   # the children's uplinks, where the flows converge on A
-            flows = np.bincount(a_src[out])[g]
-            beta = beta + _inc(flows, wt, eps)
+        if d == dA + 1:   # the children's uplinks, where their servers' flows converge
+            senders = np.unique(st.src[out])
+            w = np.bincount(anc[d][base + senders], minlength=len(D))[g]
+            beta = beta + _inc(w, wt, eps)
         t = max(t, float(np.max(D[g] * beta)))
     red = 0.0
     if with_reduce and st.reduce and len(st.red_node):
@@ -480,20 +504,16 @@ def type_schedule(kind: str, c: int):
         if not st.label.startswith("rs"):
             continue
         tr = st.traffic
-        ptr, idx = tr.block_ptr, tr.block_idx
-        parts = [idx[ptr[f]:ptr[f + 1]].astype(np.int64) for f in range(tr.num_flows)]
+        ptr, idx = tr.block_ptr.astype(np.int64), tr.block_idx.astype(np.int64)
+        fe = np.repeat(np.arange(tr.num_flows), np.diff(ptr))     # flow of every entry
+        src, dst = tr.src.astype(np.int64), tr.dst.astype(np.int64)
         add = np.zeros((c, nb), np.int64)
         cnt = np.zeros((c, nb), np.int64)
-        for f in range(tr.num_flows):
-            add[tr.dst[f], parts[f]] += contrib[tr.src[f], parts[f]]
-            cnt[tr.dst[f], parts[f]] += 1
+        np.add.at(add, (dst[fe], idx), contrib[src[fe], idx])
+        np.add.at(cnt, (dst[fe], idx), 1)
         contrib = contrib + add
         node, part = np.nonzero(cnt)
-        inc = np.zeros((tr.num_flows, nb))
-        for f in range(tr.num_flows):
-            inc[f, parts[f]] = 1.0
-        steps.append((tr.src.astype(np.int64), tr.dst.astype(np.int64), parts, inc,
-                      (node, part, cnt[node, part] + 1)))
+        steps.append((src, dst, ptr, idx, (node, part, cnt[node, part] + 1)))
     holder = np.full(nb, -1, np.int64)
     r, j = np.nonzero(contrib == c)
     holder[j] = r
@@ -577,8 +597,8 @@ class Planner:
         kinds = candidate_types(len(kids)) if equal else ["acps"]
         candidates, best = {}, None
         for kind in kinds:
-            own, steps = (self._lanes(kind, owns, offs, n) if kind != "acps"
-                          else self._acps(owns, n))
+            own, steps = (self._lanes(kind, owns[0] - offs[0], len(kids), n)
+                           if kind != "acps" else self._acps(owns, n))
             cost = steps_cost(view, A, steps, self.S, self.network)
             candidates[kind] = cost
             if best is None or cost < best[1]:
@@ -589,14 +609,14 @@ class Planner:
                          own, all_steps)
 
     # ---- the lanes of equal children
-    def _lanes(self, kind, owns, offs, n):
-        """Every lane (the servers in one place of each child) runs the
-        reduce-scatter half of ``kind`` on the blocks its members hold, cut
-        into ``c`` parts as evenly as the blocks allow."""
-        c, N = len(owns), self.N
+    def _lanes(self, kind, lane, c, n):
+        """Every lane (the servers in one place of each of the ``c`` equal
+        children; ``lane[b]``: the lane holding block ``b``) runs the
+        reduce-scatter half of ``kind`` on its blocks, cut into the type's
+        parts as evenly as the blocks allow."""
+        N = self.N
         m = n // c
         steps_t, holder = cached_type(kind, c)
-        lane = owns[0] - offs[0]                          # lane of every block
         order = np.argsort(lane, kind="stable")           # blocks by lane, in order
         size = np.bincount(lane, minlength=m)
         first = np.concatenate([[0], np.cumsum(size)[:-1]])
@@ -613,18 +633,26 @@ class Planner:
         lanes = np.arange(m, dtype=np.int64)
         pedge = np.concatenate([np.zeros((m, 1), np.int64), np.cumsum(psize, axis=1)], axis=1)
         out = []
-        for src_r, dst_r, parts, inc, (rnode, rpart, rfan) in steps_t:
-            share = ((inc @ psize.T) / N).reshape(-1)                    # (F, m) flat
+        for src_r, dst_r, ptr, idx, (rnode, rpart, rfan) in steps_t:
+            F = len(src_r)
+            per = np.zeros((m, F))
+            fe = np.repeat(np.arange(F), np.diff(ptr))
+            if m * len(idx) <= 2**24:       # bytes of each flow in every lane at once
+                np.add.at(per.T, fe, psize[:, idx].T)
+            else:
+                for k in range(m):
+                    per[k] = np.bincount(fe, weights=psize[k, idx], minlength=F)
+            share = (per.T / N).reshape(-1)                               # (F, m) flat
             src = (src_r[:, None] * m + lanes[None, :]).reshape(-1)
             dst = (dst_r[:, None] * m + lanes[None, :]).reshape(-1)
             keep = share > 0
             blocks = None
             if self.blocks:
                 blocks = []
-                for f in range(len(src_r)):
+                for f in range(F):
                     for k in range(m):
                         sel = [order[first[k] + pedge[k, j]:first[k] + pedge[k, j + 1]]
-                               for j in parts[f]]
+                               for j in idx[ptr[f]:ptr[f + 1]]]
                         blocks.append(np.concatenate(sel))
                 blocks = [b for b, kf in zip(blocks, keep, strict=True) if kf]
             rn = (rnode[:, None] * m + lanes[None, :]).reshape(-1)
@@ -742,11 +770,11 @@ class Planner:
         kids = len(view.children[A])
         base = int(view.host_lo[A])
         per = np.bincount(own, minlength=n) * (kids - 1) / kids / self.N * self.S
-        flows = np.count_nonzero(per) * (kids - 1)
+        senders = np.count_nonzero(per)
         D = float(per.sum())
         bs = 1.0 / view.up_capacity[base:base + n]
         eps, wt = float(view.eps[A]), float(view.wt[A])
-        t = max(D * (1.0 / view.up_capacity[c] + float(_inc(flows, wt, eps))),
+        t = max(D * (1.0 / view.up_capacity[c] + float(_inc(senders, wt, eps))),
                 float(np.max(per * bs)))
         return 2 * (float(view.alpha[A]) + t)
 
@@ -769,18 +797,27 @@ class Plan:
     view: TreeView
     planner: Planner
     size: float
+    #: ``(kind, GenModel time, steps)`` when a flat baseline over every rank
+    #: beats the tree plan (then it is the plan), else None
+    flat: tuple | None = None
 
     @property
     def time(self) -> float:
         """GenModel time of the whole allreduce (the root's finish time)."""
+        if self.flat is not None:
+            return self.flat[1]
         return self.planner.finish_of(self.view.root)
 
     def key(self) -> tuple:
         """What the schedule depends on: every class's type and moves."""
+        if self.flat is not None:
+            return ("flat", self.flat[0])
         return tuple(sorted((s, cp.kind, cp.rearranged) for s, cp in self.planner.plans.items()))
 
     def summary(self) -> str:
         """Each switch tier's plan type, lowest first (the ``variant``)."""
+        if self.flat is not None:
+            return f"flat {self.flat[0]}"
         seen, parts = set(), []
         view = self.view
         for v in switches_bottom_up(view):
@@ -805,12 +842,26 @@ def switches_bottom_up(view: TreeView) -> list[int]:
 
 
 def make_plan(topology, network, S: float, p: int | None = None, rearrange: bool = True,
-              blocks: bool = False, view: TreeView | None = None) -> Plan:
-    """GenTree's plan for a vector of ``S`` bytes (Algorithms 1 and 2)."""
+              blocks: bool = False, view: TreeView | None = None, flat: bool = True) -> Plan:
+    """GenTree's plan for a vector of ``S`` bytes (Algorithms 1 and 2), or
+    a flat baseline over every rank when GenModel prices it lower (``flat``,
+    up to :data:`FLAT_MAX` ranks)."""
     view = tree_view(topology, network, p) if view is None else view
     planner = Planner(view, network, S, rearrange, blocks)
-    planner.plan_of(view.root)
-    return Plan(view, planner, S)
+    root = planner.plan_of(view.root)
+    plan = Plan(view, planner, S)
+    N = view.num_hosts
+    deep = any(not view.is_host(c) for c in view.children[view.root])
+    if flat and deep and N <= FLAT_MAX:
+        for kind in FLAT_KINDS:
+            if kind == "rhd" and N & (N - 1):
+                continue
+            own, steps = planner._lanes(kind, np.zeros(N, np.int64), N, N)
+            cost = steps_cost(view, view.root, steps, S, network)
+            root.candidates["flat " + kind] = cost
+            if cost < (plan.flat[1] if plan.flat else root.finish):
+                plan.flat = (kind, cost, steps)
+    return plan
 
 
 # --------------------------------------------------------------------------- the table
@@ -830,12 +881,14 @@ def plan_table(plans: list[Plan]) -> pd.DataFrame:
         for (tier, sig), members in groups:
             cp = pl.planner.plans[sig]
             for kind, cost in cp.candidates.items():
+                chosen = (kind == f"flat {pl.flat[0]}") if pl.flat is not None \
+                    else kind == cp.kind
                 rows.append({
                     "topology": view.topology.spec, "size_bytes": pl.size,
                     "switch": _members_text(view, members), "tier": tier,
                     "switches": len(members), "children": len(view.children[members[0]]),
                     "servers": view.servers(members[0]), "candidate": kind, "cost_s": cost,
-                    "chosen": kind == cp.kind, "rearranged": len(cp.rearranged) > 0,
+                    "chosen": chosen, "rearranged": len(cp.rearranged) > 0,
                     "rearrange_s": cp.rearrange_cost, "finish_s": cp.finish,
                     "plan_time_s": pl.time})
     return pd.DataFrame(rows, columns=PLAN_COLUMNS)
@@ -856,8 +909,8 @@ def _members_text(view: TreeView, members: list[int]) -> str:
     return ", ".join(names[:3]) + (" ..." if len(names) > 3 else "")
 
 
-def plan(topology, sizes="1e7,3.2e7,1e8", *, network=None, ranks=None, rearrange="auto",
-         **network_params) -> pd.DataFrame:
+def plan(topology, sizes="40MB,128MB,400MB", *, network=None, ranks=None, rearrange="auto",
+         flat="auto", **network_params) -> pd.DataFrame:
     """GenTree's plan per switch-local sub-tree and size, with the GenModel
     cost of every candidate considered (the paper's Table 6, long form;
     :func:`table6` pivots it).
@@ -874,6 +927,10 @@ def plan(topology, sizes="1e7,3.2e7,1e8", *, network=None, ranks=None, rearrange
         Ranks (default: every host; fewer keep the first hosts).
     rearrange : {"auto", "no"}
         ``no`` plans without data rearrangement (the paper's GenTree*).
+    flat : {"auto", "no"}
+        ``auto`` also prices a flat cps, ring and rhd over every rank (rows
+        ``flat cps`` ... of the root, their cost the whole allreduce) and takes
+        one when it is cheaper than the tree plan; ``no``: the tree plan only.
 
     Returns
     -------
@@ -886,25 +943,29 @@ def plan(topology, sizes="1e7,3.2e7,1e8", *, network=None, ranks=None, rearrange
     from .api import _topology
 
     net = checks.network(network, network_params, "plan",
-                         ("sizes", "network", "ranks", "rearrange"))
+                         ("sizes", "network", "ranks", "rearrange", "flat"))
     n = checks.sizes(sizes)
-    if rearrange not in ("auto", "no"):
-        raise ConfigError(f"rearrange: {show(rearrange)} is not allowed; expected auto or no")
+    for name, value in (("rearrange", rearrange), ("flat", flat)):
+        if value not in ("auto", "no"):
+            raise ConfigError(f"{name}: {show(value)} is not allowed; expected auto or no")
     topo = _topology(topology)
     p = checks.ranks(ranks, topo)
     view = tree_view(topo, net, p)
-    return plan_table([make_plan(topo, net, float(S), p, rearrange == "auto", view=view)
-                       for S in n])
+    return plan_table([make_plan(topo, net, float(S), p, rearrange == "auto", view=view,
+                                 flat=flat == "auto") for S in n])
 
 
 def table6(df: pd.DataFrame) -> pd.DataFrame:
     """The chosen plan per switch (rows) and size (columns), `` +r`` where
     the children's data was rearranged: the form of the paper's Table 6."""
     ch = df[df["chosen"]].copy()
-    ch["plan"] = ch["candidate"] + np.where(ch["rearranged"], " +r", "")
-    order = list(dict.fromkeys(ch["switch"]))
+    ch["plan"] = ch["candidate"] + np.where(ch["rearranged"] & ~ch["candidate"].str.startswith(
+        "flat"), " +r", "")
+    order = list(dict.fromkeys(df["switch"]))
     out = ch.pivot_table(index="switch", columns="size_bytes", values="plan",
                          aggfunc="first").reindex(order)
+    # a flat plan over every rank leaves the lower switches' sub-plans unused
+    out = out.reindex(columns=sorted(df["size_bytes"].unique())).fillna("-")
     out.columns = [f"{c:g}" for c in out.columns]
     out.index.name = "switch"
     return out

@@ -247,6 +247,44 @@ def test_tree_view_of_a_fat_tree_aggregates_the_pods():
 
 
 def test_plan_dataframe_columns():
-    df = flowemu.plan("tree:3x2", "1MiB")
+    df = flowemu.plan("tree:3x2", "1MiB", flat="no")
     assert isinstance(df, pd.DataFrame)
-    assert df["chosen"].sum() == 2
+    assert df["chosen"].sum() == 2       # one per switch class
+    df = flowemu.plan("tree:3x2", "1MiB")
+    assert df["chosen"].sum() == 1       # a flat baseline beats the tree plan here
+    chosen = df.loc[df["chosen"]].iloc[0]
+    assert chosen["candidate"].startswith("flat ")
+    assert chosen["cost_s"] < chosen["finish_s"]      # below the tree plan's finish
+
+
+# ------------------------------------------------------------------ the study's claims
+
+PRESETS = ["SS24", "SS32", "SYM384", "SYM512", "ASY384", "CDC384"]
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_never_slower_than_ring_rhd_cps(preset):
+    """On every preset, at sizes from 4 KB to 4 GB, the flow-level time of
+    GenTree's plan is at most the best of ring, RHD (powers of two) and CPS
+    timed the same way (§5.3's comparison, Table 7)."""
+    spec = f"tree:{preset}"
+    sizes = [4e3, 4e5, 4e6, 4e7, 12.8e7, 4e8, 4e9]
+    algs = ["ring", "cps"]
+    if parse_topology(spec).num_endpoints in (32, 512):
+        algs.append("recdoub:variant=bandwidth")
+    g = flowemu.simulate(spec, "gentree", sizes, network="genmodel-table5")["time_s"]
+    best = np.min([flowemu.simulate(spec, a, sizes, network="genmodel-table5")["time_s"]
+                   for a in algs], axis=0)
+    assert np.all(g.to_numpy() <= best * (1 + 1e-9)), (g.to_numpy() / best)
+
+
+def test_cross_datacentre_rearranges_and_genmodel_says_it_pays():
+    """CDC384's cross-DC sub-tree is ACPS on rearranged data (Table 6), and
+    GenModel prices GenTree below GenTree* (Table 7's GenTree vs GenTree*)."""
+    df = plan("tree:CDC384", PAPER_SIZES, network=TABLE5_NET)
+    cross = df[(df["switch"] == "Cross DC") & df["chosen"]]
+    assert (cross["candidate"] == "acps").all() and cross["rearranged"].all()
+    star = plan("tree:CDC384", PAPER_SIZES, network=TABLE5_NET, rearrange="no")
+    t = df.groupby("size_bytes")["plan_time_s"].first()
+    t_star = star.groupby("size_bytes")["plan_time_s"].first()
+    assert (t < t_star).all()

@@ -64,13 +64,19 @@ def schedule_from_plan(plan, blocks: bool = False) -> Schedule:
     bases: dict = {}
     for v in order:
         bases.setdefault(view.signature[v], []).append(int(view.host_lo[v]))
-    per_t: list[list] = [[] for _ in range(T)]
-    for sig, base in bases.items():
-        start, _ = span[sig]
-        base = np.asarray(base, np.int64)[:, None]
-        for j, st in enumerate(planner.plans[sig].steps):
-            if st.num_flows:
-                per_t[start + j].append((st, base))
+    if plan.flat is not None:      # a flat baseline over every rank beat the tree plan
+        flat_steps = plan.flat[2]
+        T = len(flat_steps)
+        per_t = [[(st, np.zeros((1, 1), np.int64))] if st.num_flows else []
+                 for st in flat_steps]
+    else:
+        per_t = [[] for _ in range(T)]
+        for sig, base in bases.items():
+            start, _ = span[sig]
+            base = np.asarray(base, np.int64)[:, None]
+            for j, st in enumerate(planner.plans[sig].steps):
+                if st.num_flows:
+                    per_t[start + j].append((st, base))
     rs, ag = [], []
     for t in range(T):
         parts = per_t[t]
@@ -118,6 +124,9 @@ def build(p: int, topology=None, blocks: bool = False, **options) -> Schedule:
         Attach block content (``p`` blocks) for the verifier.
     rearrange : {"auto", "no"}
         ``no``: no data rearrangement (the paper's GenTree*).
+    flat : {"auto", "no"}
+        ``auto``: the plan is a flat cps, ring or rhd over every rank when
+        GenModel prices it below the tree plan; ``no``: the tree plan only.
     at : "auto" or a size
         The vector size the plan is chosen for (``auto``: 256 MiB here).
     """
@@ -129,7 +138,8 @@ def build(p: int, topology=None, blocks: bool = False, **options) -> Schedule:
         raise ConfigError("algorithm gentree: needs the topology (a tree, leaf-spine or fat "
                           "tree) to plan on")
     at = DEFAULT_AT if opts["at"] == "auto" else opts["at"]
-    plan = make_plan(topology, Network(), float(at), p, opts["rearrange"] == "auto", blocks)
+    plan = make_plan(topology, Network(), float(at), p, opts["rearrange"] == "auto", blocks,
+                     flat=opts["flat"] == "auto")
     return schedule_from_plan(plan, blocks)
 
 
@@ -138,15 +148,16 @@ def plans_for_sizes(p, topology, network, sizes, options, blocks=False):
     run (or the ``at`` size for all), one schedule per distinct plan."""
     from ..gentree import make_plan, tree_view
     opts = SPEC.parse_options(options)
-    rearrange = opts["rearrange"] == "auto"
+    rearrange, flat = opts["rearrange"] == "auto", opts["flat"] == "auto"
     view = tree_view(topology, network, p)
     sizes = np.asarray(sizes, dtype=np.float64)
     if opts["at"] != "auto":
-        plan = make_plan(topology, network, float(opts["at"]), p, rearrange, blocks, view)
+        plan = make_plan(topology, network, float(opts["at"]), p, rearrange, blocks, view,
+                         flat)
         return [(schedule_from_plan(plan, blocks), np.arange(len(sizes)))]
     groups: dict = {}
     for i, S in enumerate(sizes):
-        plan = make_plan(topology, network, float(S), p, rearrange, blocks, view)
+        plan = make_plan(topology, network, float(S), p, rearrange, blocks, view, flat)
         key = plan.key()
         if key not in groups:
             groups[key] = (plan, [])
@@ -161,10 +172,11 @@ def predict(topology, p, sizes, network, options):
     from ..genmodel import Prediction
     from ..gentree import make_plan, tree_view
     rearrange = options.get("rearrange", "auto") == "auto"
+    flat = options.get("flat", "auto") == "auto"
     view = tree_view(topology, network, p)
     at = options.get("at", "auto")
     plans = [make_plan(topology, network, float(S if at == "auto" else at), p, rearrange,
-                       view=view) for S in np.asarray(sizes, np.float64)]
+                       view=view, flat=flat) for S in np.asarray(sizes, np.float64)]
     texts = sorted({pl.summary() for pl in plans})
     return Prediction(np.array([pl.time for pl in plans], np.float64),
                       texts[0] if len(texts) == 1 else "plan per size (flowemu plan)",
@@ -173,6 +185,8 @@ def predict(topology, p, sizes, network, options):
 
 def _steps(plan) -> int:
     from ..gentree import switches_bottom_up
+    if plan.flat is not None:
+        return sum(1 for st in plan.flat[2] if st.num_flows)
     view, end = plan.view, {}
     for v in switches_bottom_up(view):
         start = max([end[c] for c in view.children[v] if not view.is_host(c)] or [0])
@@ -185,11 +199,15 @@ SPEC = register(AlgorithmSpec(
     NAME, build,
     (Param("rearrange", str, "auto", ("auto", "no"),
            "data rearrangement where GenModel says it pays (no: the paper's GenTree*)"),
+     Param("flat", str, "auto", ("auto", "no"),
+           "auto: a flat cps/ring/rhd over every rank where GenModel prices it below the "
+           "tree plan (flowemu's addition to §4.2); no: always the tree plan"),
      Param("at", str, "auto", None, "auto (plan for every size) or the size to plan for, "
            "e.g. 400MB", convert=_convert_at)),
     "GenTree (GenModel paper §4.2): per switch-local sub-tree the cheapest of cps, "
-    "hcps factorisations, ring, rhd (equal children) or acps, by GenModel; trees, "
-    "leaf-spine and fat trees",
+    "hcps factorisations, ring, rhd (equal children) or acps, by GenModel, or a flat "
+    "cps/ring/rhd over every rank where GenModel prices it lower; trees, leaf-spine "
+    "and fat trees",
     sized=plans_for_sizes,
 ))
 
