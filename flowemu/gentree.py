@@ -856,7 +856,7 @@ def make_plan(topology, network, S: float, p: int | None = None, rearrange: bool
         for kind in FLAT_KINDS:
             if kind == "rhd" and N & (N - 1):
                 continue
-            own, steps = planner._lanes(kind, np.zeros(N, np.int64), N, N)
+            _, steps = planner._lanes(kind, np.zeros(N, np.int64), N, N)
             cost = steps_cost(view, view.root, steps, S, network)
             root.candidates["flat " + kind] = cost
             if cost < (plan.flat[1] if plan.flat else root.finish):
