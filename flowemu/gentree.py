@@ -702,13 +702,7 @@ class Planner:
         blk = np.tile(np.arange(N, dtype=np.int64), len(owns))
         move = src != dst
         src, dst, blk = src[move], dst[move], blk[move]
-        key = src * n + dst
-        uniq, inv, cnt = np.unique(key, return_inverse=True, return_counts=True)
-        blocks = None
-        if self.blocks:
-            order = np.argsort(inv, kind="stable")
-            ptr = np.concatenate([[0], np.cumsum(cnt)])
-            blocks = [blk[order[ptr[i]:ptr[i + 1]]] for i in range(len(uniq))]
+        uniq, cnt, blocks = _block_flows(src, dst, blk, n, self.blocks)
         incoming = np.bincount(blk, minlength=N)
         has = incoming > 0
         width = len(owns) + 2
@@ -739,14 +733,7 @@ class Planner:
         load = np.bincount(own[~outside] - keep_lo, minlength=width)
         new = own.copy()
         new[idx] = keep_lo + np.argsort(load, kind="stable")[np.arange(len(idx)) % width]
-        src, dst = own[idx], new[idx]
-        key = src * n + dst
-        uniq, inv, cnt = np.unique(key, return_inverse=True, return_counts=True)
-        blocks = None
-        if self.blocks:
-            order_b = np.argsort(inv, kind="stable")
-            ptr = np.concatenate([[0], np.cumsum(cnt)])
-            blocks = [idx[order_b[ptr[j]:ptr[j + 1]]] for j in range(len(uniq))]
+        uniq, cnt, blocks = _block_flows(own[idx], new[idx], idx, n, self.blocks)
         z = np.zeros(0)
         mv = LocalStep(uniq // n, uniq % n, cnt / self.N, blocks, z.astype(np.int64), z,
                        z.astype(np.int64), False)
@@ -777,6 +764,18 @@ class Planner:
         t = max(D * (1.0 / view.up_capacity[c] + float(_inc(senders, wt, eps))),
                 float(np.max(per * bs)))
         return 2 * (float(view.alpha[A]) + t)
+
+
+def _block_flows(src, dst, blk, n: int, blocks: bool):
+    """Block moves ``blk[i]: src[i] -> dst[i]`` as one flow per server pair:
+    ``(pair key src·n + dst, blocks per flow, block lists or None)``."""
+    uniq, inv, cnt = np.unique(src * n + dst, return_inverse=True, return_counts=True)
+    lists = None
+    if blocks:
+        order = np.argsort(inv, kind="stable")
+        ptr = np.concatenate([[0], np.cumsum(cnt)])
+        lists = [blk[order[ptr[i]:ptr[i + 1]]] for i in range(len(uniq))]
+    return uniq, cnt, lists
 
 
 def _merge_steps(steps: list) -> LocalStep:
