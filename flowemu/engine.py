@@ -298,12 +298,29 @@ def _route(ctx: _Context, traffic: Traffic) -> tuple[Routes, np.ndarray, np.ndar
     return ctx.topology.route(src, dst, ecmp=ctx.ecmp, seed=ctx.seed), src, dst
 
 
+def _reduced_route(ctx: _Context, traffic: Traffic):
+    """``(routes, capacity, src, dst)`` of the family's exact reduced
+    problem built straight from the flows (:meth:`Topology.solver_routes`),
+    or None. Only where every link has the same latency, so a flow's hops
+    give its latency as they do on the full routes."""
+    if ctx.uniform_latency is None:
+        return None
+    _check_ranks(ctx, traffic)
+    src = ctx.mapping[traffic.src]
+    dst = ctx.mapping[traffic.dst]
+    got = ctx.topology.solver_routes(src, dst, ctx.ecmp, ctx.link_capacity)
+    return None if got is None else (*got, src, dst)
+
+
 def _solve(ctx: _Context, routes: Routes, dst: np.ndarray, flow_bytes: np.ndarray, label: str,
-           src: np.ndarray | None = None):
+           src: np.ndarray | None = None, capacity: np.ndarray | None = None):
     """Solve one routed step (``src``, ``dst``: endpoint ids; ``src`` is
-    needed when the topology has several incast classes)."""
-    # a family may hand the solver an exact, smaller problem (fat-tree uplink groups)
-    routes, capacity = ctx.topology.solver_problem(routes, ctx.link_capacity, ctx.ecmp)
+    needed when the topology has several incast classes). ``capacity``:
+    the routes are already the family's reduced problem with these link
+    capacities."""
+    if capacity is None:
+        # a family may hand the solver an exact, smaller problem (fat-tree uplink groups)
+        routes, capacity = ctx.topology.solver_problem(routes, ctx.link_capacity, ctx.ecmp)
     if len(capacity) > 4 * len(routes.link):
         # A step that touches few of many links (a HyperX has N·Σ(d−1)): the
         # solver's per-link work would dominate, so it sees the used links only.
@@ -394,6 +411,11 @@ def _solve_pattern(ctx: _Context, traffic: Traffic, scale: float, label: str,
     Reads ``ctx`` only, so several can run at once in threads (the kernels
     release the GIL)."""
     norm = traffic.share / scale
+    fast = None if congestion else _reduced_route(ctx, traffic)
+    if fast is not None:
+        routes, capacity, src, dst = fast
+        sol = _solve(ctx, routes, dst, norm, label, src, capacity)
+        return (*pareto_lines(flow_latency(ctx, routes), sol.finish), None)
     routes, src, dst = _route(ctx, traffic)
     sol = _solve(ctx, routes, dst, norm, label, src)
     lat, spb = pareto_lines(flow_latency(ctx, routes), sol.finish)
@@ -514,7 +536,7 @@ def profile(schedule: Schedule, topology: Topology, network: Network | None = No
         raise ConfigError(f"ranks: {schedule.p} ranks do not fit on {topology.spec} "
                           f"({topology.num_endpoints} endpoints)")
     ctx = make_context(topology, network, ecmp, seed, mapping, schedule.p)
-    check_memory(ctx, schedule, threads, lim)
+    check_memory(ctx, schedule, threads, lim, reduced=not congestion)
     _solve_patterns(ctx, schedule, congestion, threads)
     steps = tuple(step_profile(ctx, s.traffic, s.reduction, s.label, schedule.p, congestion)
                   for s in schedule.steps)
@@ -547,7 +569,7 @@ def distinct_steps(schedule: Schedule) -> list[Traffic]:
 
 
 def check_memory(ctx: _Context, schedule: Schedule, threads: int, lim,
-                 exact: bool = False) -> int:
+                 exact: bool = False, reduced: bool = False) -> int:
     """Refuse (ConfigError) a schedule whose solve would not fit in ``lim``.
 
     When even the topology's worst case (every flow with
@@ -555,12 +577,21 @@ def check_memory(ctx: _Context, schedule: Schedule, threads: int, lim,
     is the estimate and nothing is counted (the usual case: the count costs
     ~15 ns a flow, a fifth of a small profile). Otherwise, or with
     ``exact``, the route entries of each distinct step are counted by the
-    routing kernel's counting pass before anything is routed. Returns the
-    estimate."""
+    routing kernel's counting pass before anything is routed. With
+    ``reduced`` (a profile without per-link reports), a family that routes
+    straight into its reduced problem (:meth:`Topology.solver_routes`)
+    counts those entries. Returns the estimate."""
     steps = distinct_steps(schedule)
     for t in steps:
         _check_ranks(ctx, t)
     flows = [t.num_flows for t in steps]
+    if reduced and ctx.uniform_latency is not None and not exact:
+        small = [ctx.topology.solver_route_entries(ctx.mapping[t.src], ctx.mapping[t.dst],
+                                                   ctx.ecmp) for t in steps]
+        if steps and all(r is not None for r in small):   # routed straight in reduced form
+            need = budget.run_bytes(ctx.topology, schedule.p, flows, small, threads)
+            budget.check(need, lim, f"{ctx.topology.spec} {schedule.algorithm}")
+            return need
     worst = ctx.topology.max_route_entries(ctx.ecmp)
     if worst is not None and not exact:
         need = budget.run_bytes(ctx.topology, schedule.p, flows, [f * worst for f in flows],

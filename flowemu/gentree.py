@@ -435,8 +435,9 @@ def step_cost(view: TreeView, A: int, st: LocalStep, S: float, network,
         g = np.flatnonzero(D)
         beta = 1.0 / view.up_capacity[g]
         if d == dA + 1:   # the children's uplinks, where their servers' flows converge
-            senders = np.unique(st.src[out])
-            w = np.bincount(anc[d][base + senders], minlength=len(D))[g]
+            sending = np.zeros(n, bool)
+            sending[st.src[out]] = True
+            w = np.bincount(anc[d][base + np.flatnonzero(sending)], minlength=len(D))[g]
             beta = beta + _inc(w, wt, eps)
         t = max(t, float(np.max(D[g] * beta)))
     red = 0.0
@@ -635,13 +636,9 @@ class Planner:
         out = []
         for src_r, dst_r, ptr, idx, (rnode, rpart, rfan) in steps_t:
             F = len(src_r)
-            per = np.zeros((m, F))
-            fe = np.repeat(np.arange(F), np.diff(ptr))
-            if m * len(idx) <= 2**24:       # bytes of each flow in every lane at once
-                np.add.at(per.T, fe, psize[:, idx].T)
-            else:
-                for k in range(m):
-                    per[k] = np.bincount(fe, weights=psize[k, idx], minlength=F)
+            # blocks of each flow in every lane: sums over the flow's parts
+            # (CSR runs; every flow of a type carries at least one part)
+            per = np.add.reduceat(psize[:, idx], ptr[:-1], axis=1).astype(np.float64)
             share = (per.T / N).reshape(-1)                               # (F, m) flat
             src = (src_r[:, None] * m + lanes[None, :]).reshape(-1)
             dst = (dst_r[:, None] * m + lanes[None, :]).reshape(-1)

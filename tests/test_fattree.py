@@ -576,3 +576,37 @@ def test_bad_constructor_args():
     # a big k is refused before any array is built
     with pytest.raises(ConfigError, match="hosts; at most"):
         FatTree(2**40)
+
+
+@pytest.mark.parametrize("spec", ["fattree:k=4", "fattree:k=8", "fattree:k=8,taper=2:4",
+                                  "fattree:k=6,levels=2"])
+@pytest.mark.parametrize("algorithm", ["cps", "ring", "recdoub:variant=bandwidth", "gentree"])
+def test_split_routed_straight_into_the_reduced_problem(spec, algorithm, monkeypatch):
+    """A profile routes split flows straight into the reduced problem
+    (FatTree.solver_routes): the same times as routing in full and reducing
+    afterwards (solver_problem), and its memory estimate counts the reduced
+    entries."""
+    from flowemu.topology.fattree import FatTree
+
+    sizes = "1KiB,1MiB,64MiB"
+    fast = flowemu.simulate(spec, algorithm, sizes)["time_s"].to_numpy()
+    monkeypatch.setattr(FatTree, "solver_routes", lambda self, *a: None)
+    monkeypatch.setattr(FatTree, "solver_route_entries", lambda self, *a: None)
+    full = flowemu.simulate(spec, algorithm, sizes)["time_s"].to_numpy()
+    np.testing.assert_allclose(fast, full, rtol=1e-12)
+
+
+def test_reduced_routes_have_the_full_routes_hops():
+    topo = parse_topology("fattree:k=8")
+    rng = np.random.default_rng(3)
+    src = rng.integers(0, topo.num_endpoints, 500)
+    dst = rng.integers(0, topo.num_endpoints, 500)
+    full = topo.route(src, dst, "split")
+    routes, cap = topo.solver_routes(src, dst, "split", topo.link_capacity(Network()))
+    np.testing.assert_array_equal(routes.hops, full.hops)
+    red, red_cap = topo.solver_problem(full, topo.link_capacity(Network()), "split")
+    np.testing.assert_array_equal(routes.flow_ptr, red.flow_ptr)
+    np.testing.assert_array_equal(routes.link, red.link)
+    np.testing.assert_array_equal(cap, red_cap)
+    assert topo.solver_route_entries(src, dst, "split") == int(red.flow_ptr[-1])
+    assert topo.solver_routes(src, dst, "hash", cap) is None

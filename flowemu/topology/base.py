@@ -173,6 +173,19 @@ class Topology:
     #: a family picks the fastest for its typical load
     solver_resolve: str = "auto"
 
+    def solver_routes(self, src, dst, ecmp: str, link_capacity: np.ndarray):
+        """``(routes, capacity)`` of the exact reduced problem of
+        :meth:`solver_problem` built straight from the flows (``src``,
+        ``dst``: endpoint ids), without the full routes; ``None`` (the
+        default) when the family has none for ``ecmp``. The routes must
+        carry the full routes' hops; the engine uses them only where every
+        link has the same latency and no per-link report is asked for."""
+        return
+
+    def solver_route_entries(self, src, dst, ecmp: str) -> int | None:
+        """Route entries of :meth:`solver_routes` (None: it has none)."""
+        return None
+
     def solver_problem(self, routes: Routes, link_capacity: np.ndarray,
                        ecmp: str) -> tuple[Routes, np.ndarray]:
         """The max-min problem the solver gets for ``routes`` (made by

@@ -387,13 +387,38 @@ class FatTree(Topology):
         h = self.half
         if ecmp != "split" or h == 1 or routes.num_entries == 0:
             return routes, link_capacity
-        k, N = self.k, self.num_endpoints
+        N = self.num_endpoints
         ptr, link = routes.flow_ptr, routes.link
         has = ptr[1:] > ptr[:-1]
         # the first entry of a flow is its host uplink (id = source host), the
         # last its host downlink (id N + destination host)
         src = np.where(has, link[np.minimum(ptr[:-1], len(link) - 1)], 0).astype(np.int64)
         dst = np.where(has, link[np.maximum(ptr[1:] - 1, 0)] - N, 0).astype(np.int64)
+        reduced = self._reduced_routes(src, dst, routes.hops)
+        return reduced, self._reduced_capacity(link_capacity)
+
+    def solver_routes(self, src, dst, ecmp: str, link_capacity: np.ndarray):
+        """:meth:`solver_problem`'s reduced routes and capacities straight
+        from the flows (split only): 6 entries a flow at most instead of
+        ``2 + k + 2(k/2)²``, so a co-located PS across the pods of a
+        16,000-host fat tree fits and routes in a fraction of the time."""
+        if ecmp != "split" or self.half == 1:
+            return None
+        src, dst = self._check_flows(src, dst)
+        hops = self._per_class("split")[1][self._classes(src, dst)].astype(np.int32)
+        return (self._reduced_routes(src, dst, hops),
+                self._reduced_capacity(link_capacity))
+
+    def solver_route_entries(self, src, dst, ecmp: str) -> int | None:
+        if ecmp != "split" or self.half == 1:
+            return None
+        src, dst = self._check_flows(src, dst)
+        return int(self._per_class("dmodk")[0][self._classes(src, dst)].sum())
+
+    def _reduced_routes(self, src, dst, hops) -> Routes:
+        """The single paths through agg 0 and core 0 (``dmodk``-like routes
+        with ``j = m = 0``) of flows ``src -> dst`` (hosts)."""
+        h, k, N = self.half, self.k, self.num_endpoints
         cls = self._classes(src, dst)
         counts = self._per_class("dmodk")[0][cls]
         flow_ptr = np.zeros(len(src) + 1, dtype=np.int64)
@@ -402,8 +427,14 @@ class FatTree(Topology):
         red_link = np.empty(total, dtype=np.int32)
         red_frac = np.empty(total, dtype=np.float64)
         zero = np.zeros(len(src), dtype=np.int64)
-        fattree_fill(src, dst, cls, zero, zero, flow_ptr, red_link, red_frac, N, h, k,
-                     self.levels, False)
+        fattree_fill(np.asarray(src, np.int64), np.asarray(dst, np.int64), cls, zero, zero,
+                     flow_ptr, red_link, red_frac, N, h, k, self.levels, False)
+        return Routes(flow_ptr=flow_ptr, link=red_link, frac=red_frac, hops=hops)
+
+    def _reduced_capacity(self, link_capacity: np.ndarray) -> np.ndarray:
+        """Every group of parallel links merged into its first link: the
+        group's size times its slowest link (see :meth:`solver_problem`)."""
+        h, k, N = self.half, self.k, self.num_endpoints
         cap = np.array(link_capacity, dtype=np.float64, copy=True)
         # edge (leaf) uplinks: 2N + E·h + j, grouped by E
         up = cap[2 * N:3 * N].reshape(-1, h)
@@ -423,7 +454,7 @@ class FatTree(Topology):
             # spine -> leaf l: 3N + s·k + l, grouped by l
             down = cap[3 * N:4 * N].reshape(h, k)
             cap[3 * N:3 * N + k] = h * down.min(axis=0)
-        return Routes(flow_ptr=flow_ptr, link=red_link, frac=red_frac, hops=routes.hops), cap
+        return cap
 
     def max_route_entries(self, ecmp: str = "split") -> int:
         """One flow's entries at most: split ``2 + k + 2(k/2)²`` (levels=3) or
