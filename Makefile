@@ -59,11 +59,13 @@ figures: $(STAMP)
 # and Fig. 6's gain curve for per-message overheads of 0 to 2 us: configs/alpha.toml -> results/alpha/
 # and the torus-like topologies of §5.4 (Fig. 12-14): configs/toruslike.toml -> results/toruslike/
 # and the fat-tree / leaf-spine tapering what-if: configs/taper.toml -> results/taper/
+# and the GenModel paper's GenTree study (§5.3, Tables 6-7): configs/gentree.toml -> results/gentree/
 PAPER := $(RESULTS)/paper
 PAPER_FIGS := $(PAPER)/figures
 ALPHA := $(RESULTS)/alpha
 TORUSLIKE := $(RESULTS)/toruslike
 TAPER := $(RESULTS)/taper
+GENTREE := $(RESULTS)/gentree
 paper: $(STAMP)
 	$(PY) -m flowemu sweep configs/paper.toml --out $(PAPER) $(SWEEP_OPTS)
 	$(PY) -m flowemu plot $(PAPER)
@@ -95,6 +97,17 @@ paper: $(STAMP)
 	$(PY) -m flowemu plot $(TAPER) --group leafspine \
 	  --title "leaf-spine 32 leaves x 32 hosts, 32/16/8 spines (1:1, 2:1, 4:1)" \
 	  --out $(PAPER_FIGS)/taper-goodput-leafspine.png
+	$(PY) -m flowemu sweep configs/gentree.toml --out $(GENTREE) $(SWEEP_OPTS)
+	$(PY) -m flowemu plot $(GENTREE) --group single --kind time \
+	  --title "GenModel Table 7: one switch, flow (solid) and GenModel (dashed)" \
+	  --out $(PAPER_FIGS)/gentree-time-single.png
+	$(PY) -m flowemu plot $(GENTREE) --group hierarchical --kind time \
+	  --title "GenModel Table 7: SYM384, SYM512, ASY384, CDC384" \
+	  --out $(PAPER_FIGS)/gentree-time-hierarchical.png
+	$(PY) -m flowemu plot $(GENTREE) --group hierarchical --kind gain --algorithm gentree \
+	  --title "GenTree's gain over the best of ring, RHD and CPS" \
+	  --out $(PAPER_FIGS)/gentree-gain-hierarchical.png
+	$(PY) -m flowemu compare $(GENTREE) --by model --format csv --out $(GENTREE)/compare-models.csv
 	$(PY) -m flowemu sweep configs/alpha.toml --out $(ALPHA) $(SWEEP_OPTS)
 	$(PY) -m flowemu plot $(ALPHA) --kind gain-curve --by alpha_s \
 	  --title "Swing's gain over the best other, 64x64 torus, per-message overhead alpha" \
