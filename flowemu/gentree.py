@@ -500,7 +500,7 @@ def type_schedule(kind: str, c: int):
         sched = get_algorithm("hcps").build(c, None, True, factors=kind)
     nb = sched.num_blocks
     steps = []
-    contrib = np.ones((c, nb), np.int64)      # origins summed into (rank, part)
+    contrib = np.ones(c * nb, np.int64)       # origins summed into (rank, part), flat
     for st in sched.steps:
         if not st.label.startswith("rs"):
             continue
@@ -508,16 +508,17 @@ def type_schedule(kind: str, c: int):
         ptr, idx = tr.block_ptr.astype(np.int64), tr.block_idx.astype(np.int64)
         fe = np.repeat(np.arange(tr.num_flows), np.diff(ptr))     # flow of every entry
         src, dst = tr.src.astype(np.int64), tr.dst.astype(np.int64)
-        add = np.zeros((c, nb), np.int64)
-        cnt = np.zeros((c, nb), np.int64)
-        np.add.at(add, (dst[fe], idx), contrib[src[fe], idx])
-        np.add.at(cnt, (dst[fe], idx), 1)
-        contrib = contrib + add
-        node, part = np.nonzero(cnt)
-        steps.append((src, dst, ptr, idx, (node, part, cnt[node, part] + 1)))
+        into = dst[fe] * nb + idx                 # (receiver, part) of every entry
+        add = contrib[src[fe] * nb + idx]         # what each entry carries, before the step
+        hit, cnt = np.unique(into, return_counts=True)
+        if len(hit) == len(into):                 # one sender per (receiver, part)
+            contrib[into] += add
+        else:
+            np.add.at(contrib, into, add)
+        steps.append((src, dst, ptr, idx, (hit // nb, hit % nb, cnt + 1)))
     holder = np.full(nb, -1, np.int64)
-    r, j = np.nonzero(contrib == c)
-    holder[j] = r
+    full = np.flatnonzero(contrib == c)
+    holder[full % nb] = full // nb
     if np.any(holder < 0):
         raise AssertionError(f"{kind} on {c} ranks: a part has no fully reduced holder")
     return steps, holder
