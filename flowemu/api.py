@@ -259,9 +259,11 @@ def _predicted(run: _Run, algorithm: str) -> pd.DataFrame:
     n, t = run.sizes, pred.seconds
     with np.errstate(divide="ignore"):
         goodput = np.where(t > 0, n / np.where(t > 0, t, 1.0), np.inf)
-    rows = [{**base, "algorithm": run.spec.name, "model": "genmodel", "variant": pred.variant,
-             "options": _options_text(opts), "size_bytes": int(size), "time_s": float(t[j]),
-             "goodput_Bps": float(goodput[j]), "steps": pred.steps, "note": pred.note}
+    per = lambda v, j: v if np.isscalar(v) else v[j]   # noqa: E731  (one value or one per size)
+    rows = [{**base, "algorithm": run.spec.name, "model": "genmodel",
+             "variant": per(pred.variant, j), "options": _options_text(opts),
+             "size_bytes": int(size), "time_s": float(t[j]), "goodput_Bps": float(goodput[j]),
+             "steps": per(pred.steps, j), "note": pred.note}
             for j, size in enumerate(n)]
     return pd.DataFrame(rows, columns=RESULT_COLUMNS)
 

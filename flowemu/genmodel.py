@@ -475,8 +475,10 @@ class Prediction:
     says of the plan priced (``variant``, ``steps``, ``note``)."""
 
     seconds: np.ndarray
-    variant: str = ""
-    steps: int = 0
+    #: one text for every size, or one per size
+    variant: str | list = ""
+    #: one count for every size, or one per size
+    steps: int | list = 0
     note: str = ""
 
 
@@ -589,7 +591,13 @@ def prediction(topology, p: int, algorithm: str, options: dict, sizes, network) 
     if seconds.shape != S.shape:
         raise ConfigError(f"model genmodel: the predictor of {algorithm!r} returned "
                           f"{seconds.shape[0] if seconds.ndim else 1} times for {len(S)} sizes")
-    return Prediction(seconds, out.variant, int(out.steps), out.note)
+    variant = out.variant if isinstance(out.variant, str) else list(out.variant)
+    steps = int(out.steps) if np.ndim(out.steps) == 0 else [int(x) for x in out.steps]
+    for name, value in (("variant", variant), ("steps", steps)):
+        if not np.isscalar(value) and len(value) != len(S):
+            raise ConfigError(f"model genmodel: the predictor of {algorithm!r} returned "
+                              f"{len(value)} {name} values for {len(S)} sizes")
+    return Prediction(seconds, variant, steps, out.note)
 
 
 def check_priceable(topology, p: int, algorithm: str, options: dict, network=None) -> None:

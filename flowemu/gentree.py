@@ -554,11 +554,14 @@ class Planner:
     """GenTree's Algorithms 1 and 2 on a :class:`TreeView` for one size."""
 
     def __init__(self, view: TreeView, network, S: float, rearrange: bool = True,
-                 blocks: bool = False):
+                 blocks: bool = False, follow: dict | None = None):
         self.view, self.network, self.S = view, network, float(S)
         self.rearrange, self.blocks = rearrange, blocks
         self.N = view.num_hosts
         self.plans: dict = {}
+        #: class -> ClassPlan whose choices (type, rearranged children) are
+        #: kept instead of chosen: a plan decided for one size, priced at another
+        self.follow = follow
 
     def plan_of(self, v: int) -> ClassPlan:
         sig = self.view.signature[v]
@@ -582,11 +585,14 @@ class Planner:
         n = view.servers(A)
         # data rearrangement, child by child (Algorithm 2 lines 8-16)
         rearranged, moves, move_cost, start = [], [], 0.0, 0.0
+        kept = self.follow.get(view.signature[A]) if self.follow is not None else None
         for i, c in enumerate(kids):
             fin = self.finish_of(c)
-            if self.rearrange and not view.is_host(c) and len(view.children[c]) > 1 \
+            if kept is not None and i not in kept.rearranged:
+                pass
+            elif self.rearrange and not view.is_host(c) and len(view.children[c]) > 1 \
                     and len(kids) > 1:
-                got = self._rearrangement(A, i, c, offs[i], owns, n)
+                got = self._rearrangement(A, i, c, offs[i], owns, n, kept is not None)
                 if got is not None:
                     owns[i], mv, cost_mv = got
                     rearranged.append(i)
@@ -597,6 +603,8 @@ class Planner:
         equal = (len(kids) > 1 and not rearranged
                  and len({view.signature[c] for c in kids}) == 1)
         kinds = candidate_types(len(kids)) if equal else ["acps"]
+        if kept is not None:
+            kinds = [kept.kind]
         candidates, best = {}, None
         for kind in kinds:
             own, steps = (self._lanes(kind, owns[0] - offs[0], len(kids), n)
@@ -711,7 +719,7 @@ class Planner:
         return own, [step]
 
     # ---- data rearrangement of child i
-    def _rearrangement(self, A, i, c, off, owns, n):
+    def _rearrangement(self, A, i, c, off, owns, n, force: bool = False):
         """Move child ``c``'s blocks onto the servers below its first ``k``
         children (``k`` from the convergence ratio) when GenModel says the
         move plus the transfer out costs less than the transfer out."""
@@ -742,7 +750,7 @@ class Planner:
                      + step_cost(view, c, mirror(local), self.S, self.network, False))
         before = self._transfer_out(A, c, own, n)
         after = self._transfer_out(A, c, new, n)
-        if move_cost + after < before:
+        if force or move_cost + after < before:
             return new, mv, move_cost
         return None
 
@@ -839,24 +847,31 @@ def switches_bottom_up(view: TreeView) -> list[int]:
 
 
 def make_plan(topology, network, S: float, p: int | None = None, rearrange: bool = True,
-              blocks: bool = False, view: TreeView | None = None, flat: bool = True) -> Plan:
+              blocks: bool = False, view: TreeView | None = None, flat: bool = True,
+              follow: Plan | None = None) -> Plan:
     """GenTree's plan for a vector of ``S`` bytes (Algorithms 1 and 2), or
     a flat baseline over every rank when GenModel prices it lower (``flat``,
-    up to :data:`FLAT_MAX` ranks)."""
+    up to :data:`FLAT_MAX` ranks). ``follow``: keep that plan's choices
+    (made for another size) and price them at ``S``."""
     view = tree_view(topology, network, p) if view is None else view
-    planner = Planner(view, network, S, rearrange, blocks)
+    planner = Planner(view, network, S, rearrange, blocks,
+                      None if follow is None else follow.planner.plans)
     root = planner.plan_of(view.root)
     plan = Plan(view, planner, S)
     N = view.num_hosts
     deep = any(not view.is_host(c) for c in view.children[view.root])
+    if follow is not None:
+        flat = follow.flat is not None
     if flat and deep and N <= FLAT_MAX:
         for kind in FLAT_KINDS:
             if kind == "rhd" and N & (N - 1):
                 continue
+            if follow is not None and kind != follow.flat[0]:
+                continue
             _, steps = planner._lanes(kind, np.zeros(N, np.int64), N, N)
             cost = steps_cost(view, view.root, steps, S, network)
             root.candidates["flat " + kind] = cost
-            if cost < (plan.flat[1] if plan.flat else root.finish):
+            if follow is not None or cost < (plan.flat[1] if plan.flat else root.finish):
                 plan.flat = (kind, cost, steps)
     return plan
 
@@ -885,8 +900,10 @@ def plan_table(plans: list[Plan]) -> pd.DataFrame:
                     "switch": _members_text(view, members), "tier": tier,
                     "switches": len(members), "children": len(view.children[members[0]]),
                     "servers": view.servers(members[0]), "candidate": kind, "cost_s": cost,
-                    "chosen": chosen, "rearranged": len(cp.rearranged) > 0,
-                    "rearrange_s": cp.rearrange_cost, "finish_s": cp.finish,
+                    "chosen": chosen,
+                    "rearranged": len(cp.rearranged) > 0 and not kind.startswith("flat"),
+                    "rearrange_s": 0.0 if kind.startswith("flat") else cp.rearrange_cost,
+                    "finish_s": cost if kind.startswith("flat") else cp.finish,
                     "plan_time_s": pl.time})
     return pd.DataFrame(rows, columns=PLAN_COLUMNS)
 

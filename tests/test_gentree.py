@@ -253,8 +253,9 @@ def test_plan_dataframe_columns():
     df = flowemu.plan("tree:3x2", "1MiB")
     assert df["chosen"].sum() == 1       # a flat baseline beats the tree plan here
     chosen = df.loc[df["chosen"]].iloc[0]
-    assert chosen["candidate"].startswith("flat ")
-    assert chosen["cost_s"] < chosen["finish_s"]      # below the tree plan's finish
+    assert chosen["candidate"].startswith("flat ") and not chosen["rearranged"]
+    tree_only = flowemu.plan("tree:3x2", "1MiB", flat="no")["plan_time_s"].iloc[0]
+    assert chosen["cost_s"] == chosen["plan_time_s"] < tree_only
 
 
 # ------------------------------------------------------------------ the study's claims
@@ -288,3 +289,28 @@ def test_cross_datacentre_rearranges_and_genmodel_says_it_pays():
     t = df.groupby("size_bytes")["plan_time_s"].first()
     t_star = star.groupby("size_bytes")["plan_time_s"].first()
     assert (t < t_star).all()
+
+
+def test_genmodel_rows_name_each_sizes_plan():
+    df = flowemu.simulate("tree:SS24", "gentree", PAPER_SIZES, network=TABLE5_NET,
+                          model="genmodel")
+    assert df["variant"].tolist() == ["Root SW: cps", "Root SW: 8x3", "Root SW: 8x3"]
+    assert df["steps"].tolist() == [2, 4, 4]
+    flow = flowemu.simulate("tree:SS24", "gentree", PAPER_SIZES, network=TABLE5_NET)
+    assert flow["steps"].tolist() == [2, 4, 4]
+
+
+def test_genmodel_prices_a_fixed_plan_at_each_size():
+    """gentree:at=400MB keeps the 8×3 plan chosen for 400 MB and prices it at
+    every size: Table 2's 8×3 row at 40 MB, not the 400 MB time."""
+    tier = GENTREE_TABLE5["Middle SW"]
+    a = SERVER["alpha"] + 2 * tier["alpha"] + 2 * TABLE5_NET.hop_latency
+    df = flowemu.simulate("tree:SS24", "gentree:at=400MB", PAPER_SIZES, network=TABLE5_NET,
+                          model="genmodel")
+    want = [_table2("8x3", 24, S, a, tier["beta"] / 4, TABLE5_NET.gamma, TABLE5_NET.delta,
+                    tier["eps"] / 4, tier["wt"]) for S in PAPER_SIZES]
+    np.testing.assert_allclose(df["time_s"], want, rtol=1e-9)
+    assert set(df["variant"]) == {"Root SW: 8x3"}
+    cdc = flowemu.simulate("tree:CDC384", "gentree:at=400MB", PAPER_SIZES,
+                           network=TABLE5_NET, model="genmodel")["time_s"]
+    assert cdc.is_monotonic_increasing and cdc.iloc[0] < cdc.iloc[-1] / 2

@@ -175,12 +175,13 @@ def predict(topology, p, sizes, network, options):
     flat = options.get("flat", "auto") == "auto"
     view = tree_view(topology, network, p)
     at = options.get("at", "auto")
-    plans = [make_plan(topology, network, float(S if at == "auto" else at), p, rearrange,
-                       view=view, flat=flat) for S in np.asarray(sizes, np.float64)]
-    texts = sorted({pl.summary() for pl in plans})
+    fixed = None if at == "auto" else make_plan(topology, network, float(at), p, rearrange,
+                                                 view=view, flat=flat)
+    # every size priced by its own plan, or by the plan chosen for ``at``
+    plans = [make_plan(topology, network, float(S), p, rearrange, view=view, flat=flat,
+                       follow=fixed) for S in np.asarray(sizes, np.float64)]
     return Prediction(np.array([pl.time for pl in plans], np.float64),
-                      texts[0] if len(texts) == 1 else "plan per size (flowemu plan)",
-                      2 * max((_steps(pl) for pl in plans), default=0))
+                      [pl.summary() for pl in plans], [2 * _steps(pl) for pl in plans])
 
 
 def _steps(plan) -> int:
