@@ -10,7 +10,7 @@ the argument; the memory a run needs is estimated before it is allocated
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import SimpleNamespace
 
 import numpy as np
@@ -245,7 +245,17 @@ def _schedules(run: _Run, cand: dict, sizes) -> list:
     if sizes is None:
         from .gentree import DEFAULT_AT
         sizes = np.array([DEFAULT_AT])
-    return run.spec.sized(run.p, run.topology, run.network, sizes, cand)
+    out = run.spec.sized(run.p, run.topology, run.network, sizes, cand)
+    if run.placement.kind != "linear":
+        note = _placement_note(run)
+        out = [(replace(s, note="; ".join(filter(None, (s.note, note)))), i) for s, i in out]
+    return out
+
+
+def _placement_note(run: _Run) -> str:
+    """What a plan made for the hosts in order means under another placement."""
+    return (f"{run.spec.name} plans for rank r on host r; with placement "
+            f"{run.placement.text} its sub-trees hold other ranks than it planned for")
 
 
 def _predicted(run: _Run, algorithm: str) -> pd.DataFrame:
@@ -255,11 +265,13 @@ def _predicted(run: _Run, algorithm: str) -> pd.DataFrame:
     _, raw = parse_algorithm_spec(algorithm)
     opts = run.spec.parse_options(raw)
     pred = prediction(run.topology, run.p, run.spec.name, opts, run.sizes, run.network)
+    if run.placement.kind != "linear" and run.spec.sized is not None:
+        pred = replace(pred, note="; ".join(filter(None, (pred.note, _placement_note(run)))))
     base = _base_row(run.topology, run.p, run.network, run.ecmp, run.seed, run.placement)
     n, t = run.sizes, pred.seconds
     with np.errstate(divide="ignore"):
         goodput = np.where(t > 0, n / np.where(t > 0, t, 1.0), np.inf)
-    per = lambda v, j: v if np.isscalar(v) else v[j]   # noqa: E731  (one value or one per size)
+    per = lambda v, j: v if np.isscalar(v) else v[j]
     rows = [{**base, "algorithm": run.spec.name, "model": "genmodel",
              "variant": per(pred.variant, j), "options": _options_text(opts),
              "size_bytes": int(size), "time_s": float(t[j]), "goodput_Bps": float(goodput[j]),

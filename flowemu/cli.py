@@ -339,6 +339,12 @@ def _check_run_options(args) -> None:
                                 f"{args.model}")
     if _given(args, "seed") and args.ecmp != "hash":
         _refuse("--seed", f"applies only to --ecmp hash (this run uses --ecmp {args.ecmp})")
+    _check_incast_pair(args)
+
+
+def _check_incast_pair(args) -> None:
+    """One of --incast-threshold/--incast-slope without the other (and no
+    preset that may hold it) is refused."""
     slope, threshold = _given(args, "incast_slope"), _given(args, "incast_threshold")
     if slope != threshold and args.network is None:   # a preset may hold the other one
         given, missing = (("--incast-slope", "--incast-threshold") if slope
@@ -580,7 +586,7 @@ def _cmd_plot(args) -> int:
 def _cmd_plan(args) -> int:
     from .algorithms import parse_algorithm_spec
     from .gentree import plan, table6
-    from .units import format_size, parse_sizes
+    from .units import parse_sizes
     name, opts = parse_algorithm_spec(args.algorithm)
     if name != "gentree":
         raise ConfigError(f"--algorithm: {name!r} is not allowed; flowemu plan shows the plans "
@@ -590,17 +596,21 @@ def _cmd_plan(args) -> int:
         raise ConfigError(f"--algorithm: {args.algorithm!r} is not allowed; expected gentree "
                           "with options rearrange=auto|no and flat=auto|no")
     sizes = parse_sizes(args.sizes, "--sizes")
+    _check_incast_pair(args)
     fmt = output_format(args.out, args.format if _given(args, "format") else None, FORMATS)
     if args.out:
         check_writable(args.out, "--out")
     df = plan(args.topology, sizes, network=_network(args), ranks=args.ranks,
               rearrange=opts.get("rearrange", "auto"), flat=opts.get("flat", "auto"))
-    if not args.candidates:
+    if not args.candidates and fmt == "table":   # the paper's Table 6 form, for reading
         wide = table6(df)
-        wide.columns = [format_size(float(c)) for c in wide.columns]
+        wide.columns = _size_labels(float(c) for c in wide.columns)
         times = df.groupby("size_bytes", sort=True)["plan_time_s"].first()
         wide.loc["GenModel time (s)"] = [f"{t:.4g}" for t in times]
         df = wide.reset_index()
+    elif not args.candidates:                     # data: one row per switch and size
+        df = df[df["chosen"]].drop(columns=["candidate", "chosen"]).assign(
+            plan=df.loc[df["chosen"], "candidate"])
     if fmt == "table":
         text = df.to_string(index=False)
         if args.out:
@@ -610,6 +620,23 @@ def _cmd_plan(args) -> int:
         return 0
     _write(df, fmt, args.out)
     return 0
+
+
+def _size_labels(sizes) -> list[str]:
+    """Column labels for vector sizes: exact where a unit divides the size
+    (``40MB``, ``256MiB``), else the rounded binary form, and bytes where two
+    labels would be equal."""
+    from .units import format_size
+    sizes = [int(s) for s in sizes]
+    out = []
+    for s in sizes:
+        exact = [(s // size, unit) for unit, size in (
+            ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10), ("GB", 10**9), ("MB", 10**6),
+            ("kB", 10**3)) if s >= size and s % size == 0]
+        out.append(f"{min(exact)[0]}{min(exact)[1]}" if exact else format_size(s))
+    if len(set(out)) < len(out):
+        out = [f"{s}B" for s in sizes]
+    return out
 
 
 def _cmd_fit(args) -> int:

@@ -980,6 +980,6 @@ def table6(df: pd.DataFrame) -> pd.DataFrame:
                          aggfunc="first").reindex(order)
     # a flat plan over every rank leaves the lower switches' sub-plans unused
     out = out.reindex(columns=sorted(df["size_bytes"].unique())).fillna("-")
-    out.columns = [f"{c:g}" for c in out.columns]
+    out.columns = [int(c) for c in out.columns]     # the sizes in bytes
     out.index.name = "switch"
     return out

@@ -184,8 +184,9 @@ def compare_models(df: pd.DataFrame) -> pd.DataFrame:
         ``genmodel_time_s``, ``ratio`` (genmodel / flow: above 1 the model
         is slower than the flow engine), ``best_flow`` and ``best_genmodel``
         (the best algorithm(s) of that scenario and size under each model,
-        ties joined by ``=``) and ``same_best`` (they agree). Configurations
-        only one model timed are left out.
+        among the algorithms both models timed there; ties joined by ``=``)
+        and ``same_best`` (they agree). Configurations only one model timed
+        are left out.
     """
     need = [c for c in ("model", "size_bytes", "time_s", "goodput_Bps") if c not in df.columns]
     if need:
@@ -196,9 +197,18 @@ def compare_models(df: pd.DataFrame) -> pd.DataFrame:
                           f"{', '.join(sorted(models))} only; it needs rows of flow and "
                           "genmodel (sweep field model = [\"flow\", \"genmodel\"])")
     d = df.assign(model=df["model"].fillna("flow"))
-    per_model = {m: compare(d[d["model"] == m]) for m in ("flow", "genmodel")}
     # the scenario of a configuration is the same under both models
     keys = [c for c in scenario_columns(d) if c != "model"]
+    # both models rank the same algorithms: those they both timed there
+    label = "label" if "label" in d.columns else "algorithm"
+    both = d.groupby(keys + [label, "size_bytes"], dropna=False, sort=False)["model"] \
+        .transform("nunique") == 2
+    d = d[both]
+    if d.empty:
+        return pd.DataFrame(columns=keys + ["size_bytes", "algorithm", "flow_time_s",
+                                            "genmodel_time_s", "ratio", "best_flow",
+                                            "best_genmodel", "same_best"])
+    per_model = {m: compare(d[d["model"] == m]) for m in ("flow", "genmodel")}
     gk = keys + ["size_bytes", "algorithm"]
     side = []
     for m, cmp in per_model.items():

@@ -314,3 +314,31 @@ def test_genmodel_prices_a_fixed_plan_at_each_size():
     cdc = flowemu.simulate("tree:CDC384", "gentree:at=400MB", PAPER_SIZES,
                            network=TABLE5_NET, model="genmodel")["time_s"]
     assert cdc.is_monotonic_increasing and cdc.iloc[0] < cdc.iloc[-1] / 2
+
+
+def test_compare_by_model_ranks_the_algorithms_both_models_timed():
+    """cps timed by the flow engine only (genmodel cannot price it on two
+    levels) must not be anybody's best in compare --by model."""
+    from flowemu.results import compare_models
+    rows = [flowemu.simulate("tree:2x4", a, "1KiB,1MiB", model=m)
+            for a, m in (("gentree", "flow"), ("gentree", "genmodel"), ("cps", "flow"))]
+    out = compare_models(pd.concat(rows, ignore_index=True))
+    assert set(out["algorithm"]) == {"gentree"}
+    assert (out["best_flow"] == "gentree").all() and out["same_best"].all()
+
+
+def test_sweep_refuses_gentree_off_trees_before_running(tmp_path, capsys):
+    cfg = tmp_path / "s.toml"
+    cfg.write_text('sizes = "1MiB"\ntopology = ["torus:4x4", "tree:4x4"]\n'
+                   'algorithm = ["gentree", "ring"]\n')
+    code, _, err = run(capsys, ["sweep", str(cfg), "--out", str(tmp_path / "out")])
+    line = one_error_line(err)
+    assert code == 2 and "gentree does not run on torus:4x4" in line
+    assert not (tmp_path / "out").exists()
+
+
+def test_placement_other_than_linear_is_noted():
+    for model in ("flow", "genmodel"):
+        df = flowemu.simulate("tree:4x4", "gentree", "1MiB", placement="random:1", model=model)
+        assert "plans for rank r on host r" in df["note"].item()
+    assert flowemu.simulate("tree:4x4", "gentree", "1MiB")["note"].item() == ""

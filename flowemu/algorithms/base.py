@@ -241,6 +241,9 @@ class AlgorithmSpec:
     #: network (``gentree``): ``sized(p, topology, network, sizes, options)
     #: -> [(schedule, indices of the sizes it serves)]``
     sized: Callable[..., list] | None = None
+    #: the topology families the algorithm runs on (None: every family); a
+    #: sweep refuses the others before it runs anything
+    families: tuple[str, ...] | None = None
 
     def parse_options(self, options: dict) -> dict:
         known = {p.name: p for p in self.params}

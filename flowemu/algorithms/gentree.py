@@ -210,6 +210,7 @@ SPEC = register(AlgorithmSpec(
     "cps/ring/rhd over every rank where GenModel prices it lower; trees, leaf-spine "
     "and fat trees",
     sized=plans_for_sizes,
+    families=("tree", "leafspine", "fattree"),
 ))
 
 

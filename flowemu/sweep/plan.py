@@ -227,6 +227,8 @@ def load_sweep(path) -> SweepPlan:
                 continue
             if not _fits(cfg, locs, misfits, reported):
                 continue
+            if not _runs_on(cfg, alg, locs, misfits):
+                continue
             if cfg.model == "genmodel" and not _priceable(cfg, alg, locs, misfits, priced):
                 continue
             h = config_hash(cfg.canonical())
@@ -302,6 +304,20 @@ def _priceable(cfg: Config, alg: _Alg, locs: dict, probs: _Problems, priced: dic
             probs.add(locs["model"], f"genmodel cannot price {alg.label} on {info.spec} "
                                      f"({p} ranks): {why}")
     return priced[key]
+
+
+def _runs_on(cfg: Config, alg: _Alg, locs: dict, probs: _Problems) -> bool:
+    """Whether the algorithm runs on the configuration's topology family
+    (``AlgorithmSpec.families``, e.g. gentree on trees only); each pair that
+    does not is reported once, before anything runs."""
+    from ..algorithms import get_algorithm
+    families = get_algorithm(alg.name).families
+    info = _topo_info(cfg.topology)
+    if families is None or info.family in families:
+        return True
+    probs.add(locs["algorithm"], f"{alg.label} does not run on {info.spec} (it runs on "
+                                 f"{', '.join(families)}); split the group or exclude the pair")
+    return False
 
 
 def _fits(cfg: Config, locs: dict, probs: _Problems, reported: set) -> bool:
