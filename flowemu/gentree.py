@@ -823,11 +823,19 @@ class Plan:
         """Each switch tier's plan type, lowest first (the ``variant``)."""
         if self.flat is not None:
             return f"flat {self.flat[0]}"
-        seen, parts = set(), []
         view = self.view
-        for v in switches_bottom_up(view):
+        order = sorted(switches_bottom_up(view), key=lambda v: (-int(view.depth[v]), v))
+        kinds: dict = {}
+        for v in order:   # a tier whose switches differ in plan names their sizes
             cp = self.planner.plans[view.signature[v]]
-            text = f"{view.tier[v]}: {cp.kind}" + (" +r" if cp.rearranged else "")
+            kinds.setdefault(view.tier[v], set()).add((cp.kind, cp.rearranged))
+        seen, parts = set(), []
+        for v in order:
+            cp = self.planner.plans[view.signature[v]]
+            tier = view.tier[v]
+            if len(kinds[tier]) > 1:
+                tier += f" ({view.servers(v)} servers)"
+            text = f"{tier}: {cp.kind}" + (" +r" if cp.rearranged else "")
             if text not in seen:
                 seen.add(text)
                 parts.append(text)
