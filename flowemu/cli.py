@@ -255,7 +255,7 @@ def _network(args):
             return net
         return Network(**values)
     except ConfigError as exc:   # only incast_threshold is left unchecked here
-        raise ConfigError(str(exc).replace("incast_threshold:", "--incast-threshold:", 1)) \
+        raise ConfigError(re.sub(r"^incast_threshold:", "--incast-threshold:", str(exc))) \
             from None
 
 
