@@ -557,6 +557,56 @@ def test_bad_fit_options(tmp_path, capsys):
     assert not (tmp_path / "p.toml").exists()
 
 
+@pytest.mark.parametrize("extra,names", [
+    (["--ranks", "8"], "--ranks: applies only to nccl-tests output"),
+    (["--algorithm", "ring"], "--algorithm: applies only to nccl-tests output"),
+    (["-a", "cps", "--ranks", "4"], "--algorithm, --ranks: apply only to nccl-tests output"),
+])
+def test_nccl_options_without_nccl_data(tmp_path, capsys, measured, extra, names):
+    """--ranks and --algorithm describe nccl-tests text: with CSV data only
+    they would be silently ignored, so they are refused (the API too, when
+    its keywords are given)."""
+    data = tmp_path / "m.csv"
+    measured.to_csv(data, index=False)
+    code, _, err = run(capsys, ["fit", str(data), *extra])
+    assert code == 2 and one_error_line(err).startswith(f"flowemu: error: {names}")
+    kw = {"ranks": 8} if extra[0] == "--ranks" else {"algorithm": "ring"}
+    for d in (data, measured):
+        with pytest.raises(ConfigError, match="only to nccl-tests output"):
+            fit(d, **kw)
+    # beside an nccl-tests file they apply: accepted
+    nccl = DATA / "nccl_allreduce_8gpu.txt"
+    code, _, err = run(capsys, ["fit", str(data), str(nccl), "--algorithm", "ring"])
+    assert code == 0, err
+    assert len(fit([data, nccl], algorithm="ring").rows) == len(measured) + 11
+
+
+def test_fit_plot_wraps_into_a_grid():
+    """7 algorithms: a grid of at most 3 columns, no two titles overlapping."""
+    from flowemu.fit import FIT_PLOT_COLUMNS, fit_figure
+    algs = ["ring", "recdoub", "cps", "hcps:factors=4x2", "hcps:factors=2x4",
+            "reduce-broadcast", "recdoub:variant=bandwidth"]
+    rows = pd.DataFrame([{"algorithm": a, "ranks": n, "size": 2**k, "time": 1e-6 * 2**k,
+                          "fit": 1.1e-6 * 2**k}
+                         for a in algs for n in (4, 8) for k in range(10, 20, 3)])
+    fig = fit_figure(rows)
+    fig.canvas.draw()
+    shown = [ax for ax in fig.axes if ax.get_visible()]
+    assert [ax.get_title() for ax in shown] == algs
+    columns = {round(ax.get_position().x0, 3) for ax in shown}
+    assert len(columns) == FIT_PLOT_COLUMNS == 3
+    assert len({round(ax.get_position().y0, 3) for ax in shown}) == 3   # 3 + 3 + 1
+    renderer = fig.canvas.get_renderer()
+    boxes = [ax.title.get_window_extent(renderer) for ax in shown]
+    for a, b in itertools.combinations(boxes, 2):
+        assert not a.overlaps(b)
+    # each title inside its own panel's width: it cannot reach a neighbour
+    for ax, box in zip(shown, boxes, strict=True):
+        panel = ax.get_window_extent(renderer)
+        assert panel.x0 <= box.x0 and box.x1 <= panel.x1
+    assert fig.get_size_inches()[0] * fig.dpi < 1600
+
+
 # ------------------------------------------------------------------ sweeps
 
 def sweep_text(network_line: str, extra: str = "") -> str:
