@@ -287,10 +287,11 @@ def write_preset(path, values: dict, fit: dict | None = None, comment: str = "")
     lines = [f"# {line}" for line in comment.splitlines()] if comment else []
     lines.append("[network]")
     width = max((len(k) for k in values), default=0)
-    for key in fields_:
-        if key in values:
-            text = _toml_value(_with_unit(key, getattr(net, key)))
-            lines.append(f"{key:<{width}} = {text}  # {_MEANING[key]}")
+    texts = {key: _toml_value(_with_unit(key, getattr(net, key)))
+             for key in fields_ if key in values}
+    vwidth = max((len(t) for t in texts.values()), default=0)
+    for key, text in texts.items():
+        lines.append(f"{key:<{width}} = {text:<{vwidth}}  # {_MEANING[key]}")
     if fit:
         lines += ["", "[fit]"]
         lines += [f"{k} = {_toml_value(v)}" for k, v in fit.items()]
