@@ -223,10 +223,11 @@ def _build_parser() -> argparse.ArgumentParser:
                                             "all_reduce_perf output files")
     ft.add_argument("--bandwidth", help="link bandwidth, e.g. 100Gb/s: β = 1/bandwidth and "
                                         "γ = 2·(β+γ/2 − β) are reported apart")
-    ft.add_argument("--algorithm", "-a", default="ring",
-                    help="algorithm of nccl-tests output (default %(default)s)")
+    ft.add_argument("--algorithm", "-a",
+                    help="algorithm of nccl-tests output (default ring; only with nccl-tests "
+                         "output among DATA)")
     ft.add_argument("--ranks", type=int, help="ranks of nccl-tests output that lists no "
-                                              "'#  Rank' lines")
+                                              "'#  Rank' lines (only with nccl-tests output)")
     ft.add_argument("--save", metavar="PRESET.toml",
                     help="write the fit as a network preset (flowemu run --network FILE)")
     ft.add_argument("--plot", metavar="FIG.png", help="write fit vs measurement (PNG, PDF "
@@ -255,7 +256,7 @@ def _network(args):
             return net
         return Network(**values)
     except ConfigError as exc:   # only incast_threshold is left unchecked here
-        raise ConfigError(str(exc).replace("incast_threshold:", "--incast-threshold:", 1)) \
+        raise ConfigError(re.sub(r"^incast_threshold:", "--incast-threshold:", str(exc))) \
             from None
 
 
@@ -656,9 +657,10 @@ def _cmd_fit(args) -> int:
                      ranks=args.ranks)
     except ConfigError as exc:   # name the options the user typed
         msg = str(exc)
-        for name, option in (("bandwidth:", "--bandwidth:"), ("ranks:", "--ranks:")):
-            if msg.startswith(name):
-                msg = option + msg[len(name):]
+        head, sep, tail = msg.partition(": ")
+        names = head.split(", ")
+        if sep and set(names) <= {"bandwidth", "ranks", "algorithm"}:
+            msg = ", ".join("--" + name for name in names) + sep + tail
         raise ConfigError(msg) from None
     print(result.text())
     if args.save:

@@ -269,21 +269,25 @@ def _read_frame(df: pd.DataFrame) -> list[dict]:
     return rows
 
 
-def read_measurements(data, *, algorithm: str = "ring", ranks: int | None = None) \
+def read_measurements(data, *, algorithm: str | None = None, ranks: int | None = None) \
         -> pd.DataFrame:
     """Measurements from files (CSV or nccl-tests text, detected per file)
     or a DataFrame, as one table ``source, line, algorithm, ranks, size,
     time`` (bytes, seconds).
 
-    ``algorithm`` and ``ranks`` apply to nccl-tests text only (the CSV
-    names both in its rows).
+    ``algorithm`` (default ring) and ``ranks`` apply to nccl-tests text only
+    (the CSV names both in its rows): given explicitly when no nccl-tests
+    text is among ``data``, they are refused rather than silently ignored.
     """
     if ranks is not None and (isinstance(ranks, bool) or not isinstance(ranks, int)
                               or ranks < 1):
         raise ConfigError(f"ranks: {show(ranks)} is not allowed; expected an integer >= 1")
-    if not isinstance(algorithm, str):
+    if algorithm is not None and not isinstance(algorithm, str):
         raise ConfigError(f"algorithm: {show(algorithm)} is not allowed; expected a name "
                           "such as ring")
+    nccl_only = [name for name, v in (("algorithm", algorithm), ("ranks", ranks))
+                 if v is not None]
+    nccl_read = False
     if isinstance(data, pd.DataFrame):
         rows = _read_frame(data)
     else:
@@ -309,12 +313,18 @@ def read_measurements(data, *, algorithm: str = "ring", ranks: int | None = None
             except OSError as exc:
                 raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
             if is_nccl_text(text):
-                rows += _read_nccl(text, path, algorithm, ranks)
+                rows += _read_nccl(text, path, algorithm or "ring", ranks)
+                nccl_read = True
             elif text.lstrip().startswith("#") and "nThread" in text:
                 raise ConfigError(f"{path}: looks like nccl-tests output but has no "
                                   "'#  size count type redop ... time algbw busbw' header")
             else:
                 rows += _read_csv(text, path)
+    if nccl_only and not nccl_read:
+        verb = "applies" if len(nccl_only) == 1 else "apply"
+        raise ConfigError(f"{', '.join(nccl_only)}: {verb} only to nccl-tests output, and no "
+                          "nccl-tests output is among the data (CSV rows and DataFrames name "
+                          f"their algorithm and ranks); drop {'it' if verb == 'applies' else 'them'}")
     return pd.DataFrame(rows, columns=["source", "line", *CSV_COLUMNS])
 
 
@@ -566,7 +576,7 @@ class FitResult:
 
 # ============================================================== fitting
 
-def fit(data, *, bandwidth=None, algorithm: str = "ring", ranks: int | None = None) \
+def fit(data, *, bandwidth=None, algorithm: str | None = None, ranks: int | None = None) \
         -> FitResult:
     """Fit GenModel's α, β + γ/2, δ, ε and w_t to measured allreduce times.
 
@@ -578,10 +588,12 @@ def fit(data, *, bandwidth=None, algorithm: str = "ring", ranks: int | None = No
     bandwidth : str or float, optional
         Link bandwidth (``"100Gb/s"`` or bytes/s): β = 1/bandwidth and γ =
         2·(beta_eff − β) are then reported.
-    algorithm : str
-        The algorithm of nccl-tests text (default ``ring``).
+    algorithm : str, optional
+        The algorithm of nccl-tests text (default ``ring``); refused when
+        no nccl-tests text is among ``data``.
     ranks : int, optional
-        Ranks of nccl-tests text without device lines.
+        Ranks of nccl-tests text without device lines; refused when no
+        nccl-tests text is among ``data``.
 
     Returns
     -------
@@ -725,19 +737,27 @@ def _incast_determined(meas, e_all, base, keep, weight, w):
 
 # ============================================================== the figure
 
-def plot_fit(rows: pd.DataFrame, out) -> Path:
-    """Time vs size, one panel per algorithm: measurements as markers, the
-    fitted model as a line, one colour per rank count (log–log axes)."""
+#: panels per row of the fit figure: more algorithms wrap into a grid
+FIT_PLOT_COLUMNS = 3
+
+
+def fit_figure(rows: pd.DataFrame):
+    """The figure of :func:`plot_fit`: one panel per algorithm, at most
+    :data:`FIT_PLOT_COLUMNS` to a row (a row of 7 panels would be 3,000+
+    pixels wide)."""
     from matplotlib import colormaps
 
-    from .outputs import check_writable, write_atomic
     from .plot_style import algorithm_style
     from .plots import _new_figure, _size_axis
     algs = list(dict.fromkeys(rows["algorithm"]))
-    fig = _new_figure(4.2 * len(algs) + 0.8, 3.6)
-    axes = fig.subplots(1, len(algs), squeeze=False)[0]
+    ncols = min(len(algs), FIT_PLOT_COLUMNS)
+    nrows = -(-len(algs) // ncols)
+    fig = _new_figure(4.2 * ncols + 0.8, 3.4 * nrows + 0.4)
+    axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+    for ax in axes[len(algs):]:
+        ax.set_visible(False)   # the last row may be short
     cmap = colormaps["viridis"]
-    for ax, alg in zip(axes, algs, strict=True):
+    for ax, alg in zip(axes, algs, strict=False):
         part = rows[rows["algorithm"] == alg]
         marker = algorithm_style(alg).marker
         rank_values = sorted(set(part["ranks"]))
@@ -752,9 +772,19 @@ def plot_fit(rows: pd.DataFrame, out) -> Path:
         ax.set_yscale("log")
         ax.set_xlabel("vector size")
         ax.set_ylabel("allreduce time (s)")
-        ax.set_title(f"{alg}: measured (markers), GenModel fit (lines)", fontsize=9)
+        # the panel says only its algorithm: what markers and lines are is said once
+        ax.set_title(alg, fontsize=9)
         ax.grid(True, which="major", alpha=0.3)
         ax.legend(fontsize=7)
+    fig.suptitle("measured (markers) and GenModel fit (lines)", fontsize=10)
+    return fig
+
+
+def plot_fit(rows: pd.DataFrame, out) -> Path:
+    """Time vs size, one panel per algorithm: measurements as markers, the
+    fitted model as a line, one colour per rank count (log–log axes)."""
+    from .outputs import check_writable, write_atomic
+    fig = fit_figure(rows)
     out = check_writable(out, "--plot")
     fmt = out.suffix.lstrip(".").lower() or "png"
     return write_atomic(out, "--plot", lambda fh: fig.savefig(fh, format=fmt,

@@ -5,19 +5,27 @@ list``) or a TOML file::
 
     # my cluster, fitted by `flowemu fit ... --save cluster.toml`
     [network]
-    bandwidth = "100Gb/s"      # strings carry their unit (flowemu.units) ...
-    alpha = 6.58e-3            # ... numbers are SI: seconds, bytes/s, s per byte
-    gamma = "0.15ns"
-    incast_threshold = 8       # a flow count
-    incast_slope = 3.05e-11
+    bandwidth = "100Gb/s"      # rates and times carry their unit, as in sweep files
+    alpha = "6.58ms"
+    gamma = "0.15ns"           # per byte
+    incast_threshold = 8       # a flow count: a bare number
+    incast_slope = "30.5ps"    # per byte per flow above the threshold
 
     [fit]                      # optional, free-form: where the values came from
     rms = 0.012
 
 ``[network]`` may set any :class:`~flowemu.network.Network` field; the ones
-it leaves out keep their defaults. Where a preset is used (``flowemu run
---network``, ``flowemu.simulate(network=...)``, a sweep's ``network`` field),
-a network value given explicitly beside it overrides the preset's.
+it leaves out keep their defaults. Values follow the rule of sweep files
+(:mod:`flowemu.sweep.fields`): ``bandwidth`` and the times (``link_latency``,
+``hop_latency``, ``alpha``, ``gamma``, ``delta``, ``incast_slope``) are
+strings with their unit; a bare number is refused (bits or bytes? seconds or
+nanoseconds?), except 0 for a time. ``incast_threshold`` is a flow count.
+Where a preset is used (``flowemu run --network``,
+``flowemu.simulate(network=...)``, a sweep's ``network`` field), a network
+value given explicitly beside it overrides the preset's. Incast needs both
+``incast_threshold`` and ``incast_slope``: a preset that ends up with only
+one of them once the overrides are applied is refused. Built-in names are
+case-insensitive.
 
 Built-in presets
 ----------------
@@ -32,6 +40,7 @@ Built-in presets
 
 from __future__ import annotations
 
+import decimal
 import math
 import os
 import tomllib
@@ -51,6 +60,9 @@ BUILTIN = {
                        "gamma 6.00e-10/4 s/B, delta 1.87e-10/4 s/B (other fields default)",
 }
 
+#: the two fields incast needs together
+_INCAST = ("incast_threshold", "incast_slope")
+
 #: top-level tables a preset file may hold
 _TABLES = ("network", "fit")
 
@@ -69,13 +81,33 @@ class Preset:
     def network(self, overrides: dict | None = None) -> Network:
         """The Network of the preset with ``overrides`` (field -> value)
         taking precedence; a bad value names the preset."""
-        merged = {**self.values, **(overrides or {})}
+        overrides = overrides or {}
+        merged = {**self.values, **overrides}
         try:
-            return Network(**merged)
+            net = Network(**merged)
         except ConfigError as exc:
             field_ = str(exc).partition(":")[0]
-            where = "" if field_ in (overrides or {}) else f"network preset {self.name}: "
+            where = "" if field_ in overrides else f"network preset {self.name}: "
             raise ConfigError(f"{where}{exc}") from None
+        self._check_incast(merged, overrides, net)
+        return net
+
+    def _check_incast(self, merged: dict, overrides: dict, net: Network) -> None:
+        """Refuse one incast field without the other: the Network would run
+        with incast silently off (its default threshold inf / slope 0)."""
+        given = [k for k in _INCAST if k in merged]
+        if len(given) != 1:
+            return
+        (one,), other = given, _INCAST[1 - _INCAST.index(given[0])]
+        if not (math.isfinite(net.incast_threshold) if one == "incast_threshold"
+                else net.incast_slope > 0):
+            return   # the one field given says "off" itself: nothing is silently lost
+        who = ("is given beside the preset" if one in overrides
+               else "is set by the preset")
+        raise ConfigError(f"network preset {self.name}: incast needs both incast_threshold "
+                          f"and incast_slope; {one} {who} but {other} is not: set {other} "
+                          "too (in the preset or beside it) or drop "
+                          f"{one}")
 
 
 def builtin_presets() -> dict[str, str]:
@@ -115,8 +147,8 @@ def load_preset(value, option: str = "network") -> Preset:
         raise ConfigError(f"{option}: {show(value)} is not allowed; expected a preset name "
                           f"({', '.join(BUILTIN)}) or a .toml file")
     text = os.fspath(value)
-    if text.strip() in BUILTIN and not isinstance(value, os.PathLike):
-        name = text.strip()
+    if text.strip().lower() in BUILTIN and not isinstance(value, os.PathLike):
+        name = text.strip().lower()   # case-insensitive, as the tree presets
         return Preset(name, _builtin_values(name), {"source": "built-in"})
     path = Path(text)
     if not path.is_file():
@@ -131,6 +163,19 @@ def load_preset(value, option: str = "network") -> Preset:
         return _load_file(str(path.resolve()), st.st_mtime_ns, st.st_size, text)
     except OSError as exc:
         raise ConfigError(f"{option}: {text}: cannot read: {exc.strerror or exc}") from None
+
+
+def _unit_problem(key: str, raw) -> str | None:
+    """The sweep files' rule for a bare number (same test, same words): a
+    rate or a time needs its unit (bits or bytes? seconds or nanoseconds?),
+    except 0 for a time."""
+    from .network import _TIME_FIELDS
+    from .sweep.fields import RATE_FORMS, TIME_FORMS, _bare_number, _shown
+    if key == "bandwidth" and _bare_number(raw):
+        return f"{_shown(raw)} has no unit; write a rate with its unit: {RATE_FORMS}"
+    if key in _TIME_FIELDS and _bare_number(raw) and float(raw) != 0:
+        return f"{_shown(raw)} has no unit; write a time with its unit: {TIME_FORMS}"
+    return None
 
 
 @lru_cache(maxsize=64)
@@ -163,8 +208,11 @@ def _load_file(resolved: str, mtime_ns: int, size: int, shown: str) -> Preset:
                               f"allowed: {', '.join(fields_)}")
         if isinstance(raw, bool) or not isinstance(raw, (str, int, float)):
             raise ConfigError(f"network preset {shown}: network.{key}: {show(raw)} is not "
-                              "allowed; expected a number (SI units) or a string with its "
-                              "unit (e.g. '400Gb/s', '100ns')")
+                              "allowed; expected a string with its unit (e.g. '400Gb/s', "
+                              "'100ns') or, for incast_threshold, a flow count")
+        problem = _unit_problem(key, raw)
+        if problem:
+            raise ConfigError(f"network preset {shown}: network.{key}: {problem}")
         try:
             Network(**{key: raw})
         except ConfigError as exc:
@@ -190,28 +238,60 @@ def _toml_value(v) -> str:
     return f'"{text}"'
 
 
-#: the unit of each Network field in SI, for the comments of a written preset
-_UNITS = {"bandwidth": "bytes/s", "link_latency": "s", "hop_latency": "s", "alpha": "s",
-          "gamma": "s per byte reduced", "delta": "s per byte read or written",
-          "incast_threshold": "flows into a receiver", "incast_slope": "s per byte per flow "
-                                                                       "above the threshold"}
+#: what each Network field means, for the comments of a written preset
+_MEANING = {"bandwidth": "link bandwidth", "link_latency": "per link traversed",
+            "hop_latency": "per hop", "alpha": "per message (step)",
+            "gamma": "per byte reduced", "delta": "per byte read or written",
+            "incast_threshold": "flows into a receiver",
+            "incast_slope": "per byte per flow above the threshold"}
+
+_TIME_UNITS = (("s", 0), ("ms", -3), ("us", -6), ("ns", -9), ("ps", -12))
+_RATE_UNITS = (("Tb/s", 12), ("Gb/s", 9), ("Mb/s", 6), ("kb/s", 3), ("b/s", 0))
+
+
+def _decimal_text(d: decimal.Decimal) -> str:
+    return format(d.normalize(), "f")
+
+
+def _with_unit(key: str, value) -> str | float:
+    """A Network field's SI value as the preset file writes it: rates and
+    times as strings with their unit (the file rule), exact — the decimal
+    digits of ``repr`` are scaled in decimal, so reading the string back
+    (:mod:`flowemu.units` scales in decimal too) gives the same double."""
+    v = float(value)
+    if key == "incast_threshold" or not math.isfinite(v):
+        return v
+    if key == "bandwidth":
+        bits = decimal.Decimal(repr(v)) * 8
+        unit, exp = next(((u, e) for u, e in _RATE_UNITS if bits >= decimal.Decimal(10) ** e),
+                         _RATE_UNITS[-1])
+        return _decimal_text(bits.scaleb(-exp)) + unit
+    if v == 0:
+        return "0s"
+    d = decimal.Decimal(repr(v))
+    unit, exp = next(((u, e) for u, e in _TIME_UNITS if d >= decimal.Decimal(10) ** e),
+                     _TIME_UNITS[-1])
+    return _decimal_text(d.scaleb(-exp)) + unit
 
 
 def write_preset(path, values: dict, fit: dict | None = None, comment: str = "") -> Path:
-    """Write a preset file (``[network]`` from ``values``, SI numbers with
-    their unit in a comment; ``[fit]`` from ``fit``), whole or not at all."""
+    """Write a preset file (``[network]`` from ``values``, SI numbers,
+    written with their unit and what they mean in a comment; ``[fit]`` from
+    ``fit``), whole or not at all."""
     from .outputs import check_writable, write_text
     fields_ = Network.field_names()
     bad = sorted(set(values) - set(fields_))
     if bad:
         raise ConfigError(f"network: unknown field {bad[0]!r}; allowed: {', '.join(fields_)}")
-    Network(**values)   # refuse a bad value before anything is written
+    net = Network(**values)   # refuse a bad value before anything is written
     lines = [f"# {line}" for line in comment.splitlines()] if comment else []
     lines.append("[network]")
     width = max((len(k) for k in values), default=0)
-    for key in fields_:
-        if key in values:
-            lines.append(f"{key:<{width}} = {_toml_value(values[key])}  # {_UNITS[key]}")
+    texts = {key: _toml_value(_with_unit(key, getattr(net, key)))
+             for key in fields_ if key in values}
+    vwidth = max((len(t) for t in texts.values()), default=0)
+    for key, text in texts.items():
+        lines.append(f"{key:<{width}} = {text:<{vwidth}}  # {_MEANING[key]}")
     if fit:
         lines += ["", "[fit]"]
         lines += [f"{k} = {_toml_value(v)}" for k, v in fit.items()]

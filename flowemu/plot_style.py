@@ -5,10 +5,13 @@ colour, marker, line style and hatch that depend on the label alone — never
 on which other algorithms a figure holds — so Swing is the same red in a
 goodput plot, a gain heatmap and the alpha figure:
 
-- the colour and marker come from the algorithm's *name*: fixed for the
-  known ones (:data:`KNOWN`), a CRC-32 of the name into :data:`_OTHER_COLORS`
-  and :data:`_OTHER_MARKERS` for others (deterministic across runs, unlike
-  Python's ``hash``; two unknown names can share a colour);
+- the colour and marker come from the algorithm's *name*: fixed for every
+  registered algorithm (:data:`KNOWN`, one colour each, so two algorithms
+  never look alike), a CRC-32 of the name into :data:`_OTHER_COLORS` (the
+  colours no known algorithm has) and :data:`_OTHER_MARKERS` for others
+  (deterministic across runs, unlike Python's ``hash``). Two unknown names
+  can hash alike: :func:`style_map`, which a figure uses for all its labels,
+  then moves the later one (in name order) to a free colour, or marker;
 - variants of one algorithm (``recdoub:variant=latency`` and
   ``recdoub:variant=bandwidth``) share the colour and differ in line style,
   marker fill and heatmap hatch (:data:`_VARIANTS`): fixed for the common
@@ -30,15 +33,22 @@ import numpy as np
 #: neutral colour of a tie in heatmaps (no algorithm uses it)
 TIE_COLOR = "#d0d0d0"
 
-#: fixed (colour, marker) of the known algorithms (tab10 colours; grey excluded)
+#: fixed (colour, marker) of every registered algorithm, one colour each
+#: (tab10 colours; grey excluded)
 KNOWN = {
-    "swing": ("#d62728", "o"),      # red
-    "bucket": ("#1f77b4", "s"),     # blue
-    "ring": ("#2ca02c", "^"),       # green
-    "recdoub": ("#ff7f0e", "D"),    # orange
+    "swing": ("#d62728", "o"),              # red
+    "bucket": ("#1f77b4", "s"),             # blue
+    "ring": ("#2ca02c", "^"),               # green
+    "recdoub": ("#ff7f0e", "D"),            # orange
+    "cps": ("#9467bd", "v"),                # purple
+    "hcps": ("#e377c2", "<"),               # pink
+    "acps": ("#17becf", ">"),               # cyan
+    "reduce-broadcast": ("#8c564b", "p"),   # brown
+    "gentree": ("#bcbd22", "*"),            # olive
 }
-_OTHER_COLORS = ("#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf",
-                 "#393b79", "#637939", "#843c39", "#7b4173", "#3182bd")
+#: colours of other names: none of the known algorithms' (tab20b)
+_OTHER_COLORS = ("#393b79", "#637939", "#843c39", "#7b4173", "#3182bd",
+                 "#6b6ecf", "#8ca252", "#bd9e39", "#ad494a", "#a55194")
 _OTHER_MARKERS = ("v", "<", ">", "p", "h", "X", "*", "P")
 
 #: (line style, marker fill, heatmap hatch) of a variant; entry 0 is the
@@ -86,15 +96,20 @@ def _crc(text: str) -> int:
     return zlib.crc32(text.encode())
 
 
-def algorithm_style(label: str) -> AlgorithmStyle:
-    """The style of an algorithm label such as ``swing`` or
-    ``recdoub:variant=latency`` (name, then options after the first ``:``)."""
-    name, _, options = str(label).partition(":")
+def _name_look(name: str) -> tuple[str, str]:
+    """(colour, marker) of an algorithm name on its own."""
     if name in KNOWN:
-        color, marker = KNOWN[name]
-    else:
-        color = _OTHER_COLORS[_crc(name) % len(_OTHER_COLORS)]
-        marker = _OTHER_MARKERS[_crc(name) % len(_OTHER_MARKERS)]
+        return KNOWN[name]
+    return (_OTHER_COLORS[_crc(name) % len(_OTHER_COLORS)],
+            _OTHER_MARKERS[_crc(name) % len(_OTHER_MARKERS)])
+
+
+def algorithm_style(label: str, look: tuple[str, str] | None = None) -> AlgorithmStyle:
+    """The style of an algorithm label such as ``swing`` or
+    ``recdoub:variant=latency`` (name, then options after the first ``:``);
+    ``look`` overrides the name's (colour, marker) (see :func:`style_map`)."""
+    name, _, options = str(label).partition(":")
+    color, marker = look or _name_look(name)
     k = _KNOWN_VARIANTS.get(options)
     if k is None:
         free = len(_VARIANTS) - len(_KNOWN_VARIANTS)
@@ -103,9 +118,46 @@ def algorithm_style(label: str) -> AlgorithmStyle:
     return AlgorithmStyle(color, marker, linestyle, fillstyle, hatch)
 
 
+def _name_looks(names) -> dict[str, tuple[str, str]]:
+    """(colour, marker) of each name of one figure, no two alike: known
+    names keep theirs; an unknown name whose hashed look another unknown
+    name (earlier in name order) already has moves to the next colour no
+    name of the figure has, or, with every colour taken, to the next
+    marker free with its colour."""
+    names = sorted(set(names))
+    looks = {n: KNOWN[n] for n in names if n in KNOWN}
+    used_colors = {c for c, _ in looks.values()}
+    used = set(looks.values())
+    for name in (n for n in names if n not in KNOWN):
+        color, marker = _name_look(name)
+        if (color, marker) in used:
+            start = _OTHER_COLORS.index(color)
+            free = [_OTHER_COLORS[(start + i) % len(_OTHER_COLORS)]
+                    for i in range(1, len(_OTHER_COLORS))]
+            free = [c for c in free if c not in used_colors]
+            if free:
+                color = free[0]
+            else:
+                m0 = _OTHER_MARKERS.index(marker)
+                markers = [_OTHER_MARKERS[(m0 + i) % len(_OTHER_MARKERS)]
+                           for i in range(len(_OTHER_MARKERS))]
+                pairs = [(c, m) for m in markers for c in _OTHER_COLORS]
+                color, marker = next((p for p in pairs if p not in used), (color, marker))
+        looks[name] = (color, marker)
+        used.add((color, marker))
+        used_colors.add(color)
+    return looks
+
+
 def style_map(labels) -> dict[str, AlgorithmStyle]:
-    """``{label: AlgorithmStyle}`` for every label (each independent of the others)."""
-    return {str(lab): algorithm_style(lab) for lab in labels}
+    """``{label: AlgorithmStyle}`` for every label of one figure. A label's
+    style is :func:`algorithm_style`'s, except that two unknown algorithm
+    names never share a (colour, marker) in one figure (see
+    :func:`_name_looks`): distinct names differ in colour or marker, and the
+    variants of one name in line style and marker fill."""
+    labels = [str(lab) for lab in labels]
+    looks = _name_looks(lab.partition(":")[0] for lab in labels)
+    return {lab: algorithm_style(lab, looks[lab.partition(":")[0]]) for lab in labels}
 
 
 def use_log_scale(values) -> bool:

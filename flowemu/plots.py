@@ -41,7 +41,7 @@ from matplotlib.ticker import FuncFormatter, NullFormatter
 from .errors import ConfigError
 from .network import Network
 from .outputs import check_writable, write_atomic
-from .plot_style import TIE_COLOR, algorithm_style, text_color_on, use_log_scale
+from .plot_style import TIE_COLOR, style_map, text_color_on, use_log_scale
 from .results import (
     SCENARIO_COLUMNS,
     TIE_RTOL,
@@ -186,6 +186,35 @@ def _legend_below(fig: Figure, handles: list, labels: list[str], **kw) -> None:
                frameon=False, fontsize=9, **kw)
 
 
+#: the longest line of a heatmap row label; a longer one wraps after a comma
+LABEL_WRAP_CHARS = 40
+#: the longest line of a panel title (a panel is 4.6 inches wide, 10 pt text)
+PANEL_TITLE_CHARS = 45
+
+
+def _wrap_label(text: str, width: int = LABEL_WRAP_CHARS) -> str:
+    """``text`` on lines of at most ``width`` characters, broken after a
+    ``,``, a ``/`` or before a `` · `` (a topology spec, a path, the parts
+    of a scenario title); a piece longer than ``width`` stays whole."""
+    import re
+    pieces = [p for p in re.split(r"(?<=[,/])|(?= · )", text) if p]
+    lines, cur = [], ""
+    for piece in pieces:
+        if cur and len(cur) + len(piece) > width:
+            lines.append(cur)
+            cur = piece.lstrip()
+        else:
+            cur += piece
+    lines.append(cur)
+    return "\n".join(lines)
+
+
+def _text_inches(lines: list[str], fontsize: float) -> float:
+    """A generous width of the longest line in inches (DejaVu Sans averages
+    ~0.6 em per character)."""
+    return max((len(line) for line in lines), default=0) * 0.6 * fontsize / 72
+
+
 def _titles(fig: Figure, title: str | None, note: str) -> None:
     if title or note:
         fig.suptitle("\n".join(t for t in (title, note) if t), fontsize=11)
@@ -230,6 +259,7 @@ def goodput_figure(df: pd.DataFrame, *, metric: str = "goodput", title: str | No
     df, note = _limit_scenarios(df, max_panels, keep=("model",))
     cols, scen = _scenarios(df, exclude=("model",))
     labels = sorted(_labels(df).astype(str).unique())
+    styles = style_map(labels)   # no two labels of the figure alike
     models = _models(df)
     fig, axes = _panel_grid(len(scen), ncols)
     handles = {}
@@ -240,7 +270,7 @@ def goodput_figure(df: pd.DataFrame, *, metric: str = "goodput", title: str | No
                     & (_model_of(sub) == model)].sort_values("size_bytes")
             if s.empty:
                 continue
-            style = algorithm_style(lab)
+            style = styles[lab]
             y = s[column].to_numpy(dtype=float) * scale
             name = lab if model == "flow" else f"{lab} · {model}"
             kwargs = style.line_kwargs() if model == "flow" else {
@@ -256,7 +286,8 @@ def goodput_figure(df: pd.DataFrame, *, metric: str = "goodput", title: str | No
                             markersize=8, alpha=0.6)
         _size_axis(ax, sub["size_bytes"])
         ax.grid(True, which="major", alpha=0.3)
-        ax.set_title(_scenario_title(pd.Series(dict(zip(cols, key))), cols), fontsize=10)
+        ax.set_title(_wrap_label(_scenario_title(pd.Series(dict(zip(cols, key))), cols),
+                                 PANEL_TITLE_CHARS), fontsize=10)
     _value_axis(axes, df[column].to_numpy(dtype=float) * scale, label, formatter)
     _legend_below(fig, list(handles.values()), list(handles))
     _titles(fig, title, note)
@@ -329,6 +360,7 @@ def gain_figure(df: pd.DataFrame, *, algorithm: str | None = None, title: str | 
     df, note = _limit_scenarios(df, max_rows)
     cmp = compare(df)
     labels = sorted(cmp["algorithm"].unique())
+    styles = style_map(labels)
     algorithm = _pick_algorithm(labels, algorithm, required=False)
     cols, scen = _scenarios(df)
     sizes = np.sort(cmp["size_bytes"].unique())
@@ -348,7 +380,16 @@ def gain_figure(df: pd.DataFrame, *, algorithm: str | None = None, title: str | 
         gain[i, j] = 100.0 * r["gain"] if np.isfinite(r["gain"]) else np.nan
         tie[i, j] = bool(r["tie"] and r["is_best"])
         winner[i, j] = r["algorithm"]
-    fig = _new_figure(max(6.5, 0.45 * len(sizes) + 4.0), max(2.8, 0.42 * len(scen) + 2.2))
+    # long row labels (a dragonfly spec with its link classes) wrap after a comma, and
+    # the figure grows by their width and line count: a fixed size collapsed the
+    # heatmap to nothing ("constrained_layout not applied")
+    row_labels = [_wrap_label(_scenario_title(pd.Series(dict(zip(cols, k))), cols))
+                  for k in scen]
+    label_w = _text_inches([ln for lab in row_labels for ln in lab.split("\n")], 10)
+    lines = max((lab.count("\n") + 1 for lab in row_labels), default=1)
+    row_h = max(0.42, 0.19 * lines + 0.12)
+    fig = _new_figure(max(6.5, 0.45 * len(sizes) + 3.0 + label_w),
+                      max(2.8, row_h * len(scen) + 2.2))
     ax = fig.subplots()
     img = np.ones(gain.shape + (4,))
     img[..., 3] = 0.0                                  # no result: blank
@@ -376,11 +417,11 @@ def gain_figure(df: pd.DataFrame, *, algorithm: str | None = None, title: str | 
         # which algorithm wins (its colour; variants hatched) and by how much
         # over the runner-up (text)
         for i, j in zip(*np.nonzero(pd.notna(winner))):
-            img[i, j] = _blend(algorithm_style(winner[i, j]).color, 0.6)
+            img[i, j] = _blend(styles[winner[i, j]].color, 0.6)
         used = sorted({w for w, t in zip(winner.ravel(), tie.ravel()) if w is not None
                        and not t})
         for lab in used:
-            st = algorithm_style(lab)
+            st = styles[lab]
             legend.append((Patch(facecolor=_blend(st.color, 0.6), hatch=st.hatch,
                                  edgecolor=(0, 0, 0, 0.3), linewidth=0), lab))
     img[tie] = to_rgba(TIE_COLOR)
@@ -390,7 +431,7 @@ def gain_figure(df: pd.DataFrame, *, algorithm: str | None = None, title: str | 
     ax.imshow(img, aspect="auto", interpolation="nearest")
     if not algorithm:
         for i, j in zip(*np.nonzero(pd.notna(winner) & ~tie)):
-            hatch = algorithm_style(winner[i, j]).hatch
+            hatch = styles[winner[i, j]].hatch
             if hatch:
                 ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch=hatch,
                                        edgecolor=(0, 0, 0, 0.3), linewidth=0))
@@ -403,8 +444,7 @@ def gain_figure(df: pd.DataFrame, *, algorithm: str | None = None, title: str | 
     step = max(1, math.ceil(len(sizes) / 14))
     ax.set_xticks(range(0, len(sizes), step), [format_size(s) for s in sizes[::step]],
                   rotation=45, ha="right")
-    ax.set_yticks(range(len(scen)), [_scenario_title(pd.Series(dict(zip(cols, k))), cols)
-                                     for k in scen])
+    ax.set_yticks(range(len(scen)), row_labels)
     ax.set_xlabel("vector size")
     if legend:
         kw = {} if algorithm else {
@@ -478,11 +518,12 @@ def gain_curve_figure(df: pd.DataFrame, *, by: str = "alpha_s", algorithm: str |
         parts.append(part)
     cmp = pd.concat(parts, ignore_index=True)
     labels = sorted(cmp["algorithm"].unique())
+    styles = style_map(labels)
     algorithm = _pick_algorithm(labels, algorithm, required=True)
     cols, scen = _scenarios(df, exclude=(by,))
     mine = cmp[cmp["algorithm"] == algorithm]
     fig, axes = _panel_grid(len(scen), ncols, width=5.6, height=3.8, extra_height=1.2)
-    style = algorithm_style(algorithm)
+    style = styles[algorithm]
     dashes = ["-", "--", "-.", ":"]
     # one shade of the algorithm's colour per value, light to dark in value order
     shades = [_blend(style.color, w) for w in np.linspace(0.35, 1.0, len(values))]
@@ -499,7 +540,7 @@ def gain_curve_figure(df: pd.DataFrame, *, by: str = "alpha_s", algorithm: str |
             line_handles.setdefault(k, line)
             # each point: the best other algorithm, in its own marker and colour
             for other, pts in s.assign(_y=y).groupby("best_other", sort=True):
-                ost = algorithm_style(other)
+                ost = styles[other]
                 ax.plot(pts["size_bytes"], pts["_y"], linestyle="none", markersize=4.5,
                         label=f"best other: {other}", markeredgewidth=0.9, zorder=3,
                         **ost.marker_kwargs())
@@ -509,13 +550,14 @@ def gain_curve_figure(df: pd.DataFrame, *, by: str = "alpha_s", algorithm: str |
         ax.set_ylabel(f"gain of {algorithm} over\nthe best other (%)")
         ax.grid(True, which="major", alpha=0.3)
         if cols:
-            ax.set_title(_scenario_title(pd.Series(dict(zip(cols, key))), cols), fontsize=10)
+            ax.set_title(_wrap_label(_scenario_title(pd.Series(dict(zip(cols, key))), cols),
+                                     PANEL_TITLE_CHARS), fontsize=10)
     # two legend columns: the lines (values of `by`), the markers (best other)
     ks, others = sorted(line_handles), sorted(others)
     blank = Line2D([], [], linestyle="none")
     rows = max(len(ks), len(others))
     lines = [line_handles[k] for k in ks] + [blank] * (rows - len(ks))
-    marks = [Line2D([], [], linestyle="none", markersize=5, **algorithm_style(o).marker_kwargs())
+    marks = [Line2D([], [], linestyle="none", markersize=5, **styles[o].marker_kwargs())
              for o in others] + [blank] * (rows - len(others))
     texts = ([_column_name(by)] + [_by_text(by, values[k]) for k in ks] + [""] * (rows - len(ks))
              + ["best other algorithm"] + others + [""] * (rows - len(others)))

@@ -161,14 +161,32 @@ def parse_sizes(text, field: str = "sizes") -> list[int]:
     return sorted({parse_size(x, field) for x in items})
 
 
+_BINARY_UNITS = (("B", 1), ("KiB", 2**10), ("MiB", 2**20), ("GiB", 2**30), ("TiB", 2**40))
+
+
+def _size_digits(v: float) -> str:
+    """Exact when whole, else 3 significant digits — never an exponent
+    (``1.02e+03``): from 100 up, whole units."""
+    if v == int(v):
+        return f"{v:.0f}"
+    return f"{v:.0f}" if abs(v) >= 100 else f"{v:.3g}"
+
+
 def format_size(nbytes: float) -> str:
-    """Binary units: 32B, 4KiB, 1.5MiB."""
+    """Binary units: 32B, 4KiB, 1.5MiB; the smallest unit in which the
+    printed number is below 1024 (1073741823 bytes, 1023.999… MiB, prints
+    as 1GiB, not 1024MiB)."""
     n = float(nbytes)
-    for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if abs(n) >= scale:
-            v = n / scale
-            return f"{v:.0f}{unit}" if v == int(v) else f"{v:.3g}{unit}"
-    return f"{n:.0f}B" if n == int(n) else f"{n:.3g}B"
+    for i, (unit, scale) in enumerate(_BINARY_UNITS):
+        last = i == len(_BINARY_UNITS) - 1
+        if not last and abs(n) >= _BINARY_UNITS[i + 1][1]:
+            continue
+        text = _size_digits(n / scale)
+        if last or abs(float(text)) < 1024:
+            return text + unit
+        # rounded up to 1024 of this unit: it is 1 of the next
+        return _size_digits(n / _BINARY_UNITS[i + 1][1]) + _BINARY_UNITS[i + 1][0]
+    raise AssertionError(nbytes)
 
 
 def parse_rate(text, field: str = "bandwidth") -> float:

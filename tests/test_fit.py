@@ -301,7 +301,7 @@ def test_builtin_preset_is_table5_server_row():
 def test_preset_with_overrides(tmp_path, capsys):
     f = tmp_path / "p.toml"
     f.write_text('[network]\nbandwidth = "10Gb/s"\nalpha = "5us"\nincast_threshold = 3\n'
-                 'incast_slope = 1e-10\n[fit]\nnote = "by hand"\n')
+                 'incast_slope = "100ps"\n[fit]\nnote = "by hand"\n')
     df = flowemu.simulate("tree:4", "ring", "1MiB", network=str(f), bandwidth="20Gb/s")
     assert df["bandwidth_Bps"].iloc[0] == 2.5e9 and df["alpha_s"].iloc[0] == 5e-6
     assert df["incast_threshold"].iloc[0] == 3
@@ -317,6 +317,149 @@ def test_preset_with_overrides(tmp_path, capsys):
     code, _, err = run(capsys, ["run", "-t", "tree:4", "-a", "ring", "-s", "1MiB",
                                 "--network", "genmodel-table5", "--incast-slope", "1ps"])
     assert code == 2 and "incast needs both" in one_error_line(err)
+
+
+def preset_error(tmp_path, capsys, text, needle, **overrides):
+    """A preset file's refusal: one line naming the file and ``needle``,
+    through the API (with ``overrides`` beside it) and ``flowemu run``."""
+    f = tmp_path / "half.toml"
+    f.write_text(text)
+    with pytest.raises(ConfigError) as exc:
+        flowemu.simulate("tree:4", "ring", "1KiB", network=str(f), **overrides)
+    msg = str(exc.value)
+    assert needle in msg and "half.toml" in msg and "\n" not in msg, msg
+    argv = ["run", "-t", "tree:4", "-a", "ring", "-s", "1KiB", "--network", str(f)]
+    for k, v in overrides.items():
+        argv += ["--" + k.replace("_", "-"), str(v)]
+    code, _, err = run(capsys, argv)
+    line = one_error_line(err)
+    assert code == 2 and needle in line and "half.toml" in line, line
+    return line
+
+
+@pytest.mark.parametrize("text,overrides", [
+    ('[network]\nincast_threshold = 8\n', {}),
+    ('[network]\nincast_slope = "30ps"\n', {}),
+    ('[network]\nalpha = "1us"\n', {"incast_slope": "1ps"}),
+    ('[network]\nalpha = "1us"\n', {"incast_threshold": 3}),
+])
+def test_preset_with_one_incast_field_is_refused(tmp_path, capsys, text, overrides):
+    """Incast needs w_t and ε: with one of them only (in the file or beside
+    it), the run would have incast silently off."""
+    preset_error(tmp_path, capsys, text, "incast needs both incast_threshold and "
+                                          "incast_slope", **overrides)
+
+
+def test_preset_incast_completed_beside_it_or_off(tmp_path, capsys):
+    f = tmp_path / "p.toml"
+    f.write_text('[network]\nincast_threshold = 2\n')
+    # the other field given beside the preset completes it (API, CLI and sweep)
+    net = load_preset(str(f)).network({"incast_slope": "1ps"})
+    assert net.incast_on and net.incast_threshold == 2 and net.incast_slope == 1e-12
+    code, _, err = run(capsys, ["run", "-t", "tree:4", "-a", "ring", "-s", "1KiB",
+                                "--network", str(f), "--incast-slope", "1ps"])
+    assert code == 0, err
+    from flowemu.sweep import load_sweep
+    s = tmp_path / "s.toml"
+    s.write_text(sweep_text(f'network = "{f}"', 'incast_slope = "1ps"\n'))
+    cfg = load_sweep(s).configs[0]
+    assert (cfg.incast_threshold, cfg.incast_slope) == (2, 1e-12)
+    # ... and without it a sweep is refused too, naming the preset
+    s.write_text(sweep_text(f'network = "{f}"'))
+    code, _, err = run(capsys, ["sweep", str(s), "--dry-run"])
+    line = one_error_line(err)
+    assert code == 2 and "incast needs both" in line and "p.toml" in line
+    # a single field that says "off" itself loses nothing: allowed
+    for text in ('incast_threshold = inf', 'incast_slope = 0'):
+        f.write_text(f"[network]\n{text}\n")
+        assert not load_preset(str(f)).network().incast_on
+
+
+def test_preset_field_names_in_errors(tmp_path, capsys):
+    line = preset_error(tmp_path, capsys, '[network]\nincast_threshold = -1\n'
+                                          'incast_slope = "1ps"\n',
+                        "network.incast_threshold: -1 is not allowed")
+    assert "--incast-threshold" not in line
+    # a bad option beside the preset is named as the option
+    f = tmp_path / "ok.toml"
+    f.write_text('[network]\nalpha = "1us"\n')
+    code, _, err = run(capsys, ["run", "-t", "tree:4", "-a", "ring", "-s", "1KiB",
+                                "--network", str(f), "--incast-threshold", "-1",
+                                "--incast-slope", "1ps"])
+    line = one_error_line(err)
+    assert code == 2 and line.startswith("flowemu: error: --incast-threshold: ") and "-1" in line
+
+
+def sweep_error_tail(tmp_path, key: str, raw: str) -> str:
+    """What a sweep file says after ``key: `` about ``key = raw``."""
+    from flowemu.sweep import load_sweep
+    s = tmp_path / "unit.toml"
+    s.write_text(sweep_text(f"{key} = {raw}"))
+    with pytest.raises(ConfigError) as exc:
+        load_sweep(s)
+    return str(exc.value).split(f"{key}: ", 1)[1]
+
+
+@pytest.mark.parametrize("key,raw", [
+    ("bandwidth", "100"), ("bandwidth", "1.25e10"), ("bandwidth", '"100"'),
+    ("alpha", "6.58e-3"), ("gamma", "1e-10"), ("incast_slope", '"3e-11"'),
+    ("link_latency", "1"),
+])
+def test_preset_bare_numbers_as_in_sweep_files(tmp_path, capsys, key, raw):
+    """A rate or time without its unit is refused in a preset file exactly
+    as in a sweep file: same rule, same words."""
+    tail = sweep_error_tail(tmp_path, key, raw)
+    assert "has no unit" in tail
+    preset_error(tmp_path, capsys, f"[network]\n{key} = {raw}\n", f"network.{key}: {tail}")
+
+
+def test_preset_allowed_bare_values(tmp_path):
+    """0 may be bare for a time (sweep files accept it), a flow count is a number."""
+    from flowemu.sweep import load_sweep
+    f = tmp_path / "p.toml"
+    f.write_text('[network]\nlink_latency = 0\nhop_latency = "0"\nincast_threshold = 8\n'
+                 'incast_slope = "1ps"\n')
+    net = load_preset(str(f)).network()
+    assert (net.link_latency, net.hop_latency, net.incast_threshold) == (0, 0, 8)
+    s = tmp_path / "s.toml"
+    s.write_text(sweep_text('link_latency = 0\nhop_latency = "0"\nincast_threshold = 8'))
+    assert load_sweep(s).configs[0].link_latency == 0
+
+
+def test_written_preset_reads_back_exactly(tmp_path):
+    """fit --save writes rates and times with their unit (the file rule), and
+    reading them back gives the same doubles."""
+    from flowemu.netpresets import write_preset
+    rng = np.random.default_rng(3)
+    times = ("link_latency", "hop_latency", "alpha", "gamma", "delta", "incast_slope")
+    for i in range(200):
+        values = {"bandwidth": float(10 ** rng.uniform(-1, 13)),
+                  **{k: float(10 ** rng.uniform(-15, 1)) for k in times},
+                  "incast_threshold": int(rng.integers(0, 64))}
+        if i == 0:
+            values.update(link_latency=0.0, bandwidth=1.25e9, alpha=6.58e-3)
+        f = write_preset(tmp_path / f"w{i}.toml", values)
+        text = f.read_text()
+        if i == 0:
+            assert 'bandwidth        = "10Gb/s"' in text and '"6.58ms"' in text
+            assert 'link_latency     = "0s"' in text
+        net = load_preset(str(f)).network()
+        assert net.as_dict() == Network(**values).as_dict()
+
+
+@pytest.mark.parametrize("name", ["GENMODEL-TABLE5", "GenModel-Table5", " genmodel-table5 "])
+def test_builtin_preset_names_are_case_insensitive(tmp_path, capsys, name):
+    p = load_preset(name)
+    assert p.name == "genmodel-table5" and p.values == load_preset("genmodel-table5").values
+    code, out, err = run(capsys, ["run", "-t", "tree:4", "-a", "cps", "-s", "1MiB",
+                                  "--network", name, "-f", "csv"])
+    assert code == 0, err
+    assert pd.read_csv(__import__("io").StringIO(out))["alpha_s"].iloc[0] == 6.58e-3
+    from flowemu.sweep import load_sweep
+    s = tmp_path / "s.toml"
+    s.write_text(sweep_text(f'network = "{name}"'))
+    cfg = load_sweep(s).configs[0]
+    assert cfg.network_preset == "genmodel-table5" and cfg.alpha == 6.58e-3
 
 
 def test_list_shows_presets(capsys):
@@ -412,6 +555,56 @@ def test_bad_fit_options(tmp_path, capsys):
         code, _, err = run(capsys, argv)
         assert code == 2 and needle in one_error_line(err), argv
     assert not (tmp_path / "p.toml").exists()
+
+
+@pytest.mark.parametrize("extra,names", [
+    (["--ranks", "8"], "--ranks: applies only to nccl-tests output"),
+    (["--algorithm", "ring"], "--algorithm: applies only to nccl-tests output"),
+    (["-a", "cps", "--ranks", "4"], "--algorithm, --ranks: apply only to nccl-tests output"),
+])
+def test_nccl_options_without_nccl_data(tmp_path, capsys, measured, extra, names):
+    """--ranks and --algorithm describe nccl-tests text: with CSV data only
+    they would be silently ignored, so they are refused (the API too, when
+    its keywords are given)."""
+    data = tmp_path / "m.csv"
+    measured.to_csv(data, index=False)
+    code, _, err = run(capsys, ["fit", str(data), *extra])
+    assert code == 2 and one_error_line(err).startswith(f"flowemu: error: {names}")
+    kw = {"ranks": 8} if extra[0] == "--ranks" else {"algorithm": "ring"}
+    for d in (data, measured):
+        with pytest.raises(ConfigError, match="only to nccl-tests output"):
+            fit(d, **kw)
+    # beside an nccl-tests file they apply: accepted
+    nccl = DATA / "nccl_allreduce_8gpu.txt"
+    code, _, err = run(capsys, ["fit", str(data), str(nccl), "--algorithm", "ring"])
+    assert code == 0, err
+    assert len(fit([data, nccl], algorithm="ring").rows) == len(measured) + 11
+
+
+def test_fit_plot_wraps_into_a_grid():
+    """7 algorithms: a grid of at most 3 columns, no two titles overlapping."""
+    from flowemu.fit import FIT_PLOT_COLUMNS, fit_figure
+    algs = ["ring", "recdoub", "cps", "hcps:factors=4x2", "hcps:factors=2x4",
+            "reduce-broadcast", "recdoub:variant=bandwidth"]
+    rows = pd.DataFrame([{"algorithm": a, "ranks": n, "size": 2**k, "time": 1e-6 * 2**k,
+                          "fit": 1.1e-6 * 2**k}
+                         for a in algs for n in (4, 8) for k in range(10, 20, 3)])
+    fig = fit_figure(rows)
+    fig.canvas.draw()
+    shown = [ax for ax in fig.axes if ax.get_visible()]
+    assert [ax.get_title() for ax in shown] == algs
+    columns = {round(ax.get_position().x0, 3) for ax in shown}
+    assert len(columns) == FIT_PLOT_COLUMNS == 3
+    assert len({round(ax.get_position().y0, 3) for ax in shown}) == 3   # 3 + 3 + 1
+    renderer = fig.canvas.get_renderer()
+    boxes = [ax.title.get_window_extent(renderer) for ax in shown]
+    for a, b in itertools.combinations(boxes, 2):
+        assert not a.overlaps(b)
+    # each title inside its own panel's width: it cannot reach a neighbour
+    for ax, box in zip(shown, boxes, strict=True):
+        panel = ax.get_window_extent(renderer)
+        assert panel.x0 <= box.x0 and box.x1 <= panel.x1
+    assert fig.get_size_inches()[0] * fig.dpi < 1600
 
 
 # ------------------------------------------------------------------ sweeps

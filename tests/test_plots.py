@@ -104,3 +104,103 @@ def test_cli_plot(dataset, tmp_path, capsys):
     assert is_png(out)
     assert main(["plot", str(dataset)]) == 0            # every figure into DATASET/figures
     assert len(list((dataset / "figures").glob("*.png"))) == 4
+
+
+# ------------------------------------------------------------------ looks and layout
+
+def _frame(topologies, algorithms, sizes=(1024, 2048, 2**20)):
+    """Results by hand: each algorithm a constant factor apart (no ties)."""
+    rows = []
+    for t in topologies:
+        for k, alg in enumerate(algorithms):
+            for size in sizes:
+                g = 1e9 * (1 + 0.1 * k) * (1 + size / 1e4)
+                rows.append((t, 72, size, alg, g, size / g))
+    return pd.DataFrame(rows, columns=["topology", "nodes", "size_bytes", "algorithm",
+                                       "goodput_Bps", "time_s"])
+
+
+def _line_looks(fig) -> dict:
+    """label -> (colour, marker, line style, fill) of the figure's lines."""
+    from matplotlib.colors import to_hex
+    looks = {}
+    for ax in fig.axes:
+        for line in ax.get_lines():
+            lab = line.get_label()
+            if not lab.startswith("_"):
+                looks[lab] = (to_hex(line.get_color()), line.get_marker(),
+                              str(line.get_linestyle()), line.get_fillstyle())
+    return looks
+
+
+def test_every_algorithm_looks_different_in_a_time_plot():
+    """cps and reduce-broadcast were both brown pentagons: every registered
+    algorithm has its own colour and marker, and the variants of one differ
+    in line style and fill."""
+    from flowemu.algorithms import algorithm_names
+    from flowemu.plots import goodput_figure
+    labels = list(algorithm_names()) + ["recdoub:variant=latency", "recdoub:variant=bandwidth"]
+    fig = goodput_figure(_frame(["tree:8"], labels), metric="time")
+    looks = _line_looks(fig)
+    assert sorted(looks) == sorted(labels)
+    assert len(set(looks.values())) == len(labels)
+    names = {lab: lab.partition(":")[0] for lab in labels}
+    pairs = {}
+    for lab, (color, marker, _, _) in looks.items():
+        pairs.setdefault(names[lab], set()).add((color, marker))
+    assert all(len(p) == 1 for p in pairs.values())     # one look per algorithm name
+    assert len({p.pop() for p in pairs.values()}) == len(pairs)   # no two names alike
+    assert looks["cps"][:2] != looks["reduce-broadcast"][:2]
+
+
+def test_unknown_names_hashing_alike_differ_in_one_figure():
+    from flowemu.plot_style import KNOWN, _name_look, algorithm_style, style_map
+    seen, clash = {}, None
+    for i in range(2000):       # two names whose hashed looks coincide
+        name = f"alg{i}"
+        look = _name_look(name)
+        if look in seen:
+            clash = (seen[look], name)
+            break
+        seen[look] = name
+    assert clash is not None
+    a, b = clash
+    assert algorithm_style(a).color == algorithm_style(b).color
+    styles = style_map([a, b, "ring"])
+    assert (styles[a].color, styles[a].marker) != (styles[b].color, styles[b].marker)
+    assert styles["ring"] == algorithm_style("ring")
+    # many unknown names (more than the colours): still no two alike, none like a known one
+    many = [f"alg{i}" for i in range(40)] + list(KNOWN)
+    looks = {(s.color, s.marker) for s in style_map(many).values()}
+    assert len(looks) == len(many)
+
+
+LONG = ("dragonfly:a=4,p=2,h=2,g=9,local=200Gb/s,global=100Gb/s,local_latency=100ns,"
+        "global_latency={}us")
+
+
+@pytest.mark.parametrize("n", [1, 4])
+def test_gain_with_long_topology_labels_lays_out(n):
+    """Long row labels collapsed the heatmap ("constrained_layout not
+    applied"): with warnings as errors, every figure kind draws, the heatmap
+    keeps a real size and no two panel titles overlap."""
+    import warnings
+
+    from flowemu.plots import gain_figure, goodput_figure
+    df = _frame([LONG.format(i) for i in range(n)], ["ring", "cps", "reduce-broadcast"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for alg in (None, "ring"):
+            fig = gain_figure(df, algorithm=alg)
+            fig.canvas.draw()
+            heat = fig.axes[0]
+            w, h = heat.get_position().width * fig.get_figwidth(), \
+                heat.get_position().height * fig.get_figheight()
+            assert w > 2 and h > 0.3 * n
+        fig = goodput_figure(df, metric="time")
+        fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    boxes = [ax.title.get_window_extent(renderer) for ax in fig.axes if ax.get_title()]
+    assert len(boxes) == n
+    for i, a in enumerate(boxes):
+        assert all(not a.overlaps(b) for b in boxes[i + 1:])

@@ -194,3 +194,37 @@ def test_network_rejects(field, value):
         Network(**{field: value})
     assert field in str(e.value)
     assert "np." not in str(e.value)     # values print as plain numbers
+
+
+@pytest.mark.parametrize("n,expected", [
+    (1023, "1023B"), (1024, "1KiB"), (1023.6, "1KiB"), (1048575, "1MiB"),
+    (2**20 - 2**9, "1MiB"),            # 1023.5 KiB rounds to 1024 KiB: 1 MiB
+    (1073741823, "1GiB"), (2**40 - 1, "1TiB"), (1000 * 2**20, "1000MiB"),
+    (1023 * 2**20, "1023MiB"), (1536, "1.5KiB"), (2**53, "8192TiB"), (0, "0B"),
+])
+def test_format_size_boundaries(n, expected):
+    """A value that rounds to 1024 of a unit is 1 of the next one; never an exponent."""
+    assert format_size(n) == expected
+
+
+def test_format_size_every_boundary():
+    """Near every unit boundary (and at random), the printed size has no
+    exponent, a number below 1024 unless in TiB, the smallest unit that
+    allows that, and is within 3 significant digits of the value."""
+    units = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
+    rng = np.random.default_rng(7)
+    values = [2**(10 * k) * f + d for k in range(5) for f in (1, 1000, 1023, 1024)
+              for d in (-2, -1, -0.5, 0, 0.5, 1, 2) if 2**(10 * k) * f + d > 0]
+    values += [2**(10 * k) * 1024 * (1 - e) for k in range(4) for e in (1e-3, 1e-4, 1e-9)]
+    values += list(2.0 ** rng.uniform(0, 50, 2000)) + list(rng.integers(1, 2**45, 2000))
+    for n in values:
+        text = format_size(n)
+        m = __import__("re").fullmatch(r"(\d+(?:\.\d+)?)(B|KiB|MiB|GiB|TiB)", text)
+        assert m, (n, text)
+        v, unit = float(m.group(1)), m.group(2)
+        assert v < 1024 or unit == "TiB", (n, text)
+        assert abs(v * units[unit] - n) <= 0.005 * n, (n, text)
+        # a smaller unit would print 1024 or more (or the value is below its scale)
+        smaller = [u for u, s in units.items() if s < units[unit]]
+        if smaller:
+            assert n / units[smaller[-1]] >= 1023.5, (n, text)
