@@ -98,6 +98,7 @@ paper: $(STAMP)
 	  --title "leaf-spine 32 leaves x 32 hosts, 32/16/8 spines (1:1, 2:1, 4:1)" \
 	  --out $(PAPER_FIGS)/taper-goodput-leafspine.png
 	$(PY) -m flowemu sweep configs/gentree.toml --out $(GENTREE) $(SWEEP_OPTS)
+	mkdir -p $(PAPER_FIGS)
 	$(PY) -m flowemu plot $(GENTREE) --group single --kind time \
 	  --title "GenModel Table 7: one switch, flow (solid) and GenModel (dashed)" \
 	  --out $(PAPER_FIGS)/gentree-time-single.png
