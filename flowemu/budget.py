@@ -270,6 +270,10 @@ def schedule_shape(name: str, options: dict, p: int, topology) -> tuple[int, int
     if name in ("cps", "hcps", "acps", "reduce-broadcast"):   # full meshes: p(p−1) flows a step
         from .algorithms.ps import schedule_shape as ps_shape
         return ps_shape(name, options, p, topology)
+    if name in ("binomial", "dbtree"):   # a flow per child (two trees), K pipelined segments
+        k = options.get("segments", 1)
+        k = k if isinstance(k, int) and not isinstance(k, bool) else 1
+        return (2 * p, 2 * (k + logp))
     if name == "gentree":   # a co-located PS over a switch's children at worst
         return (p * min(p - 1, 128), 4 * logp)
     shape = {"ring": (ports * p, 1), "swing": (ports * p, logp), "recdoub": (p, logp),
