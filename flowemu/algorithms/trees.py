@@ -115,6 +115,7 @@ def pipelined_tree_steps(parents: list[np.ndarray], segments: int, blocks: bool,
         ups.append((child, parent[child], h[child]))
         T = max(T, segments + int(h[child].max()) if len(child) else 0)
     rs, ag = [], []
+    seen: dict = {}   # without blocks, a repeated pattern reuses its Steps (engine caches by id)
     for t in range(T):
         src, dst, blk = [], [], []
         for i, (child, par, hc) in enumerate(ups):
@@ -124,8 +125,16 @@ def pipelined_tree_steps(parents: list[np.ndarray], segments: int, blocks: bool,
             dst.append(par[ok])
             blk.append(i * segments + seg[ok])
         src, dst, blk = (np.concatenate(x) for x in (src, dst, blk))
+        key = None if blocks else (src.tobytes(), dst.tobytes())
+        if key is not None and key in seen:
+            up, down = seen[key]
+            rs.append(Step(up.traffic, up.reduction, f"reduce{t}"))
+            ag.append(Step(down.traffic, down.reduction, f"bcast{t}"))
+            continue
         rs.append(_step(src, dst, blk, share, blocks, REDUCE, f"reduce{t}"))
         ag.append(_step(dst, src, blk, share, blocks, COPY, f"bcast{t}"))
+        if key is not None:
+            seen[key] = (rs[-1], ag[-1])
     return [s for s in rs + ag[::-1] if s.traffic.num_flows]
 
 
