@@ -56,14 +56,17 @@ import numpy as np
 from ._blocks import COPY, REDUCE, check_ranks, equal_block_share
 from .base import AlgorithmSpec, Param, Reduction, Schedule, Step, Traffic, register
 
-__all__ = ["DEFAULT_SIZE", "MAX_BLOCKS", "auto_blocks", "build", "dual_trees",
+__all__ = ["AUTO_MAX_BLOCKS", "DEFAULT_SIZE", "MAX_BLOCKS", "auto_blocks", "build", "dual_trees",
            "schedules_for_sizes", "step_count"]
 
 NAME = "dualroot"
 #: vector size (bytes) a plain :func:`build` with ``blocks=auto`` plans for
 DEFAULT_SIZE = 256 * 2**20
-#: most pipeline blocks (``blocks=N`` and ``auto``)
+#: most pipeline blocks of ``blocks=N``
 MAX_BLOCKS = 100_000
+#: most pipeline blocks ``blocks=auto`` picks (without start-up latency the
+#: cost falls with every block; past a few thousand the gain is nil)
+AUTO_MAX_BLOCKS = 4096
 
 
 def _convert_blocks(raw):
@@ -239,8 +242,8 @@ def auto_blocks(p: int, size: float, alpha: float, beta: float) -> int:
     """The ``b`` minimising ``steps(b)·(α + β·size/b)`` (§1.2): ``steps`` is
     affine in ``b`` once ``b`` exceeds the trees' fill (``A + c·b``), so the
     optimum is next to ``√(A·β·size/(c·α))``; small ``b`` are priced exactly.
-    At most :data:`MAX_BLOCKS` and ``size`` (one byte a block)."""
-    cap = int(max(1, min(MAX_BLOCKS, math.floor(size))))
+    At most :data:`AUTO_MAX_BLOCKS` and ``size`` (one byte a block)."""
+    cap = int(max(1, min(AUTO_MAX_BLOCKS, math.floor(size))))
     far = 4 * p + 16
     c = step_count(p, far + 1) - step_count(p, far)
     A = step_count(p, far) - c * far
