@@ -11,6 +11,10 @@ of depth ``d`` (Algorithm 1) exchanges with its first child (receives block
 its parent (sends block ``j``, receives result block ``j−d``) or, as a root,
 with the dual root (block ``j`` both ways). Every exchange is one
 bidirectional step of ``m/b`` bytes each way (the paper's telephone model).
+Algorithm 1 loops ``j`` up to ``b + d − 1``; a processor's children receive
+the last result block ``b − 1 = j − (d + 1)`` in round ``j = b + d``, so a
+non-leaf runs that one extra round with its children (each exchange is
+indexed by the child's round: the parent's round ``j`` is the child's).
 
 Global steps. A processor's three exchanges of round ``j`` happen in three
 consecutive steps, and a child's parent-exchange is its parent's exchange
