@@ -254,8 +254,8 @@ def _schedules(run: _Run, cand: dict, sizes) -> list:
 
 def _placement_note(run: _Run) -> str:
     """What a plan made for the hosts in order means under another placement."""
-    return (f"{run.spec.name} plans for rank r on host r; with placement "
-            f"{run.placement.text} its sub-trees hold other ranks than it planned for")
+    return (f"{run.spec.name} chose its plan for rank r on endpoint r (linear placement); "
+            f"with placement {run.placement.text} the plan may not suit where the ranks run")
 
 
 def _predicted(run: _Run, algorithm: str) -> pd.DataFrame:

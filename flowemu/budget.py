@@ -277,7 +277,9 @@ def schedule_shape(name: str, options: dict, p: int, topology) -> tuple[int, int
     if name == "gentree":   # a co-located PS over a switch's children at worst
         return (p * min(p - 1, 128), 4 * logp)
     shape = {"ring": (ports * p, 1), "swing": (ports * p, logp), "recdoub": (p, logp),
-             "bucket": (ports * p, ndim)}
+             "bucket": (ports * p, ndim),
+             # one exchange per rank and step; fill and drain ≈ 8h steps, then 3
+             "dualroot": (p, 8 * logp + 6)}
     return shape.get(name, (_ports(topology) * p, 2 * logp))
 
 

@@ -340,5 +340,5 @@ def test_sweep_refuses_gentree_off_trees_before_running(tmp_path, capsys):
 def test_placement_other_than_linear_is_noted():
     for model in ("flow", "genmodel"):
         df = flowemu.simulate("tree:4x4", "gentree", "1MiB", placement="random:1", model=model)
-        assert "plans for rank r on host r" in df["note"].item()
+        assert "chose its plan for rank r on endpoint r" in df["note"].item()
     assert flowemu.simulate("tree:4x4", "gentree", "1MiB")["note"].item() == ""
