@@ -484,6 +484,9 @@ def _cmd_list(args) -> int:
         for prm in spec.params:
             choices = f" one of {', '.join(map(str, prm.choices))}" if prm.choices else ""
             print(f"      {prm.name}={prm.default}{choices}  {prm.doc}")
+    from .plugins import plugin_errors
+    for msg in plugin_errors().values():   # a broken plug-in: said, the rest listed
+        print(f"flowemu: note: {msg}", file=sys.stderr)
     print("topologies:")
     modes = topology_modes()
     for fam, doc in sorted(topology_families().items()):
