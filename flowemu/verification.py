@@ -148,6 +148,15 @@ def _prepare(algorithm, ranks, topology, size, network, max_memory, lazy=False):
         size = float(DEFAULT_AT)
     net = None
     if spec.sized is not None:
+        import inspect
+        try:
+            takes_blocks = "blocks" in inspect.signature(spec.sized).parameters
+        except (TypeError, ValueError):
+            takes_blocks = False
+        if not takes_blocks:
+            raise ConfigError(f"algorithm {name}: its sized hook takes no blocks= keyword; "
+                              "verify needs sized(p, topology, network, sizes, options, "
+                              "blocks=True) to build the plan with block content")
         net = checks.network(network, {}, "verify", ()) if network is not None else Network()
     elif network is not None:
         raise ConfigError(f"network: algorithm {name} does not plan for a network; "

@@ -306,3 +306,13 @@ def test_unreadable_metadata_does_not_break_lookups(fresh_plugins, capsys):
 
 
 EP_NUMBER = 7
+
+
+def test_sized_plugin_without_blocks_keyword_is_refused(fresh_plugins, capsys):
+    from flowemu.algorithms.base import AlgorithmSpec
+
+    def sized(p, topology, network, sizes, options):
+        return [(naive_build(p), np.arange(len(sizes)))]
+    plugins._install(AlgorithmSpec("sizedplug", naive_build, sized=sized), False)
+    code, _, err = run(capsys, ["verify", "-a", "sizedplug", "--ranks", "4"])
+    assert code == 2 and "its sized hook takes no blocks= keyword" in one_error_line(err)
