@@ -194,6 +194,10 @@ def _prepare(algorithm, ranks, topology, size, network, max_memory, lazy=False):
     return head, (proofs() if lazy else list(proofs()))
 
 
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}" + ("" if n == 1 else "s")
+
+
 def _state_bytes(p: int, blocks: int, entries: int) -> int:
     """The verifier's peak: int32 counts of every (rank, block, origin), and
     per block entry of a step the senders' rows it gathers (three copies)."""
@@ -210,7 +214,8 @@ def _variant_text(ver: Verification, v: VerifiedVariant, all_steps: bool) -> str
         lines[0] += f" [{ver.auto}=auto: every choice is verified]"
     if ver.size is not None:
         lines.append(f"  vector size n = {ver.size:.0f} bytes")
-    lines.append(f"  proved: {rep.num_steps} steps, {rep.num_blocks} blocks; after the last "
+    lines.append(f"  proved: {_count(rep.num_steps, 'step')}, {_count(rep.num_blocks, 'block')}; "
+                 "after the last "
                  f"step every rank holds every block with the contribution of each of the "
                  f"{ver.p} ranks exactly once; no contribution is reduced twice; no block "
                  "receives two copies in a step; each step's declared reduction work equals "

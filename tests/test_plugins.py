@@ -143,7 +143,7 @@ def test_verify_proves_the_plugin(naive, capsys):
     np.testing.assert_array_equal(v.report.reduced, [0, 0, 1, 0, 0, 0])
     code, out, err = run(capsys, ["verify", "-a", "naive", "--ranks", "4"])
     assert code == 0 and err == "" and out.startswith("verified naive on 4 ranks")
-    assert "2 steps, 1 blocks" in out
+    assert "proved: 2 steps, 1 block;" in out
 
 
 @pytest.mark.parametrize("build, needle", [
