@@ -30,6 +30,7 @@ the other algorithms are not affected.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import types
 from collections.abc import Callable, Mapping
@@ -184,7 +185,7 @@ def _load(name: str) -> None:
         if isinstance(obj, AlgorithmSpec):
             if obj.name != name:
                 raise ConfigError(f"its AlgorithmSpec is named {obj.name!r}, not {name!r}")
-            _install(obj, False)
+            _install(dataclasses.replace(obj, build=_guarded(name, obj.build)), False)
         elif isinstance(obj, types.ModuleType):
             if name not in base._REGISTRY:
                 raise ConfigError(f"importing module {obj.__name__} registered no algorithm "

@@ -5,6 +5,7 @@ file, not in flowemu; it runs through simulate, ``flowemu run``, a sweep and
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.metadata
 
 import numpy as np
@@ -316,3 +317,36 @@ def test_sized_plugin_without_blocks_keyword_is_refused(fresh_plugins, capsys):
     plugins._install(AlgorithmSpec("sizedplug", naive_build, sized=sized), False)
     code, _, err = run(capsys, ["verify", "-a", "sizedplug", "--ranks", "4"])
     assert code == 2 and "its sized hook takes no blocks= keyword" in one_error_line(err)
+
+
+def auto_build(p, topology=None, blocks=False, variant="good"):
+    """Two variants; "bad" reduces rank 1's vector into the root twice."""
+    sched = naive_build(p, topology, blocks, twice=variant == "bad")
+    return dataclasses.replace(sched, variant=variant)
+
+
+def test_auto_plugin_every_choice_then_the_failure(fresh_plugins, capsys):
+    from flowemu.algorithms.base import AlgorithmSpec
+    global EP_AUTO
+    EP_AUTO = AlgorithmSpec("epauto", auto_build,
+                            (Param("variant", str, "auto", ("auto", "good", "bad")),),
+                            "good or bad", auto_param="variant")
+    entry_points(fresh_plugins, ("epauto", f"{__name__}:EP_AUTO"))
+    code, out, err = run(capsys, ["verify", "-a", "epauto", "--ranks", "4"])
+    # the good variant is proved and printed, then the bad one fails: exit 1
+    assert code == 1 and out.startswith("verified epauto on 4 ranks (rank ids, no topology): "
+                                        "variant good (variant=good) [variant=auto: every "
+                                        "choice is verified]")
+    assert "variant bad" not in out
+    assert one_line_failure(err).startswith("flowemu: verify: FAILED: naive/bad p=4: step 0 ")
+    code, out, err = run(capsys, ["verify", "-a", "epauto:variant=good", "--ranks", "4"])
+    assert code == 0 and "[variant=auto" not in out
+    # the entry point's AlgorithmSpec is guarded like register_algorithm's builders
+    with pytest.raises(ScheduleError, match="epauto .plug-in.: its builder raised TypeError"):
+        get_algorithm("epauto").build(4, None, False, variant="good", depth=1)
+
+
+def one_line_failure(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
