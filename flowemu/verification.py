@@ -30,9 +30,22 @@ __all__ = ["Verification", "VerifiedVariant", "verify"]
 #: steps listed in full by :meth:`Verification.text` (more: the first and last half)
 MAX_STEPS_SHOWN = 40
 
-#: blocks a built-in's block build has at least, per p (others: 1, checked after the build)
-_MIN_BLOCKS = {"reduce-broadcast": lambda p: 1}
+#: built-ins whose block build has at least p blocks
 _PER_RANK_BLOCKS = ("acps", "bucket", "cps", "hcps", "ring")
+
+
+def min_blocks(name: str, options: dict, p: int) -> int:
+    """Blocks the block build of a built-in has at least (1 for the others:
+    checked exactly once built): p for the reduce-scatter/allgather
+    algorithms, the largest power of two <= p for recdoub's bandwidth
+    variant, p for swing's; one for the latency variants."""
+    if name in _PER_RANK_BLOCKS:
+        return p
+    if name == "recdoub" and options.get("variant") == "bandwidth":
+        return 1 << (p.bit_length() - 1)
+    if name == "swing" and options.get("variant") == "bandwidth":
+        return p
+    return 1
 
 
 @dataclass(frozen=True)
@@ -161,11 +174,11 @@ def _prepare(algorithm, ranks, topology, size, network, max_memory, lazy=False):
     elif network is not None:
         raise ConfigError(f"network: algorithm {name} does not plan for a network; "
                           "give network only for a sized algorithm such as gentree")
-    min_blocks = _MIN_BLOCKS.get(name, (lambda p: p) if name in _PER_RANK_BLOCKS
-                                 else (lambda p: 1))(p)
-    budget.check(_state_bytes(p, min_blocks, 0), lim,
-                 f"verifying {name} on {p} ranks (a state of p·blocks·p = {p}·{min_blocks}·{p} "
-                 f"counts at least)")
+    for cand in candidates:   # every schedule refused before any is built
+        least = min_blocks(name, cand, p)
+        budget.check(_state_bytes(p, least, 0), lim,
+                     f"verifying {name} on {p} ranks (a state of p·blocks·p = {p}·{least}·{p} "
+                     "counts at least)")
     head = {"algorithm": spec.name if not raw else f"{spec.name}:"
             + ",".join(f"{k}={v}" for k, v in raw.items()),
             "topology": None if topo is None else topo.spec, "p": p, "size": size,

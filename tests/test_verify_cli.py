@@ -140,3 +140,43 @@ def test_api_arguments():
         flowemu.verify("ring", 4, network=Network())
     with pytest.raises(flowemu.ConfigError, match="max_memory"):
         flowemu.verify("ring", 100, max_memory="1MiB")
+
+
+def test_every_schedule_is_refused_before_any_is_built(capsys, monkeypatch):
+    """recdoub:variant=auto on 4096 ranks: the latency variant (1 block) would
+    fit, the bandwidth one (4096 blocks) not; nothing is built or printed."""
+    import dataclasses
+
+    from flowemu.algorithms import base
+    built = []
+    spec = get_algorithm("recdoub")
+
+    def recording(*args, **kwargs):
+        built.append(kwargs)
+        return spec.build(*args, **kwargs)
+    monkeypatch.setitem(base._REGISTRY, "recdoub", dataclasses.replace(spec, build=recording))
+    code, out, err = run(capsys, ["verify", "-a", "recdoub", "--ranks", "4096",
+                                  "--max-memory", "8GiB"])
+    assert code == 2 and out == "" and built == []
+    assert run(capsys, ["verify", "-a", "recdoub", "--ranks", "8"])[0] == 0
+    assert [k["variant"] for k in built] == ["latency", "bandwidth"]   # the recorder works
+    code, out, err = run(capsys, ["verify", "-a", "recdoub", "--ranks", "4096",
+                                  "--max-memory", "8GiB"])
+    assert "verifying recdoub on 4096 ranks (a state of p·blocks·p = 4096·4096·4096 counts " \
+           "at least) needs ~256 GiB" in one_error_line(err)
+
+
+@pytest.mark.parametrize("algorithm", ["ring", "bucket", "cps", "acps", "hcps", "recdoub",
+                                       "swing", "reduce-broadcast"])
+def test_block_lower_bounds_hold(algorithm):
+    """The pre-build estimate never exceeds the blocks the builder makes (it
+    would refuse a run that fits)."""
+    from flowemu.verification import min_blocks
+    spec = get_algorithm(algorithm)
+    choices = [{spec.auto_param: c} for c in spec.auto_choices()] if spec.auto_param else [{}]
+    for topo in (None, parse_topology("torus:4x6"), parse_topology("mesh:3x3")):
+        for p in range(2, 25 if topo is None else topo.num_endpoints + 1):
+            for choice in choices:
+                opts = spec.parse_options(choice)
+                sched = spec.build(p, topo, True, **opts)
+                assert sched.num_blocks >= min_blocks(algorithm, opts, p), (p, opts)
