@@ -1,4 +1,4 @@
-"""``flowemu run | list | sweep | compare | plot | fit`` — the command line.
+"""``flowemu run | list | sweep | compare | plot | fit | verify`` — the command line.
 
 User mistakes print one line ``flowemu: error: ...`` and exit with code 2;
 other flowemu failures exit with 1; no tracebacks for either.
@@ -229,6 +229,9 @@ def _build_parser() -> argparse.ArgumentParser:
     vf.add_argument("--size", "-s", help="vector size: the plan verified for a size-dependent "
                                          "algorithm (gentree; default 256MiB); also reports "
                                          "bytes")
+    vf.add_argument("--network", help="network preset a size-dependent algorithm plans for "
+                                      "(a built-in name or a .toml file; default: the "
+                                      "default network)")
     vf.add_argument("--all-steps", action="store_true", help="list every step (default: the "
                                                              "first and last 20 of a long one)")
     vf.add_argument("--max-memory", help="refuse a verifier state estimated above this, e.g. "
@@ -668,10 +671,10 @@ def _cmd_verify(args) -> int:
     from .verification import Verification, verify_each
     try:
         head, proofs = verify_each(args.algorithm, args.ranks, args.topology, size=args.size,
-                                   max_memory=_max_memory(args))
+                                   network=args.network, max_memory=_max_memory(args))
     except ConfigError as exc:   # name the option the user typed
         msg = str(exc)
-        for name in ("ranks", "size"):
+        for name in ("ranks", "size", "network"):
             if msg.startswith(name + ": "):
                 msg = "--" + msg
         raise ConfigError(msg.replace("topology= (--topology)", "--topology")) from None

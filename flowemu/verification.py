@@ -173,7 +173,7 @@ def _prepare(algorithm, ranks, topology, size, network, max_memory, lazy=False):
         net = checks.network(network, {}, "verify", ()) if network is not None else Network()
     elif network is not None:
         raise ConfigError(f"network: algorithm {name} does not plan for a network; "
-                          "give network only for a sized algorithm such as gentree")
+                          "give it only for a size-dependent algorithm such as gentree")
     for cand in candidates:   # every schedule refused before any is built
         least = min_blocks(name, cand, p)
         budget.check(_state_bytes(p, least, 0), lim,

@@ -180,3 +180,23 @@ def test_block_lower_bounds_hold(algorithm):
                 opts = spec.parse_options(choice)
                 sched = spec.build(p, topo, True, **opts)
                 assert sched.num_blocks >= min_blocks(algorithm, opts, p), (p, opts)
+
+
+def test_gentree_plans_for_the_network_preset(capsys):
+    from flowemu.netpresets import preset_network
+    topo, net = parse_topology("tree:SS24"), preset_network("genmodel-table5", {})
+    spec = get_algorithm("gentree")
+    (sched, _), = spec.sized(24, topo, net, np.array([40e6]), spec.parse_options({}),
+                             blocks=True)
+    code, out, err = run(capsys, ["verify", "-a", "gentree", "-t", "tree:SS24", "--size",
+                                  "40MB", "--network", "genmodel-table5"])
+    assert code == 0 and err == "" and f"variant {sched.variant} (" in proofs(out)[0]
+    code, out, _ = run(capsys, ["verify", "-a", "gentree", "-t", "tree:SS24", "--size",
+                                "40MB"])
+    assert code == 0 and f"variant {sched.variant} (" not in proofs(out)[0]   # plan differs
+    for argv, needle in ((["-a", "ring", "--ranks", "4", "--network", "genmodel-table5"],
+                          "--network: algorithm ring does not plan for a network"),
+                         (["-a", "gentree", "-t", "tree:SS24", "--network", "nowhere"],
+                          "--network: 'nowhere' is neither a built-in preset")):
+        code, out, err = run(capsys, ["verify", *argv])
+        assert code == 2 and out == "" and needle in one_error_line(err)
