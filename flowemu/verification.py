@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import budget, checks
-from .errors import ConfigError
+from .errors import ConfigError, show
 
 __all__ = ["Verification", "VerifiedVariant", "verify"]
 
@@ -142,7 +142,7 @@ def _prepare(algorithm, ranks, topology, size, network, max_memory, lazy=False):
             raise ConfigError("ranks: needed without a topology (the number of ranks to "
                               "verify on), e.g. ranks=8")
         if not checks.is_integer(ranks) or ranks < 2:
-            raise ConfigError(f"ranks: {ranks!r} is not allowed; expected an integer >= 2")
+            raise ConfigError(f"ranks: {show(ranks)} is not allowed; expected an integer >= 2")
         p = int(ranks)
     else:
         p = checks.ranks(ranks, topo)
