@@ -17,6 +17,7 @@ _LAZY = {
     "RESULT_COLUMNS": "api", "flows": "flowdump",
     "profile": "engine", "Profile": "engine", "StepProfile": "engine",
     "sweep": "sweep", "fit": "fit", "plan": "gentree", "load": "results", "compare": "results", "results": "results",
+    "verify": "verification", "register_algorithm": "plugins", "unregister_algorithm": "plugins",
 }
 
 __all__ = [
@@ -38,10 +39,13 @@ __all__ = [
     "plan",
     "profile",
     "read_traffic",
+    "register_algorithm",
     "results",
     "simulate",
     "sweep",
     "time_traffic",
+    "unregister_algorithm",
+    "verify",
 ]
 
 

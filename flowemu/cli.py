@@ -1,4 +1,4 @@
-"""``flowemu run | list | sweep | compare | plot | fit`` — the command line.
+"""``flowemu run | list | sweep | compare | plot | fit | verify`` — the command line.
 
 User mistakes print one line ``flowemu: error: ...`` and exit with code 2;
 other flowemu failures exit with 1; no tracebacks for either.
@@ -216,6 +216,27 @@ def _build_parser() -> argparse.ArgumentParser:
                     help="table | csv | json | parquet (default: from --out's extension, "
                          "else table)")
     pn.add_argument("--out", "-o", help="write here instead of stdout")
+
+    vf = sub.add_parser("verify", help="prove an algorithm's schedule is an allreduce (block "
+                                       "by block); exit 1 at the first step that breaks it")
+    vf.add_argument("--algorithm", "-a", required=True,
+                    help="NAME[:key=val,...] (plug-ins too); an auto option verifies every "
+                         "choice")
+    vf.add_argument("--ranks", type=int, help="number of ranks (default: every endpoint of "
+                                              "--topology; required without it)")
+    vf.add_argument("--topology", "-t", help="arrange ranks on it (grid algorithms, gentree); "
+                                             "default: rank ids")
+    vf.add_argument("--size", "-s", help="vector size: the plan verified for a size-dependent "
+                                         "algorithm (gentree; default 256MiB); also reports "
+                                         "bytes")
+    vf.add_argument("--network", help="network preset a size-dependent algorithm plans for "
+                                      "(a built-in name or a .toml file; default: the "
+                                      "default network)")
+    vf.add_argument("--all-steps", action="store_true", help="list every step (default: the "
+                                                             "first and last 20 of a long one)")
+    vf.add_argument("--max-memory", help="refuse a verifier state estimated above this, e.g. "
+                                         "8GiB (default: FLOWEMU_MAX_MEMORY or 80%% of "
+                                         "available memory)")
 
     ft = sub.add_parser("fit", help="fit GenModel (α, β+γ/2, δ, ε, w_t) to measured allreduce "
                                     "times; print it, save a network preset, plot it")
@@ -466,6 +487,9 @@ def _cmd_list(args) -> int:
         for prm in spec.params:
             choices = f" one of {', '.join(map(str, prm.choices))}" if prm.choices else ""
             print(f"      {prm.name}={prm.default}{choices}  {prm.doc}")
+    from .plugins import plugin_errors
+    for msg in plugin_errors().values():   # a broken plug-in: said, the rest listed
+        print(f"flowemu: note: {msg}", file=sys.stderr)
     print("topologies:")
     modes = topology_modes()
     for fam, doc in sorted(topology_families().items()):
@@ -640,6 +664,30 @@ def _size_labels(sizes) -> list[str]:
     return out
 
 
+def _cmd_verify(args) -> int:
+    """``flowemu verify``: each schedule's proof printed as it is done; the
+    first failure on stderr (its step named), exit 1."""
+    from .errors import ScheduleError
+    from .verification import Verification, verify_each
+    try:
+        head, proofs = verify_each(args.algorithm, args.ranks, args.topology, size=args.size,
+                                   network=args.network, max_memory=_max_memory(args))
+    except ConfigError as exc:   # name the option the user typed
+        msg = str(exc)
+        for name in ("ranks", "size", "network"):
+            if msg.startswith(name + ": "):
+                msg = "--" + msg
+        raise ConfigError(msg.replace("topology= (--topology)", "--topology")) from None
+    try:
+        for i, proof in enumerate(proofs):
+            text = Verification(**head, variants=(proof,)).text(all_steps=args.all_steps)
+            print(("\n" if i else "") + text, flush=True)
+    except ScheduleError as exc:
+        print(f"flowemu: verify: FAILED: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def _cmd_fit(args) -> int:
     from .fit import fit
     outputs = {"--save": args.save, "--plot": args.plot}
@@ -678,7 +726,7 @@ def main(argv=None) -> int:
             return exc.code if isinstance(exc.code, int) else 0
         return {"run": _cmd_run, "list": _cmd_list, "sweep": _cmd_sweep,
                 "compare": _cmd_compare, "plot": _cmd_plot,
-                "fit": _cmd_fit, "plan": _cmd_plan}[args.command](args)
+                "fit": _cmd_fit, "plan": _cmd_plan, "verify": _cmd_verify}[args.command](args)
     except ConfigError as exc:
         print(f"flowemu: error: {exc}", file=sys.stderr)
         return 2

@@ -284,6 +284,9 @@ def register(spec: AlgorithmSpec) -> AlgorithmSpec:
 
 
 def get_algorithm(name: str) -> AlgorithmSpec:
+    if name not in _REGISTRY:   # a plug-in's entry point, imported on first use
+        from ..plugins import lookup
+        lookup(name)
     try:
         return _REGISTRY[name]
     except KeyError:
@@ -339,6 +342,8 @@ def shape_note(topology, p: int, gridless: bool = False) -> str:
 
 
 def algorithm_names() -> list[str]:
+    from ..plugins import load_all  # every plug-in's entry point (failures kept apart)
+    load_all()
     return sorted(_REGISTRY)
 
 
