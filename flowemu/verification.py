@@ -38,13 +38,19 @@ def min_blocks(name: str, options: dict, p: int) -> int:
     """Blocks the block build of a built-in has at least (1 for the others:
     checked exactly once built): p for the reduce-scatter/allgather
     algorithms, the largest power of two <= p for recdoub's bandwidth
-    variant, p for swing's; one for the latency variants."""
+    variant, p for swing's, the segments of binomial (twice for dbtree's two
+    trees), dualroot's fixed blocks; one for the latency variants."""
     if name in _PER_RANK_BLOCKS:
         return p
     if name == "recdoub" and options.get("variant") == "bandwidth":
         return 1 << (p.bit_length() - 1)
     if name == "swing" and options.get("variant") == "bandwidth":
         return p
+    if name in ("binomial", "dbtree"):      # a block per segment (per tree)
+        k = options.get("segments", 1)
+        return (k if isinstance(k, int) else 1) * (2 if name == "dbtree" else 1)
+    if name == "dualroot" and isinstance(options.get("blocks"), int):
+        return options["blocks"]
     return 1
 
 

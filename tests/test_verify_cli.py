@@ -200,3 +200,14 @@ def test_gentree_plans_for_the_network_preset(capsys):
                           "--network: 'nowhere' is neither a built-in preset")):
         code, out, err = run(capsys, ["verify", *argv])
         assert code == 2 and out == "" and needle in one_error_line(err)
+
+
+@pytest.mark.parametrize("algorithm, options", [
+    ("binomial", {"segments": 3}), ("dbtree", {"segments": 4}), ("dualroot", {"blocks": 5})])
+def test_block_lower_bounds_of_pipelined_algorithms(algorithm, options):
+    from flowemu.verification import min_blocks
+    spec = get_algorithm(algorithm)
+    opts = spec.parse_options(options)
+    for p in range(2, 20):
+        sched = spec.build(p, None, True, **opts)
+        assert sched.num_blocks >= min_blocks(algorithm, opts, p) > 1, (p, opts)
