@@ -1,6 +1,6 @@
 """Allreduce algorithms, registered by name (see :mod:`flowemu.algorithms.base`)."""
 
-from . import bucket, gentree, ps, recdoub, ring, swing  # noqa: F401  (registration)
+from . import bucket, butterfly, gentree, ps, recdoub, ring, swing  # noqa: F401  (registration)
 from .base import (
     COPY,
     REDUCE,
