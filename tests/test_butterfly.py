@@ -223,6 +223,38 @@ def test_time_on_one_switch_is_the_alpha_beta_cost(p):
         assert (df["steps"] == (L_of(p) if r == L_of(p) else 2 * L_of(p) - r)).all()
 
 
+@pytest.mark.parametrize("spec,p", [("fattree:k=4", 16), ("fattree:k=4", 11),
+                                     ("fattree:k=8,levels=2", 32), ("fattree:k=8,levels=2", 27)])
+def test_time_on_a_fat_tree_is_the_alpha_beta_cost(spec, p):
+    """A non-blocking fat tree with an even ECMP split carries every shift
+    permutation without congestion."""
+    alpha, bw, size = 3e-5, 1e8, 2 ** 20
+    for r in (0, 1, L_of(p)):
+        df = flowemu.simulate(spec, f"butterfly:r={r}", [size], ranks=p, alpha=alpha,
+                              bandwidth=bw, link_latency=0, hop_latency=0)
+        assert df["time_s"].iloc[0] == pytest.approx(alpha_beta_time(p, r, size, alpha, bw),
+                                                     rel=1e-9)
+
+
+@pytest.mark.parametrize("p", [3, 4, 5, 7, 8, 12, 13])
+def test_time_on_a_ring_adds_the_shift_congestion(p):
+    """On a 1-D torus (``torus:p``) a step shifting by s sends every flow
+    d = min(s, p − s) links the short way, so each link carries d flows (s =
+    p/2: half of every flow each way, p/4 flows a link): the step takes
+    α + load·parts·u·β, with the parts of each step from the paper's replay."""
+    alpha, bw, size = 3e-5, 1e8, 2 ** 20
+    u = size / p
+    for r in (0, 1, L_of(p)):
+        want = 0.0
+        for _, shift, placements, _ in paper_replay(p, r):
+            s = shift % p
+            load = p / 4 if 2 * s == p else min(s, p - s)
+            want += alpha + load * len(placements) * u / bw
+        df = flowemu.simulate(f"torus:{p}", f"butterfly:r={r}", [size], alpha=alpha,
+                              bandwidth=bw, link_latency=0, hop_latency=0)
+        assert df["time_s"].iloc[0] == pytest.approx(want, rel=1e-9), (p, r)
+
+
 def test_gamma_time_on_one_switch_bandwidth_optimal():
     p, alpha, bw, gamma = 7, 3e-5, 1e8, 2e-10     # Table 2
     df = flowemu.simulate("tree:7", "butterfly:r=bandwidth", [4096], alpha=alpha, bandwidth=bw,
