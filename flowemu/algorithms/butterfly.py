@@ -64,6 +64,7 @@ replay that keeps both buffers).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -131,6 +132,7 @@ def _window(p: int, starts: int, lo: int, hi: int) -> np.ndarray:
     return np.flatnonzero(mask)
 
 
+@lru_cache(maxsize=64)
 def form(p: int, r: int) -> Form:
     """The reduction and distribution steps for ``p`` ranks and ``r`` removed
     distribution steps (``0 <= r <= L``; ``r = L`` is the latency-optimal
@@ -164,13 +166,15 @@ def form(p: int, r: int) -> Form:
         if not same and results > 1 and len(np.intersect1d(regular_now, specials)):
             two_buffers = True
         shared = shared | np.roll(shared, half)
+        sent.flags.writeable = False      # forms are cached and shared
         phases.append(_Phase(f"rs{i}", -half, sent, True, combined))
     dist = []
     for i in range(L - r):
         n = ns[i]
         half, keep = n // 2, (n + 1) // 2
-        targets = np.arange(max(keep, results), n, dtype=np.int64)
-        dist.append(_Phase(f"ag{i}", half, targets - half, False, 0))
+        sources = np.arange(max(keep, results), n, dtype=np.int64) - half
+        sources.flags.writeable = False
+        dist.append(_Phase(f"ag{i}", half, sources, False, 0))
     return Form(p, r, results, tuple(phases) + tuple(reversed(dist)), two_buffers)
 
 
@@ -187,6 +191,7 @@ def _network_terms(network) -> tuple[float, float, float]:
 
 def choose_r(p: int, size: float, network) -> int:
     """The ``r`` of the cheapest form for ``size`` bytes (ties: fewer bytes)."""
+    p = int(p)
     a, b, g = _network_terms(network)
     forms = [form(p, r) for r in range(len(halvings(p)) + 1)]
     return min(forms, key=lambda f: (price(f, size, a, b, g), f.parts_sent)).r
@@ -315,8 +320,8 @@ SPEC = register(AlgorithmSpec(
            "distribution steps removed (Kolmakov §8): 0 or bandwidth (eq. 25, 2⌈log2 p⌉ "
            "steps), 1..⌈log2 p⌉−1 (eq. 36), ⌈log2 p⌉ or latency (eq. 44, ⌈log2 p⌉ steps), "
            "auto: the cheapest per size", convert=_convert_r),
-     Param("at", str, "auto", None, "auto (choose r per size) or the size r=auto chooses "
-           "for, e.g. 1MiB", convert=_convert_at)),
+     Param("at", str, "auto", None, "auto (choose r per size) or the one size r=auto "
+           "chooses for, e.g. 1MiB (ignored with a fixed r)", convert=_convert_at)),
     "Kolmakov's generalized butterfly for any p (cyclic group): reduce-scatter by "
     "halving the vectors, allgather reversed; r trades distribution steps for bytes "
     "(eqs. 25, 36, 44); r=auto picks the cheapest per size",
