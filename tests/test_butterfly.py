@@ -316,3 +316,15 @@ def test_bad_options_refused(capsys, opts, needle):
 def test_registered_with_its_options():
     spec = get_algorithm("butterfly")
     assert [p.name for p in spec.params] == ["r", "at"] and spec.sized is not None
+
+
+@pytest.mark.parametrize("algo", ["butterfly", "butterfly:r=1", "butterfly:r=latency",
+                                  "butterfly:at=1KiB"])
+def test_genmodel_backend_equals_the_flow_engine_on_one_switch(algo):
+    net = {"alpha": 3e-5, "bandwidth": 1e8, "gamma": 2e-10, "delta": 1e-11}
+    sizes = [64, 4096, 2 ** 16, 2 ** 22]
+    flow = flowemu.simulate("tree:13", algo, sizes, **net)
+    model = flowemu.simulate("tree:13", algo, sizes, model="genmodel", **net)
+    np.testing.assert_allclose(model["time_s"].to_numpy(), flow["time_s"].to_numpy(), rtol=1e-9)
+    assert list(model["variant"]) == list(flow["variant"])
+    assert list(model["steps"]) == list(flow["steps"])

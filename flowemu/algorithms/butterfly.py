@@ -191,8 +191,10 @@ def _network_terms(network) -> tuple[float, float, float]:
 
 def choose_r(p: int, size: float, network) -> int:
     """The ``r`` of the cheapest form for ``size`` bytes (ties: fewer bytes)."""
-    p = int(p)
-    a, b, g = _network_terms(network)
+    return _cheapest(int(p), size, *_network_terms(network))
+
+
+def _cheapest(p: int, size: float, a: float, b: float, g: float) -> int:
     forms = [form(p, r) for r in range(len(halvings(p)) + 1)]
     return min(forms, key=lambda f: (price(f, size, a, b, g), f.parts_sent)).r
 
@@ -327,3 +329,32 @@ SPEC = register(AlgorithmSpec(
     "(eqs. 25, 36, 44); r=auto picks the cheapest per size",
     sized=schedules_for_sizes,
 ))
+
+
+def predict(topology, p, sizes, network, options):
+    """``model="genmodel"`` on one switch: eqs. (25)/(36)/(44) with the exact
+    part counts, GenModel's α and β of the switch (:func:`flowemu.genmodel.
+    single_switch_terms`) and ``γ + 3δ`` per byte combined (fan-in 2); with
+    ``r=auto`` the cheapest form per size under those terms."""
+    from ..genmodel import Prediction, single_switch_terms
+    terms = single_switch_terms(topology, network)
+    a, b, g = terms.alpha, terms.beta, terms.gamma + 3 * terms.delta
+    p = check_ranks(NAME, p)
+    L = len(halvings(p))
+    value = options.get("r", "auto")
+    if value == "auto" and options.get("at", "auto") != "auto":
+        value = _cheapest(p, float(options["at"]), a, b, g)
+    chosen = [form(p, _cheapest(p, float(size), a, b, g) if value == "auto"
+                   else _resolve_r(p, value, float(size), network))
+              for size in np.asarray(sizes, np.float64)]
+    names = ["bandwidth" if f.r == 0 else "latency" if f.r == L else f"r={f.r}" for f in chosen]
+    return Prediction(np.array([price(f, s, a, b, g) for f, s in zip(chosen, sizes, strict=True)]),
+                      names, [len(f.phases) for f in chosen])
+
+
+def _register_predictor():
+    from ..genmodel import register_predictor
+    register_predictor(NAME, predict)
+
+
+_register_predictor()
