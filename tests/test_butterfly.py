@@ -328,3 +328,25 @@ def test_genmodel_backend_equals_the_flow_engine_on_one_switch(algo):
     np.testing.assert_allclose(model["time_s"].to_numpy(), flow["time_s"].to_numpy(), rtol=1e-9)
     assert list(model["variant"]) == list(flow["variant"])
     assert list(model["steps"]) == list(flow["steps"])
+
+
+@pytest.mark.parametrize("p,r", [(7, 1), (7, 3), (12, 2), (100, 4)])
+def test_two_buffer_forms_schedule_the_replayed_steps(p, r):
+    """The forms the verifier cannot express: every step's flows are the
+    replay's shift (rank j to j + shift), its parts and its combinations."""
+    sched = build(p, None, False, r=r)
+    replay = paper_replay(p, r)
+    assert sched.num_steps == len(replay)
+    ranks = np.arange(p)
+    for step, (kind, shift, placements, combined) in zip(sched.steps, replay, strict=True):
+        tr = step.traffic
+        np.testing.assert_array_equal(tr.src, ranks)
+        np.testing.assert_array_equal(tr.dst, (ranks + shift) % p)
+        np.testing.assert_allclose(tr.share, len(placements) / p, rtol=1e-15)
+        red = step.reduction
+        if kind == "copy":
+            assert len(red.node) == 0
+        else:
+            np.testing.assert_array_equal(red.node, ranks)
+            np.testing.assert_allclose(red.share, combined / p, rtol=1e-15)
+            assert (red.fanin == 2).all()
