@@ -37,7 +37,10 @@ Fewer steps (§8, eq. 36)
     wrap-around (``⌊N_i/2⌋ + R − 1 <= P`` at every step) the bytes sent are
     exactly eq. (36): ``(2(P−1) + (2^r − 1)(L − 1))·u``; otherwise fewer
     (placements modulo ``P`` coincide). The computation is counted exactly
-    (eq. 36's γ term is the paper's worst case).
+    (eq. 36's γ term is the paper's worst case). For a ``P`` that is not a
+    power of two the remaining ``L − r`` distribution steps would need only
+    ``N_(L−r) = ⌈P/2^(L−r)⌉ <= 2^r`` results (fewer bytes); flowemu follows
+    the paper's ``2^r``.
 Latency-optimal (§9, eqs. 38–44)
     ``r = L``: every placement is a result (``R = P``), every step sends all
     ``P`` shared vectors (the whole vector) and the distribution is omitted:
@@ -73,7 +76,8 @@ from ..units import parse_size
 from ._blocks import COPY, REDUCE, check_ranks, equal_block_share, make_traffic
 from .base import AlgorithmSpec, Param, Reduction, Schedule, Step, register
 
-__all__ = ["Form", "build", "form", "halvings", "schedules_for_sizes"]
+__all__ = ["Form", "build", "choose_r", "form", "halvings", "predict", "price", "schedule_of",
+           "schedules_for_sizes"]
 
 NAME = "butterfly"
 
@@ -139,6 +143,8 @@ def form(p: int, r: int) -> Form:
     form of §9)."""
     ns = halvings(p)
     L = len(ns)
+    if not 0 <= r <= L:
+        raise ValueError(f"r={r} outside 0..{L} for p={p}")
     results = p if r == L else 1 << r
     # offset sets (ranks j + d whose contributions a vector on rank j holds)
     # of the shared vectors (q′) and of a reduction's own q* (§7 eq. 17)
