@@ -350,3 +350,10 @@ def test_two_buffer_forms_schedule_the_replayed_steps(p, r):
             np.testing.assert_array_equal(red.node, ranks)
             np.testing.assert_allclose(red.share, combined / p, rtol=1e-15)
             assert (red.fanin == 2).all()
+
+
+def test_placement_adds_no_tree_planning_note():
+    """butterfly's r depends on the size, not on where the ranks run."""
+    for model in ("flow", "genmodel"):
+        df = flowemu.simulate("tree:16", "butterfly", "1MiB", placement="random:1", model=model)
+        assert df["note"].iloc[0] == "", model
