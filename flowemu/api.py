@@ -253,7 +253,11 @@ def _schedules(run: _Run, cand: dict, sizes) -> list:
 
 
 def _placement_note(run: _Run) -> str:
-    """What a plan made for the hosts in order means under another placement."""
+    """What a plan made for the hosts in order means under another placement
+    (for the planners on trees only: a size-dependent choice such as
+    butterfly's ``r`` does not depend on where the ranks run)."""
+    if run.spec.families is None:
+        return ""
     return (f"{run.spec.name} chose its plan for rank r on endpoint r (linear placement); "
             f"with placement {run.placement.text} the plan may not suit where the ranks run")
 

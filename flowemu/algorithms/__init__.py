@@ -1,6 +1,6 @@
 """Allreduce algorithms, registered by name (see :mod:`flowemu.algorithms.base`)."""
 
-from . import bucket, dualroot, gentree, ps, recdoub, ring, swing, trees  # noqa: F401  (registration)
+from . import bucket, butterfly, dualroot, gentree, ps, recdoub, ring, swing, trees  # noqa: F401  (registration)
 from .base import (
     COPY,
     REDUCE,
