@@ -315,7 +315,8 @@ def test_rows_say_which_model_timed_them():
     ({"topology": "torus:4x4"}, "topology torus:4x4 is not a single switch"),
     ({"topology": "tree:4x4"}, "topology tree:4x4 is not a single switch"),
     ({"algorithm": "swing"}, ("algorithm 'swing' has no GenModel predictor; genmodel prices "
-                              "cps, gentree, hcps, recdoub, reduce-broadcast, ring")),
+                              + ", ".join(__import__("flowemu.genmodel").genmodel
+                                          .predictor_names()))),
     ({"algorithm": "recdoub:variant=latency"}, "variant=latency has no GenModel form"),
     ({"algorithm": "hcps:factors=4x4"}, "factors=4x4 multiply to 16, not the 8 ranks"),
 ])
