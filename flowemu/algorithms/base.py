@@ -307,6 +307,21 @@ def convert_ports(raw):
     return int(raw)
 
 
+def convert_size_or_auto(raw):
+    """``"auto"`` or a vector size (``"400MB"``, bytes) > 0, as an int
+    (``Param.convert`` of the ``at=`` options; ValueError/TypeError on
+    anything else)."""
+    from ..units import parse_size
+    if isinstance(raw, str) and raw.strip().lower() == "auto":
+        return "auto"
+    if isinstance(raw, (bool, np.bool_)):
+        raise TypeError(raw)
+    value = parse_size(raw) if isinstance(raw, str) else raw
+    if not isinstance(value, (int, float, np.integer, np.floating)) or not value > 0:
+        raise ValueError(raw)
+    return int(value)
+
+
 def torus_dims(topology, p: int) -> tuple[int, ...]:
     """The logical torus shape ranks are arranged in: the topology's ``grid``
     (a torus's dims, the node grid of HyperX and HammingMesh) when ``p``

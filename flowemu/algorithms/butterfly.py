@@ -72,9 +72,8 @@ from functools import lru_cache
 import numpy as np
 
 from ..errors import ConfigError
-from ..units import parse_size
 from ._blocks import COPY, REDUCE, check_ranks, equal_block_share, make_traffic
-from .base import AlgorithmSpec, Param, Reduction, Schedule, Step, register
+from .base import AlgorithmSpec, Param, Reduction, Schedule, Step, convert_size_or_auto, register
 
 __all__ = ["Form", "build", "choose_r", "form", "halvings", "predict", "price", "schedule_of",
            "schedules_for_sizes"]
@@ -218,17 +217,6 @@ def _convert_r(raw):
     return int(raw)
 
 
-def _convert_at(raw):
-    if isinstance(raw, str) and raw.strip().lower() == "auto":
-        return "auto"
-    if isinstance(raw, (bool, np.bool_)):
-        raise TypeError(raw)
-    value = parse_size(raw) if isinstance(raw, str) else raw
-    if not isinstance(value, (int, float, np.integer, np.floating)) or not value > 0:
-        raise ValueError(raw)
-    return int(value)
-
-
 def _resolve_r(p: int, value, size: float, network) -> int:
     L = len(halvings(p))
     if value == "bandwidth":
@@ -329,7 +317,7 @@ SPEC = register(AlgorithmSpec(
            "steps), 1..⌈log2 p⌉−1 (eq. 36), ⌈log2 p⌉ or latency (eq. 44, ⌈log2 p⌉ steps), "
            "auto: the cheapest per size", convert=_convert_r),
      Param("at", str, "auto", None, "auto (choose r per size) or the one size r=auto "
-           "chooses for, e.g. 1MiB (ignored with a fixed r)", convert=_convert_at)),
+           "chooses for, e.g. 1MiB (ignored with a fixed r)", convert=convert_size_or_auto)),
     "Kolmakov's generalized butterfly for any p (cyclic group): reduce-scatter by "
     "halving the vectors, allgather reversed; r trades distribution steps for bytes "
     "(eqs. 25, 36, 44); r=auto picks the cheapest per size",

@@ -25,24 +25,21 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ConfigError
-from ..units import parse_size
 from ._blocks import COPY, REDUCE, check_ranks, equal_block_share
-from .base import AlgorithmSpec, Param, Reduction, Schedule, Step, Traffic, register
+from .base import (
+    AlgorithmSpec,
+    Param,
+    Reduction,
+    Schedule,
+    Step,
+    Traffic,
+    convert_size_or_auto,
+    register,
+)
 
 __all__ = ["build", "plans_for_sizes", "schedule_from_plan"]
 
 NAME = "gentree"
-
-
-def _convert_at(raw):
-    if isinstance(raw, str) and raw.strip().lower() == "auto":
-        return "auto"
-    if isinstance(raw, (bool, np.bool_)):
-        raise TypeError(raw)
-    value = parse_size(raw) if isinstance(raw, str) else raw
-    if not isinstance(value, (int, float, np.integer, np.floating)) or not value > 0:
-        raise ValueError(raw)
-    return int(value)
 
 
 def schedule_from_plan(plan, blocks: bool = False) -> Schedule:
@@ -204,7 +201,7 @@ SPEC = register(AlgorithmSpec(
            "auto: a flat cps/ring/rhd over every rank where GenModel prices it below the "
            "tree plan (flowemu's addition to §4.2); no: always the tree plan"),
      Param("at", str, "auto", None, "auto (plan for every size) or the size to plan for, "
-           "e.g. 400MB", convert=_convert_at)),
+           "e.g. 400MB", convert=convert_size_or_auto)),
     "GenTree (GenModel paper §4.2): per switch-local sub-tree the cheapest of cps, "
     "hcps factorisations, ring, rhd (equal children) or acps, by GenModel, or a flat "
     "cps/ring/rhd over every rank where GenModel prices it lower; trees, leaf-spine "
