@@ -357,3 +357,12 @@ def test_placement_adds_no_tree_planning_note():
     for model in ("flow", "genmodel"):
         df = flowemu.simulate("tree:16", "butterfly", "1MiB", placement="random:1", model=model)
         assert df["note"].iloc[0] == "", model
+
+
+@pytest.mark.slow
+def test_verifier_at_1000_ranks_bandwidth_form():
+    """The block-level verifier on 1,000 ranks (p blocks: a 4 GB state, ~35 s)."""
+    from flowemu.algorithms import get_algorithm
+    from flowemu.algorithms.verify import verify_allreduce
+    rep = verify_allreduce(get_algorithm("butterfly").build(1000, None, True, r=0))
+    assert rep.p == 1000
