@@ -291,10 +291,14 @@ def _check_ranks(ctx: _Context, traffic: Traffic) -> None:
                           f"expected ranks 0..{len(ctx.mapping) - 1}")
 
 
-def _route(ctx: _Context, traffic: Traffic) -> tuple[Routes, np.ndarray, np.ndarray]:
+def _endpoints(ctx: _Context, traffic: Traffic) -> tuple[np.ndarray, np.ndarray]:
+    """The endpoints of every flow's sender and receiver (ranks checked)."""
     _check_ranks(ctx, traffic)
-    src = ctx.mapping[traffic.src]
-    dst = ctx.mapping[traffic.dst]
+    return ctx.mapping[traffic.src], ctx.mapping[traffic.dst]
+
+
+def _route(ctx: _Context, traffic: Traffic) -> tuple[Routes, np.ndarray, np.ndarray]:
+    src, dst = _endpoints(ctx, traffic)
     return ctx.topology.route(src, dst, ecmp=ctx.ecmp, seed=ctx.seed), src, dst
 
 
@@ -305,9 +309,7 @@ def _reduced_route(ctx: _Context, traffic: Traffic):
     give its latency as they do on the full routes."""
     if ctx.uniform_latency is None:
         return None
-    _check_ranks(ctx, traffic)
-    src = ctx.mapping[traffic.src]
-    dst = ctx.mapping[traffic.dst]
+    src, dst = _endpoints(ctx, traffic)
     got = ctx.topology.solver_routes(src, dst, ctx.ecmp, ctx.link_capacity)
     return None if got is None else (*got, src, dst)
 

@@ -115,32 +115,32 @@ def parse_options(opts: list[str], parsers: dict[str, Callable[[str], object]],
     return values
 
 
-def rate_text(v: float) -> str:
-    """A rate as a spec prints it: the shortest ``<number><prefix>b/s`` (or ``B/s``) that parses back to
-    exactly ``v`` bytes/s."""
+def _shortest(v: float, units, parse, fallback: str) -> str:
+    """The shortest ``<number><unit>`` of ``units`` (name, scale) that
+    ``parse`` reads back as exactly ``v``, else ``fallback``."""
     candidates = []
-    for unit, scale in (("Tb/s", 1e12 / 8), ("Gb/s", 1e9 / 8), ("Mb/s", 1e6 / 8),
-                        ("kb/s", 1e3 / 8), ("b/s", 1 / 8), ("GB/s", 1e9), ("MB/s", 1e6),
-                        ("B/s", 1.0)):
+    for unit, scale in units:
         text = f"{fmt(v / scale)}{unit}"
         try:
-            if parse_rate(text, "bw") == v:
+            if parse(text) == v:
                 candidates.append(text)
         except ConfigError:
             pass
-    return min(candidates, key=len) if candidates else f"{v!r}B/s"
+    return min(candidates, key=len) if candidates else fallback
+
+
+def rate_text(v: float) -> str:
+    """A rate as a spec prints it: the shortest ``<number><prefix>b/s`` (or ``B/s``) that parses back to
+    exactly ``v`` bytes/s."""
+    return _shortest(v, (("Tb/s", 1e12 / 8), ("Gb/s", 1e9 / 8), ("Mb/s", 1e6 / 8),
+                         ("kb/s", 1e3 / 8), ("b/s", 1 / 8), ("GB/s", 1e9), ("MB/s", 1e6),
+                         ("B/s", 1.0)),
+                     lambda t: parse_rate(t, "bw"), f"{v!r}B/s")
 
 
 def time_text(v: float) -> str:
     """A time as a spec prints it: the shortest ``<number><unit>`` that parses back to exactly ``v`` seconds."""
     if v == 0:
         return "0s"
-    candidates = []
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9), ("ps", 1e-12)):
-        text = f"{fmt(v / scale)}{unit}"
-        try:
-            if parse_time(text, "lat") == v:
-                candidates.append(text)
-        except ConfigError:
-            pass
-    return min(candidates, key=len) if candidates else f"{v!r}s"
+    return _shortest(v, (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9), ("ps", 1e-12)),
+                     lambda t: parse_time(t, "lat"), f"{v!r}s")

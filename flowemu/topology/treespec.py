@@ -137,6 +137,14 @@ def _split_levels(key: str, text: str, levels: int, names: list[str]) -> list[st
     return [v.strip() or None for v in values]
 
 
+def _absolute_or_scaled(key: str, entries, parse, what: str) -> tuple[tuple, tuple]:
+    """Per-level ``key`` values: absolute ones (``parse``d, with their unit)
+    and ``Kx`` multiples (``what``), None where the other form was given."""
+    absolute = tuple(None if e is None or e.endswith("x") else parse(e, key) for e in entries)
+    scaled = tuple(_scaled(key, e, what) if e and e.endswith("x") else None for e in entries)
+    return absolute, scaled
+
+
 def _scaled(key: str, text: str, what: str):
     """``Kx`` -> ('scale', K)."""
     body = text[:-1].strip()
@@ -188,17 +196,11 @@ def parse_tree(params: str) -> Tree:
             kw["uplinks"] = tuple(None if e is None else
                                   parse_int("uplinks", e, "e.g. uplinks=2:1") for e in entries)
         elif key == "bw":
-            kw["bandwidth"] = tuple(None if e is None or e.endswith("x") else
-                                    parse_rate(e, "bw") for e in entries)
-            kw["capacity_scale"] = tuple(
-                _scaled("bw", e, "times the network bandwidth") if e and e.endswith("x")
-                else None for e in entries)
+            kw["bandwidth"], kw["capacity_scale"] = _absolute_or_scaled(
+                "bw", entries, parse_rate, "times the network bandwidth")
         elif key == "lat":
-            kw["latency"] = tuple(None if e is None or e.endswith("x") else
-                                  parse_time(e, "lat") for e in entries)
-            kw["latency_scale"] = tuple(
-                _scaled("lat", e, "times the network link latency") if e and e.endswith("x")
-                else None for e in entries)
+            kw["latency"], kw["latency_scale"] = _absolute_or_scaled(
+                "lat", entries, parse_time, "times the network link latency")
         elif key == "eps":
             kw["incast_slope"] = tuple(None if e is None else parse_time(e, "eps")
                                        for e in entries)
