@@ -35,6 +35,8 @@ import re
 import types
 from collections.abc import Callable, Mapping
 
+import numpy as np
+
 from .algorithms import base
 from .algorithms.base import AlgorithmSpec, Param, Schedule
 from .errors import ConfigError, FlowEmuError, ScheduleError, show
@@ -57,7 +59,8 @@ _scanned = False
 
 
 def register_algorithm(name: str, build: Callable[..., Schedule], params=(), doc: str = "",
-                       *, families=None, replace: bool = False) -> AlgorithmSpec:
+                       *, families=None, auto_param: str | None = None, sized=None,
+                       replace: bool = False) -> AlgorithmSpec:
     """Register an allreduce algorithm written outside flowemu.
 
     Parameters
@@ -78,6 +81,16 @@ def register_algorithm(name: str, build: Callable[..., Schedule], params=(), doc
         first line).
     families : sequence of str, optional
         Topology families the algorithm runs on (default: every family).
+    auto_param : str, optional
+        An option whose choices include ``"auto"``: with ``auto`` flowemu
+        builds every other choice and keeps the fastest per size (as
+        ``recdoub:variant=auto``); the builder always gets a concrete one.
+    sized : callable, optional
+        For a schedule that depends on the vector size and the network:
+        ``sized(p, topology, network, sizes, options, blocks=False) ->
+        [(Schedule, indices of the sizes it serves)]`` — every size served
+        exactly once. ``simulate``, ``run`` and sweeps then time each
+        schedule for its sizes; ``verify --size`` proves the one for its size.
     replace : bool
         Replace an earlier plug-in of the same name (re-running a notebook
         cell); built-ins are never replaced.
@@ -110,7 +123,19 @@ def register_algorithm(name: str, build: Callable[..., Schedule], params=(), doc
             raise ConfigError(f"register_algorithm: families of {name!r} must be a sequence "
                               f"of family names, got {show(families)}")
         families = tuple(families)
-    spec = AlgorithmSpec(name, _guarded(name, build), params, doc, families=families)
+    if auto_param is not None:
+        choices = next((x.choices for x in params if x.name == auto_param), None)
+        if not choices or "auto" not in choices or len(choices) < 2:
+            raise ConfigError(f"register_algorithm: auto_param {show(auto_param)} of {name!r} "
+                              "must name an option whose choices include 'auto' and at least "
+                              "one other value")
+    if sized is not None and not callable(sized):
+        raise ConfigError(f"register_algorithm: sized {show(sized)} of {name!r} is not "
+                          "callable; expected sized(p, topology, network, sizes, options, "
+                          "blocks=False) -> [(Schedule, size indices)]")
+    spec = AlgorithmSpec(name, _guarded(name, build), params, doc, families=families,
+                         auto_param=auto_param,
+                         sized=None if sized is None else _guarded_sized(name, sized))
     return _install(spec, replace)
 
 
@@ -273,6 +298,45 @@ def _guarded(name: str, build):
         return sched
     guarded.__doc__ = build.__doc__
     guarded.__wrapped__ = build
+    return guarded
+
+
+def _guarded_sized(name: str, sized):
+    """The ``sized`` hook, checked as :func:`_guarded` checks a builder: each
+    item a Schedule of ``p`` ranks with integer size indices, every size
+    served exactly once."""
+    def guarded(p, topology, network, sizes, options, blocks=False):
+        where = f"algorithm {name} (plug-in): its sized hook"
+        try:
+            out = list(sized(p, topology, network, sizes, options, blocks=blocks))
+        except FlowEmuError:
+            raise
+        except Exception as exc:
+            raise ScheduleError(f"{where} raised {type(exc).__name__}: {_line(exc)}") from exc
+        served = np.zeros(len(sizes), np.int64)
+        checked = []
+        for item in out:
+            if not (isinstance(item, tuple) and len(item) == 2
+                    and isinstance(item[0], Schedule)):
+                raise ScheduleError(f"{where} returned {show(item)}; expected (Schedule, "
+                                    "size indices) pairs")
+            sched, idx = item
+            idx = np.asarray(idx)
+            if sched.p != p:
+                raise ScheduleError(f"{where} was asked for {p} ranks but returned a "
+                                    f"schedule of p={sched.p}")
+            if idx.ndim != 1 or (idx.size and (idx.dtype.kind not in "iu" or idx.min() < 0
+                                               or idx.max() >= len(sizes))):
+                raise ScheduleError(f"{where} returned size indices {show(item[1])}; "
+                                    f"expected integers in 0..{len(sizes) - 1}")
+            np.add.at(served, idx, 1)
+            checked.append((sched, idx.astype(np.int64)))
+        if np.any(served != 1):
+            k = int(np.flatnonzero(served != 1)[0])
+            raise ScheduleError(f"{where} serves size {k} {int(served[k])} times; every "
+                                "size must be served by exactly one schedule")
+        return checked
+    guarded.__wrapped__ = sized
     return guarded
 
 

@@ -8,7 +8,7 @@ declared Reduction must equal the work of its REDUCE flows. A schedule that
 breaks any of these raises :class:`~flowemu.errors.ScheduleError` naming the
 first step, rank, block and origin at fault.
 
-The verifier's state is ``p × blocks × p`` int32 counts, so memory grows as
+The verifier's state is ``p × blocks × buffers × p`` int16 counts, so memory grows as
 p³ for the usual p blocks: a run that would not fit the memory limit
 (:mod:`flowemu.budget`) is refused before anything is allocated — once from
 the algorithm's block count before the build (a lower bound for the built-ins),
@@ -201,12 +201,14 @@ def _prepare(algorithm, ranks, topology, size, network, max_memory, lazy=False):
     def proofs():
         from .algorithms.verify import verify_allreduce
         for cand, sched in schedules():
-            blocks = int(sched.num_blocks or 1)
+            blocks, bufs = int(sched.num_blocks or 1), int(sched.num_buffers)
             entries = max((len(s.traffic.block_idx) for s in sched.steps
                            if s.traffic.has_blocks), default=0)
-            budget.check(_state_bytes(sched.p, blocks, entries), lim,
-                         f"verifying {name} on {p} ranks (a state of p·blocks·p = "
-                         f"{p}·{blocks}·{p} counts and {entries} block entries in a step)")
+            shape = f"p·blocks·p = {p}·{blocks}·{p}" if bufs == 1 else \
+                f"p·blocks·buffers·p = {p}·{blocks}·{bufs}·{p}"
+            budget.check(_state_bytes(sched.p, blocks * bufs, entries), lim,
+                         f"verifying {name} on {p} ranks (a state of {shape} counts and "
+                         f"{entries} block entries in a step)")
             report = verify_allreduce(sched)
             yield VerifiedVariant(sched.variant, cand, sched.num_steps, sched.note, report)
 
@@ -218,9 +220,10 @@ def _count(n: int, what: str) -> str:
 
 
 def _state_bytes(p: int, blocks: int, entries: int) -> int:
-    """The verifier's peak: int32 counts of every (rank, block, origin), and
-    per block entry of a step the senders' rows it gathers (three copies)."""
-    return 4 * p * blocks * p + 3 * 4 * entries * p
+    """The verifier's peak: int16 counts of every (rank, block·buffer,
+    origin), and per block entry of a step the senders' rows it gathers
+    (three copies, int32 at most)."""
+    return 2 * p * blocks * p + 3 * 4 * entries * p
 
 
 def _variant_text(ver: Verification, v: VerifiedVariant, all_steps: bool) -> str:
@@ -233,7 +236,8 @@ def _variant_text(ver: Verification, v: VerifiedVariant, all_steps: bool) -> str
         lines[0] += f" [{ver.auto}=auto: every choice is verified]"
     if ver.size is not None:
         lines.append(f"  vector size n = {ver.size:.0f} bytes")
-    lines.append(f"  proved: {_count(rep.num_steps, 'step')}, {_count(rep.num_blocks, 'block')}; "
+    lines.append(f"  proved: {_count(rep.num_steps, 'step')}, {_count(rep.num_blocks, 'block')}"
+                 + (f" ({rep.num_buffers} buffers each)" if rep.num_buffers > 1 else "") + "; "
                  "after the last "
                  f"step every rank holds every block with the contribution of each of the "
                  f"{ver.p} ranks exactly once; no contribution is reduced twice; no block "

@@ -2,6 +2,7 @@
 step counts and byte counts against the paper's closed forms, α-β time on
 one switch, ``r=auto`` per size, and bad options refused."""
 
+import dataclasses
 import math
 
 import numpy as np
@@ -10,9 +11,9 @@ from cli_helpers import one_error_line, run
 
 import flowemu
 from flowemu.algorithms import get_algorithm
-from flowemu.algorithms.butterfly import build, form, halvings, schedule_of
+from flowemu.algorithms.butterfly import build, form, halvings
 from flowemu.algorithms.verify import verify_allreduce
-from flowemu.errors import ConfigError
+from flowemu.errors import ConfigError, ScheduleError
 
 
 def L_of(p):
@@ -101,18 +102,54 @@ def test_every_form_is_the_papers_algorithm(p):
 
 @pytest.mark.parametrize("p", list(range(2, 65)) + [100, 127])
 def test_block_level_verifier(p):
-    """Every form the verifier can express (one partial sum per rank and
-    block: r = 0 for any p, every r for a power of two) is proven by it;
-    the others are refused with blocks=True by name."""
+    """Every form is proven by the block-level verifier: one buffer per block
+    where q* and the shared vectors coincide (r = 0, or p a power of two),
+    two where a rank keeps both (§8–9)."""
     for r in forms_of(p):
         f = form(p, r)
         assert f.two_buffers == (r > 0 and not is_pow2(p))
-        if f.two_buffers:
-            with pytest.raises(ConfigError, match="two partial sums"):
-                schedule_of(f, blocks=True)
-            continue
-        rep = verify_allreduce(build(p, None, True, r=r))
+        sched = build(p, None, True, r=r)
+        assert sched.num_buffers == (2 if f.two_buffers else 1)
+        rep = verify_allreduce(sched)
         assert rep.num_steps == 2 * L_of(p) - r
+        assert rep.num_buffers == sched.num_buffers
+
+
+def strip_buffers(sched, keep=None):
+    """``sched`` with every block entry in buffer 0 (or its buffers changed by
+    ``keep(bufs) -> bufs``)."""
+    steps = []
+    for st in sched.steps:
+        tr = st.traffic
+        if tr.block_buffers is not None:
+            bufs = np.zeros_like(tr.block_buffers) if keep is None else keep(tr.block_buffers)
+            tr = dataclasses.replace(tr, block_buffers=bufs)
+        steps.append(dataclasses.replace(st, traffic=tr))
+    return dataclasses.replace(sched, steps=tuple(steps))
+
+
+@pytest.mark.parametrize("p,r", [(3, 1), (6, 1), (7, 2), (12, 2), (100, 3), (100, 7)])
+def test_two_buffer_forms_need_the_second_buffer(p, r):
+    """The two buffers are what makes these forms correct: one buffer per
+    block loses a partial sum, and a fork that does not start from q* (base
+    buffer 1 instead of 0) double-counts or loses a contribution."""
+    sched = build(p, None, True, r=r)
+    with pytest.raises(ScheduleError):
+        verify_allreduce(strip_buffers(sched))
+
+    def no_fork(bufs):
+        out = bufs.copy()
+        out[(out[:, 1] == 1) & (out[:, 2] == 0), 2] = 1
+        return out
+    with pytest.raises(ScheduleError):
+        verify_allreduce(strip_buffers(sched, no_fork))
+
+
+def test_large_p_every_form_verified():
+    """The prime 257, every form (two buffers for r >= 1)."""
+    for r in forms_of(257):
+        rep = verify_allreduce(build(257, None, True, r=r))
+        assert rep.num_steps == 2 * L_of(257) - r
 
 
 @pytest.mark.parametrize("p", [1000, 997])
@@ -127,13 +164,6 @@ def test_large_p_against_the_replay_every_form(p):
     L = L_of(p)
     for r in (L // 2, L - 1, L):
         assert builder_steps(p, r) == paper_replay(p, r), (p, r)
-
-
-def test_large_p_bandwidth_optimal_verified():
-    """p = 1000 exceeds the verifier's p·blocks·p memory with p blocks (the
-    replay above covers it); the prime 257 is proven by the verifier."""
-    for p in (257,):
-        verify_allreduce(build(p, None, True, r=0))
 
 
 # ------------------------------------------------------------------ closed forms
@@ -360,9 +390,11 @@ def test_placement_adds_no_tree_planning_note():
 
 
 @pytest.mark.slow
-def test_verifier_at_1000_ranks_bandwidth_form():
-    """The block-level verifier on 1,000 ranks (p blocks: a 4 GB state, ~35 s)."""
+@pytest.mark.parametrize("p,r", [(1000, 0), (1000, 1), (997, 5)])
+def test_verifier_at_1000_ranks(p, r):
+    """The block-level verifier on 1,000 ranks and the prime 997 (p blocks,
+    two buffers for r >= 1: up to a 4 GB state, ~1 min each)."""
     from flowemu.algorithms import get_algorithm
     from flowemu.algorithms.verify import verify_allreduce
-    rep = verify_allreduce(get_algorithm("butterfly").build(1000, None, True, r=0))
-    assert rep.p == 1000
+    rep = verify_allreduce(get_algorithm("butterfly").build(p, None, True, r=r))
+    assert rep.p == p and rep.num_steps == 2 * L_of(p) - r

@@ -350,3 +350,85 @@ def one_line_failure(err: str) -> str:
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in err, err
     return lines[0]
+
+
+# ------------------------------------------------------------------ auto and sized plug-ins
+
+def two_way_build(p, topology=None, blocks=False, way="naive"):
+    """naive (to the root and back) or flowemu's ring, by option."""
+    if way == "ring":
+        return dataclasses.replace(get_algorithm("ring").build(p, topology, blocks),
+                                   algorithm="two-way", variant="ring")
+    return dataclasses.replace(naive_build(p, topology, blocks), algorithm="two-way",
+                               variant="naive")
+
+
+def by_size(p, topology, network, sizes, options, blocks=False):
+    """naive below 64 KiB, ring from there."""
+    sizes = np.asarray(sizes)
+    small = np.flatnonzero(sizes < 65536)
+    large = np.flatnonzero(sizes >= 65536)
+    out = []
+    if len(small):
+        out.append((two_way_build(p, topology, blocks, "naive"), small))
+    if len(large):
+        out.append((two_way_build(p, topology, blocks, "ring"), large))
+    return out
+
+
+@pytest.fixture
+def two_way():
+    yield
+    for name in ("two-way", "two-way-sized", "bad-sized"):
+        if name in plugins._PLUGINS:
+            flowemu.unregister_algorithm(name)
+
+
+def test_plugin_auto_param_takes_the_faster_per_size(two_way):
+    flowemu.register_algorithm("two-way", two_way_build,
+                               params=(Param("way", str, "naive", ("naive", "ring", "auto")),),
+                               auto_param="way")
+    sizes = "1KiB,16MiB"
+    auto = flowemu.simulate("torus:8", "two-way:way=auto", sizes)
+    each = {w: flowemu.simulate("torus:8", f"two-way:way={w}", sizes).time_s.to_numpy()
+            for w in ("naive", "ring")}
+    best = np.minimum(each["naive"], each["ring"])
+    assert np.array_equal(auto.time_s.to_numpy(), best)
+    assert auto.variant.tolist() == ["naive" if each["naive"][i] <= each["ring"][i] else "ring"
+                                     for i in range(2)]
+    assert auto.variant.tolist() == ["naive", "ring"]   # latency vs bandwidth at the two ends
+
+
+def test_plugin_sized_hook_times_each_size_with_its_schedule(two_way, capsys):
+    flowemu.register_algorithm("two-way-sized", two_way_build,
+                               params=(Param("way", str, "naive", ("naive", "ring")),),
+                               sized=by_size)
+    sizes = "1KiB,4KiB,1MiB,16MiB"
+    got = flowemu.simulate("torus:8", "two-way-sized", sizes)
+    naive = flowemu.simulate("torus:8", "two-way-sized:way=naive", "1KiB,4KiB")
+    assert got.variant.tolist() == ["naive", "naive", "ring", "ring"]
+    assert np.array_equal(got.time_s.to_numpy()[:2], naive.time_s.to_numpy())
+    ring = flowemu.simulate("torus:8", "ring", "1MiB,16MiB")
+    assert np.array_equal(got.time_s.to_numpy()[2:], ring.time_s.to_numpy())
+    code, out, _ = run(capsys, ["verify", "-a", "two-way-sized", "--ranks", "6", "--size",
+                                "1MiB"])
+    assert code == 0 and "variant ring" in out
+
+
+def test_plugin_sized_hook_that_serves_a_size_twice_is_named(two_way):
+    def twice(p, topology, network, sizes, options, blocks=False):
+        return by_size(p, topology, network, sizes, options, blocks) \
+            + [(two_way_build(p, topology, blocks), np.arange(len(sizes)))]
+    flowemu.register_algorithm("bad-sized", two_way_build, sized=twice)
+    with pytest.raises(ScheduleError, match=r"algorithm bad-sized \(plug-in\): its sized hook "
+                                            "serves size 0 2 times"):
+        flowemu.simulate("torus:8", "bad-sized", "1KiB,1MiB")
+
+
+def test_plugin_auto_param_and_sized_checked(two_way):
+    with pytest.raises(ConfigError, match="auto_param 'way' of 'two-way' must name an option "
+                                          "whose choices include 'auto'"):
+        flowemu.register_algorithm("two-way", two_way_build, params={"way": "naive"},
+                                   auto_param="way")
+    with pytest.raises(ConfigError, match="sized 3 of 'two-way' is not callable"):
+        flowemu.register_algorithm("two-way", two_way_build, sized=3)

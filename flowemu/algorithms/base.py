@@ -39,6 +39,12 @@ class Traffic:
     block_idx : int32[K] or None
     op : int8[F] or None
         :data:`REDUCE` or :data:`COPY` for each flow (block-level only).
+    block_buffers : int8[K, 3] or None
+        For schedules whose ranks keep several partial sums of one block
+        (``Schedule.num_buffers > 1``): per block entry the sender's buffer
+        it reads, the receiver's buffer it writes and, for a REDUCE, the
+        receiver's buffer it adds to (the result is ``base + data``; usually
+        the written buffer itself). ``None``: buffer 0 everywhere.
     """
 
     src: np.ndarray
@@ -48,6 +54,7 @@ class Traffic:
     block_ptr: np.ndarray | None = None
     block_idx: np.ndarray | None = None
     op: np.ndarray | None = None
+    block_buffers: np.ndarray | None = None
 
     def __post_init__(self):
         for name, dtype in (("src", np.int32), ("dst", np.int32), ("share", np.float64)):
@@ -65,6 +72,9 @@ class Traffic:
                                np.ascontiguousarray(self.block_idx, dtype=np.int32))
             op = np.zeros(n, np.int8) if self.op is None else self.op
             object.__setattr__(self, "op", np.ascontiguousarray(op, dtype=np.int8))
+        if self.block_buffers is not None:
+            object.__setattr__(self, "block_buffers",
+                               np.ascontiguousarray(self.block_buffers, dtype=np.int8))
 
     @property
     def num_flows(self) -> int:
@@ -161,6 +171,10 @@ class Schedule:
     #: not the topology's grid fall back to a 1-D ring of rank ids); reported
     #: in the ``note`` column of every result row
     note: str = ""
+    #: partial sums a rank may keep of one block at once (block-level
+    #: traffic addresses them through ``Traffic.block_buffers``); the
+    #: allreduce's result is buffer 0
+    num_buffers: int = 1
 
     @property
     def num_steps(self) -> int:

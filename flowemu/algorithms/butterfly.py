@@ -58,15 +58,16 @@ chooses per size (``AlgorithmSpec.sized``); a plain ``build`` with
 For a power-of-two ``P`` every vector of a step covers the same ranks, so the
 shared vector and ``q*`` coincide (§7: the form is then recursive halving and
 doubling on the cyclic group). For other ``P`` with ``r >= 1`` a rank keeps
-two partial sums of one part (``q*`` and ``q′``) at once; the block-level
-verifier keeps one copy per rank and block and cannot express that, so
-``blocks=True`` is refused for those forms (they are proved in the tests by a
-replay that keeps both buffers).
+two partial sums of one part (``q*`` and ``q′``) at once: their block-level
+traffic uses two buffers per block (``Schedule.num_buffers = 2``; ``q*`` in
+buffer 0, a distinct shared vector of the same placement in buffer 1), and
+a step in which they part (``q*`` kept, ``q′`` combined) adds the received
+part to buffer 0 and writes the sum into buffer 1.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
@@ -235,18 +236,21 @@ def schedule_of(f: Form, blocks: bool = False) -> Schedule:
     """The bulk-synchronous schedule of a form; ``blocks`` attaches the parts
     each flow carries (block ``b`` = part ``b``)."""
     p, L = f.p, len(halvings(f.p))
-    if blocks and f.two_buffers:
-        raise ConfigError(
-            f"algorithm {NAME}: r={f.r} on p={p} keeps two partial sums of one part on one "
-            "rank (the paper's q* and q′, §8–9), which the block-level verifier cannot "
-            "express; block content exists for r=0 and for power-of-two p")
+    buffered = _buffer_entries(p, f.r) if blocks and f.two_buffers else None
     ranks = np.arange(p, dtype=np.int64)
     steps = []
-    for ph in f.phases:
+    for i, ph in enumerate(f.phases):
         dst = (ranks + ph.shift) % p
         share = np.full(p, len(ph.placements) / p)
-        blocks2d = (ranks[:, None] - ph.placements[None, :]) % p if blocks else None
-        traffic = make_traffic(ranks, dst, share, None, blocks2d, REDUCE if ph.reduce else COPY)
+        if buffered is not None and ph.reduce:
+            rows = buffered[i]        # (placement sent, src buffer, dst buffer, base buffer)
+            blocks2d = (ranks[:, None] - rows[None, :, 0]) % p
+            traffic = make_traffic(ranks, dst, share, None, blocks2d, REDUCE)
+            traffic = replace(traffic, block_buffers=np.tile(rows[:, 1:], (p, 1)))
+        else:
+            blocks2d = (ranks[:, None] - ph.placements[None, :]) % p if blocks else None
+            traffic = make_traffic(ranks, dst, share, None, blocks2d,
+                                   REDUCE if ph.reduce else COPY)
         if ph.reduce:
             red = Reduction(ranks, np.full(p, ph.combined / p), np.full(p, 2, np.int32))
         else:
@@ -256,7 +260,54 @@ def schedule_of(f: Form, blocks: bool = False) -> Schedule:
     return Schedule(NAME, variant, p, tuple(steps), p if blocks else None,
                     equal_block_share(p) if blocks else None,
                     {"p_eff": p, "r": f.r, "results": f.results, "log_steps": L,
-                     "parts_sent": f.parts_sent, "parts_combined": f.parts_combined})
+                     "parts_sent": f.parts_sent, "parts_combined": f.parts_combined},
+                    num_buffers=2 if buffered is not None else 1)
+
+
+def _buffer_entries(p: int, r: int) -> list[np.ndarray]:
+    """Block entries of the reduction steps of a two-buffer form: per step an
+    int64[E, 4] of rows ``(placement sent, sender's buffer, receiver's
+    buffer, base buffer)``, the same on every rank (cyclic symmetry).
+
+    Replays the shifted reductions (§8, eqs. 26–34) with each vector as
+    ``(placement, contributors)`` — contributors a bit set of rank offsets,
+    equal vectors being one shared vector (eq. 32). On a rank, ``q*`` of
+    reduction ``o`` lives in buffer 0 of placement ``o``; any other vector
+    in buffer 0 of its placement, or in buffer 1 when a distinct ``q*``
+    holds buffer 0. The block-level verifier then proves the result."""
+    ns = halvings(p)
+    results = p if r == len(ns) else 1 << r
+    full = (1 << p) - 1
+
+    def moved(bits: int, s: int) -> int:      # contributors seen from the rank s below
+        return ((bits << s) | (bits >> (p - s))) & full
+
+    def buffer(vec, qstar) -> int:
+        x = vec[0]
+        return 1 if x < results and vec != qstar[x] else 0
+
+    vecs = [[((o + k) % p, 1) for k in range(p)] for o in range(results)]
+    out = []
+    for n in ns:
+        half, keep = n // 2, (n + 1) // 2
+        before = [v[0] for v in vecs]
+        rows, targets = set(), set()
+        for o in range(results):
+            v, new = vecs[o], list(vecs[o][:keep])
+            for k in range(keep, n):
+                sent, old = v[k], v[k - half]
+                new[k - half] = (old[0], old[1] | moved(sent[1], half))
+                rows.add((sent, old, new[k - half]))
+                targets.add(new[k - half])
+            vecs[o] = new
+        after = [v[0] for v in vecs]
+        for vec in {w for v in vecs for w in v} - targets:   # kept as they were
+            if buffer(vec, before) != buffer(vec, after):
+                raise AssertionError(f"butterfly p={p} r={r}: a kept vector changes buffer")
+        table = sorted({(sent[0], buffer(sent, before), buffer(made, after), buffer(old, before))
+                        for sent, old, made in rows})
+        out.append(np.array(table, dtype=np.int64).reshape(-1, 4))
+    return out
 
 
 def build(p: int, topology=None, blocks: bool = False, **options) -> Schedule:
@@ -269,8 +320,9 @@ def build(p: int, topology=None, blocks: bool = False, **options) -> Schedule:
     topology : Topology or None
         Unused: the pattern is on rank ids (cyclic group ``T_P``).
     blocks : bool
-        Attach block content (``p`` blocks, block ``b`` = part ``b``) for the
-        verifier; refused for the two-buffer forms (module docstring).
+        Attach block content (``p`` blocks, block ``b`` = part ``b``; two
+        buffers per block for the two-buffer forms, module docstring) for
+        the verifier.
     r : "auto", "bandwidth", "latency" or int
         Distribution steps removed (§8): ``0``/``bandwidth`` eq. (25),
         ``1..L−1`` eq. (36), ``L``/``latency`` eq. (44); ``auto`` picks the

@@ -10,6 +10,13 @@ the sender's counts into the receiver's (a count above 1 means a contribution
 was reduced twice); a COPY flow overwrites them. At the end every rank must
 hold every block with every origin exactly once.
 
+A schedule whose ranks keep several partial sums of one block at once
+(``Schedule.num_buffers`` K > 1) addresses them by buffer: the state is
+``count[rank, block, buffer, origin]``, a block entry names the sender's
+buffer it reads and the receiver's buffer it writes (a REDUCE writes
+``base + data``, its base buffer usually the written one), and at the end
+buffer 0 must hold the allreduce; the other buffers are scratch.
+
 The replay also checks each step's declared :class:`~.base.Reduction` against
 the work the REDUCE flows imply: a rank that receives ``k`` REDUCE flows into
 the same block in one step combines ``1 + k`` vectors of that block's size
@@ -63,6 +70,7 @@ class VerifyReport:
     sent: np.ndarray
     received: np.ndarray
     reduced: np.ndarray
+    num_buffers: int = 1   #: partial sums a rank may keep of one block
 
     @property
     def num_steps(self) -> int:
@@ -103,6 +111,7 @@ class _Checker:
         self.schedule = schedule
         self.p = int(schedule.p)
         self.name = f"{schedule.algorithm}/{schedule.variant} p={schedule.p}"
+        self.num_buffers = int(getattr(schedule, "num_buffers", 1))
 
     def fail(self, msg: str, i: int | None = None, label: str = ""):
         if i is None:
@@ -130,7 +139,8 @@ class _Checker:
 
     # -------------------------------------------------------------- one step
     def entries(self, i: int, step: Step, block_share: np.ndarray):
-        """Validate a step's traffic; return its (flow, block) entries."""
+        """Validate a step's traffic; return its (flow, block, buffers)
+        entries: ``(flow, block, src_buf, dst_buf, base_buf)``."""
         tr, label, p, num_blocks = step.traffic, step.label, self.p, len(block_share)
         if not isinstance(tr, Traffic) or not isinstance(step.reduction, Reduction):
             self.fail("a step needs a Traffic and a Reduction", i, label)
@@ -159,58 +169,96 @@ class _Checker:
             f = flow[bad[0]]
             self.fail(f"flow {f} ({src[f]}→{dst[f]}) carries block {idx[bad[0]]} outside "
                       f"0..{num_blocks - 1}", i, label)
-        pair = flow.astype(np.int64) * num_blocks + idx
-        uniq, counts = np.unique(pair, return_counts=True)
-        if len(uniq) != len(pair):
-            f, b = divmod(int(uniq[np.argmax(counts > 1)]), num_blocks)
+        sbuf, dbuf, bbuf = self.buffers(i, label, tr, len(idx))
+        # a flow reads a (block, sender's buffer) once and may deliver it into
+        # several of the receiver's buffers (each a target of its own)
+        target = (flow.astype(np.int64) * num_blocks + idx) * self.num_buffers + dbuf
+        uniq, counts = np.unique(target, return_counts=True)
+        if len(uniq) != len(target):
+            key = int(uniq[np.argmax(counts > 1)]) // self.num_buffers
+            f, b = divmod(key, num_blocks)
             self.fail(f"flow {f} ({src[f]}→{dst[f]}) lists block {b} more than once", i, label)
-        carried = np.bincount(flow, weights=block_share[idx], minlength=num_flows)
+        read = (flow.astype(np.int64) * num_blocks + idx) * self.num_buffers + sbuf
+        first = np.unique(read, return_index=True)[1]
+        carried = np.bincount(flow[first], weights=block_share[idx[first]], minlength=num_flows)
         bad = np.flatnonzero(~_close(carried, tr.share))
         if len(bad):
             f = bad[0]
             blocks_f = idx[ptr[f]:ptr[f + 1]]
             self.fail(f"flow {f} ({src[f]}→{dst[f]}) has share {tr.share[f]:.17g} but its "
                       f"blocks [{_list(blocks_f)}] sum to {carried[f]:.17g}", i, label)
-        return flow, idx
+        return flow, idx, sbuf, dbuf, bbuf
 
-    def replay(self, i: int, step: Step, state: np.ndarray, flow, block, num_blocks: int):
-        """Apply one step to ``state`` (int32[p·B, p]); return the REDUCE
-        targets (row keys) and how many REDUCE entries hit each."""
-        tr, label = step.traffic, step.label
+    def buffers(self, i: int, label: str, tr: Traffic, entries: int):
+        """``(src_buf, dst_buf, base_buf)`` of every block entry (int64)."""
+        bufs = tr.block_buffers
+        if bufs is None:
+            zero = np.zeros(entries, np.int64)
+            return zero, zero, zero
+        if bufs.shape != (entries, 3):
+            self.fail(f"block_buffers has shape {bufs.shape}, expected ({entries}, 3): the "
+                      "sender's, receiver's and base buffer of every block entry", i, label)
+        bad = np.flatnonzero(np.any((bufs < 0) | (bufs >= self.num_buffers), axis=1))
+        if len(bad):
+            self.fail(f"block entry {bad[0]} names buffers {bufs[bad[0]].tolist()}; the "
+                      f"schedule has buffers 0..{self.num_buffers - 1} (num_buffers)", i, label)
+        bufs = bufs.astype(np.int64)
+        return bufs[:, 0], bufs[:, 1], bufs[:, 2]
+
+    def where(self, key: int, num_blocks: int) -> str:
+        """``rank R block B`` (plus ``buffer K`` when there are several) of a state row."""
+        row, buf = divmod(int(key), self.num_buffers)
+        node, b = divmod(row, num_blocks)
+        return f"rank {node} block {b}" + (f" buffer {buf}" if self.num_buffers > 1 else "")
+
+    def replay(self, i: int, step: Step, state: np.ndarray, entries, num_blocks: int):
+        """Apply one step to ``state`` (int16[p·B·K, p] for B blocks and K
+        buffers); return the REDUCE targets (row keys) and how many REDUCE
+        entries hit each. Every read sees the start-of-step state."""
+        flow, block, sbuf, dbuf, bbuf = entries
+        tr, label, nbuf = step.traffic, step.label, self.num_buffers
         e_src, e_dst = tr.src[flow].astype(np.int64), tr.dst[flow].astype(np.int64)
-        src_key = e_src * num_blocks + block
-        dst_key = e_dst * num_blocks + block
+        src_key = (e_src * num_blocks + block) * nbuf + sbuf
+        dst_key = (e_dst * num_blocks + block) * nbuf + dbuf
+        base_key = (e_dst * num_blocks + block) * nbuf + bbuf
         data = state[src_key]                 # copy: the senders' start-of-step state
         is_reduce = tr.op[flow] == REDUCE
         copy_keys = dst_key[~is_reduce]
         uniq, counts = np.unique(copy_keys, return_counts=True)
         if np.any(counts > 1):
-            node, b = divmod(int(uniq[np.argmax(counts > 1)]), num_blocks)
-            senders = e_src[~is_reduce][copy_keys == node * num_blocks + b]
-            self.fail(f"COPY conflict: rank {node} block {b} is copied from ranks "
+            key = int(uniq[np.argmax(counts > 1)])
+            senders = e_src[~is_reduce][copy_keys == key]
+            self.fail(f"COPY conflict: {self.where(key, num_blocks)} is copied from ranks "
                       f"[{_list(senders)}] in the same step", i, label)
         red_keys = dst_key[is_reduce]
         both = np.intersect1d(uniq, red_keys)
         if len(both):
-            node, b = divmod(int(both[0]), num_blocks)
-            self.fail(f"rank {node} block {b} is both copied and reduced into in the same "
-                      f"step", i, label)
-        red_targets, red_fanin = np.unique(red_keys, return_counts=True)
+            self.fail(f"{self.where(both[0], num_blocks)} is both copied and reduced into in "
+                      f"the same step", i, label)
+        red_targets, inverse, red_fanin = np.unique(red_keys, return_inverse=True,
+                                                    return_counts=True)
         if len(red_keys):
-            before = state[red_targets]
+            bases = np.zeros(len(red_targets), np.int64)
+            bases[inverse] = base_key[is_reduce]
+            mixed = np.flatnonzero(bases[inverse] != base_key[is_reduce])
+            if len(mixed):
+                self.fail(f"REDUCEs into {self.where(red_keys[mixed[0]], num_blocks)} add to "
+                          "different base buffers in the same step", i, label)
+            before = state[bases]
             red_data = data[is_reduce]
-            np.add.at(state, red_keys, red_data)
-            after = state[red_targets]
+            after = before.astype(np.int32)   # the sums in int32: no count can wrap
+            np.add.at(after, inverse, red_data)
             over = np.argwhere(after > 1)
             if len(over):
                 t, origin = over[0]
-                node, b = divmod(int(red_targets[t]), num_blocks)
-                hit = (red_keys == red_targets[t]) & (red_data[:, origin] > 0)
+                hit = (inverse == t) & (red_data[:, origin] > 0)
                 senders = e_src[is_reduce][hit]
-                self.fail(f"REDUCE into rank {node} block {b} counts origin {origin}'s "
-                          f"contribution {after[t, origin]} times (rank {node} held it "
-                          f"{before[t, origin]}×, received it from rank(s) [{_list(senders)}])"
-                          f": a contribution reduced twice", i, label)
+                node = int(red_targets[t]) // nbuf // num_blocks
+                self.fail(f"REDUCE into {self.where(red_targets[t], num_blocks)} counts origin "
+                          f"{origin}'s contribution {after[t, origin]} times (rank {node} held "
+                          f"it {before[t, origin]}×, received it from rank(s) "
+                          f"[{_list(senders)}]): a contribution reduced twice", i, label)
+            state[red_targets] = after
         if len(copy_keys):
             state[copy_keys] = data[~is_reduce]
         return red_targets, red_fanin
@@ -219,7 +267,7 @@ class _Checker:
         """Declared Reduction == the work implied by the REDUCE flows; returns
         per-rank (total, γ, δ) coefficients."""
         p, num_blocks, label = self.p, len(block_share), step.label
-        nodes, blocks = np.divmod(red_targets, num_blocks)
+        nodes, blocks = np.divmod(red_targets // self.num_buffers, num_blocks)
         w = block_share[blocks]
         k = red_fanin.astype(np.float64)            # incoming flows per block: fan-in 1 + k
         implied = (np.bincount(nodes, weights=w, minlength=p),
@@ -252,12 +300,13 @@ class _Checker:
         steps = self.schedule.steps
         where = (f"after the last step {len(steps) - 1} {steps[-1].label!r} (end of schedule)"
                  if steps else "the schedule has no steps")
-        bad_rows = np.flatnonzero(np.any(state != 1, axis=1))
+        result = state[::self.num_buffers]    # buffer 0 of every (rank, block)
+        bad_rows = np.flatnonzero(np.any(result != 1, axis=1))
         if len(bad_rows):
             row = int(bad_rows[0])
             node, b = divmod(row, num_blocks)
-            missing = np.flatnonzero(state[row] == 0)
-            extra = np.flatnonzero(state[row] > 1)
+            missing = np.flatnonzero(result[row] == 0)
+            extra = np.flatnonzero(result[row] > 1)
             what = []
             if len(missing):
                 what.append(f"lacks the contribution of origin(s) [{_list(missing)}]")
@@ -294,15 +343,18 @@ def verify_allreduce(schedule: Schedule) -> VerifyReport:
     chk = _Checker(schedule)
     block_share = chk.block_partition()
     p, num_blocks = chk.p, len(block_share)
-    state = np.zeros((p, num_blocks, p), np.int32)
+    if chk.num_buffers < 1:
+        chk.fail(f"num_buffers={chk.num_buffers} must be >= 1")
+    # int16 counts: every count is 0 or 1 between steps (more fails at once)
+    state = np.zeros((p, num_blocks, chk.num_buffers, p), np.int16)
     ranks = np.arange(p)
-    state[ranks[:, None], np.arange(num_blocks)[None, :], ranks[:, None]] = 1
-    state = state.reshape(p * num_blocks, p)
+    state[ranks[:, None], np.arange(num_blocks)[None, :], 0, ranks[:, None]] = 1
+    state = state.reshape(p * num_blocks * chk.num_buffers, p)
 
     stats, sent, received, reduced = [], np.zeros(p), np.zeros(p), np.zeros(p)
     for i, step in enumerate(schedule.steps):
-        flow, block = chk.entries(i, step, block_share)
-        targets, fanin = chk.replay(i, step, state, flow, block, num_blocks)
+        entries = chk.entries(i, step, block_share)
+        targets, fanin = chk.replay(i, step, state, entries, num_blocks)
         total, gamma, delta = chk.check_reduction(i, step, targets, fanin, block_share)
         tr = step.traffic
         s_node = np.bincount(tr.src, weights=tr.share, minlength=p)
@@ -314,7 +366,7 @@ def verify_allreduce(schedule: Schedule) -> VerifyReport:
                                float(r_node.max()), float(total.max()), float(gamma.max()),
                                float(delta.max())))
     chk.final_check(state, num_blocks)
-    return VerifyReport(p, num_blocks, tuple(stats), sent, received, reduced)
+    return VerifyReport(p, num_blocks, tuple(stats), sent, received, reduced, chk.num_buffers)
 
 
 def _sorted_flows(tr: Traffic):
