@@ -655,11 +655,17 @@ class FaultyTopology(Topology):
             src, dst, self._out_ptr, self._out_link, self._in_ptr, self._in_link,
             self.link_src, self.link_dst, self.num_nodes, self._mode(ecmp), seed)
         if status != STATUS_OK:
-            raise self._cut_error(int(src[bad]), int(dst[bad]))
+            s, d = int(src[bad]), int(dst[bad])
+            # name the side that is cut off: the one that reaches fewer vertices
+            out = reachable(s, self._out_ptr, self._out_link, self.link_dst).sum()
+            into = reachable(d, self._in_ptr, self._in_link, self.link_src).sum()
+            raise self._cut_error(s, d) if into <= out else self._cut_error(d, s, forward=False)
         return Routes(ptr, link, frac, hops)
 
-    def _cut_error(self, s: int, d: int, ranks: tuple | None = None) -> ConfigError:
-        """ConfigError: no surviving path ``s -> d``, naming the first
+    def _cut_error(self, s: int, d: int, ranks: tuple | None = None,
+                   forward: bool = True) -> ConfigError:
+        """ConfigError: ``d`` is cut off from ``s`` (no surviving path
+        ``s -> d``, or ``d -> s`` when not ``forward``), naming the first
         selector after which none is left."""
         word = self.id_word
         what = self.fail
@@ -673,7 +679,8 @@ class FaultyTopology(Topology):
             order = keep[np.argsort(src[keep], kind="stable")]
             ptr = np.zeros(self.num_nodes + 1, dtype=np.int64)
             np.cumsum(np.bincount(src[keep], minlength=self.num_nodes), out=ptr[1:])
-            if not reachable(s, ptr, order, dst)[d]:
+            a, b = (s, d) if forward else (d, s)
+            if not reachable(a, ptr, order, dst)[b]:
                 what = canon
                 break
         rs = f" (rank {ranks[0]})" if ranks else ""
