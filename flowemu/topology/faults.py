@@ -76,6 +76,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ConfigError, show
+from ..kernels.faultroute import flows_on_failed, splice_rows
 from ..kernels.graphroute import (
     MODE_FIRST,
     MODE_HASH,
@@ -454,8 +455,8 @@ def select_links(topology: Topology, selector: str, option: str = FAIL) -> np.nd
 
     Parameters
     ----------
-    topology : Topology
-        A :class:`FaultyTopology` selects on its base.
+    topology : Topology or str
+        A topology or its spec; a :class:`FaultyTopology` selects on its base.
     selector : str
         One selector, without a degrade factor.
     option : str
@@ -466,6 +467,9 @@ def select_links(topology: Topology, selector: str, option: str = FAIL) -> np.nd
     ConfigError
         Naming ``option``, the selector and the forms allowed on the family.
     """
+    if isinstance(topology, str):
+        from . import parse_topology
+        topology = parse_topology(topology)
     if isinstance(topology, FaultyTopology):
         topology = topology.base
     return _select(_Fabric(topology), selector, option)[0]
@@ -580,11 +584,10 @@ class FaultyTopology(Topology):
         """The base's description plus ``fail``, ``degrade`` (canonical
         texts), ``failed_links`` and ``degraded_links`` (directed links)."""
         out = dict(self.base.describe())
+        slower = (self.bandwidth_factor != 1.0) | (self.latency_factor != 1.0)
         out.update(fail=self.fail, degrade=self.degrade,
                    failed_links=int(self.failed.sum()),
-                   degraded_links=int(((self.bandwidth_factor != 1.0) & ~self.failed).sum()
-                                      + ((self.latency_factor != 1.0) & ~self.failed
-                                         & (self.bandwidth_factor == 1.0)).sum()))
+                   degraded_links=int((slower & ~self.failed).sum()))
         return out
 
     @property
@@ -634,13 +637,13 @@ class FaultyTopology(Topology):
         routes = self.base.route(src, dst, ecmp, seed)
         if not self._any_failed or routes.num_entries == 0:
             return routes
-        hit = np.flatnonzero(self.failed[routes.link])
-        if len(hit) == 0:
+        flows = flows_on_failed(routes.flow_ptr, routes.link, self.failed)
+        if len(flows) == 0:
             return routes
-        flows = np.unique(np.searchsorted(routes.flow_ptr, hit, side="right") - 1)
         src, dst = self._check_flows(src, dst)
         new = self._reroute(src[flows], dst[flows], ecmp, seed)
-        return _splice(routes, flows, new)
+        return Routes(*splice_rows(routes.flow_ptr, routes.link, routes.frac, routes.hops, flows,
+                                   new.flow_ptr, new.link, new.frac, new.hops))
 
     def _mode(self, ecmp: str) -> int:
         if ecmp == "hash":
@@ -728,30 +731,6 @@ class FaultyTopology(Topology):
             return self.base.path_latency(routes, lat)
         return dag_max_latency(routes.flow_ptr, routes.link, self.link_src, self.link_dst, lat,
                                self.num_nodes)
-
-
-def _splice(routes: Routes, flows: np.ndarray, new: Routes) -> Routes:
-    """``routes`` with the rows of ``flows`` (sorted) replaced by ``new``'s."""
-    counts = np.diff(routes.flow_ptr)
-    new_counts = counts.copy()
-    new_counts[flows] = np.diff(new.flow_ptr)
-    ptr = np.zeros(len(counts) + 1, dtype=np.int64)
-    np.cumsum(new_counts, out=ptr[1:])
-    link = np.empty(int(ptr[-1]), dtype=np.int32)
-    frac = np.empty(int(ptr[-1]), dtype=np.float64)
-    keep = np.ones(len(counts), dtype=bool)
-    keep[flows] = False
-    old = np.flatnonzero(np.repeat(keep, counts))
-    to = old + np.repeat(ptr[:-1] - routes.flow_ptr[:-1], counts)[old]
-    link[to] = routes.link[old]
-    frac[to] = routes.frac[old]
-    to = np.arange(new.num_entries, dtype=np.int64) + np.repeat(
-        ptr[flows] - new.flow_ptr[:-1], np.diff(new.flow_ptr))
-    link[to] = new.link
-    frac[to] = new.frac
-    hops = routes.hops.copy()
-    hops[flows] = new.hops
-    return Routes(ptr, link, frac, hops)
 
 
 # ------------------------------------------------------------- public doors
@@ -871,10 +850,9 @@ def check_fail_policy(schedule, topology: Topology, mapping=None, policy: str = 
         seen.add(id(t))
         src, dst = ends[t.src], ends[t.dst]
         routes = base.route(src, dst, "split")
-        hit = np.flatnonzero(topology.failed[routes.link])
-        if len(hit) == 0:
+        flows = flows_on_failed(routes.flow_ptr, routes.link, topology.failed)
+        if len(flows) == 0:
             continue
-        flows = np.unique(np.searchsorted(routes.flow_ptr, hit, side="right") - 1)
         new = topology._reroute(src[flows], dst[flows], "split", 0)
         longer = np.flatnonzero(new.hops > routes.hops[flows])
         if len(longer) == 0:
