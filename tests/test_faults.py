@@ -197,6 +197,8 @@ def test_graph_split_paths_reroutes_with_equal_path_shares(tmp_path):
     # a -> c -> d -> b, 3 hops, the only surviving path
     assert routes.hops.tolist() == [3]
     assert np.all(routes.frac == 1.0)
+    with pytest.raises(ConfigError, match=r"^fail: 'id:zz': no node has id 'zz' in graph:"):
+        apply_faults(topo.base, fail="id:zz")
     names = topo.node_names
     walk = [(names[topo.link_src[lk]], names[topo.link_dst[lk]]) for lk in routes.link]
     assert walk == [("a", "c"), ("c", "d"), ("d", "b")]
@@ -364,13 +366,15 @@ def test_apply_faults_texts_spec_pickle_and_passthrough():
     base = parse_topology("fattree:k=4")
     assert apply_faults(base) is base
     assert apply_faults(base, fail="", degrade=()) is base
-    topo = apply_faults(base, fail=[" core:0 ", "random:2:3"], degrade="edge:1=0.50:lat=2.0")
+    topo = apply_faults(base, fail=[" core : 0 ", "random:2:3"], degrade="edge:1=0.50:lat=2.0")
     assert isinstance(topo, FaultyTopology)
     assert topo.spec == base.spec
     assert topo.fail == "core:0;random:2:3"
     assert topo.degrade == "edge:1=0.5:lat=2"
     again = pickle.loads(pickle.dumps(topo))
     assert again == topo and np.array_equal(again.failed, topo.failed)
+    assert apply_faults(base, fail=np.array(["core:0", "random:2:3"])) == apply_faults(
+        base, fail="core:0;random:2:3")
     assert np.array_equal(again.bandwidth_factor, topo.bandwidth_factor)
     more = apply_faults(topo, fail="core:1")
     assert more.fail == "core:0;random:2:3;core:1" and more.base is base

@@ -356,6 +356,8 @@ def _select(fab: _Fabric, text, option: str) -> tuple[np.ndarray, str]:
         seed = _int(parts[1], "seed", option, sel, 0, None, "a seed >= 0")
         pick = np.random.default_rng(seed).choice(len(pool), size=k, replace=False)
         return fab.with_reverse(pool[np.sort(pick)]), f"random:{k}:{seed}"
+    if _graph_names(topo) is None:
+        sel = "".join(sel.split())          # canonical: no spaces inside
     terms = _split_pair(fab, sel, option)
     if terms is None:
         ids = _links_of(fab, _term(fab, sel, option, sel), None)
@@ -400,7 +402,7 @@ def _selectors(value, option: str) -> list[str]:
         return []
     if isinstance(value, str):
         items = [value]
-    elif isinstance(value, (list, tuple)):
+    elif isinstance(value, (list, tuple, np.ndarray)):
         items = list(value)
     else:
         raise ConfigError(f"{option}: {show(value)} is not allowed; expected a selector string "
