@@ -465,8 +465,8 @@ def test_disconnection_names_the_rank_the_endpoint_and_the_selector():
 
 
 def test_fail_policy_refuses_a_hamiltonian_ring_a_failure_breaks():
-    assert get_algorithm("ring").topology_bound
-    assert not get_algorithm("swing").topology_bound
+    assert get_algorithm("ring").topology_bound and get_algorithm("bucket").topology_bound
+    assert not any(get_algorithm(a).topology_bound for a in ("swing", "recdoub"))
     topo = apply_faults("torus:8", fail="3-4")
     ring = get_algorithm("ring").build(8, topo, ports=1)
     with pytest.raises(ConfigError) as err:
@@ -475,6 +475,9 @@ def test_fail_policy_refuses_a_hamiltonian_ring_a_failure_breaks():
     assert str(err.value).endswith("pass fail_policy='reroute' to route around it")
     check_fail_policy(ring, topo, policy="reroute")
     check_fail_policy(get_algorithm("swing").build(8, topo, variant="bandwidth"), topo)
+    bucket = get_algorithm("bucket").build(8, topo)
+    with pytest.raises(ConfigError, match="^fail: algorithm bucket relies on link "):
+        check_fail_policy(bucket, topo)
     # a failure the ring does not ride (torus:4x4 snake, a cable it never uses)
     t44 = parse_topology("torus:4x4")
     sched = get_algorithm("ring").build(16, t44, ports=1)
