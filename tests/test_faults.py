@@ -536,3 +536,13 @@ def test_max_min_oracle_on_a_rerouted_permutation():
     lat = NET.alpha + routes.hops * (NET.link_latency + NET.hop_latency)
     want = max(lat[f] + finish[f] for f in range(16))
     assert math.isclose(float(step.time(np.array([1.0]))[0]), want, rel_tol=1e-12)
+
+
+def test_simulate_takes_a_faulty_topology():
+    import flowemu
+
+    topo = apply_faults("torus:8x8", fail="random:4:0", degrade="0,*-1,*=0.5")
+    faulty = flowemu.simulate(topo, "swing", sizes="1MiB")
+    healthy = flowemu.simulate(topo.base, "swing", sizes="1MiB")
+    assert faulty.topology.iloc[0] == "torus:8x8"
+    assert faulty.time_s.iloc[0] > healthy.time_s.iloc[0]
