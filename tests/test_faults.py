@@ -200,6 +200,11 @@ def test_graph_split_paths_reroutes_with_equal_path_shares(tmp_path):
     with pytest.raises(ConfigError, match=r"^fail: 'id:zz': no node has id 'zz' in graph:"):
         apply_faults(topo.base, fail="id:zz")
     names = topo.node_names
+    dashed = tmp_path / "dashed.json"
+    dashed.write_text(path.read_text().replace('"a"', '"h-a"'))
+    g = parse_topology(f"graph:{dashed}")
+    one = select_links(g, "id:h-a")
+    assert len(one) == 4 and select_links(g, "id:h-a-id:b").tolist() == [0, 1]
     walk = [(names[topo.link_src[lk]], names[topo.link_dst[lk]]) for lk in routes.link]
     assert walk == [("a", "c"), ("c", "d"), ("d", "b")]
 

@@ -378,7 +378,7 @@ def _split_pair(fab: _Fabric, sel: str, option: str):
     cuts = [i for i, ch in enumerate(sel) if ch == "-"]
     if not cuts:
         return None
-    if len(cuts) > 1 and _graph_names(fab.topo) is not None:
+    if _graph_names(fab.topo) is not None:
         try:                              # a graph node id may hold a '-'
             _term(fab, sel, option, sel)
             return None
