@@ -64,8 +64,8 @@ A flow whose destination its source cannot reach any more is a ConfigError
 naming the endpoints and the selector that cut them; :func:`check_fail_policy`
 checks once per run that the endpoints hosting ranks still reach each other
 and refuses topology-bound schedules (``AlgorithmSpec.topology_bound``: the
-Hamiltonian rings) that a failure forces off their minimal paths, unless
-``policy="reroute"``.
+ring's Hamiltonian cycles, bucket's dimension rings) that a failure forces
+off their minimal paths, unless ``policy="reroute"``.
 """
 
 from __future__ import annotations
