@@ -258,6 +258,11 @@ class AlgorithmSpec:
     #: the topology families the algorithm runs on (None: every family); a
     #: sweep refuses the others before it runs anything
     families: tuple[str, ...] | None = None
+    #: flows meant to ride specific links (the Hamiltonian rings' neighbour
+    #: exchanges): with failed links, ``fail_policy='strict'`` refuses a run
+    #: in which a failure forces such a flow off its minimal paths
+    #: (:func:`flowemu.topology.faults.check_fail_policy`)
+    topology_bound: bool = False
 
     def parse_options(self, options: dict) -> dict:
         known = {p.name: p for p in self.params}

@@ -220,4 +220,5 @@ SPEC = register(AlgorithmSpec(
     doc="Bucket allreduce: a ring reduce-scatter along each torus dimension, then ring "
         "allgathers in reverse order; 2D concurrent collectives moving between dimensions "
         "together, 2D(d_max−1) steps (Swing paper §2.3.4, §5.2).",
+    topology_bound=True,   # its dimension rings exchange between torus neighbours
 ))

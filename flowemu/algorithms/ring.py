@@ -262,4 +262,5 @@ SPEC = register(AlgorithmSpec(
         "ring 0→1→…→p−1 on 1-D, a snake cycle or two edge-disjoint cycles of a torus, a "
         "comb cycle of a mesh with an even side; else an order with 2-hop steps, noted), "
         "2(p−1) steps of n/(p·ports) (Swing paper §2.3.1).",
+    topology_bound=True,
 ))

@@ -15,7 +15,9 @@ A forward sweep from the source, layer by layer, writes the flow's entries
   from dynamic programming over the DAG (in float64: exact up to 2**53
   paths, relative error 1e-16 beyond);
 * ``MODE_HASH`` — one shortest path, each vertex choosing among its
-  next-hop links by a hash of ``(seed, src, dst, hop)``.
+  next-hop links by a hash of ``(seed, src, dst, hop)``;
+* ``MODE_FIRST`` — one shortest path, each vertex taking its first
+  next-hop link (lowest position in its outgoing CSR): deterministic.
 
 Since the number of entries is only known after routing, entries go to a
 growing buffer in destination order; the caller reorders them into flow
@@ -36,6 +38,7 @@ STATUS_UNREACHABLE = 3
 MODE_HOP = 0
 MODE_PATHS = 1
 MODE_HASH = 2
+MODE_FIRST = 3
 
 
 @njit
@@ -101,7 +104,7 @@ def graph_route(src, dst, flows_by_dst, out_ptr, out_link, in_ptr, in_link, link
         CSR of each vertex's incoming link ids.
     link_src, link_dst : int32[L]
     mode : int
-        ``MODE_HOP``, ``MODE_PATHS`` or ``MODE_HASH``.
+        ``MODE_HOP``, ``MODE_PATHS``, ``MODE_HASH`` or ``MODE_FIRST``.
     seed : uint64
 
     Returns
@@ -185,6 +188,8 @@ def graph_route(src, dst, flows_by_dst, out_ptr, out_link, in_ptr, in_link, link
                 if mode == MODE_HASH:
                     pick = np.int64((hop_hash(seed, s, d, layer) >> np.uint64(1))
                                     % np.uint64(nhops))
+                elif mode == MODE_FIRST:
+                    pick = 0
                 j = -1
                 for e in range(out_ptr[u], out_ptr[u + 1]):
                     lk = out_link[e]
@@ -239,3 +244,33 @@ def reachable(start, ptr, link, link_end):
                 queue[tail] = w
                 tail += 1
     return seen
+
+
+def route_in_flow_order(src, dst, out_ptr, out_link, in_ptr, in_link, link_src, link_dst,
+                        num_nodes, mode, seed):
+    """:func:`graph_route` with its entries put back in flow order.
+
+    Returns ``(status, bad_flow, flow_ptr, link, frac, hops)``: ``flow_ptr``
+    int64[F+1], ``link`` int32[E], ``frac`` float64[E], ``hops`` int32[F]
+    (meaningful when ``status == STATUS_OK``)."""
+    src = np.ascontiguousarray(src, dtype=np.int64)
+    dst = np.ascontiguousarray(dst, dtype=np.int64)
+    by_dst = np.argsort(dst, kind="stable").astype(np.int64)
+    status, bad, counts_sorted, hops, link_buf, frac_buf = graph_route(
+        src, dst, by_dst, out_ptr, out_link, in_ptr, in_link, link_src, link_dst, num_nodes,
+        mode, np.uint64(int(seed) & 0xFFFFFFFFFFFFFFFF))
+    num_flows = len(src)
+    counts = np.empty(num_flows, dtype=np.int64)
+    counts[by_dst] = counts_sorted
+    flow_ptr = np.zeros(num_flows + 1, dtype=np.int64)
+    np.cumsum(counts, out=flow_ptr[1:])
+    sorted_ptr = np.zeros(num_flows + 1, dtype=np.int64)
+    np.cumsum(counts_sorted, out=sorted_ptr[1:])
+    # entry i of the buffer (destination order) goes to its flow's row
+    shift = np.repeat(flow_ptr[by_dst] - sorted_ptr[:-1], counts_sorted)
+    where = np.arange(len(link_buf), dtype=np.int64) + shift
+    link = np.empty(len(link_buf), dtype=np.int32)
+    frac = np.empty(len(link_buf), dtype=np.float64)
+    link[where] = link_buf
+    frac[where] = frac_buf
+    return int(status), int(bad), flow_ptr, link, frac, hops
