@@ -574,7 +574,7 @@ def profile(schedule: Schedule, topology: Topology, network: Network | None = No
         raise ConfigError(f"ranks: {schedule.p} ranks do not fit on {topology.spec} "
                           f"({topology.num_endpoints} endpoints)")
     ctx = make_context(topology, network, ecmp, seed, mapping, schedule.p, background, slow)
-    check_memory(ctx, schedule, threads, lim, reduced=not congestion)
+    check_memory(ctx, schedule, threads, lim, reduced=not congestion and ctx.load is None)
     _solve_patterns(ctx, schedule, congestion, threads)
     steps = tuple(step_profile(ctx, s.traffic, s.reduction, s.label, schedule.p, congestion)
                   for s in schedule.steps)
@@ -585,6 +585,7 @@ def profile(schedule: Schedule, topology: Topology, network: Network | None = No
     info["ports_per_node"] = int(out_ports.max()) if len(out_ports) else 0
     if ctx.load is not None and ctx.load.num_background:
         info["background_rate"] = uncontested_rate(ctx, _solve)
+        info["background_flows"] = ctx.load.num_background
     return Profile(steps, schedule, info)
 
 
