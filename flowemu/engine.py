@@ -583,9 +583,9 @@ def profile(schedule: Schedule, topology: Topology, network: Network | None = No
     out_ports = np.bincount(topology.link_src, weights=(topology.link_capacity_scale > 0),
                             minlength=topology.num_nodes)[endpoints]
     info["ports_per_node"] = int(out_ports.max()) if len(out_ports) else 0
-    if ctx.load is not None and ctx.load.num_background:
+    if background is not None:
         info["background_rate"] = uncontested_rate(ctx, _solve)
-        info["background_flows"] = ctx.load.num_background
+        info["background_flows"] = ctx.load.num_background if ctx.load is not None else 0
     return Profile(steps, schedule, info)
 
 

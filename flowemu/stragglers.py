@@ -5,8 +5,9 @@ speed FACTOR in (0, 1] (0.5 = half speed) for its compute (the reduction
 work after a step: its γ/δ time divided by FACTOR) and/or its network
 (its injection and ejection capped at FACTOR × the capacity of its
 endpoint's outgoing / incoming links, as two private virtual resources every
-flow from / to it crosses; the physical links keep their capacity, since on
-a torus they also carry other nodes' transit traffic). Steps are bulk
+flow from / to it crosses, background flows included; the physical links
+keep their capacity, since on a torus they also carry other nodes' transit
+traffic). Steps are bulk
 synchronous, so one slow rank delays every step it takes part in.
 
 Grammar: items separated by ``;``, each ``RANKS=FACTOR[:compute|:network]``

@@ -222,6 +222,16 @@ def test_background_throughput_counts_latency_at_the_uncontested_rate():
     np.testing.assert_allclose(prof.background_throughput(n), expected, rtol=RTOL)
 
 
+def test_background_without_flows_reports_zero(tmp_path):
+    path = tmp_path / "idle.csv"
+    pd.DataFrame({"step": [0], "src": [0], "dst": [1], "bytes": [0.0]}).to_csv(path, index=False)
+    topo = parse_topology("leafspine:2x1x1")
+    prof = engine.profile(one_flow_schedule(), topo, FLUID, background=str(path))
+    assert prof.info["background_rate"] == 0.0 and prof.info["background_flows"] == 0
+    np.testing.assert_allclose(prof.times([1e6]), 1e6 / FLUID.bandwidth, rtol=RTOL)
+    assert np.array_equal(prof.background_throughput([1e6]), [0.0])
+
+
 def test_no_background_reports_none():
     topo = parse_topology("leafspine:2x1x1")
     prof = engine.profile(one_flow_schedule(), topo, FLUID)
