@@ -261,28 +261,75 @@ def _direct_background(ctx, schedule, n):
     return moved / total
 
 
-@pytest.mark.parametrize("spec, algorithm, bg", [
-    ("torus:4x4", "swing", "perm:0.5:3"),
-    ("torus:4x4", "ring", "alltoall:0.4"),
-    ("torus:4x4", "recdoub", "hotspot:0.8:5"),
-    ("torus:4x4", "bucket", "perm:1:1"),
-    ("fattree:k=4", "ring", "perm:0.7:2"),
-    ("leafspine:4x2x2", "swing", "alltoall:0.9"),
+@pytest.mark.parametrize("spec, algorithm, bg, ecmp, seed", [
+    ("torus:4x4", "swing", "perm:0.5:3", "split", 0),
+    ("torus:4x4", "ring", "alltoall:0.4", "split", 0),
+    ("torus:4x4", "recdoub", "hotspot:0.8:5", "split", 0),
+    ("torus:4x4", "bucket", "perm:1:1", "split", 0),
+    ("torus:4x4", "swing", "alltoall:0.7", "hash", 5),
+    ("fattree:k=4", "ring", "perm:0.7:2", "split", 0),
+    ("leafspine:4x2x2", "swing", "alltoall:0.9", "split", 0),
+    ("tree:2x4,eps=1ps:2ps,wt=1:1", "cps", "hotspot:0.6:3", "split", 0),
 ])
-def test_profile_is_exact_with_background(spec, algorithm, bg):
+def test_profile_is_exact_with_background(spec, algorithm, bg, ecmp, seed):
+    """Profile lines against direct solves at real sizes (times and the
+    background's bytes), incast per tier included (tree)."""
     topo = parse_topology(spec)
-    net = Network(gamma=1e-10, delta=2e-11)
+    net = Network(gamma=1e-10, delta=2e-11, incast_threshold=2, incast_slope=1e-12)
     sched = build(algorithm, topo.num_endpoints, topo)
     sizes = np.array([1e3, 7e5, 2e8])
-    prof = engine.profile(sched, topo, net, background=bg, threads=1)
-    direct = engine.direct_times(sched, topo, net, sizes, background=bg)
+    prof = engine.profile(sched, topo, net, ecmp=ecmp, seed=seed, background=bg, threads=1)
+    direct = engine.direct_times(sched, topo, net, sizes, ecmp=ecmp, seed=seed, background=bg)
     np.testing.assert_allclose(prof.times(sizes), direct, rtol=RTOL)
-    ctx = engine.make_context(topo, net, "split", 0, None, sched.p, bg, None)
+    ctx = engine.make_context(topo, net, ecmp, seed, None, sched.p, bg, None)
     got = prof.background_throughput(sizes)
     for i, n in enumerate(sizes):
         np.testing.assert_allclose(got[i], _direct_background(ctx, sched, n), rtol=1e-8)
     # background only slows the collective down
-    assert np.all(prof.times(sizes) >= engine.profile(sched, topo, net).times(sizes) * (1 - 1e-12))
+    healthy = engine.profile(sched, topo, net, ecmp=ecmp, seed=seed).times(sizes)
+    assert np.all(prof.times(sizes) >= healthy * (1 - 1e-12))
+
+
+def test_engine_step_equals_the_oracle_on_a_hand_built_problem():
+    """One Swing step on torus:4x4 with a permutation background and a
+    network-slowed rank: the engine's solve equals the oracle run on the
+    problem built here from the routes (background caps, rank 5's port caps)."""
+    topo = parse_topology("torus:4x4")
+    net = FLUID
+    sched = build("swing", 16, topo)
+    bg = parse_background("perm:0.6:2", topo, net)
+    ctx = engine.make_context(topo, net, "split", 0, None, 16, bg, "5=0.3:network")
+    step = sched.steps[2].traffic
+    routes, src, dst = engine._route(ctx, step)
+    sol = engine._solve(ctx, routes, dst, step.share, "s", src)
+    bg_routes = topo.route(bg.src, bg.dst, ecmp="split")
+    cap = list(topo.link_capacity(net))
+    n_links = len(cap)
+    c = net.bandwidth
+    out5 = c * np.sum(topo.link_src == 5)
+    in5 = c * np.sum(topo.link_dst == 5)
+
+    def lists(r):
+        return [[(int(r.link[e]), float(r.frac[e])) for e in range(r.flow_ptr[f],
+                                                                  r.flow_ptr[f + 1])]
+                for f in range(r.num_flows)]
+
+    inj, ej = n_links + bg.num_flows, n_links + bg.num_flows + 1
+    paths = []
+    for path, s_, d_ in zip(lists(routes) + lists(bg_routes),
+                            list(src) + list(bg.src), list(dst) + list(bg.dst)):
+        paths.append(path + ([(inj, 1.0)] if s_ == 5 else []) + ([(ej, 1.0)] if d_ == 5 else []))
+    nf = routes.num_flows
+    for i in range(bg.num_flows):
+        paths[nf + i].insert(len(paths[nf + i]) - (bg.src[i] == 5) - (bg.dst[i] == 5),
+                             (n_links + i, 1.0))
+    capacity = cap + list(bg.demand) + [0.3 * out5, 0.3 * in5]
+    _, finish, moved, status = completion_persistent(
+        paths, capacity, list(step.share) + [0.0] * bg.num_flows,
+        [False] * nf + [True] * bg.num_flows)
+    assert status == 0
+    np.testing.assert_allclose(sol.finish, finish[:nf], rtol=RTOL)
+    np.testing.assert_allclose(sol.background_moved, sum(moved), rtol=1e-8)
 
 
 def test_fattree_reduced_problem_with_background_is_exact(monkeypatch):
