@@ -143,7 +143,7 @@ def _parse_ranks(text: str, item: str, p: int) -> np.ndarray:
             raise ConfigError(f"slow: {k} random ranks in {item!r} is not allowed; expected at "
                               f"most {p} (the number of ranks)")
         return np.sort(np.random.default_rng(seed).choice(p, size=k, replace=False))
-    ranks: list[int] = []
+    ranks: list[np.ndarray] = []
     for part in text.split(","):
         part = part.strip()
         lo, dash, hi = part.partition("-")
@@ -157,8 +157,8 @@ def _parse_ranks(text: str, item: str, p: int) -> np.ndarray:
                                   f"0..{p - 1}")
         if b < a:
             raise ConfigError(f"slow: range {part!r} in {item!r} is empty; write LOW-HIGH")
-        ranks.extend(range(a, b + 1))
-    return np.asarray(ranks, dtype=np.int64)
+        ranks.append(np.arange(a, b + 1, dtype=np.int64))
+    return np.concatenate(ranks)
 
 
 def _is_uint(text: str) -> bool:
