@@ -24,6 +24,14 @@ time is within a relative ``1e-12`` of it finish together; the others have
 so on. A flow with 0 bytes is part of the ``t = 0`` solve (its ``rate0`` is
 its fair share) and finishes at time 0 (the first event, of length 0).
 
+Persistent flows (steady background traffic, ``persistent=``) take part in
+every solve like the others but never finish: their bytes are ignored, the
+next event is the earliest finish of the other flows, and the run ends when
+the last of those has finished (after the ``t = 0`` solve when there is
+none). Each reports the bytes it moved until then (``Solution.moved``). They
+change no rule above: after an event only flows at or above the finished
+rate can change, persistent ones included.
+
 Incast (GenModel, ../shared/papers/genmodel-gentree.txt, §3.2, eq. 7-10): a
 receiver with fan-in ``w`` above the threshold ``w_t`` pays ``max(w - w_t, 0) *
 eps`` extra seconds per byte, i.e. its per-byte cost is ``beta' = beta +
