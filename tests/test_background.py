@@ -460,3 +460,13 @@ def test_cli_style_one_line_errors():
             parse_background(spec, parse_topology("torus:4x4"))
         assert "\n" not in str(err.value)
 
+
+
+def test_threads_do_not_change_a_run_with_background():
+    topo = parse_topology("torus:4x4")
+    sched = build("swing", 16, topo)
+    sizes = np.array([1e3, 1e7])
+    one = engine.profile(sched, topo, background="perm:0.5:2", slow="4=0.5", threads=1)
+    two = engine.profile(sched, topo, background="perm:0.5:2", slow="4=0.5", threads=2)
+    assert np.array_equal(one.times(sizes), two.times(sizes))
+    assert np.array_equal(one.background_throughput(sizes), two.background_throughput(sizes))
