@@ -304,6 +304,16 @@ class RunLoad:
         self.slow_ends = np.flatnonzero(np.isfinite(self.inject_cap))
         self.rate = 0.0
 
+    def check_memory(self, need: int, threads: int, lim, what: str) -> None:
+        """Refuse (ConfigError) a run whose ``need`` bytes (the engine's
+        estimate without background) plus the background's flows and
+        entries in each of ``threads`` solves at once exceed ``lim``."""
+        from . import budget
+
+        extra = budget.solve_bytes(self.num_background,
+                                   self.routes.num_entries + 3 * self.num_background)
+        budget.check(need + max(1, threads) * extra, lim, f"{what} with background")
+
     def problem(self, ctx, routes: Routes, src, dst, flow_bytes):
         """The combined problem of a step: its flows first, then the
         background's (persistent), on the links (through the family's

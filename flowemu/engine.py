@@ -574,7 +574,9 @@ def profile(schedule: Schedule, topology: Topology, network: Network | None = No
         raise ConfigError(f"ranks: {schedule.p} ranks do not fit on {topology.spec} "
                           f"({topology.num_endpoints} endpoints)")
     ctx = make_context(topology, network, ecmp, seed, mapping, schedule.p, background, slow)
-    check_memory(ctx, schedule, threads, lim, reduced=not congestion and ctx.load is None)
+    need = check_memory(ctx, schedule, threads, lim, reduced=not congestion and ctx.load is None)
+    if ctx.load is not None:   # every solve also carries the background's flows
+        ctx.load.check_memory(need, threads, lim, f"{topology.spec} {schedule.algorithm}")
     _solve_patterns(ctx, schedule, congestion, threads)
     steps = tuple(step_profile(ctx, s.traffic, s.reduction, s.label, schedule.p, congestion)
                   for s in schedule.steps)

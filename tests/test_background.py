@@ -470,3 +470,17 @@ def test_threads_do_not_change_a_run_with_background():
     two = engine.profile(sched, topo, background="perm:0.5:2", slow="4=0.5", threads=2)
     assert np.array_equal(one.times(sizes), two.times(sizes))
     assert np.array_equal(one.background_throughput(sizes), two.background_throughput(sizes))
+
+
+def test_background_counts_in_the_memory_check():
+    """A limit the run fits in without background (its own estimate + 1 KiB)
+    refuses it with an all-to-all background."""
+    from flowemu import budget
+
+    topo = parse_topology("torus:8x8")
+    sched = build("ring", 64, topo)
+    ctx = engine.make_context(topo, Network(), p=sched.p)
+    limit = engine.check_memory(ctx, sched, 1, budget.limit("64GiB")) + 1024
+    assert engine.profile(sched, topo, threads=1, max_memory=limit).num_steps > 0
+    with pytest.raises(ConfigError, match="max_memory: .*with background"):
+        engine.profile(sched, topo, threads=1, background="alltoall:0.5", max_memory=limit)
