@@ -36,6 +36,7 @@ import numpy as np
 
 from . import budget, checks
 from .algorithms.base import Reduction, Schedule, Traffic
+from .background import RunLoad, background_throughput, prepare_load, uncontested_rate
 from .errors import ConfigError, SolverError, show
 from .kernels.hashing import multiset_fingerprint
 from .kernels.maxmin import solve_completion
@@ -61,6 +62,8 @@ class StepProfile:
     label: str = ""
     num_flows: int = 0
     congestion: StepCongestion | None = None
+    #: bytes background flows moved during the step's fluid phase, per byte of n
+    background_bytes: float = 0.0
 
     @property
     def max_flows_per_link(self) -> int:
@@ -190,6 +193,11 @@ class Profile:
             total += count * s.time(n)
         return total
 
+    def background_throughput(self, sizes) -> np.ndarray:
+        """Background bytes/s averaged over the run, float64[sizes] (zeros
+        without background; the approximation is in :mod:`flowemu.background`)."""
+        return background_throughput(self, sizes)
+
 
 def pareto_lines(latency: np.ndarray, spb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Lines not dominated in both intercept and slope (enough for an exact
@@ -218,10 +226,12 @@ class _Context:
     uniform_latency: float | None   # every link's latency when they are all equal
     cache: dict
     key_of: dict = field(default_factory=dict)
+    load: RunLoad | None = None   # background flows, slow ranks' ports
+    speed: np.ndarray | None = None          # slow ranks' compute speed, float64[p]
 
 
 def make_context(topology: Topology, network: Network, ecmp: str = "split", seed: int = 0,
-                 mapping=None, p: int | None = None) -> _Context:
+                 mapping=None, p: int | None = None, background=None, slow=None) -> _Context:
     check_ecmp(ecmp)
     if mapping is None:
         n = topology.num_endpoints if p is None else p
@@ -245,8 +255,22 @@ def make_context(topology: Topology, network: Network, ecmp: str = "split", seed
     lat = topology.link_latency(network)
     _check_ranges(network, cap, lat, eps)
     uniform = float(lat[0]) if len(lat) and lat.min() == lat.max() else None
-    return _Context(topology, network, ecmp, int(seed), mapping, cap, ingress, w_t, eps, lat,
-                    uniform, {})
+    ctx = _Context(topology, network, ecmp, int(seed), mapping, cap, ingress, w_t, eps, lat,
+                   uniform, {})
+    if background is not None or slow is not None:
+        background, slow = _load_args(topology, network, len(mapping), background, slow)
+        ctx.load = prepare_load(ctx, background, slow)
+        ctx.speed = slow.compute_speed if slow is not None else None
+    return ctx
+
+
+def _load_args(topology, network, p, bg, slow):
+    """Background and slow ranks as objects (specs parsed for this run)."""
+    from .background import parse_background
+    from .stragglers import parse_slow
+
+    bg = None if bg is None else parse_background(bg, topology, network)
+    return bg, None if slow is None else parse_slow(slow, p)
 
 
 #: largest time (s) and per-byte time (s/byte) a run takes, smallest link
@@ -307,8 +331,8 @@ def _reduced_route(ctx: _Context, traffic: Traffic):
     problem built straight from the flows (:meth:`Topology.solver_routes`),
     or None. Only where every link has the same latency, so a flow's hops
     give its latency as they do on the full routes."""
-    if ctx.uniform_latency is None:
-        return None
+    if ctx.uniform_latency is None or ctx.load is not None:
+        return None   # (background flows join the full routes)
     src, dst = _endpoints(ctx, traffic)
     got = ctx.topology.solver_routes(src, dst, ctx.ecmp, ctx.link_capacity)
     return None if got is None else (*got, src, dst)
@@ -320,7 +344,11 @@ def _solve(ctx: _Context, routes: Routes, dst: np.ndarray, flow_bytes: np.ndarra
     needed when the topology has several incast classes). ``capacity``:
     the routes are already the family's reduced problem with these link
     capacities."""
-    if capacity is None:
+    persistent, num_flows = None, routes.num_flows
+    if ctx.load is not None:   # background flows and slow ports join (flowemu/background.py)
+        routes, capacity, src, dst, flow_bytes, persistent = ctx.load.problem(
+            ctx, routes, src, dst, flow_bytes)
+    elif capacity is None:
         # a family may hand the solver an exact, smaller problem (fat-tree uplink groups)
         routes, capacity = ctx.topology.solver_problem(routes, ctx.link_capacity, ctx.ecmp)
     if len(capacity) > 4 * len(routes.link):
@@ -335,11 +363,11 @@ def _solve(ctx: _Context, routes: Routes, dst: np.ndarray, flow_bytes: np.ndarra
     sol = solve_completion(
         routes, capacity, flow_bytes, flow_dst=dst,
         ingress_capacity=ctx.ingress_capacity, incast_threshold=w_t, incast_slope=eps,
-        flow_class=flow_class, resolve=ctx.topology.solver_resolve)
+        flow_class=flow_class, resolve=ctx.topology.solver_resolve, persistent=persistent)
     if sol.status != 0:
         raise SolverError(f"max-min solver failed (status {sol.status}) on {ctx.topology.spec}, "
                           f"step {label!r}, {routes.num_flows} flows")
-    return sol
+    return sol if persistent is None else ctx.load.split(sol, num_flows)
 
 
 def _incast_inputs(ctx: _Context, src, dst) -> tuple:
@@ -372,7 +400,8 @@ def step_profile(ctx: _Context, traffic: Traffic, reduction: Reduction, label: s
     reduce_spb = ctx.key_of.get(rkey)
     if reduce_spb is None:
         reduce_spb = reduction.seconds_per_byte(ctx.network.gamma, ctx.network.delta,
-                                                p if p is not None else len(ctx.mapping))
+                                                p if p is not None else len(ctx.mapping),
+                                                ctx.speed)
         ctx.key_of[rkey] = reduce_spb
     if traffic.num_flows == 0:
         return StepProfile(np.zeros(0), np.zeros(0), reduce_spb, label, 0,
@@ -382,13 +411,13 @@ def step_profile(ctx: _Context, traffic: Traffic, reduction: Reduction, label: s
     if _needs_solve(hit, congestion):
         hit = _solve_pattern(ctx, traffic, scale, label, congestion)
         ctx.cache[key] = hit
-    lat, spb, cong = hit
+    lat, spb, cong, moved = hit
     if scale != 1.0:
         spb = spb * scale
         if cong is not None:
             cong = StepCongestion(cong.max_flows_per_link, cong.max_link_load * scale,
                                   cong.max_injection * scale, cong.ideal_link_load * scale)
-    return StepProfile(lat, spb, reduce_spb, label, traffic.num_flows, cong)
+    return StepProfile(lat, spb, reduce_spb, label, traffic.num_flows, cong, moved * scale)
 
 
 def _known_key(ctx: _Context, traffic: Traffic) -> tuple[tuple, float]:
@@ -417,12 +446,12 @@ def _solve_pattern(ctx: _Context, traffic: Traffic, scale: float, label: str,
     if fast is not None:
         routes, capacity, src, dst = fast
         sol = _solve(ctx, routes, dst, norm, label, src, capacity)
-        return (*pareto_lines(flow_latency(ctx, routes), sol.finish), None)
+        return (*pareto_lines(flow_latency(ctx, routes), sol.finish), None, 0.0)
     routes, src, dst = _route(ctx, traffic)
     sol = _solve(ctx, routes, dst, norm, label, src)
     lat, spb = pareto_lines(flow_latency(ctx, routes), sol.finish)
     cong = step_congestion(ctx.topology, routes, src, norm) if congestion else None
-    return lat, spb, cong
+    return lat, spb, cong, getattr(sol, "background_moved", 0.0)
 
 
 def _solve_patterns(ctx: _Context, schedule: Schedule, congestion: bool, threads: int) -> None:
@@ -503,7 +532,7 @@ def pattern_key(traffic: Traffic) -> tuple[tuple, float]:
 def profile(schedule: Schedule, topology: Topology, network: Network | None = None, *,
             ecmp: str = "split", seed: int = 0, mapping=None,
             congestion: bool = False, threads: int | None = None,
-            max_memory=None) -> Profile:
+            max_memory=None, background=None, slow=None) -> Profile:
     """Profile every step of ``schedule`` on ``topology``.
 
     Parameters
@@ -528,6 +557,13 @@ def profile(schedule: Schedule, topology: Topology, network: Network | None = No
         Refuse (ConfigError) a run whose estimated memory exceeds this
         (default: :func:`flowemu.budget.limit`); the route entries of every
         distinct step are counted before any is routed.
+    background : str or Background, optional
+        Steady flows of another job sharing the links for the whole run
+        (:func:`flowemu.background.parse_background`); the profile's step
+        times are the collective's, :meth:`Profile.background_throughput`
+        and ``info["background_rate"]`` report the background.
+    slow : str or Slow, optional
+        Slow ranks (:func:`flowemu.stragglers.parse_slow`).
     """
     schedule, topology, network = _check_profile_args(schedule, topology, network)
     ecmp, seed = checks.ecmp(ecmp), checks.seed(seed)
@@ -537,8 +573,10 @@ def profile(schedule: Schedule, topology: Topology, network: Network | None = No
     if schedule.p > topology.num_endpoints:
         raise ConfigError(f"ranks: {schedule.p} ranks do not fit on {topology.spec} "
                           f"({topology.num_endpoints} endpoints)")
-    ctx = make_context(topology, network, ecmp, seed, mapping, schedule.p)
-    check_memory(ctx, schedule, threads, lim, reduced=not congestion)
+    ctx = make_context(topology, network, ecmp, seed, mapping, schedule.p, background, slow)
+    need = check_memory(ctx, schedule, threads, lim, reduced=not congestion and ctx.load is None)
+    if ctx.load is not None:   # every solve also carries the background's flows
+        ctx.load.check_memory(need, threads, lim, f"{topology.spec} {schedule.algorithm}")
     _solve_patterns(ctx, schedule, congestion, threads)
     steps = tuple(step_profile(ctx, s.traffic, s.reduction, s.label, schedule.p, congestion)
                   for s in schedule.steps)
@@ -547,6 +585,9 @@ def profile(schedule: Schedule, topology: Topology, network: Network | None = No
     out_ports = np.bincount(topology.link_src, weights=(topology.link_capacity_scale > 0),
                             minlength=topology.num_nodes)[endpoints]
     info["ports_per_node"] = int(out_ports.max()) if len(out_ports) else 0
+    if background is not None:
+        info["background_rate"] = uncontested_rate(ctx, _solve)
+        info["background_flows"] = ctx.load.num_background if ctx.load is not None else 0
     return Profile(steps, schedule, info)
 
 
@@ -608,16 +649,18 @@ def check_memory(ctx: _Context, schedule: Schedule, threads: int, lim,
 
 
 def direct_times(schedule: Schedule, topology: Topology, network: Network | None = None,
-                 sizes=(1.0,), *, ecmp: str = "split", seed: int = 0, mapping=None) -> np.ndarray:
+                 sizes=(1.0,), *, ecmp: str = "split", seed: int = 0, mapping=None,
+                 background=None, slow=None) -> np.ndarray:
     """Reference path: solve every step at every size with real byte counts
     (no profile, no cache). Used by tests to prove the profile is exact."""
     network = network or Network()
-    ctx = make_context(topology, network, ecmp, seed, mapping, schedule.p)
+    ctx = make_context(topology, network, ecmp, seed, mapping, schedule.p, background, slow)
     out = np.zeros(len(sizes))
     for i, n in enumerate(sizes):
         total = 0.0
         for step in schedule.steps:
-            red = step.reduction.seconds_per_byte(network.gamma, network.delta, schedule.p) * n
+            red = step.reduction.seconds_per_byte(network.gamma, network.delta, schedule.p,
+                                                  ctx.speed) * n
             if step.traffic.num_flows == 0:
                 total += red
                 continue

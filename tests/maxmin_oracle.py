@@ -184,3 +184,74 @@ def check_maxmin(flow_ptr, res, frac, capacity, rates, active=None, rtol=1e-9):
                       if load[r] >= float(capacity[r]) * (1.0 - rtol) - 1e-15 * scale
                       and top[r] <= x * (1.0 + rtol)]
         assert bottleneck, f"flow {f} (rate {x}) has no bottleneck resource"
+
+
+def completion_persistent(flows, capacity, flow_bytes, persistent, n_plain=None, w_t=math.inf,
+                          eps=0.0):
+    """:func:`completion` with steady flows that never finish.
+
+    ``persistent``: list of bools. Persistent flows share every solve; only
+    the others finish; the run ends when the last of them has (after the
+    ``t = 0`` solve when there is none). Returns ``(rate0, finish, moved,
+    status)``; ``moved[f]`` = bytes persistent flow ``f`` moved until the run
+    ended (the sum of rate · interval over the events), 0 for the others.
+    Written on its own (not by calling :func:`completion`) so that the
+    kernel's persistent path has an independent check.
+    """
+    n_res = len(capacity)
+    if n_plain is None:
+        n_plain = n_res
+    n_ingress = n_res - n_plain
+    w_ts = list(w_t) if isinstance(w_t, (list, tuple)) else [w_t] * n_ingress
+    epss = list(eps) if isinstance(eps, (list, tuple)) else [eps] * n_ingress
+    n = len(flows)
+    rate0 = [0.0] * n
+    finish = [math.inf] * n
+    moved = [0.0] * n
+    remaining = [float(b) for b in flow_bytes]
+    active = [bool(path) for path in flows]
+    for f in range(n):
+        if not flows[f]:
+            rate0[f] = math.inf
+            finish[f] = 0.0
+    t = 0.0
+    first = True
+    while any(active):
+        caps = [float(c) for c in capacity]
+        fan_in = [0] * n_res
+        for f in range(n):
+            if active[f]:
+                for r, _ in flows[f]:
+                    fan_in[r] += 1
+        for r in range(n_plain, n_res):
+            w, e = w_ts[r - n_plain], epss[r - n_plain]
+            if e > 0.0 and math.isfinite(w):
+                caps[r] = incast_capacity(capacity[r], fan_in[r], w, e)
+        rates = progressive_filling(flows, caps, active)
+        if first:
+            first = False
+            rate0 = [rates[f] if active[f] else rate0[f] for f in range(n)]
+        end = {}
+        for f in range(n):
+            if active[f] and not persistent[f]:
+                if remaining[f] <= 0.0:
+                    end[f] = t
+                elif rates[f] > 0.0:
+                    end[f] = t + remaining[f] / rates[f]
+                else:
+                    return rate0, finish, moved, STALLED
+        if not end:
+            break
+        t_next = min(end.values())
+        dt = t_next - t
+        for f in range(n):
+            if active[f] and persistent[f]:
+                moved[f] += rates[f] * dt
+        for f, tf in end.items():
+            if tf <= t_next * (1.0 + TIE):
+                finish[f] = t_next
+                active[f] = False
+            else:
+                remaining[f] = max(remaining[f] - rates[f] * dt, 0.0)
+        t = t_next
+    return rate0, finish, moved, OK

@@ -135,13 +135,20 @@ class Reduction:
         return Reduction(traffic.dst[mask], traffic.share[mask],
                          np.full(int(mask.sum()), 2, np.int32))
 
-    def seconds_per_byte(self, gamma: float, delta: float, p: int) -> float:
+    def seconds_per_byte(self, gamma: float, delta: float, p: int,
+                         speed: np.ndarray | None = None) -> float:
         """Reduction time of the slowest node per byte of n:
-        max over nodes of Σ ((f+1)·δ + (f−1)·γ)·share."""
+        max over nodes of Σ ((f+1)·δ + (f−1)·γ)·share, each node's sum
+        divided by its compute ``speed`` (float64[p] in (0, 1], slow ranks;
+        default: all at full speed)."""
         if len(self.node) == 0 or (gamma == 0 and delta == 0):
             return 0.0
         per = ((self.fanin + 1) * delta + (self.fanin - 1) * gamma) * self.share
         tot = np.bincount(self.node, weights=per, minlength=p)
+        if speed is not None:
+            if len(speed) != len(tot):
+                raise ValueError(f"speed: expected {len(tot)} ranks, got {len(speed)}")
+            tot = tot / speed
         return float(tot.max())
 
 

@@ -24,6 +24,14 @@ time is within a relative ``1e-12`` of it finish together; the others have
 so on. A flow with 0 bytes is part of the ``t = 0`` solve (its ``rate0`` is
 its fair share) and finishes at time 0 (the first event, of length 0).
 
+Persistent flows (steady background traffic, ``persistent=``) take part in
+every solve like the others but never finish: their bytes are ignored, the
+next event is the earliest finish of the other flows, and the run ends when
+the last of those has finished (after the ``t = 0`` solve when there is
+none). Each reports the bytes it moved until then (``Solution.moved``). They
+change no rule above: after an event only flows at or above the finished
+rate can change, persistent ones included.
+
 Incast (GenModel, ../shared/papers/genmodel-gentree.txt, §3.2, eq. 7-10): a
 receiver with fan-in ``w`` above the threshold ``w_t`` pays ``max(w - w_t, 0) *
 eps`` extra seconds per byte, i.e. its per-byte cost is ``beta' = beta +
@@ -809,14 +817,16 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
     """:func:`completion_tiers_kernel` with the same incast terms (scalars
     ``w_t`` and ``eps``) on every ingress resource."""
     n_ingress = max(capacity.shape[0] - n_plain, 0)
-    return completion_tiers_kernel(flow_ptr, res, frac, capacity, n_plain,
-                                   np.full(n_ingress, np.float64(w_t)),
-                                   np.full(n_ingress, np.float64(eps)), flow_bytes, resolve)
+    rate0, finish, _moved, status = completion_tiers_kernel(
+        flow_ptr, res, frac, capacity, n_plain, np.full(n_ingress, np.float64(w_t)),
+        np.full(n_ingress, np.float64(eps)), flow_bytes, resolve,
+        np.zeros(max(flow_ptr.shape[0] - 1, 0), dtype=np.bool_))
+    return rate0, finish, status
 
 
 @njit(**_NUMPY_ERRORS)
 def completion_tiers_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes,
-                            resolve=RESOLVE_AUTO):
+                            resolve, persistent):
     """Event-driven max-min completion of flows that all start at ``t = 0``.
 
     Parameters
@@ -847,6 +857,11 @@ def completion_tiers_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, fl
         event on), ``RESOLVE_AUTO`` (full, then screened from event
         ``AUTO_START`` on) or ``RESOLVE_RESTRICTED`` (only the flows a finish
         reaches, checked by their bottlenecks). All four are exact.
+    persistent : bool[F]
+        Flows that never finish (steady background traffic): they take part
+        in every solve, their bytes are ignored, and the run ends when every
+        other flow has finished (after the ``t = 0`` solve when there is
+        none). A persistent flow with rate 0 does not stall the run.
 
     Returns
     -------
@@ -854,32 +869,37 @@ def completion_tiers_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, fl
         Rate of each flow at ``t = 0`` (``+inf`` for an empty path).
     finish : float64[F]
         Time at which each flow's last byte arrives (``+inf`` for a flow that
-        did not finish when the status is not ``STATUS_OK``).
+        did not finish when the status is not ``STATUS_OK``, and for every
+        persistent flow).
+    moved : float64[F]
+        Bytes each persistent flow moved until the run ended (0 for the others).
     status : int
     """
     n_flows = flow_ptr.shape[0] - 1
     n_res = capacity.shape[0]
     rate0 = np.zeros(max(n_flows, 0), dtype=np.float64)
     finish = np.full(max(n_flows, 0), np.inf)
+    moved = np.zeros(max(n_flows, 0), dtype=np.float64)
     status = _check_inputs(flow_ptr, res, frac, capacity)
     if status != STATUS_OK:
-        return rate0, finish, status
-    if flow_bytes.shape[0] != n_flows or n_plain < 0 or n_plain > n_res:
-        return rate0, finish, STATUS_BAD_INPUT
+        return rate0, finish, moved, status
+    if (flow_bytes.shape[0] != n_flows or persistent.shape[0] != n_flows or n_plain < 0
+            or n_plain > n_res):
+        return rate0, finish, moved, STATUS_BAD_INPUT
     for f in range(n_flows):
         b = flow_bytes[f]
         if not np.isfinite(b):
-            return rate0, finish, STATUS_NONFINITE
+            return rate0, finish, moved, STATUS_NONFINITE
         if b < 0.0:
-            return rate0, finish, STATUS_BAD_INPUT
+            return rate0, finish, moved, STATUS_BAD_INPUT
     if w_t.shape[0] != n_res - n_plain or eps.shape[0] != n_res - n_plain:
-        return rate0, finish, STATUS_BAD_INPUT
+        return rate0, finish, moved, STATUS_BAD_INPUT
     incast = False
     for i in range(n_res - n_plain):
         if np.isnan(w_t[i]) or not np.isfinite(eps[i]):
-            return rate0, finish, STATUS_NONFINITE
+            return rate0, finish, moved, STATUS_NONFINITE
         if eps[i] < 0.0:
-            return rate0, finish, STATUS_BAD_INPUT
+            return rate0, finish, moved, STATUS_BAD_INPUT
         incast |= eps[i] > 0.0 and np.isfinite(w_t[i])
     # from here on resources are kernel rows (_row), capacity is per row, and
     # so are the incast terms (padding and plain rows: off)
@@ -896,6 +916,7 @@ def completion_tiers_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, fl
     # the first event, of length 0)
     act = np.empty(n_flows, dtype=np.int32)
     n_act = np.int64(0)
+    n_finite = np.int64(0)   # active flows that are not persistent
     for f in range(n_flows):
         if flow_ptr[f + 1] == flow_ptr[f]:
             rate0[f] = np.inf
@@ -903,6 +924,8 @@ def completion_tiers_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, fl
         else:
             act[n_act] = f
             n_act += 1
+            if not persistent[f]:
+                n_finite += 1
 
     state, w_ref, cold = _resource_state(capacity)
     fan_in = np.zeros(n_res, dtype=np.int64)
@@ -977,7 +1000,7 @@ def completion_tiers_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, fl
     while n_act > 0:
         ev += 1
         if ev > n_flows + 2:
-            return rate0, finish, STATUS_ITER_LIMIT
+            return rate0, finish, moved, STATUS_ITER_LIMIT
         keep_below = lam0 - lam0 * KEEP_TOL
         if ev == on_ev:
             bneck = np.full(n_flows, _UNKNOWN, dtype=np.int32)
@@ -1028,7 +1051,7 @@ def completion_tiers_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, fl
             # start on the heap (each pass costs a sweep over every resource)
             max_passes = np.int64(0) if heap else np.int64(PASS_LIMIT)
             if status != STATUS_OK:
-                return rate0, finish, status
+                return rate0, finish, moved, status
             if screened:
                 n_pend, n_join = _pending_drift(sub, n_sub, flow_ptr, res, frac, rates, lazy,
                                                 state, cand, pend, pend_res, joining)
@@ -1075,6 +1098,8 @@ def completion_tiers_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, fl
         if ev == 1:
             for i in range(n_act):
                 rate0[act[i]] = rates[act[i]]
+        if n_finite == 0:
+            break  # only persistent flows are left: the run is over
         if ev == scr_ev:
             # screen from the next event on, while the rates are max-min fair
             # (every flow's bottleneck is saturated, so it stays a candidate)
@@ -1104,16 +1129,18 @@ def completion_tiers_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, fl
             f = act[i]
             x = rates[f]
             if not np.isfinite(x):
-                return rate0, finish, STATUS_NONFINITE
+                return rate0, finish, moved, STATUS_NONFINITE
+            if persistent[f]:
+                continue
             rem = remaining[f]
             if rem <= 0.0:
                 tf = t
             elif x > 0.0:
                 tf = t + rem / x
                 if not np.isfinite(tf):
-                    return rate0, finish, STATUS_STALLED
+                    return rate0, finish, moved, STATUS_STALLED
             else:
-                return rate0, finish, STATUS_STALLED
+                return rate0, finish, moved, STATUS_STALLED
             t_fin[f] = tf
             t_next = min(t_next, tf)
         thr = t_next + t_next * TIE_TOL
@@ -1124,7 +1151,11 @@ def completion_tiers_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, fl
         for i in range(n_act):
             f = act[i]
             x = rates[f]
-            if t_fin[f] <= thr:
+            if persistent[f]:
+                moved[f] += x * dt
+                act[m] = f
+                m += 1
+            elif t_fin[f] <= thr:
                 finish[f] = t_next
                 remaining[f] = 0.0
                 lam0 = min(lam0, x)
@@ -1136,8 +1167,9 @@ def completion_tiers_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, fl
                 act[m] = f
                 m += 1
         n_act = m
+        n_finite -= n_done
         t = t_next
-        if n_act == 0:
+        if n_finite == 0:
             break
         # release the finished flows' load; their receivers' fan-in drops;
         # their resources have changed (for the next event's bottleneck check)
@@ -1167,7 +1199,7 @@ def completion_tiers_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, fl
                         grown *= SCREEN_SHARE  # (its room)
                     state[r, _RESID] += grown
                     cold[r, _CAP] = new_cap
-    return rate0, finish, STATUS_OK
+    return rate0, finish, moved, STATUS_OK
 
 
 @njit(**_NUMPY_ERRORS)
@@ -1227,11 +1259,15 @@ class Solution:
         Seconds from 0 to each flow's last byte (fluid time, no latency).
     status : int
         ``STATUS_OK`` or the kernel's failure code (see ``STATUS_NAMES``).
+    moved : float64[F] or None
+        With ``persistent``: bytes each persistent flow moved from 0 until the
+        last other flow finished (0 for the others); else None.
     """
 
     rate0: np.ndarray
     finish: np.ndarray
     status: int
+    moved: np.ndarray | None = None
 
     @property
     def ok(self) -> bool:
@@ -1411,7 +1447,8 @@ def _ingress_problem(flow_ptr, link, frac, link_capacity, flow_dst, flow_class,
 
 def solve_completion(routes, link_capacity, flow_bytes, *, flow_dst=None,
                      ingress_capacity=None, incast_threshold=float("inf"),
-                     incast_slope=0.0, flow_class=None, resolve="auto") -> Solution:
+                     incast_slope=0.0, flow_class=None, resolve="auto",
+                     persistent=None) -> Solution:
     """Event-driven max-min completion times of flows that all start at 0.
 
     Parameters
@@ -1448,6 +1485,12 @@ def solve_completion(routes, link_capacity, flow_bytes, *, flow_dst=None,
         on; ``"restricted"`` re-solves only the flows a finish can reach,
         checked by their bottlenecks. Results are the same (to rounding);
         only the time differs.
+    persistent : bool[F], optional
+        Flows that never finish (steady background traffic, each with a
+        non-empty path; their ``flow_bytes`` are ignored): they share every
+        solve, and the run ends when every other flow has finished. Their
+        ``finish`` is ``+inf``; ``Solution.moved`` gives the bytes each moved
+        until then. Default: none (and ``moved`` is None).
 
     Returns
     -------
@@ -1470,6 +1513,7 @@ def solve_completion(routes, link_capacity, flow_bytes, *, flow_dst=None,
     n_flows = flow_ptr.shape[0] - 1
     flow_bytes = _float_array("flow_bytes", flow_bytes, n_flows, what="flows")
     w_t, eps = _incast_terms(incast_threshold, incast_slope)
+    keep = _persistent_mask(persistent, flow_ptr)
     capacity = link_capacity
     n_ingress = 0
     if np.any((eps > 0) & np.isfinite(w_t)):
@@ -1501,12 +1545,29 @@ def solve_completion(routes, link_capacity, flow_bytes, *, flow_dst=None,
             flow_ptr, link, frac, link_capacity, flow_dst, flow_class, ingress_capacity, w_t,
             eps)
         n_ingress = len(w_t)
-    rate0, finish, status = completion_tiers_kernel(
+    rate0, finish, moved, status = completion_tiers_kernel(
         flow_ptr, link, frac, capacity, n_links, w_t[:n_ingress], eps[:n_ingress], flow_bytes,
-        RESOLVE_MODES[resolve])
+        RESOLVE_MODES[resolve], keep)
     if status in (STATUS_BAD_INPUT, STATUS_NONFINITE):
         _raise_bad_entry(link, frac, n_links)
-    return Solution(rate0=rate0, finish=finish, status=int(status))
+    return Solution(rate0=rate0, finish=finish, status=int(status),
+                    moved=None if persistent is None else moved)
+
+
+def _persistent_mask(persistent, flow_ptr) -> np.ndarray:
+    """``persistent`` as a checked bool[F] (all False when None)."""
+    n_flows = flow_ptr.shape[0] - 1
+    if persistent is None:
+        return np.zeros(n_flows, dtype=np.bool_)
+    mask = np.asarray(persistent)
+    if mask.shape != (n_flows,) or mask.dtype != np.bool_:
+        raise ValueError(f"persistent: expected a bool array of shape ({n_flows},), got "
+                         f"{mask.dtype} {mask.shape}")
+    empty = np.flatnonzero(mask & (flow_ptr[1:] == flow_ptr[:-1]))
+    if len(empty):
+        raise ValueError(f"persistent[{int(empty[0])}]: a persistent flow needs a non-empty "
+                         "path (it would get an infinite rate)")
+    return np.ascontiguousarray(mask)
 
 
 def _terms_text(values: np.ndarray) -> str:
