@@ -25,6 +25,8 @@ from .network import Network
 from .placement import Placement, parse_placement
 from .topology import Topology
 from .usertraffic import read_traffic, traffic_steps
+from .whatif import WHATIF_COLUMNS, WhatIf, check_whatif
+from .whatif import apply as apply_whatif
 
 __all__ = ["RESULT_COLUMNS", "congestion", "read_traffic", "simulate", "time_traffic"]
 
@@ -33,7 +35,7 @@ RESULT_COLUMNS = ["topology", "nodes", "ranks", "algorithm", "model", "variant",
                   "size_bytes", "time_s", "goodput_Bps", "steps", "ecmp", "seed", "placement",
                   "bandwidth_Bps", "link_latency_s", "hop_latency_s", "alpha_s", "gamma_s_per_B",
                   "delta_s_per_B", "incast_threshold", "incast_slope_s_per_B",
-                  "note", "flowemu_version"]
+                  *WHATIF_COLUMNS, "note", "flowemu_version"]
 
 
 def _topology(topology, lim: budget.Limit | None = None) -> Topology:
@@ -52,8 +54,10 @@ def _options_text(opts: dict) -> str:
 
 
 def _base_row(topo: Topology, p: int, net: Network, ecmp: str, seed: int,
-              placement: Placement) -> dict:
-    return {
+              placement: Placement, whatif: dict | None = None) -> dict:
+    healthy = {"fail": "", "degrade": "", "fail_policy": "strict", "slow": "",
+               "background": "", "failed_links": 0, "background_Bps": np.nan}
+    return {**healthy, **(whatif or {}),
         "topology": topo.spec, "nodes": topo.num_endpoints, "ranks": p, "ecmp": ecmp,
         "seed": seed, "placement": placement.text, "bandwidth_Bps": net.bandwidth, "link_latency_s": net.link_latency,
         "hop_latency_s": net.hop_latency, "alpha_s": net.alpha, "gamma_s_per_B": net.gamma,
@@ -90,13 +94,35 @@ class _Run:
     limit: budget.Limit
     placement: Placement
     mapping: np.ndarray | None
+    whatif: object = None    #: :class:`flowemu.whatif.Applied`, or None (healthy)
+
+    def profile(self, sched: Schedule, **kwargs):
+        """:func:`flowemu.engine.profile` of ``sched`` in this run (its
+        what-ifs applied; a topology-bound schedule a failure breaks is
+        refused under ``fail_policy="strict"``)."""
+        w = self.whatif
+        if w is not None:
+            from .topology.faults import check_fail_policy
+            check_fail_policy(sched, self.topology, self.mapping, w.columns["fail_policy"],
+                              self.spec)
+        return profile(sched, self.topology, self.network, ecmp=self.ecmp, seed=self.seed,
+                       mapping=self.mapping, threads=self.threads, max_memory=self.limit,
+                       background=None if w is None else w.background,
+                       slow=None if w is None else w.slow, **kwargs)
+
+    @property
+    def row(self) -> dict:
+        """The configuration columns of this run's result rows."""
+        return _base_row(self.topology, self.p, self.network, self.ecmp, self.seed,
+                         self.placement, None if self.whatif is None else self.whatif.columns)
 
 
 #: keyword arguments of the entry points (named when an unknown one is passed)
 _KEYWORDS = {
     "simulate": ("sizes", "ecmp", "seed", "ranks", "placement", "network", "threads",
-                 "max_memory", "model"),
-    "congestion": ("ecmp", "seed", "ranks", "placement", "network", "threads", "max_memory"),
+                 "max_memory", "model", "fail", "degrade", "fail_policy", "slow", "background"),
+    "congestion": ("ecmp", "seed", "ranks", "placement", "network", "threads", "max_memory",
+                   "fail", "degrade", "fail_policy", "slow", "background"),
     "flows": ("traffic", "size", "steps", "ecmp", "seed", "ranks", "placement", "network",
               "threads", "max_memory", "progress"),
 }
@@ -107,10 +133,12 @@ _NO_SIZES = object()
 
 
 def _prepare(function: str, topology, algorithm, *, ecmp, seed, ranks, network, network_params,
-             sizes=_NO_SIZES, threads=None, max_memory=None, placement=None) -> _Run:
+             sizes=_NO_SIZES, threads=None, max_memory=None, placement=None,
+             whatif: WhatIf | None = None) -> _Run:
     """Check every argument of an algorithm run (cheap checks first, then
     the topology, then the memory the schedule will need before it is built)."""
     lim = budget.limit(max_memory)
+    whatif = whatif or WhatIf()
     net = checks.network(network, network_params, function, _KEYWORDS[function])
     (ecmp, seed), threads = checks.routing(ecmp, seed), checks.threads(threads)
     n = None if sizes is _NO_SIZES else checks.sizes(sizes)
@@ -130,8 +158,12 @@ def _prepare(function: str, topology, algorithm, *, ecmp, seed, ranks, network, 
     p = checks.ranks(ranks, topo)
     if dims is None:
         _check_schedule_memory(spec, candidates, topo, p, concurrent, lim)
-    return _Run(topo, net, n, p, spec, candidates, ecmp, seed, threads, lim, place,
-                place.mapping(p, topo))
+    mapping = place.mapping(p, topo)
+    applied = None if whatif.healthy else apply_whatif(whatif, topo, p, net, mapping)
+    if applied is not None:
+        topo = applied.topology
+    return _Run(topo, net, n, p, spec, candidates, ecmp, seed, threads, lim, place, mapping,
+                applied)
 
 
 def _check_schedule_memory(spec, candidates, topology, p: int, concurrent: int,
@@ -149,7 +181,8 @@ def _check_schedule_memory(spec, candidates, topology, p: int, concurrent: int,
 def simulate(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "split", seed: int = 0,
              ranks: int | None = None, placement=None, network: Network | str | None = None,
              threads: int | None = None, max_memory=None, model: str = "flow",
-             **network_params) -> pd.DataFrame:
+             fail=None, degrade=None, fail_policy: str = "strict", slow=None,
+             background=None, **network_params) -> pd.DataFrame:
     """Time an allreduce algorithm on a topology for many vector sizes.
 
     Parameters
@@ -190,6 +223,23 @@ def simulate(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "split", s
         analytic GenModel prediction (:func:`flowemu.genmodel.prediction`;
         Table 2 rows of ring, recdoub, cps, hcps and reduce-broadcast on a
         single switch, plus registered predictors); no schedule is solved.
+    fail : str or list of str, optional
+        Failed links (:mod:`flowemu.topology.faults`): selectors such as
+        ``"random:4:7"``, ``"0,0-1,0"``, ``"spine:3"``, several joined by
+        ``;`` or in a list. Routing takes the surviving graph.
+    degrade : str or list of str, optional
+        ``SELECTOR=F[:lat=M]``: bandwidth × F (0 < F <= 1), latency × M.
+    fail_policy : {"strict", "reroute"}
+        ``"strict"`` (default): a topology-bound algorithm (ring, bucket)
+        whose flow lost every minimal path is refused; ``"reroute"`` routes
+        it around the failure.
+    slow : str, optional
+        Slow ranks (:mod:`flowemu.stragglers`): ``"3=0.5"``,
+        ``"0-3=0.25:compute"``, ``"random:4:1=0.5:network"``.
+    background : str or path, optional
+        Traffic sharing the network for the whole run
+        (:mod:`flowemu.background`): ``"perm:0.5"``, ``"alltoall:0.2"``,
+        ``"hotspot:0.8:0"`` or a traffic file.
 
     Returns
     -------
@@ -197,7 +247,13 @@ def simulate(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "split", s
         One row per size with :data:`RESULT_COLUMNS`; ``goodput_Bps`` is
         size / time, ``model`` the model that timed it. With an ``auto``
         option the fastest variant per size is reported in ``variant``
-        (model genmodel: the variant its predictor priced).
+        (model genmodel: the variant its predictor priced). The what-if
+        columns hold the failures and degradation in canonical form, the
+        policy, slow ranks and background (``""`` for none),
+        ``failed_links`` (cables, both directions counted once) and
+        ``background_Bps`` (the background's throughput over the run; NaN
+        without one). :func:`flowemu.whatif.slowdown` adds the slowdown
+        against the healthy network.
 
     Raises
     ------
@@ -206,25 +262,30 @@ def simulate(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "split", s
     """
     from .genmodel import check_model
     model = check_model(model)
+    whatif = check_whatif(fail, degrade, fail_policy, slow, background)
+    if model == "genmodel" and not whatif.healthy:
+        raise ConfigError("model genmodel: failures, degraded links, slow ranks and background "
+                          "traffic are not in the analytic model; use model='flow'")
     run = _prepare("simulate", topology, algorithm, ecmp=ecmp, seed=seed, ranks=ranks,
                    network=network, network_params=network_params, sizes=sizes,
-                   threads=threads, max_memory=max_memory, placement=placement)
+                   threads=threads, max_memory=max_memory, placement=placement, whatif=whatif)
     if model == "genmodel":
         return _predicted(run, algorithm)
-    topo, n, spec = run.topology, run.sizes, run.spec
-    times, scheds = [], []
+    n, spec = run.sizes, run.spec
+    times, scheds, carried = [], [], []
     for cand in run.candidates:
         for sched, serves in _schedules(run, cand, n):
-            prof = profile(sched, topo, run.network, ecmp=run.ecmp, seed=run.seed,
-                           mapping=run.mapping, threads=run.threads, max_memory=run.limit)
+            prof = run.profile(sched)
             t = prof.times(n)
             if serves is not None:   # a plan per size (gentree): only its sizes
                 t = np.where(np.isin(np.arange(len(n)), serves), t, np.inf)
             times.append(t)
             scheds.append((sched, cand))
+            carried.append(prof.background_throughput(n) if "background_rate" in prof.info
+                           else np.full(len(n), np.nan))
     times = np.vstack(times)
     best = np.argmin(times, axis=0)
-    base = _base_row(topo, run.p, run.network, run.ecmp, run.seed, run.placement)
+    base = run.row
     rows = []
     for j, size in enumerate(n):
         sched, cand = scheds[best[j]]
@@ -232,7 +293,7 @@ def simulate(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "split", s
         rows.append({**base, "algorithm": spec.name, "model": "flow", "variant": sched.variant,
                      "options": _options_text(cand), "size_bytes": int(size), "time_s": t,
                      "goodput_Bps": size / t if t > 0 else np.inf, "steps": sched.num_steps,
-                     "note": sched.note})
+                     "background_Bps": float(carried[best[j]][j]), "note": sched.note})
     return pd.DataFrame(rows, columns=RESULT_COLUMNS)
 
 
@@ -271,7 +332,7 @@ def _predicted(run: _Run, algorithm: str) -> pd.DataFrame:
     pred = prediction(run.topology, run.p, run.spec.name, opts, run.sizes, run.network)
     if run.placement.kind != "linear" and run.spec.sized is not None:
         pred = replace(pred, note="; ".join(filter(None, (pred.note, _placement_note(run)))))
-    base = _base_row(run.topology, run.p, run.network, run.ecmp, run.seed, run.placement)
+    base = run.row
     n, t = run.sizes, pred.seconds
     with np.errstate(divide="ignore"):
         goodput = np.where(t > 0, n / np.where(t > 0, t, 1.0), np.inf)
@@ -306,7 +367,8 @@ def traffic_schedule(topology: Topology, traffic, name, max_memory) -> Schedule:
 
 def time_traffic(topology, traffic, *, ecmp: str = "split", seed: int = 0, placement=None,
                  network: Network | None = None, name: str | None = None,
-                 threads: int | None = None, max_memory=None,
+                 threads: int | None = None, max_memory=None, fail=None, degrade=None,
+                 fail_policy: str = "strict", slow=None, background=None,
                  **network_params) -> pd.DataFrame:
     """Time a user-supplied step-wise traffic matrix.
 
@@ -320,6 +382,8 @@ def time_traffic(topology, traffic, *, ecmp: str = "split", seed: int = 0, place
         ``share``.
     ecmp, seed, placement, network, threads, max_memory, **network_params
         As for :func:`simulate` (the placement maps the traffic's ranks).
+    fail, degrade, fail_policy, slow, background
+        What-ifs, as for :func:`simulate`.
     name : str, optional
         The ``variant`` of the result row (default: the file name, or
         ``"traffic"``).
@@ -333,24 +397,32 @@ def time_traffic(topology, traffic, *, ecmp: str = "split", seed: int = 0, place
     lim = budget.limit(max_memory)
     net = checks.network(network, network_params, "time_traffic",
                          ("ecmp", "seed", "placement", "network", "name", "threads",
-                          "max_memory"))
+                          "max_memory", "fail", "degrade", "fail_policy", "slow", "background"))
     (ecmp, seed), threads = checks.routing(ecmp, seed), checks.threads(threads)
+    whatif = check_whatif(fail, degrade, fail_policy, slow, background)
     place = parse_placement(placement)
     topo = _topology(topology, lim)
     sched = traffic_schedule(topo, traffic, name, lim)
-    t = float(profile(sched, topo, net, ecmp=ecmp, seed=seed, threads=threads,
-                      mapping=place.mapping(sched.p, topo), max_memory=lim).times([1.0])[0])
+    mapping = place.mapping(sched.p, topo)
+    applied = None if whatif.healthy else apply_whatif(whatif, topo, sched.p, net, mapping)
+    run = _Run(topo if applied is None else applied.topology, net, None, sched.p, None, [],
+               ecmp, seed, threads, lim, place, mapping, applied)
+    prof = run.profile(sched)
+    t = float(prof.times([1.0])[0])
+    carried = float(prof.background_throughput([1.0])[0]) if "background_rate" in prof.info \
+        else np.nan
     total = float(sum(s.traffic.share.sum() for s in sched.steps))
-    row = {**_base_row(topo, sched.p, net, ecmp, seed, place), "algorithm": "traffic",
+    row = {**run.row, "algorithm": "traffic",
            "model": "flow", "variant": sched.variant, "options": "", "size_bytes": total,
            "time_s": t, "goodput_Bps": total / t if t > 0 else np.inf, "steps": sched.num_steps,
-           "note": sched.note}
+           "background_Bps": carried, "note": sched.note}
     return pd.DataFrame([row], columns=RESULT_COLUMNS)
 
 
 def congestion(topology, algorithm, *, ecmp: str = "split", seed: int = 0,
                ranks: int | None = None, placement=None, network: Network | None = None,
-               threads: int | None = None, max_memory=None,
+               threads: int | None = None, max_memory=None, fail=None, degrade=None,
+               fail_policy: str = "strict", slow=None, background=None,
                **network_params) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Per-step congestion of an algorithm and its deficiencies (Swing paper §2.2).
 
@@ -366,15 +438,14 @@ def congestion(topology, algorithm, *, ecmp: str = "split", seed: int = 0,
     :meth:`flowemu.engine.Profile.congestion_report` for the definitions.
     With an ``auto`` option every variant is reported.
     """
+    whatif = check_whatif(fail, degrade, fail_policy, slow, background)
     run = _prepare("congestion", topology, algorithm, ecmp=ecmp, seed=seed, ranks=ranks,
                    network=network, network_params=network_params, threads=threads,
-                   max_memory=max_memory, placement=placement)
+                   max_memory=max_memory, placement=placement, whatif=whatif)
     step_frames, rows = [], []
     for cand in run.candidates:
         sched = _schedules(run, cand, None)[0][0]
-        prof = profile(sched, run.topology, run.network, ecmp=run.ecmp, seed=run.seed,
-                       mapping=run.mapping, congestion=True, threads=run.threads,
-                       max_memory=run.limit)
+        prof = run.profile(sched, congestion=True)
         steps, summary = prof.congestion_report()
         steps.insert(0, "variant", sched.variant)
         step_frames.append(steps)

@@ -138,6 +138,24 @@ def _build_parser() -> argparse.ArgumentParser:
                    help="per-step congestion report and the run's Ψ/Ξ (Swing paper §2.2): "
                         "'-' prints it, a path writes .csv (or .json, .parquet) steps and "
                         "a _summary file beside it")
+    w = r.add_argument_group("what-if (the slowdown against the healthy network is reported)")
+    w.add_argument("--fail", action="append", metavar="SELECTOR",
+                   help="failed links: link:ID, node:V, torus coordinates X,Y-X',Y' (with * "
+                        "wildcards), LEVEL:I on trees (spine:3, core:*), random:K:SEED; "
+                        "repeat or join with ';'")
+    w.add_argument("--degrade", action="append", metavar="SELECTOR=F[:lat=M]",
+                   help="scale the bandwidth of the selected links by F in (0, 1] (and their "
+                        "latency by M >= 1); repeatable")
+    w.add_argument("--fail-policy", default="strict",
+                   help="strict (default: ring and bucket refuse a failure that breaks their "
+                        "neighbour links) | reroute (route them around it)")
+    w.add_argument("--slow", metavar="RANKS=F[:compute|:network]",
+                   help="slow ranks: 3=0.5, 0-3=0.25:compute, random:4:1=0.5; ';' separates "
+                        "items")
+    w.add_argument("--background", metavar="SPEC|FILE",
+                   help="traffic sharing the network for the whole run: perm:LOAD[:SEED], "
+                        "alltoall:LOAD, hotspot:LOAD[:TARGET] or a traffic CSV/parquet file "
+                        "(bytes = demand in bytes/s)")
 
     sub.add_parser("list", help="list algorithms and topologies with their parameters")
 
@@ -300,6 +318,17 @@ def _table(df) -> str:
     if "model" in df and (df["model"] != "flow").any():
         show["model"] = df["model"]           # an analytic prediction, not the engine's time
         cols.insert(cols.index("algorithm") + 1, "model")
+    if "slowdown" in df:   # a what-if run: beside the healthy network's time
+        show["healthy"] = df["healthy_time_s"].map(format_time)
+        show["slowdown"] = df["slowdown"].map(lambda v: f"{v:.3f}x")
+        cols += ["healthy", "slowdown"]
+        for col in ("fail", "degrade", "slow", "background"):
+            if (df[col] != "").any():
+                show[col] = df[col]
+                cols.insert(1, col)
+        if (df["background"] != "").any():
+            show["bg_throughput"] = df["background_Bps"].map(format_rate)
+            cols.append("bg_throughput")
     text = show[cols].to_string(index=False)
     # a fallback changes what the numbers mean: say it under the table, not only on stderr
     return text + "".join(f"\nnote: {note}" for note in _notes(df))
@@ -359,6 +388,9 @@ def _check_run_options(args) -> None:
             if getattr(args, dest):
                 _refuse(option, f"works with --model flow (the flow engine), not --model "
                                 f"{args.model}")
+    if args.flows_out and _whatif(args):
+        _refuse("--flows-out", "does not take what-ifs (--fail, --degrade, --slow, "
+                               "--background) yet")
     if _given(args, "seed") and args.ecmp != "hash":
         _refuse("--seed", f"applies only to --ecmp hash (this run uses --ecmp {args.ecmp})")
     _check_incast_pair(args)
@@ -376,7 +408,6 @@ def _check_incast_pair(args) -> None:
 
 
 def _cmd_run(args) -> int:
-    from .api import simulate, time_traffic
     from .units import parse_size, parse_sizes
     if args.out == "-":   # the usual spelling of standard output
         args.out = None
@@ -406,13 +437,14 @@ def _cmd_run(args) -> int:
             check_writable(path, option.split(" ")[0])
     if args.flows_out:   # first: a dump refused (memory, steps) costs no simulation
         _write_flows(args, net, flows_size)
-    if args.traffic:
-        df = time_traffic(args.topology, args.traffic, ecmp=args.ecmp, seed=args.seed,
-                          placement=args.placement, network=net, max_memory=_max_memory(args))
-    else:
-        df = simulate(args.topology, args.algorithm, sizes, ecmp=args.ecmp, seed=args.seed,
-                      ranks=args.ranks, placement=args.placement, network=net,
-                      max_memory=_max_memory(args), model=args.model)
+    whatif = _whatif(args)
+    df = _timed(args, net, sizes, whatif)
+    if whatif:   # and the healthy network, for the slowdown
+        import pandas as pd
+
+        from .whatif import slowdown
+        both = slowdown(pd.concat([df, _timed(args, net, sizes, {})], ignore_index=True))
+        df = both.iloc[:len(df)].reset_index(drop=True)
     _write(df, fmt, args.out)
     for note in _notes(df):   # fallbacks, said once
         print(f"flowemu: note: {note}", file=sys.stderr)
@@ -421,10 +453,33 @@ def _cmd_run(args) -> int:
     return 0
 
 
+def _whatif(args) -> dict:
+    """The what-if options given, as keywords of :func:`flowemu.simulate`."""
+    out = {"fail": args.fail, "degrade": args.degrade, "slow": args.slow,
+           "background": args.background}
+    out = {k: v for k, v in out.items() if v}
+    if out or _given(args, "fail_policy"):
+        out["fail_policy"] = args.fail_policy
+    return out
+
+
+def _timed(args, net, sizes, whatif: dict):
+    """The result rows of ``run`` (an algorithm or a traffic file) with these what-ifs."""
+    from .api import simulate, time_traffic
+    if args.traffic:
+        return time_traffic(args.topology, args.traffic, ecmp=args.ecmp, seed=args.seed,
+                            placement=args.placement, network=net,
+                            max_memory=_max_memory(args), **whatif)
+    return simulate(args.topology, args.algorithm, sizes, ecmp=args.ecmp, seed=args.seed,
+                    ranks=args.ranks, placement=args.placement, network=net,
+                    max_memory=_max_memory(args), model=args.model, **whatif)
+
+
 def _write_congestion(args, net) -> None:
     from .api import congestion
     steps, summary = congestion(args.topology, args.algorithm, ecmp=args.ecmp, seed=args.seed,
-                                ranks=args.ranks, placement=args.placement, network=net)
+                                ranks=args.ranks, placement=args.placement, network=net,
+                                **_whatif(args))
     if args.congestion == "-":
         print("\ncongestion per step (loads in bytes per byte of n):")
         print(steps.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
