@@ -1,0 +1,627 @@
+"""Fluid minimal adaptive routing: min-max link load over each flow's minimal
+paths (numba).
+
+Flow ``f`` sends ``b_f`` bytes from its source to its destination over the
+DAG its ``split`` route entries form (all its minimal paths). A routing is a
+unit flow ``x_f`` on that DAG per flow; link ``l`` then carries
+``load_l = sum_f b_f x_fl`` and the problem is
+
+    minimise  U = max_l load_l / c_l      (the most loaded link, in time units)
+
+a linear programme (min-congestion multicommodity flow). Its dual gives a
+certified lower bound for any link weights ``w >= 0``:
+
+    LB(w) = sum_f b_f dist_w(f) / sum_l w_l c_l
+
+with ``dist_w(f)`` the ``w``-shortest path of ``f`` in its DAG (any routing
+has ``sum_l w_l load_l >= sum_f b_f dist_w(f)`` and ``sum_l w_l load_l <=
+U sum_l w_l c_l``).
+
+:func:`adaptive_kernel` first certifies the split: with ``w = 1`` on the
+links at the split's maximum, ``LB(w)`` equals that maximum exactly when
+every split path of every flow crosses the same number of them (as on every
+symmetric instance); then the split is optimal and kept. Otherwise it solves
+the LP by a primal-dual hybrid gradient method (Chambolle-Pock with diagonal
+preconditioning, restarts to the average and a primal weight, as in PDLP:
+Applegate et al., "Practical large-scale linear programming using
+primal-dual hybrid gradient", NeurIPS 2021) over the flows that have a choice
+(flows on a single path are constants). Every few iterations the iterate is
+turned into a valid routing (each node's outflow split in proportion to the
+iterate, pushed from the source in topological order) and the link-row duals
+into weights for ``LB``; it stops when the best routing's max is within
+``tol`` (relative) of the best bound, or at ``max_iter``.
+
+Capacities: an infinite one is never a bottleneck; a flow avoids links of
+zero capacity wherever its DAG lets it (when some flow cannot, every routing
+has an infinite maximum and the split is kept).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .jit import njit
+
+#: new fractions, better than the split's maximum
+STATUS_OPTIMIZED = 0
+#: the split is certified optimal (kept unchanged)
+STATUS_SPLIT_OPTIMAL = 1
+#: no routing found beating the split by more than 1e-9 relative (kept)
+STATUS_NO_GAIN = 2
+#: a flow cannot avoid a link of zero capacity: every routing is infinite (split kept)
+STATUS_UNAVOIDABLE_ZERO = 3
+#: a flow's entries contain a cycle
+STATUS_NOT_DAG = -1
+#: an entry's link or a flow's source/destination is out of range, or a
+#: flow's entries do not touch its source and destination
+STATUS_BAD_INPUT = -2
+
+STATUS_NAMES = {
+    STATUS_OPTIMIZED: "optimized",
+    STATUS_SPLIT_OPTIMAL: "split optimal",
+    STATUS_NO_GAIN: "no gain over split",
+    STATUS_UNAVOIDABLE_ZERO: "a flow must cross a zero-capacity link",
+    STATUS_NOT_DAG: "a flow's route entries contain a cycle",
+    STATUS_BAD_INPUT: "route entries do not form flows from source to destination",
+}
+
+#: a split max this close (relative) to its bound is optimal
+CERTIFY_RTOL = 1e-9
+#: links within this (relative) of the split's max are "at the max"
+MAX_RTOL = 1e-12
+#: a node's outflow share below this goes to 0 (the solver needs fractions > 0)
+SNAP = 1e-9
+
+
+@njit
+def _index_dags(flow_ptr, link, link_src, link_dst, flow_src, flow_dst, num_nodes):
+    """Local node rows of every flow's DAG and a topological order.
+
+    Returns ``(status, node_ptr, tail, head, src_row, dst_row, out_ptr,
+    out_ent, topo)``: flow ``f``'s nodes are rows ``node_ptr[f]:node_ptr[f+1]``;
+    entry ``e`` goes from row ``tail[e]`` to row ``head[e]``; the entries
+    leaving row ``r`` are ``out_ent[out_ptr[r]:out_ptr[r+1]]``; ``topo``
+    lists each flow's rows in topological order (same ranges as rows)."""
+    num_flows = flow_ptr.shape[0] - 1
+    num_entries = link.shape[0]
+    num_links = link_src.shape[0]
+    node_ptr = np.zeros(num_flows + 1, dtype=np.int64)
+    tail = np.empty(num_entries, dtype=np.int64)
+    head = np.empty(num_entries, dtype=np.int64)
+    src_row = np.full(num_flows, -1, dtype=np.int64)
+    dst_row = np.full(num_flows, -1, dtype=np.int64)
+    empty = np.empty(0, dtype=np.int64)
+    stamp = np.full(num_nodes, -1, dtype=np.int64)
+    row_of = np.empty(num_nodes, dtype=np.int64)
+    rows = 0
+    for f in range(num_flows):
+        node_ptr[f] = rows
+        a, b = flow_ptr[f], flow_ptr[f + 1]
+        for e in range(a, b):
+            l = link[e]
+            if l < 0 or l >= num_links:
+                return STATUS_BAD_INPUT, node_ptr, tail, head, src_row, dst_row, empty, empty, empty
+            for side in range(2):
+                v = link_src[l] if side == 0 else link_dst[l]
+                if v < 0 or v >= num_nodes:
+                    return (STATUS_BAD_INPUT, node_ptr, tail, head, src_row, dst_row, empty,
+                            empty, empty)
+                if stamp[v] != f:
+                    stamp[v] = f
+                    row_of[v] = rows
+                    rows += 1
+                if side == 0:
+                    tail[e] = row_of[v]
+                else:
+                    head[e] = row_of[v]
+        if b > a:
+            s, d = flow_src[f], flow_dst[f]
+            if s < 0 or s >= num_nodes or d < 0 or d >= num_nodes or stamp[s] != f \
+                    or stamp[d] != f:
+                return STATUS_BAD_INPUT, node_ptr, tail, head, src_row, dst_row, empty, empty, empty
+            src_row[f] = row_of[s]
+            dst_row[f] = row_of[d]
+    node_ptr[num_flows] = rows
+    # entries leaving each row (counting sort by tail)
+    out_ptr = np.zeros(rows + 1, dtype=np.int64)
+    for e in range(num_entries):
+        out_ptr[tail[e] + 1] += 1
+    for r in range(rows):
+        out_ptr[r + 1] += out_ptr[r]
+    fill = out_ptr[:-1].copy()
+    out_ent = np.empty(num_entries, dtype=np.int64)
+    for e in range(num_entries):
+        out_ent[fill[tail[e]]] = e
+        fill[tail[e]] += 1
+    # Kahn's algorithm per flow
+    indeg = np.zeros(rows, dtype=np.int64)
+    for e in range(num_entries):
+        indeg[head[e]] += 1
+    topo = np.empty(rows, dtype=np.int64)
+    for f in range(num_flows):
+        r0, r1 = node_ptr[f], node_ptr[f + 1]
+        n = r0
+        for r in range(r0, r1):
+            if indeg[r] == 0:
+                topo[n] = r
+                n += 1
+        k = r0
+        while k < n:
+            r = topo[k]
+            k += 1
+            for i in range(out_ptr[r], out_ptr[r + 1]):
+                h = head[out_ent[i]]
+                indeg[h] -= 1
+                if indeg[h] == 0:
+                    topo[n] = h
+                    n += 1
+        if n != r1:
+            return STATUS_NOT_DAG, node_ptr, tail, head, src_row, dst_row, out_ptr, out_ent, topo
+    return STATUS_SPLIT_OPTIMAL, node_ptr, tail, head, src_row, dst_row, out_ptr, out_ent, topo
+
+
+@njit
+def _prune(flow_ptr, node_ptr, head, src_row, dst_row, out_ptr, out_ent, topo, usable):
+    """Entries on a source-destination path of usable entries (``alive``),
+    and whether some flow with entries has no such path."""
+    num_flows = flow_ptr.shape[0] - 1
+    rows = topo.shape[0]
+    alive = usable.copy()
+    fwd = np.zeros(rows, dtype=np.bool_)
+    bwd = np.zeros(rows, dtype=np.bool_)
+    stuck = False
+    for f in range(num_flows):
+        r0, r1 = node_ptr[f], node_ptr[f + 1]
+        if r1 == r0:
+            continue
+        fwd[src_row[f]] = True
+        for k in range(r0, r1):
+            r = topo[k]
+            if fwd[r]:
+                for i in range(out_ptr[r], out_ptr[r + 1]):
+                    e = out_ent[i]
+                    if usable[e]:
+                        fwd[head[e]] = True
+        bwd[dst_row[f]] = True
+        for k in range(r1 - 1, r0 - 1, -1):
+            r = topo[k]
+            for i in range(out_ptr[r], out_ptr[r + 1]):
+                e = out_ent[i]
+                if usable[e] and bwd[head[e]]:
+                    bwd[r] = True
+        if not bwd[src_row[f]]:
+            stuck = True
+        for k in range(r0, r1):
+            r = topo[k]
+            for i in range(out_ptr[r], out_ptr[r + 1]):
+                e = out_ent[i]
+                alive[e] = usable[e] and fwd[r] and bwd[head[e]]
+    return alive, stuck
+
+
+@njit
+def _utilization(flow_ptr, link, frac, flow_bytes, capacity):
+    """Per-link load / capacity (inf capacity: 0; zero capacity with load: inf)."""
+    num_flows = flow_ptr.shape[0] - 1
+    load = np.zeros(capacity.shape[0])
+    for f in range(num_flows):
+        for e in range(flow_ptr[f], flow_ptr[f + 1]):
+            load[link[e]] += flow_bytes[f] * frac[e]
+    util = np.zeros(capacity.shape[0])
+    for l in range(capacity.shape[0]):
+        c = capacity[l]
+        if load[l] > 0.0:
+            util[l] = np.inf if c <= 0.0 else load[l] / c
+    return util
+
+
+@njit
+def _bound(weight, flow_ptr, node_ptr, head, src_row, dst_row, out_ptr, out_ent, topo, link,
+           alive, flow_bytes, capacity, dist):
+    """``LB(w) = sum_f b_f dist_w(f) / sum_l w_l c_l`` (``weight``: per link,
+    >= 0, zero on links of infinite capacity); 0 when no weight."""
+    denom = 0.0
+    for l in range(weight.shape[0]):
+        if weight[l] > 0.0:
+            denom += weight[l] * capacity[l]
+    if not denom > 0.0:
+        return 0.0
+    num_flows = flow_ptr.shape[0] - 1
+    total = 0.0
+    for f in range(num_flows):
+        r0, r1 = node_ptr[f], node_ptr[f + 1]
+        if r1 == r0:
+            continue
+        for k in range(r0, r1):
+            dist[k] = np.inf
+        dist[src_row[f]] = 0.0
+        for k in range(r0, r1):
+            r = topo[k]
+            du = dist[r]
+            if du == np.inf:
+                continue
+            for i in range(out_ptr[r], out_ptr[r + 1]):
+                e = out_ent[i]
+                if alive[e]:
+                    dv = du + weight[link[e]]
+                    if dv < dist[head[e]]:
+                        dist[head[e]] = dv
+        total += flow_bytes[f] * dist[dst_row[f]]
+    return total / denom
+
+
+@njit
+def _repair(x, var_of, choice, flow_ptr, node_ptr, head, src_row, out_ptr, out_ent, topo, alive,
+            frac_out, inflow):
+    """A valid routing from the iterate ``x``: each node's inflow split over
+    its alive out-entries in proportion to ``x`` (shares below ``SNAP``
+    dropped; uniform when ``x`` gives none), pushed from the source in
+    topological order. Writes the choice flows' entries of ``frac_out``."""
+    num_flows = flow_ptr.shape[0] - 1
+    for f in range(num_flows):
+        if not choice[f]:
+            continue
+        r0, r1 = node_ptr[f], node_ptr[f + 1]
+        for k in range(r0, r1):
+            inflow[k] = 0.0
+        inflow[src_row[f]] = 1.0
+        for k in range(r0, r1):
+            r = topo[k]
+            fin = inflow[r]
+            total = 0.0
+            count = 0
+            for i in range(out_ptr[r], out_ptr[r + 1]):
+                e = out_ent[i]
+                if alive[e]:
+                    total += max(x[var_of[e]], 0.0)
+                    count += 1
+            kept = 0.0
+            if total > 0.0:
+                for i in range(out_ptr[r], out_ptr[r + 1]):
+                    e = out_ent[i]
+                    if alive[e]:
+                        v = max(x[var_of[e]], 0.0)
+                        if v >= SNAP * total:
+                            kept += v
+            for i in range(out_ptr[r], out_ptr[r + 1]):
+                e = out_ent[i]
+                share = 0.0
+                if alive[e] and fin > 0.0:
+                    if kept > 0.0:
+                        v = max(x[var_of[e]], 0.0)
+                        share = v / kept if v >= SNAP * total else 0.0
+                    else:
+                        share = 1.0 / count
+                y = fin * share
+                frac_out[e] = y
+                if y > 0.0:
+                    inflow[head[e]] += y
+
+
+@njit
+def _max_util(flow_ptr, link, frac, flow_bytes, capacity):
+    util = _utilization(flow_ptr, link, frac, flow_bytes, capacity)
+    return util.max() if util.shape[0] else 0.0
+
+
+@njit
+def adaptive_kernel(flow_ptr, link, frac, link_src, link_dst, flow_src, flow_dst, flow_bytes,
+                    capacity, num_nodes, tol, max_iter):
+    """Min-max link utilization over each flow's split DAG.
+
+    Parameters
+    ----------
+    flow_ptr : int64[F+1]; link : int32[E]; frac : float64[E]
+        The split routes (every entry ``frac > 0``).
+    link_src, link_dst : int32[L]
+    flow_src, flow_dst : int64[F]
+        Source and destination vertex of each flow.
+    flow_bytes : float64[F]  (>= 0)
+    capacity : float64[L]  (>= 0, may be +inf)
+    num_nodes : int
+    tol : float
+        Stop when the best routing's max is within ``tol`` (relative) of the
+        best lower bound.
+    max_iter : int
+        PDHG iterations at most.
+
+    Returns
+    -------
+    status : int
+        One of the ``STATUS_*`` codes.
+    new_frac : float64[E]
+        The routing (only meaningful for ``STATUS_OPTIMIZED``; may hold 0).
+    stats : float64[4]
+        ``(split max, returned max, lower bound, iterations)``; the lower
+        bound is 0 where none was computed.
+    """
+    stats = np.zeros(4)
+    num_flows = flow_ptr.shape[0] - 1
+    num_entries = link.shape[0]
+    num_links = capacity.shape[0]
+    new_frac = frac.copy()
+    (status, node_ptr, tail, head, src_row, dst_row, out_ptr, out_ent,
+     topo) = _index_dags(flow_ptr, link, link_src, link_dst, flow_src, flow_dst, num_nodes)
+    if status < 0:
+        return status, new_frac, stats
+    rows = topo.shape[0]
+
+    util = _utilization(flow_ptr, link, frac, flow_bytes, capacity)
+    u_split = util.max() if num_links else 0.0
+    stats[0] = u_split
+    stats[1] = u_split
+    if not u_split > 0.0:
+        return STATUS_SPLIT_OPTIMAL, new_frac, stats
+
+    usable = np.empty(num_entries, dtype=np.bool_)
+    for e in range(num_entries):
+        usable[e] = capacity[link[e]] > 0.0
+    alive, stuck = _prune(flow_ptr, node_ptr, head, src_row, dst_row, out_ptr, out_ent, topo,
+                          usable)
+    if stuck:
+        return STATUS_UNAVOIDABLE_ZERO, new_frac, stats
+
+    dist = np.empty(rows)
+    weight = np.zeros(num_links)
+    if u_split < np.inf:
+        # certificate: unit weight on the links at the split's max
+        for l in range(num_links):
+            if util[l] >= u_split * (1.0 - MAX_RTOL):
+                weight[l] = 1.0
+        lb = _bound(weight, flow_ptr, node_ptr, head, src_row, dst_row, out_ptr, out_ent, topo,
+                    link, alive, flow_bytes, capacity, dist)
+        stats[2] = lb
+        if u_split <= lb * (1.0 + CERTIFY_RTOL):
+            return STATUS_SPLIT_OPTIMAL, new_frac, stats
+    best_lb = stats[2]
+
+    # flows with a choice (some alive node with two alive out-entries)
+    choice = np.zeros(num_flows, dtype=np.bool_)
+    for f in range(num_flows):
+        for k in range(node_ptr[f], node_ptr[f + 1]):
+            n_out = 0
+            for i in range(out_ptr[k], out_ptr[k + 1]):
+                if alive[out_ent[i]]:
+                    n_out += 1
+            if n_out > 1:
+                choice[f] = True
+                break
+
+    # fixed flows: fraction 1 on their one alive path; their loads are constants
+    fixed_load = np.zeros(num_links)
+    for f in range(num_flows):
+        if choice[f]:
+            continue
+        for e in range(flow_ptr[f], flow_ptr[f + 1]):
+            new_frac[e] = 1.0 if alive[e] else 0.0
+            if alive[e]:
+                fixed_load[link[e]] += flow_bytes[f]
+
+    # scale: utilizations of order 1 (the all-alive-split utilization)
+    scale = 0.0
+    for l in range(num_links):
+        c = capacity[l]
+        if c > 0.0 and c < np.inf:
+            s = util[l] if util[l] < np.inf else 0.0
+            scale = max(scale, s)
+    if not scale > 0.0:
+        scale = 1.0
+
+    # variables: alive entries of choice flows; t (scaled max utilization)
+    var_of = np.full(num_entries, -1, dtype=np.int64)
+    nx = 0
+    for f in range(num_flows):
+        if choice[f]:
+            for e in range(flow_ptr[f], flow_ptr[f + 1]):
+                if alive[e]:
+                    var_of[e] = nx
+                    nx += 1
+    var_ent = np.empty(nx, dtype=np.int64)
+    var_flow = np.empty(nx, dtype=np.int64)
+    for f in range(num_flows):
+        if choice[f]:
+            for e in range(flow_ptr[f], flow_ptr[f + 1]):
+                if var_of[e] >= 0:
+                    var_ent[var_of[e]] = e
+                    var_flow[var_of[e]] = f
+    # rows: conservation (alive nodes of choice flows, by node row) and links
+    eq_of = np.full(rows, -1, dtype=np.int64)
+    neq = 0
+    for j in range(nx):
+        e = var_ent[j]
+        for r in (tail[e], head[e]):
+            if eq_of[r] < 0:
+                eq_of[r] = neq
+                neq += 1
+    link_row = np.full(num_links, -1, dtype=np.int64)
+    nlr = 0
+    for j in range(nx):
+        l = link[var_ent[j]]
+        c = capacity[l]
+        if c < np.inf and link_row[l] < 0:
+            link_row[l] = nlr
+            nlr += 1
+    row_link = np.empty(nlr, dtype=np.int64)
+    for l in range(num_links):
+        if link_row[l] >= 0:
+            row_link[link_row[l]] = l
+    coef = np.zeros(nx)    # a_e = b_f / (c_l scale) on the entry's link row
+    for j in range(nx):
+        l = link[var_ent[j]]
+        if link_row[l] >= 0:
+            coef[j] = flow_bytes[var_flow[j]] / (capacity[l] * scale)
+    q_eq = np.zeros(neq)
+    for f in range(num_flows):
+        if choice[f]:
+            q_eq[eq_of[src_row[f]]] += 1.0
+            q_eq[eq_of[dst_row[f]]] -= 1.0
+    q_link = np.zeros(nlr)
+    for i in range(nlr):
+        l = row_link[i]
+        q_link[i] = fixed_load[l] / (capacity[l] * scale)
+    t_low = 0.0   # t >= every fixed-only link's utilization
+    t_low_link = -1
+    for l in range(num_links):
+        c = capacity[l]
+        if c > 0.0 and c < np.inf and fixed_load[l] > 0.0:
+            u = fixed_load[l] / (c * scale)
+            if u > t_low:
+                t_low = u
+                t_low_link = l
+
+    # diagonal preconditioning (Pock-Chambolle, alpha = 1)
+    tau_x = np.empty(nx)
+    row_sum_eq = np.zeros(neq)
+    row_sum_link = np.ones(nlr)
+    for j in range(nx):
+        e = var_ent[j]
+        tau_x[j] = 1.0 / (2.0 + coef[j])
+        row_sum_eq[eq_of[tail[e]]] += 1.0
+        row_sum_eq[eq_of[head[e]]] += 1.0
+        l = link[e]
+        if link_row[l] >= 0:
+            row_sum_link[link_row[l]] += coef[j]
+    tau_t = 1.0 / max(nlr, 1)
+    sig_eq = 1.0 / row_sum_eq
+    sig_link = 1.0 / row_sum_link
+
+    # start from the split
+    x = np.empty(nx)
+    for j in range(nx):
+        x[j] = frac[var_ent[j]]
+    t = max(u_split / scale if u_split < np.inf else 1.0, t_low)
+    y_eq = np.zeros(neq)
+    y_link = np.zeros(nlr)
+    x_avg = np.zeros(nx)
+    y_eq_avg = np.zeros(neq)
+    y_link_avg = np.zeros(nlr)
+    t_avg = 0.0
+    n_avg = 0
+    x_last = x.copy()
+    y_eq_last = y_eq.copy()
+    y_link_last = y_link.copy()
+    t_last = t
+    omega = 1.0
+    x_new = np.empty(nx)
+    kx_eq = np.zeros(neq)
+    kx_link = np.zeros(nlr)
+    aty = np.zeros(nx)
+
+    best_frac = new_frac.copy()
+    best_u = u_split
+    trial = new_frac.copy()
+    inflow = np.empty(rows)
+    gap_restart = np.inf
+    checks_since = 0
+    check_every = 64
+    it = 0
+    while it < max_iter:
+        for _ in range(check_every):
+            # x step: x - tau (c - K^T y); c_x = 0
+            for j in range(nx):
+                e = var_ent[j]
+                g = y_eq[eq_of[tail[e]]] - y_eq[eq_of[head[e]]]
+                l = link[e]
+                if link_row[l] >= 0:
+                    g -= coef[j] * y_link[link_row[l]]
+                aty[j] = g
+            for j in range(nx):
+                x_new[j] = max(0.0, x[j] + tau_x[j] / omega * aty[j])
+            sum_y = 0.0
+            for i in range(nlr):
+                sum_y += y_link[i]
+            t_new = max(t_low, t - tau_t / omega * (1.0 - sum_y))
+            # y step with the extrapolated primal
+            for i in range(neq):
+                kx_eq[i] = 0.0
+            t_bar = 2.0 * t_new - t
+            for i in range(nlr):
+                kx_link[i] = t_bar
+            for j in range(nx):
+                e = var_ent[j]
+                xb = 2.0 * x_new[j] - x[j]
+                kx_eq[eq_of[tail[e]]] += xb
+                kx_eq[eq_of[head[e]]] -= xb
+                l = link[e]
+                if link_row[l] >= 0:
+                    kx_link[link_row[l]] -= coef[j] * xb
+            for i in range(neq):
+                y_eq[i] += sig_eq[i] * omega * (q_eq[i] - kx_eq[i])
+            for i in range(nlr):
+                y_link[i] = max(0.0, y_link[i] + sig_link[i] * omega * (q_link[i] - kx_link[i]))
+            for j in range(nx):
+                x[j] = x_new[j]
+            t = t_new
+            n_avg += 1
+            w = 1.0 / n_avg
+            for j in range(nx):
+                x_avg[j] += w * (x[j] - x_avg[j])
+            for i in range(neq):
+                y_eq_avg[i] += w * (y_eq[i] - y_eq_avg[i])
+            for i in range(nlr):
+                y_link_avg[i] += w * (y_link[i] - y_link_avg[i])
+            t_avg += w * (t - t_avg)
+            it += 1
+        checks_since += 1
+        # evaluate the current iterate and the average: routing and bound
+        gaps = np.empty(2)
+        for cand in range(2):
+            xc = x if cand == 0 else x_avg
+            yc = y_link if cand == 0 else y_link_avg
+            _repair(xc, var_of, choice, flow_ptr, node_ptr, head, src_row, out_ptr, out_ent,
+                    topo, alive, trial, inflow)
+            u = _max_util(flow_ptr, link, trial, flow_bytes, capacity)
+            if u < best_u:
+                best_u = u
+                best_frac[:] = trial
+            for l in range(num_links):
+                weight[l] = 0.0
+            sum_y = 0.0
+            for i in range(nlr):
+                weight[row_link[i]] = yc[i] / capacity[row_link[i]]
+                sum_y += yc[i]
+            if t_low_link >= 0 and sum_y < 1.0:
+                weight[t_low_link] += (1.0 - sum_y) / capacity[t_low_link]
+            lb = _bound(weight, flow_ptr, node_ptr, head, src_row, dst_row, out_ptr, out_ent,
+                        topo, link, alive, flow_bytes, capacity, dist)
+            if lb > best_lb:
+                best_lb = lb
+            gaps[cand] = u / lb - 1.0 if lb > 0.0 else np.inf
+        if best_lb > 0.0 and best_u <= best_lb * (1.0 + tol):
+            break
+        pick = 1 if gaps[1] < gaps[0] else 0
+        if gaps[pick] <= 0.5 * gap_restart or checks_since >= 16:
+            # restart from the better candidate; the primal weight follows
+            # how far the dual moved against the primal (PDLP)
+            if pick == 1:
+                x[:] = x_avg
+                y_eq[:] = y_eq_avg
+                y_link[:] = y_link_avg
+                t = t_avg
+            dx = (t - t_last) ** 2
+            for j in range(nx):
+                dx += (x[j] - x_last[j]) ** 2
+            dy = 0.0
+            for i in range(neq):
+                dy += (y_eq[i] - y_eq_last[i]) ** 2
+            for i in range(nlr):
+                dy += (y_link[i] - y_link_last[i]) ** 2
+            if dx > 1e-20 and dy > 1e-20:
+                omega = np.exp(0.5 * np.log(np.sqrt(dy / dx)) + 0.5 * np.log(omega))
+            x_last[:] = x
+            y_eq_last[:] = y_eq
+            y_link_last[:] = y_link
+            t_last = t
+            gap_restart = gaps[pick]
+            checks_since = 0
+            n_avg = 0
+            x_avg[:] = 0.0
+            y_eq_avg[:] = 0.0
+            y_link_avg[:] = 0.0
+            t_avg = 0.0
+    stats[2] = best_lb
+    stats[3] = it
+    if best_u < u_split * (1.0 - CERTIFY_RTOL):
+        stats[1] = best_u
+        return STATUS_OPTIMIZED, best_frac, stats
+    return STATUS_NO_GAIN, new_frac, stats
