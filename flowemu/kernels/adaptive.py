@@ -244,8 +244,7 @@ def _bound(weight, flow_ptr, node_ptr, head, src_row, dst_row, out_ptr, out_ent,
                 e = out_ent[i]
                 if alive[e]:
                     dv = du + weight[link[e]]
-                    if dv < dist[head[e]]:
-                        dist[head[e]] = dv
+                    dist[head[e]] = min(dist[head[e]], dv)
         total += flow_bytes[f] * dist[dst_row[f]]
     return total / denom
 
@@ -584,8 +583,7 @@ def adaptive_kernel(flow_ptr, link, frac, link_src, link_dst, flow_src, flow_dst
                 weight[t_low_link] += (1.0 - sum_y) / capacity[t_low_link]
             lb = _bound(weight, flow_ptr, node_ptr, head, src_row, dst_row, out_ptr, out_ent,
                         topo, link, alive, flow_bytes, capacity, dist)
-            if lb > best_lb:
-                best_lb = lb
+            best_lb = max(best_lb, lb)
             gaps[cand] = u / lb - 1.0 if lb > 0.0 else np.inf
         if best_lb > 0.0 and best_u <= best_lb * (1.0 + tol):
             break
