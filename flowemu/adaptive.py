@@ -34,8 +34,8 @@ from .kernels.adaptive import (
 )
 from .topology.base import Routes
 
-__all__ = ["DEFAULT_MAX_ITER", "DEFAULT_TOL", "AdaptiveResult", "adaptive_routes",
-           "adaptive_solve"]
+__all__ = ["DEFAULT_MAX_ITER", "DEFAULT_TOL", "AdaptedRoutes", "AdaptiveResult",
+           "adaptive_routes", "adaptive_solve"]
 
 #: relative gap between the returned max load and the certified lower bound
 #: at which the solver stops
@@ -43,6 +43,16 @@ DEFAULT_TOL = 1e-6
 #: solver iterations at most (each costs a few passes over the route entries
 #: of the flows that have a choice)
 DEFAULT_MAX_ITER = 20000
+
+
+@dataclass(frozen=True)
+class AdaptedRoutes(Routes):
+    """Routes whose fractions the adaptive solver changed from the split's.
+
+    A family's reduced solver problem (:meth:`Topology.solver_problem`,
+    fat-tree uplink groups) relies on the split's symmetric fractions, so
+    the engine skips it for these; split routes kept unchanged stay plain
+    :class:`Routes` and are solved exactly as ``split`` solves them."""
 
 
 @dataclass(frozen=True)
@@ -106,7 +116,7 @@ def adaptive_routes(routes: Routes, link_src, link_dst, flow_src, flow_dst, flow
         minimising ``max_l sum_f bytes_f frac_fl / capacity_l``. Entries whose
         fraction becomes 0 are dropped (the max-min solver takes fractions in
         (0, 1]). When the split is optimal (certified) or nothing beats it,
-        ``routes`` itself is returned.
+        ``routes`` itself is returned; otherwise an :class:`AdaptedRoutes`.
 
     Raises
     ------
@@ -139,14 +149,14 @@ def adaptive_solve(routes: Routes, link_src, link_dst, flow_src, flow_dst, flow_
     if status == STATUS_OPTIMIZED:
         keep = new_frac > 0.0
         if keep.all():
-            out = Routes(routes.flow_ptr, routes.link, new_frac, routes.hops)
+            out = AdaptedRoutes(routes.flow_ptr, routes.link, new_frac, routes.hops)
         else:
             counts = np.add.reduceat(keep.astype(np.int64), flow_ptr[:-1]) \
                 if len(keep) else np.zeros(routes.num_flows, dtype=np.int64)
             counts[np.diff(flow_ptr) == 0] = 0   # reduceat repeats a value at empty rows
             ptr = np.zeros(routes.num_flows + 1, dtype=np.int64)
             np.cumsum(counts, out=ptr[1:])
-            out = Routes(ptr, routes.link[keep], new_frac[keep], routes.hops)
+            out = AdaptedRoutes(ptr, routes.link[keep], new_frac[keep], routes.hops)
     return AdaptiveResult(out, STATUS_NAMES[status], float(stats[0]) * peak,
                           float(stats[1]) * peak, float(stats[2]) * peak, int(stats[3]))
 

@@ -218,11 +218,16 @@ class _Context:
     uniform_latency: float | None   # every link's latency when they are all equal
     cache: dict
     key_of: dict = field(default_factory=dict)
+    adaptive: bool = False   # ecmp="adaptive": routes are "split", rebalanced per step
 
 
 def make_context(topology: Topology, network: Network, ecmp: str = "split", seed: int = 0,
                  mapping=None, p: int | None = None) -> _Context:
     check_ecmp(ecmp)
+    adaptive = ecmp == "adaptive"
+    if adaptive:
+        topology.check_mode(ecmp, engine=True)
+        ecmp = "split"   # the candidate paths; _route rebalances them per step
     if mapping is None:
         n = topology.num_endpoints if p is None else p
         mapping = np.arange(n, dtype=np.int32)
@@ -246,7 +251,7 @@ def make_context(topology: Topology, network: Network, ecmp: str = "split", seed
     _check_ranges(network, cap, lat, eps)
     uniform = float(lat[0]) if len(lat) and lat.min() == lat.max() else None
     return _Context(topology, network, ecmp, int(seed), mapping, cap, ingress, w_t, eps, lat,
-                    uniform, {})
+                    uniform, {}, adaptive=adaptive)
 
 
 #: largest time (s) and per-byte time (s/byte) a run takes, smallest link
@@ -299,7 +304,31 @@ def _endpoints(ctx: _Context, traffic: Traffic) -> tuple[np.ndarray, np.ndarray]
 
 def _route(ctx: _Context, traffic: Traffic) -> tuple[Routes, np.ndarray, np.ndarray]:
     src, dst = _endpoints(ctx, traffic)
-    return ctx.topology.route(src, dst, ecmp=ctx.ecmp, seed=ctx.seed), src, dst
+    routes = ctx.topology.route(src, dst, ecmp=ctx.ecmp, seed=ctx.seed)
+    if ctx.adaptive:
+        routes = adaptive_step(ctx, routes, src, dst, traffic.share)
+    return routes, src, dst
+
+
+def adaptive_step(ctx: _Context, routes: Routes, src: np.ndarray, dst: np.ndarray,
+                  flow_bytes: np.ndarray) -> Routes:
+    """``ecmp="adaptive"``: the step's split routes rebalanced over each
+    flow's minimal paths to minimise the most loaded link for these bytes
+    and the link capacities (:func:`flowemu.adaptive.adaptive_routes`; the
+    routes themselves where the split is optimal). The fractions depend on
+    the bytes' ratios only, so the profile stays exact in n."""
+    from .adaptive import adaptive_routes
+    try:
+        return adaptive_routes(routes, ctx.topology.link_src, ctx.topology.link_dst, src, dst,
+                               flow_bytes, ctx.link_capacity)
+    except SolverError as exc:
+        raise SolverError(f"{exc} on {ctx.topology.spec}") from None
+
+
+def _adapted(routes: Routes) -> bool:
+    """Whether ``ecmp="adaptive"`` changed these routes' split fractions."""
+    from .adaptive import AdaptedRoutes
+    return isinstance(routes, AdaptedRoutes)
 
 
 def _reduced_route(ctx: _Context, traffic: Traffic):
@@ -321,8 +350,10 @@ def _solve(ctx: _Context, routes: Routes, dst: np.ndarray, flow_bytes: np.ndarra
     the routes are already the family's reduced problem with these link
     capacities."""
     if capacity is None:
-        # a family may hand the solver an exact, smaller problem (fat-tree uplink groups)
-        routes, capacity = ctx.topology.solver_problem(routes, ctx.link_capacity, ctx.ecmp)
+        # a family may hand the solver an exact, smaller problem (fat-tree uplink groups);
+        # not for adaptive fractions, which break the symmetry it relies on
+        routes, capacity = (routes, ctx.link_capacity) if _adapted(routes) else \
+            ctx.topology.solver_problem(routes, ctx.link_capacity, ctx.ecmp)
     if len(capacity) > 4 * len(routes.link):
         # A step that touches few of many links (a HyperX has N·Σ(d−1)): the
         # solver's per-link work would dominate, so it sees the used links only.
@@ -413,12 +444,14 @@ def _solve_pattern(ctx: _Context, traffic: Traffic, scale: float, label: str,
     Reads ``ctx`` only, so several can run at once in threads (the kernels
     release the GIL)."""
     norm = traffic.share / scale
-    fast = None if congestion else _reduced_route(ctx, traffic)
+    # adaptive routes first: a split it keeps is solved exactly as "split" is
+    routed = _route(ctx, traffic) if ctx.adaptive else None
+    fast = None if congestion or (routed and _adapted(routed[0])) else _reduced_route(ctx, traffic)
     if fast is not None:
         routes, capacity, src, dst = fast
         sol = _solve(ctx, routes, dst, norm, label, src, capacity)
         return (*pareto_lines(flow_latency(ctx, routes), sol.finish), None)
-    routes, src, dst = _route(ctx, traffic)
+    routes, src, dst = routed or _route(ctx, traffic)
     sol = _solve(ctx, routes, dst, norm, label, src)
     lat, spb = pareto_lines(flow_latency(ctx, routes), sol.finish)
     cong = step_congestion(ctx.topology, routes, src, norm) if congestion else None
@@ -514,7 +547,10 @@ def profile(schedule: Schedule, topology: Topology, network: Network | None = No
         A Topology or a spec such as ``"torus:8x8"``.
     network : Network, optional
         Defaults to ``Network()`` (400 Gb/s, 100 ns links, 300 ns per hop).
-    ecmp : {"split", "dor", "hash", "dmodk"}
+    ecmp : {"split", "dor", "hash", "dmodk", "valiant", "adaptive"}
+        The family's routing mode, or "adaptive" (every family with "split":
+        each step's split rebalanced to minimise the most loaded link,
+        :mod:`flowemu.adaptive`).
     seed : int
         Seed of ``ecmp="hash"``.
     mapping : int[p], optional
@@ -587,7 +623,7 @@ def check_memory(ctx: _Context, schedule: Schedule, threads: int, lim,
     for t in steps:
         _check_ranks(ctx, t)
     flows = [t.num_flows for t in steps]
-    if reduced and ctx.uniform_latency is not None and not exact:
+    if reduced and ctx.uniform_latency is not None and not exact and not ctx.adaptive:
         small = [ctx.topology.solver_route_entries(ctx.mapping[t.src], ctx.mapping[t.dst],
                                                    ctx.ecmp) for t in steps]
         if steps and all(r is not None for r in small):   # routed straight in reduced form
