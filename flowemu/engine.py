@@ -40,7 +40,7 @@ from .errors import ConfigError, SolverError, show
 from .kernels.hashing import multiset_fingerprint
 from .kernels.maxmin import solve_completion
 from .network import Network
-from .topology.base import Routes, Topology, check_ecmp
+from .topology.base import Routes, Topology
 
 #: environment variable overriding :func:`default_threads`
 THREADS_ENV = "FLOWEMU_THREADS"
@@ -223,10 +223,9 @@ class _Context:
 
 def make_context(topology: Topology, network: Network, ecmp: str = "split", seed: int = 0,
                  mapping=None, p: int | None = None) -> _Context:
-    check_ecmp(ecmp)
+    topology.check_mode(ecmp, engine=True)   # its modes, or "adaptive" over "split"
     adaptive = ecmp == "adaptive"
     if adaptive:
-        topology.check_mode(ecmp, engine=True)
         ecmp = "split"   # the candidate paths; _route rebalances them per step
     if mapping is None:
         n = topology.num_endpoints if p is None else p
