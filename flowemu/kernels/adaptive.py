@@ -138,6 +138,7 @@ def _index_dags(flow_ptr, link, link_src, link_dst, flow_src, flow_dst, num_node
     for e in range(num_entries):
         indeg[head[e]] += 1
     topo = np.empty(rows, dtype=np.int64)
+    reach = np.zeros(rows, dtype=np.bool_)
     for f in range(num_flows):
         r0, r1 = node_ptr[f], node_ptr[f + 1]
         n = r0
@@ -157,6 +158,16 @@ def _index_dags(flow_ptr, link, link_src, link_dst, flow_src, flow_dst, num_node
                     n += 1
         if n != r1:
             return STATUS_NOT_DAG, node_ptr, tail, head, src_row, dst_row, out_ptr, out_ent, topo
+        if r1 > r0:   # the destination must be reachable from the source
+            reach[src_row[f]] = True
+            for k in range(r0, r1):
+                r = topo[k]
+                if reach[r]:
+                    for i in range(out_ptr[r], out_ptr[r + 1]):
+                        reach[head[out_ent[i]]] = True
+            if not reach[dst_row[f]]:
+                return (STATUS_BAD_INPUT, node_ptr, tail, head, src_row, dst_row, out_ptr,
+                        out_ent, topo)
     return STATUS_SPLIT_OPTIMAL, node_ptr, tail, head, src_row, dst_row, out_ptr, out_ent, topo
 
 
@@ -585,7 +596,7 @@ def adaptive_kernel(flow_ptr, link, frac, link_src, link_dst, flow_src, flow_dst
                         topo, link, alive, flow_bytes, capacity, dist)
             best_lb = max(best_lb, lb)
             gaps[cand] = u / lb - 1.0 if lb > 0.0 else np.inf
-        if best_lb > 0.0 and best_u <= best_lb * (1.0 + tol):
+        if best_u <= best_lb * (1.0 + tol):
             break
         pick = 1 if gaps[1] < gaps[0] else 0
         if gaps[pick] <= 0.5 * gap_restart or checks_since >= 16:
