@@ -174,13 +174,13 @@ def _index_dags(flow_ptr, link, link_src, link_dst, flow_src, flow_dst, num_node
 @njit
 def _prune(flow_ptr, node_ptr, head, src_row, dst_row, out_ptr, out_ent, topo, usable):
     """Entries on a source-destination path of usable entries (``alive``),
-    and whether some flow with entries has no such path."""
+    and the flows with entries but no such path (``stuck``)."""
     num_flows = flow_ptr.shape[0] - 1
     rows = topo.shape[0]
     alive = usable.copy()
     fwd = np.zeros(rows, dtype=np.bool_)
     bwd = np.zeros(rows, dtype=np.bool_)
-    stuck = False
+    stuck = np.zeros(num_flows, dtype=np.bool_)
     for f in range(num_flows):
         r0, r1 = node_ptr[f], node_ptr[f + 1]
         if r1 == r0:
@@ -200,8 +200,7 @@ def _prune(flow_ptr, node_ptr, head, src_row, dst_row, out_ptr, out_ent, topo, u
                 e = out_ent[i]
                 if usable[e] and bwd[head[e]]:
                     bwd[r] = True
-        if not bwd[src_row[f]]:
-            stuck = True
+        stuck[f] = not bwd[src_row[f]]
         for k in range(r0, r1):
             r = topo[k]
             for i in range(out_ptr[r], out_ptr[r + 1]):
@@ -227,22 +226,72 @@ def _utilization(flow_ptr, link, frac, flow_bytes, capacity):
 
 
 @njit
-def _bound(weight, flow_ptr, node_ptr, head, src_row, dst_row, out_ptr, out_ent, topo, link,
-           alive, flow_bytes, capacity, dist):
-    """``LB(w) = sum_f b_f dist_w(f) / sum_l w_l c_l`` (``weight``: per link,
-    >= 0, zero on links of infinite capacity); 0 when no weight."""
+def _find(parent, x):
+    while parent[x] != x:
+        parent[x] = parent[parent[x]]
+        x = parent[x]
+    return x
+
+
+@njit
+def _components(flow_ptr, link, num_links):
+    """Flows joined by shared links, ``(comp_ptr, comp_flows)``: component
+    ``k``'s flows are ``comp_flows[comp_ptr[k]:comp_ptr[k+1]]`` (flows
+    without entries belong to none). Components share no link, so each has
+    its own min-max problem."""
+    num_flows = flow_ptr.shape[0] - 1
+    parent = np.arange(num_flows)
+    first = np.full(num_links, -1, dtype=np.int64)
+    for f in range(num_flows):
+        for e in range(flow_ptr[f], flow_ptr[f + 1]):
+            l = link[e]
+            if first[l] < 0:
+                first[l] = f
+            else:
+                a, b = _find(parent, f), _find(parent, first[l])
+                if a != b:
+                    parent[max(a, b)] = min(a, b)
+    comp_of = np.full(num_flows, -1, dtype=np.int64)
+    count = 0
+    for f in range(num_flows):
+        if flow_ptr[f + 1] > flow_ptr[f]:
+            r = _find(parent, f)
+            if comp_of[r] < 0:
+                comp_of[r] = count
+                count += 1
+            comp_of[f] = comp_of[r]
+    comp_ptr = np.zeros(count + 1, dtype=np.int64)
+    for f in range(num_flows):
+        if comp_of[f] >= 0:
+            comp_ptr[comp_of[f] + 1] += 1
+    for k in range(count):
+        comp_ptr[k + 1] += comp_ptr[k]
+    fill = comp_ptr[:-1].copy()
+    comp_flows = np.empty(comp_ptr[count], dtype=np.int64)
+    for f in range(num_flows):
+        k = comp_of[f]
+        if k >= 0:
+            comp_flows[fill[k]] = f
+            fill[k] += 1
+    return comp_ptr, comp_flows
+
+
+@njit
+def _bound(flows, links, weight, flow_ptr, node_ptr, head, src_row, dst_row, out_ptr, out_ent,
+           topo, link, alive, flow_bytes, capacity, dist):
+    """``LB(w) = sum_f b_f dist_w(f) / sum_l w_l c_l`` over ``flows`` and
+    their ``links`` (``weight`` >= 0, zero on links of infinite capacity);
+    0 when no weight."""
     denom = 0.0
-    for l in range(weight.shape[0]):
+    for i in range(links.shape[0]):
+        l = links[i]
         if weight[l] > 0.0:
             denom += weight[l] * capacity[l]
     if not denom > 0.0:
         return 0.0
-    num_flows = flow_ptr.shape[0] - 1
     total = 0.0
-    for f in range(num_flows):
+    for f in flows:
         r0, r1 = node_ptr[f], node_ptr[f + 1]
-        if r1 == r0:
-            continue
         for k in range(r0, r1):
             dist[k] = np.inf
         dist[src_row[f]] = 0.0
@@ -254,21 +303,19 @@ def _bound(weight, flow_ptr, node_ptr, head, src_row, dst_row, out_ptr, out_ent,
             for i in range(out_ptr[r], out_ptr[r + 1]):
                 e = out_ent[i]
                 if alive[e]:
-                    dv = du + weight[link[e]]
-                    dist[head[e]] = min(dist[head[e]], dv)
+                    dist[head[e]] = min(dist[head[e]], du + weight[link[e]])
         total += flow_bytes[f] * dist[dst_row[f]]
     return total / denom
 
 
 @njit
-def _repair(x, var_of, choice, flow_ptr, node_ptr, head, src_row, out_ptr, out_ent, topo, alive,
-            frac_out, inflow):
+def _repair(x, var_of, flows, choice, flow_ptr, node_ptr, head, src_row, out_ptr, out_ent, topo,
+            alive, frac_out, inflow):
     """A valid routing from the iterate ``x``: each node's inflow split over
     its alive out-entries in proportion to ``x`` (shares below ``SNAP``
     dropped; uniform when ``x`` gives none), pushed from the source in
     topological order. Writes the choice flows' entries of ``frac_out``."""
-    num_flows = flow_ptr.shape[0] - 1
-    for f in range(num_flows):
+    for f in flows:
         if not choice[f]:
             continue
         r0, r1 = node_ptr[f], node_ptr[f + 1]
@@ -309,85 +356,35 @@ def _repair(x, var_of, choice, flow_ptr, node_ptr, head, src_row, out_ptr, out_e
 
 
 @njit
-def _max_util(flow_ptr, link, frac, flow_bytes, capacity):
-    util = _utilization(flow_ptr, link, frac, flow_bytes, capacity)
-    return util.max() if util.shape[0] else 0.0
+def _comp_max(flows, links, flow_ptr, link, frac, flow_bytes, capacity, load):
+    """Most utilized link of a component under fractions ``frac`` (``load``:
+    zero scratch, left zero)."""
+    for f in flows:
+        for e in range(flow_ptr[f], flow_ptr[f + 1]):
+            load[link[e]] += flow_bytes[f] * frac[e]
+    best = 0.0
+    for i in range(links.shape[0]):
+        l = links[i]
+        if load[l] > 0.0:
+            c = capacity[l]
+            best = max(best, np.inf if c <= 0.0 else load[l] / c)
+        load[l] = 0.0
+    return best
 
 
 @njit
-def adaptive_kernel(flow_ptr, link, frac, link_src, link_dst, flow_src, flow_dst, flow_bytes,
-                    capacity, num_nodes, tol, max_iter):
-    """Min-max link utilization over each flow's split DAG.
-
-    Parameters
-    ----------
-    flow_ptr : int64[F+1]; link : int32[E]; frac : float64[E]
-        The split routes (every entry ``frac > 0``).
-    link_src, link_dst : int32[L]
-    flow_src, flow_dst : int64[F]
-        Source and destination vertex of each flow.
-    flow_bytes : float64[F]  (>= 0)
-    capacity : float64[L]  (>= 0, may be +inf)
-    num_nodes : int
-    tol : float
-        Stop when the best routing's max is within ``tol`` (relative) of the
-        best lower bound.
-    max_iter : int
-        PDHG iterations at most.
-
-    Returns
-    -------
-    status : int
-        One of the ``STATUS_*`` codes.
-    new_frac : float64[E]
-        The routing (only meaningful for ``STATUS_OPTIMIZED``; may hold 0).
-    stats : float64[4]
-        ``(split max, returned max, lower bound, iterations)``; the lower
-        bound is 0 where none was computed.
-    """
-    stats = np.zeros(4)
-    num_flows = flow_ptr.shape[0] - 1
-    num_entries = link.shape[0]
-    num_links = capacity.shape[0]
-    new_frac = frac.copy()
-    (status, node_ptr, tail, head, src_row, dst_row, out_ptr, out_ent,
-     topo) = _index_dags(flow_ptr, link, link_src, link_dst, flow_src, flow_dst, num_nodes)
-    if status < 0:
-        return status, new_frac, stats
-    rows = topo.shape[0]
-
-    util = _utilization(flow_ptr, link, frac, flow_bytes, capacity)
-    u_split = util.max() if num_links else 0.0
-    stats[0] = u_split
-    stats[1] = u_split
-    if not u_split > 0.0:
-        return STATUS_SPLIT_OPTIMAL, new_frac, stats
-
-    usable = np.empty(num_entries, dtype=np.bool_)
-    for e in range(num_entries):
-        usable[e] = capacity[link[e]] > 0.0
-    alive, stuck = _prune(flow_ptr, node_ptr, head, src_row, dst_row, out_ptr, out_ent, topo,
-                          usable)
-    if stuck:
-        return STATUS_UNAVOIDABLE_ZERO, new_frac, stats
-
-    dist = np.empty(rows)
-    weight = np.zeros(num_links)
-    if u_split < np.inf:
-        # certificate: unit weight on the links at the split's max
-        for l in range(num_links):
-            if util[l] >= u_split * (1.0 - MAX_RTOL):
-                weight[l] = 1.0
-        lb = _bound(weight, flow_ptr, node_ptr, head, src_row, dst_row, out_ptr, out_ent, topo,
-                    link, alive, flow_bytes, capacity, dist)
-        stats[2] = lb
-        if u_split <= lb * (1.0 + CERTIFY_RTOL):
-            return STATUS_SPLIT_OPTIMAL, new_frac, stats
-    best_lb = stats[2]
-
+def _solve_component(flows, links, u_split, lb_start, flow_ptr, link, frac, tail, head, node_ptr,
+                     src_row, dst_row, out_ptr, out_ent, topo, alive, flow_bytes, capacity,
+                     util, new_frac, tol, max_iter, weight, fixed_load, link_row, load, var_of,
+                     eq_of, dist, inflow, choice, trial):
+    """PDHG on one component's LP (see the module doc). Writes the
+    component's entries of ``new_frac`` when it beats the split's
+    ``u_split`` by more than ``CERTIFY_RTOL``; returns ``(improved, best max,
+    best lower bound, iterations)``. The scratch arrays come in zero / -1 /
+    False (``trial``: equal to ``frac``) and are left so."""
+    best_lb = lb_start
     # flows with a choice (some alive node with two alive out-entries)
-    choice = np.zeros(num_flows, dtype=np.bool_)
-    for f in range(num_flows):
+    for f in flows:
         for k in range(node_ptr[f], node_ptr[f + 1]):
             n_out = 0
             for i in range(out_ptr[k], out_ptr[k + 1]):
@@ -396,31 +393,31 @@ def adaptive_kernel(flow_ptr, link, frac, link_src, link_dst, flow_src, flow_dst
             if n_out > 1:
                 choice[f] = True
                 break
-
-    # fixed flows: fraction 1 on their one alive path; their loads are constants
-    fixed_load = np.zeros(num_links)
-    for f in range(num_flows):
+    # the trial routing: fixed flows take fraction 1 on their one alive path,
+    # and their loads are constants of the LP
+    n_ent = 0
+    for f in flows:
         if choice[f]:
             continue
         for e in range(flow_ptr[f], flow_ptr[f + 1]):
-            new_frac[e] = 1.0 if alive[e] else 0.0
+            trial[e] = 1.0 if alive[e] else 0.0
             if alive[e]:
                 fixed_load[link[e]] += flow_bytes[f]
-
-    # scale: utilizations of order 1 (the all-alive-split utilization)
+    for f in flows:
+        n_ent += flow_ptr[f + 1] - flow_ptr[f]
+    best_vals = np.empty(n_ent)
+    # scale: the split's utilizations are of order 1
     scale = 0.0
-    for l in range(num_links):
-        c = capacity[l]
-        if c > 0.0 and c < np.inf:
-            s = util[l] if util[l] < np.inf else 0.0
-            scale = max(scale, s)
+    for i in range(links.shape[0]):
+        u = util[links[i]]
+        if u < np.inf:
+            scale = max(scale, u)
     if not scale > 0.0:
         scale = 1.0
 
     # variables: alive entries of choice flows; t (scaled max utilization)
-    var_of = np.full(num_entries, -1, dtype=np.int64)
     nx = 0
-    for f in range(num_flows):
+    for f in flows:
         if choice[f]:
             for e in range(flow_ptr[f], flow_ptr[f + 1]):
                 if alive[e]:
@@ -428,14 +425,13 @@ def adaptive_kernel(flow_ptr, link, frac, link_src, link_dst, flow_src, flow_dst
                     nx += 1
     var_ent = np.empty(nx, dtype=np.int64)
     var_flow = np.empty(nx, dtype=np.int64)
-    for f in range(num_flows):
+    for f in flows:
         if choice[f]:
             for e in range(flow_ptr[f], flow_ptr[f + 1]):
                 if var_of[e] >= 0:
                     var_ent[var_of[e]] = e
                     var_flow[var_of[e]] = f
-    # rows: conservation (alive nodes of choice flows, by node row) and links
-    eq_of = np.full(rows, -1, dtype=np.int64)
+    # rows: conservation (alive nodes of choice flows) and finite links
     neq = 0
     for j in range(nx):
         e = var_ent[j]
@@ -443,25 +439,31 @@ def adaptive_kernel(flow_ptr, link, frac, link_src, link_dst, flow_src, flow_dst
             if eq_of[r] < 0:
                 eq_of[r] = neq
                 neq += 1
-    link_row = np.full(num_links, -1, dtype=np.int64)
     nlr = 0
     for j in range(nx):
         l = link[var_ent[j]]
-        c = capacity[l]
-        if c < np.inf and link_row[l] < 0:
+        if capacity[l] < np.inf and link_row[l] < 0:
             link_row[l] = nlr
             nlr += 1
     row_link = np.empty(nlr, dtype=np.int64)
-    for l in range(num_links):
+    for i in range(links.shape[0]):
+        l = links[i]
         if link_row[l] >= 0:
             row_link[link_row[l]] = l
-    coef = np.zeros(nx)    # a_e = b_f / (c_l scale) on the entry's link row
+    coef = np.zeros(nx)    # b_f / (c_l scale) on the entry's link row
+    vt = np.empty(nx, dtype=np.int64)
+    vh = np.empty(nx, dtype=np.int64)
+    vl = np.empty(nx, dtype=np.int64)   # no link row: the spare row nlr (dual 0)
     for j in range(nx):
-        l = link[var_ent[j]]
+        e = var_ent[j]
+        l = link[e]
+        vt[j] = eq_of[tail[e]]
+        vh[j] = eq_of[head[e]]
+        vl[j] = link_row[l] if link_row[l] >= 0 else nlr
         if link_row[l] >= 0:
             coef[j] = flow_bytes[var_flow[j]] / (capacity[l] * scale)
     q_eq = np.zeros(neq)
-    for f in range(num_flows):
+    for f in flows:
         if choice[f]:
             q_eq[eq_of[src_row[f]]] += 1.0
             q_eq[eq_of[dst_row[f]]] -= 1.0
@@ -471,7 +473,8 @@ def adaptive_kernel(flow_ptr, link, frac, link_src, link_dst, flow_src, flow_dst
         q_link[i] = fixed_load[l] / (capacity[l] * scale)
     t_low = 0.0   # t >= every fixed-only link's utilization
     t_low_link = -1
-    for l in range(num_links):
+    for i in range(links.shape[0]):
+        l = links[i]
         c = capacity[l]
         if c > 0.0 and c < np.inf and fixed_load[l] > 0.0:
             u = fixed_load[l] / (c * scale)
@@ -482,15 +485,12 @@ def adaptive_kernel(flow_ptr, link, frac, link_src, link_dst, flow_src, flow_dst
     # diagonal preconditioning (Pock-Chambolle, alpha = 1)
     tau_x = np.empty(nx)
     row_sum_eq = np.zeros(neq)
-    row_sum_link = np.ones(nlr)
+    row_sum_link = np.ones(nlr + 1)
     for j in range(nx):
-        e = var_ent[j]
         tau_x[j] = 1.0 / (2.0 + coef[j])
-        row_sum_eq[eq_of[tail[e]]] += 1.0
-        row_sum_eq[eq_of[head[e]]] += 1.0
-        l = link[e]
-        if link_row[l] >= 0:
-            row_sum_link[link_row[l]] += coef[j]
+        row_sum_eq[vt[j]] += 1.0
+        row_sum_eq[vh[j]] += 1.0
+        row_sum_link[vl[j]] += coef[j]
     tau_t = 1.0 / max(nlr, 1)
     sig_eq = 1.0 / row_sum_eq
     sig_link = 1.0 / row_sum_link
@@ -501,10 +501,10 @@ def adaptive_kernel(flow_ptr, link, frac, link_src, link_dst, flow_src, flow_dst
         x[j] = frac[var_ent[j]]
     t = max(u_split / scale if u_split < np.inf else 1.0, t_low)
     y_eq = np.zeros(neq)
-    y_link = np.zeros(nlr)
+    y_link = np.zeros(nlr + 1)
     x_avg = np.zeros(nx)
     y_eq_avg = np.zeros(neq)
-    y_link_avg = np.zeros(nlr)
+    y_link_avg = np.zeros(nlr + 1)
     t_avg = 0.0
     n_avg = 0
     x_last = x.copy()
@@ -512,64 +512,47 @@ def adaptive_kernel(flow_ptr, link, frac, link_src, link_dst, flow_src, flow_dst
     y_link_last = y_link.copy()
     t_last = t
     omega = 1.0
-    x_new = np.empty(nx)
     kx_eq = np.zeros(neq)
-    kx_link = np.zeros(nlr)
-    aty = np.zeros(nx)
+    kx_link = np.zeros(nlr + 1)
 
-    best_frac = new_frac.copy()
     best_u = u_split
-    trial = new_frac.copy()
-    inflow = np.empty(rows)
     gap_restart = np.inf
     checks_since = 0
     check_every = 64
     it = 0
     while it < max_iter:
         for _ in range(check_every):
-            # x step: x - tau (c - K^T y); c_x = 0
-            for j in range(nx):
-                e = var_ent[j]
-                g = y_eq[eq_of[tail[e]]] - y_eq[eq_of[head[e]]]
-                l = link[e]
-                if link_row[l] >= 0:
-                    g -= coef[j] * y_link[link_row[l]]
-                aty[j] = g
-            for j in range(nx):
-                x_new[j] = max(0.0, x[j] + tau_x[j] / omega * aty[j])
+            # one fused pass over the variables: x step (x - tau (c - K^T y),
+            # c_x = 0), the extrapolated primal into K x, the running average
             sum_y = 0.0
             for i in range(nlr):
                 sum_y += y_link[i]
             t_new = max(t_low, t - tau_t / omega * (1.0 - sum_y))
-            # y step with the extrapolated primal
+            t_bar = 2.0 * t_new - t
             for i in range(neq):
                 kx_eq[i] = 0.0
-            t_bar = 2.0 * t_new - t
             for i in range(nlr):
                 kx_link[i] = t_bar
-            for j in range(nx):
-                e = var_ent[j]
-                xb = 2.0 * x_new[j] - x[j]
-                kx_eq[eq_of[tail[e]]] += xb
-                kx_eq[eq_of[head[e]]] -= xb
-                l = link[e]
-                if link_row[l] >= 0:
-                    kx_link[link_row[l]] -= coef[j] * xb
-            for i in range(neq):
-                y_eq[i] += sig_eq[i] * omega * (q_eq[i] - kx_eq[i])
-            for i in range(nlr):
-                y_link[i] = max(0.0, y_link[i] + sig_link[i] * omega * (q_link[i] - kx_link[i]))
-            for j in range(nx):
-                x[j] = x_new[j]
-            t = t_new
             n_avg += 1
             w = 1.0 / n_avg
+            inv_omega = 1.0 / omega
             for j in range(nx):
-                x_avg[j] += w * (x[j] - x_avg[j])
+                a, b, c = vt[j], vh[j], vl[j]
+                g = y_eq[a] - y_eq[b] - coef[j] * y_link[c]
+                xn = max(x[j] + tau_x[j] * inv_omega * g, 0.0)
+                xb = 2.0 * xn - x[j]
+                kx_eq[a] += xb
+                kx_eq[b] -= xb
+                kx_link[c] -= coef[j] * xb
+                x[j] = xn
+                x_avg[j] += w * (xn - x_avg[j])
             for i in range(neq):
+                y_eq[i] += sig_eq[i] * omega * (q_eq[i] - kx_eq[i])
                 y_eq_avg[i] += w * (y_eq[i] - y_eq_avg[i])
             for i in range(nlr):
+                y_link[i] = max(0.0, y_link[i] + sig_link[i] * omega * (q_link[i] - kx_link[i]))
                 y_link_avg[i] += w * (y_link[i] - y_link_avg[i])
+            t = t_new
             t_avg += w * (t - t_avg)
             it += 1
         checks_since += 1
@@ -578,22 +561,26 @@ def adaptive_kernel(flow_ptr, link, frac, link_src, link_dst, flow_src, flow_dst
         for cand in range(2):
             xc = x if cand == 0 else x_avg
             yc = y_link if cand == 0 else y_link_avg
-            _repair(xc, var_of, choice, flow_ptr, node_ptr, head, src_row, out_ptr, out_ent,
-                    topo, alive, trial, inflow)
-            u = _max_util(flow_ptr, link, trial, flow_bytes, capacity)
+            _repair(xc, var_of, flows, choice, flow_ptr, node_ptr, head, src_row, out_ptr,
+                    out_ent, topo, alive, trial, inflow)
+            u = _comp_max(flows, links, flow_ptr, link, trial, flow_bytes, capacity, load)
             if u < best_u:
                 best_u = u
-                best_frac[:] = trial
-            for l in range(num_links):
-                weight[l] = 0.0
+                n = 0
+                for f in flows:
+                    for e in range(flow_ptr[f], flow_ptr[f + 1]):
+                        best_vals[n] = trial[e]
+                        n += 1
             sum_y = 0.0
             for i in range(nlr):
                 weight[row_link[i]] = yc[i] / capacity[row_link[i]]
                 sum_y += yc[i]
             if t_low_link >= 0 and sum_y < 1.0:
                 weight[t_low_link] += (1.0 - sum_y) / capacity[t_low_link]
-            lb = _bound(weight, flow_ptr, node_ptr, head, src_row, dst_row, out_ptr, out_ent,
-                        topo, link, alive, flow_bytes, capacity, dist)
+            lb = _bound(flows, links, weight, flow_ptr, node_ptr, head, src_row, dst_row,
+                        out_ptr, out_ent, topo, link, alive, flow_bytes, capacity, dist)
+            for i in range(links.shape[0]):
+                weight[links[i]] = 0.0
             best_lb = max(best_lb, lb)
             gaps[cand] = u / lb - 1.0 if lb > 0.0 else np.inf
         if best_u <= best_lb * (1.0 + tol):
@@ -628,9 +615,156 @@ def adaptive_kernel(flow_ptr, link, frac, link_src, link_dst, flow_src, flow_dst
             y_eq_avg[:] = 0.0
             y_link_avg[:] = 0.0
             t_avg = 0.0
-    stats[2] = best_lb
-    stats[3] = it
-    if best_u < u_split * (1.0 - CERTIFY_RTOL):
-        stats[1] = best_u
-        return STATUS_OPTIMIZED, best_frac, stats
+    improved = best_u < u_split * (1.0 - CERTIFY_RTOL)
+    n = 0
+    for f in flows:
+        for e in range(flow_ptr[f], flow_ptr[f + 1]):
+            if improved:
+                new_frac[e] = best_vals[n]
+            n += 1
+            trial[e] = frac[e]
+        choice[f] = False
+    # scratch back to zero / -1
+    for i in range(links.shape[0]):
+        l = links[i]
+        fixed_load[l] = 0.0
+        link_row[l] = -1
+    for f in flows:
+        for e in range(flow_ptr[f], flow_ptr[f + 1]):
+            var_of[e] = -1
+        for k in range(node_ptr[f], node_ptr[f + 1]):
+            eq_of[k] = -1
+    return improved, (best_u if improved else u_split), best_lb, it
+
+
+@njit
+def adaptive_kernel(flow_ptr, link, frac, link_src, link_dst, flow_src, flow_dst, flow_bytes,
+                    capacity, num_nodes, tol, max_iter):
+    """Min-max link utilization over each flow's split DAG, per component
+    of flows joined by shared links.
+
+    Parameters
+    ----------
+    flow_ptr : int64[F+1]; link : int64[E]; frac : float64[E]
+        The split routes (every entry ``frac > 0``).
+    link_src, link_dst : int64[L]
+    flow_src, flow_dst : int64[F]
+        Source and destination vertex of each flow.
+    flow_bytes : float64[F]  (>= 0)
+    capacity : float64[L]  (>= 0, may be +inf)
+    num_nodes : int
+    tol : float
+        A component stops when its best routing's max is within ``tol``
+        (relative) of its best lower bound.
+    max_iter : int
+        PDHG iterations at most per component.
+
+    Returns
+    -------
+    status : int
+        ``STATUS_OPTIMIZED`` when some component beat its split, else
+        ``STATUS_UNAVOIDABLE_ZERO`` when some component has a flow that must
+        cross a zero-capacity link, ``STATUS_SPLIT_OPTIMAL`` when every
+        component's split is certified, ``STATUS_NO_GAIN`` otherwise;
+        negative on bad input.
+    new_frac : float64[E]
+        The routing (may hold 0 on entries a flow no longer uses).
+    stats : float64[4]
+        ``(split max, returned max, lower bound, iterations)``: the maxima
+        over all links, the largest component bound (a bound on the
+        optimum), the iterations summed over components.
+    """
+    stats = np.zeros(4)
+    num_entries = link.shape[0]
+    num_links = capacity.shape[0]
+    new_frac = frac.copy()
+    (status, node_ptr, tail, head, src_row, dst_row, out_ptr, out_ent,
+     topo) = _index_dags(flow_ptr, link, link_src, link_dst, flow_src, flow_dst, num_nodes)
+    if status < 0:
+        return status, new_frac, stats
+    rows = topo.shape[0]
+    util = _utilization(flow_ptr, link, frac, flow_bytes, capacity)
+    u_split = util.max() if num_links else 0.0
+    stats[0] = u_split
+    stats[1] = u_split
+    if not u_split > 0.0:
+        return STATUS_SPLIT_OPTIMAL, new_frac, stats
+
+    usable = np.empty(num_entries, dtype=np.bool_)
+    for e in range(num_entries):
+        usable[e] = capacity[link[e]] > 0.0
+    alive, stuck = _prune(flow_ptr, node_ptr, head, src_row, dst_row, out_ptr, out_ent, topo,
+                          usable)
+    comp_ptr, comp_flows = _components(flow_ptr, link, num_links)
+
+    dist = np.empty(rows)
+    inflow = np.empty(rows)
+    weight = np.zeros(num_links)
+    fixed_load = np.zeros(num_links)
+    load = np.zeros(num_links)
+    link_row = np.full(num_links, -1, dtype=np.int64)
+    var_of = np.full(num_entries, -1, dtype=np.int64)
+    eq_of = np.full(rows, -1, dtype=np.int64)
+    stamp = np.full(num_links, -1, dtype=np.int64)
+    link_buf = np.empty(num_links, dtype=np.int64)
+    choice = np.zeros(flow_ptr.shape[0] - 1, dtype=np.bool_)
+    trial = frac.copy()
+    lb_all = 0.0
+    iterations = 0
+    any_improved = False
+    any_stuck = False
+    all_certified = True
+    for k in range(comp_ptr.shape[0] - 1):
+        flows = comp_flows[comp_ptr[k]:comp_ptr[k + 1]]
+        n_links = 0
+        blocked = False
+        for f in flows:
+            blocked |= stuck[f]
+            for e in range(flow_ptr[f], flow_ptr[f + 1]):
+                l = link[e]
+                if stamp[l] != k:
+                    stamp[l] = k
+                    link_buf[n_links] = l
+                    n_links += 1
+        links = link_buf[:n_links].copy()
+        if blocked:   # every routing of this component is infinite: split kept
+            any_stuck = True
+            continue
+        u_comp = 0.0
+        for i in range(n_links):
+            u_comp = max(u_comp, util[links[i]])
+        if not u_comp > 0.0:
+            continue
+        lb = 0.0
+        if u_comp < np.inf:
+            # certificate: unit weight on the component's links at its max
+            for i in range(n_links):
+                if util[links[i]] >= u_comp * (1.0 - MAX_RTOL):
+                    weight[links[i]] = 1.0
+            lb = _bound(flows, links, weight, flow_ptr, node_ptr, head, src_row, dst_row,
+                        out_ptr, out_ent, topo, link, alive, flow_bytes, capacity, dist)
+            for i in range(n_links):
+                weight[links[i]] = 0.0
+            lb_all = max(lb_all, lb)
+            if u_comp <= lb * (1.0 + CERTIFY_RTOL):
+                continue
+        all_certified = False
+        improved, _, best_lb, its = _solve_component(
+            flows, links, u_comp, lb, flow_ptr, link, frac, tail, head, node_ptr, src_row,
+            dst_row, out_ptr, out_ent, topo, alive, flow_bytes, capacity, util, new_frac, tol,
+            max_iter, weight, fixed_load, link_row, load, var_of, eq_of, dist, inflow, choice,
+            trial)
+        lb_all = max(lb_all, best_lb)
+        iterations += its
+        any_improved |= improved
+    stats[2] = lb_all
+    stats[3] = iterations
+    if any_improved:
+        new_util = _utilization(flow_ptr, link, new_frac, flow_bytes, capacity)
+        stats[1] = new_util.max()
+        return STATUS_OPTIMIZED, new_frac, stats
+    if any_stuck:
+        return STATUS_UNAVOIDABLE_ZERO, new_frac, stats
+    if all_certified:
+        return STATUS_SPLIT_OPTIMAL, new_frac, stats
     return STATUS_NO_GAIN, new_frac, stats
