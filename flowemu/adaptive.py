@@ -3,17 +3,20 @@
 Per step, each flow is split over its minimal paths (the DAG its ``split``
 route entries form) so as to minimise the most loaded link in time units,
 ``max_l (sum_f bytes_f frac_fl) / capacity_l``: the fluid limit of minimal
-adaptive routing, which the Swing paper's simulations assume (De Sensi et
-al., NSDI 2024, §5). The optimum's fractions do not depend on the vector size
+adaptive routing, which the Swing paper assumes (§2.2: "the network forward
+packets using minimal adaptive routing"; §6 "Routing Impact": packets take
+the least congested shortest path). The optimum's fractions do not depend on the vector size
 (every flow's bytes scale with it), so a step's profile stays exact.
 
-Where the split is already optimal (every minimal path symmetric: Swing or a
-ring on a healthy torus, permutations on a fat tree) a certified lower bound
-proves it and the split routes are returned unchanged, so times equal
-``split`` bit for bit. Otherwise a linear-programming solver
-(:mod:`flowemu.kernels.adaptive`) finds fractions whose max is within
-``tol`` (relative) of a certified lower bound, or stops at ``max_iter``; the
-result is never worse than the split.
+Flows joined by shared links form a component; components share no link,
+so each is solved on its own and balanced to its own min-max. Where a
+component's split is already optimal (every minimal path symmetric: Swing or
+a ring on a healthy torus, permutations on a fat tree) a certified lower
+bound proves it and its split is kept; when every component's is, the split
+routes are returned unchanged, so times equal ``split`` bit for bit.
+Otherwise a linear-programming solver (:mod:`flowemu.kernels.adaptive`)
+finds fractions whose max is within ``tol`` (relative) of a certified lower
+bound, or stops at ``max_iter``; no component ends worse than its split.
 
 Not modelled: per-packet adaptivity and its queueing, non-minimal paths
 (Valiant/UGAL), and max-min awareness (the fractions minimise the most loaded
@@ -65,16 +68,21 @@ class AdaptiveResult:
         The adaptive routes (the input routes themselves when the split is
         kept).
     status : str
-        ``"optimized"``, ``"split optimal"`` (certified), ``"no gain over
+        ``"optimized"`` (some component beat its split), ``"split optimal"``
+        (every component's split certified), ``"a flow must cross a
+        zero-capacity link"`` (some component's every routing is infinite;
+        split kept there, nothing beaten elsewhere), or ``"no gain over
         split"`` (nothing better than the split by more than 1e-9 relative
-        within ``max_iter``), or ``"a flow must cross a zero-capacity link"``.
+        within ``max_iter``).
     split_max : float
         The split's most loaded link, in seconds (load / capacity).
     max_load : float
         The returned routes' most loaded link, in seconds.
     lower_bound : float
-        A certified lower bound on the optimum (0 where none was computed).
+        A certified lower bound on the optimum (the largest component's; 0
+        where none was computed).
     iterations : int
+        Solver iterations, summed over the components.
     """
 
     routes: Routes
@@ -105,15 +113,17 @@ def adaptive_routes(routes: Routes, link_src, link_dst, flow_src, flow_dst, flow
         Link capacities in bytes/s (>= 0; ``inf`` never limits, a flow
         avoids a link of 0 where its paths let it).
     tol : float
-        Relative gap to the certified lower bound at which to stop.
+        Relative gap to the certified lower bound at which a component
+        stops (default 1e-6).
     max_iter : int
-        Solver iterations at most.
+        Solver iterations at most, per component (default 20,000).
 
     Returns
     -------
     Routes
         Same flows and hops; each flow's fractions a unit flow on its DAG
-        minimising ``max_l sum_f bytes_f frac_fl / capacity_l``. Entries whose
+        minimising ``max_l sum_f bytes_f frac_fl / capacity_l`` over the
+        links of its component. Entries whose
         fraction becomes 0 are dropped (the max-min solver takes fractions in
         (0, 1]). When the split is optimal (certified) or nothing beats it,
         ``routes`` itself is returned; otherwise an :class:`AdaptedRoutes`.

@@ -17,23 +17,27 @@ with ``dist_w(f)`` the ``w``-shortest path of ``f`` in its DAG (any routing
 has ``sum_l w_l load_l >= sum_f b_f dist_w(f)`` and ``sum_l w_l load_l <=
 U sum_l w_l c_l``).
 
-:func:`adaptive_kernel` first certifies the split: with ``w = 1`` on the
-links at the split's maximum, ``LB(w)`` equals that maximum exactly when
-every split path of every flow crosses the same number of them (as on every
-symmetric instance); then the split is optimal and kept. Otherwise it solves
-the LP by a primal-dual hybrid gradient method (Chambolle-Pock with diagonal
-preconditioning, restarts to the average and a primal weight, as in PDLP:
-Applegate et al., "Practical large-scale linear programming using
-primal-dual hybrid gradient", NeurIPS 2021) over the flows that have a choice
-(flows on a single path are constants). Every few iterations the iterate is
-turned into a valid routing (each node's outflow split in proportion to the
-iterate, pushed from the source in topological order) and the link-row duals
-into weights for ``LB``; it stops when the best routing's max is within
-``tol`` (relative) of the best bound, or at ``max_iter``.
+:func:`adaptive_kernel` solves each component of flows joined by shared
+links on its own (components share no link, so each has its own min-max, and
+each is balanced to it rather than only the worst one). It first certifies
+the component's split: with ``w = 1`` on its links at the split's maximum,
+``LB(w)`` equals that maximum exactly when every split path of every flow
+crosses the same number of them (as on every symmetric instance); then the
+split is optimal and kept. Otherwise it solves the LP by a primal-dual hybrid
+gradient method (Chambolle-Pock with diagonal preconditioning, restarts to
+the average and a primal weight, as in PDLP: Applegate et al., "Practical
+large-scale linear programming using primal-dual hybrid gradient", NeurIPS
+2021) over the flows that have a choice (flows on a single path are
+constants). Every 64 iterations the iterate is turned into a valid routing
+(each node's outflow split in proportion to the iterate, pushed from the
+source in topological order) and the link-row duals into weights for
+``LB``; it stops when the best routing's max is within ``tol`` (relative) of
+the best bound, or at ``max_iter``. A component keeps its split unless the
+routing found beats it by more than ``CERTIFY_RTOL``.
 
 Capacities: an infinite one is never a bottleneck; a flow avoids links of
-zero capacity wherever its DAG lets it (when some flow cannot, every routing
-has an infinite maximum and the split is kept).
+zero capacity wherever its DAG lets it (when a flow cannot, every routing of
+its component has an infinite maximum and that component keeps its split).
 """
 
 from __future__ import annotations
