@@ -392,3 +392,37 @@ def test_cli_lists_and_runs_adaptive(capsys):
     code, _, err = run(capsys, ["run", "-t", "torus:4x4", "-a", "ring", "-s", "1KiB",
                                 "--ecmp", "adaptiv"])
     assert code == 2 and "adaptive" in one_error_line(err)
+
+
+# ------------------------------------------------------------- components
+def test_components_are_balanced_apart():
+    """Flows 0 -> 2 (row 0) and 4 -> 6 (row 1) of torus:4x4 share no link:
+    each has two minimal paths around its ring of 4. With link 0 -> 1 at
+    factor 1/4 and link 4 -> 5 at 1/2, each flow puts f/(1+f) on its slow
+    path: row 1 is balanced to its own optimum 1/(1+1/2), below the overall
+    max 1/(1+1/4). Without the second slow link, row 1 is certified and
+    keeps the split's 1/2 exactly."""
+    topo = Torus((4, 4))
+    b = Network().bandwidth
+
+    def link_id(u, v):
+        return int(np.flatnonzero((topo.link_src == u) & (topo.link_dst == v))[0])
+
+    src, dst = np.array([0, 4]), np.array([2, 6])
+    split = topo.route(src, dst, "split")
+    for slow_row1 in (True, False):
+        cap = topo.link_capacity(Network())
+        cap[link_id(0, 1)] *= 0.25
+        if slow_row1:
+            cap[link_id(4, 5)] *= 0.5
+        got = adaptive_solve(split, topo.link_src, topo.link_dst, src, dst, [1.0, 1.0], cap)
+        assert got.status == "optimized"
+        assert got.max_load == pytest.approx(1 / (1.25 * b), rel=DEFAULT_TOL)
+        first = dict(zip(*(a.tolist() for a in got.routes.flow_links(0)), strict=True))
+        second = dict(zip(*(a.tolist() for a in got.routes.flow_links(1)), strict=True))
+        assert first[link_id(0, 1)] == pytest.approx(0.25 / 1.25, rel=1e-5)
+        if slow_row1:
+            assert second[link_id(4, 5)] == pytest.approx(0.5 / 1.5, rel=1e-5)
+        else:
+            assert second == dict(zip(*(a.tolist() for a in split.flow_links(1)), strict=True))
+            assert set(second.values()) == {0.5}
