@@ -426,3 +426,29 @@ def test_components_are_balanced_apart():
         else:
             assert second == dict(zip(*(a.tolist() for a in split.flow_links(1)), strict=True))
             assert set(second.values()) == {0.5}
+
+
+def test_flow_dump_shows_adaptive_fractions_and_hops():
+    """Recursive doubling's step between nodes 8 apart on torus:4x4 sends
+    0 -> 8 over 0-4-8 and 0-12-8, and 12 -> 4 over 12-0-4 and 12-8-4. With
+    link 0 -> 4 at f = 1/4 and shares a, b of those flows on it, links
+    0 -> 4 and 12 -> 8 carry (a+b)/f and 2-(a+b): the optimum has
+    a + b = 2f/(1+f) = 0.4 (max 1.6, every other link can stay below). The
+    dump lists those fractions and every entry as a hop."""
+    from flowemu.flowdump import flow_table
+
+    topo = Torus((4, 4))
+    slow = int(np.flatnonzero((topo.link_src == 0) & (topo.link_dst == 4))[0])
+    bw = np.full(topo.num_links, np.nan)
+    bw[slow] = 0.25 * Network().bandwidth
+    object.__setattr__(topo, "link_bandwidth_abs", bw)
+    sched = get_algorithm("recdoub").build(16, topo, False, variant="bandwidth")
+    step = next(k for k, s in enumerate(sched.steps) if 8 in s.traffic.dst[s.traffic.src == 0])
+    df = flow_table(sched, topo, Network(), 1e6, ecmp="adaptive", steps=[step])
+    row = df[df.src == 0].iloc[0]
+    assert row.dst == 8 and row.path == "0>4 0>12 4>8 12>8"
+    on_slow = 0.0
+    for text in df.links:
+        fracs = dict(item.split(":") for item in text.split())
+        on_slow += float(fracs.get(str(slow), 0.0))
+    assert on_slow == pytest.approx(0.4, rel=1e-5)
