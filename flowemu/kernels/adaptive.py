@@ -313,50 +313,136 @@ def _bound(flows, links, weight, flow_ptr, node_ptr, head, src_row, dst_row, out
 
 
 @njit
-def _repair(x, var_of, flows, choice, flow_ptr, node_ptr, head, src_row, out_ptr, out_ent, topo,
-            alive, frac_out, inflow):
-    """A valid routing from the iterate ``x``: each node's inflow split over
-    its alive out-entries in proportion to ``x`` (shares below ``SNAP``
-    dropped; uniform when ``x`` gives none), pushed from the source in
-    topological order. Writes the choice flows' entries of ``frac_out``."""
+def _segments(flows, choice, flow_ptr, node_ptr, head, src_row, dst_row, out_ptr, out_ent, topo,
+              alive, eq_of, indeg, outdeg):
+    """The choice flows' DAGs with series links contracted: a *segment* is
+    a maximal chain of alive entries whose inner nodes have one alive entry
+    in and one out (its entries carry the same flow), between *branch*
+    nodes (the source, the destination, and nodes where paths split or
+    merge). The LP's variables are segments and its conservation rows
+    branch nodes: a torus flow's path of 32 links is one variable, not 32
+    chained by conservation, which PDHG would need ~32 iterations to
+    propagate through.
+
+    Returns ``(neq, eq_flow_ptr, eq_seg_ptr, seg_end, seg_ptr, seg_ent)``:
+    branch node ``i`` (``eq_of[row] = i``; each flow's in topological
+    order, flow ``k`` of the choice flows owning ``eq_flow_ptr[k]:...[k+1]``)
+    starts segments ``eq_seg_ptr[i]:eq_seg_ptr[i+1]``; segment ``j`` ends at
+    branch node ``seg_end[j]`` and holds entries
+    ``seg_ent[seg_ptr[j]:seg_ptr[j+1]]``."""
+    n_choice = 0
+    n_rows = 0
+    n_ent = 0
+    for f in flows:
+        if choice[f]:
+            n_choice += 1
+            n_rows += node_ptr[f + 1] - node_ptr[f]
+            n_ent += flow_ptr[f + 1] - flow_ptr[f]
+    # alive in/out degrees of the choice flows' rows (scratch, zero on entry)
+    for f in flows:
+        if choice[f]:
+            for k in range(node_ptr[f], node_ptr[f + 1]):
+                for i in range(out_ptr[k], out_ptr[k + 1]):
+                    e = out_ent[i]
+                    if alive[e]:
+                        outdeg[k] += 1
+                        indeg[head[e]] += 1
+    eq_flow_ptr = np.zeros(n_choice + 1, dtype=np.int64)
+    eq_seg_ptr = np.zeros(n_rows + 1, dtype=np.int64)
+    seg_end = np.empty(n_ent, dtype=np.int64)
+    seg_ptr = np.zeros(n_ent + 1, dtype=np.int64)
+    seg_ent = np.empty(n_ent, dtype=np.int64)
+    neq = 0
+    nseg = 0
+    nse = 0
+    c = 0
+    # branch nodes first (segment ends need their ids)
     for f in flows:
         if not choice[f]:
             continue
-        r0, r1 = node_ptr[f], node_ptr[f + 1]
-        for k in range(r0, r1):
-            inflow[k] = 0.0
-        inflow[src_row[f]] = 1.0
-        for k in range(r0, r1):
+        for k in range(node_ptr[f], node_ptr[f + 1]):
             r = topo[k]
-            fin = inflow[r]
-            total = 0.0
-            count = 0
+            if indeg[r] + outdeg[r] == 0:
+                continue
+            if r == src_row[f] or r == dst_row[f] or indeg[r] != 1 or outdeg[r] != 1:
+                eq_of[r] = neq
+                neq += 1
+        c += 1
+        eq_flow_ptr[c] = neq
+    for f in flows:
+        if not choice[f]:
+            continue
+        for k in range(node_ptr[f], node_ptr[f + 1]):
+            r = topo[k]
+            if eq_of[r] < 0 or indeg[r] + outdeg[r] == 0:
+                continue
+            eq_seg_ptr[eq_of[r]] = nseg
             for i in range(out_ptr[r], out_ptr[r + 1]):
                 e = out_ent[i]
-                if alive[e]:
-                    total += max(x[var_of[e]], 0.0)
-                    count += 1
-            kept = 0.0
-            if total > 0.0:
-                for i in range(out_ptr[r], out_ptr[r + 1]):
-                    e = out_ent[i]
-                    if alive[e]:
-                        v = max(x[var_of[e]], 0.0)
-                        if v >= SNAP * total:
-                            kept += v
-            for i in range(out_ptr[r], out_ptr[r + 1]):
-                e = out_ent[i]
-                share = 0.0
-                if alive[e] and fin > 0.0:
-                    if kept > 0.0:
-                        v = max(x[var_of[e]], 0.0)
-                        share = v / kept if v >= SNAP * total else 0.0
-                    else:
-                        share = 1.0 / count
-                y = fin * share
-                frac_out[e] = y
-                if y > 0.0:
-                    inflow[head[e]] += y
+                if not alive[e]:
+                    continue
+                seg_ent[nse] = e
+                nse += 1
+                v = head[e]
+                while eq_of[v] < 0:   # an inner node: its one alive entry out
+                    e2 = -1
+                    for i2 in range(out_ptr[v], out_ptr[v + 1]):
+                        e2 = out_ent[i2]
+                        if alive[e2]:
+                            break
+                    seg_ent[nse] = e2
+                    nse += 1
+                    v = head[e2]
+                seg_end[nseg] = eq_of[v]
+                nseg += 1
+                seg_ptr[nseg] = nse
+            eq_seg_ptr[eq_of[r] + 1] = nseg
+    # a branch node without out-segments (a destination) keeps an empty range
+    for i in range(1, neq + 1):
+        eq_seg_ptr[i] = max(eq_seg_ptr[i], eq_seg_ptr[i - 1])
+    return (neq, eq_flow_ptr, eq_seg_ptr[:neq + 1].copy(), seg_end[:nseg].copy(),
+            seg_ptr[:nseg + 1].copy(), seg_ent[:nse].copy())
+
+
+@njit
+def _repair(x, neq, eq_seg_ptr, seg_end, seg_ptr, seg_ent, frac_out, inflow):
+    """A valid routing from the segment iterate ``x``: each branch node's
+    inflow split over its out-segments in proportion to ``x`` (shares below
+    ``SNAP`` dropped; uniform when ``x`` gives none), pushed from the
+    sources in topological order (branch nodes are numbered so). Writes the
+    segments' entries of ``frac_out``."""
+    for i in range(neq):
+        inflow[i] = 0.0
+    # a flow's source is its first branch node and has no in-segment
+    has_in = np.zeros(neq, dtype=np.bool_)
+    for j in range(seg_end.shape[0]):
+        has_in[seg_end[j]] = True
+    for i in range(neq):
+        if not has_in[i]:
+            inflow[i] = 1.0
+    for i in range(neq):
+        fin = inflow[i]
+        a, b = eq_seg_ptr[i], eq_seg_ptr[i + 1]
+        total = 0.0
+        for j in range(a, b):
+            total += max(x[j], 0.0)
+        kept = 0.0
+        for j in range(a, b):
+            v = max(x[j], 0.0)
+            if v >= SNAP * total and v > 0.0:
+                kept += v
+        for j in range(a, b):
+            share = 0.0
+            if fin > 0.0:
+                if kept > 0.0:
+                    v = max(x[j], 0.0)
+                    share = v / kept if v >= SNAP * total and v > 0.0 else 0.0
+                else:
+                    share = 1.0 / (b - a)
+            y = fin * share
+            for k in range(seg_ptr[j], seg_ptr[j + 1]):
+                frac_out[seg_ent[k]] = y
+            inflow[seg_end[j]] += y
 
 
 @njit
@@ -377,10 +463,10 @@ def _comp_max(flows, links, flow_ptr, link, frac, flow_bytes, capacity, load):
 
 
 @njit
-def _solve_component(flows, links, u_split, lb_start, flow_ptr, link, frac, tail, head, node_ptr,
+def _solve_component(flows, links, u_split, lb_start, flow_ptr, link, frac, head, node_ptr,
                      src_row, dst_row, out_ptr, out_ent, topo, alive, flow_bytes, capacity,
-                     util, new_frac, tol, max_iter, weight, fixed_load, link_row, load, var_of,
-                     eq_of, dist, inflow, choice, trial):
+                     util, new_frac, tol, max_iter, weight, fixed_load, link_row, load, eq_of,
+                     indeg, outdeg, dist, choice, trial):
     """PDHG on one component's LP (see the module doc). Writes the
     component's entries of ``new_frac`` when it beats the split's
     ``u_split`` by more than ``CERTIFY_RTOL``; returns ``(improved, best max,
@@ -401,14 +487,13 @@ def _solve_component(flows, links, u_split, lb_start, flow_ptr, link, frac, tail
     # and their loads are constants of the LP
     n_ent = 0
     for f in flows:
+        n_ent += flow_ptr[f + 1] - flow_ptr[f]
         if choice[f]:
             continue
         for e in range(flow_ptr[f], flow_ptr[f + 1]):
             trial[e] = 1.0 if alive[e] else 0.0
             if alive[e]:
                 fixed_load[link[e]] += flow_bytes[f]
-    for f in flows:
-        n_ent += flow_ptr[f + 1] - flow_ptr[f]
     best_vals = np.empty(n_ent)
     # scale: the split's utilizations are of order 1
     scale = 0.0
@@ -419,33 +504,30 @@ def _solve_component(flows, links, u_split, lb_start, flow_ptr, link, frac, tail
     if not scale > 0.0:
         scale = 1.0
 
-    # variables: alive entries of choice flows; t (scaled max utilization)
-    nx = 0
+    # variables: segments of the choice flows; t (scaled max utilization)
+    neq, eq_flow_ptr, eq_seg_ptr, seg_end, seg_ptr, seg_ent = _segments(
+        flows, choice, flow_ptr, node_ptr, head, src_row, dst_row, out_ptr, out_ent, topo,
+        alive, eq_of, indeg, outdeg)
+    nx = seg_end.shape[0]
+    n_se = seg_ent.shape[0]
+    seg_start = np.empty(nx, dtype=np.int64)
+    seg_flow = np.empty(nx, dtype=np.int64)
+    q_eq = np.zeros(neq)
+    c = 0
     for f in flows:
-        if choice[f]:
-            for e in range(flow_ptr[f], flow_ptr[f + 1]):
-                if alive[e]:
-                    var_of[e] = nx
-                    nx += 1
-    var_ent = np.empty(nx, dtype=np.int64)
-    var_flow = np.empty(nx, dtype=np.int64)
-    for f in flows:
-        if choice[f]:
-            for e in range(flow_ptr[f], flow_ptr[f + 1]):
-                if var_of[e] >= 0:
-                    var_ent[var_of[e]] = e
-                    var_flow[var_of[e]] = f
-    # rows: conservation (alive nodes of choice flows) and finite links
-    neq = 0
-    for j in range(nx):
-        e = var_ent[j]
-        for r in (tail[e], head[e]):
-            if eq_of[r] < 0:
-                eq_of[r] = neq
-                neq += 1
+        if not choice[f]:
+            continue
+        for i in range(eq_flow_ptr[c], eq_flow_ptr[c + 1]):
+            for j in range(eq_seg_ptr[i], eq_seg_ptr[i + 1]):
+                seg_start[j] = i
+                seg_flow[j] = f
+        q_eq[eq_of[src_row[f]]] += 1.0
+        q_eq[eq_of[dst_row[f]]] -= 1.0
+        c += 1
+    # link rows: finite links the segments cross
     nlr = 0
-    for j in range(nx):
-        l = link[var_ent[j]]
+    for k in range(n_se):
+        l = link[seg_ent[k]]
         if capacity[l] < np.inf and link_row[l] < 0:
             link_row[l] = nlr
             nlr += 1
@@ -454,23 +536,16 @@ def _solve_component(flows, links, u_split, lb_start, flow_ptr, link, frac, tail
         l = links[i]
         if link_row[l] >= 0:
             row_link[link_row[l]] = l
-    coef = np.zeros(nx)    # b_f / (c_l scale) on the entry's link row
-    vt = np.empty(nx, dtype=np.int64)
-    vh = np.empty(nx, dtype=np.int64)
-    vl = np.empty(nx, dtype=np.int64)   # no link row: the spare row nlr (dual 0)
+    sl = np.empty(n_se, dtype=np.int64)   # link row of each segment entry (spare row nlr: none)
+    ck = np.zeros(n_se)                   # its coefficient b_f / (c_l scale)
     for j in range(nx):
-        e = var_ent[j]
-        l = link[e]
-        vt[j] = eq_of[tail[e]]
-        vh[j] = eq_of[head[e]]
-        vl[j] = link_row[l] if link_row[l] >= 0 else nlr
-        if link_row[l] >= 0:
-            coef[j] = flow_bytes[var_flow[j]] / (capacity[l] * scale)
-    q_eq = np.zeros(neq)
-    for f in flows:
-        if choice[f]:
-            q_eq[eq_of[src_row[f]]] += 1.0
-            q_eq[eq_of[dst_row[f]]] -= 1.0
+        for k in range(seg_ptr[j], seg_ptr[j + 1]):
+            l = link[seg_ent[k]]
+            if link_row[l] >= 0:
+                sl[k] = link_row[l]
+                ck[k] = flow_bytes[seg_flow[j]] / (capacity[l] * scale)
+            else:
+                sl[k] = nlr
     q_link = np.zeros(nlr)
     for i in range(nlr):
         l = row_link[i]
@@ -479,9 +554,9 @@ def _solve_component(flows, links, u_split, lb_start, flow_ptr, link, frac, tail
     t_low_link = -1
     for i in range(links.shape[0]):
         l = links[i]
-        c = capacity[l]
-        if c > 0.0 and c < np.inf and fixed_load[l] > 0.0:
-            u = fixed_load[l] / (c * scale)
+        cl = capacity[l]
+        if cl > 0.0 and cl < np.inf and fixed_load[l] > 0.0:
+            u = fixed_load[l] / (cl * scale)
             if u > t_low:
                 t_low = u
                 t_low_link = l
@@ -491,18 +566,21 @@ def _solve_component(flows, links, u_split, lb_start, flow_ptr, link, frac, tail
     row_sum_eq = np.zeros(neq)
     row_sum_link = np.ones(nlr + 1)
     for j in range(nx):
-        tau_x[j] = 1.0 / (2.0 + coef[j])
-        row_sum_eq[vt[j]] += 1.0
-        row_sum_eq[vh[j]] += 1.0
-        row_sum_link[vl[j]] += coef[j]
+        col = 2.0
+        for k in range(seg_ptr[j], seg_ptr[j + 1]):
+            col += ck[k]
+            row_sum_link[sl[k]] += ck[k]
+        tau_x[j] = 1.0 / col
+        row_sum_eq[seg_start[j]] += 1.0
+        row_sum_eq[seg_end[j]] += 1.0
     tau_t = 1.0 / max(nlr, 1)
     sig_eq = 1.0 / row_sum_eq
     sig_link = 1.0 / row_sum_link
 
-    # start from the split
+    # start from the split (a segment's entries share one split fraction)
     x = np.empty(nx)
     for j in range(nx):
-        x[j] = frac[var_ent[j]]
+        x[j] = frac[seg_ent[seg_ptr[j]]]
     t = max(u_split / scale if u_split < np.inf else 1.0, t_low)
     y_eq = np.zeros(neq)
     y_link = np.zeros(nlr + 1)
@@ -518,6 +596,7 @@ def _solve_component(flows, links, u_split, lb_start, flow_ptr, link, frac, tail
     omega = 1.0
     kx_eq = np.zeros(neq)
     kx_link = np.zeros(nlr + 1)
+    inflow = np.empty(neq)
 
     best_u = u_split
     gap_restart = np.inf
@@ -526,7 +605,7 @@ def _solve_component(flows, links, u_split, lb_start, flow_ptr, link, frac, tail
     it = 0
     while it < max_iter:
         for _ in range(check_every):
-            # one fused pass over the variables: x step (x - tau (c - K^T y),
+            # one fused pass over the segments: x step (x - tau (c - K^T y),
             # c_x = 0), the extrapolated primal into K x, the running average
             sum_y = 0.0
             for i in range(nlr):
@@ -541,13 +620,17 @@ def _solve_component(flows, links, u_split, lb_start, flow_ptr, link, frac, tail
             w = 1.0 / n_avg
             inv_omega = 1.0 / omega
             for j in range(nx):
-                a, b, c = vt[j], vh[j], vl[j]
-                g = y_eq[a] - y_eq[b] - coef[j] * y_link[c]
+                a, b = seg_start[j], seg_end[j]
+                k0, k1 = seg_ptr[j], seg_ptr[j + 1]
+                g = y_eq[a] - y_eq[b]
+                for k in range(k0, k1):
+                    g -= ck[k] * y_link[sl[k]]
                 xn = max(x[j] + tau_x[j] * inv_omega * g, 0.0)
                 xb = 2.0 * xn - x[j]
                 kx_eq[a] += xb
                 kx_eq[b] -= xb
-                kx_link[c] -= coef[j] * xb
+                for k in range(k0, k1):
+                    kx_link[sl[k]] -= ck[k] * xb
                 x[j] = xn
                 x_avg[j] += w * (xn - x_avg[j])
             for i in range(neq):
@@ -565,8 +648,7 @@ def _solve_component(flows, links, u_split, lb_start, flow_ptr, link, frac, tail
         for cand in range(2):
             xc = x if cand == 0 else x_avg
             yc = y_link if cand == 0 else y_link_avg
-            _repair(xc, var_of, flows, choice, flow_ptr, node_ptr, head, src_row, out_ptr,
-                    out_ent, topo, alive, trial, inflow)
+            _repair(xc, neq, eq_seg_ptr, seg_end, seg_ptr, seg_ent, trial, inflow)
             u = _comp_max(flows, links, flow_ptr, link, trial, flow_bytes, capacity, load)
             if u < best_u:
                 best_u = u
@@ -627,17 +709,16 @@ def _solve_component(flows, links, u_split, lb_start, flow_ptr, link, frac, tail
                 new_frac[e] = best_vals[n]
             n += 1
             trial[e] = frac[e]
+        for k in range(node_ptr[f], node_ptr[f + 1]):
+            eq_of[k] = -1
+            indeg[k] = 0
+            outdeg[k] = 0
         choice[f] = False
     # scratch back to zero / -1
     for i in range(links.shape[0]):
         l = links[i]
         fixed_load[l] = 0.0
         link_row[l] = -1
-    for f in flows:
-        for e in range(flow_ptr[f], flow_ptr[f + 1]):
-            var_of[e] = -1
-        for k in range(node_ptr[f], node_ptr[f + 1]):
-            eq_of[k] = -1
     return improved, (best_u if improved else u_split), best_lb, it
 
 
@@ -682,7 +763,7 @@ def adaptive_kernel(flow_ptr, link, frac, link_src, link_dst, flow_src, flow_dst
     num_entries = link.shape[0]
     num_links = capacity.shape[0]
     new_frac = frac.copy()
-    (status, node_ptr, tail, head, src_row, dst_row, out_ptr, out_ent,
+    (status, node_ptr, _tail, head, src_row, dst_row, out_ptr, out_ent,
      topo) = _index_dags(flow_ptr, link, link_src, link_dst, flow_src, flow_dst, num_nodes)
     if status < 0:
         return status, new_frac, stats
@@ -702,13 +783,13 @@ def adaptive_kernel(flow_ptr, link, frac, link_src, link_dst, flow_src, flow_dst
     comp_ptr, comp_flows = _components(flow_ptr, link, num_links)
 
     dist = np.empty(rows)
-    inflow = np.empty(rows)
     weight = np.zeros(num_links)
     fixed_load = np.zeros(num_links)
     load = np.zeros(num_links)
     link_row = np.full(num_links, -1, dtype=np.int64)
-    var_of = np.full(num_entries, -1, dtype=np.int64)
     eq_of = np.full(rows, -1, dtype=np.int64)
+    indeg = np.zeros(rows, dtype=np.int64)
+    outdeg = np.zeros(rows, dtype=np.int64)
     stamp = np.full(num_links, -1, dtype=np.int64)
     link_buf = np.empty(num_links, dtype=np.int64)
     choice = np.zeros(flow_ptr.shape[0] - 1, dtype=np.bool_)
@@ -754,10 +835,9 @@ def adaptive_kernel(flow_ptr, link, frac, link_src, link_dst, flow_src, flow_dst
                 continue
         all_certified = False
         improved, _, best_lb, its = _solve_component(
-            flows, links, u_comp, lb, flow_ptr, link, frac, tail, head, node_ptr, src_row,
-            dst_row, out_ptr, out_ent, topo, alive, flow_bytes, capacity, util, new_frac, tol,
-            max_iter, weight, fixed_load, link_row, load, var_of, eq_of, dist, inflow, choice,
-            trial)
+            flows, links, u_comp, lb, flow_ptr, link, frac, head, node_ptr, src_row, dst_row,
+            out_ptr, out_ent, topo, alive, flow_bytes, capacity, util, new_frac, tol, max_iter,
+            weight, fixed_load, link_row, load, eq_of, indeg, outdeg, dist, choice, trial)
         lb_all = max(lb_all, best_lb)
         iterations += its
         any_improved |= improved
