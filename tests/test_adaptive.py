@@ -136,6 +136,48 @@ def test_random_flows_match_the_lp(spec, seed):
     check_against_lp(topo, src, dst, nbytes, cap)
 
 
+@pytest.mark.parametrize("spec,gain", [("hyperx:3x3", True), ("hammingmesh:2x2,2x2", True),
+                                       ("mesh:3x3x2", True), ("leafspine:4x2x3", True),
+                                       ("fattree:k=4,levels=2", True),
+                                       ("dragonfly:a=4,p=1,h=2", False)])
+def test_other_families_with_random_capacities_match_the_lp(spec, gain):
+    """Random flows on families whose minimal paths branch in other ways
+    (HyperX dimension orders, HammingMesh boards and switches, spines and
+    parallel uplinks), every link's capacity scaled at random and the links
+    at endpoints made 10x faster, so that the fabric is the bottleneck. A
+    Dragonfly has one minimal path between two routers (one global link per
+    pair of groups): the split is the only routing, and certified."""
+    topo = parse_topology(spec)
+    rng = np.random.default_rng(len(spec))
+    src, dst, nbytes = random_flows(rng, topo.num_endpoints, 2 * topo.num_endpoints)
+    cap = topo.link_capacity(Network()) * rng.uniform(0.2, 1.0, topo.num_links)
+    at_endpoint = (topo.link_src < topo.num_endpoints) | (topo.link_dst < topo.num_endpoints)
+    cap[at_endpoint] *= 10
+    got, _ = check_against_lp(topo, src, dst, nbytes, cap)
+    if gain:
+        assert got.status == "optimized" and got.max_load < got.split_max
+    else:
+        assert got.status == "split optimal"
+
+
+def test_tolerance_and_iteration_cap():
+    """A looser ``tol`` stops earlier, within it of the LP optimum; no
+    iteration at all keeps the split (nothing found beats it)."""
+    topo = parse_topology("torus:4x4")
+    rng = np.random.default_rng(5)
+    src, dst, nbytes = random_flows(rng, 16, 40)
+    cap = topo.link_capacity(Network()) * rng.uniform(0.3, 1.0, topo.num_links)
+    split = topo.route(src, dst, "split")
+    opt = lp_optimum(split, topo.link_src, topo.link_dst, src, dst, nbytes, cap)
+    tight = adaptive_solve(split, topo.link_src, topo.link_dst, src, dst, nbytes, cap)
+    loose = adaptive_solve(split, topo.link_src, topo.link_dst, src, dst, nbytes, cap, tol=1e-2)
+    assert loose.iterations < tight.iterations
+    assert opt * (1 - 1e-9) <= loose.max_load <= opt * (1 + 1e-2)
+    none = adaptive_solve(split, topo.link_src, topo.link_dst, src, dst, nbytes, cap, max_iter=0)
+    assert none.status == "no gain over split" and none.routes is split
+    assert none.max_load == none.split_max > tight.max_load
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_torus_with_slow_links_matches_the_lp(seed):
     """A torus some of whose links run at a fraction of the bandwidth."""
