@@ -116,7 +116,8 @@ def adaptive_routes(routes: Routes, link_src, link_dst, flow_src, flow_dst, flow
         Relative gap to the certified lower bound at which a component
         stops (default 1e-6).
     max_iter : int
-        Solver iterations at most, per component (default 20,000).
+        Solver iterations at most, per component (default 20,000; it checks
+        its progress every 64, so it may run up to 63 more).
 
     Returns
     -------
