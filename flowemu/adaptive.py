@@ -14,9 +14,10 @@ component's split is already optimal (every minimal path symmetric: Swing or
 a ring on a healthy torus, permutations on a fat tree) a certified lower
 bound proves it and its split is kept; when every component's is, the split
 routes are returned unchanged, so times equal ``split`` bit for bit.
-Otherwise a linear-programming solver (:mod:`flowemu.kernels.adaptive`, :mod:`flowemu.kernels.adaptive_lp`)
-finds fractions whose max is within ``tol`` (relative) of a certified lower
-bound, or stops at ``max_iter``; no component ends worse than its split.
+Otherwise a linear-programming solver (:mod:`flowemu.kernels.adaptive`,
+:mod:`flowemu.kernels.adaptive_lp`) finds fractions whose max is within
+``tol`` (relative) of a certified lower bound, or stops at ``max_iter``; no
+component ends worse than its split.
 
 Not modelled: per-packet adaptivity and its queueing, non-minimal paths
 (Valiant/UGAL), and max-min awareness (the fractions minimise the most loaded
