@@ -12,6 +12,8 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+import scipy.optimize as scipy_optimize  # tests only: the [dev] extra
+import scipy.sparse as scipy_sparse
 from cli_helpers import one_error_line, run
 
 import flowemu
@@ -21,9 +23,6 @@ from flowemu.engine import direct_times, profile
 from flowemu.errors import ConfigError, SolverError
 from flowemu.network import Network
 from flowemu.topology import MODE_DOCS, Routes, Torus, parse_topology, topology_families
-
-scipy_optimize = pytest.importorskip("scipy.optimize")
-scipy_sparse = pytest.importorskip("scipy.sparse")
 
 
 # ------------------------------------------------------------- the LP oracle
