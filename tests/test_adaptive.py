@@ -266,6 +266,14 @@ def test_profile_stays_exact_in_n():
     assert prof[-1] < profile(sched, topo, Network(), ecmp="split").times(sizes)[-1]
 
 
+def test_threads_do_not_change_adaptive_times():
+    topo, _ = torus_with_slow_link(0.3)
+    sched = get_algorithm("dbtree").build(16, topo, False)
+    one = profile(sched, topo, Network(), ecmp="adaptive", threads=1).times([1e6, 1e8])
+    two = profile(sched, topo, Network(), ecmp="adaptive", threads=2).times([1e6, 1e8])
+    np.testing.assert_array_equal(one, two)
+
+
 def test_two_flows_share_a_slow_link():
     """Flows 0 -> 5 and 1 -> 4 on torus:4x4 (nodes 1 = (0,1), 4 = (1,0),
     5 = (1,1)) each have two minimal paths; link 0 -> 4 (factor f) lies on
