@@ -314,19 +314,33 @@ class RunLoad:
                                    self.routes.num_entries + 3 * self.num_background)
         budget.check(need + max(1, threads) * extra, lim, f"{what} with background")
 
-    def problem(self, ctx, routes: Routes, src, dst, flow_bytes):
+    def residual_capacity(self, ctx) -> np.ndarray:
+        """The link capacity the collective can count on: each link's less
+        the background's demand routed over it (at least 1e-6 of the
+        link's, so adaptive routing still sees every path), float64[L]."""
+        cap = ctx.link_capacity
+        if not self.num_background:
+            return cap
+        flow_of = np.repeat(np.arange(self.num_background), np.diff(self.routes.flow_ptr))
+        used = np.bincount(self.routes.link, weights=self.routes.frac * self.demand[flow_of],
+                           minlength=len(cap))
+        return np.maximum(cap - used, 1e-6 * cap)
+
+    def problem(self, ctx, routes: Routes, src, dst, flow_bytes, reduce: bool = True):
         """The combined problem of a step: its flows first, then the
         background's (persistent), on the links (through the family's
         :meth:`~flowemu.topology.Topology.solver_problem`) plus one virtual
         resource per background flow (its demand) and two per slow endpoint
-        (injection, ejection). Returns ``(routes, capacity, src, dst,
+        (injection, ejection); ``reduce=False`` (adaptive fractions) keeps
+        the links as they are. Returns ``(routes, capacity, src, dst,
         flow_bytes, persistent)``."""
         nf = routes.num_flows
         nb = self.num_background
         joined = _concat(routes, self.routes)
         src = np.concatenate([np.asarray(src, np.int64), self.bg_src.astype(np.int64)])
         dst = np.concatenate([np.asarray(dst, np.int64), self.bg_dst.astype(np.int64)])
-        joined, capacity = ctx.topology.solver_problem(joined, ctx.link_capacity, ctx.ecmp)
+        joined, capacity = ctx.topology.solver_problem(joined, ctx.link_capacity, ctx.ecmp) \
+            if reduce else (joined, ctx.link_capacity)
         n_res = len(capacity)
         extra = []
         caps = [capacity]

@@ -41,7 +41,7 @@ from .errors import ConfigError, SolverError, show
 from .kernels.hashing import multiset_fingerprint
 from .kernels.maxmin import solve_completion
 from .network import Network
-from .topology.base import Routes, Topology, check_ecmp
+from .topology.base import Routes, Topology
 
 #: environment variable overriding :func:`default_threads`
 THREADS_ENV = "FLOWEMU_THREADS"
@@ -228,11 +228,18 @@ class _Context:
     key_of: dict = field(default_factory=dict)
     load: RunLoad | None = None   # background flows, slow ranks' ports
     speed: np.ndarray | None = None          # slow ranks' compute speed, float64[p]
+    adaptive: bool = False   # ecmp="adaptive": routes are "split", rebalanced per step
+    #: the capacity adaptive routing balances over: the links' less the
+    #: background's demand on them (None: the link capacity)
+    adaptive_capacity: np.ndarray | None = None
 
 
 def make_context(topology: Topology, network: Network, ecmp: str = "split", seed: int = 0,
                  mapping=None, p: int | None = None, background=None, slow=None) -> _Context:
-    check_ecmp(ecmp)
+    topology.check_mode(ecmp, engine=True)   # its modes, or "adaptive" over "split"
+    adaptive = ecmp == "adaptive"
+    if adaptive:
+        ecmp = "split"   # the candidate paths; _route rebalances them per step
     if mapping is None:
         n = topology.num_endpoints if p is None else p
         mapping = np.arange(n, dtype=np.int32)
@@ -256,11 +263,13 @@ def make_context(topology: Topology, network: Network, ecmp: str = "split", seed
     _check_ranges(network, cap, lat, eps)
     uniform = float(lat[0]) if len(lat) and lat.min() == lat.max() else None
     ctx = _Context(topology, network, ecmp, int(seed), mapping, cap, ingress, w_t, eps, lat,
-                   uniform, {})
+                   uniform, {}, adaptive=adaptive)
     if background is not None or slow is not None:
         background, slow = _load_args(topology, network, len(mapping), background, slow)
         ctx.load = prepare_load(ctx, background, slow)
         ctx.speed = slow.compute_speed if slow is not None else None
+        if adaptive and ctx.load is not None:
+            ctx.adaptive_capacity = ctx.load.residual_capacity(ctx)
     return ctx
 
 
@@ -323,7 +332,33 @@ def _endpoints(ctx: _Context, traffic: Traffic) -> tuple[np.ndarray, np.ndarray]
 
 def _route(ctx: _Context, traffic: Traffic) -> tuple[Routes, np.ndarray, np.ndarray]:
     src, dst = _endpoints(ctx, traffic)
-    return ctx.topology.route(src, dst, ecmp=ctx.ecmp, seed=ctx.seed), src, dst
+    routes = ctx.topology.route(src, dst, ecmp=ctx.ecmp, seed=ctx.seed)
+    if ctx.adaptive:
+        routes = adaptive_step(ctx, routes, src, dst, traffic.share)
+    return routes, src, dst
+
+
+def adaptive_step(ctx: _Context, routes: Routes, src: np.ndarray, dst: np.ndarray,
+                  flow_bytes: np.ndarray) -> Routes:
+    """``ecmp="adaptive"``: the step's split routes rebalanced over each
+    flow's minimal paths to minimise the most loaded link for these bytes
+    and the link capacities (:func:`flowemu.adaptive.adaptive_routes`; the
+    routes themselves where the split is optimal). The fractions depend on
+    the bytes' ratios only, so the profile stays exact in n."""
+    from .adaptive import adaptive_routes
+    try:
+        capacity = ctx.link_capacity if ctx.adaptive_capacity is None else \
+            ctx.adaptive_capacity
+        return adaptive_routes(routes, ctx.topology.link_src, ctx.topology.link_dst, src, dst,
+                               flow_bytes, capacity)
+    except SolverError as exc:
+        raise SolverError(f"{exc} on {ctx.topology.spec}") from None
+
+
+def _adapted(routes: Routes) -> bool:
+    """Whether ``ecmp="adaptive"`` changed these routes' split fractions."""
+    from .adaptive import AdaptedRoutes
+    return isinstance(routes, AdaptedRoutes)
 
 
 def _reduced_route(ctx: _Context, traffic: Traffic):
@@ -347,10 +382,12 @@ def _solve(ctx: _Context, routes: Routes, dst: np.ndarray, flow_bytes: np.ndarra
     persistent, num_flows = None, routes.num_flows
     if ctx.load is not None:   # background flows and slow ports join (flowemu/background.py)
         routes, capacity, src, dst, flow_bytes, persistent = ctx.load.problem(
-            ctx, routes, src, dst, flow_bytes)
+            ctx, routes, src, dst, flow_bytes, reduce=not _adapted(routes))
     elif capacity is None:
-        # a family may hand the solver an exact, smaller problem (fat-tree uplink groups)
-        routes, capacity = ctx.topology.solver_problem(routes, ctx.link_capacity, ctx.ecmp)
+        # a family may hand the solver an exact, smaller problem (fat-tree uplink groups);
+        # not for adaptive fractions, which break the symmetry it relies on
+        routes, capacity = (routes, ctx.link_capacity) if _adapted(routes) else \
+            ctx.topology.solver_problem(routes, ctx.link_capacity, ctx.ecmp)
     if len(capacity) > 4 * len(routes.link):
         # A step that touches few of many links (a HyperX has N·Σ(d−1)): the
         # solver's per-link work would dominate, so it sees the used links only.
@@ -442,12 +479,14 @@ def _solve_pattern(ctx: _Context, traffic: Traffic, scale: float, label: str,
     Reads ``ctx`` only, so several can run at once in threads (the kernels
     release the GIL)."""
     norm = traffic.share / scale
-    fast = None if congestion else _reduced_route(ctx, traffic)
+    # adaptive routes first: a split it keeps is solved exactly as "split" is
+    routed = _route(ctx, traffic) if ctx.adaptive else None
+    fast = None if congestion or (routed and _adapted(routed[0])) else _reduced_route(ctx, traffic)
     if fast is not None:
         routes, capacity, src, dst = fast
         sol = _solve(ctx, routes, dst, norm, label, src, capacity)
         return (*pareto_lines(flow_latency(ctx, routes), sol.finish), None, 0.0)
-    routes, src, dst = _route(ctx, traffic)
+    routes, src, dst = routed or _route(ctx, traffic)
     sol = _solve(ctx, routes, dst, norm, label, src)
     lat, spb = pareto_lines(flow_latency(ctx, routes), sol.finish)
     cong = step_congestion(ctx.topology, routes, src, norm) if congestion else None
@@ -543,7 +582,10 @@ def profile(schedule: Schedule, topology: Topology, network: Network | None = No
         A Topology or a spec such as ``"torus:8x8"``.
     network : Network, optional
         Defaults to ``Network()`` (400 Gb/s, 100 ns links, 300 ns per hop).
-    ecmp : {"split", "dor", "hash", "dmodk"}
+    ecmp : {"split", "dor", "hash", "dmodk", "valiant", "adaptive"}
+        The family's routing mode, or "adaptive" (every family with "split":
+        each step's split rebalanced to minimise the most loaded link,
+        :mod:`flowemu.adaptive`).
     seed : int
         Seed of ``ecmp="hash"``.
     mapping : int[p], optional
@@ -628,7 +670,7 @@ def check_memory(ctx: _Context, schedule: Schedule, threads: int, lim,
     for t in steps:
         _check_ranks(ctx, t)
     flows = [t.num_flows for t in steps]
-    if reduced and ctx.uniform_latency is not None and not exact:
+    if reduced and ctx.uniform_latency is not None and not exact and not ctx.adaptive:
         small = [ctx.topology.solver_route_entries(ctx.mapping[t.src], ctx.mapping[t.dst],
                                                    ctx.ecmp) for t in steps]
         if steps and all(r is not None for r in small):   # routed straight in reduced form

@@ -466,7 +466,7 @@ def describe_paths(topology: Topology, routes: Routes, src: np.ndarray, ecmp: st
     frac_text = np.array([f":{v:.6g}" for v in frac_values.tolist()], dtype=object)
     ptr = routes.flow_ptr
     links = _join_per_flow([link_text, frac_text[frac_index.reshape(-1)]], ptr, " ")
-    if ecmp == "split":
+    if ecmp in ("split", "adaptive"):   # several paths: every entry as one hop
         paths = _join_per_flow([head, ">", tail], ptr, " ")
     else:
         paths = _text(src) + _join_per_flow([">", tail], ptr, "")

@@ -49,6 +49,8 @@ MODE_DOCS = {
              "host id (fat trees)",
     "valiant": "fluid Valiant routing: the flow spread evenly over every intermediate group, "
                "each leg minimal",
+    "adaptive": "fluid minimal adaptive routing (every family with split): per step, each "
+                "flow split over its minimal paths to minimise the most loaded link",
 }
 
 

@@ -24,7 +24,12 @@ import numpy as np
 
 from ..errors import ConfigError, RoutingError, show
 
-ECMP_MODES = ("split", "dor", "hash", "valiant", "dmodk")
+ECMP_MODES = ("split", "dor", "hash", "valiant", "dmodk", "adaptive")
+
+#: modes the engine implements on top of a family's ``split`` routes (not a
+#: family's own: :meth:`Topology.route` refuses them, see
+#: :meth:`Topology.check_mode`)
+ENGINE_MODES = ("adaptive",)
 
 
 @dataclass(frozen=True)
@@ -104,14 +109,35 @@ class Topology:
     #: the routing modes (``ecmp=``) this family implements
     ecmp_modes: tuple[str, ...] = ("split", "hash")
 
-    def check_mode(self, ecmp) -> str:
+    @property
+    def engine_modes(self) -> tuple[str, ...]:
+        """Every ``ecmp=`` a run on this topology accepts: the family's own
+        routing modes, plus ``"adaptive"`` where it has ``"split"`` (the
+        engine rebalances the split routes per step, :mod:`flowemu.adaptive`)."""
+        if "split" in self.ecmp_modes:
+            return (*self.ecmp_modes, *ENGINE_MODES)
+        return tuple(self.ecmp_modes)
+
+    def check_mode(self, ecmp, *, engine: bool = False) -> str:
         """``ecmp`` if this family routes by it, else ConfigError naming the
         modes it has (a sweep checks every configuration this way before it
-        runs any)."""
+        runs any, with ``engine=True``).
+
+        With ``engine=True`` the modes are :attr:`engine_modes`: a family
+        with ``"split"`` accepts ``"adaptive"``. Without it (what
+        :meth:`route` and its relatives call) ``"adaptive"`` is refused:
+        adaptive fractions depend on the step's bytes and the link
+        capacities, which a topology does not see; it routes ``"split"``,
+        the candidate paths, and the engine rebalances them."""
         check_ecmp(ecmp)
-        if ecmp not in self.ecmp_modes:
+        modes = self.engine_modes if engine else self.ecmp_modes
+        if ecmp not in modes:
+            if ecmp in ENGINE_MODES and "split" in self.ecmp_modes:
+                raise ConfigError(f"ecmp: {ecmp!r} is chosen per step by the engine from the "
+                                  f"traffic (flowemu.adaptive.adaptive_routes over the 'split' "
+                                  f"routes); {self.spec} routes by {', '.join(self.ecmp_modes)}")
             raise ConfigError(f"ecmp: {ecmp!r} does not apply to {self.spec}; allowed: "
-                              f"{', '.join(self.ecmp_modes)}")
+                              f"{', '.join(modes)}")
         return ecmp
 
     #: what an endpoint is called in messages ("node" on a torus, "host" on a tree)

@@ -596,8 +596,8 @@ class FaultyTopology(Topology):
     def solver_resolve(self) -> str:
         return self.base.solver_resolve
 
-    def check_mode(self, ecmp) -> str:
-        return self.base.check_mode(ecmp)
+    def check_mode(self, ecmp, *, engine: bool = False) -> str:
+        return self.base.check_mode(ecmp, engine=engine)
 
     # ------------------------------------------------------------ link values
 
