@@ -115,7 +115,7 @@ def _build_parser() -> argparse.ArgumentParser:
     r.add_argument("--incast-slope", default="0",
                    help="GenModel ε per byte, e.g. 1ps; needs --incast-threshold (default 0: off)")
     r.add_argument("--ecmp", default="split",
-                   help="split | dor | hash | dmodk (default split; dor on tori and meshes, "
+                   help="split | dor | hash | dmodk | adaptive (default split; dor on tori and meshes, "
                    "dmodk on fat trees)")
     r.add_argument("--seed", type=int, default=0, help="seed of --ecmp hash (default 0)")
     r.add_argument("--model", default="flow",

@@ -83,7 +83,7 @@ def test_bench_adaptive_swing_step(benchmark, topo, swing_step, yardstick):
     assert res.status == "split optimal" and res.routes is routes
     assert traffic.num_flows == 16384
     _report(benchmark, yardstick, res, "Swing step, adaptive_routes")
-    assert benchmark.stats.stats.max < 1.0
+    assert benchmark.stats is None or benchmark.stats.stats.max < 1.0   # the 1 s target
 
 
 def test_bench_adaptive_swing_step_routed(benchmark, topo, swing_step, yardstick):
@@ -96,9 +96,10 @@ def test_bench_adaptive_swing_step_routed(benchmark, topo, swing_step, yardstick
     routes, _, _ = benchmark.pedantic(_route, args=(ctx, traffic), rounds=5, iterations=1)
     assert routes.num_flows == 16384
     benchmark.extra_info.update({"yardstick_ms": yardstick, "split_route_ms": split_ms})
-    print(f"\nSwing step, route split + adaptive: {1e3 * benchmark.stats.stats.mean:.1f} ms "
+    mean_ms = 1e3 * benchmark.stats.stats.mean if benchmark.stats else float("nan")
+    print(f"\nSwing step, route split + adaptive: {mean_ms:.1f} ms "
           f"(split routing alone {split_ms:.1f} ms; 1 GiB copy {yardstick:.1f} ms)")
-    assert benchmark.stats.stats.max < 1.0
+    assert benchmark.stats is None or benchmark.stats.stats.max < 1.0   # the 1 s target
 
 
 def test_bench_adaptive_recdoub_half_ring_slow_links(benchmark, topo, yardstick):

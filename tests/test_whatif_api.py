@@ -1,0 +1,137 @@
+"""What-ifs through every door: ``flowemu.simulate`` / ``time_traffic`` /
+``congestion`` keywords, ``flowemu run`` options, the result columns and the
+slowdown against the healthy network (:mod:`flowemu.whatif`)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from cli_helpers import one_error_line, run
+
+import flowemu
+from flowemu.errors import ConfigError
+from flowemu.network import Network
+from flowemu.whatif import WHATIF_COLUMNS, slowdown
+
+NET = Network()
+HOP = NET.link_latency + NET.hop_latency
+N = 2**20
+
+
+def test_result_columns_hold_the_what_ifs():
+    assert set(WHATIF_COLUMNS) <= set(flowemu.RESULT_COLUMNS)
+    healthy = flowemu.simulate("torus:4x4", "swing", "1MiB")
+    row = healthy.iloc[0]
+    assert (row.fail, row.degrade, row.fail_policy, row.slow, row.background) == \
+        ("", "", "strict", "", "")
+    assert row.failed_links == 0 and math.isnan(row.background_Bps)
+    df = flowemu.simulate("torus:4x4", "swing", "1MiB", fail=["random:2:5", "0,0-1,0"],
+                          degrade="1,*-2,*=0.5:lat=2", slow="3=0.5", background="perm:0.25")
+    row = df.iloc[0]
+    assert row.fail == "random:2:5;0,0-1,0" and row.degrade == "1,*-2,*=0.5:lat=2"
+    assert row.slow == "3=0.5" and row.background == "perm:0.25"
+    assert row.failed_links in (2, 3)   # the random two may include the named cable
+    assert row.background_Bps > 0 and row.time_s > healthy.time_s.iloc[0]
+
+
+def test_detour_on_a_failed_ring_through_simulate_and_run(capsys):
+    """torus:8, cable 3-4 failed, one-port ring: the flow 3->4 detours 7 hops
+    over links no other flow uses, so every one of the 2(p−1) = 14 steps
+    costs 7 hops + (n/8)/B instead of 1 hop + (n/8)/B."""
+    kw = {"fail": "3-4", "fail_policy": "reroute"}
+    df = flowemu.simulate("torus:8", "ring:ports=1", N, **kw)
+    t = df.time_s.iloc[0]
+    assert math.isclose(t, 14 * (7 * HOP + N / 8 / NET.bandwidth), rel_tol=1e-12)
+    assert df.failed_links.iloc[0] == 1 and df.fail_policy.iloc[0] == "reroute"
+    code, out, _err = run(capsys, ["run", "-t", "torus:8", "-a", "ring:ports=1", "-s", "1MiB",
+                                  "--fail", "3-4", "--fail-policy", "reroute", "-f", "csv"])
+    assert code == 0
+    got = pd.read_csv(pd.io.common.StringIO(out))
+    healthy = 14 * (HOP + N / 8 / NET.bandwidth)
+    assert math.isclose(got.time_s.iloc[0], t, rel_tol=1e-12)
+    assert math.isclose(got.healthy_time_s.iloc[0], healthy, rel_tol=1e-12)
+    assert math.isclose(got.slowdown.iloc[0], t / healthy, rel_tol=1e-12)
+
+
+def test_strict_policy_refuses_a_broken_neighbour_ring(capsys):
+    with pytest.raises(ConfigError, match=r"^fail: algorithm ring relies on link 3-4 .*"
+                                          "fail_policy='reroute'"):
+        flowemu.simulate("torus:8", "ring:ports=1", N, fail="3-4")
+    code, out, err = run(capsys, ["run", "-t", "torus:8", "-a", "ring", "--fail", "3-4"])
+    assert code == 2 and out == "" and "relies on link 3-4" in one_error_line(err)
+    # swing is not bound to its links: it is routed around the failure
+    assert flowemu.simulate("torus:8", "swing", N, fail="3-4").time_s.iloc[0] > 0
+
+
+def test_degrade_on_the_only_path_through_time_traffic():
+    """Two hosts under one leaf: the flow's only path has its host link at
+    factor 0.25, so its fluid time is 4 n / B."""
+    traffic = pd.DataFrame({"step": [0], "src": [0], "dst": [1], "bytes": [N]})
+    healthy = flowemu.time_traffic("leafspine:2x1x1", traffic)
+    slow = flowemu.time_traffic("leafspine:2x1x1", traffic, degrade="link:0=0.25")
+    lat = healthy.time_s.iloc[0] - N / NET.bandwidth
+    assert math.isclose(slow.time_s.iloc[0] - lat, 4 * N / NET.bandwidth, rel_tol=1e-12)
+    assert slow.degrade.iloc[0] == "link:0=0.25"
+
+
+def test_slowdown_pairs_each_row_with_its_healthy_twin():
+    sizes = [1024, N]
+    healthy = flowemu.simulate("torus:4x4", "recdoub", sizes)
+    faulty = flowemu.simulate("torus:4x4", "recdoub", sizes, fail="random:3:1")
+    other = flowemu.simulate("torus:4x4", "swing", sizes, fail="random:3:1")   # no twin
+    got = slowdown(pd.concat([faulty, healthy, other], ignore_index=True))
+    assert np.allclose(got.slowdown.iloc[:2], faulty.time_s / healthy.time_s, rtol=1e-15)
+    assert np.array_equal(got.slowdown.iloc[2:4], [1.0, 1.0])
+    assert got.slowdown.iloc[4:].isna().all()
+    with pytest.raises(ConfigError, match="slowdown: expected result rows"):
+        slowdown(pd.DataFrame({"a": [1]}))
+
+
+def test_congestion_and_adaptive_take_what_ifs():
+    steps, _summary = flowemu.congestion("torus:4x4", "recdoub:variant=bandwidth",
+                                        fail="random:3:1")
+    healthy, _ = flowemu.congestion("torus:4x4", "recdoub:variant=bandwidth")
+    assert steps.max_link_load.sum() >= healthy.max_link_load.sum()
+    split = flowemu.simulate("torus:4x4", "recdoub", N, fail="random:3:1")
+    adaptive = flowemu.simulate("torus:4x4", "recdoub", N, fail="random:3:1", ecmp="adaptive")
+    assert adaptive.time_s.iloc[0] <= split.time_s.iloc[0] * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["--fail", "9,9-0,0"], "fail: '9,9-0,0'"),
+    (["--fail", "nonsense"], "fail: 'nonsense'"),
+    (["--degrade", "0,0-1,0=0"], "degrade: "),
+    (["--degrade", "0,0-1,0=1.5"], "degrade: "),
+    (["--fail", "0,0-1,0;0,0-0,1;0,0-3,0;0,0-0,3"], "cuts off"),
+    (["--fail-policy", "maybe", "--fail", "0,0-1,0"], "fail_policy: 'maybe' is not allowed"),
+    (["--slow", "99=0.5"], "slow: "),
+    (["--slow", "1=2"], "slow: "),
+    (["--background", "perm:1.5"], "background: "),
+    (["--background", "/nonexistent/bg.csv"], "background: "),
+    (["--model", "genmodel", "--slow", "1=0.5"], "model genmodel: failures"),
+])
+def test_bad_what_ifs_are_one_line_exit_2(capsys, argv, needle):
+    code, out, err = run(capsys, ["run", "-t", "torus:4x4", "-a", "recdoub", "-s", "1KiB",
+                                  *argv])
+    assert code == 2 and out == ""
+    assert needle in one_error_line(err)
+
+
+def test_bad_what_if_types_through_the_api():
+    for kw, needle in (({"fail": 3}, "fail: 3 is not allowed"),
+                       ({"slow": 0.5}, "slow: 0.5 is not allowed"),
+                       ({"background": ["perm:0.5"]}, "background: "),
+                       ({"fail_policy": None}, "fail_policy: None is not allowed")):
+        with pytest.raises(ConfigError, match=needle):
+            flowemu.simulate("torus:4x4", "recdoub", N, **kw)
+
+
+def test_run_table_shows_the_slowdown(capsys):
+    code, out, _err = run(capsys, ["run", "-t", "fattree:k=4", "-a", "recdoub", "-s", "1MiB",
+                                  "--slow", "3=0.5", "--background", "perm:0.5"])
+    assert code == 0
+    head = out.splitlines()[0].split()
+    assert {"background", "slow", "healthy", "slowdown", "bg_throughput"} <= set(head)
