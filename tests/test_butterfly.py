@@ -145,8 +145,10 @@ def test_two_buffer_forms_need_the_second_buffer(p, r):
         verify_allreduce(strip_buffers(sched, no_fork))
 
 
+@pytest.mark.slow
 def test_large_p_every_form_verified():
-    """The prime 257, every form (two buffers for r >= 1)."""
+    """The prime 257, every form (two buffers for r >= 1; ~1 min). The prime
+    127 is proven in the default run (test_block_level_verifier)."""
     for r in forms_of(257):
         rep = verify_allreduce(build(257, None, True, r=r))
         assert rep.num_steps == 2 * L_of(257) - r
