@@ -124,7 +124,8 @@ _KEYWORDS = {
     "congestion": ("ecmp", "seed", "ranks", "placement", "network", "threads", "max_memory",
                    "fail", "degrade", "fail_policy", "slow", "background"),
     "flows": ("traffic", "size", "steps", "ecmp", "seed", "ranks", "placement", "network",
-              "threads", "max_memory", "progress"),
+              "threads", "max_memory", "progress", "fail", "degrade", "fail_policy", "slow",
+              "background"),
 }
 
 

@@ -388,9 +388,6 @@ def _check_run_options(args) -> None:
             if getattr(args, dest):
                 _refuse(option, f"works with --model flow (the flow engine), not --model "
                                 f"{args.model}")
-    if args.flows_out and _whatif(args):
-        _refuse("--flows-out", "does not take what-ifs (--fail, --degrade, --slow, "
-                               "--background) yet")
     if _given(args, "seed") and args.ecmp != "hash":
         _refuse("--seed", f"applies only to --ecmp hash (this run uses --ecmp {args.ecmp})")
     _check_incast_pair(args)
@@ -516,7 +513,8 @@ def _write_flows(args, net, size) -> None:
         raise ConfigError("--flows-size applies to --algorithm; --traffic flows carry their "
                           "own bytes")
     common = {"steps": args.flows_steps, "ecmp": args.ecmp, "seed": args.seed,
-              "placement": args.placement, "network": net, "max_memory": _max_memory(args)}
+              "placement": args.placement, "network": net, "max_memory": _max_memory(args),
+              **_whatif(args)}
     try:
         if args.traffic:
             write_flows(args.flows_out, args.topology, traffic=args.traffic, **common)

@@ -24,6 +24,8 @@ from .network import Network
 from .outputs import check_writable, output_format, write_atomic
 from .placement import parse_placement
 from .topology.base import Routes, Topology
+from .whatif import apply as apply_whatif
+from .whatif import check_whatif
 
 #: rows above which a dump reports progress on stderr even when it is not a tty
 PROGRESS_ROWS = 100_000
@@ -32,6 +34,7 @@ PROGRESS_ROWS = 100_000
 def flows(topology, algorithm=None, *, traffic=None, size=None, steps=None,
           ecmp: str = "split", seed: int = 0, ranks: int | None = None, placement=None,
           network=None, threads: int | None = None, max_memory=None, progress=None,
+          fail=None, degrade=None, fail_policy: str = "strict", slow=None, background=None,
           **network_params):
     """Per-flow detail of an algorithm (at one vector size) or of user traffic.
 
@@ -52,6 +55,9 @@ def flows(topology, algorithm=None, *, traffic=None, size=None, steps=None,
         mixed freely; listed order, duplicates dropped.
     ecmp, seed, ranks, placement, network, threads, max_memory, **network_params
         As for :func:`flowemu.simulate` (``ranks`` only with an algorithm).
+    fail, degrade, fail_policy, slow, background
+        What-ifs, as for :func:`flowemu.simulate`; the dump lists the
+        collective's flows (a background shares the links, unlisted).
     progress : bool, optional
         A progress line per step on stderr; default: when stderr is a
         terminal or the dump has more than 100,000 rows.
@@ -71,15 +77,16 @@ def flows(topology, algorithm=None, *, traffic=None, size=None, steps=None,
         limit (rows and route entries are counted before anything is
         routed; see :func:`flowemu.budget.flow_dump_bytes`).
     """
+    whatif = check_whatif(fail, degrade, fail_policy, slow, background)
     plan = _plan(topology, algorithm, traffic, size, steps, ecmp, seed, ranks, placement,
-                 network, threads, max_memory, progress, network_params)
+                 network, threads, max_memory, progress, network_params, whatif)
     budget.check(budget.flow_dump_bytes(plan.rows, plan.pattern_rows, plan.entries,
                                         plan.largest_entries), plan.limit, plan.what)
 
     report = plan.progress()
     table = flow_table(plan.schedule, plan.topology, plan.network, plan.size, ecmp=plan.ecmp,
                        seed=plan.seed, mapping=plan.mapping, steps=plan.indices,
-                       progress=report)
+                       progress=report, **plan.load)
     if report is not None:
         report.finish()
     return table
@@ -88,7 +95,8 @@ def flows(topology, algorithm=None, *, traffic=None, size=None, steps=None,
 def write_flows(path, topology, algorithm=None, *, traffic=None, size=None, steps=None,
                 ecmp: str = "split", seed: int = 0, ranks: int | None = None, placement=None,
                 network=None, threads: int | None = None, max_memory=None, progress=None,
-                **network_params) -> int:
+                fail=None, degrade=None, fail_policy: str = "strict", slow=None,
+                background=None, **network_params) -> int:
     """Write the flow dump of :func:`flows` to ``path`` step by step.
 
     CSV, or parquet for a ``.parquet``/``.pq`` name; written to a temporary
@@ -107,8 +115,9 @@ def write_flows(path, topology, algorithm=None, *, traffic=None, size=None, step
     parquet = output_format(str(path), None, ("csv", "parquet"), option="path",
                             default="csv") == "parquet"
     target = check_writable(path, "path")
+    whatif = check_whatif(fail, degrade, fail_policy, slow, background)
     plan = _plan(topology, algorithm, traffic, size, steps, ecmp, seed, ranks, placement,
-                 network, threads, max_memory, progress, network_params)
+                 network, threads, max_memory, progress, network_params, whatif)
     budget.check(budget.flow_dump_bytes(plan.largest_rows, plan.pattern_rows, plan.entries,
                                         plan.largest_entries), plan.limit, plan.what)
     report = plan.progress()
@@ -120,7 +129,7 @@ def write_flows(path, topology, algorithm=None, *, traffic=None, size=None, step
             for frame in iter_flow_frames(plan.schedule, plan.topology, plan.network, plan.size,
                                           ecmp=plan.ecmp, seed=plan.seed,
                                           mapping=plan.mapping, steps=plan.indices,
-                                          progress=report):
+                                          progress=report, **plan.load):
                 if frame is not None:
                     sink.write(frame)
                     written += len(frame)
@@ -191,6 +200,7 @@ class _Plan:
     entries: int
     largest_entries: int
     show_progress: bool | None
+    load: dict   #: ``background``/``slow`` of the what-ifs (None for none)
 
     def progress(self):
         show_it = (sys.stderr.isatty() or self.rows > PROGRESS_ROWS) \
@@ -199,7 +209,7 @@ class _Plan:
 
 
 def _plan(topology, algorithm, traffic, size, steps, ecmp, seed, ranks, placement, network,
-          threads, max_memory, progress, network_params) -> _Plan:
+          threads, max_memory, progress, network_params, whatif) -> _Plan:
     """Check every argument of a dump, build its schedule, select its steps
     and count its rows and route entries (nothing routed yet)."""
     from .api import _prepare, _schedules, _topology, simulate, traffic_schedule
@@ -218,38 +228,50 @@ def _plan(topology, algorithm, traffic, size, steps, ecmp, seed, ranks, placemen
         lim = budget.limit(max_memory)
         net = checks.network(network, network_params, "flows",
                              ("traffic", "steps", "ecmp", "seed", "placement", "network",
-                              "threads", "max_memory", "progress"))
+                              "threads", "max_memory", "progress", "fail", "degrade",
+                              "fail_policy", "slow", "background"))
         ecmp, seed = checks.routing(ecmp, seed)
         place = parse_placement(placement)
         checks.threads(threads)
         topo = _topology(topology, lim)
         sched = traffic_schedule(topo, traffic, None, lim)
         mapping = place.mapping(sched.p, topo)
+        applied = None if whatif.healthy else apply_whatif(whatif, topo, sched.p, net, mapping)
         nbytes, what = 1.0, f"{topo.spec} traffic"
     else:
         sizes = checks.sizes(["1MiB" if size is None else size], "size")
         run = _prepare("flows", topology, algorithm, ecmp=ecmp, seed=seed, ranks=ranks,
                        network=network, network_params=network_params, sizes=sizes,
-                       threads=threads, max_memory=max_memory, placement=placement)
+                       threads=threads, max_memory=max_memory, placement=placement,
+                       whatif=whatif)
         topo, net, lim, ecmp, seed = run.topology, run.network, run.limit, run.ecmp, run.seed
+        applied = run.whatif
         mapping = run.mapping
         nbytes = float(run.sizes[0])
         cand = run.candidates[0]
         if len(run.candidates) > 1:   # an auto option: detail the variant fastest at size
-            best = simulate(topo, algorithm, [nbytes], ecmp=ecmp, seed=seed, ranks=ranks,
+            best = simulate(topology, algorithm, [nbytes], ecmp=ecmp, seed=seed, ranks=ranks,
                             placement=run.placement, network=net, threads=run.threads,
-                            max_memory=lim)
+                            max_memory=lim, fail=whatif.fail or None,
+                            degrade=whatif.degrade or None, fail_policy=whatif.fail_policy,
+                            slow=whatif.slow or None, background=whatif.background or None)
             cand = next(c for c in run.candidates
                         if c[run.spec.auto_param] == best["variant"].iloc[0])
         sched = _schedules(run, cand, np.array([nbytes]))[0][0]
         what = f"{topo.spec} {run.spec.name}"
     indices = select_steps(sched, steps)
-    ctx = make_context(topo, net, ecmp, seed, mapping, sched.p)
+    load = {"background": None, "slow": None}
+    if applied is not None:
+        from .topology.faults import check_fail_policy
+        topo = applied.topology
+        check_fail_policy(sched, topo, mapping, whatif.fail_policy)
+        load = {"background": applied.background, "slow": applied.slow}
+    ctx = make_context(topo, net, ecmp, seed, mapping, sched.p, **load)
     check_memory(ctx, sched, 1, lim)   # the dump solves one step at a time
     rows, largest_rows, pattern_rows, entries, largest = _dump_size(ctx, sched, indices)
     what = f"the flow dump of {what} ({rows} flows, {entries} route entries)"
     return _Plan(sched, topo, net, nbytes, ecmp, seed, mapping, indices, lim, what, rows, largest_rows,
-                 pattern_rows, entries, largest, progress)
+                 pattern_rows, entries, largest, progress, load)
 
 
 def _dump_size(ctx, schedule, indices) -> tuple[int, int, int, int, int]:
@@ -362,7 +384,8 @@ FLOW_COLUMNS = ["step", "label", "src", "dst", "src_node", "dst_node", "bytes", 
 
 
 def flow_table(schedule: Schedule, topology: Topology, network: Network | None, size: float, *,
-               ecmp: str = "split", seed: int = 0, mapping=None, steps=None, progress=None):
+               ecmp: str = "split", seed: int = 0, mapping=None, steps=None, progress=None,
+               background=None, slow=None):
     """Per-flow detail at one vector size: a DataFrame with columns
     ``step, label, src, dst, src_node, dst_node, bytes, hops, rate_Bps,
     finish_s, links, path`` where ``links`` lists ``link_id:fraction`` and
@@ -375,12 +398,16 @@ def flow_table(schedule: Schedule, topology: Topology, network: Network | None, 
         Indices of the steps to detail (default: every step), in this order.
     progress : callable ``(done, total, step_index, flows)``, optional
         Called after each step.
+    background, slow : optional
+        A background and slow ranks (:mod:`flowemu.background`,
+        :mod:`flowemu.stragglers`) sharing every step.
     """
     import pandas as pd
 
     frames = [f for f in iter_flow_frames(schedule, topology, network, size, ecmp=ecmp,
                                           seed=seed, mapping=mapping, steps=steps,
-                                          progress=progress) if f is not None]
+                                          progress=progress, background=background, slow=slow)
+              if f is not None]
     if not frames:
         return empty_flow_table()
     return pd.concat(frames, ignore_index=True)
@@ -400,7 +427,7 @@ def empty_flow_table():
 
 def iter_flow_frames(schedule: Schedule, topology: Topology, network: Network | None,
                      size: float, *, ecmp: str = "split", seed: int = 0, mapping=None,
-                     steps=None, progress=None):
+                     steps=None, progress=None, background=None, slow=None):
     """:func:`flow_table` one step at a time: yields a DataFrame per selected
     step (None for a step without flows), so that a writer can stream them.
 
@@ -411,7 +438,7 @@ def iter_flow_frames(schedule: Schedule, topology: Topology, network: Network | 
     import pandas as pd
 
     network = network or Network()
-    ctx = make_context(topology, network, ecmp, seed, mapping, schedule.p)
+    ctx = make_context(topology, network, ecmp, seed, mapping, schedule.p, background, slow)
     indices = list(range(schedule.num_steps) if steps is None else steps)
     last_use = {id(schedule.steps[k].traffic): i for i, k in enumerate(indices)}
     done, names = {}, {}

@@ -135,3 +135,25 @@ def test_run_table_shows_the_slowdown(capsys):
     assert code == 0
     head = out.splitlines()[0].split()
     assert {"background", "slow", "healthy", "slowdown", "bg_throughput"} <= set(head)
+
+
+def test_flow_dump_takes_what_ifs(tmp_path, capsys):
+    """The detour of the failed ring shows in the dump (7 hops for 3->4),
+    and a background leaves the dump with the collective's flows only."""
+    df = flowemu.flows("torus:8", "ring:ports=1", size=N, fail="3-4", fail_policy="reroute")
+    step0 = df[df.step == 0]
+    assert len(step0) == 8
+    assert step0.set_index("src").hops.to_dict() == {s: (7 if s == 3 else 1) for s in range(8)}
+    with pytest.raises(ConfigError, match="relies on link 3-4"):
+        flowemu.flows("torus:8", "ring:ports=1", size=N, fail="3-4")
+    bg = flowemu.flows("torus:4x4", "recdoub", size=N, background="perm:0.5", steps="0")
+    alone = flowemu.flows("torus:4x4", "recdoub", size=N, steps="0")
+    assert len(bg) == len(alone) == 16
+    assert (bg.finish_s.to_numpy() >= alone.finish_s.to_numpy() - 1e-15).all()
+    out = tmp_path / "flows.csv"
+    code, _, _ = run(capsys, ["run", "-t", "torus:8", "-a", "ring:ports=1", "-s", "1MiB",
+                              "--fail", "3-4", "--fail-policy", "reroute", "--flows-out",
+                              str(out), "--flows-steps", "0"])
+    assert code == 0
+    dumped = pd.read_csv(out)
+    assert sorted(dumped.hops.tolist()) == [1] * 7 + [7]
