@@ -2,7 +2,7 @@
 
 A :class:`Background` is a fixed set of flows between endpoints, each with a
 demand in bytes/s, that never finish: they share links with every step of
-the collective under max-min fairness for the whole run (issue 16, point 4).
+the collective under max-min fairness for the whole run.
 A demand is a rate cap, modelled as a private virtual resource per flow
 (capacity = demand, crossed with fraction 1) appended to the solver's
 problem, so max-min fairness gives each background flow
