@@ -157,3 +157,24 @@ def test_flow_dump_takes_what_ifs(tmp_path, capsys):
     assert code == 0
     dumped = pd.read_csv(out)
     assert sorted(dumped.hops.tolist()) == [1] * 7 + [7]
+
+
+def test_adaptive_beats_split_under_background_load(tmp_path):
+    """torus:4x4, one flow 0 -> 5 (two minimal paths, 0-1-5 and 0-4-5) and a
+    background flow 0 -> 1 capped at C/2. Split sends half over 0-1: the
+    background freezes at its cap and the flow gets C (0-1 full at
+    r/2 + C/2). Adaptive balances over the capacity the background leaves
+    (C/2 on 0-1, C on 0-4): a third over 0-1, two thirds over 0-4, and the
+    flow gets 1.5 C (both links full at r/3 + C/2 = C and 2r/3 = C)."""
+    C = NET.bandwidth
+    bg = tmp_path / "bg.csv"
+    pd.DataFrame({"step": [0], "src": [0], "dst": [1], "bytes": [C / 2]}).to_csv(bg, index=False)
+    traffic = pd.DataFrame({"step": [0], "src": [0], "dst": [5], "bytes": [N]})
+    lat = 2 * HOP
+    split = flowemu.time_traffic("torus:4x4", traffic, background=str(bg))
+    adaptive = flowemu.time_traffic("torus:4x4", traffic, background=str(bg), ecmp="adaptive")
+    assert math.isclose(split.time_s.iloc[0], lat + N / C, rel_tol=1e-9)
+    assert math.isclose(adaptive.time_s.iloc[0], lat + N / (1.5 * C), rel_tol=1e-6)
+    # the background keeps its cap in both
+    assert math.isclose(split.background_Bps.iloc[0], C / 2, rel_tol=1e-9)
+    assert math.isclose(adaptive.background_Bps.iloc[0], C / 2, rel_tol=1e-9)
