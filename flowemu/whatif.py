@@ -129,18 +129,35 @@ def healthy_rows(df: pd.DataFrame) -> pd.Series:
 
 def slowdown(df: pd.DataFrame) -> pd.DataFrame:
     """``df`` with ``healthy_time_s`` (the time of the same scenario — topology,
-    ranks, algorithm and options, model, size, routing, placement, network —
-    on the healthy network) and ``slowdown`` (``time_s / healthy_time_s``;
-    1 on healthy rows, NaN where the dataset has no healthy twin)."""
+    ranks, algorithm, model, size, routing, placement, network — on the
+    healthy network) and ``slowdown`` (``time_s / healthy_time_s``; 1 on
+    healthy rows, NaN where the dataset has no healthy twin).
+
+    The algorithm is matched by the sweep's ``algorithm_spec`` where the
+    rows have it, else by ``options``; a row of an ``auto`` option whose
+    what-if made another variant the fastest (``options`` differ) is then
+    paired with the one healthy row of its algorithm, when there is one."""
     if not {"time_s", "size_bytes"} <= set(df.columns):
         raise ConfigError("slowdown: expected result rows (with time_s and size_bytes)")
-    keys = [c for c in _SCENARIO if c in df.columns]
+    loose = [c for c in _SCENARIO if c in df.columns and c != "options"]
+    exact = loose + (["algorithm_spec"] if "algorithm_spec" in df.columns
+                     else ["options"] if "options" in df.columns else [])
     healthy = df[healthy_rows(df)]
-    twin = healthy.groupby(keys, dropna=False, sort=False)["time_s"].min() \
-        .rename("healthy_time_s").reset_index()
     out = df.drop(columns=[c for c in ("healthy_time_s", "slowdown") if c in df.columns])
-    out = out.merge(twin, on=keys, how="left", validate="many_to_one")
+    out = out.merge(_twins(healthy, exact), on=exact, how="left", validate="many_to_one")
+    if exact != loose:
+        unique = healthy.groupby(loose, dropna=False, sort=False)["time_s"].transform("size") == 1
+        fallback = _twins(healthy[unique], loose).rename(
+            columns={"healthy_time_s": "_fallback"})
+        out = out.merge(fallback, on=loose, how="left", validate="many_to_one")
+        out["healthy_time_s"] = out["healthy_time_s"].fillna(out.pop("_fallback"))
     with np.errstate(divide="ignore", invalid="ignore"):
         out["slowdown"] = out["time_s"] / out["healthy_time_s"]
     out.index = df.index
     return out
+
+
+def _twins(healthy: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """The healthy time of each scenario ``keys`` tell apart."""
+    return healthy.groupby(keys, dropna=False, sort=False)["time_s"].min() \
+        .rename("healthy_time_s").reset_index()

@@ -178,3 +178,16 @@ def test_adaptive_beats_split_under_background_load(tmp_path):
     # the background keeps its cap in both
     assert math.isclose(split.background_Bps.iloc[0], C / 2, rel_tol=1e-9)
     assert math.isclose(adaptive.background_Bps.iloc[0], C / 2, rel_tol=1e-9)
+
+
+def test_slowdown_pairs_an_auto_variant_that_changed():
+    """recdoub:variant=auto may pick another variant under failures; the
+    row still pairs with the healthy run of the same algorithm."""
+    sizes = [1024, 38967, 2**20]
+    healthy = flowemu.simulate("torus:8x8", "recdoub", sizes)
+    faulty = flowemu.simulate("torus:8x8", "recdoub", sizes, fail="random:4:2")
+    assert (healthy.variant != faulty.variant).tolist() == [False, True, False]
+    got = slowdown(pd.concat([faulty, healthy], ignore_index=True))
+    n = len(sizes)
+    assert np.allclose(got.healthy_time_s.iloc[:n], healthy.time_s, rtol=0, atol=0)
+    assert np.allclose(got.slowdown.iloc[:n], faulty.time_s / healthy.time_s, rtol=1e-15)
