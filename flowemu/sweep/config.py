@@ -57,7 +57,10 @@ class Config:
     (what :func:`flowemu.results.compare` compares). Network fields are in SI
     units (bytes/s, seconds, seconds per byte), a preset's values already
     applied; ``network_preset`` is the sweep file's ``network`` (a preset
-    name or file, "" for none).
+    name or file, "" for none). The what-ifs (``fail``, ``degrade``,
+    ``fail_policy``, ``slow``, ``background``) are what
+    :func:`flowemu.simulate` takes, in canonical form once the plan checked
+    them; only those that differ from the healthy network are hashed.
     """
 
     sweep: str
