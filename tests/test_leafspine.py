@@ -337,7 +337,7 @@ def test_sweep_refuses_a_mode_the_family_lacks_before_running(tmp_path, capsys, 
     code = main(["sweep", str(path), "-o", str(tmp_path / "d"), "-q"])
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" not in err
-    assert "'dor' does not apply to leafspine:2x2x2 (its modes: split, hash)" in err
+    assert "'dor' does not apply to leafspine:2x2x2 (its modes: split, hash, adaptive)" in err
     assert not (tmp_path / "d").exists()
 
 

@@ -13,9 +13,14 @@ from dataclasses import dataclass
 from ..network import Network
 from ..units import format_size
 
+#: the what-if fields (issue 16): failed and degraded links, the failure
+#: policy, Monte-Carlo failures (``failures`` random cables drawn with each
+#: ``failure_seed``, added to ``fail``), slow ranks and background traffic
+WHATIF_FIELDS = ("fail", "degrade", "fail_policy", "failures", "failure_seed", "slow",
+                 "background")
 GRID_FIELDS = ("topology", "algorithm", "ranks", "network", "bandwidth", "link_latency",
                "hop_latency", "alpha", "gamma", "delta", "incast_threshold", "incast_slope",
-               "ecmp", "seed", "placement", "model")
+               "ecmp", "seed", "placement", "model", *WHATIF_FIELDS)
 #: every configuration field a sweep file may set
 FIELDS = GRID_FIELDS[:3] + ("sizes",) + GRID_FIELDS[3:]
 NETWORK_FIELDS = Network.field_names()
@@ -33,7 +38,12 @@ def _canon_float(v: float) -> float:
 
 _NET_DEFAULTS = {k: _canon_float(v) for k, v in Network().as_dict().items()}
 _DEFAULTS = {**_NET_DEFAULTS, "ranks": None, "ecmp": "split", "seed": 0,
-             "placement": "linear", "network": "", "model": "flow"}
+             "placement": "linear", "network": "", "model": "flow", "fail": "", "degrade": "",
+             "fail_policy": "strict", "failures": 0, "failure_seed": 0, "slow": "",
+             "background": ""}
+#: the what-if fields a configuration runs with (``failures`` and
+#: ``failure_seed`` are already in ``fail``); only non-defaults are hashed
+_WHATIF_RUN = ("fail", "degrade", "fail_policy", "slow", "background")
 
 
 # ============================================================== configurations
@@ -47,7 +57,10 @@ class Config:
     (what :func:`flowemu.results.compare` compares). Network fields are in SI
     units (bytes/s, seconds, seconds per byte), a preset's values already
     applied; ``network_preset`` is the sweep file's ``network`` (a preset
-    name or file, "" for none).
+    name or file, "" for none). The what-ifs (``fail``, ``degrade``,
+    ``fail_policy``, ``slow``, ``background``) are what
+    :func:`flowemu.simulate` takes, in canonical form once the plan checked
+    them; only those that differ from the healthy network are hashed.
     """
 
     sweep: str
@@ -70,6 +83,16 @@ class Config:
     placement: str = "linear"
     network_preset: str = ""
     model: str = "flow"      # "flow" (the engine) or "genmodel" (flowemu.genmodel's prediction)
+    # what-ifs (flowemu.whatif), "" for none: selectors in canonical form; ``fail``
+    # holds the Monte-Carlo draw random:FAILURES:FAILURE_SEED too (those two
+    # fields are kept for where/exclude only, not hashed)
+    fail: str = ""
+    degrade: str = ""
+    fail_policy: str = "strict"
+    slow: str = ""
+    background: str = ""
+    failures: int = 0
+    failure_seed: int = 0
     key: str = ""
     hash: str = ""
 
@@ -92,12 +115,16 @@ class Config:
             out["network"] = self.network_preset
         if self.model != "flow":   # so do flow configurations (written before models)
             out["model"] = self.model
+        for name in _WHATIF_RUN:   # and healthy ones (written before what-ifs)
+            if getattr(self, name) != _DEFAULTS[name]:
+                out[name] = getattr(self, name)
         # a network or placement read from a file is identified by its contents too:
         # editing the file makes new configurations, not silently reused rows
         files = {name: file_digest(path) for name, path in (
             ("topology", graph_file(self.topology)),
             ("placement", placement_file(self.placement)),
-            ("network", preset_file(self.network_preset))) if path}
+            ("network", preset_file(self.network_preset)),
+            ("background", background_file(self.background))) if path}
         if files:
             out["files"] = files
         return out
@@ -115,6 +142,14 @@ def preset_file(text: str) -> str | None:
     """The file of a network preset, else None (none or a built-in name)."""
     from ..netpresets import BUILTIN
     return text if text and text not in BUILTIN else None
+
+
+def background_file(text: str) -> str | None:
+    """The traffic file of a background, else None (none or a generator)."""
+    from ..background import GENERATORS
+    if not text or text.partition(":")[0].strip().lower() in GENERATORS:
+        return None
+    return text
 
 
 def placement_file(text: str) -> str | None:
@@ -186,7 +221,8 @@ def config_key(cfg: Config) -> str:
     parts = [cfg.group, cfg.topology, cfg.algorithm]
     if cfg.network_preset:
         parts.append(f"network={cfg.network_preset}")
-    for name in ("ranks", *NETWORK_FIELDS, "ecmp", "seed", "placement", "model"):
+    for name in ("ranks", *NETWORK_FIELDS, "ecmp", "seed", "placement", "model",
+                 *_WHATIF_RUN):
         v = getattr(cfg, name)
         if v != _DEFAULTS[name]:
             parts.append(f"{name}={_fmt_field(name, v)}")

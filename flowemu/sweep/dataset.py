@@ -47,11 +47,16 @@ SWEEP_COLUMNS = ["sweep", "group", "config_key", "config_hash", "label", "algori
 
 _STRING = {"sweep", "group", "config_key", "config_hash", "label", "algorithm_spec",
            "sizes_spec", "topology", "algorithm", "model", "variant", "options", "ecmp",
-           "flowemu_version", "error_type", "error", "note"}
-_INT = {"nodes", "ranks", "size_bytes", "steps", "seed"}
+           "flowemu_version", "error_type", "error", "note", "fail", "degrade", "fail_policy",
+           "slow", "background"}
+_INT = {"nodes", "ranks", "size_bytes", "steps", "seed", "failed_links"}
 _FLOAT = {"time_s", "goodput_Bps", "bandwidth_Bps", "link_latency_s", "hop_latency_s",
           "alpha_s", "gamma_s_per_B", "delta_s_per_B", "incast_threshold",
-          "incast_slope_s_per_B"}
+          "incast_slope_s_per_B", "background_Bps"}
+#: the what-if columns (:data:`flowemu.whatif.WHATIF_COLUMNS`) and what rows
+#: written before they existed read as: the healthy network
+WHATIF_DEFAULTS = {"fail": "", "degrade": "", "fail_policy": "strict", "slow": "",
+                   "background": "", "failed_links": 0, "background_Bps": np.nan}
 
 _NETWORK_COLUMNS = {"bandwidth": "bandwidth_Bps", "link_latency": "link_latency_s",
                     "hop_latency": "hop_latency_s", "alpha": "alpha_s",
@@ -85,7 +90,9 @@ def error_row(cfg, error_type: str, message: str, internal: bool) -> dict:
     """One row of the errors table: the configuration's fields and the message."""
     from .. import __version__
     row = {**_sweep_fields(cfg), "topology": cfg.topology, "ranks": cfg.ranks,
-           "model": cfg.model, "ecmp": cfg.ecmp, "seed": cfg.seed, "placement": cfg.placement}
+           "model": cfg.model, "ecmp": cfg.ecmp, "seed": cfg.seed, "placement": cfg.placement,
+           "fail": cfg.fail, "degrade": cfg.degrade, "fail_policy": cfg.fail_policy,
+           "slow": cfg.slow, "background": cfg.background}
     row.update({col: float(getattr(cfg, f)) for f, col in _NETWORK_COLUMNS.items()})
     row.update(error_type=error_type, error=message, internal=bool(internal),
                flowemu_version=__version__)
@@ -243,7 +250,10 @@ def load(dataset) -> pd.DataFrame:
 def with_model(df: pd.DataFrame) -> pd.DataFrame:
     """Rows written before the ``model`` column existed were timed by the
     flow engine: a missing column (or value, in a dataset mixing old and new
-    part files) reads as ``"flow"``, placed after ``algorithm``."""
+    part files) reads as ``"flow"``, placed after ``algorithm``. Likewise
+    rows written before the what-if columns ran on the healthy network:
+    :data:`WHATIF_DEFAULTS` (``""``, ``"strict"``, 0 failed links, NaN
+    background throughput), placed before ``note``."""
     if not {"time_s", "size_bytes"} <= set(df.columns):
         return df     # not result rows (e.g. a compare table): left as they are
     if "model" not in df.columns:
@@ -252,7 +262,31 @@ def with_model(df: pd.DataFrame) -> pd.DataFrame:
         df.insert(at, "model", "flow")
     elif df["model"].isna().any():
         df = df.assign(model=df["model"].fillna("flow"))
+    return _with_whatif(df)
+
+
+def _with_whatif(df: pd.DataFrame) -> pd.DataFrame:
+    missing = [c for c in WHATIF_DEFAULTS if c not in df.columns]
+    if missing:
+        df = df.copy()
+        at = df.columns.get_loc("note") if "note" in df.columns else len(df.columns)
+        for col in missing:   # in WHATIF_COLUMNS order, each after the last placed
+            at = (df.columns.get_loc(_before(col, df)) + 1) if _before(col, df) else at
+            df.insert(at, col, WHATIF_DEFAULTS[col])
+    fills = {c: v for c, v in WHATIF_DEFAULTS.items()
+             if c in df.columns and c != "background_Bps" and df[c].isna().any()}
+    if fills:   # a dataset mixing part files written before and after the columns
+        df = df.fillna(fills)
+        if "failed_links" in fills:
+            df["failed_links"] = df["failed_links"].astype("int64")
     return df
+
+
+def _before(col: str, df: pd.DataFrame) -> str | None:
+    """The what-if column that goes right before ``col``, if ``df`` has it."""
+    names = list(WHATIF_DEFAULTS)
+    i = names.index(col)
+    return names[i - 1] if i and names[i - 1] in df.columns else None
 
 
 def load_errors(dataset) -> pd.DataFrame:

@@ -36,7 +36,9 @@ def run_config(cfg: Config, threads: int | None = None, max_memory=None):
     return simulate(_topology(cfg.topology), cfg.algorithm, list(cfg.sizes), ecmp=cfg.ecmp,
                     seed=cfg.seed, ranks=cfg.ranks, placement=cfg.placement,
                     network=cfg.network(), threads=threads,
-                    max_memory=max_memory, model=cfg.model)
+                    max_memory=max_memory, model=cfg.model, fail=cfg.fail or None,
+                    degrade=cfg.degrade or None, fail_policy=cfg.fail_policy,
+                    slow=cfg.slow or None, background=cfg.background or None)
 
 
 def run_chunk(configs: list[Config], threads: int | None = None, max_memory=None):

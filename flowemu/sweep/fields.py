@@ -64,7 +64,7 @@ class _Topo:
     nodes: int
     dims: tuple[int, ...]
     family: str
-    modes: tuple[str, ...]    # the routing modes the family implements
+    modes: tuple[str, ...]    # the routing modes a run on the family takes (engine modes too)
 
 
 def _topo_info(spec: str) -> _Topo:
@@ -81,7 +81,7 @@ def _topo_info_of(spec: str, digest: str) -> _Topo:
     topo = parse_topology(spec)
     dims = getattr(topo, "grid", None) or getattr(topo, "dims", None) or ()
     return _Topo(topo.spec, int(topo.num_endpoints), tuple(int(d) for d in dims),
-                 topo.spec.split(":", 1)[0], tuple(topo.ecmp_modes))
+                 topo.spec.split(":", 1)[0], tuple(topo.engine_modes))
 
 
 @dataclass(frozen=True)
@@ -199,7 +199,44 @@ def _parse_scalar(name: str, raw):
         except ConfigError:
             raise ConfigError(f"{raw!r} is not allowed; expected one of "
                               f"{', '.join(map(repr, MODELS))}") from None
+    if name in WHATIF_SCALARS:
+        return _parse_whatif(name, raw)
     raise AssertionError(name)
+
+
+#: the what-if fields :func:`_parse_whatif` reads
+WHATIF_SCALARS = ("fail", "degrade", "fail_policy", "failures", "failure_seed", "slow",
+                  "background")
+
+
+def _parse_whatif(name: str, raw):
+    """One element of a what-if field: its text (selectors joined by ';',
+    spaces around them dropped; "" for none), the policy, or the integer.
+    Checked against the topology and ranks once each configuration is known
+    (:func:`flowemu.sweep.plan._whatif`)."""
+    from .. import checks
+    if name in ("failures", "failure_seed"):
+        return checks.integer(name, raw, lo=0, hi=checks.MAX_SEED if name == "failure_seed"
+                              else None)
+    if not isinstance(raw, str):
+        expect = {"fail": "a selector string such as \"random:4:0\" (several joined by ';'; "
+                          "\"\" for none)",
+                  "degrade": "SELECTOR=F[:lat=M] such as \"spine:0=0.5\" (several joined by "
+                             "';'; \"\" for none)",
+                  "fail_policy": "\"strict\" or \"reroute\"",
+                  "slow": "RANKS=FACTOR[:compute|:network] such as \"3=0.5\" (\"\" for none)",
+                  "background": "a generator such as \"perm:0.5\" or a traffic file (\"\" "
+                                "for none)"}[name]
+        raise ConfigError(f"expected {expect}, got {_type_name(raw)}")
+    if name == "fail_policy":
+        from ..topology.faults import POLICIES
+        if raw.strip() not in POLICIES:
+            raise ConfigError(f"{raw!r} is not allowed; expected "
+                              f"{' or '.join(map(repr, POLICIES))}{_suggest(raw, POLICIES)}")
+        return raw.strip()
+    if name in ("fail", "degrade"):
+        return ";".join(part.strip() for part in raw.split(";") if part.strip())
+    return raw.strip()
 
 
 def _parse_field(name: str, raw, loc: str, probs: _Problems) -> list | None:

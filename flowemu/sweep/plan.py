@@ -17,6 +17,7 @@ from .config import (
     NETWORK_FIELDS,
     REQUIRED,
     TOP_KEYS,
+    WHATIF_FIELDS,
     Config,
     _canon_float,
     config_hash,
@@ -27,6 +28,7 @@ from .fields import (
     _Alg,
     _parse_field,
     _parse_sizes,
+    _parse_whatif,
     _Problems,
     _suggest,
     _topo_info,
@@ -166,6 +168,8 @@ def load_sweep(path) -> SweepPlan:
         for f in GRID_FIELDS:
             vals, loc, present = field_values(f, table, prefix)
             locs[f] = loc
+            if present and vals is not None and f in WHATIF_FIELDS:
+                locs.update(_element_locs(f, table.get(f, doc.get(f)), loc))
             if present and f in NETWORK_FIELDS:
                 explicit.add(f)
             if f == "seed":
@@ -199,8 +203,15 @@ def load_sweep(path) -> SweepPlan:
             continue
         if not _modes_apply(values, ecmp_loc, probs):
             continue
+        if all(k == 0 for k in values["failures"]) and any(s != 0 for s in
+                                                          values["failure_seed"]):
+            probs.add(locs["failure_seed"], "a failure_seed applies only with failures > 0 "
+                                            "(it draws the failed cables); this grid's "
+                                            "failures is 0")
+            continue
         configs, seen, total, reported, misfits = [], set(), 0, set(), _Problems()
         priced: dict = {}
+        checked: dict = {}
         n_problems = len(probs.items)
         for combo in itertools.product(*(values[f] for f in GRID_FIELDS)):
             if len(probs.items) > n_problems:
@@ -209,6 +220,8 @@ def load_sweep(path) -> SweepPlan:
             kw = dict(zip(GRID_FIELDS, combo))
             if kw["ecmp"] != "hash":
                 kw["seed"] = 0   # the seeds of the grid are the hash's; one configuration here
+            if not kw["failures"]:
+                kw["failure_seed"] = 0   # no draw: the seeds are one configuration
             alg: _Alg = kw.pop("algorithm")
             preset = kw.pop("network")
             if preset and not _apply_preset(kw, preset, explicit, locs["network"], probs):
@@ -228,6 +241,9 @@ def load_sweep(path) -> SweepPlan:
             if not _fits(cfg, locs, misfits, reported):
                 continue
             if not _runs_on(cfg, alg, locs, misfits):
+                continue
+            cfg = _whatif(cfg, locs, misfits, checked)
+            if cfg is None:
                 continue
             if cfg.model == "genmodel" and not _priceable(cfg, alg, locs, misfits, priced):
                 continue
@@ -304,6 +320,103 @@ def _priceable(cfg: Config, alg: _Alg, locs: dict, probs: _Problems, priced: dic
             probs.add(locs["model"], f"genmodel cannot price {alg.label} on {info.spec} "
                                      f"({p} ranks): {why}")
     return priced[key]
+
+
+def _whatif(cfg: Config, locs: dict, probs: _Problems, checked: dict) -> Config | None:
+    """``cfg`` with its failures and degradation in canonical form (the
+    ``fail`` column of its rows), or None after reporting what the
+    configuration's topology and ranks refuse: a selector
+    (:func:`flowemu.topology.apply_faults`), a slow rank
+    (:func:`flowemu.stragglers.parse_slow`), a background
+    (:func:`flowemu.background.parse_background`: a missing file too), a
+    what-if with ``model = "genmodel"``. Each problem is reported once; a
+    failure that cuts ranks off is left to the run (that configuration's
+    error). ``checked`` caches the outcomes within one plan."""
+    from ..errors import ConfigError
+    if not (cfg.fail or cfg.failures or cfg.degrade or cfg.slow or cfg.background):
+        return replace(cfg, fail_policy="strict")   # the policy acts on failed links only
+    if cfg.model == "genmodel":
+        probs.add(locs["model"], "genmodel does not model failures, degraded links, slow "
+                                 "ranks or background traffic; use model = \"flow\" for the "
+                                 "what-if configurations (split the group or exclude the pair)")
+        return None
+    info = _topo_info(cfg.topology)
+    p = cfg.ranks if cfg.ranks is not None else info.nodes
+
+    def at(name: str, value) -> str:   # the element of an array, else the key
+        return locs.get((name, value), locs[name])
+
+    def check(kind: str, text: str, loc: str, why: str = ""):
+        """The canonical text of one what-if on this topology (and ranks), or
+        None after reporting why not."""
+        key = (kind, info.spec, p if kind == "slow" else None, text)
+        if key not in checked:
+            try:
+                checked[key] = (_canonical(kind, text, cfg.topology, p), "")
+            except ConfigError as exc:
+                checked[key] = (None, str(exc))
+        canon, error = checked[key]
+        if canon is None:
+            where = f"on {info.spec}, {p} ranks" if kind == "slow" else \
+                "" if info.spec in error else f"on {info.spec}"
+            where = ", ".join(filter(None, (where, why.removeprefix(", "))))
+            probs.add(loc, _strip(error, kind) + (f" ({where})" if where else ""))
+        return canon
+
+    texts = {}
+    if cfg.fail or cfg.failures:   # a Monte-Carlo draw is one more failure selector
+        draw = f"random:{cfg.failures}:{cfg.failure_seed}" if cfg.failures else ""
+        parts = [check("fail", text, loc, why) for text, loc, why in (
+            (cfg.fail, at("fail", cfg.fail), ""),
+            (draw, at("failures", cfg.failures), f", failure_seed {cfg.failure_seed}"))
+            if text]
+        if None in parts:
+            return None
+        texts["fail"] = ";".join(parts)
+    if cfg.degrade:
+        texts["degrade"] = check("degrade", cfg.degrade, at("degrade", cfg.degrade))
+        if texts["degrade"] is None:
+            return None
+    # (too many ranks for the topology fail at run time, as without slow ranks)
+    if cfg.slow and p <= info.nodes and check("slow", cfg.slow, at("slow", cfg.slow)) is None:
+        return None
+    if cfg.background and check("background", cfg.background,
+                                at("background", cfg.background)) is None:
+        return None
+    out = replace(cfg, **texts)
+    return out if out.fail else replace(out, fail_policy="strict")
+
+
+def _element_locs(name: str, raw, loc: str) -> dict:
+    """``{(name, value): "loc[i]"}`` for the elements of an array value, so a
+    what-if the topology refuses is reported at its element."""
+    if not isinstance(raw, list):
+        return {}
+    out = {}
+    for i, item in enumerate(raw):
+        out.setdefault((name, _parse_whatif(name, item)), f"{loc}[{i}]")
+    return out
+
+
+def _canonical(kind: str, text: str, spec: str, p: int) -> str:
+    """The canonical text of a what-if checked against a topology (ConfigError
+    naming ``kind`` when it refuses it)."""
+    from ..topology import apply_faults
+    from .executor import _topology
+    if kind == "fail":
+        return apply_faults(_topology(spec), text).fail
+    if kind == "degrade":
+        return apply_faults(_topology(spec), None, text).degrade
+    if kind == "slow":
+        from ..stragglers import parse_slow
+        return parse_slow(text, p).spec
+    from ..background import parse_background
+    return parse_background(text, _topology(spec)).spec
+
+
+def _strip(msg: str, kind: str) -> str:
+    """A library message without its ``kind: `` prefix (the location names it)."""
+    return msg[len(kind) + 2:] if msg.startswith(f"{kind}: ") else msg
 
 
 def _runs_on(cfg: Config, alg: _Alg, locs: dict, probs: _Problems) -> bool:
