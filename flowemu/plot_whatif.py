@@ -77,7 +77,7 @@ def slowdown_figure(df: pd.DataFrame, *, size=None, title: str | None = None, gr
     nbytes = _pick_size(df, size)
     df = df[df["size_bytes"] == nbytes]
     df, note = _limit_scenarios(df, max_panels, keep=tuple(WHATIF_SCENARIO))
-    cmp = compare_whatif(df, who=WHO)
+    cmp = compare_whatif(df, who=f"{WHO} at {format_size(nbytes)}")
     cmp = cmp[np.isfinite(cmp["slowdown"].to_numpy(dtype=float))]
     if not (cmp["condition"] != "healthy").any():
         raise ConfigError(f"{WHO}: no what-if row of size {format_size(nbytes)} has a healthy "

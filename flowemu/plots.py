@@ -618,9 +618,10 @@ def figures(dataset, outdir=None) -> list[Path]:
     """Every standard figure of a dataset: ``goodput`` and ``gain`` PNGs, one
     pair per group when the dataset has several (``goodput-<group>.png``), in
     ``outdir`` (default ``DATASET/figures``); and ``slowdown`` (largest size)
-    where a group holds what-if rows beside healthy ones. Goodput and gain
-    show the healthy network when there are what-ifs (the title says so)."""
+    where a group holds what-if rows beside healthy ones, whose goodput and
+    gain figures then show the healthy network (the title says so)."""
     from .plot_whatif import has_slowdown, plot_slowdown
+    from .whatif import healthy_rows
     df = load(dataset)
     if df.empty:
         raise ConfigError(f"plot: {dataset} holds no results")
@@ -633,9 +634,13 @@ def figures(dataset, outdir=None) -> list[Path]:
         suffix = f"-{g}" if g is not None and len(groups) > 1 else ""
         sel = df[df["group"] == g] if g is not None else df
         title = f"{name}" + (f" / {g}" if suffix else "")
-        written.append(plot_goodput(sel, outdir / f"goodput{suffix}.png", title=title))
-        written.append(plot_gain(sel, outdir / f"gain{suffix}.png", title=title))
-        if has_slowdown(sel):
+        whatifs = has_slowdown(sel)
+        # goodput and gain of the healthy network; the what-ifs are in the slowdown figure
+        base = sel[healthy_rows(with_whatif(sel))] if whatifs else sel
+        base_title = f"{title} · healthy network" if whatifs else title
+        written.append(plot_goodput(base, outdir / f"goodput{suffix}.png", title=base_title))
+        written.append(plot_gain(base, outdir / f"gain{suffix}.png", title=base_title))
+        if whatifs:
             try:
                 written.append(plot_slowdown(sel, outdir / f"slowdown{suffix}.png",
                                              title=title))
