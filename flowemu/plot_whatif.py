@@ -144,6 +144,7 @@ def _condition_axis(ax, numeric: bool, xpos: dict) -> None:
         counts = sorted(set(xpos.values()))
         if max(counts) >= 8:          # 0, 1, 4, 16 spread evenly, not crowded at 0
             ax.set_xscale("symlog", linthresh=1.0, linscale=0.5)
+            ax.set_xlim(-0.3, max(counts) * 1.25)
         ax.set_xticks(counts, [f"{c:g}" for c in counts])
         ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_xticks([], minor=True)

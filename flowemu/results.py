@@ -318,6 +318,8 @@ def compare_whatif(df: pd.DataFrame, who: str = "compare --by whatif") -> pd.Dat
     df : DataFrame
         Result rows (``size_bytes``, ``time_s``, the what-if columns and a
         ``label`` or ``algorithm``), holding healthy rows and what-if rows.
+        Algorithms are told apart by ``label`` (a sweep's); rows without one
+        by name (add a ``label`` column to compare variants of one).
     who : str
         The command named in error messages.
 
@@ -354,7 +356,9 @@ def compare_whatif(df: pd.DataFrame, who: str = "compare --by whatif") -> pd.Dat
                           "background) to measure the slowdown against; add them (sweep field "
                           "failures = [0, ...], or a group without what-ifs)")
     d = d.copy()
-    d["_alg"] = _algorithm_names(d, source)
+    # without labels (e.g. simulate frames) an algorithm is its name: an auto variant
+    # resolves per size and per what-if, so its options would split one algorithm
+    d["_alg"] = d[source].astype(str)
     keys = [c for c in scenario_columns(d) if c not in WHATIF_SCENARIO]
     for c in WHATIF_SCENARIO:
         if c not in d.columns:
@@ -363,7 +367,7 @@ def compare_whatif(df: pd.DataFrame, who: str = "compare --by whatif") -> pd.Dat
     # changes nothing (and simulate writes "strict" whatever was asked)
     d["fail_policy"] = d["fail_policy"].astype(str).where(d["fail"].astype(str) != "", "")
     # a later row of the same configuration and size replaces an earlier one
-    ident = keys + ["size_bytes", "label" if "label" in d.columns else "_alg"] + WHATIF_SCENARIO
+    ident = keys + ["size_bytes", "_alg"] + WHATIF_SCENARIO
     d = slowdown(d.drop_duplicates(ident, keep="last"))
     if "failed_links" not in d.columns:
         d["failed_links"] = 0
@@ -383,18 +387,6 @@ def compare_whatif(df: pd.DataFrame, who: str = "compare --by whatif") -> pd.Dat
     out = out.sort_values(keys + ["size_bytes", "algorithm", "_sick", "failed_links",
                                   "condition"], kind="stable")
     return out[keys + WHATIF_RESULT_COLUMNS].reset_index(drop=True)
-
-
-def _algorithm_names(d: pd.DataFrame, source: str) -> pd.Series:
-    """The algorithm of each row as compared: the label, or (rows without
-    one, e.g. :func:`flowemu.simulate` frames) the name, with its options
-    where one name runs with several."""
-    names = d[source].astype(str)
-    if source == "label" or "options" not in d.columns:
-        return names
-    opts = d["options"].fillna("").astype(str)
-    several = opts.groupby([names, d["size_bytes"]]).transform("nunique") > 1
-    return names.where(~several | (opts == ""), names + ":" + opts)
 
 
 def compare_whatif_table(cmp: pd.DataFrame) -> str:
