@@ -390,3 +390,42 @@ def test_goodput_figure_of_a_whatif_dataset_shows_the_healthy_network():
                 for line in ax.get_lines() if line.get_label() == "ring")
     # the healthy ring: 1 KiB in 2 s, 4 KiB in 8 s, in Gb/s
     assert np.asarray(ring.get_ydata()) == pytest.approx([1024 / 2 * 8e-9, 4096 / 8 * 8e-9])
+
+
+# ------------------------------------------------------------------ a sweep's dataset
+
+def _sweep_has_whatifs() -> bool:
+    from flowemu.sweep import config
+    return "failures" in getattr(config, "WHATIF_FIELDS", ())
+
+
+@pytest.mark.skipif(not _sweep_has_whatifs(), reason="this tree's sweeps lack what-if fields")
+def test_sweep_dataset_compare_and_figures(tmp_path, capsys):
+    from flowemu.sweep import sweep
+    cfg = tmp_path / "wf.toml"
+    cfg.write_text('sizes = ["1KiB", "64KiB"]\ntopology = ["torus:4x4", "fattree:k=4"]\n'
+                   'algorithm = ["swing", "ring"]\nfail_policy = "reroute"\n'
+                   'failures = [0, 1, 2]\nfailure_seed = [0, 1]\n')
+    sweep(cfg, tmp_path / "wf", jobs=1, progress=False)
+    df = flowemu.load(tmp_path / "wf")
+    # 2 topologies x 2 algorithms x (1 + 2 x 2) configurations, 2 sizes each
+    assert len(df) == 2 * 2 * 5 * 2
+    cmp = compare_whatif(df)
+    assert len(cmp) == 2 * 2 * 2 * 3
+    assert set(cmp["seeds"]) == {1, 2} and set(cmp["failed_links"]) == {0, 1, 2}
+    healthy = df[df.fail == ""].set_index(["topology", "label", "size_bytes"])["time_s"]
+    for r in cmp.itertuples():
+        rows = df[(df.topology == r.topology) & (df.label == r.algorithm)
+                  & (df.size_bytes == r.size_bytes) & (df.failed_links == r.failed_links)]
+        ratio = rows["time_s"] / healthy[(r.topology, r.algorithm, r.size_bytes)]
+        assert r.seeds == len(rows)
+        assert (r.slowdown, r.slowdown_min, r.slowdown_max) == \
+            pytest.approx((ratio.mean(), ratio.min(), ratio.max()), rel=1e-12)
+    # plain compare: one condition per cell
+    plain = compare(df)
+    assert (plain.groupby(["topology", "size_bytes", "fail"])["algorithm"].nunique() == 2).all()
+    code, out, err = run(capsys, ["compare", str(tmp_path / "wf"), "--by", "whatif"])
+    assert code == 0 and "fail random:2" in out
+    code, out, err = run(capsys, ["plot", str(tmp_path / "wf")])
+    assert code == 0 and not err
+    assert is_png(tmp_path / "wf" / "figures" / "slowdown.png")
