@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 # flowemu and what it needs to run, without the test and cluster tools (a faster first demo)
 RUN_STAMP := $(VENV)/.installed-run
 
-.PHONY: setup test test-all demo bench lint clean sweep figures paper
+.PHONY: setup test test-all demo bench lint clean sweep figures paper whatif
 
 $(RUN_STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -47,7 +47,8 @@ SWEEP_OPTS = $(if $(JOBS),--jobs $(JOBS)) $(if $(SCHEDULER),--scheduler $(SCHEDU
 sweep: $(STAMP)
 	$(PY) -m flowemu sweep $(CONFIG) --out $(RESULTS)/$(basename $(notdir $(CONFIG))) $(SWEEP_OPTS)
 
-# goodput and gain figures (per group) of every dataset under results/, in <dataset>/figures/
+# goodput and gain figures (per group) of every dataset under results/, in <dataset>/figures/,
+# and the slowdown figure of datasets with what-if rows (results/whatif-failures/: make whatif)
 figures: $(STAMP)
 	@found=; for d in $(RESULTS)/*/; do \
 	  if ls $$d/part-*.parquet >/dev/null 2>&1; then \
@@ -113,6 +114,19 @@ paper: $(STAMP)
 	$(PY) -m flowemu plot $(ALPHA) --kind gain-curve --by alpha_s \
 	  --title "Swing's gain over the best other, 64x64 torus, per-message overhead alpha" \
 	  --out $(PAPER_FIGS)/alpha-sensitivity-64x64.png
+
+# the failure study of issue 16: Swing, bucket, ring and recursive doubling on torus:64x64 and
+# fattree:k=16 with 0, 1, 4, 16 random failed links over 20 seeds (configs/whatif-failures.toml)
+# -> results/whatif-failures/, its figures (figures/slowdown.png) and the slowdown table
+WHATIF := $(RESULTS)/whatif-failures
+whatif: $(STAMP)
+	$(PY) -m flowemu sweep configs/whatif-failures.toml --out $(WHATIF) $(SWEEP_OPTS)
+	$(PY) -m flowemu plot $(WHATIF)
+	$(PY) -m flowemu plot $(WHATIF) --kind slowdown --size 1MiB \
+	  --title "random link failures, 20 seeds" --out $(WHATIF)/figures/slowdown-1MiB.png
+	$(PY) -m flowemu plot $(WHATIF) --kind slowdown --size 1KiB \
+	  --title "random link failures, 20 seeds" --out $(WHATIF)/figures/slowdown-1KiB.png
+	$(PY) -m flowemu compare $(WHATIF) --by whatif --format csv --out $(WHATIF)/compare-whatif.csv
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check flowemu tests

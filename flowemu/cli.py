@@ -189,17 +189,21 @@ def _build_parser() -> argparse.ArgumentParser:
                                        ".txt (table)")
     c.add_argument("--by", default="label",
                    help="label (variants apart, default) | algorithm (best variant) | model "
-                        "(flow vs genmodel time of each configuration and their ratio)")
+                        "(flow vs genmodel time of each configuration and their ratio) | "
+                        "whatif (slowdown of each what-if against the healthy network; "
+                        "random failures: mean, min and max over the seeds)")
     c.add_argument("--where", help="only rows matching this pandas query, e.g. "
                                    "\"topology == 'torus:8x8'\"")
 
-    pl = sub.add_parser("plot", help="goodput, time or gain figures of a dataset (PNG)")
+    pl = sub.add_parser("plot", help="goodput, time, gain or slowdown figures of a dataset "
+                                     "(PNG)")
     pl.add_argument("dataset", help="a sweep's dataset directory (or a parquet/CSV file)")
     pl.add_argument("--out", "-o",
                     help="FILE.png (default: every figure into DATASET/figures/)")
     pl.add_argument("--kind", "-k", default="goodput",
                     help="goodput | time (vs size) | gain (heatmap) | gain-curve (gain vs "
-                         "size, a line per value of --by)")
+                         "size, a line per value of --by) | slowdown (vs failed links, "
+                         "against the healthy network)")
     pl.add_argument("--group", "-g", help="only this group of the sweep")
     pl.add_argument("--topology", "-t", help="only these topologies (comma list; a spec's own "
                     "options stay with it: hx2mesh:32x32,torus:64x64,leafspine:8x4x2,uplinks=2)")
@@ -208,6 +212,8 @@ def _build_parser() -> argparse.ArgumentParser:
                          "gain without it: the best's)")
     pl.add_argument("--by", help="--kind gain-curve: the configuration column with a line "
                                  "per value (default alpha_s)")
+    pl.add_argument("--size", help="--kind slowdown: the vector size (default: the largest "
+                                   "in the data)")
     pl.add_argument("--where", help="only rows matching this pandas query, e.g. "
                                     "\"bandwidth_Bps == 5e10\"")
     pl.add_argument("--title", help="figure title")
@@ -626,9 +632,9 @@ def _cmd_sweep(args) -> int:
 
 def _cmd_compare(args) -> int:
     from .results import compare, compare_table, load, query
-    if args.by not in ("label", "algorithm", "model"):
-        raise ConfigError(f"--by: {args.by!r} is not allowed; expected label, algorithm or "
-                          "model")
+    if args.by not in ("label", "algorithm", "model", "whatif"):
+        raise ConfigError(f"--by: {args.by!r} is not allowed; expected label, algorithm, "
+                          "model or whatif")
     if args.out == "-":
         args.out = None
     fmt = output_format(args.out, args.format if _given(args, "format") else None,
@@ -660,7 +666,7 @@ def _cmd_plot(args) -> int:
     if args.kind not in KINDS:
         raise ConfigError(f"--kind: unknown kind {args.kind!r}; allowed: {', '.join(KINDS)}")
     if args.out is None:   # every standard figure, unfiltered: the choices need --out
-        for dest in ("kind", "group", "topology", "algorithm", "where", "title", "by"):
+        for dest in ("kind", "group", "topology", "algorithm", "where", "title", "by", "size"):
             if _given(args, dest):
                 _refuse(f"--{dest}", "needs --out FILE (without it, plot draws every standard "
                                      "figure of the dataset into DATASET/figures/)")
@@ -679,6 +685,10 @@ def _cmd_plot(args) -> int:
         kw["by"] = args.by or "alpha_s"
     elif args.by:
         raise ConfigError(f"--by goes with --kind gain-curve, not {args.kind}")
+    if args.kind == "slowdown":
+        kw["size"] = args.size
+    elif args.size is not None:
+        raise ConfigError(f"--size goes with --kind slowdown, not {args.kind}")
     print(plot(args.dataset, args.out, args.kind, **kw))
     return 0
 

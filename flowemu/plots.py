@@ -12,6 +12,8 @@
 - :func:`plot_gain_curves`: one algorithm's gain over the best other vs size,
   one line per value of a configuration column (e.g. the per-message
   overhead ``alpha_s``): how a parameter moves the crossovers.
+- :func:`~flowemu.plot_whatif.plot_slowdown` (in :mod:`flowemu.plot_whatif`):
+  the slowdown of what-if rows against the healthy network vs failed links.
 - :func:`figures`: every standard figure of a dataset (per group).
 
 Every figure draws an algorithm in the same colour and marker
@@ -49,11 +51,12 @@ from .results import (
     load,
     query,
     scenario_columns,
+    with_whatif,
 )
 from .sweep.dataset import _NETWORK_COLUMNS
 from .units import format_rate, format_size, format_time
 
-KINDS = ("goodput", "time", "gain", "gain-curve")
+KINDS = ("goodput", "time", "gain", "gain-curve", "slowdown")
 
 
 def _new_figure(width: float, height: float) -> Figure:
@@ -97,9 +100,16 @@ def _scenario_title(row: pd.Series, cols: list[str]) -> str:
             parts.append(f"{c.split('_')[0]} {format_time(v)}")
         elif c in ("topology", "group"):
             parts.append(str(v))
+        elif c in _WHATIF_NONE:
+            parts.append(f"{c} {v}" if v else _WHATIF_NONE[c])
         else:
             parts.append(f"{c}={v}")
     return " · ".join(parts)
+
+
+#: a what-if column's empty value in a title
+_WHATIF_NONE = {"fail": "no failures", "degrade": "no degradation", "slow": "no slow ranks",
+                "background": "no background"}
 
 
 def _labels(df: pd.DataFrame) -> pd.Series:
@@ -123,12 +133,14 @@ def _filter(df: pd.DataFrame, group=None, topologies=None, where=None) -> pd.Dat
         df = df[df["topology"].isin(topologies)]
     if df.empty:
         raise ConfigError("plot: no results to plot")
-    return df
+    return with_whatif(df)
 
 
 #: flowemu's defaults (the Swing paper's network), in dataset columns
 _BASELINE = {**{col: float(getattr(Network(), f)) for f, col in _NETWORK_COLUMNS.items()},
-             "ecmp": "split", "seed": 0, "placement": "linear", "model": "flow"}
+             "ecmp": "split", "seed": 0, "placement": "linear", "model": "flow",
+             # a what-if study's goodput and gain figures show the healthy network
+             "fail": "", "degrade": "", "slow": "", "background": "", "fail_policy": "strict"}
 
 
 def _limit_scenarios(df: pd.DataFrame, limit: int, keep=()) -> tuple[pd.DataFrame, str]:
@@ -580,9 +592,11 @@ def plot_gain_curves(df: pd.DataFrame, out, **kwargs) -> Path:
 
 
 def plot(dataset, out, kind: str = "goodput", **kwargs) -> Path:
-    """:func:`plot_goodput`, :func:`plot_time`, :func:`plot_gain` or
-    :func:`plot_gain_curves` (``kind`` goodput, time, gain, gain-curve) of a
-    dataset path or DataFrame."""
+    """:func:`plot_goodput`, :func:`plot_time`, :func:`plot_gain`,
+    :func:`plot_gain_curves` or :func:`~flowemu.plot_whatif.plot_slowdown`
+    (``kind`` goodput, time, gain, gain-curve, slowdown) of a dataset path or
+    DataFrame."""
+    from .plot_whatif import plot_slowdown, slowdown_figure
     if kind not in KINDS:
         raise ConfigError(f"--kind: unknown kind {kind!r}; allowed: {', '.join(KINDS)}")
     df = dataset if isinstance(dataset, pd.DataFrame) else load(dataset)
@@ -590,7 +604,8 @@ def plot(dataset, out, kind: str = "goodput", **kwargs) -> Path:
         raise ConfigError(f"plot: {dataset} holds no results")
     draw, figure = {"goodput": (plot_goodput, goodput_figure), "time": (plot_time, goodput_figure),
                     "gain": (plot_gain, gain_figure),
-                    "gain-curve": (plot_gain_curves, gain_curve_figure)}[kind]
+                    "gain-curve": (plot_gain_curves, gain_curve_figure),
+                    "slowdown": (plot_slowdown, slowdown_figure)}[kind]
     allowed = sorted(set(inspect.signature(figure).parameters) - {"df", "metric"})
     wrong = sorted(set(kwargs) - set(allowed))
     if wrong:
@@ -602,7 +617,11 @@ def plot(dataset, out, kind: str = "goodput", **kwargs) -> Path:
 def figures(dataset, outdir=None) -> list[Path]:
     """Every standard figure of a dataset: ``goodput`` and ``gain`` PNGs, one
     pair per group when the dataset has several (``goodput-<group>.png``), in
-    ``outdir`` (default ``DATASET/figures``)."""
+    ``outdir`` (default ``DATASET/figures``); and ``slowdown`` (largest size)
+    where a group holds what-if rows beside healthy ones, whose goodput and
+    gain figures then show the healthy network (the title says so)."""
+    from .plot_whatif import has_slowdown, plot_slowdown
+    from .whatif import healthy_rows
     df = load(dataset)
     if df.empty:
         raise ConfigError(f"plot: {dataset} holds no results")
@@ -615,6 +634,16 @@ def figures(dataset, outdir=None) -> list[Path]:
         suffix = f"-{g}" if g is not None and len(groups) > 1 else ""
         sel = df[df["group"] == g] if g is not None else df
         title = f"{name}" + (f" / {g}" if suffix else "")
-        written.append(plot_goodput(sel, outdir / f"goodput{suffix}.png", title=title))
-        written.append(plot_gain(sel, outdir / f"gain{suffix}.png", title=title))
+        whatifs = has_slowdown(sel)
+        # goodput and gain of the healthy network; the what-ifs are in the slowdown figure
+        base = sel[healthy_rows(with_whatif(sel))] if whatifs else sel
+        base_title = f"{title} · healthy network" if whatifs else title
+        written.append(plot_goodput(base, outdir / f"goodput{suffix}.png", title=base_title))
+        written.append(plot_gain(base, outdir / f"gain{suffix}.png", title=base_title))
+        if whatifs:
+            try:
+                written.append(plot_slowdown(sel, outdir / f"slowdown{suffix}.png",
+                                             title=title))
+            except ConfigError:   # what-ifs without a healthy twin (yet): no figure
+                pass
     return written

@@ -1,4 +1,5 @@
-"""Sweep results: the goodput-gain comparison of a dataset's rows.
+"""Sweep results: the goodput-gain comparison of a dataset's rows, and the
+slowdown of what-if rows against the healthy network (:func:`compare_whatif`).
 
 The dataset itself (parquet schema, atomic part files, the manifest, loading,
 pruning) lives in :mod:`flowemu.sweep.dataset`; what readers use (``load``,
@@ -6,6 +7,8 @@ pruning) lives in :mod:`flowemu.sweep.dataset`; what readers use (``load``,
 """
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pandas as pd
@@ -18,12 +21,30 @@ from .sweep.dataset import (  # noqa: F401 - what readers of a dataset use, impo
     load,
     load_errors,
 )
+from .whatif import WHATIF_COLUMNS, healthy_rows, slowdown
+
+#: the what-if columns that are conditions of a run (failed and degraded links,
+#: the policy, slow ranks, background traffic): scenario columns, so a healthy
+#: and a faulty row are never ranked against each other as algorithms.
+#: ``failed_links`` and ``background_Bps`` are outputs of a run, not conditions.
+WHATIF_SCENARIO = [c for c in WHATIF_COLUMNS if c not in ("failed_links", "background_Bps")]
+#: the what-if conditions that make a row not the healthy network's
+_CONDITIONS = ["fail", "degrade", "slow", "background"]
 
 #: configuration columns that make a comparison scenario when they vary
 SCENARIO_COLUMNS = ["group", "topology", "nodes", "ranks", "bandwidth_Bps", "link_latency_s",
                     "hop_latency_s", "alpha_s", "gamma_s_per_B", "delta_s_per_B",
                     "incast_threshold", "incast_slope_s_per_B", "ecmp", "seed", "placement",
-                    "model"]
+                    "model"] + WHATIF_SCENARIO
+
+
+def with_whatif(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with missing what-if text read as the healthy defaults (``""``,
+    policy ``"strict"``): rows written before the columns existed, or a file
+    that lost empty strings (CSV), compare like rows that have them."""
+    fill = {c: ("strict" if c == "fail_policy" else "") for c in WHATIF_SCENARIO
+            if c in df.columns and df[c].isna().any()}
+    return df.fillna(fill) if fill else df
 
 
 # ------------------------------------------------------------------ comparison
@@ -86,11 +107,15 @@ def compare(df: pd.DataFrame, by: str = "label") -> pd.DataFrame:
     df : DataFrame
         Rows with ``size_bytes`` and ``goodput_Bps`` (e.g. :func:`load`), and a
         ``label`` or ``algorithm`` column.
-    by : {"label", "algorithm", "model"}
+    by : {"label", "algorithm", "model", "whatif"}
         ``label`` compares algorithm variants (name + options that differ from
         the defaults, e.g. ``ring:ports=2``); ``algorithm`` merges the variants
         of one algorithm, taking the best per size; ``model`` returns
-        :func:`compare_models`.
+        :func:`compare_models`, ``whatif`` :func:`compare_whatif`.
+
+    What-if conditions (``fail``, ``degrade``, ``fail_policy``, ``slow``,
+    ``background``) are scenario columns: algorithms are ranked within one
+    condition (one failure seed), never a healthy row against a faulty one.
 
     Returns
     -------
@@ -105,9 +130,12 @@ def compare(df: pd.DataFrame, by: str = "label") -> pd.DataFrame:
     """
     if by == "model":
         return compare_models(df)
+    if by == "whatif":
+        return compare_whatif(df)
     if by not in ("label", "algorithm"):
-        raise ConfigError(f"compare: by={by!r} is not allowed; expected 'label', 'algorithm' "
-                          "or 'model'")
+        raise ConfigError(f"compare: by={by!r} is not allowed; expected 'label', 'algorithm', "
+                          "'model' or 'whatif'")
+    df = with_whatif(df)
     need = ["size_bytes", "goodput_Bps"]
     missing = [c for c in need if c not in df.columns]
     source = "label" if by == "label" and "label" in df.columns else "algorithm"
@@ -245,6 +273,153 @@ def compare_models_table(cmp: pd.DataFrame) -> str:
     return show.to_string(index=False)
 
 
+# ------------------------------------------------------------------ what-ifs
+
+#: a random selector's seed (``random:K:SEED`` -> ``random:K``): Monte-Carlo
+#: runs that differ only in it are one condition
+_RANDOM_SEED = re.compile(r"(?:^|(?<=;))(random:\d+):\d+(?=$|[;=])")
+
+#: the columns of :func:`compare_whatif` after the scenario columns
+WHATIF_RESULT_COLUMNS = ["size_bytes", "algorithm", "condition", "fail", "degrade",
+                         "fail_policy", "slow", "background", "failed_links", "seeds",
+                         "healthy_time_s", "time_s", "time_min_s", "time_max_s", "slowdown",
+                         "slowdown_min", "slowdown_max"]
+
+
+def without_seed(selectors: str) -> str:
+    """``selectors`` with each random selector's seed left out:
+    ``"random:16:3;node:5"`` -> ``"random:16;node:5"``,
+    ``"random:4:1=0.5"`` -> ``"random:4=0.5"``."""
+    return _RANDOM_SEED.sub(r"\1", selectors)
+
+
+def condition_label(fail="", degrade="", slow="", background="") -> str:
+    """A what-if condition in words: ``"healthy"`` when there is none, else
+    its parts (``"fail random:16 · slow 3=0.5"``)."""
+    parts = [f"{name} {value}" for name, value in (
+        ("fail", fail), ("degrade", degrade), ("slow", slow), ("background", background))
+        if value]
+    return " · ".join(parts) or "healthy"
+
+
+def compare_whatif(df: pd.DataFrame, who: str = "compare --by whatif") -> pd.DataFrame:
+    """The slowdown of every what-if condition against the healthy network.
+
+    Each row is paired with the healthy twin of its configuration
+    (:func:`flowemu.whatif.slowdown`: same topology, ranks, algorithm and
+    options, size, routing, placement and network, no failure, degradation,
+    slow rank or background). Monte-Carlo runs — rows that differ only in the
+    seed of their ``random:K:SEED`` selectors and have the same number of
+    failed cables — are one condition: ``seeds`` runs, their mean, smallest
+    and largest time and slowdown.
+
+    Parameters
+    ----------
+    df : DataFrame
+        Result rows (``size_bytes``, ``time_s``, the what-if columns and a
+        ``label`` or ``algorithm``), holding healthy rows and what-if rows.
+        Algorithms are told apart by ``label`` (a sweep's); rows without one
+        by name (add a ``label`` column to compare variants of one).
+    who : str
+        The command named in error messages.
+
+    Returns
+    -------
+    DataFrame
+        One row per (scenario, size, algorithm label, condition): the
+        scenario columns (:func:`scenario_columns` without the what-ifs),
+        then :data:`WHATIF_RESULT_COLUMNS` — ``condition`` (words, see
+        :func:`condition_label`; ``healthy`` rows have slowdown 1), ``fail``
+        and ``degrade`` without random seeds, ``fail_policy`` ("" where
+        nothing fails: it changes nothing there), ``failed_links`` (cables),
+        ``seeds`` (runs aggregated), ``healthy_time_s``, ``time_s`` (mean),
+        ``time_min_s``, ``time_max_s``, ``slowdown`` (mean of time /
+        healthy time), ``slowdown_min``, ``slowdown_max``. NaN slowdowns
+        where the data holds no healthy twin. Sorted by scenario, size,
+        algorithm, failed links and condition (healthy first).
+    """
+    missing = [c for c in ("size_bytes", "time_s") if c not in df.columns]
+    source = "label" if "label" in df.columns else "algorithm"
+    if source not in df.columns:
+        missing.append("label or algorithm")
+    if missing:
+        raise ConfigError(f"{who}: the data lacks column(s) {', '.join(missing)}")
+    d = with_whatif(df)
+    conds = [c for c in _CONDITIONS if c in d.columns]
+    healthy = healthy_rows(d)
+    if not conds or healthy.all():
+        raise ConfigError(f"{who}: the data has no what-if rows (fail, degrade, slow or "
+                          "background); run what-ifs beside the healthy network (sweep fields "
+                          "fail, failures, degrade, slow, background)")
+    if not healthy.any():
+        raise ConfigError(f"{who}: the data has no healthy rows (no fail, degrade, slow or "
+                          "background) to measure the slowdown against; add them (sweep field "
+                          "failures = [0, ...], or a group without what-ifs)")
+    d = d.copy()
+    # without labels (e.g. simulate frames) an algorithm is its name: an auto variant
+    # resolves per size and per what-if, so its options would split one algorithm
+    d["_alg"] = d[source].astype(str)
+    keys = [c for c in scenario_columns(d) if c not in WHATIF_SCENARIO]
+    for c in WHATIF_SCENARIO:
+        if c not in d.columns:
+            d[c] = ""
+    # the policy says what a failure may do to a schedule: where nothing fails it
+    # changes nothing (and simulate writes "strict" whatever was asked)
+    d["fail_policy"] = d["fail_policy"].astype(str).where(d["fail"].astype(str) != "", "")
+    # a later row of the same configuration and size replaces an earlier one
+    ident = keys + ["size_bytes", "_alg"] + WHATIF_SCENARIO
+    d = slowdown(d.drop_duplicates(ident, keep="last"))
+    if "failed_links" not in d.columns:
+        d["failed_links"] = 0
+    d["fail"] = d["fail"].astype(str).map(without_seed)
+    d["degrade"] = d["degrade"].astype(str).map(without_seed)
+    gk = keys + ["size_bytes", "_alg", "fail", "degrade", "fail_policy", "slow", "background",
+                 "failed_links"]
+    out = d.groupby(gk, dropna=False, sort=False).agg(
+        seeds=("time_s", "size"), healthy_time_s=("healthy_time_s", "first"),
+        time_s=("time_s", "mean"), time_min_s=("time_s", "min"), time_max_s=("time_s", "max"),
+        slowdown=("slowdown", "mean"), slowdown_min=("slowdown", "min"),
+        slowdown_max=("slowdown", "max")).reset_index().rename(columns={"_alg": "algorithm"})
+    out["condition"] = [condition_label(*r) for r in zip(
+        out["fail"], out["degrade"], out["slow"], out["background"])]
+    out["failed_links"] = out["failed_links"].astype(int)
+    out["_sick"] = out["condition"] != "healthy"
+    out = out.sort_values(keys + ["size_bytes", "algorithm", "_sick", "failed_links",
+                                  "condition"], kind="stable")
+    return out[keys + WHATIF_RESULT_COLUMNS].reset_index(drop=True)
+
+
+def compare_whatif_table(cmp: pd.DataFrame) -> str:
+    """A readable table of :func:`compare_whatif`: times with their unit,
+    slowdowns to 4 digits (``min–max`` over the seeds where there are
+    several); one block per group when there are several."""
+    from .units import format_size, format_time
+    if cmp.empty:
+        return "(no results)"
+    show = cmp.drop(columns=["fail", "degrade", "slow", "background", "time_min_s",
+                             "time_max_s"])
+    if cmp.loc[cmp["fail_policy"] != "", "fail_policy"].nunique() <= 1:
+        show = show.drop(columns="fail_policy")
+    show["size_bytes"] = show["size_bytes"].map(format_size)
+    for c in ("healthy_time_s", "time_s"):
+        show[c] = show[c].map(lambda t: "-" if pd.isna(t) else format_time(t))
+    span = [("" if n == 1 or pd.isna(lo) else f"{lo:.4g}–{hi:.4g}")
+            for n, lo, hi in zip(cmp["seeds"], cmp["slowdown_min"], cmp["slowdown_max"])]
+    show["slowdown"] = show["slowdown"].map(lambda v: "-" if pd.isna(v) else f"{v:.4g}")
+    show["slowdown_min"] = span
+    show = show.drop(columns="slowdown_max").rename(columns={
+        "size_bytes": "size", "failed_links": "failed links", "healthy_time_s": "healthy",
+        "time_s": "time", "slowdown_min": "min–max"})
+    if "bandwidth_Bps" in show.columns:
+        from .units import format_rate
+        show["bandwidth_Bps"] = show["bandwidth_Bps"].map(format_rate)
+        show = show.rename(columns={"bandwidth_Bps": "bandwidth"})
+    if "group" in show.columns:
+        return "\n\n".join(f"== group {g} ==\n" + sub.drop(columns="group").to_string(index=False)
+                           for g, sub in show.groupby("group", sort=True))
+    return show.to_string(index=False)
+
+
 def compare_table(cmp: pd.DataFrame) -> str:
     """A readable wide table of :func:`compare`: one line per scenario and
     size, one column per algorithm with ``goodput (gain)``, and the best;
@@ -253,6 +428,8 @@ def compare_table(cmp: pd.DataFrame) -> str:
         return "(no results)"
     if "genmodel_time_s" in cmp.columns:
         return compare_models_table(cmp)
+    if "slowdown_max" in cmp.columns:
+        return compare_whatif_table(cmp)
     if "group" in cmp.columns:
         blocks = []
         for g, sub in cmp.groupby("group", sort=True):
