@@ -115,7 +115,7 @@ paper: $(STAMP)
 	  --title "Swing's gain over the best other, 64x64 torus, per-message overhead alpha" \
 	  --out $(PAPER_FIGS)/alpha-sensitivity-64x64.png
 
-# the failure study of issue 16: Swing, bucket, ring and recursive doubling on torus:64x64 and
+# the failure study: Swing, bucket, ring and recursive doubling on torus:64x64 and
 # fattree:k=16 with 0, 1, 4, 16 random failed links over 20 seeds (configs/whatif-failures.toml)
 # -> results/whatif-failures/, its figures (figures/slowdown.png) and the slowdown table
 WHATIF := $(RESULTS)/whatif-failures
