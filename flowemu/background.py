@@ -52,13 +52,12 @@ import numpy as np
 from .errors import ConfigError, show
 from .kernels.maxmin import Solution
 from .topology.base import Routes
+from .usertraffic import PARQUET_SUFFIXES
 
 #: generator names
 GENERATORS = ("perm", "alltoall", "hotspot")
 #: most background flows a run takes (alltoall grows as N²)
 MAX_FLOWS = 1 << 22
-#: parquet file suffixes (anything else is read as CSV)
-PARQUET_SUFFIXES = (".parquet", ".pq")
 
 _ALLOWED = ("expected perm:LOAD[:SEED], alltoall:LOAD, hotspot:LOAD[:TARGET] (LOAD in (0, 1]) "
             "or a path to a traffic file (.csv or .parquet)")
@@ -210,24 +209,10 @@ def _looks_like_file(text: str) -> bool:
 
 
 def _from_file(path: Path, n_end: int) -> Background:
-    import pandas as pd
-
-    from . import budget
-    from .usertraffic import frame_steps
+    from .usertraffic import frame_steps, read_table
 
     where = f"background {str(path)!r}"
-    if not path.exists():
-        raise ConfigError(f"background: file {str(path)!r} does not exist; {_ALLOWED}")
-    if not path.is_file():
-        raise ConfigError(f"background: {str(path)!r} is not a file")
-    parquet = path.suffix.lower() in PARQUET_SUFFIXES
-    budget.check(budget.traffic_file_bytes(path, parquet), budget.limit(None),
-                 f"reading background file {path.name}")
-    try:
-        df = pd.read_parquet(path) if parquet else pd.read_csv(path)
-    except Exception as exc:  # noqa: BLE001 - any reader failure is a user input problem
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise ConfigError(f"background: cannot read {str(path)!r}: {first}") from None
+    df = read_table(path, "background", missing=f"; {_ALLOWED}")
     steps, traffic = frame_steps(df, where)
     if len(steps) != 1:
         shown = ", ".join(str(int(s)) for s in steps[:4]) + (", ..." if len(steps) > 4 else "")

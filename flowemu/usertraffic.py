@@ -42,26 +42,33 @@ def read_traffic(path, max_memory=None) -> list[Traffic]:
 
 def read_traffic_steps(path, max_memory=None) -> tuple[np.ndarray, list[Traffic]]:
     """:func:`read_traffic` plus the step numbers of the file, ``(int64[S], [Traffic])``."""
+    return frame_steps(read_table(path, "traffic", max_memory), f"traffic {str(path)!r}")
+
+
+def read_table(path, option: str = "traffic", max_memory=None, missing: str = ""):
+    """A CSV or parquet file (by suffix) as a DataFrame, or a one-line
+    ConfigError naming ``option``: not a path, missing (``missing`` is
+    appended to that message), not a file, beyond the memory limit, or
+    unreadable."""
     import pandas as pd
 
     from . import budget
 
     if not isinstance(path, (str, Path)):
-        raise ConfigError(f"traffic: {show(path)} is not a path")
+        raise ConfigError(f"{option}: {show(path)} is not a path")
     path = Path(path)
     if not path.exists():
-        raise ConfigError(f"traffic: file {str(path)!r} does not exist")
+        raise ConfigError(f"{option}: file {str(path)!r} does not exist{missing}")
     if not path.is_file():
-        raise ConfigError(f"traffic: {str(path)!r} is not a file")
+        raise ConfigError(f"{option}: {str(path)!r} is not a file")
     parquet = path.suffix.lower() in PARQUET_SUFFIXES
     budget.check(budget.traffic_file_bytes(path, parquet), budget.limit(max_memory),
-                 f"reading traffic file {path.name}")
+                 f"reading {option} file {path.name}")
     try:
-        df = pd.read_parquet(path) if parquet else pd.read_csv(path)
+        return pd.read_parquet(path) if parquet else pd.read_csv(path)
     except Exception as exc:  # noqa: BLE001 - any reader failure is a user input problem
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise ConfigError(f"traffic: cannot read {str(path)!r}: {first}") from None
-    return frame_steps(df, f"traffic {str(path)!r}")
+        raise ConfigError(f"{option}: cannot read {str(path)!r}: {first}") from None
 
 
 def frame_steps(df, where: str = "traffic") -> tuple[np.ndarray, list[Traffic]]:

@@ -37,8 +37,8 @@ from ..kernels.graphroute import (
     MODE_HOP,
     MODE_PATHS,
     STATUS_OK,
-    graph_route,
     reachable,
+    route_in_flow_order,
 )
 from ..kernels.pathlatency import dag_max_latency
 from ..units import parse_rate, parse_time
@@ -176,29 +176,14 @@ class Graph(Topology):
         src, dst = self._check_flows(src, dst)
         mode = MODE_HASH if ecmp == "hash" else (MODE_PATHS if self.split == "paths"
                                                  else MODE_HOP)
-        by_dst = np.argsort(dst, kind="stable").astype(np.int64)
-        status, bad, counts_sorted, hops, link_buf, frac_buf = graph_route(
-            src, dst, by_dst, self._out_ptr, self._out_link, self._in_ptr, self._in_link,
-            self.link_src, self.link_dst, self.num_nodes, mode,
-            np.uint64(int(seed) & 0xFFFFFFFFFFFFFFFF))
+        status, bad, flow_ptr, link, frac, hops = route_in_flow_order(
+            src, dst, self._out_ptr, self._out_link, self._in_ptr, self._in_link,
+            self.link_src, self.link_dst, self.num_nodes, mode, seed)
         if status != STATUS_OK:
             s, d = int(src[bad]), int(dst[bad])
             raise RoutingError(f"flow {bad} ({s} -> {d}) on {self.spec}: endpoint "
                                f"{self.node_names[s]!r} cannot reach {self.node_names[d]!r} "
                                "(no path in the graph)")
-        counts = np.empty(len(src), dtype=np.int64)
-        counts[by_dst] = counts_sorted
-        flow_ptr = np.zeros(len(src) + 1, dtype=np.int64)
-        np.cumsum(counts, out=flow_ptr[1:])
-        sorted_ptr = np.zeros(len(src) + 1, dtype=np.int64)
-        np.cumsum(counts_sorted, out=sorted_ptr[1:])
-        # entry i of the buffer (destination order) goes to its flow's row
-        shift = np.repeat(flow_ptr[by_dst] - sorted_ptr[:-1], counts_sorted)
-        where = np.arange(len(link_buf), dtype=np.int64) + shift
-        link = np.empty(len(link_buf), dtype=np.int32)
-        frac = np.empty(len(link_buf), dtype=np.float64)
-        link[where] = link_buf
-        frac[where] = frac_buf
         return Routes(flow_ptr=flow_ptr, link=link, frac=frac, hops=hops)
 
     def max_route_entries(self, ecmp: str = "split") -> int:
