@@ -159,6 +159,9 @@ def adaptive_solve(routes: Routes, link_src, link_dst, flow_src, flow_dst, flow_
                           f"{STATUS_NAMES.get(status, 'unknown')}) on {routes.num_flows} flows")
     out = routes
     if status == STATUS_OPTIMIZED:
+        # a flow's share of a link is at most all of it; the solver's sums may
+        # overshoot 1 by a rounding error (1.0000000000000002)
+        new_frac = np.minimum(new_frac, 1.0)
         keep = new_frac > 0.0
         if keep.all():
             out = AdaptedRoutes(routes.flow_ptr, routes.link, new_frac, routes.hops)

@@ -191,3 +191,16 @@ def test_slowdown_pairs_an_auto_variant_that_changed():
     n = len(sizes)
     assert np.allclose(got.healthy_time_s.iloc[:n], healthy.time_s, rtol=0, atol=0)
     assert np.allclose(got.slowdown.iloc[:n], faulty.time_s / healthy.time_s, rtol=1e-15)
+
+
+@pytest.mark.parametrize("spec,alg,fail", [("fattree:k=8", "recdoub", "random:16:3"),
+                                           ("fattree:k=8", "recdoub", "random:32:1"),
+                                           ("leafspine:8x4x4", "swing", "random:4:0"),
+                                           ("dragonfly:a=4,p=2,h=2", "swing", "random:4:1")])
+def test_adaptive_on_failed_switch_networks(spec, alg, fail):
+    """Adaptive fractions on rerouted flows stay in (0, 1] (a rounding of
+    1 + 2e-16 used to reach the solver) and the run is never slower than
+    its healthy network."""
+    df = flowemu.simulate(spec, alg, N, fail=fail, ecmp="adaptive")
+    healthy = flowemu.simulate(spec, alg, N, ecmp="adaptive")
+    assert df.time_s.iloc[0] >= healthy.time_s.iloc[0] * (1 - 1e-9)
