@@ -265,8 +265,12 @@ def simulate(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "split", s
     model = check_model(model)
     whatif = check_whatif(fail, degrade, fail_policy, slow, background)
     if model == "genmodel" and not whatif.healthy:
-        raise ConfigError("model genmodel: failures, degraded links, slow ranks and background "
-                          "traffic are not in the analytic model; use model='flow'")
+        given = ", ".join(f"{k} {v!r}" for k, v in (("fail", whatif.fail),
+                          ("degrade", whatif.degrade), ("slow", whatif.slow),
+                          ("background", whatif.background)) if v)
+        raise ConfigError(f"model genmodel: {given}: failures, degraded links, slow ranks and "
+                          "background traffic are not in the analytic model; use model='flow' "
+                          "(--model flow)")
     run = _prepare("simulate", topology, algorithm, ecmp=ecmp, seed=seed, ranks=ranks,
                    network=network, network_params=network_params, sizes=sizes,
                    threads=threads, max_memory=max_memory, placement=placement, whatif=whatif)

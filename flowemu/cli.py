@@ -146,12 +146,12 @@ def _build_parser() -> argparse.ArgumentParser:
     w.add_argument("--degrade", action="append", metavar="SELECTOR=F[:lat=M]",
                    help="scale the bandwidth of the selected links by F in (0, 1] (and their "
                         "latency by M >= 1); repeatable")
-    w.add_argument("--fail-policy", default="strict",
+    w.add_argument("--fail-policy", default="strict", metavar="{strict,reroute}",
                    help="strict (default: ring and bucket refuse a failure that breaks their "
                         "neighbour links) | reroute (route them around it)")
-    w.add_argument("--slow", metavar="RANKS=F[:compute|:network]",
-                   help="slow ranks: 3=0.5, 0-3=0.25:compute, random:4:1=0.5; ';' separates "
-                        "items")
+    w.add_argument("--slow", action="append", metavar="RANKS=F[:compute|:network]",
+                   help="slow ranks: 3=0.5, 0-3=0.25:compute, random:4:1=0.5; repeat or join "
+                        "with ';'")
     w.add_argument("--background", metavar="SPEC|FILE",
                    help="traffic sharing the network for the whole run: perm:LOAD[:SEED], "
                         "alltoall:LOAD, hotspot:LOAD[:TARGET] or a traffic CSV/parquet file "
@@ -394,6 +394,13 @@ def _check_run_options(args) -> None:
             if getattr(args, dest):
                 _refuse(option, f"works with --model flow (the flow engine), not --model "
                                 f"{args.model}")
+    for dest, option in (("fail", "--fail"), ("degrade", "--degrade"), ("slow", "--slow")):
+        for value in getattr(args, dest) or ():
+            if not value.replace(";", "").strip():
+                raise ConfigError(f"{option}: {value!r} is empty; give a selector (see flowemu "
+                                  "list, what-ifs) or drop the option")
+    if _given(args, "fail_policy") and not args.fail:
+        _refuse("--fail-policy", "applies only with --fail (no link fails in this run)")
     if _given(args, "seed") and args.ecmp != "hash":
         _refuse("--seed", f"applies only to --ecmp hash (this run uses --ecmp {args.ecmp})")
     _check_incast_pair(args)
@@ -449,6 +456,12 @@ def _cmd_run(args) -> int:
         both = slowdown(pd.concat([df, _timed(args, net, sizes, {})], ignore_index=True))
         df = both.iloc[:len(df)].reset_index(drop=True)
     _write(df, fmt, args.out)
+    if args.slow and not (df["gamma_s_per_B"] > 0).any() and not (df["delta_s_per_B"] > 0).any() \
+            and not all(item.strip().endswith(":network") for value in args.slow
+                        for item in value.split(";") if item.strip()):
+        print("flowemu: note: --slow: a slower reduction costs nothing here (gamma and delta "
+              "are 0; give --gamma/--delta); only the ranks' network slowdown counts",
+              file=sys.stderr)
     for note in _notes(df):   # fallbacks, said once
         print(f"flowemu: note: {note}", file=sys.stderr)
     if args.congestion:
@@ -458,8 +471,8 @@ def _cmd_run(args) -> int:
 
 def _whatif(args) -> dict:
     """The what-if options given, as keywords of :func:`flowemu.simulate`."""
-    out = {"fail": args.fail, "degrade": args.degrade, "slow": args.slow,
-           "background": args.background}
+    out = {"fail": args.fail, "degrade": args.degrade,
+           "slow": ";".join(args.slow) if args.slow else None, "background": args.background}
     out = {k: v for k, v in out.items() if v}
     if out or _given(args, "fail_policy"):
         out["fail_policy"] = args.fail_policy
@@ -643,7 +656,10 @@ def _cmd_compare(args) -> int:
         check_distinct({"the dataset": args.dataset, "--out": args.out})
         check_writable(args.out, "--out")
     df = load(args.dataset)
-    if args.where:
+    if args.where and args.by == "whatif":   # keep the baselines of what is chosen
+        from .whatif import query_with_twins
+        df = query_with_twins(df, args.where)
+    elif args.where:
         df = query(df, args.where)
     if df.empty:
         raise ConfigError(f"compare: no results in {args.dataset}"

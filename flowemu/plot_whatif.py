@@ -71,7 +71,12 @@ def slowdown_figure(df: pd.DataFrame, *, size=None, title: str | None = None, gr
                     topologies=None, where: str | None = None, ncols: int = 3,
                     max_panels: int = 24) -> Figure:
     """The figure of :func:`plot_slowdown`, not yet saved."""
-    df = _filter(df, group, topologies, where)
+    if where:   # keep the baselines of what is chosen
+        from .whatif import query_with_twins
+        df = query_with_twins(df, where)
+        if df.empty:
+            raise ConfigError(f"--where: no results match {where!r}")
+    df = _filter(df, group, topologies, None)
     if "size_bytes" not in df.columns:
         raise ConfigError(f"{WHO}: the data lacks column size_bytes")
     nbytes = _pick_size(df, size)

@@ -129,6 +129,9 @@ def register_algorithm(name: str, build: Callable[..., Schedule], params=(), doc
             raise ConfigError(f"register_algorithm: auto_param {show(auto_param)} of {name!r} "
                               "must name an option whose choices include 'auto' and at least "
                               "one other value")
+    if sized is not None and auto_param is not None:
+        raise ConfigError(f"register_algorithm: {name!r} takes auto_param= or sized=, not both "
+                          "(a sized hook chooses per size itself)")
     if sized is not None and not callable(sized):
         raise ConfigError(f"register_algorithm: sized {show(sized)} of {name!r} is not "
                           "callable; expected sized(p, topology, network, sizes, options, "
@@ -308,11 +311,15 @@ def _guarded_sized(name: str, sized):
     def guarded(p, topology, network, sizes, options, blocks=False):
         where = f"algorithm {name} (plug-in): its sized hook"
         try:
-            out = list(sized(p, topology, network, sizes, options, blocks=blocks))
+            got = sized(p, topology, network, sizes, options, blocks=blocks)
         except FlowEmuError:
             raise
         except Exception as exc:
             raise ScheduleError(f"{where} raised {type(exc).__name__}: {_line(exc)}") from exc
+        if not isinstance(got, (list, tuple)):
+            raise ScheduleError(f"{where} returned {show(got)}; expected a list of (Schedule, "
+                                "size indices) pairs")
+        out = list(got)
         served = np.zeros(len(sizes), np.int64)
         checked = []
         for item in out:
@@ -333,8 +340,9 @@ def _guarded_sized(name: str, sized):
             checked.append((sched, idx.astype(np.int64)))
         if np.any(served != 1):
             k = int(np.flatnonzero(served != 1)[0])
-            raise ScheduleError(f"{where} serves size {k} {int(served[k])} times; every "
-                                "size must be served by exactly one schedule")
+            raise ScheduleError(f"{where} serves size index {k} ({sizes[k]:.0f} bytes) "
+                                f"{int(served[k])} times; every size must be served by exactly "
+                                "one schedule")
         return checked
     guarded.__wrapped__ = sized
     return guarded

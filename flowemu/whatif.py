@@ -127,6 +127,23 @@ def healthy_rows(df: pd.DataFrame) -> pd.Series:
     return mask
 
 
+def query_with_twins(df: pd.DataFrame, where: str) -> pd.DataFrame:
+    """The rows of ``df`` matching ``where`` (:func:`flowemu.results.query`)
+    plus the healthy rows of the scenarios they belong to, so that a filter
+    on a what-if (``fail == 'random:4:0'``) keeps the baseline its slowdown
+    is measured against."""
+    from .results import query
+    picked = query(df, where)
+    keys = [c for c in _SCENARIO if c in df.columns and c != "options"]
+    healthy = df[healthy_rows(df) & ~df.index.isin(picked.index)]
+    if healthy.empty or picked.empty:
+        return picked
+    wanted = picked[keys].drop_duplicates()
+    twins = healthy.reset_index().merge(wanted, on=keys, how="inner").set_index("index")
+    twins.index.name = df.index.name
+    return pd.concat([picked, twins[df.columns]]).sort_index()
+
+
 def slowdown(df: pd.DataFrame) -> pd.DataFrame:
     """``df`` with ``healthy_time_s`` (the time of the same scenario — topology,
     ranks, algorithm, model, size, routing, placement, network — on the

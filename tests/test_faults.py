@@ -409,7 +409,7 @@ BAD = [
                                      "joins '0,0' and '2,0'")),
     ("torus:8x8", "fail", "1,2,3", ("fail: '1,2,3': '1,2,3' has 3 coordinate(s); torus:8x8 has "
                                    "2 dimensions")),
-    ("torus:8x8", "fail", "9,0", "fail: '9,0': coordinate 0 9 is out of range; expected 0..7"),
+    ("torus:8x8", "fail", "9,0", "fail: '9,0': coordinate 9 is out of range; expected 0..7"),
     ("torus:8x8", "fail", "spine:0", "fail: 'spine:0': unknown level 'spine' on torus:8x8"),
     ("leafspine:4x2x2", "fail", "spin:0", ("fail: 'spin:0': unknown level 'spin' on "
                                           "leafspine:4x2x2 (levels: host, leaf, spine)")),
@@ -477,7 +477,7 @@ def test_fail_policy_refuses_a_hamiltonian_ring_a_failure_breaks():
     with pytest.raises(ConfigError) as err:
         check_fail_policy(ring, topo)
     assert str(err.value).startswith("fail: algorithm ring relies on link 3-4 ")
-    assert str(err.value).endswith("pass fail_policy='reroute' to route around it")
+    assert str(err.value).endswith("pass fail_policy='reroute' (--fail-policy reroute) to route around it")
     check_fail_policy(ring, topo, policy="reroute")
     check_fail_policy(get_algorithm("swing").build(8, topo, variant="bandwidth"), topo)
     bucket = get_algorithm("bucket").build(8, topo)

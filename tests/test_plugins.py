@@ -421,7 +421,7 @@ def test_plugin_sized_hook_that_serves_a_size_twice_is_named(two_way):
             + [(two_way_build(p, topology, blocks), np.arange(len(sizes)))]
     flowemu.register_algorithm("bad-sized", two_way_build, sized=twice)
     with pytest.raises(ScheduleError, match=r"algorithm bad-sized \(plug-in\): its sized hook "
-                                            "serves size 0 2 times"):
+                                            "serves size index 0 \\(1024 bytes\\) 2 times"):
         flowemu.simulate("torus:8", "bad-sized", "1KiB,1MiB")
 
 
@@ -432,3 +432,16 @@ def test_plugin_auto_param_and_sized_checked(two_way):
                                    auto_param="way")
     with pytest.raises(ConfigError, match="sized 3 of 'two-way' is not callable"):
         flowemu.register_algorithm("two-way", two_way_build, sized=3)
+
+
+def test_plugin_sized_hook_wrong_return_and_both_hooks_named(two_way):
+    def number(p, topology, network, sizes, options, blocks=False):
+        return 42
+    flowemu.register_algorithm("bad-sized", two_way_build, sized=number)
+    with pytest.raises(ScheduleError, match=r"its sized hook returned 42; expected a list of "
+                                            r"\(Schedule, size indices\) pairs"):
+        flowemu.simulate("torus:8", "bad-sized", "1KiB")
+    with pytest.raises(ConfigError, match="takes auto_param= or sized=, not both"):
+        flowemu.register_algorithm("two-way", two_way_build,
+                                   params=(Param("way", str, "naive", ("naive", "ring", "auto")),),
+                                   auto_param="way", sized=by_size)

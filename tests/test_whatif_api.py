@@ -111,7 +111,7 @@ def test_congestion_and_adaptive_take_what_ifs():
     (["--slow", "1=2"], "slow: "),
     (["--background", "perm:1.5"], "background: "),
     (["--background", "/nonexistent/bg.csv"], "background: "),
-    (["--model", "genmodel", "--slow", "1=0.5"], "model genmodel: failures"),
+    (["--model", "genmodel", "--slow", "1=0.5"], "model genmodel: slow '1=0.5': failures"),
 ])
 def test_bad_what_ifs_are_one_line_exit_2(capsys, argv, needle):
     code, out, err = run(capsys, ["run", "-t", "torus:4x4", "-a", "recdoub", "-s", "1KiB",
@@ -204,3 +204,58 @@ def test_adaptive_on_failed_switch_networks(spec, alg, fail):
     df = flowemu.simulate(spec, alg, N, fail=fail, ecmp="adaptive")
     healthy = flowemu.simulate(spec, alg, N, ecmp="adaptive")
     assert df.time_s.iloc[0] >= healthy.time_s.iloc[0] * (1 - 1e-9)
+
+
+def test_run_refuses_what_ifs_that_would_do_nothing(capsys):
+    base = ["run", "-t", "torus:4x4", "-a", "swing", "-s", "1KiB"]
+    for argv, needle in ((["--fail-policy", "reroute"], "--fail-policy: applies only with --fail"),
+                         (["--fail", ""], "--fail: '' is empty"),
+                         (["--fail", ";"], "--fail: ';' is empty"),
+                         (["--slow", " "], "--slow: ' ' is empty")):
+        code, out, err = run(capsys, base + argv)
+        assert code == 2 and out == "" and needle in one_error_line(err), argv
+    # a compute slowdown with gamma = delta = 0 costs nothing: said on stderr
+    code, out, err = run(capsys, base + ["--slow", "3=0.5:compute", "--slow", "5=0.5"])
+    assert code == 0 and "a slower reduction costs nothing here" in err
+    code, out, err = run(capsys, base + ["--slow", "3=0.5:compute", "--gamma", "1ps", "-f",
+                                         "csv"])
+    assert code == 0 and "costs nothing" not in err
+
+
+def test_slow_repeats_join():
+    joined = flowemu.simulate("torus:4x4", "swing", N, slow="3=0.5:network;5=0.25:network")
+    df = pd.read_csv(pd.io.common.StringIO(joined.to_csv(index=False)))
+    assert df.slow.iloc[0] == "3=0.5:network;5=0.25:network"
+
+
+@pytest.mark.parametrize("selector,needle", [
+    ("node:-1", "fail: 'node:-1': vertex -1 is out of range; expected a vertex id in 0..15"),
+    ("9,0", "fail: '9,0': coordinate 9 is out of range; expected 0..3 or '*' in dimension 0"),
+])
+def test_selector_messages_name_the_value(selector, needle):
+    with pytest.raises(ConfigError) as err:
+        flowemu.simulate("torus:4x4", "swing", N, fail=selector)
+    assert str(err.value).startswith(needle)
+
+
+def test_selectors_in_canonical_form():
+    df = flowemu.simulate("fattree:k=4", "swing", N, fail="aggregation:1 ; core:3;core:3")
+    assert df.fail.iloc[0] == "agg:1;core:3"
+    # agg 1 has 2 edge and 2 core cables, core 3 one cable per pod; one is shared
+    assert df.failed_links.iloc[0] == 7
+
+
+def test_where_keeps_the_healthy_baseline(tmp_path, capsys):
+    sizes = [1024, N]
+    frames = [flowemu.simulate("torus:4x4", "recdoub:variant=bandwidth", sizes, fail=f)
+              for f in (None, "random:2:0", "random:2:1")]
+    path = tmp_path / "d.parquet"
+    pd.concat(frames, ignore_index=True).to_parquet(path)
+    code, out, err = run(capsys, ["compare", str(path), "--by", "whatif", "--where",
+                                  "fail == 'random:2:1'", "-f", "csv"])
+    assert code == 0, err
+    got = pd.read_csv(pd.io.common.StringIO(out))
+    sick = got[got.failed_links == 2]
+    assert len(sick) == 2 and (sick.seeds == 1).all()
+    expect = frames[2].time_s.to_numpy() / frames[0].time_s.to_numpy()
+    assert np.allclose(sick.sort_values("size_bytes").slowdown, expect, rtol=1e-12)

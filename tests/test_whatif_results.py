@@ -266,9 +266,13 @@ def test_cli_compare_whatif_refusals(hand_file, tmp_path, capsys):
     hand_frame().query("fail == '' and degrade == ''").to_parquet(healthy)
     code, _, err = run(capsys, ["compare", str(healthy), "--by", "whatif"])
     assert code == 2 and "no what-if rows" in one_error_line(err)
+    # --where picks what-if rows; their healthy baselines stay (no "no healthy rows")
+    code, out, err = run(capsys, ["compare", str(hand_file), "--by", "whatif", "--where",
+                                  "fail != ''", "-f", "csv"])
+    assert code == 0 and "healthy" in out
     code, _, err = run(capsys, ["compare", str(hand_file), "--by", "whatif", "--where",
-                                "fail != ''"])
-    assert code == 2 and "no healthy rows" in one_error_line(err)
+                                "topology == 'none'"])
+    assert code == 2 and "no results in" in one_error_line(err) and "matching" in err
     code, _, err = run(capsys, ["compare", str(hand_file), "--by", "whatever"])
     assert code == 2 and "whatif" in one_error_line(err)
 
@@ -360,14 +364,18 @@ def test_cli_plot_slowdown(hand_file, tmp_path, capsys):
             ([str(hand_file), "--kind", "slowdown", "--size", "3KiB"], "--size: 3KiB"),
             ([str(hand_file), "--kind", "slowdown", "--size", "big"], "--size"),
             ([str(healthy), "--kind", "slowdown"], "no what-if rows"),
-            ([str(hand_file), "--kind", "slowdown", "--where", "fail != ''"],
-             "no healthy rows"),
+            ([str(hand_file), "--kind", "slowdown", "--where", "topology == 'none'"],
+             "--where"),
             ([str(hand_file), "--kind", "gain", "--size", "1KiB"],
              "--size goes with --kind slowdown"),
             ([str(hand_file), "--size", "1KiB"], "--size")):
         out_args = ["-o", str(tmp_path / "x.png")] if argv[1:2] == ["--kind"] else []
         code, _, err = run(capsys, ["plot"] + argv + out_args)
         assert code == 2 and needle in one_error_line(err), argv
+    # --where picks what-if rows; their healthy baselines stay
+    code, _, err = run(capsys, ["plot", str(hand_file), "--kind", "slowdown", "--where",
+                                "fail != ''", "-o", str(tmp_path / "w.png")])
+    assert code == 0 and is_png(tmp_path / "w.png")
 
 
 def test_figures_add_slowdown_only_with_whatifs(hand_file, tmp_path):

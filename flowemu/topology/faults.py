@@ -107,7 +107,8 @@ class FaultyTopology(Topology):
         for text in _selectors(self.fail, FAIL):
             ids, canon = _select(fab, text, FAIL)
             failed[ids] = True
-            parts.append((canon, ids))
+            if all(canon != c for c, _ in parts):   # a selector given twice is one
+                parts.append((canon, ids))
         bw = np.ones(L)
         lat = np.ones(L)
         degraded = []
@@ -449,4 +450,4 @@ def check_fail_policy(schedule, topology: Topology, mapping=None, policy: str = 
         raise ConfigError(
             f"fail: algorithm {algorithm.name} relies on link {u}-{v} (link {lk}, rank "
             f"{int(t.src[f])} -> rank {int(t.dst[f])}) which is failed ({topology.fail}); pass "
-            "fail_policy='reroute' to route around it")
+            "fail_policy='reroute' (--fail-policy reroute) to route around it")

@@ -47,6 +47,7 @@ scaled by each; a failed link stays failed.
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 
@@ -249,7 +250,7 @@ def _term(fab: _Fabric, text: str, option: str, sel: str) -> np.ndarray:
             for i, (p, d) in enumerate(zip(parts, fab.grid, strict=True)):
                 if p == "*":
                     continue
-                c = _int(p, f"coordinate {i}", option, sel, 0, d - 1,
+                c = _int(p, "coordinate", option, sel, 0, d - 1,
                          f"0..{d - 1} or '*' in dimension {i} of "
                          f"{'x'.join(map(str, fab.grid))}")
                 mask &= coords[i] == c
@@ -316,7 +317,8 @@ def _select(fab: _Fabric, text, option: str) -> tuple[np.ndarray, str]:
         pick = np.random.default_rng(seed).choice(len(pool), size=k, replace=False)
         return fab.with_reverse(pool[np.sort(pick)]), f"random:{k}:{seed}"
     if _graph_names(topo) is None:
-        sel = "".join(sel.split())          # canonical: no spaces inside
+        sel = "".join(sel.split())          # canonical: no spaces inside, one name a level
+        sel = re.sub(r"(?<![a-z])aggregation:", "agg:", sel)
     terms = _split_pair(fab, sel, option)
     if terms is None:
         ids = _links_of(fab, _term(fab, sel, option, sel), None)
@@ -334,7 +336,8 @@ def _select(fab: _Fabric, text, option: str) -> tuple[np.ndarray, str]:
 def _split_pair(fab: _Fabric, sel: str, option: str):
     """``((text, vertices), (text, vertices))`` of an ``A-B`` selector, or
     None when ``sel`` has no ``-`` outside a graph node id."""
-    cuts = [i for i, ch in enumerate(sel) if ch == "-"]
+    # a '-' right after ':' is a sign (node:-1), not the cut of a pair
+    cuts = [i for i, ch in enumerate(sel) if ch == "-" and (i == 0 or sel[i - 1] != ":")]
     if not cuts:
         return None
     if _graph_names(fab.topo) is not None:
