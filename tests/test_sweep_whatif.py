@@ -360,3 +360,22 @@ def test_old_datasets_load_with_the_healthy_defaults(tmp_path):
     assert list(df["fail_policy"]) == ["strict", "reroute"]
     assert list(df["failed_links"]) == [0, 1] and df["failed_links"].dtype == np.int64
     assert np.isnan(df["background_Bps"].iloc[0]) and df["background_Bps"].iloc[1] == 3e9
+
+
+def test_every_what_if_of_one_configuration_is_reported(tmp_path):
+    """A bad selector, degrade factor, slow rank and missing background file
+    in one group: four problems in one report, not one per try."""
+    path = write(tmp_path, """
+topology = "torus:4x4"
+algorithm = "swing"
+sizes = "1KiB"
+[groups.a]
+fail = "9,9"
+degrade = "0,0-1,0=2"
+slow = "99=0.5"
+background = "missing.csv"
+""")
+    with pytest.raises(SweepConfigError) as err:
+        load_sweep(path)
+    locs = [loc for loc, _ in err.value.problems]
+    assert locs == ["groups.a.fail", "groups.a.degrade", "groups.a.slow", "groups.a.background"]

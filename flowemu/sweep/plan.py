@@ -363,25 +363,24 @@ def _whatif(cfg: Config, locs: dict, probs: _Problems, checked: dict) -> Config 
             probs.add(loc, _strip(error, kind) + (f" ({where})" if where else ""))
         return canon
 
-    texts = {}
+    texts, ok = {}, True   # every what-if checked, each problem reported
     if cfg.fail or cfg.failures:   # a Monte-Carlo draw is one more failure selector
         draw = f"random:{cfg.failures}:{cfg.failure_seed}" if cfg.failures else ""
         parts = [check("fail", text, loc, why) for text, loc, why in (
             (cfg.fail, at("fail", cfg.fail), ""),
             (draw, at("failures", cfg.failures), f", failure_seed {cfg.failure_seed}"))
             if text]
-        if None in parts:
-            return None
-        texts["fail"] = ";".join(parts)
+        ok &= None not in parts
+        texts["fail"] = ";".join(filter(None, parts))
     if cfg.degrade:
         texts["degrade"] = check("degrade", cfg.degrade, at("degrade", cfg.degrade))
-        if texts["degrade"] is None:
-            return None
+        ok &= texts["degrade"] is not None
     # (too many ranks for the topology fail at run time, as without slow ranks)
-    if cfg.slow and p <= info.nodes and check("slow", cfg.slow, at("slow", cfg.slow)) is None:
-        return None
-    if cfg.background and check("background", cfg.background,
-                                at("background", cfg.background)) is None:
+    if cfg.slow and p <= info.nodes:
+        ok &= check("slow", cfg.slow, at("slow", cfg.slow)) is not None
+    if cfg.background:
+        ok &= check("background", cfg.background, at("background", cfg.background)) is not None
+    if not ok:
         return None
     out = replace(cfg, **texts)
     return out if out.fail else replace(out, fail_policy="strict")
