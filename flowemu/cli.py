@@ -390,8 +390,8 @@ def _check_run_options(args) -> None:
             raise ConfigError(f"--model: {args.model!r} is not allowed; expected "
                               f"{' or '.join(MODELS)}")
         for dest, option in (("traffic", "--traffic"), ("congestion", "--congestion"),
-                             ("flows_out", "--flows-out")):
-            if getattr(args, dest):
+                             ("flows_out", "--flows-out"), ("ecmp", "--ecmp")):
+            if getattr(args, dest) and (dest != "ecmp" or _given(args, "ecmp")):
                 _refuse(option, f"works with --model flow (the flow engine), not --model "
                                 f"{args.model}")
     for dest, option in (("fail", "--fail"), ("degrade", "--degrade"), ("slow", "--slow")):

@@ -259,3 +259,9 @@ def test_where_keeps_the_healthy_baseline(tmp_path, capsys):
     assert len(sick) == 2 and (sick.seeds == 1).all()
     expect = frames[2].time_s.to_numpy() / frames[0].time_s.to_numpy()
     assert np.allclose(sick.sort_values("size_bytes").slowdown, expect, rtol=1e-12)
+
+
+def test_genmodel_refuses_a_routing_mode(capsys):
+    code, out, err = run(capsys, ["run", "-t", "tree:SS24", "-a", "ring", "--model", "genmodel",
+                                  "--ecmp", "adaptive", "-s", "1MiB"])
+    assert code == 2 and out == "" and "--ecmp: works with --model flow" in one_error_line(err)
