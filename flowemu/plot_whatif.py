@@ -98,13 +98,13 @@ def slowdown_figure(df: pd.DataFrame, *, size=None, title: str | None = None, gr
         keys = keys.merge(cmp[["topology", "nodes"]].drop_duplicates(), on="topology")
         keys = keys.sort_values(["nodes"] + cols, kind="stable").drop(columns="nodes")
     scen = [tuple(r) for r in keys.itertuples(index=False)]
-    numeric, xpos = _x_positions(cmp)
     labels = sorted(cmp["algorithm"].unique())
     styles = style_map(labels)
     fig, axes = _panel_grid(len(scen), ncols, width=5.0, height=3.6, extra_height=1.0)
     handles, banded = {}, False
     for ax, key in zip(axes, scen):
         sub = _rows_of(cmp, cols, key)
+        numeric, xpos = _x_positions(sub)   # each panel its own conditions
         for lab in labels:
             s = sub[sub["algorithm"] == lab]
             if s.empty:

@@ -437,3 +437,22 @@ def test_sweep_dataset_compare_and_figures(tmp_path, capsys):
     code, out, err = run(capsys, ["plot", str(tmp_path / "wf")])
     assert code == 0 and not err
     assert is_png(tmp_path / "wf" / "figures" / "slowdown.png")
+
+
+def test_slowdown_figure_panels_keep_their_own_axis():
+    """torus:8x8 with failures only and fattree:k=4 with a degraded link only:
+    the torus panel counts failed cables, the fat-tree panel lists its own
+    two conditions (not the torus' failures)."""
+    df = hand_frame()
+    df = df[((df.topology == "torus:8x8") & (df.degrade == ""))
+            | ((df.topology == "fattree:k=4") & (df.fail == ""))]
+    fig = slowdown_figure(df, size="1KiB")
+    lines = _panel_lines(fig)
+    torus_ax = next(ax for ax in fig.axes if ax.get_title() == "torus:8x8")
+    tree_ax = next(ax for ax in fig.axes if ax.get_title() == "fattree:k=4")
+    assert torus_ax.get_xlabel() == "failed links (cables)"
+    assert list(lines[("torus:8x8", "ring")][0]) == [0, 1, 4]
+    assert [t.get_text() for t in tree_ax.get_xticklabels()] == ["healthy",
+                                                                  "degrade link:0=0.5"]
+    x, y = lines[("fattree:k=4", "ring")]
+    assert list(x) == [0, 1] and y == pytest.approx([1.0, 1.5])
