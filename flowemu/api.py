@@ -25,7 +25,7 @@ from .network import Network
 from .placement import Placement, parse_placement
 from .topology import Topology
 from .usertraffic import read_traffic, traffic_steps
-from .whatif import WHATIF_COLUMNS, WhatIf, check_whatif
+from .whatif import HEALTHY, WHATIF_COLUMNS, WhatIf, check_whatif
 from .whatif import apply as apply_whatif
 
 __all__ = ["RESULT_COLUMNS", "congestion", "read_traffic", "simulate", "time_traffic"]
@@ -55,9 +55,7 @@ def _options_text(opts: dict) -> str:
 
 def _base_row(topo: Topology, p: int, net: Network, ecmp: str, seed: int,
               placement: Placement, whatif: dict | None = None) -> dict:
-    healthy = {"fail": "", "degrade": "", "fail_policy": "strict", "slow": "",
-               "background": "", "failed_links": 0, "background_Bps": np.nan}
-    return {**healthy, **(whatif or {}),
+    return {**HEALTHY, **(whatif or {}),
         "topology": topo.spec, "nodes": topo.num_endpoints, "ranks": p, "ecmp": ecmp,
         "seed": seed, "placement": placement.text, "bandwidth_Bps": net.bandwidth, "link_latency_s": net.link_latency,
         "hop_latency_s": net.hop_latency, "alpha_s": net.alpha, "gamma_s_per_B": net.gamma,

@@ -47,6 +47,7 @@ from .plot_style import TIE_COLOR, style_map, text_color_on, use_log_scale
 from .results import (
     SCENARIO_COLUMNS,
     TIE_RTOL,
+    WHATIF_SCENARIO,
     compare,
     load,
     query,
@@ -55,6 +56,7 @@ from .results import (
 )
 from .sweep.dataset import _NETWORK_COLUMNS
 from .units import format_rate, format_size, format_time
+from .whatif import HEALTHY
 
 KINDS = ("goodput", "time", "gain", "gain-curve", "slowdown")
 
@@ -140,7 +142,7 @@ def _filter(df: pd.DataFrame, group=None, topologies=None, where=None) -> pd.Dat
 _BASELINE = {**{col: float(getattr(Network(), f)) for f, col in _NETWORK_COLUMNS.items()},
              "ecmp": "split", "seed": 0, "placement": "linear", "model": "flow",
              # a what-if study's goodput and gain figures show the healthy network
-             "fail": "", "degrade": "", "slow": "", "background": "", "fail_policy": "strict"}
+             **{c: HEALTHY[c] for c in WHATIF_SCENARIO}}
 
 
 def _limit_scenarios(df: pd.DataFrame, limit: int, keep=()) -> tuple[pd.DataFrame, str]:

@@ -21,15 +21,13 @@ from .sweep.dataset import (  # noqa: F401 - what readers of a dataset use, impo
     load,
     load_errors,
 )
-from .whatif import WHATIF_COLUMNS, healthy_rows, slowdown
+from .whatif import CONDITIONS, HEALTHY, WHATIF_COLUMNS, healthy_rows, slowdown
 
 #: the what-if columns that are conditions of a run (failed and degraded links,
 #: the policy, slow ranks, background traffic): scenario columns, so a healthy
 #: and a faulty row are never ranked against each other as algorithms.
 #: ``failed_links`` and ``background_Bps`` are outputs of a run, not conditions.
 WHATIF_SCENARIO = [c for c in WHATIF_COLUMNS if c not in ("failed_links", "background_Bps")]
-#: the what-if conditions that make a row not the healthy network's
-_CONDITIONS = ["fail", "degrade", "slow", "background"]
 
 #: configuration columns that make a comparison scenario when they vary
 SCENARIO_COLUMNS = ["group", "topology", "nodes", "ranks", "bandwidth_Bps", "link_latency_s",
@@ -42,8 +40,7 @@ def with_whatif(df: pd.DataFrame) -> pd.DataFrame:
     """``df`` with missing what-if text read as the healthy defaults (``""``,
     policy ``"strict"``): rows written before the columns existed, or a file
     that lost empty strings (CSV), compare like rows that have them."""
-    fill = {c: ("strict" if c == "fail_policy" else "") for c in WHATIF_SCENARIO
-            if c in df.columns and df[c].isna().any()}
+    fill = {c: HEALTHY[c] for c in WHATIF_SCENARIO if c in df.columns and df[c].isna().any()}
     return df.fillna(fill) if fill else df
 
 
@@ -345,7 +342,7 @@ def compare_whatif(df: pd.DataFrame, who: str = "compare --by whatif") -> pd.Dat
     if missing:
         raise ConfigError(f"{who}: the data lacks column(s) {', '.join(missing)}")
     d = with_whatif(df)
-    conds = [c for c in _CONDITIONS if c in d.columns]
+    conds = [c for c in CONDITIONS if c in d.columns]
     healthy = healthy_rows(d)
     if not conds or healthy.all():
         raise ConfigError(f"{who}: the data has no what-if rows (fail, degrade, slow or "

@@ -20,15 +20,19 @@ import pandas as pd
 
 from .errors import ConfigError, show
 
-__all__ = ["WHATIF_COLUMNS", "WhatIf", "check_whatif", "slowdown"]
+__all__ = ["CONDITIONS", "HEALTHY", "WHATIF_COLUMNS", "WhatIf", "check_whatif", "slowdown"]
 
 #: the what-if columns of every result row: the selectors and specs in
 #: canonical form ("" for none), the policy, the cables that failed and the
 #: background's throughput during the run (NaN without a background)
 WHATIF_COLUMNS = ["fail", "degrade", "fail_policy", "slow", "background", "failed_links",
                   "background_Bps"]
+#: the what-if columns of the healthy network (and of rows written before
+#: the columns existed)
+HEALTHY = {"fail": "", "degrade": "", "fail_policy": "strict", "slow": "", "background": "",
+           "failed_links": 0, "background_Bps": np.nan}
 #: the what-if columns that make a row not the healthy network's
-_CONDITIONS = ("fail", "degrade", "slow", "background")
+CONDITIONS = ("fail", "degrade", "slow", "background")
 #: the columns that identify a scenario apart from its what-ifs (matched by
 #: :func:`slowdown` where present)
 _SCENARIO = ("sweep", "group", "topology", "nodes", "ranks", "algorithm", "model", "options",
@@ -121,7 +125,7 @@ def healthy_rows(df: pd.DataFrame) -> pd.Series:
     """bool per row: no failure, degradation, slow rank or background (rows
     without the what-if columns, written before they existed, are healthy)."""
     mask = pd.Series(True, index=df.index)
-    for col in _CONDITIONS:
+    for col in CONDITIONS:
         if col in df.columns:
             mask &= df[col].fillna("").astype(str) == ""
     return mask

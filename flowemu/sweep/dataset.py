@@ -37,6 +37,7 @@ import pandas as pd
 
 from ..errors import ConfigError
 from ..outputs import replace_atomically
+from ..whatif import HEALTHY
 
 ERRORS_DIR = "errors"
 MANIFEST = "_manifest.json"
@@ -55,8 +56,7 @@ _FLOAT = {"time_s", "goodput_Bps", "bandwidth_Bps", "link_latency_s", "hop_laten
           "incast_slope_s_per_B", "background_Bps"}
 #: the what-if columns (:data:`flowemu.whatif.WHATIF_COLUMNS`) and what rows
 #: written before they existed read as: the healthy network
-WHATIF_DEFAULTS = {"fail": "", "degrade": "", "fail_policy": "strict", "slow": "",
-                   "background": "", "failed_links": 0, "background_Bps": np.nan}
+WHATIF_DEFAULTS = HEALTHY
 
 _NETWORK_COLUMNS = {"bandwidth": "bandwidth_Bps", "link_latency": "link_latency_s",
                     "hop_latency": "hop_latency_s", "alpha": "alpha_s",
