@@ -28,7 +28,7 @@ test-all: $(STAMP)
 	$(PY) -m pytest -q --benchmark-disable tests
 
 demo: $(RUN_STAMP)
-	$(PY) -m flowemu.demo
+	$(PY) -m flowemu.cli.demo
 
 # Real benchmark runs, saved under .benchmarks/; compared with the last saved run.
 bench: $(STAMP)

@@ -4,21 +4,26 @@
 >>> df = flowemu.simulate("torus:8x8", "ring", "1KiB..1MiB")
 
 The heavy parts (numba kernels, pandas) load on first use, so importing a
-submodule such as ``flowemu.units`` stays cheap.
+submodule such as ``flowemu.core.units`` stays cheap.
 """
 
 __version__ = "0.1.0"
 
-from .errors import ConfigError, FlowEmuError, RoutingError, ScheduleError, SolverError
-from .network import Network
+from .core.errors import ConfigError, FlowEmuError, RoutingError, ScheduleError, SolverError
+from .core.network import Network
 
 _LAZY = {
-    "simulate": "api", "congestion": "api", "time_traffic": "api", "read_traffic": "api",
-    "RESULT_COLUMNS": "api", "flows": "flowdump",
-    "profile": "engine", "Profile": "engine", "StepProfile": "engine",
-    "sweep": "sweep", "fit": "fit", "plan": "gentree", "load": "results", "compare": "results", "results": "results",
-    "verify": "verification", "register_algorithm": "plugins", "unregister_algorithm": "plugins",
+    "simulate": "api.simulation", "congestion": "api.simulation",
+    "time_traffic": "api.simulation", "read_traffic": "api.simulation",
+    "RESULT_COLUMNS": "api.simulation", "flows": "api.flows",
+    "profile": "engine.profiles", "Profile": "engine.profiles", "StepProfile": "engine.profiles",
+    "sweep": "study.sweep", "fit": "models.fit", "plan": "algorithms.gentree.planner",
+    "load": "study.results", "compare": "study.results", "results": "study.results",
+    "verify": "api.verification", "register_algorithm": "algorithms.plugins",
+    "unregister_algorithm": "algorithms.plugins",
 }
+#: the public names that are whole (callable) modules
+_MODULES = {"sweep", "fit", "results"}
 
 __all__ = [
     "RESULT_COLUMNS",
@@ -55,5 +60,5 @@ def __getattr__(name):
         module = importlib.import_module(f".{_LAZY[name]}", __name__)
         # flowemu.sweep and flowemu.fit are callable modules: flowemu.sweep(...) runs
         # a sweep and flowemu.sweep.run_sweep etc. stay reachable
-        return module if name == _LAZY[name] else getattr(module, name)
+        return module if name in _MODULES else getattr(module, name)
     raise AttributeError(f"module 'flowemu' has no attribute {name!r}")

@@ -3,7 +3,7 @@ its one error line (the ``no_work`` fixture is in conftest.py)."""
 
 from __future__ import annotations
 
-from flowemu.cli import main
+from flowemu.cli.app import main
 
 
 def run(capsys, argv):
@@ -25,7 +25,7 @@ def assert_bad_topology(capsys, spec: str, needle: str) -> None:
     is one error line with exit status 2."""
     import pytest
 
-    from flowemu.errors import ConfigError
+    from flowemu.core.errors import ConfigError
     from flowemu.topology import parse_topology
 
     with pytest.raises(ConfigError) as exc:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-import flowemu.api
+import flowemu.api.simulation
 
 
 @pytest.fixture
@@ -13,4 +13,4 @@ def no_work(monkeypatch):
     def boom(*a, **k):
         raise AssertionError("the simulation ran although the command line was refused")
     for name in ("simulate", "time_traffic", "congestion"):
-        monkeypatch.setattr(flowemu.api, name, boom)
+        monkeypatch.setattr(flowemu.api.simulation, name, boom)

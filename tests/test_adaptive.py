@@ -17,11 +17,11 @@ import scipy.sparse as scipy_sparse
 from cli_helpers import one_error_line, run
 
 import flowemu
-from flowemu.adaptive import DEFAULT_TOL, AdaptedRoutes, adaptive_routes, adaptive_solve
+from flowemu.engine.adaptive import DEFAULT_TOL, AdaptedRoutes, adaptive_routes, adaptive_solve
 from flowemu.algorithms import get_algorithm
-from flowemu.engine import direct_times, profile
-from flowemu.errors import ConfigError, SolverError
-from flowemu.network import Network
+from flowemu.engine.profiles import direct_times, profile
+from flowemu.core.errors import ConfigError, SolverError
+from flowemu.core.network import Network
 from flowemu.topology import MODE_DOCS, Routes, Torus, parse_topology, topology_families
 
 
@@ -484,7 +484,7 @@ def test_flow_dump_shows_adaptive_fractions_and_hops():
     0 -> 4 and 12 -> 8 carry (a+b)/f and 2-(a+b): the optimum has
     a + b = 2f/(1+f) = 0.4 (max 1.6, every other link can stay below). The
     dump lists those fractions and every entry as a hop."""
-    from flowemu.flowdump import flow_table
+    from flowemu.api.flows import flow_table
 
     topo = Torus((4, 4))
     slow = int(np.flatnonzero((topo.link_src == 0) & (topo.link_dst == 4))[0])

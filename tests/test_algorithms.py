@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from flowemu.algorithms import get_algorithm, recdoub, ring
 from flowemu.algorithms.base import COPY, REDUCE, Schedule, Step, Traffic
 from flowemu.algorithms.verify import equivalent_traffic, verify_allreduce
-from flowemu.errors import ConfigError, ScheduleError
+from flowemu.core.errors import ConfigError, ScheduleError
 
 ALGOS = [
     ("ring", {"ports": 1}),

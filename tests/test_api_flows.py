@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 import flowemu
 from flowemu import ConfigError
-from flowemu.cli import main
-from flowemu.flowdump import FLOW_COLUMNS, describe_paths, write_flows
+from flowemu.cli.app import main
+from flowemu.api.flows import FLOW_COLUMNS, describe_paths, write_flows
 from flowemu.topology import parse_topology
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -231,7 +231,7 @@ def test_cli_flows_size_with_traffic_is_an_error(capsys, tmp_path):
 
 def test_progress_lines_on_stderr_for_large_dumps(tmp_path):
     # 64x64 swing has 16k flows a step, 24 steps: > 1e5 rows, so a line per step
-    code = ("import sys; from flowemu.cli import main; sys.exit(main(['run', '-t', "
+    code = ("import sys; from flowemu.cli.app import main; sys.exit(main(['run', '-t', "
             "'torus:64x64', '-a', 'swing:variant=bandwidth', '-s', '1MiB', '--ecmp', 'dor', "
             f"'--flows-out', {str(tmp_path / 'f.parquet')!r}, '-f', 'csv']))")
     out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, cwd=ROOT,

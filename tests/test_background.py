@@ -1,4 +1,4 @@
-"""Background traffic (flowemu.background) and persistent flows in the
+"""Background traffic (flowemu.whatif.background) and persistent flows in the
 max-min solver: closed forms on one shared link, the pure-Python oracle on
 random instances, profile exactness against direct solves, generators,
 traffic files and bad values."""
@@ -12,13 +12,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from maxmin_oracle import check_maxmin, completion_persistent
 
-from flowemu import engine
+from flowemu.engine import profiles as engine
 from flowemu.algorithms import get_algorithm
 from flowemu.algorithms.base import Reduction, Schedule, Step, Traffic
-from flowemu.background import Background, parse_background
-from flowemu.errors import ConfigError
+from flowemu.whatif.background import Background, parse_background
+from flowemu.core.errors import ConfigError
 from flowemu.kernels.maxmin import solve_completion
-from flowemu.network import Network
+from flowemu.core.network import Network
 from flowemu.topology import parse_topology
 from flowemu.topology.base import Routes
 
@@ -475,7 +475,7 @@ def test_threads_do_not_change_a_run_with_background():
 def test_background_counts_in_the_memory_check():
     """A limit the run fits in without background (its own estimate + 1 KiB)
     refuses it with an all-to-all background."""
-    from flowemu import budget
+    from flowemu.core import budget
 
     topo = parse_topology("torus:8x8")
     sched = build("ring", 64, topo)

@@ -13,8 +13,9 @@ import pandas as pd
 import pytest
 
 import flowemu
-from flowemu import ConfigError, budget
-from flowemu.cli import main
+from flowemu import ConfigError
+from flowemu.core import budget
+from flowemu.cli.app import main
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -124,8 +125,8 @@ def test_route_entries_are_counted_exactly_before_routing():
     # the split run's estimate grows with its entries: a limit between the
     # dor and split estimates refuses only split
     from flowemu.algorithms import get_algorithm
-    from flowemu.engine import check_memory, make_context
-    from flowemu.network import Network
+    from flowemu.engine.profiles import check_memory, make_context
+    from flowemu.core.network import Network
     sched = get_algorithm("recdoub").build(64, topo, False, variant="latency")
     need = {e: check_memory(make_context(topo, Network(), e, 0, None, 64), sched, 1,
                             budget.Limit(2**62, "test"), exact=True) for e in ("dor", "split")}
@@ -155,7 +156,7 @@ def test_huge_run_through_the_cli_in_a_subprocess():
     # the peak is VmHWM, this process image's own: ru_maxrss would carry over
     # the RSS of the (forked) test process at exec
     code = textwrap.dedent("""
-        from flowemu.cli import main
+        from flowemu.cli.app import main
         rc = main(["run", "-t", "torus:4096x4096", "-a", "swing", "-s", "1MiB"])
         with open("/proc/self/status") as fh:
             peak = next(int(ln.split()[1]) * 1024 for ln in fh if ln.startswith("VmHWM:"))
@@ -221,9 +222,9 @@ MEASURE = textwrap.dedent("""
     import flowemu
     from flowemu import budget
     from flowemu.algorithms import get_algorithm
-    from flowemu.api import expand_algorithm
-    from flowemu.engine import check_memory, make_context, profile
-    from flowemu.network import Network
+    from flowemu.api.simulation import expand_algorithm
+    from flowemu.engine.profiles import check_memory, make_context, profile
+    from flowemu.core.network import Network
     from flowemu.topology import parse_topology
 
     spec, alg, ecmp, what = sys.argv[1:5]

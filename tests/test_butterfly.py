@@ -13,7 +13,7 @@ import flowemu
 from flowemu.algorithms import get_algorithm
 from flowemu.algorithms.butterfly import build, form, halvings
 from flowemu.algorithms.verify import verify_allreduce
-from flowemu.errors import ConfigError, ScheduleError
+from flowemu.core.errors import ConfigError, ScheduleError
 
 
 def L_of(p):

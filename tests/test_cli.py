@@ -5,7 +5,7 @@ import json
 import pandas as pd
 import pytest
 
-from flowemu.cli import main
+from flowemu.cli.app import main
 
 SMALL = ["run", "--topology", "torus:4x4", "--algorithm", "ring", "--sizes", "1KiB,1MiB"]
 

@@ -13,7 +13,7 @@ import pytest
 from cli_helpers import one_error_line, run
 
 import flowemu
-import flowemu.api
+import flowemu.api.simulation
 
 ROOT_DIR = Path(flowemu.__file__).parents[1]
 RUN = ["run", "-t", "torus:4x4", "-a", "ring", "-s", "1KiB"]

@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 from cli_helpers import one_error_line, run
 
-import flowemu.api
-from flowemu import outputs
-from flowemu.errors import ConfigError
+import flowemu.api.simulation
+from flowemu.core import outputs
+from flowemu.core.errors import ConfigError
 
 RUN = ["run", "-t", "torus:4x4", "-a", "ring", "-s", "1KiB,1MiB"]
 ROOT = os.geteuid() == 0
@@ -51,7 +51,7 @@ def _argv(option, path, tmp_path):
 @pytest.mark.parametrize("option", ["--out", "--congestion", "--flows-out", "compare --out"])
 def test_bad_output_place_fails_before_work(capsys, tmp_path, no_work, monkeypatch, option):
     if option == "compare --out":
-        import flowemu.results
+        import flowemu.study.results
         monkeypatch.setattr(flowemu.results, "load", lambda *a: (_ for _ in ()).throw(
             AssertionError("compare loaded the dataset before checking --out")))
     for label, path, words in _bad_places(tmp_path):
@@ -242,7 +242,7 @@ def test_flows_out_parquet(capsys, tmp_path):
 @pytest.fixture
 def dataset(tmp_path):
     """A two-algorithm result table to compare."""
-    df = pd.concat([flowemu.api.simulate("torus:4x4", a, "1KiB,1MiB")
+    df = pd.concat([flowemu.api.simulation.simulate("torus:4x4", a, "1KiB,1MiB")
                     for a in ("ring", "recdoub")])
     path = tmp_path / "ds.parquet"
     df.to_parquet(path)
@@ -291,7 +291,7 @@ def test_subprocess_bad_output(tmp_path):
         [sys.executable, "-m", "flowemu", "run", "-t", "torus:64x64", "-a", "ring", "-s",
          "1MiB", "--congestion", str(tmp_path / "missing" / "c.csv")],
         check=False, capture_output=True, text=True, timeout=60,
-        env={**os.environ, "PYTHONPATH": str(Path(flowemu.api.__file__).parents[1])})
+        env={**os.environ, "PYTHONPATH": str(Path(flowemu.api.simulation.__file__).parents[1])})
     assert proc.returncode == 2 and proc.stdout == ""
     line = one_error_line(proc.stderr)
     assert line.startswith("flowemu: error: --congestion: directory") and "missing" in line

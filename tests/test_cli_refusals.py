@@ -13,8 +13,8 @@ import pytest
 from cli_helpers import one_error_line, run
 
 import flowemu
-from flowemu.errors import ConfigError
-from flowemu.units import MAX_SIZE, parse_size
+from flowemu.core.errors import ConfigError
+from flowemu.core.units import MAX_SIZE, parse_size
 
 SWEEP = 'topology = "torus:4x4"\nalgorithm = ["ring", "bucket"]\nsizes = "1KiB,2KiB"\n'
 
@@ -85,8 +85,8 @@ def test_gain_curve_needs_a_column_that_varies(capsys, dataset, tmp_path):
 
 
 def test_each_local_worker_gets_a_share_of_the_memory_limit(monkeypatch):
-    from flowemu import budget
-    from flowemu.sweep import executor
+    from flowemu.core import budget
+    from flowemu.study.sweep import executor
     monkeypatch.setenv(budget.ENV_VAR, "6GiB")
     pool = executor._executor(3, None)
     try:
@@ -104,7 +104,7 @@ def test_results_module_after_plain_import():
 
 
 def test_tied_demo_table_still_prints(dataset):
-    from flowemu.demo import comparison_table
+    from flowemu.cli.demo import comparison_table
     table = comparison_table(flowemu.load(dataset))
     assert isinstance(table, pd.DataFrame) and len(table) == 2
 
@@ -128,7 +128,7 @@ def test_seed_without_hash_is_refused(call):
 
 
 def test_sweep_seeds_belong_to_hash(tmp_path):
-    from flowemu.sweep import load_sweep
+    from flowemu.study.sweep import load_sweep
     path = tmp_path / "s.toml"
     path.write_text('topology = "torus:4x4"\nalgorithm = "ring"\nsizes = "1KiB"\n'
                     'ecmp = ["split", "hash"]\nseed = [0, 1, 2]\n')
@@ -187,7 +187,7 @@ def test_numbers_too_large_for_a_double_are_config_errors(call):
 
 def test_negative_rank_is_refused_where_ranks_are_mapped():
     from flowemu.algorithms.base import Reduction, Schedule, Step, Traffic
-    from flowemu.flowdump import flow_table
+    from flowemu.api.flows import flow_table
     from flowemu.topology import parse_topology
     step = Step(Traffic(np.array([-1, 0]), np.array([0, 1]), np.ones(2)), Reduction.none())
     sched = Schedule("traffic", "t", 16, (step,))
@@ -196,7 +196,7 @@ def test_negative_rank_is_refused_where_ranks_are_mapped():
 
 
 def test_sweep_seed_beyond_the_hash_range_is_refused_at_load(tmp_path):
-    from flowemu.sweep import load_sweep
+    from flowemu.study.sweep import load_sweep
     path = tmp_path / "s.toml"
     path.write_text('topology = "torus:4x4"\nalgorithm = "ring"\necmp = "hash"\n'
                     'seed = 9223372036854775807\n')

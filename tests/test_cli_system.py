@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from flowemu import cli
+from flowemu.cli import app as cli
 
 
 def test_sweep_out_that_cannot_be_made_is_refused_before_work(tmp_path, capsys):
@@ -33,7 +33,7 @@ def test_sweep_out_subprocess_no_traceback(tmp_path):
 
 def test_disk_full_mid_sweep_is_one_line_and_keeps_written_parts(tmp_path, capsys,
                                                                  monkeypatch):
-    from flowemu.sweep import dataset
+    from flowemu.study.sweep import dataset
     cfg = tmp_path / "s.toml"
     cfg.write_text('topology = "torus:4x4"\nalgorithm = ["ring", "bucket", "swing"]\n'
                    'sizes = "1KiB"\n')

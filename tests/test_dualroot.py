@@ -16,7 +16,7 @@ import flowemu
 from flowemu.algorithms import get_algorithm
 from flowemu.algorithms.dualroot import AUTO_MAX_BLOCKS, MAX_BLOCKS, dual_trees, step_count
 from flowemu.algorithms.verify import verify_allreduce
-from flowemu.errors import ConfigError
+from flowemu.core.errors import ConfigError
 from tests.cli_helpers import one_error_line, run
 
 
@@ -309,7 +309,7 @@ def test_unknown_option_and_bad_ranks_refused(capsys):
 
 @pytest.mark.parametrize("p", [2, 3, 7, 14, 100, 1000, 5000])
 def test_budget_shape_bounds_the_schedule(p):
-    from flowemu.budget import schedule_shape
+    from flowemu.core.budget import schedule_shape
     from flowemu.topology import parse_topology
     flows, distinct = schedule_shape("dualroot", {}, p, parse_topology("tree:4"))
     s = build(p, 300)

@@ -5,8 +5,8 @@ import pytest
 
 import flowemu
 from flowemu.algorithms import Reduction, Schedule, Step, Traffic, get_algorithm
-from flowemu.engine import direct_times, pareto_lines, profile
-from flowemu.network import Network
+from flowemu.engine.profiles import direct_times, pareto_lines, profile
+from flowemu.core.network import Network
 from flowemu.topology import parse_topology
 
 B = 50e9          # 400 Gb/s in bytes/s
@@ -138,7 +138,7 @@ def test_reduction_terms_follow_genmodel_rhd():
 def test_identical_steps_are_solved_once():
     t = parse_topology("torus:8")
     sched = build("ring", 8)
-    from flowemu import engine
+    from flowemu.engine import profiles as engine
     calls = []
     orig = engine._solve
 
@@ -209,7 +209,7 @@ def test_congestion_report_ring_two_ports_is_optimal():
 
 
 def test_pattern_key_ignores_order_and_scale():
-    from flowemu.engine import pattern_key
+    from flowemu.engine.profiles import pattern_key
     rng = np.random.default_rng(3)
     src, dst = rng.integers(0, 50, 200), rng.integers(50, 100, 200)
     share = rng.uniform(0.1, 1.0, 200)
@@ -236,7 +236,7 @@ def test_scaled_steps_share_a_solve_and_stay_exact():
     order = rng.permutation(25)
     b = Traffic(src[order], dst[order], share[order] * 0.5)
     sched = Schedule("x", "x", 25, (Step(a, Reduction.none(), "a"), Step(b, Reduction.none(), "b")))
-    from flowemu import engine
+    from flowemu.engine import profiles as engine
     calls = []
     orig = engine._solve
     engine._solve = lambda *a_, **k_: calls.append(1) or orig(*a_, **k_)
@@ -282,7 +282,7 @@ def test_threads_do_not_change_results(alg):
 def test_threads_solve_each_pattern_once():
     t = parse_topology("torus:8x8")
     sched = build("swing", 64, topo=t, variant="bandwidth")
-    from flowemu import engine
+    from flowemu.engine import profiles as engine
     calls = []
     orig = engine._solve
     engine._solve = lambda *a_, **k_: calls.append(1) or orig(*a_, **k_)
@@ -304,7 +304,7 @@ def test_bad_threads(bad):
 
 
 def test_threads_from_environment(monkeypatch):
-    from flowemu.engine import THREADS_ENV, default_threads
+    from flowemu.engine.profiles import THREADS_ENV, default_threads
     monkeypatch.setenv(THREADS_ENV, "3")
     assert default_threads() == 3
     for bad in ("0", "two", "-1"):

@@ -12,10 +12,10 @@ from cli_helpers import one_error_line, run
 from maxmin_oracle import completion, csr_to_lists
 
 import flowemu
-from flowemu.engine import _solve, make_context
-from flowemu.errors import ConfigError
+from flowemu.engine.profiles import _solve, make_context
+from flowemu.core.errors import ConfigError
 from flowemu.kernels.maxmin import solve_completion
-from flowemu.network import Network
+from flowemu.core.network import Network
 from flowemu.topology import FatTree, parse_topology, topology_families
 from tests.cli_helpers import assert_bad_topology
 
@@ -298,7 +298,7 @@ def test_cli_refuses_mode_in_one_line(capsys, spec, ecmp):
 
 def test_bad_flow_ids():
     t = parse_topology("fattree:k=4")
-    with pytest.raises(flowemu.errors.RoutingError, match="host ids must lie in 0..15"):
+    with pytest.raises(flowemu.core.errors.RoutingError, match="host ids must lie in 0..15"):
         t.route(np.array([0]), np.array([16]))
 
 

@@ -1,4 +1,4 @@
-"""Failed and degraded links (flowemu.topology.faults): closed forms, an
+"""Failed and degraded links (flowemu.whatif.faults): closed forms, an
 independent enumeration of the shortest surviving paths, selectors and their
 errors, disconnection, the fail policy, and every algorithm on faulty tori and
 fat trees."""
@@ -15,9 +15,9 @@ import pytest
 from flowemu.algorithms import get_algorithm
 from flowemu.algorithms._blocks import make_traffic
 from flowemu.algorithms.base import Reduction, Schedule, Step
-from flowemu.engine import direct_times, profile
-from flowemu.errors import ConfigError
-from flowemu.network import Network
+from flowemu.engine.profiles import direct_times, profile
+from flowemu.core.errors import ConfigError
+from flowemu.core.network import Network
 from flowemu.topology import (
     FaultyTopology,
     apply_faults,

@@ -17,10 +17,10 @@ import pytest
 from cli_helpers import one_error_line, run
 
 import flowemu
-from flowemu.errors import ConfigError
-from flowemu.fit import PAPER_WT_OFFSET, _nnls, fit, read_measurements
-from flowemu.netpresets import load_preset
-from flowemu.network import Network
+from flowemu.core.errors import ConfigError
+from flowemu.models.fit import PAPER_WT_OFFSET, _nnls, fit, read_measurements
+from flowemu.core.presets import load_preset
+from flowemu.core.network import Network
 
 DATA = __import__("pathlib").Path(__file__).parent / "data"
 
@@ -359,7 +359,7 @@ def test_preset_incast_completed_beside_it_or_off(tmp_path, capsys):
     code, _, err = run(capsys, ["run", "-t", "tree:4", "-a", "ring", "-s", "1KiB",
                                 "--network", str(f), "--incast-slope", "1ps"])
     assert code == 0, err
-    from flowemu.sweep import load_sweep
+    from flowemu.study.sweep import load_sweep
     s = tmp_path / "s.toml"
     s.write_text(sweep_text(f'network = "{f}"', 'incast_slope = "1ps"\n'))
     cfg = load_sweep(s).configs[0]
@@ -392,7 +392,7 @@ def test_preset_field_names_in_errors(tmp_path, capsys):
 
 def sweep_error_tail(tmp_path, key: str, raw: str) -> str:
     """What a sweep file says after ``key: `` about ``key = raw``."""
-    from flowemu.sweep import load_sweep
+    from flowemu.study.sweep import load_sweep
     s = tmp_path / "unit.toml"
     s.write_text(sweep_text(f"{key} = {raw}"))
     with pytest.raises(ConfigError) as exc:
@@ -415,7 +415,7 @@ def test_preset_bare_numbers_as_in_sweep_files(tmp_path, capsys, key, raw):
 
 def test_preset_allowed_bare_values(tmp_path):
     """0 may be bare for a time (sweep files accept it), a flow count is a number."""
-    from flowemu.sweep import load_sweep
+    from flowemu.study.sweep import load_sweep
     f = tmp_path / "p.toml"
     f.write_text('[network]\nlink_latency = 0\nhop_latency = "0"\nincast_threshold = 8\n'
                  'incast_slope = "1ps"\n')
@@ -429,7 +429,7 @@ def test_preset_allowed_bare_values(tmp_path):
 def test_written_preset_reads_back_exactly(tmp_path):
     """fit --save writes rates and times with their unit (the file rule), and
     reading them back gives the same doubles."""
-    from flowemu.netpresets import write_preset
+    from flowemu.core.presets import write_preset
     rng = np.random.default_rng(3)
     times = ("link_latency", "hop_latency", "alpha", "gamma", "delta", "incast_slope")
     for i in range(200):
@@ -455,7 +455,7 @@ def test_builtin_preset_names_are_case_insensitive(tmp_path, capsys, name):
                                   "--network", name, "-f", "csv"])
     assert code == 0, err
     assert pd.read_csv(__import__("io").StringIO(out))["alpha_s"].iloc[0] == 6.58e-3
-    from flowemu.sweep import load_sweep
+    from flowemu.study.sweep import load_sweep
     s = tmp_path / "s.toml"
     s.write_text(sweep_text(f'network = "{name}"'))
     cfg = load_sweep(s).configs[0]
@@ -583,7 +583,7 @@ def test_nccl_options_without_nccl_data(tmp_path, capsys, measured, extra, names
 
 def test_fit_plot_wraps_into_a_grid():
     """7 algorithms: a grid of at most 3 columns, no two titles overlapping."""
-    from flowemu.fit import FIT_PLOT_COLUMNS, fit_figure
+    from flowemu.models.fit import FIT_PLOT_COLUMNS, fit_figure
     algs = ["ring", "recdoub", "cps", "hcps:factors=4x2", "hcps:factors=2x4",
             "reduce-broadcast", "recdoub:variant=bandwidth"]
     rows = pd.DataFrame([{"algorithm": a, "ranks": n, "size": 2**k, "time": 1e-6 * 2**k,
@@ -615,7 +615,7 @@ def sweep_text(network_line: str, extra: str = "") -> str:
 
 
 def test_sweep_network_presets(tmp_path):
-    from flowemu.sweep import load_sweep
+    from flowemu.study.sweep import load_sweep
     preset = tmp_path / "p.toml"
     preset.write_text('[network]\nbandwidth = "10Gb/s"\nalpha = "5us"\n')
     f = tmp_path / "s.toml"
@@ -644,7 +644,7 @@ def test_sweep_network_presets(tmp_path):
 
 def test_sweep_without_preset_keeps_its_identity(tmp_path):
     """A sweep that names no preset hashes as before presets existed."""
-    from flowemu.sweep import config_hash, load_sweep
+    from flowemu.study.sweep import config_hash, load_sweep
     f = tmp_path / "s.toml"
     f.write_text(sweep_text(""))
     cfg = load_sweep(f).configs[0]
@@ -667,7 +667,7 @@ def test_sweep_bad_preset(tmp_path, capsys, line, needle):
 
 
 def test_fit_is_callable_from_the_package():
-    import flowemu.fit as module
+    import flowemu.models.fit as module
     assert callable(flowemu.fit) and flowemu.fit is module
     r = flowemu.fit(DATA / "nccl_allreduce_8gpu.txt", bandwidth="100Gb/s")
     assert r.params["beta"] == 8 / 100e9 and "gamma" in r.params

@@ -1,4 +1,4 @@
-"""GenModel analytic backend (flowemu.genmodel): every Table 2 row against a
+"""GenModel analytic backend (flowemu.models.genmodel): every Table 2 row against a
 per-step tally of the plan written here (blocks held, bytes received, fan-in
 of each many-to-one step, reduction work per server), the paper's own
 statements about the table (§3.1, §3.3, §3.4), and the flow-level engine on
@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 import flowemu
-from flowemu import genmodel as gm
-from flowemu.errors import ConfigError
-from flowemu.network import Network
+from flowemu.models import genmodel as gm
+from flowemu.core.errors import ConfigError
+from flowemu.core.network import Network
 
 REL = 1e-12
 
@@ -261,7 +261,7 @@ NET = Network(bandwidth=1.25e9, link_latency=0, hop_latency=0, alpha=ALPHA, gamm
 
 
 def test_predict_maps_names_to_rows():
-    S = flowemu.checks.sizes("1KiB,1MiB,64MiB")
+    S = flowemu.core.checks.sizes("1KiB,1MiB,64MiB")
     beta = 1 / NET.bandwidth
     args = (S, ALPHA, beta, GAMMA, DELTA)
     assert close(gm.predict("ring", 12, "1KiB,1MiB,64MiB", NET), gm.ring(12, *args))
@@ -330,7 +330,7 @@ def test_predict_refuses(spec, p, needle):
 
 
 def test_predict_refuses_bad_network_and_sizes():
-    with pytest.raises(ConfigError, match="network: .* expected a flowemu.network.Network"):
+    with pytest.raises(ConfigError, match="network: .* expected a flowemu.core.network.Network"):
         gm.predict("ring", 4, "1KiB", {"bandwidth": 1})
     with pytest.raises(ConfigError, match="sizes"):
         gm.predict("ring", 4, "lots", NET)
@@ -389,7 +389,7 @@ def test_flow_backend_ring_any_n_and_rhd_plan_for_other_n(N):
     printed row minus S(1/P − 1/N)(2β + γ + 3δ)."""
     net = Network(bandwidth=5e10, link_latency=0, hop_latency=0, alpha=ALPHA, gamma=GAMMA,
                   delta=DELTA)
-    S = flowemu.checks.sizes(SIM_SIZES)
+    S = flowemu.core.checks.sizes(SIM_SIZES)
     beta = 1 / net.bandwidth
     assert close(flow_times(N, "ring", net, SIM_SIZES), gm.predict("ring", N, S, net),
                  rel=1e-9)

@@ -12,11 +12,11 @@ import pytest
 from cli_helpers import one_error_line, run
 
 import flowemu
-from flowemu.algorithms.gentree import schedule_from_plan
+from flowemu.algorithms.gentree.schedule import schedule_from_plan
 from flowemu.algorithms.verify import verify_allreduce
-from flowemu.errors import ConfigError
-from flowemu.gentree import candidate_types, factorisations, make_plan, plan, table6, tree_view
-from flowemu.network import Network
+from flowemu.core.errors import ConfigError
+from flowemu.algorithms.gentree.planner import candidate_types, factorisations, make_plan, plan, table6, tree_view
+from flowemu.core.network import Network
 from flowemu.topology import parse_topology
 from flowemu.topology.tree import GENTREE_TABLE5
 
@@ -319,7 +319,7 @@ def test_genmodel_prices_a_fixed_plan_at_each_size():
 def test_compare_by_model_ranks_the_algorithms_both_models_timed():
     """cps timed by the flow engine only (genmodel cannot price it on two
     levels) must not be anybody's best in compare --by model."""
-    from flowemu.results import compare_models
+    from flowemu.study.results import compare_models
     rows = [flowemu.simulate("tree:2x4", a, "1KiB,1MiB", model=m)
             for a, m in (("gentree", "flow"), ("gentree", "genmodel"), ("cps", "flow"))]
     out = compare_models(pd.concat(rows, ignore_index=True))

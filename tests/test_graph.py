@@ -14,8 +14,8 @@ from cli_helpers import one_error_line, run
 from maxmin_oracle import completion
 
 import flowemu
-from flowemu.errors import ConfigError
-from flowemu.network import Network
+from flowemu.core.errors import ConfigError
+from flowemu.core.network import Network
 from flowemu.topology import Graph, parse_topology, topology_families
 
 B = 50e9

@@ -13,10 +13,10 @@ from maxmin_oracle import completion, csr_to_lists
 
 import flowemu
 from flowemu.algorithms import swing
-from flowemu.engine import profile
-from flowemu.errors import ConfigError
+from flowemu.engine.profiles import profile
+from flowemu.core.errors import ConfigError
 from flowemu.kernels.maxmin import solve_completion
-from flowemu.network import Network
+from flowemu.core.network import Network
 from flowemu.topology import HammingMesh, parse_topology, topology_families
 from tests.cli_helpers import assert_bad_topology
 

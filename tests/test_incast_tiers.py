@@ -22,9 +22,9 @@ from maxmin_oracle import completion, csr_to_lists
 
 import flowemu
 from flowemu.algorithms import get_algorithm
-from flowemu.engine import profile
+from flowemu.engine.profiles import profile
 from flowemu.kernels.maxmin import STATUS_OK, solve_completion
-from flowemu.network import Network
+from flowemu.core.network import Network
 from flowemu.topology import parse_topology
 
 RTOL = 1e-9
@@ -131,7 +131,7 @@ def test_flow_class_is_the_level_where_the_flow_converges(spec):
 
 def test_flow_class_checks_its_ids():
     topo = parse_topology("tree:2x4")
-    with pytest.raises(flowemu.errors.RoutingError):
+    with pytest.raises(flowemu.core.errors.RoutingError):
         topo.flow_incast_class(np.array([0]), np.array([8]))
 
 
@@ -502,7 +502,7 @@ def test_cli_runs_a_tree_with_level_incast(capsys):
 def test_times_that_would_overflow_are_refused(kwargs, needle):
     # alpha = 1e308 made the total of a ring's steps overflow to inf (a numpy
     # RuntimeWarning), bandwidth = 5e-324 a rate underflow to 0 (a SolverError)
-    with pytest.raises(flowemu.errors.ConfigError) as exc:
+    with pytest.raises(flowemu.core.errors.ConfigError) as exc:
         flowemu.simulate("torus:4", "ring", "1KiB", threads=1, **kwargs)
     assert needle in str(exc.value) and "\n" not in str(exc.value)
 

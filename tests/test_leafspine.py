@@ -9,13 +9,13 @@ import pandas as pd
 import pytest
 
 import flowemu
-from flowemu import budget
+from flowemu.core import budget
 from flowemu.algorithms import get_algorithm
-from flowemu.api import expand_algorithm
-from flowemu.cli import main
-from flowemu.engine import profile
-from flowemu.errors import ConfigError
-from flowemu.network import Network
+from flowemu.api.simulation import expand_algorithm
+from flowemu.cli.app import main
+from flowemu.engine.profiles import profile
+from flowemu.core.errors import ConfigError
+from flowemu.core.network import Network
 from flowemu.topology import LeafSpine, parse_topology, topology_families
 from tests.cli_helpers import assert_bad_topology
 
@@ -275,8 +275,8 @@ def test_cli_flows_out_names_leafspine_links(tmp_path):
 
 
 def test_sweep_with_leafspine(tmp_path):
-    from flowemu.sweep import sweep
-    from flowemu.sweep.dataset import load
+    from flowemu.study.sweep import sweep
+    from flowemu.study.sweep.dataset import load
     cfg = tmp_path / "ls.toml"
     cfg.write_text('description = "leaf-spine"\nsizes = ["1MiB"]\n[groups.ls]\n'
                    'topology = ["leafspine:2x4x4", "leafspine:2x4x1"]\n'

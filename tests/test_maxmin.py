@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from maxmin_oracle import check_maxmin, completion, csr_to_lists, progressive_filling
 
-from flowemu.errors import SolverError
+from flowemu.core.errors import SolverError
 from flowemu.kernels import maxmin
 from flowemu.kernels.maxmin import (
     STATUS_OK,

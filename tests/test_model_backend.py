@@ -3,7 +3,7 @@ the flow engine, through every door (simulate, ``run --model``, sweeps,
 compare, plot).
 
 The acceptance of issue 14: Table 2's closed forms, computed here from the
-printed formulas (genmodel-gentree.txt Table 2, not via flowemu.genmodel),
+printed formulas (genmodel-gentree.txt Table 2, not via flowemu.models.genmodel),
 hold to 1e-9 for the analytic backend; and the flow backend agrees with
 them on a single non-blocking switch for every row, incast on and off, N a
 power of two or not — exactly, up to the documented conventions where the
@@ -36,9 +36,9 @@ import pandas as pd
 import pytest
 
 import flowemu
-from flowemu import genmodel as gm
-from flowemu.errors import ConfigError
-from flowemu.network import Network
+from flowemu.models import genmodel as gm
+from flowemu.core.errors import ConfigError
+from flowemu.core.network import Network
 from flowemu.topology import parse_topology
 from tests.cli_helpers import one_error_line, run
 
@@ -315,7 +315,7 @@ def test_rows_say_which_model_timed_them():
     ({"topology": "torus:4x4"}, "topology torus:4x4 is not a single switch"),
     ({"topology": "tree:4x4"}, "topology tree:4x4 is not a single switch"),
     ({"algorithm": "swing"}, ("algorithm 'swing' has no GenModel predictor; genmodel prices "
-                              + ", ".join(__import__("flowemu.genmodel").genmodel
+                              + ", ".join(__import__("flowemu.models.genmodel").models.genmodel
                                           .predictor_names()))),
     ({"algorithm": "recdoub:variant=latency"}, "variant=latency has no GenModel form"),
     ({"algorithm": "hcps:factors=4x4"}, "factors=4x4 multiply to 16, not the 8 ranks"),
@@ -400,7 +400,7 @@ algorithm = ["ring", "cps", "hcps"]
 
 
 def test_sweep_crosses_models_and_keeps_flow_hashes(tmp_path):
-    from flowemu.sweep import load_sweep
+    from flowemu.study.sweep import load_sweep
     plain = tmp_path / "s.toml"
     plain.write_text(SWEEP)
     both = tmp_path / "b" / "s.toml"
@@ -434,7 +434,7 @@ def test_sweep_crosses_models_and_keeps_flow_hashes(tmp_path):
 
 
 def test_sweep_lists_every_pair_genmodel_cannot_price(tmp_path):
-    from flowemu.sweep import load_sweep
+    from flowemu.study.sweep import load_sweep
     path = tmp_path / "bad.toml"
     path.write_text('topology = ["tree:8", "torus:4x4"]\nalgorithm = ["ring", "swing"]\n'
                     'model = ["flow", "genmodel"]\n')
@@ -525,7 +525,7 @@ def test_dataset_without_model_column_reads_as_flow(tmp_path, both_models):
     # a directory mixing part files from before the column and after
     ds = tmp_path / "ds"
     shutil.copytree(both_models, ds)
-    from flowemu.sweep.dataset import write_rows
+    from flowemu.study.sweep.dataset import write_rows
     part = min(ds.glob("part-*.parquet"))
     table = pd.read_parquet(part)
     part.unlink()
@@ -537,7 +537,7 @@ def test_dataset_without_model_column_reads_as_flow(tmp_path, both_models):
 
 
 def test_plot_draws_genmodel_dashed_beside_flow(both_models):
-    from flowemu.plots import goodput_figure
+    from flowemu.study.figures.plots import goodput_figure
     df = flowemu.load(both_models)
     for metric in ("time", "goodput"):
         fig = goodput_figure(df, metric=metric)

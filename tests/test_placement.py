@@ -6,11 +6,11 @@ import pandas as pd
 import pytest
 
 import flowemu
-from flowemu.errors import ConfigError
-from flowemu.placement import Placement, parse_placement
-from flowemu.results import load
-from flowemu.sweep import sweep
-from flowemu.sweep.config import Config, config_hash
+from flowemu.core.errors import ConfigError
+from flowemu.core.placement import Placement, parse_placement
+from flowemu.study.results import load
+from flowemu.study.sweep import sweep
+from flowemu.study.sweep.config import Config, config_hash
 from flowemu.topology import parse_topology
 from tests.cli_helpers import one_error_line, run
 

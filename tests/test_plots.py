@@ -3,10 +3,10 @@
 import pandas as pd
 import pytest
 
-from flowemu.cli import main
-from flowemu.errors import ConfigError
-from flowemu.plots import figures, plot, plot_gain, plot_goodput
-from flowemu.sweep import sweep
+from flowemu.cli.app import main
+from flowemu.core.errors import ConfigError
+from flowemu.study.figures.plots import figures, plot, plot_gain, plot_goodput
+from flowemu.study.sweep import sweep
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -67,7 +67,7 @@ def test_where_and_too_many_scenarios(tmp_path):
                     rows.append(("torus:4x4", 16, size, alg, g * bw / 5e10, bw, hop))
     df = pd.DataFrame(rows, columns=["topology", "nodes", "size_bytes", "algorithm",
                                      "goodput_Bps", "bandwidth_Bps", "hop_latency_s"])
-    from flowemu.plots import _limit_scenarios
+    from flowemu.study.figures.plots import _limit_scenarios
     kept, note = _limit_scenarios(df, 2)
     # bandwidth (3 values) is fixed first, at the paper's 400 Gb/s
     assert set(kept["bandwidth_Bps"]) == {5e10} and set(kept["hop_latency_s"]) == {0.0, 3e-7}
@@ -138,7 +138,7 @@ def test_every_algorithm_looks_different_in_a_time_plot():
     algorithm has its own colour and marker, and the variants of one differ
     in line style and fill."""
     from flowemu.algorithms import algorithm_names
-    from flowemu.plots import goodput_figure
+    from flowemu.study.figures.plots import goodput_figure
     labels = list(algorithm_names()) + ["recdoub:variant=latency", "recdoub:variant=bandwidth"]
     fig = goodput_figure(_frame(["tree:8"], labels), metric="time")
     looks = _line_looks(fig)
@@ -154,7 +154,7 @@ def test_every_algorithm_looks_different_in_a_time_plot():
 
 
 def test_unknown_names_hashing_alike_differ_in_one_figure():
-    from flowemu.plot_style import KNOWN, _name_look, algorithm_style, style_map
+    from flowemu.study.figures.style import KNOWN, _name_look, algorithm_style, style_map
     seen, clash = {}, None
     for i in range(2000):       # two names whose hashed looks coincide
         name = f"alg{i}"
@@ -186,7 +186,7 @@ def test_gain_with_long_topology_labels_lays_out(n):
     keeps a real size and no two panel titles overlap."""
     import warnings
 
-    from flowemu.plots import gain_figure, goodput_figure
+    from flowemu.study.figures.plots import gain_figure, goodput_figure
     df = _frame([LONG.format(i) for i in range(n)], ["ring", "cps", "reduce-broadcast"])
     with warnings.catch_warnings():
         warnings.simplefilter("error")

@@ -13,18 +13,11 @@ import pandas as pd
 import pytest
 from matplotlib.colors import to_rgba
 
-from flowemu.cli import main
-from flowemu.errors import ConfigError
-from flowemu.plot_style import (
-    KNOWN,
-    TIE_COLOR,
-    algorithm_style,
-    style_map,
-    text_color_on,
-    use_log_scale,
-)
-from flowemu.plots import gain_curve_figure, gain_figure, goodput_figure, plot, plot_gain_curves
-from flowemu.results import TIE_RTOL, compare, compare_table
+from flowemu.cli.app import main
+from flowemu.core.errors import ConfigError
+from flowemu.study.figures.style import KNOWN, TIE_COLOR, algorithm_style, style_map, text_color_on, use_log_scale
+from flowemu.study.figures.plots import gain_curve_figure, gain_figure, goodput_figure, plot, plot_gain_curves
+from flowemu.study.results import TIE_RTOL, compare, compare_table
 
 
 def frame(rows, extra=None):
@@ -179,7 +172,7 @@ def test_same_label_same_look_in_figures_with_different_algorithms():
 
 def test_style_is_the_same_in_another_process():
     # a CRC, not Python's salted hash(): the same colour in every run
-    code = ("from flowemu.plot_style import algorithm_style as s; "
+    code = ("from flowemu.study.figures.style import algorithm_style as s; "
             "print(s('zebra:k=3').color, s('zebra:k=3').linestyle, sep='|')")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, env={**os.environ, "PYTHONHASHSEED": "123"}).stdout.strip().split("|")

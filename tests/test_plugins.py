@@ -13,10 +13,10 @@ import pytest
 from cli_helpers import one_error_line, run
 
 import flowemu
-from flowemu import plugins
+from flowemu.algorithms import plugins
 from flowemu.algorithms import COPY, REDUCE, Param, Reduction, Schedule, Step, Traffic
 from flowemu.algorithms.base import get_algorithm
-from flowemu.errors import ConfigError, ScheduleError
+from flowemu.core.errors import ConfigError, ScheduleError
 
 # ------------------------------------------------------------------ the plug-in
 

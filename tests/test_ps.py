@@ -30,7 +30,7 @@ from cli_helpers import one_error_line, run
 import flowemu
 from flowemu.algorithms import get_algorithm, ps
 from flowemu.algorithms.verify import equivalent_traffic, verify_allreduce
-from flowemu.errors import ConfigError
+from flowemu.core.errors import ConfigError
 from flowemu.topology import parse_topology
 
 ALPHA, BETA, GAMMA, DELTA = 2e-6, 1e-10, 3e-11, 7e-11   # B = 10 GB/s

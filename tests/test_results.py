@@ -7,11 +7,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from flowemu.cli import main
-from flowemu.errors import ConfigError
-from flowemu.results import compare, compare_table, load, load_errors, scenario_columns
-from flowemu.sweep import sweep
-from flowemu.sweep.dataset import clean_temp, result_hashes, write_rows
+from flowemu.cli.app import main
+from flowemu.core.errors import ConfigError
+from flowemu.study.results import compare, compare_table, load, load_errors, scenario_columns
+from flowemu.study.sweep import sweep
+from flowemu.study.sweep.dataset import clean_temp, result_hashes, write_rows
 
 
 def frame(rows):

@@ -25,8 +25,8 @@ from flowemu.algorithms.hamiltonian import (
     path_zigzag,
 )
 from flowemu.algorithms.verify import equivalent_traffic, verify_allreduce
-from flowemu.cli import main
-from flowemu.errors import ConfigError
+from flowemu.cli.app import main
+from flowemu.core.errors import ConfigError
 from flowemu.topology.torus import Torus
 
 

@@ -1,4 +1,4 @@
-"""Slow ranks (flowemu.stragglers): the spec grammar, closed forms for the
+"""Slow ranks (flowemu.whatif.stragglers): the spec grammar, closed forms for the
 network cap (fluid time × 1/f) and the compute slowdown (reduction time ×
 1/f), profile exactness against direct solves, and bad values."""
 
@@ -7,11 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from flowemu import engine
+from flowemu.engine import profiles as engine
 from flowemu.algorithms import get_algorithm
-from flowemu.errors import ConfigError
-from flowemu.network import Network
-from flowemu.stragglers import Slow, parse_slow
+from flowemu.core.errors import ConfigError
+from flowemu.core.network import Network
+from flowemu.whatif.stragglers import Slow, parse_slow
 from flowemu.topology import parse_topology
 
 RTOL = 1e-9

@@ -14,10 +14,10 @@ import pandas as pd
 import pytest
 
 import flowemu
-from flowemu.cli import main
-from flowemu.errors import ConfigError
-from flowemu.results import ERRORS_DIR, load, load_errors
-from flowemu.sweep import Config, Progress, SweepConfigError, _Lock, load_sweep, run_sweep, sweep
+from flowemu.cli.app import main
+from flowemu.core.errors import ConfigError
+from flowemu.study.results import ERRORS_DIR, load, load_errors
+from flowemu.study.sweep import Config, Progress, SweepConfigError, _Lock, load_sweep, run_sweep, sweep
 
 REPO_ROOT = Path(flowemu.__file__).resolve().parents[1]
 
@@ -278,7 +278,7 @@ def test_rows_equal_direct_simulate(tmp_path):
 
 
 def test_one_simulate_call_per_configuration(tmp_path, monkeypatch):
-    from flowemu import api
+    from flowemu.api import simulation as api
     calls = []
     real = api.simulate
 
@@ -439,7 +439,7 @@ def test_failing_configuration_is_recorded_and_sweep_goes_on(tmp_path, capsys):
 
 
 def test_unexpected_exception_is_recorded_as_internal(tmp_path, monkeypatch):
-    import flowemu.sweep.executor as sw
+    import flowemu.study.sweep.executor as sw
     real = sw.run_config
 
     def buggy(cfg, threads=None, max_memory=None):

@@ -8,10 +8,10 @@ import pyarrow.parquet as pq
 import pytest
 
 import flowemu
-from flowemu.cli import main
-from flowemu.errors import ConfigError
-from flowemu.results import MANIFEST, compare, load, load_errors
-from flowemu.sweep import load_sweep, sweep
+from flowemu.cli.app import main
+from flowemu.core.errors import ConfigError
+from flowemu.study.results import MANIFEST, compare, load, load_errors
+from flowemu.study.sweep import load_sweep, sweep
 
 REPO_ROOT = Path(flowemu.__file__).resolve().parents[1]
 
@@ -161,7 +161,7 @@ def test_dataset_without_manifest_loads_whole(tmp_path):
 
 
 def test_demo_runs_after_its_config_is_edited(tmp_path, capsys):
-    from flowemu import demo
+    from flowemu.cli import demo
     text = (REPO_ROOT / "configs" / "demo.toml").read_text()
     assert 'sizes = "32B..512MiB"' in text and 'bandwidth = "400Gb/s"' in text
     text = text.replace("torus:16x16", "torus:4x4").replace('"32B..512MiB"', '"1KiB..4KiB"')

@@ -8,10 +8,10 @@ import time
 
 import pytest
 
-from flowemu.cli import main
-from flowemu.errors import ConfigError
-from flowemu.results import load, load_errors
-from flowemu.sweep import load_sweep, sweep
+from flowemu.cli.app import main
+from flowemu.core.errors import ConfigError
+from flowemu.study.results import load, load_errors
+from flowemu.study.sweep import load_sweep, sweep
 
 # 2 topologies x 3 algorithms x 2 bandwidths = 12 configurations, 3 sizes each
 SMALL = """
@@ -27,7 +27,7 @@ KILLED = "worker process died (killed by signal 9, e.g. out of memory)"
 def killer(monkeypatch):
     """Make one configuration kill the process that runs it (as the OOM killer
     would); the pool's workers are forked, so they inherit the patch."""
-    from flowemu.sweep import executor
+    from flowemu.study.sweep import executor
     real = executor.run_config
     victims = set()
 

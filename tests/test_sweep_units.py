@@ -3,8 +3,8 @@ without its unit is an error showing the accepted forms."""
 
 import pytest
 
-from flowemu.cli import main
-from flowemu.sweep import SweepConfigError, load_sweep
+from flowemu.cli.app import main
+from flowemu.study.sweep import SweepConfigError, load_sweep
 
 BASE = 'topology = "torus:4x4"\nalgorithm = "ring"\n'
 

@@ -10,10 +10,10 @@ import pyarrow.parquet as pq
 import pytest
 
 import flowemu
-from flowemu.network import Network
-from flowemu.results import load, load_errors
-from flowemu.sweep import SweepConfigError, config_hash, load_sweep, sweep
-from flowemu.whatif import WHATIF_COLUMNS
+from flowemu.core.network import Network
+from flowemu.study.results import load, load_errors
+from flowemu.study.sweep import SweepConfigError, config_hash, load_sweep, sweep
+from flowemu.whatif.conditions import WHATIF_COLUMNS
 
 SIZES = [1024, 65536]
 
@@ -68,7 +68,7 @@ def test_failures_times_seeds_expand_and_match_simulate(tmp_path):
         want = alone(cfg, fail=cfg.fail or None)
         np.testing.assert_allclose(rows["time_s"].to_numpy(), want, rtol=1e-12)
     # every row pairs with its healthy twin (K = 0): the slowdown of the failures
-    from flowemu.whatif import slowdown
+    from flowemu.whatif.conditions import slowdown
     sd = slowdown(df)
     assert sd["slowdown"].notna().all()
     assert (sd.loc[sd["failed_links"] == 0, "slowdown"] == 1).all()
@@ -243,7 +243,7 @@ def test_draw_larger_than_the_fabric_names_failures_and_seed(tmp_path):
 
 
 def test_cli_reports_a_bad_policy(tmp_path, capsys):
-    from flowemu.cli import main
+    from flowemu.cli.app import main
     path = write(tmp_path, MONTE_CARLO + 'fail_policy = "sometimes"\n')
     assert main(["sweep", "--dry-run", str(path)]) == 2
     err = capsys.readouterr().err
@@ -251,7 +251,7 @@ def test_cli_reports_a_bad_policy(tmp_path, capsys):
 
 
 def test_dry_run_shows_the_what_ifs(tmp_path, capsys):
-    from flowemu.cli import main
+    from flowemu.cli.app import main
     path = write(tmp_path, MONTE_CARLO + 'slow = "3=0.5"\n')
     assert main(["sweep", "--dry-run", str(path)]) == 0
     out = capsys.readouterr().out
@@ -330,7 +330,7 @@ def test_strict_policy_refusal_is_an_error_row_carrying_the_what_ifs(tmp_path):
 
 def _old_part(tmp_path, with_whatif: bool):
     """A dataset part file as written before the what-if columns existed (or after)."""
-    from flowemu.sweep.dataset import SWEEP_COLUMNS
+    from flowemu.study.sweep.dataset import SWEEP_COLUMNS
     row = {c: "x" for c in SWEEP_COLUMNS}
     row.update(topology="torus:4x4", nodes=16, ranks=16, algorithm="ring", model="flow",
                variant="", options="", size_bytes=1024, time_s=1e-6, goodput_Bps=1e9,

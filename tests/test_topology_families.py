@@ -12,7 +12,7 @@ import pytest
 
 import flowemu
 from flowemu.algorithms import algorithm_names
-from flowemu.errors import ConfigError
+from flowemu.core.errors import ConfigError
 from flowemu.topology import MODE_DOCS, parse_topology, topology_families, topology_modes
 
 FAMILIES = sorted(topology_families())
@@ -106,7 +106,7 @@ def test_engine_agrees_with_the_oracle_in_every_mode(family):
     latencies along its path)."""
     import pandas as pd
 
-    from flowemu.network import Network
+    from flowemu.core.network import Network
     from tests.maxmin_oracle import completion, csr_to_lists
 
     topo = parse_topology(example(family))
@@ -151,7 +151,7 @@ def test_split_specs_keeps_each_specs_options():
 def test_plot_selects_specs_with_options(tmp_path, capsys):
     import pandas as pd
 
-    from flowemu.cli import main
+    from flowemu.cli.app import main
     frames = [flowemu.simulate(spec, "ring", "1KiB,1MiB") for spec in
               ("leafspine:2x2x2,uplinks=2", "hx2mesh:2x2", "torus:4x4")]
     data = tmp_path / "rows.parquet"

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from flowemu.errors import ConfigError, RoutingError
+from flowemu.core.errors import ConfigError, RoutingError
 from flowemu.topology import (
     Routes,
     Topology,

@@ -14,7 +14,7 @@ import pytest
 from flowemu.algorithms import get_algorithm, recdoub, ring
 from flowemu.algorithms.hamiltonian import disjoint_cycles, disjoint_cycles_support, snake_cycle
 from flowemu.algorithms.verify import equivalent_traffic, verify_allreduce
-from flowemu.errors import ConfigError
+from flowemu.core.errors import ConfigError
 from flowemu.topology.torus import Torus
 
 SHAPES = [(4, 4), (8, 8), (2, 4), (4, 8), (16, 4), (6, 6), (3, 5), (4, 4, 4), (2, 4, 8),

@@ -15,9 +15,9 @@ from maxmin_oracle import completion, csr_to_lists
 
 import flowemu
 from flowemu.algorithms import get_algorithm
-from flowemu.engine import profile
-from flowemu.errors import ConfigError
-from flowemu.network import Network
+from flowemu.engine.profiles import profile
+from flowemu.core.errors import ConfigError
+from flowemu.core.network import Network
 from flowemu.topology import Tree, parse_topology, topology_families
 from flowemu.topology.tree import GENTREE_TABLE5
 from flowemu.topology.treespec import preset_tree
@@ -539,8 +539,8 @@ def test_bad_constructor_args():
 
 
 def test_sweep_with_presets_and_options(tmp_path):
-    from flowemu.sweep import sweep
-    from flowemu.sweep.dataset import load
+    from flowemu.study.sweep import sweep
+    from flowemu.study.sweep.dataset import load
     cfg = tmp_path / "tree.toml"
     cfg.write_text('description = "trees"\nsizes = ["1MiB"]\n[groups.t]\n'
                    'topology = ["tree:SS24", "tree:4x6,bw=:2x"]\n'

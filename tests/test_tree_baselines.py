@@ -13,8 +13,8 @@ import flowemu
 from flowemu.algorithms import get_algorithm
 from flowemu.algorithms.trees import btree_parents, dtree_parents
 from flowemu.algorithms.verify import verify_allreduce
-from flowemu.errors import ConfigError
-from flowemu.network import Network
+from flowemu.core.errors import ConfigError
+from flowemu.core.network import Network
 
 NAMES = ["binomial", "dbtree"]
 FREE = Network(bandwidth="8Gb/s", link_latency=0, hop_latency=0, alpha="2us")   # 1e9 B/s

@@ -12,7 +12,7 @@ import pytest
 from flowemu.algorithms import recdoub, ring
 from flowemu.algorithms.base import COPY, REDUCE, Reduction, Schedule, Step, Traffic
 from flowemu.algorithms.verify import equivalent_traffic, verify_allreduce
-from flowemu.errors import ScheduleError
+from flowemu.core.errors import ScheduleError
 
 # ------------------------------------------------------------------ helpers
 

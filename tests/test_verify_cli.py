@@ -11,7 +11,7 @@ from cli_helpers import one_error_line, run
 
 import flowemu
 from flowemu.algorithms import get_algorithm
-from flowemu.network import Network
+from flowemu.core.network import Network
 from flowemu.topology import parse_topology
 
 
@@ -171,7 +171,7 @@ def test_every_schedule_is_refused_before_any_is_built(capsys, monkeypatch):
 def test_block_lower_bounds_hold(algorithm):
     """The pre-build estimate never exceeds the blocks the builder makes (it
     would refuse a run that fits)."""
-    from flowemu.verification import min_blocks
+    from flowemu.api.verification import min_blocks
     spec = get_algorithm(algorithm)
     choices = [{spec.auto_param: c} for c in spec.auto_choices()] if spec.auto_param else [{}]
     for topo in (None, parse_topology("torus:4x6"), parse_topology("mesh:3x3")):
@@ -183,7 +183,7 @@ def test_block_lower_bounds_hold(algorithm):
 
 
 def test_gentree_plans_for_the_network_preset(capsys):
-    from flowemu.netpresets import preset_network
+    from flowemu.core.presets import preset_network
     topo, net = parse_topology("tree:SS24"), preset_network("genmodel-table5", {})
     spec = get_algorithm("gentree")
     (sched, _), = spec.sized(24, topo, net, np.array([40e6]), spec.parse_options({}),
@@ -205,7 +205,7 @@ def test_gentree_plans_for_the_network_preset(capsys):
 @pytest.mark.parametrize("algorithm, options", [
     ("binomial", {"segments": 3}), ("dbtree", {"segments": 4}), ("dualroot", {"blocks": 5})])
 def test_block_lower_bounds_of_pipelined_algorithms(algorithm, options):
-    from flowemu.verification import min_blocks
+    from flowemu.api.verification import min_blocks
     spec = get_algorithm(algorithm)
     opts = spec.parse_options(options)
     for p in range(2, 20):

@@ -1,6 +1,6 @@
 """What-ifs through every door: ``flowemu.simulate`` / ``time_traffic`` /
 ``congestion`` keywords, ``flowemu run`` options, the result columns and the
-slowdown against the healthy network (:mod:`flowemu.whatif`)."""
+slowdown against the healthy network (:mod:`flowemu.whatif.conditions`)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import pytest
 from cli_helpers import one_error_line, run
 
 import flowemu
-from flowemu.errors import ConfigError
-from flowemu.network import Network
-from flowemu.whatif import WHATIF_COLUMNS, slowdown
+from flowemu.core.errors import ConfigError
+from flowemu.core.network import Network
+from flowemu.whatif.conditions import WHATIF_COLUMNS, slowdown
 
 NET = Network()
 HOP = NET.link_latency + NET.hop_latency

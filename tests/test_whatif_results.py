@@ -10,16 +10,10 @@ import pytest
 from cli_helpers import one_error_line, run
 
 import flowemu
-from flowemu.errors import ConfigError
-from flowemu.plot_whatif import plot_slowdown, slowdown_figure
-from flowemu.plots import figures, plot
-from flowemu.results import (
-    compare,
-    compare_table,
-    compare_whatif,
-    scenario_columns,
-    without_seed,
-)
+from flowemu.core.errors import ConfigError
+from flowemu.study.figures.slowdown import plot_slowdown, slowdown_figure
+from flowemu.study.figures.plots import figures, plot
+from flowemu.study.results import compare, compare_table, compare_whatif, scenario_columns, without_seed
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -389,7 +383,7 @@ def test_figures_add_slowdown_only_with_whatifs(hand_file, tmp_path):
 
 
 def test_goodput_figure_of_a_whatif_dataset_shows_the_healthy_network():
-    from flowemu.plots import goodput_figure
+    from flowemu.study.figures.plots import goodput_figure
     fig = goodput_figure(hand_frame(), max_panels=2)
     titles = {ax.get_title() for ax in fig.axes if ax.get_visible() and ax.get_title()}
     assert titles == {"torus:8x8", "fattree:k=4"}
@@ -403,13 +397,13 @@ def test_goodput_figure_of_a_whatif_dataset_shows_the_healthy_network():
 # ------------------------------------------------------------------ a sweep's dataset
 
 def _sweep_has_whatifs() -> bool:
-    from flowemu.sweep import config
+    from flowemu.study.sweep import config
     return "failures" in getattr(config, "WHATIF_FIELDS", ())
 
 
 @pytest.mark.skipif(not _sweep_has_whatifs(), reason="this tree's sweeps lack what-if fields")
 def test_sweep_dataset_compare_and_figures(tmp_path, capsys):
-    from flowemu.sweep import sweep
+    from flowemu.study.sweep import sweep
     cfg = tmp_path / "wf.toml"
     cfg.write_text('sizes = ["1KiB", "64KiB"]\ntopology = ["torus:4x4", "fattree:k=4"]\n'
                    'algorithm = ["swing", "ring"]\nfail_policy = "reroute"\n'

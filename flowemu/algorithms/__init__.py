@@ -1,6 +1,7 @@
 """Allreduce algorithms, registered by name (see :mod:`flowemu.algorithms.base`)."""
 
-from . import bucket, butterfly, dualroot, gentree, ps, recdoub, ring, swing, trees  # noqa: F401  (registration)
+from . import bucket, butterfly, dualroot, ps, recdoub, ring, swing, trees  # noqa: F401  (registration)
+from .gentree import schedule as gentree  # noqa: F401  (registration)
 from .base import (
     COPY,
     REDUCE,

@@ -13,7 +13,7 @@ import operator
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 from .base import COPY, REDUCE, Reduction, Traffic
 
 __all__ = [

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError, ScheduleError, show
+from ..core.errors import ConfigError, ScheduleError, show
 
 #: flow operation on block-level traffic: the receiver adds the data into its own
 REDUCE = 0
@@ -268,7 +268,7 @@ class AlgorithmSpec:
     #: flows meant to ride specific links (the Hamiltonian rings' neighbour
     #: exchanges): with failed links, ``fail_policy='strict'`` refuses a run
     #: in which a failure forces such a flow off its minimal paths
-    #: (:func:`flowemu.topology.faults.check_fail_policy`)
+    #: (:func:`flowemu.whatif.faults.check_fail_policy`)
     topology_bound: bool = False
 
     def parse_options(self, options: dict) -> dict:
@@ -311,7 +311,7 @@ def register(spec: AlgorithmSpec) -> AlgorithmSpec:
 
 def get_algorithm(name: str) -> AlgorithmSpec:
     if name not in _REGISTRY:   # a plug-in's entry point, imported on first use
-        from ..plugins import lookup
+        from .plugins import lookup
         lookup(name)
     try:
         return _REGISTRY[name]
@@ -337,7 +337,7 @@ def convert_size_or_auto(raw):
     """``"auto"`` or a vector size (``"400MB"``, bytes) > 0, as an int
     (``Param.convert`` of the ``at=`` options; ValueError/TypeError on
     anything else)."""
-    from ..units import parse_size
+    from ..core.units import parse_size
     if isinstance(raw, str) and raw.strip().lower() == "auto":
         return "auto"
     if isinstance(raw, (bool, np.bool_)):
@@ -383,7 +383,7 @@ def shape_note(topology, p: int, gridless: bool = False) -> str:
 
 
 def algorithm_names() -> list[str]:
-    from ..plugins import load_all  # every plug-in's entry point (failures kept apart)
+    from .plugins import load_all  # every plug-in's entry point (failures kept apart)
     load_all()
     return sorted(_REGISTRY)
 

@@ -72,7 +72,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 from ._blocks import COPY, REDUCE, check_ranks, equal_block_share, make_traffic
 from .base import AlgorithmSpec, Param, Reduction, Schedule, Step, convert_size_or_auto, register
 
@@ -335,8 +335,8 @@ def build(p: int, topology=None, blocks: bool = False, **options) -> Schedule:
     Schedule
         Steps ``rs0..rs{L−1}`` (REDUCE) then ``ag{L−r−1}..ag0`` (COPY).
     """
-    from ..gentree import DEFAULT_AT
-    from ..network import Network
+    from .gentree.planner import DEFAULT_AT
+    from ..core.network import Network
     opts = SPEC.parse_options(options)
     p = check_ranks(NAME, p)
     at = DEFAULT_AT if opts["at"] == "auto" else opts["at"]
@@ -379,10 +379,10 @@ SPEC = register(AlgorithmSpec(
 
 def predict(topology, p, sizes, network, options):
     """``model="genmodel"`` on one switch: eqs. (25)/(36)/(44) with the exact
-    part counts, GenModel's α and β of the switch (:func:`flowemu.genmodel.
+    part counts, GenModel's α and β of the switch (:func:`flowemu.models.genmodel.
     single_switch_terms`) and ``γ + 3δ`` per byte combined (fan-in 2); with
     ``r=auto`` the cheapest form per size under those terms."""
-    from ..genmodel import Prediction, single_switch_terms
+    from ..models.genmodel import Prediction, single_switch_terms
     terms = single_switch_terms(topology, network)
     a, b, g = terms.alpha, terms.beta, terms.gamma + 3 * terms.delta
     p = check_ranks(NAME, p)
@@ -399,7 +399,7 @@ def predict(topology, p, sizes, network, options):
 
 
 def _register_predictor():
-    from ..genmodel import register_predictor
+    from ..models.genmodel import register_predictor
     register_predictor(NAME, predict)
 
 

@@ -44,7 +44,7 @@ own (fan-in 2), the roots once more with their dual's block (§1.2: at most
 ``β = 1/bandwidth`` and ``α'`` the network's α plus the latency of the
 longest tree edge (hops × (link + hop latency)); ``flowemu.simulate`` asks
 for every size (:func:`schedules_for_sizes`), a plain :func:`build` uses
-:data:`DEFAULT_SIZE` on the default :class:`~flowemu.network.Network`.
+:data:`DEFAULT_SIZE` on the default :class:`~flowemu.core.network.Network`.
 
 Repeated steps share one :class:`Traffic` and one :class:`Reduction` object
 (without block content), so the engine routes and solves each distinct
@@ -276,7 +276,7 @@ def build(p: int, topology=None, blocks: bool = False, /, **options) -> Schedule
         Pipeline blocks ``b`` (1..1000000); ``auto``: the ``b`` of
         :func:`auto_blocks` for :data:`DEFAULT_SIZE` on the default network.
     """
-    from ..network import Network
+    from ..core.network import Network
     opts = SPEC.parse_options(options)
     p = check_ranks(NAME, p)
     b = opts["blocks"]

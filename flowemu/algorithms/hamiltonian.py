@@ -29,7 +29,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 
 __all__ = ["MeshRing", "disjoint_cycles", "disjoint_cycles_support", "mesh_cycle",
            "mesh_has_cycle", "mesh_odd_path", "mesh_ring", "path_zigzag", "snake_cycle"]

@@ -72,7 +72,7 @@ import math
 
 import numpy as np
 
-from ..errors import ConfigError, show
+from ..core.errors import ConfigError, show
 from ._blocks import COPY, REDUCE, check_ranks, equal_block_share, make_traffic
 from .base import AlgorithmSpec, Param, Reduction, Schedule, Step, Traffic, register
 
@@ -457,7 +457,7 @@ def _ragged_traffic(src, dst, share, block_lists):
 
 def schedule_shape(name: str, options: dict, p: int, topology=None) -> tuple[int, int]:
     """``(flows per step, distinct steps)`` at most, before building (for
-    :func:`flowemu.budget.schedule_shape`)."""
+    :func:`flowemu.core.budget.schedule_shape`)."""
     if name == "reduce-broadcast":
         return p - 1, 2
     if name == "acps":

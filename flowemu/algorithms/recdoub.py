@@ -93,7 +93,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 from ._blocks import (
     COPY,
     REDUCE,

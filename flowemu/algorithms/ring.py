@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 from ._blocks import (
     COPY,
     REDUCE,

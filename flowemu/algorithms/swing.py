@@ -121,7 +121,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 from ..kernels.lines import expand_nodes, expand_shares
 from ._blocks import COPY, REDUCE, check_ranks, equal_block_share
 from .base import (

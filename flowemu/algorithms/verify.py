@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ScheduleError
+from ..core.errors import ScheduleError
 from .base import COPY, REDUCE, Reduction, Schedule, Step, Traffic
 
 __all__ = ["StepStats", "VerifyReport", "equivalent_traffic", "verify_allreduce"]

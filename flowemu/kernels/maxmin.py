@@ -145,7 +145,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import SolverError
+from ..core.errors import SolverError
 from .bottlenecks import (
     _UNKNOWN,
     _add_dependents,

@@ -1,7 +1,7 @@
 """Routing kernels for k-ary n-dimensional tori and meshes.
 
 Arrays in, arrays out, status codes instead of exceptions (the topology layer
-turns a nonzero status into a :class:`~flowemu.errors.RoutingError` naming the
+turns a nonzero status into a :class:`~flowemu.core.errors.RoutingError` naming the
 flow). Routing is two-pass so no Python code loops over flows:
 
 1. :func:`torus_route_counts` computes the number of CSR entries and the hop

@@ -7,7 +7,7 @@ each dimension is ignored.
 
 A family registers a factory that turns the parameter text (after the ``:``,
 stripped) into a :class:`Topology`. A factory reports a bad parameter by
-raising :class:`~flowemu.errors.ConfigError` with the problem and what is
+raising :class:`~flowemu.core.errors.ConfigError` with the problem and what is
 accepted; :func:`parse_topology` prefixes the spec so every message reads
 ``topology 'torus:1x4': <problem>``.
 """
@@ -18,11 +18,11 @@ import math
 import re
 from collections.abc import Callable
 
-from ..errors import ConfigError, show
+from ..core.errors import ConfigError, show
 from .base import Routes, Topology
 from .dragonfly import Dragonfly, parse_dragonfly
 from .fattree import FatTree, parse_fattree
-from .faults import FaultyTopology, apply_faults, check_fail_policy, select_links
+from ..whatif.faults import FaultyTopology, apply_faults, check_fail_policy, select_links
 from .graph import Graph, parse_graph
 from .hammingmesh import HammingMesh, parse_hammingmesh, parse_hx2mesh, parse_hx4mesh
 from .hyperx import HyperX, parse_hyperx

@@ -8,8 +8,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..errors import ConfigError, show
-from ..units import parse_rate, parse_time
+from ..core.errors import ConfigError, show
+from ..core.units import parse_rate, parse_time
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 

@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from ..errors import ConfigError, RoutingError
+from ..core.errors import ConfigError, RoutingError
 from ..kernels.gridroute import (
     KIND_BOARDS,
     KIND_COMPLETE,

@@ -13,7 +13,7 @@ links whose speed is part of the network's description (a preset's slow
 cross-site link, a graph file), absolute values in ``link_bandwidth_abs``
 (bytes/s) and ``link_latency_abs`` (s), NaN where the scaled default applies.
 :meth:`Topology.link_capacity` and :meth:`Topology.link_latency` resolve them
-for a :class:`~flowemu.network.Network`.
+for a :class:`~flowemu.core.network.Network`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ConfigError, RoutingError, show
+from ..core.errors import ConfigError, RoutingError, show
 
 ECMP_MODES = ("split", "dor", "hash", "valiant", "dmodk", "adaptive")
 
@@ -113,7 +113,7 @@ class Topology:
     def engine_modes(self) -> tuple[str, ...]:
         """Every ``ecmp=`` a run on this topology accepts: the family's own
         routing modes, plus ``"adaptive"`` where it has ``"split"`` (the
-        engine rebalances the split routes per step, :mod:`flowemu.adaptive`)."""
+        engine rebalances the split routes per step, :mod:`flowemu.engine.adaptive`)."""
         if "split" in self.ecmp_modes:
             return (*self.ecmp_modes, *ENGINE_MODES)
         return tuple(self.ecmp_modes)
@@ -134,7 +134,7 @@ class Topology:
         if ecmp not in modes:
             if ecmp in ENGINE_MODES and "split" in self.ecmp_modes:
                 raise ConfigError(f"ecmp: {ecmp!r} is chosen per step by the engine from the "
-                                  f"traffic (flowemu.adaptive.adaptive_routes over the 'split' "
+                                  f"traffic (flowemu.engine.adaptive.adaptive_routes over the 'split' "
                                   f"routes); {self.spec} routes by {', '.join(self.ecmp_modes)}")
             raise ConfigError(f"ecmp: {ecmp!r} does not apply to {self.spec}; allowed: "
                               f"{', '.join(modes)}")

@@ -37,8 +37,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..budget import reserve_topology
-from ..errors import ConfigError, RoutingError, show
+from ..core.budget import reserve_topology
+from ..core.errors import ConfigError, RoutingError, show
 from ..kernels.dragonfly import (
     MODE_HASH,
     MODE_SPLIT,

@@ -49,8 +49,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..budget import reserve_topology
-from ..errors import ConfigError, RoutingError, show
+from ..core.budget import reserve_topology
+from ..core.errors import ConfigError, RoutingError, show
 from ..kernels.fattree import fattree_fill
 from ._common import MAX_ENDPOINTS as MAX_HOSTS
 from ._common import (

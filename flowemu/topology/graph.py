@@ -30,8 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..budget import reserve_topology
-from ..errors import ConfigError, RoutingError, show
+from ..core.budget import reserve_topology
+from ..core.errors import ConfigError, RoutingError, show
 from ..kernels.graphroute import (
     MODE_HASH,
     MODE_HOP,
@@ -41,7 +41,7 @@ from ..kernels.graphroute import (
     route_in_flow_order,
 )
 from ..kernels.pathlatency import dag_max_latency
-from ..units import parse_rate, parse_time
+from ..core.units import parse_rate, parse_time
 from ._common import MAX_ENDPOINTS as MAX_NODES
 from ._common import MAX_LINKS, check_seed, is_int, parse_options, readonly
 from .base import Routes, Topology

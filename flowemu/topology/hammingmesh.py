@@ -41,8 +41,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..budget import reserve_topology
-from ..errors import ConfigError, show
+from ..core.budget import reserve_topology
+from ..core.errors import ConfigError, show
 from ..kernels.gridroute import KIND_BOARDS
 from ._common import MAX_ENDPOINTS as MAX_NODES
 from ._common import MAX_LINKS, fmt, is_int, is_number, parse_int, parse_options, parse_positive

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..budget import reserve_topology
-from ..errors import ConfigError, show
-from ..units import parse_time
+from ..core.budget import reserve_topology
+from ..core.errors import ConfigError, show
+from ..core.units import parse_time
 from ._common import MAX_ENDPOINTS as MAX_HOSTS
 from ._common import (
     MAX_LINKS,

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ConfigError, RoutingError, show
+from ..core.errors import ConfigError, RoutingError, show
 from ..kernels.routing import (
     STATUS_BAD_NODE,
     STATUS_COUNT_MISMATCH,

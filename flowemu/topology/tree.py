@@ -95,7 +95,7 @@ Our reading of Table 5 (numbers kept exactly as printed, in
   SS24 a step costs ≈ α + 2 links·α = 3α in Table 7: 20 ms for Co-located PS),
   γ and δ the reduction and memory-access costs. A topology cannot set them;
   they are in :attr:`Tree.genmodel` (printed values and per-byte values) for
-  the caller's :class:`~flowemu.network.Network` and for the GenModel backend.
+  the caller's :class:`~flowemu.core.network.Network` and for the GenModel backend.
 """
 
 from __future__ import annotations
@@ -105,8 +105,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..budget import reserve_topology
-from ..errors import ConfigError, show
+from ..core.budget import reserve_topology
+from ..core.errors import ConfigError, show
 from ._common import (
     check_seed,
     flow_hash,

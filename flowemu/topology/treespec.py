@@ -7,8 +7,8 @@ from __future__ import annotations
 import math
 import re
 
-from ..errors import ConfigError, show
-from ..units import parse_rate, parse_time
+from ..core.errors import ConfigError, show
+from ..core.units import parse_rate, parse_time
 from ._common import parse_int
 from .tree import (
     FLOAT_BYTES,

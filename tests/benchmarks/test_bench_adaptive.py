@@ -22,10 +22,10 @@ import time
 import numpy as np
 import pytest
 
-from flowemu.adaptive import adaptive_solve
+from flowemu.engine.adaptive import adaptive_solve
 from flowemu.algorithms import get_algorithm, swing
-from flowemu.engine import _route, make_context
-from flowemu.network import Network
+from flowemu.engine.profiles import _route, make_context
+from flowemu.core.network import Network
 from flowemu.topology import parse_topology
 from tests.benchmarks.yardstick import copy_1gib_ms
 

@@ -22,8 +22,8 @@ import numpy as np
 import pytest
 
 from flowemu.algorithms import swing
-from flowemu.engine import profile
-from flowemu.network import Network
+from flowemu.engine.profiles import profile
+from flowemu.core.network import Network
 from flowemu.topology import parse_topology
 
 SPEC = "torus:32x32"

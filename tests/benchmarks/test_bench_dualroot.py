@@ -19,7 +19,7 @@ import pytest
 
 import flowemu
 from flowemu.algorithms import get_algorithm
-from flowemu.engine import profile
+from flowemu.engine.profiles import profile
 from flowemu.topology import parse_topology
 from tests.benchmarks.yardstick import copy_1gib_ms
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import pytest
 
 import flowemu
-from flowemu.gentree import make_plan
-from flowemu.network import Network
+from flowemu.algorithms.gentree.planner import make_plan
+from flowemu.core.network import Network
 from flowemu.topology import parse_topology
 from tests.benchmarks.yardstick import copy_1gib_ms
 

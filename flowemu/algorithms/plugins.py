@@ -1,0 +1,357 @@
+"""Algorithms from outside the package: :func:`register_algorithm` and the
+``flowemu.algorithms`` entry-point group.
+
+A plug-in is a builder ``build(p, topology, blocks, **options) -> Schedule``
+(see :mod:`flowemu.algorithms.base`). Once registered by name, ``flowemu
+run``, :func:`flowemu.simulate`, sweeps and ``flowemu verify`` take it like a
+built-in algorithm.
+
+Two ways in:
+
+* ``flowemu.register_algorithm("naive", build, params=..., doc=...)`` in the
+  user's own code (a script, a notebook, a ``conftest.py``); sweeps with local
+  worker processes inherit it (fork), a Dask cluster does not — use an entry
+  point there.
+* an entry point of an installed distribution, group ``flowemu.algorithms``::
+
+      [project.entry-points."flowemu.algorithms"]
+      naive = "mypkg.allreduce:build"
+
+  The entry point's name is the algorithm's name. Its object is a builder
+  (registered with no options, its docstring's first line as the doc), an
+  :class:`~flowemu.algorithms.base.AlgorithmSpec` of that name, or a module
+  that calls :func:`register_algorithm` for that name when imported.
+
+Entry points are read on the first registry lookup and each is imported only
+when its name is looked up (or every name is listed). A plug-in that fails to
+load is reported as one line naming the entry point when its name is used;
+the other algorithms are not affected.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import types
+from collections.abc import Callable, Mapping
+
+import numpy as np
+
+from . import base
+from .base import AlgorithmSpec, Param, Schedule
+from ..core.errors import ConfigError, FlowEmuError, ScheduleError, show
+
+__all__ = ["ENTRY_POINT_GROUP", "plugin_errors", "register_algorithm", "unregister_algorithm"]
+
+#: the entry-point group plug-ins register under
+ENTRY_POINT_GROUP = "flowemu.algorithms"
+
+#: what an algorithm name may be: it is typed in ``NAME[:key=val,...]`` specs
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")
+
+#: names registered through this module (they may be replaced and unregistered)
+_PLUGINS: set[str] = set()
+#: entry points found but not yet imported, by name
+_PENDING: dict = {}
+#: entry points that failed to load: name -> one-line message
+_ERRORS: dict[str, str] = {}
+_scanned = False
+
+
+def register_algorithm(name: str, build: Callable[..., Schedule], params=(), doc: str = "",
+                       *, families=None, auto_param: str | None = None, sized=None,
+                       replace: bool = False) -> AlgorithmSpec:
+    """Register an allreduce algorithm written outside flowemu.
+
+    Parameters
+    ----------
+    name : str
+        The name ``run --algorithm``, sweeps and ``verify`` take: a letter,
+        then letters, digits, ``_``, ``-`` or ``.``; not a built-in's name.
+    build : callable
+        ``build(p, topology, blocks, **options) -> Schedule``: the schedule
+        on ``p`` ranks (``topology`` may be None; ``blocks=True`` asks for
+        block content, which ``flowemu verify`` needs). Options arrive
+        parsed, with their defaults filled in.
+    params : sequence of Param, or mapping name -> default
+        The algorithm's options; a mapping infers each option's type from
+        its default (int, float, str or bool).
+    doc : str
+        One line for ``flowemu list`` (default: the builder's docstring's
+        first line).
+    families : sequence of str, optional
+        Topology families the algorithm runs on (default: every family).
+    auto_param : str, optional
+        An option whose choices include ``"auto"``: with ``auto`` flowemu
+        builds every other choice and keeps the fastest per size (as
+        ``recdoub:variant=auto``); the builder always gets a concrete one.
+    sized : callable, optional
+        For a schedule that depends on the vector size and the network:
+        ``sized(p, topology, network, sizes, options, blocks=False) ->
+        [(Schedule, indices of the sizes it serves)]`` — every size served
+        exactly once. ``simulate``, ``run`` and sweeps then time each
+        schedule for its sizes; ``verify --size`` proves the one for its size.
+    replace : bool
+        Replace an earlier plug-in of the same name (re-running a notebook
+        cell); built-ins are never replaced.
+
+    Returns
+    -------
+    AlgorithmSpec
+        The registered algorithm.
+
+    Raises
+    ------
+    ConfigError
+        A bad name, a name taken, a builder that is not callable, or bad
+        params.
+    """
+    _scan()
+    name = _check_name(name)
+    if not callable(build):
+        raise ConfigError(f"register_algorithm: build {show(build)} of {name!r} is not "
+                          "callable; expected build(p, topology, blocks, **options) -> "
+                          "Schedule")
+    params = _params(name, params)
+    if not isinstance(doc, str):
+        raise ConfigError(f"register_algorithm: doc of {name!r} must be a string, got "
+                          f"{show(doc)}")
+    doc = doc.strip() or ((getattr(build, "__doc__", None) or "").strip().splitlines()
+                          or ["plug-in"])[0]
+    if families is not None:
+        if isinstance(families, str) or not all(isinstance(f, str) for f in families):
+            raise ConfigError(f"register_algorithm: families of {name!r} must be a sequence "
+                              f"of family names, got {show(families)}")
+        families = tuple(families)
+    if auto_param is not None:
+        choices = next((x.choices for x in params if x.name == auto_param), None)
+        if not choices or "auto" not in choices or len(choices) < 2:
+            raise ConfigError(f"register_algorithm: auto_param {show(auto_param)} of {name!r} "
+                              "must name an option whose choices include 'auto' and at least "
+                              "one other value")
+    if sized is not None and auto_param is not None:
+        raise ConfigError(f"register_algorithm: {name!r} takes auto_param= or sized=, not both "
+                          "(a sized hook chooses per size itself)")
+    if sized is not None and not callable(sized):
+        raise ConfigError(f"register_algorithm: sized {show(sized)} of {name!r} is not "
+                          "callable; expected sized(p, topology, network, sizes, options, "
+                          "blocks=False) -> [(Schedule, size indices)]")
+    spec = AlgorithmSpec(name, _guarded(name, build), params, doc, families=families,
+                         auto_param=auto_param,
+                         sized=None if sized is None else _guarded_sized(name, sized))
+    return _install(spec, replace)
+
+
+def unregister_algorithm(name: str) -> None:
+    """Remove a plug-in registered with :func:`register_algorithm` (built-ins
+    stay; an unknown name is a ConfigError)."""
+    if name not in _PLUGINS:
+        raise ConfigError(f"unregister_algorithm: {show(name)} is not a registered plug-in"
+                          + (f"; plug-ins: {', '.join(sorted(_PLUGINS))}" if _PLUGINS else ""))
+    _PLUGINS.discard(name)
+    base._REGISTRY.pop(name, None)
+
+
+def plugin_errors() -> dict[str, str]:
+    """Every entry point of the group that failed to load: name -> the one-line
+    message (imports every pending entry point first)."""
+    load_all()
+    return dict(_ERRORS)
+
+
+# ------------------------------------------------------------------ registry hooks
+
+def lookup(name: str) -> None:
+    """Called by :func:`flowemu.algorithms.base.get_algorithm` for a name not
+    registered yet: import its entry point, or raise the ConfigError of one
+    that failed."""
+    _scan()
+    if name in _PENDING:
+        _load(name)
+    if name in _ERRORS and name not in base._REGISTRY:
+        raise ConfigError(_ERRORS[name])
+
+
+def load_all() -> None:
+    """Called before every name is listed: import every pending entry point
+    (failures are kept in :func:`plugin_errors`, never raised)."""
+    _scan()
+    for name in list(_PENDING):
+        _load(name)
+
+
+def _scan() -> None:
+    """Read the group's entry points once (metadata only, nothing imported)."""
+    global _scanned
+    if _scanned:
+        return
+    _scanned = True
+    from importlib import metadata
+    try:
+        found = metadata.entry_points(group=ENTRY_POINT_GROUP)
+    except Exception as exc:  # noqa: BLE001 - broken metadata of a distribution: say it, go on
+        _ERRORS["(entry points)"] = (f"plug-ins: cannot read the {ENTRY_POINT_GROUP!r} entry "
+                                     f"points: {type(exc).__name__}: {_line(exc)}")
+        return
+    for ep in found:
+        if ep.name in base._REGISTRY and ep.name not in _PLUGINS:
+            _ERRORS[ep.name] = (f"plug-in entry point {_ep_text(ep)}: the name {ep.name!r} "
+                                "is a built-in algorithm; the built-in is kept")
+        elif ep.name in _PENDING:
+            _ERRORS[ep.name] = (f"plug-in entry point {_ep_text(ep)}: the name {ep.name!r} "
+                                "is given by two entry points; neither is loaded")
+        else:
+            _PENDING[ep.name] = ep
+    for name in _ERRORS:
+        _PENDING.pop(name, None)
+
+
+def _load(name: str) -> None:
+    ep = _PENDING.pop(name)
+    try:
+        obj = ep.load()
+        if isinstance(obj, AlgorithmSpec):
+            if obj.name != name:
+                raise ConfigError(f"its AlgorithmSpec is named {obj.name!r}, not {name!r}")
+            _install(dataclasses.replace(obj, build=_guarded(name, obj.build)), False)
+        elif isinstance(obj, types.ModuleType):
+            if name not in base._REGISTRY:
+                raise ConfigError(f"importing module {obj.__name__} registered no algorithm "
+                                  f"{name!r}")
+        elif callable(obj):
+            register_algorithm(name, obj)
+        else:
+            raise ConfigError(f"it is {show(obj)}; expected a builder, an AlgorithmSpec or "
+                              "a module that registers the algorithm")
+    except Exception as exc:  # noqa: BLE001 - a plug-in bug: one line, the others work
+        what = "" if isinstance(exc, FlowEmuError) else f"{type(exc).__name__}: "
+        _ERRORS[name] = f"plug-in entry point {_ep_text(ep)} failed to load: {what}{_line(exc)}"
+
+
+def _install(spec: AlgorithmSpec, replace: bool) -> AlgorithmSpec:
+    if spec.name in base._REGISTRY:
+        if spec.name not in _PLUGINS:
+            raise ConfigError(f"register_algorithm: {spec.name!r} is a built-in algorithm; "
+                              "choose another name")
+        if not replace:
+            raise ConfigError(f"register_algorithm: {spec.name!r} is already registered; "
+                              "pass replace=True to replace it, or choose another name")
+        del base._REGISTRY[spec.name]
+    base.register(spec)
+    _PLUGINS.add(spec.name)
+    _ERRORS.pop(spec.name, None)
+    _PENDING.pop(spec.name, None)
+    return spec
+
+
+def _check_name(name) -> str:
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ConfigError(f"register_algorithm: name {show(name)} is not allowed; expected a "
+                          "letter, then letters, digits, '_', '-' or '.' (e.g. 'naive')")
+    return name
+
+
+def _params(name: str, params) -> tuple[Param, ...]:
+    if isinstance(params, Mapping):
+        out = []
+        for key, default in params.items():
+            if not isinstance(key, str) or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", key):
+                raise ConfigError(f"register_algorithm: params of {name!r}: option name "
+                                  f"{show(key)} is not an identifier")
+            if not isinstance(default, (bool, int, float, str)):
+                raise ConfigError(f"register_algorithm: params of {name!r}: option {key} has "
+                                  f"default {show(default)}; expected an int, float, str or "
+                                  "bool (or pass Param objects)")
+            out.append(Param(key, type(default), default))
+        return tuple(out)
+    if isinstance(params, (str, bytes)) or not hasattr(params, "__iter__"):
+        raise ConfigError(f"register_algorithm: params of {name!r} must be Param objects or a "
+                          f"mapping name -> default, got {show(params)}")
+    params = tuple(params)
+    bad = [x for x in params if not isinstance(x, Param)]
+    if bad:
+        raise ConfigError(f"register_algorithm: params of {name!r}: {show(bad[0])} is not a "
+                          "flowemu.algorithms.Param")
+    names = [x.name for x in params]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ConfigError(f"register_algorithm: params of {name!r}: option {dup[0]} is given "
+                          "twice")
+    return params
+
+
+def _guarded(name: str, build):
+    """The builder, with what a plug-in gets wrong turned into a
+    ScheduleError naming it (one line on the command line, the cause chained
+    for the Python user): an exception of its own, or not a Schedule."""
+    def guarded(p, topology=None, blocks=False, **options):
+        try:
+            sched = build(p, topology, blocks, **options)
+        except FlowEmuError:
+            raise
+        except Exception as exc:
+            raise ScheduleError(f"algorithm {name} (plug-in): its builder raised "
+                                f"{type(exc).__name__}: {_line(exc)}") from exc
+        if not isinstance(sched, Schedule):
+            raise ScheduleError(f"algorithm {name} (plug-in): its builder returned "
+                                f"{show(sched)}, not a flowemu.algorithms.Schedule")
+        if sched.p != p:
+            raise ScheduleError(f"algorithm {name} (plug-in): its builder was asked for {p} "
+                                f"ranks but returned a schedule of p={sched.p}")
+        return sched
+    guarded.__doc__ = build.__doc__
+    guarded.__wrapped__ = build
+    return guarded
+
+
+def _guarded_sized(name: str, sized):
+    """The ``sized`` hook, checked as :func:`_guarded` checks a builder: each
+    item a Schedule of ``p`` ranks with integer size indices, every size
+    served exactly once."""
+    def guarded(p, topology, network, sizes, options, blocks=False):
+        where = f"algorithm {name} (plug-in): its sized hook"
+        try:
+            got = sized(p, topology, network, sizes, options, blocks=blocks)
+        except FlowEmuError:
+            raise
+        except Exception as exc:
+            raise ScheduleError(f"{where} raised {type(exc).__name__}: {_line(exc)}") from exc
+        if not isinstance(got, (list, tuple)):
+            raise ScheduleError(f"{where} returned {show(got)}; expected a list of (Schedule, "
+                                "size indices) pairs")
+        out = list(got)
+        served = np.zeros(len(sizes), np.int64)
+        checked = []
+        for item in out:
+            if not (isinstance(item, tuple) and len(item) == 2
+                    and isinstance(item[0], Schedule)):
+                raise ScheduleError(f"{where} returned {show(item)}; expected (Schedule, "
+                                    "size indices) pairs")
+            sched, idx = item
+            idx = np.asarray(idx)
+            if sched.p != p:
+                raise ScheduleError(f"{where} was asked for {p} ranks but returned a "
+                                    f"schedule of p={sched.p}")
+            if idx.ndim != 1 or (idx.size and (idx.dtype.kind not in "iu" or idx.min() < 0
+                                               or idx.max() >= len(sizes))):
+                raise ScheduleError(f"{where} returned size indices {show(item[1])}; "
+                                    f"expected integers in 0..{len(sizes) - 1}")
+            np.add.at(served, idx, 1)
+            checked.append((sched, idx.astype(np.int64)))
+        if np.any(served != 1):
+            k = int(np.flatnonzero(served != 1)[0])
+            raise ScheduleError(f"{where} serves size index {k} ({sizes[k]:.0f} bytes) "
+                                f"{int(served[k])} times; every size must be served by exactly "
+                                "one schedule")
+        return checked
+    guarded.__wrapped__ = sized
+    return guarded
+
+
+def _ep_text(ep) -> str:
+    return f"{ep.name} = {ep.value} (group {ENTRY_POINT_GROUP})"
+
+
+def _line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text[:300] + ("…" if len(text) > 300 else "") if text else type(exc).__name__

@@ -1,0 +1,214 @@
+"""User traffic: a step-wise traffic matrix from a file, a DataFrame or Traffic objects.
+
+Every form goes through one check (:func:`traffic_steps`) so that a file, a
+pandas DataFrame and a list of :class:`~flowemu.algorithms.base.Traffic` are
+refused for the same reasons with the same messages: the columns are exactly
+``step, src, dst, bytes`` (a missing or an extra column is named), ranks and
+steps are non-negative integers, bytes are finite and >= 0, no flow goes to
+its own rank, and there is at least one flow.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from .base import Traffic
+from ..core.errors import ConfigError, show
+
+#: the columns of a traffic table, in this order
+COLUMNS = ("step", "src", "dst", "bytes")
+#: ranks and steps are stored as int32
+MAX_ID = 2**31 - 1
+#: parquet file suffixes (anything else is read as CSV)
+PARQUET_SUFFIXES = (".parquet", ".pq")
+
+
+def read_traffic(path, max_memory=None) -> list[Traffic]:
+    """Read a step-wise traffic matrix (CSV or parquet with exactly the
+    columns ``step, src, dst, bytes``; src/dst are rank ids) into one Traffic
+    per step, in step order. ``share`` holds absolute bytes.
+
+    Raises
+    ------
+    ConfigError
+        The file is missing or unreadable, a column is missing or extra, a
+        value is bad, or reading it would need more memory than ``max_memory``
+        (see :mod:`flowemu.core.budget`).
+    """
+    return read_traffic_steps(path, max_memory)[1]
+
+
+def read_traffic_steps(path, max_memory=None) -> tuple[np.ndarray, list[Traffic]]:
+    """:func:`read_traffic` plus the step numbers of the file, ``(int64[S], [Traffic])``."""
+    return frame_steps(read_table(path, "traffic", max_memory), f"traffic {str(path)!r}")
+
+
+def read_table(path, option: str = "traffic", max_memory=None, missing: str = ""):
+    """A CSV or parquet file (by suffix) as a DataFrame, or a one-line
+    ConfigError naming ``option``: not a path, missing (``missing`` is
+    appended to that message), not a file, beyond the memory limit, or
+    unreadable."""
+    import pandas as pd
+
+    from ..core import budget
+
+    if not isinstance(path, (str, Path)):
+        raise ConfigError(f"{option}: {show(path)} is not a path")
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"{option}: file {str(path)!r} does not exist{missing}")
+    if not path.is_file():
+        raise ConfigError(f"{option}: {str(path)!r} is not a file")
+    parquet = path.suffix.lower() in PARQUET_SUFFIXES
+    budget.check(budget.traffic_file_bytes(path, parquet), budget.limit(max_memory),
+                 f"reading {option} file {path.name}")
+    try:
+        return pd.read_parquet(path) if parquet else pd.read_csv(path)
+    except Exception as exc:  # noqa: BLE001 - any reader failure is a user input problem
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise ConfigError(f"{option}: cannot read {str(path)!r}: {first}") from None
+
+
+def frame_steps(df, where: str = "traffic") -> tuple[np.ndarray, list[Traffic]]:
+    """Check a DataFrame of flows and split it into steps.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        Exactly the columns ``step, src, dst, bytes`` (any order; numpy or
+        object dtypes whose values are numbers).
+    where : str
+        How messages name the input (``traffic 'x.csv'``).
+
+    Returns
+    -------
+    steps : int64[S]
+        The distinct step numbers, ascending.
+    traffic : list of Traffic
+        One per step; ``share`` holds absolute bytes; flows keep file order.
+    """
+    import pandas as pd
+
+    if not isinstance(df, pd.DataFrame):
+        raise ConfigError(f"{where}: expected a pandas DataFrame, got {type(df).__name__}")
+    names = [str(c) for c in df.columns]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ConfigError(f"{where}: column(s) {', '.join(dup)} appear more than once")
+    missing = [c for c in COLUMNS if c not in names]
+    extra = [n for n in names if n not in COLUMNS]
+    if missing or extra:
+        parts = ([f"missing column(s) {', '.join(missing)}"] if missing else []) \
+            + ([f"extra column(s) {', '.join(extra)}"] if extra else [])
+        hint = " (an index written by to_csv? write with index=False)" \
+            if any(n.startswith("Unnamed") for n in extra) else ""
+        raise ConfigError(f"{where}: {'; '.join(parts)}{hint}; the columns must be exactly "
+                          f"{', '.join(COLUMNS)}")
+    if len(df) == 0:
+        raise ConfigError(f"{where}: no rows; expected at least one flow")
+    df = df.rename(columns=dict(zip(df.columns, names, strict=True)))
+    cols = {c: _ids(df[c], c, where) for c in ("step", "src", "dst")}
+    nbytes = _numbers(df["bytes"], "bytes", where)
+    bad = np.flatnonzero(~np.isfinite(nbytes) | (nbytes < 0))
+    if len(bad):
+        i = int(bad[0])
+        raise ConfigError(f"{where}: column bytes row {i}: {show(df['bytes'].iloc[i])} is not "
+                          "a finite number >= 0")
+    same = np.flatnonzero(cols["src"] == cols["dst"])
+    if len(same):
+        i = int(same[0])
+        raise ConfigError(f"{where}: row {i}: src equals dst ({int(cols['src'][i])}); a flow "
+                          "must go to another rank")
+    step = cols["step"]
+    order = np.argsort(step, kind="stable")
+    sorted_steps = step[order]
+    starts = np.concatenate(([0], np.flatnonzero(np.diff(sorted_steps)) + 1))
+    ends = np.append(starts[1:], len(order))
+    src, dst, share = cols["src"][order], cols["dst"][order], nbytes[order]
+    traffic = [Traffic(src[a:b], dst[a:b], share[a:b])
+               for a, b in zip(starts.tolist(), ends.tolist(), strict=True)]
+    return sorted_steps[starts].astype(np.int64), traffic
+
+
+def _numbers(column, name: str, where: str) -> np.ndarray:
+    import pandas as pd
+
+    try:
+        values = pd.to_numeric(column, errors="coerce")
+        out = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError):
+        out = None
+    if out is None or np.isnan(out).any():
+        if out is None:
+            i = 0
+        else:
+            i = int(np.flatnonzero(np.isnan(out))[0])
+        raise ConfigError(f"{where}: column {name} row {i}: {show(column.iloc[i])} is not a "
+                          "number")
+    return out
+
+
+def _ids(column, name: str, where: str) -> np.ndarray:
+    values = _numbers(column, name, where)
+    bad = np.flatnonzero((values != np.floor(values)) | (values < 0) | (values > MAX_ID)
+                         | ~np.isfinite(values))
+    if len(bad):
+        i = int(bad[0])
+        raise ConfigError(f"{where}: column {name} row {i}: {show(column.iloc[i])} is not an "
+                          f"integer in 0..{MAX_ID}")
+    return values.astype(np.int64)
+
+
+def check_traffic_list(traffic, where: str = "traffic") -> list[Traffic]:
+    """A Traffic or a non-empty list/tuple of Traffic, each flow between two
+    different ranks with finite bytes >= 0, at least one flow in all."""
+    if isinstance(traffic, Traffic):
+        traffic = [traffic]
+    if not isinstance(traffic, (list, tuple)):
+        raise ConfigError(f"{where}: {show(traffic)} is not allowed; expected a path to a "
+                          "CSV/parquet file, a DataFrame with columns step, src, dst, bytes, "
+                          "or a list of Traffic")
+    if not traffic:
+        raise ConfigError(f"{where}: the list is empty; expected at least one step")
+    for k, t in enumerate(traffic):
+        if not isinstance(t, Traffic):
+            raise ConfigError(f"{where}: step {k} is {show(t)}, not a Traffic")
+        if t.num_flows == 0:
+            continue
+        if t.src.min() < 0 or t.dst.min() < 0:
+            raise ConfigError(f"{where}: step {k}: rank {int(min(t.src.min(), t.dst.min()))} "
+                              "is negative")
+        same = np.flatnonzero(t.src == t.dst)
+        if len(same):
+            raise ConfigError(f"{where}: step {k} flow {int(same[0])}: src equals dst "
+                              f"({int(t.src[same[0]])}); a flow must go to another rank")
+        bad = np.flatnonzero(~np.isfinite(t.share) | (t.share < 0))
+        if len(bad):
+            raise ConfigError(f"{where}: step {k} flow {int(bad[0])}: bytes "
+                              f"{show(t.share[bad[0]])} is not a finite number >= 0")
+    if sum(t.num_flows for t in traffic) == 0:
+        raise ConfigError(f"{where}: no flows in any step")
+    return list(traffic)
+
+
+def traffic_steps(traffic, max_memory=None) -> tuple[str | None, np.ndarray, list[Traffic]]:
+    """Any accepted form of user traffic -> ``(name or None, step numbers,
+    [Traffic])``: a path (str or Path) to a CSV/parquet file, a DataFrame,
+    one Traffic or a list of them."""
+    import pandas as pd
+
+    if isinstance(traffic, (str, Path)):
+        steps, tr = read_traffic_steps(traffic, max_memory)
+        return Path(traffic).name, steps, tr
+    if isinstance(traffic, pd.DataFrame):
+        from ..core import budget
+
+        # the checked copies of its columns and the steps cut from them
+        budget.check(len(traffic) * budget.TRAFFIC_ROW_BYTES, budget.limit(max_memory),
+                     f"checking a traffic DataFrame of {len(traffic)} rows")
+        steps, tr = frame_steps(traffic, "traffic")
+        return None, steps, tr
+    tr = check_traffic_list(traffic)
+    return None, np.arange(len(tr), dtype=np.int64), tr

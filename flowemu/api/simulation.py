@@ -1,0 +1,459 @@
+"""The public Python entry points: :func:`simulate`, :func:`time_traffic`,
+:func:`congestion` (and :func:`flowemu.flows`, in :mod:`flowemu.api.flows`).
+
+Every argument is checked here (:mod:`flowemu.core.checks`) before any work: what
+a numpy/pandas user passes is accepted, anything else is a ConfigError naming
+the argument; the memory a run needs is estimated before it is allocated
+(:mod:`flowemu.core.budget`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+
+from .. import __version__
+from ..core import budget, checks
+from ..algorithms import get_algorithm, parse_algorithm_spec
+from ..algorithms.base import Reduction, Schedule, Step
+from ..engine.profiles import default_threads, profile
+from ..core.errors import ConfigError
+from ..core.network import Network
+from ..core.placement import Placement, parse_placement
+from ..topology import Topology
+from ..algorithms.usertraffic import read_traffic, traffic_steps
+from ..whatif.conditions import HEALTHY, WHATIF_COLUMNS, WhatIf, check_whatif
+from ..whatif.conditions import apply as apply_whatif
+
+__all__ = ["RESULT_COLUMNS", "congestion", "read_traffic", "simulate", "time_traffic"]
+
+#: columns every result table starts with (one row per configuration and size)
+RESULT_COLUMNS = ["topology", "nodes", "ranks", "algorithm", "model", "variant", "options",
+                  "size_bytes", "time_s", "goodput_Bps", "steps", "ecmp", "seed", "placement",
+                  "bandwidth_Bps", "link_latency_s", "hop_latency_s", "alpha_s", "gamma_s_per_B",
+                  "delta_s_per_B", "incast_threshold", "incast_slope_s_per_B",
+                  *WHATIF_COLUMNS, "note", "flowemu_version"]
+
+
+def _topology(topology, lim: budget.Limit | None = None) -> Topology:
+    """A Topology from a spec or itself; a spec whose link arrays would not
+    fit in ``lim`` is refused before they are built."""
+    if isinstance(topology, str) and lim is not None:
+        dims = budget.spec_dims(topology)
+        if dims is not None:
+            budget.check(budget.topology_bytes(dims), lim, f"topology {topology.strip()}")
+    with budget.topology_limit(lim):
+        return checks.topology(topology)
+
+
+def _options_text(opts: dict) -> str:
+    return ",".join(f"{k}={v}" for k, v in sorted(opts.items()))
+
+
+def _base_row(topo: Topology, p: int, net: Network, ecmp: str, seed: int,
+              placement: Placement, whatif: dict | None = None) -> dict:
+    return {**HEALTHY, **(whatif or {}),
+        "topology": topo.spec, "nodes": topo.num_endpoints, "ranks": p, "ecmp": ecmp,
+        "seed": seed, "placement": placement.text, "bandwidth_Bps": net.bandwidth, "link_latency_s": net.link_latency,
+        "hop_latency_s": net.hop_latency, "alpha_s": net.alpha, "gamma_s_per_B": net.gamma,
+        "delta_s_per_B": net.delta, "incast_threshold": net.incast_threshold,
+        "incast_slope_s_per_B": net.incast_slope, "flowemu_version": __version__,
+    }
+
+
+def expand_algorithm(algorithm) -> tuple:
+    """``"NAME[:key=val,...]"`` -> ``(spec, candidates)``: the registered
+    algorithm and its parsed options, one dict per variant to run (every
+    choice of the auto option when it is ``auto``, else just the one)."""
+    name, raw = parse_algorithm_spec(checks.text("algorithm", algorithm, "recdoub:variant=auto"))
+    spec = get_algorithm(name)
+    opts = spec.parse_options(raw)
+    if spec.auto_param and opts.get(spec.auto_param) == "auto":
+        return spec, [dict(opts, **{spec.auto_param: c}) for c in spec.auto_choices()]
+    return spec, [opts]
+
+
+@dataclass(frozen=True)
+class _Run:
+    """The checked inputs of one algorithm run."""
+
+    topology: Topology
+    network: Network
+    sizes: np.ndarray | None
+    p: int
+    spec: object
+    candidates: list
+    ecmp: str
+    seed: int
+    threads: int | None
+    limit: budget.Limit
+    placement: Placement
+    mapping: np.ndarray | None
+    whatif: object = None    #: :class:`flowemu.whatif.conditions.Applied`, or None (healthy)
+
+    def profile(self, sched: Schedule, **kwargs):
+        """:func:`flowemu.engine.profiles.profile` of ``sched`` in this run (its
+        what-ifs applied; a topology-bound schedule a failure breaks is
+        refused under ``fail_policy="strict"``)."""
+        w = self.whatif
+        if w is not None:
+            from ..whatif.faults import check_fail_policy
+            check_fail_policy(sched, self.topology, self.mapping, w.columns["fail_policy"],
+                              self.spec)
+        return profile(sched, self.topology, self.network, ecmp=self.ecmp, seed=self.seed,
+                       mapping=self.mapping, threads=self.threads, max_memory=self.limit,
+                       background=None if w is None else w.background,
+                       slow=None if w is None else w.slow, **kwargs)
+
+    @property
+    def row(self) -> dict:
+        """The configuration columns of this run's result rows."""
+        return _base_row(self.topology, self.p, self.network, self.ecmp, self.seed,
+                         self.placement, None if self.whatif is None else self.whatif.columns)
+
+
+#: keyword arguments of the entry points (named when an unknown one is passed)
+_KEYWORDS = {
+    "simulate": ("sizes", "ecmp", "seed", "ranks", "placement", "network", "threads",
+                 "max_memory", "model", "fail", "degrade", "fail_policy", "slow", "background"),
+    "congestion": ("ecmp", "seed", "ranks", "placement", "network", "threads", "max_memory",
+                   "fail", "degrade", "fail_policy", "slow", "background"),
+    "flows": ("traffic", "size", "steps", "ecmp", "seed", "ranks", "placement", "network",
+              "threads", "max_memory", "progress", "fail", "degrade", "fail_policy", "slow",
+              "background"),
+}
+
+
+#: ``sizes`` of :func:`_prepare` for an entry point that takes none
+_NO_SIZES = object()
+
+
+def _prepare(function: str, topology, algorithm, *, ecmp, seed, ranks, network, network_params,
+             sizes=_NO_SIZES, threads=None, max_memory=None, placement=None,
+             whatif: WhatIf | None = None) -> _Run:
+    """Check every argument of an algorithm run (cheap checks first, then
+    the topology, then the memory the schedule will need before it is built)."""
+    lim = budget.limit(max_memory)
+    whatif = whatif or WhatIf()
+    net = checks.network(network, network_params, function, _KEYWORDS[function])
+    (ecmp, seed), threads = checks.routing(ecmp, seed), checks.threads(threads)
+    n = None if sizes is _NO_SIZES else checks.sizes(sizes)
+    place = parse_placement(placement)
+    spec, candidates = expand_algorithm(algorithm)
+    concurrent = threads if threads is not None else default_threads()
+    dims = budget.spec_dims(topology) if isinstance(topology, str) else None
+    if dims is not None:
+        # a torus/mesh spec: check the whole run before building anything
+        shape = SimpleNamespace(dims=dims, num_endpoints=math.prod(dims),
+                                spec=topology.strip())
+        budget.check(budget.topology_bytes(dims), lim, f"topology {shape.spec}")
+        _check_schedule_memory(spec, candidates, shape, checks.ranks(ranks, shape),
+                               concurrent, lim)
+    with budget.topology_limit(lim):   # a torus/mesh spec was checked just above
+        topo = checks.topology(topology)
+    p = checks.ranks(ranks, topo)
+    if dims is None:
+        _check_schedule_memory(spec, candidates, topo, p, concurrent, lim)
+    mapping = place.mapping(p, topo)
+    applied = None if whatif.healthy else apply_whatif(whatif, topo, p, net, mapping)
+    if applied is not None:
+        topo = applied.topology
+    return _Run(topo, net, n, p, spec, candidates, ecmp, seed, threads, lim, place, mapping,
+                applied)
+
+
+def _check_schedule_memory(spec, candidates, topology, p: int, concurrent: int,
+                           lim: budget.Limit) -> None:
+    """Refuse a run whose schedule and solve would not fit, before the
+    schedule exists: its shape comes from the algorithm, with one route
+    entry per flow (:func:`flowemu.engine.profiles.profile` counts the real entries
+    before routing)."""
+    for cand in candidates:
+        flows, distinct = budget.schedule_shape(spec.name, cand, p, topology)
+        need = budget.run_bytes(topology, p, [flows] * distinct, [flows] * distinct, concurrent)
+        budget.check(need, lim, f"{topology.spec} {spec.name}")
+
+
+def simulate(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "split", seed: int = 0,
+             ranks: int | None = None, placement=None, network: Network | str | None = None,
+             threads: int | None = None, max_memory=None, model: str = "flow",
+             fail=None, degrade=None, fail_policy: str = "strict", slow=None,
+             background=None, **network_params) -> pd.DataFrame:
+    """Time an allreduce algorithm on a topology for many vector sizes.
+
+    Parameters
+    ----------
+    topology : str or Topology
+        e.g. ``"torus:16x16"``.
+    algorithm : str
+        ``NAME[:key=val,...]``, e.g. ``"recdoub:variant=auto"``.
+    sizes : str, int, list, numpy array or pandas Series
+        ``"32B..512MiB"`` (every power of two), ``"1KiB,1MiB"``, one byte
+        count, or a sequence of byte counts / size strings.
+    ecmp : {"split", "dor", "hash", "dmodk"}
+    seed : int
+        Seed of ``ecmp="hash"`` (0..2**63-1; numpy integers are fine).
+    ranks : int, optional
+        Number of ranks (default: every endpoint).
+    placement : str, optional
+        Where the ranks run (:mod:`flowemu.core.placement`): ``"linear"`` (the
+        default: rank r on endpoint r), ``"random:SEED"`` or a file of
+        endpoint ids, one per rank.
+    network : Network, str or path, optional
+        A Network, or a preset (:mod:`flowemu.core.presets`): a built-in name
+        such as ``"genmodel-table5"`` or a TOML file (``flowemu fit --save``
+        writes one). Or pass its fields as keywords: ``bandwidth="400Gb/s"``,
+        ``link_latency="100ns"``, ``hop_latency``, ``alpha``, ``gamma``,
+        ``delta``, ``incast_threshold``, ``incast_slope``; beside a preset,
+        they override its values.
+    threads : int, optional
+        Distinct steps solved at once (default: ``FLOWEMU_THREADS`` or every
+        core); the results do not depend on it.
+    max_memory : str or int, optional
+        Memory limit (``"8GiB"`` or bytes; default ``FLOWEMU_MAX_MEMORY`` or
+        80 % of the available memory). A run estimated to need more is
+        refused with a ConfigError before it allocates (see
+        :mod:`flowemu.core.budget`).
+    model : {"flow", "genmodel"}
+        ``"flow"`` (default): the flow-level engine. ``"genmodel"``: the
+        analytic GenModel prediction (:func:`flowemu.models.genmodel.prediction`;
+        Table 2 rows of ring, recdoub, cps, hcps and reduce-broadcast on a
+        single switch, plus registered predictors); no schedule is solved.
+    fail : str or list of str, optional
+        Failed links (:mod:`flowemu.whatif.faults`): selectors such as
+        ``"random:4:7"``, ``"0,0-1,0"``, ``"spine:3"``, several joined by
+        ``;`` or in a list. Routing takes the surviving graph.
+    degrade : str or list of str, optional
+        ``SELECTOR=F[:lat=M]``: bandwidth × F (0 < F <= 1), latency × M.
+    fail_policy : {"strict", "reroute"}
+        ``"strict"`` (default): a topology-bound algorithm (ring, bucket)
+        whose flow lost every minimal path is refused; ``"reroute"`` routes
+        it around the failure.
+    slow : str, optional
+        Slow ranks (:mod:`flowemu.whatif.stragglers`): ``"3=0.5"``,
+        ``"0-3=0.25:compute"``, ``"random:4:1=0.5:network"``.
+    background : str or path, optional
+        Traffic sharing the network for the whole run
+        (:mod:`flowemu.whatif.background`): ``"perm:0.5"``, ``"alltoall:0.2"``,
+        ``"hotspot:0.8:0"`` or a traffic file.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per size with :data:`RESULT_COLUMNS`; ``goodput_Bps`` is
+        size / time, ``model`` the model that timed it. With an ``auto``
+        option the fastest variant per size is reported in ``variant``
+        (model genmodel: the variant its predictor priced). The what-if
+        columns hold the failures and degradation in canonical form, the
+        policy, slow ranks and background (``""`` for none),
+        ``failed_links`` (cables, both directions counted once) and
+        ``background_Bps`` (the background's throughput over the run; NaN
+        without one). :func:`flowemu.whatif.conditions.slowdown` adds the slowdown
+        against the healthy network.
+
+    Raises
+    ------
+    ConfigError
+        Any bad argument, named in the message (an unknown keyword too).
+    """
+    from ..models.genmodel import check_model
+    model = check_model(model)
+    whatif = check_whatif(fail, degrade, fail_policy, slow, background)
+    if model == "genmodel" and not whatif.healthy:
+        given = ", ".join(f"{k} {v!r}" for k, v in (("fail", whatif.fail),
+                          ("degrade", whatif.degrade), ("slow", whatif.slow),
+                          ("background", whatif.background)) if v)
+        raise ConfigError(f"model genmodel: {given}: failures, degraded links, slow ranks and "
+                          "background traffic are not in the analytic model; use model='flow' "
+                          "(--model flow)")
+    run = _prepare("simulate", topology, algorithm, ecmp=ecmp, seed=seed, ranks=ranks,
+                   network=network, network_params=network_params, sizes=sizes,
+                   threads=threads, max_memory=max_memory, placement=placement, whatif=whatif)
+    if model == "genmodel":
+        return _predicted(run, algorithm)
+    n, spec = run.sizes, run.spec
+    times, scheds, carried = [], [], []
+    for cand in run.candidates:
+        for sched, serves in _schedules(run, cand, n):
+            prof = run.profile(sched)
+            t = prof.times(n)
+            if serves is not None:   # a plan per size (gentree): only its sizes
+                t = np.where(np.isin(np.arange(len(n)), serves), t, np.inf)
+            times.append(t)
+            scheds.append((sched, cand))
+            carried.append(prof.background_throughput(n) if "background_rate" in prof.info
+                           else np.full(len(n), np.nan))
+    times = np.vstack(times)
+    best = np.argmin(times, axis=0)
+    base = run.row
+    rows = []
+    for j, size in enumerate(n):
+        sched, cand = scheds[best[j]]
+        t = float(times[best[j], j])
+        rows.append({**base, "algorithm": spec.name, "model": "flow", "variant": sched.variant,
+                     "options": _options_text(cand), "size_bytes": int(size), "time_s": t,
+                     "goodput_Bps": size / t if t > 0 else np.inf, "steps": sched.num_steps,
+                     "background_Bps": float(carried[best[j]][j]), "note": sched.note})
+    return pd.DataFrame(rows, columns=RESULT_COLUMNS)
+
+
+def _schedules(run: _Run, cand: dict, sizes) -> list:
+    """``[(schedule, size indices it serves or None)]`` of one candidate: the
+    builder's one schedule, or one per distinct plan of an algorithm whose
+    schedule depends on the size and the network (``AlgorithmSpec.sized``)."""
+    if run.spec.sized is None:
+        return [(run.spec.build(run.p, run.topology, False, **cand), None)]
+    if sizes is None:
+        from ..algorithms.gentree.planner import DEFAULT_AT
+        sizes = np.array([DEFAULT_AT])
+    out = run.spec.sized(run.p, run.topology, run.network, sizes, cand)
+    if run.placement.kind != "linear":
+        note = _placement_note(run)
+        out = [(replace(s, note="; ".join(filter(None, (s.note, note)))), i) for s, i in out]
+    return out
+
+
+def _placement_note(run: _Run) -> str:
+    """What a plan made for the hosts in order means under another placement
+    (for the planners on trees only: a size-dependent choice such as
+    butterfly's ``r`` does not depend on where the ranks run)."""
+    if run.spec.families is None:
+        return ""
+    return (f"{run.spec.name} chose its plan for rank r on endpoint r (linear placement); "
+            f"with placement {run.placement.text} the plan may not suit where the ranks run")
+
+
+def _predicted(run: _Run, algorithm: str) -> pd.DataFrame:
+    """The rows of ``model="genmodel"``: the algorithm's GenModel predictor
+    (options parsed, ``auto`` left to it) instead of a schedule and a solve."""
+    from ..models.genmodel import prediction
+    _, raw = parse_algorithm_spec(algorithm)
+    opts = run.spec.parse_options(raw)
+    pred = prediction(run.topology, run.p, run.spec.name, opts, run.sizes, run.network)
+    if run.placement.kind != "linear" and run.spec.sized is not None:
+        pred = replace(pred, note="; ".join(filter(None, (pred.note, _placement_note(run)))))
+    base = run.row
+    n, t = run.sizes, pred.seconds
+    with np.errstate(divide="ignore"):
+        goodput = np.where(t > 0, n / np.where(t > 0, t, 1.0), np.inf)
+    per = lambda v, j: v if np.isscalar(v) else v[j]
+    rows = [{**base, "algorithm": run.spec.name, "model": "genmodel",
+             "variant": per(pred.variant, j), "options": _options_text(opts),
+             "size_bytes": int(size), "time_s": float(t[j]), "goodput_Bps": float(goodput[j]),
+             "steps": per(pred.steps, j), "note": pred.note}
+            for j, size in enumerate(n)]
+    return pd.DataFrame(rows, columns=RESULT_COLUMNS)
+
+
+# ------------------------------------------------------------------ user traffic
+
+def traffic_schedule(topology: Topology, traffic, name, max_memory) -> Schedule:
+    """User traffic (a path, DataFrame, Traffic or list of them) as a Schedule
+    on ``topology``; step labels are ``step<number>`` with the table's step
+    numbers. The schedule's variant is ``name`` (default: the file name, or
+    ``"traffic"``)."""
+    file_name, numbers, steps = traffic_steps(traffic, max_memory)
+    if name is None:
+        name = file_name or "traffic"
+    name = checks.text("name", name, "my-traffic")
+    p = max(int(max(t.src.max(), t.dst.max())) for t in steps if t.num_flows) + 1
+    if p > topology.num_endpoints:
+        raise ConfigError(f"traffic: rank {p - 1} does not exist on {topology.spec} "
+                          f"({topology.num_endpoints} endpoints)")
+    return Schedule("traffic", name, p,
+                    tuple(Step(t, Reduction.none(), f"step{int(k)}")
+                          for k, t in zip(numbers.tolist(), steps, strict=True)))
+
+
+def time_traffic(topology, traffic, *, ecmp: str = "split", seed: int = 0, placement=None,
+                 network: Network | None = None, name: str | None = None,
+                 threads: int | None = None, max_memory=None, fail=None, degrade=None,
+                 fail_policy: str = "strict", slow=None, background=None,
+                 **network_params) -> pd.DataFrame:
+    """Time a user-supplied step-wise traffic matrix.
+
+    Parameters
+    ----------
+    topology : str or Topology
+    traffic : str, Path, pandas.DataFrame, Traffic or list of Traffic
+        A CSV/parquet file or a DataFrame with exactly the columns ``step,
+        src, dst, bytes`` (src/dst rank ids; one step per distinct ``step``,
+        in ascending order), or Traffic objects with absolute bytes in
+        ``share``.
+    ecmp, seed, placement, network, threads, max_memory, **network_params
+        As for :func:`simulate` (the placement maps the traffic's ranks).
+    fail, degrade, fail_policy, slow, background
+        What-ifs, as for :func:`simulate`.
+    name : str, optional
+        The ``variant`` of the result row (default: the file name, or
+        ``"traffic"``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row with :data:`RESULT_COLUMNS`: ``size_bytes`` is the total
+        bytes of all flows and ``goodput_Bps`` that total over the time.
+    """
+    lim = budget.limit(max_memory)
+    net = checks.network(network, network_params, "time_traffic",
+                         ("ecmp", "seed", "placement", "network", "name", "threads",
+                          "max_memory", "fail", "degrade", "fail_policy", "slow", "background"))
+    (ecmp, seed), threads = checks.routing(ecmp, seed), checks.threads(threads)
+    whatif = check_whatif(fail, degrade, fail_policy, slow, background)
+    place = parse_placement(placement)
+    topo = _topology(topology, lim)
+    sched = traffic_schedule(topo, traffic, name, lim)
+    mapping = place.mapping(sched.p, topo)
+    applied = None if whatif.healthy else apply_whatif(whatif, topo, sched.p, net, mapping)
+    run = _Run(topo if applied is None else applied.topology, net, None, sched.p, None, [],
+               ecmp, seed, threads, lim, place, mapping, applied)
+    prof = run.profile(sched)
+    t = float(prof.times([1.0])[0])
+    carried = float(prof.background_throughput([1.0])[0]) if "background_rate" in prof.info \
+        else np.nan
+    total = float(sum(s.traffic.share.sum() for s in sched.steps))
+    row = {**run.row, "algorithm": "traffic",
+           "model": "flow", "variant": sched.variant, "options": "", "size_bytes": total,
+           "time_s": t, "goodput_Bps": total / t if t > 0 else np.inf, "steps": sched.num_steps,
+           "background_Bps": carried, "note": sched.note}
+    return pd.DataFrame([row], columns=RESULT_COLUMNS)
+
+
+def congestion(topology, algorithm, *, ecmp: str = "split", seed: int = 0,
+               ranks: int | None = None, placement=None, network: Network | None = None,
+               threads: int | None = None, max_memory=None, fail=None, degrade=None,
+               fail_policy: str = "strict", slow=None, background=None,
+               **network_params) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per-step congestion of an algorithm and its deficiencies (Swing paper §2.2).
+
+    Arguments as for :func:`simulate` (without sizes). Returns ``(steps,
+    summary)``: ``steps`` has one row per step and variant (``variant,
+    step, label, flows, max_flows_per_link, max_link_load,
+    max_port_injection, load_vs_ideal``; loads in bytes per byte of the
+    vector size n); ``summary`` one row per variant with ``steps``, ``psi``
+    (bandwidth deficiency Ψ), ``xi`` (congestion deficiency Ξ), ``psi_xi``
+    (their product: bandwidth time relative to the optimal 2(p−1)/p·n spread
+    over every port) and ``note`` (as in the result rows: what the algorithm
+    did that was not asked for). See
+    :meth:`flowemu.engine.profiles.Profile.congestion_report` for the definitions.
+    With an ``auto`` option every variant is reported.
+    """
+    whatif = check_whatif(fail, degrade, fail_policy, slow, background)
+    run = _prepare("congestion", topology, algorithm, ecmp=ecmp, seed=seed, ranks=ranks,
+                   network=network, network_params=network_params, threads=threads,
+                   max_memory=max_memory, placement=placement, whatif=whatif)
+    step_frames, rows = [], []
+    for cand in run.candidates:
+        sched = _schedules(run, cand, None)[0][0]
+        prof = run.profile(sched, congestion=True)
+        steps, summary = prof.congestion_report()
+        steps.insert(0, "variant", sched.variant)
+        step_frames.append(steps)
+        rows.append({"topology": run.topology.spec, "algorithm": run.spec.name,
+                     "variant": sched.variant, "options": _options_text(cand),
+                     "steps": sched.num_steps, **summary, "note": sched.note})
+    return pd.concat(step_frames, ignore_index=True), pd.DataFrame(rows)

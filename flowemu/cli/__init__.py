@@ -1,0 +1,1 @@
+"""The command line: ``flowemu run | list | sweep | compare | plot | plan | fit | verify``."""

@@ -1,0 +1,351 @@
+"""Memory estimates, checked before the memory is allocated.
+
+A run that would not fit is refused up front with a
+:class:`~flowemu.core.errors.ConfigError` naming the estimate and the limit —
+never a ``MemoryError`` traceback half-way, or the kernel's OOM killer.
+
+The limit (:func:`limit`) is, in order of precedence: ``max_memory=`` of the
+Python API (``--max-memory`` of ``flowemu run``), the environment variable
+``FLOWEMU_MAX_MEMORY``, or 80 % of the memory available now (the smaller of
+``MemAvailable`` in ``/proc/meminfo`` and what the process's cgroup still
+allows). ``"8GiB"``, ``"500MB"`` or a byte count are accepted.
+
+The estimates add up the arrays a run holds at its peak, from sizes known
+before allocating them:
+
+* the topology's link arrays (:func:`topology_bytes`), from its shape (every
+  family checks its size with :func:`reserve_topology` before it allocates);
+* the schedule (:func:`schedule_bytes`): flows per step × distinct steps,
+  from the algorithm's shape before it is built, exactly once it is;
+* the routing and solver workspace of the steps solved at once
+  (:func:`solve_bytes`): per flow and per route entry (a flow crosses one
+  link per entry; ECMP split routing on a torus gives a flow every link of
+  every minimal path, so entries can be far more than hops — they are
+  counted exactly by the routing kernel's first pass before any step is
+  routed);
+* a flow dump (:func:`flow_dump_bytes`) per row, per row and route entry
+  of each distinct traffic pattern, and the largest step's text building.
+
+The per-flow and per-entry constants were measured as the growth of peak RSS
+(``ru_maxrss``) over a warmed-up process on torus runs (ring, swing,
+recdoub and bucket, ecmp split and dor, 8x8 to 128x128); see
+``tests/test_budget.py`` for the checks that the estimate stays within 2x of
+the measured peak and not below it.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import ConfigError, show
+
+#: environment variable with the default limit ("8GiB", bytes)
+ENV_VAR = "FLOWEMU_MAX_MEMORY"
+#: share of the available memory a run may use by default
+FRACTION = 0.8
+
+# --- measured constants (bytes); see the module docstring
+#: per link of a topology at its peak (link arrays, the build's temporaries
+#: and the engine's per-link capacities)
+LINK_BYTES = 32
+#: per node and dimension (the coordinate table)
+NODE_DIM_BYTES = 8
+#: per vertex of a topology that is not a torus (its per-vertex tables)
+NODE_BYTES = 16
+#: per flow of every distinct step of a schedule (src, dst, share and the
+#: reduction arrays)
+SCHEDULE_FLOW_BYTES = 24
+#: per rank of a schedule (the builders' per-rank tables and temporaries:
+#: ~570 B measured for ring's cycles, ~1.4 KB over 64 flows for swing)
+SCHEDULE_RANK_BYTES = 600
+#: per flow of a step being routed and solved
+SOLVE_FLOW_BYTES = 300
+#: per route entry of a step being routed and solved (link, fraction, the
+#: solver's link-major transpose and its per-entry state)
+SOLVE_ENTRY_BYTES = 24
+#: per row of a flow dump (numbers, references to the texts, the DataFrame
+#: and its concatenation)
+DUMP_ROW_BYTES = 200
+#: per row of a distinct traffic pattern in a flow dump (its own two texts;
+#: rows of a repeated pattern share them)
+DUMP_PATTERN_ROW_BYTES = 250
+#: per route entry of a distinct pattern (the ``links`` and ``path`` texts)
+DUMP_ENTRY_BYTES = 48
+#: per route entry of the largest step while its texts are built (pieces,
+#: the joined string and its split)
+DUMP_BUILD_ENTRY_BYTES = 250
+#: per row of a traffic table while it is read and split into steps
+TRAFFIC_ROW_BYTES = 150
+
+
+@dataclass(frozen=True)
+class Limit:
+    """A memory limit in bytes and where it comes from (for messages)."""
+
+    bytes: int
+    source: str
+
+    def text(self) -> str:
+        return f"{format_bytes(self.bytes)} limit ({self.source})"
+
+
+def format_bytes(n: float) -> str:
+    """``1.5 GiB``, ``300 MiB``, ``12 KiB`` (two significant digits at least)."""
+    n = float(n)
+    for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            v = n / scale
+            return f"{v:.0f} {unit}" if v >= 10 else f"{v:.1f} {unit}"
+    return f"{n:.0f} B"
+
+
+def _parse(value, field: str) -> int:
+    from .units import parse_size
+
+    if type(value).__module__ == "numpy" and getattr(value, "ndim", 1) == 0:
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise ConfigError(f"{field}: {show(value)} is not allowed; expected a size such as "
+                          "'8GiB', '500MB' or a number of bytes")
+    if isinstance(value, int):
+        if value <= 0:
+            raise ConfigError(f"{field}: {value} is not allowed; expected a size > 0 such as "
+                              "'8GiB' or a number of bytes")
+        return value
+    if isinstance(value, str) and value.strip().endswith("%"):
+        raise ConfigError(f"{field}: {value!r} is not allowed; expected a size such as '8GiB' "
+                          "(the default is 80 % of available memory)")
+    return parse_size(value, field)
+
+
+def available_memory() -> int:
+    """Bytes this process can still allocate: the smaller of ``MemAvailable``
+    and the cgroup's remaining allowance (v2 ``memory.max``, v1
+    ``memory.limit_in_bytes``); ``os.sysconf`` where ``/proc`` is missing."""
+    candidates = []
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    candidates.append(int(line.split()[1]) * 1024)
+                    break
+    except (OSError, ValueError, IndexError):
+        pass
+    if not candidates:
+        try:
+            candidates.append(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+        except (OSError, ValueError, AttributeError):
+            pass
+    room = _cgroup_room()
+    if room is not None:
+        candidates.append(room)
+    return max(0, min(candidates)) if candidates else 2**63 - 1
+
+
+#: (limit, usage) files of cgroup v2 and v1
+CGROUP_FILES = (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+                ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
+                 "/sys/fs/cgroup/memory/memory.usage_in_bytes"))
+
+
+def _cgroup_room(files=CGROUP_FILES) -> int | None:
+    """What the process's cgroup still allows (limit − usage), or None."""
+    for limit_file, usage_file in files:
+        try:
+            raw = Path(limit_file).read_text().strip()
+        except OSError:
+            continue
+        if raw == "max" or not raw.isdigit() or int(raw) >= 2**60:   # unlimited
+            return None
+        try:
+            used = int(Path(usage_file).read_text().strip())
+        except (OSError, ValueError):
+            used = 0
+        return max(0, int(raw) - used)
+    return None
+
+
+def limit(max_memory=None) -> Limit:
+    """The memory limit of a run (see the module docstring).
+
+    Parameters
+    ----------
+    max_memory : str, int, Limit or None
+        ``"8GiB"``, ``"500MB"`` or bytes; None for ``FLOWEMU_MAX_MEMORY`` or
+        80 % of the available memory.
+    """
+    if isinstance(max_memory, Limit):
+        return max_memory
+    if max_memory is not None:
+        return Limit(_parse(max_memory, "max_memory"), "max_memory")
+    raw = os.environ.get(ENV_VAR, "").strip()
+    if raw:
+        return Limit(_parse(raw, ENV_VAR), ENV_VAR)
+    return Limit(int(FRACTION * available_memory()), "80 % of available memory")
+
+
+def check(need: float, lim: Limit, what: str) -> None:
+    """Raise ConfigError when ``need`` bytes exceed the limit."""
+    if need > lim.bytes:
+        raise ConfigError(f"max_memory: {what} needs ~{format_bytes(need)} (estimate), more "
+                          f"than the {lim.text()}; use --max-memory (max_memory=, "
+                          f"{ENV_VAR}) to override")
+
+
+# ------------------------------------------------------------------ topologies
+
+_TOPOLOGY_LIMIT: ContextVar[Limit | None] = ContextVar("flowemu_topology_limit", default=None)
+
+
+@contextmanager
+def topology_limit(lim: Limit | None):
+    """Topologies built inside this block are checked against ``lim``
+    (:func:`reserve_topology`); outside, against the default :func:`limit`."""
+    token = _TOPOLOGY_LIMIT.set(lim)
+    try:
+        yield
+    finally:
+        _TOPOLOGY_LIMIT.reset(token)
+
+
+def reserve_topology(spec: str, links: int, nodes: int = 0) -> None:
+    """Refuse (ConfigError) a topology of ``links`` links and ``nodes``
+    vertices whose arrays would not fit, before a family allocates them. Every
+    family calls this from its constructor once it knows its size."""
+    lim = _TOPOLOGY_LIMIT.get() or limit(None)
+    check(int(links) * LINK_BYTES + int(nodes) * NODE_BYTES, lim, f"building {spec}")
+
+
+# ------------------------------------------------------------------ estimates
+
+def topology_bytes(dims) -> int:
+    """Peak bytes of building and using a torus or mesh of shape ``dims``."""
+    nodes = math.prod(int(d) for d in dims)
+    ndim = len(dims)
+    return nodes * 2 * ndim * LINK_BYTES + nodes * ndim * NODE_DIM_BYTES
+
+
+def spec_dims(spec: str) -> tuple[int, ...] | None:
+    """The shape of a ``torus:``/``mesh:`` spec without building it (None for
+    other families or a spec the parser will refuse anyway)."""
+    family, _, params = spec.strip().partition(":")
+    if family.strip() not in ("torus", "mesh"):
+        return None
+    try:
+        dims = tuple(int(part) for part in params.split("x"))
+    except ValueError:
+        return None
+    return dims if dims and all(d >= 2 for d in dims) else None
+
+
+def _ports(topology) -> int:
+    dims = getattr(topology, "grid", None) or getattr(topology, "dims", None)
+    if dims is not None:
+        return 2 * len(dims)
+    # Without a grid the algorithms arrange ranks on a 1-D ring of rank ids
+    # (two directions); only endpoints send, so switch degrees do not count.
+    import numpy as np
+    if not topology.num_links:
+        return 2
+    degree = np.bincount(topology.link_src, minlength=topology.num_nodes)
+    return max(2, int(degree[:topology.num_endpoints].max()))
+
+
+def schedule_shape(name: str, options: dict, p: int, topology) -> tuple[int, int]:
+    """``(flows per step, distinct steps)`` an algorithm's schedule has at
+    most, before it is built (measured on the builders: a rank sends one flow
+    per port and step; ring and bucket repeat one traffic pattern (per
+    dimension), the log-step algorithms have a new one every step)."""
+    ports = _ports(topology)
+    opt = options.get("ports")
+    if isinstance(opt, int) and not isinstance(opt, bool):
+        ports = min(ports, opt)
+    logp = max(1, math.ceil(math.log2(max(p, 2))))
+    ndim = len(getattr(topology, "grid", None) or getattr(topology, "dims", None) or (1,))
+    if name in ("cps", "hcps", "acps", "reduce-broadcast"):   # full meshes: p(p−1) flows a step
+        from ..algorithms.ps import schedule_shape as ps_shape
+        return ps_shape(name, options, p, topology)
+    if name in ("binomial", "dbtree"):   # a flow per child (two trees), K pipelined segments
+        k = options.get("segments", 1)
+        k = k if isinstance(k, int) and not isinstance(k, bool) else 1
+        return (2 * p, 2 * (k + logp))
+    if name == "gentree":   # a co-located PS over a switch's children at worst
+        return (p * min(p - 1, 128), 4 * logp)
+    shape = {"ring": (ports * p, 1), "swing": (ports * p, logp), "recdoub": (p, logp),
+             "bucket": (ports * p, ndim),
+             # one exchange per rank and step; fill and drain ≈ 8h steps, then 3
+             "dualroot": (p, 8 * logp + 6)}
+    return shape.get(name, (_ports(topology) * p, 2 * logp))
+
+
+def schedule_bytes(flows: int, p: int) -> int:
+    """Bytes of building and holding a schedule of ``p`` ranks with
+    ``flows`` flows over its distinct steps."""
+    return int(flows) * SCHEDULE_FLOW_BYTES + int(p) * SCHEDULE_RANK_BYTES
+
+
+def solve_bytes(flows: int, entries: int) -> int:
+    """Routing and solver workspace of one step of ``flows`` flows with
+    ``entries`` route entries."""
+    return int(flows) * SOLVE_FLOW_BYTES + int(entries) * SOLVE_ENTRY_BYTES
+
+
+def flow_dump_bytes(rows: int, pattern_rows: int, pattern_entries: int,
+                    largest_step_entries: int) -> int:
+    """Bytes of a flow dump DataFrame of ``rows`` flows, of which
+    ``pattern_rows`` (with ``pattern_entries`` route entries) belong to
+    distinct traffic patterns — rows of a repeated step share their texts —
+    while the texts of a step of ``largest_step_entries`` entries are built.
+    Measured within 1.1-1.7x above the peak RSS growth (64x64 swing and
+    recdoub, 32x32 ring with 8M rows)."""
+    return (int(rows) * DUMP_ROW_BYTES + int(pattern_rows) * DUMP_PATTERN_ROW_BYTES
+            + int(pattern_entries) * DUMP_ENTRY_BYTES
+            + int(largest_step_entries) * DUMP_BUILD_ENTRY_BYTES)
+
+
+def traffic_file_bytes(path: Path, parquet: bool) -> int:
+    """Bytes of reading a traffic file, from its size before reading it: a
+    parquet file's row count is in its footer; a CSV file's is its size over
+    the mean length of its first lines."""
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return 0
+    rows = 0
+    if parquet:
+        try:
+            import pyarrow.parquet as pq
+            rows = pq.ParquetFile(path).metadata.num_rows
+        except Exception:  # noqa: BLE001 - the reader reports a bad file itself
+            rows = size // 8
+    else:
+        try:
+            with open(path, "rb") as fh:
+                head = fh.read(1 << 16)
+        except OSError:
+            return 0
+        lines = head.count(b"\n")
+        per_line = len(head) / lines if lines else max(len(head), 8)
+        rows = int(size / max(per_line, 1.0))
+    return rows * TRAFFIC_ROW_BYTES + size
+
+
+def built_topology_bytes(topology) -> int:
+    """:func:`topology_bytes` of a built topology (any family)."""
+    dims = getattr(topology, "dims", None)
+    return topology_bytes(dims) if dims is not None else topology.num_links * LINK_BYTES
+
+
+def run_bytes(topology, p: int, flows: list[int], entries: list[int], threads: int) -> int:
+    """Peak of a run of ``p`` ranks: the topology, its schedule and the
+    ``threads`` largest step workspaces (``flows[k]``, ``entries[k]`` per
+    distinct step) solved at once."""
+    work = sorted((solve_bytes(f, e) for f, e in zip(flows, entries, strict=True)),
+                  reverse=True)
+    return (built_topology_bytes(topology) + schedule_bytes(sum(flows), p)
+            + sum(work[:max(1, threads)]))

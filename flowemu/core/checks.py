@@ -1,0 +1,191 @@
+"""Argument checks of the public Python API (the checking layer).
+
+Each function takes what a numpy/pandas user may pass — plain Python values,
+numpy scalars and arrays, pandas Series — and returns a plain value, or raises
+:class:`~flowemu.core.errors.ConfigError` naming the argument, the value (printed
+by :func:`~flowemu.core.errors.show`, so ``np.int64(3)`` reads ``3``) and what is
+allowed. Nothing from inside numpy or pandas (ValueError, TypeError, ...)
+escapes from here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import ConfigError, show
+
+#: largest seed (the hash takes 64 bits; result tables store it as int64)
+MAX_SEED = 2**63 - 1
+
+
+def is_integer(value) -> bool:
+    """A Python or numpy integer, not a bool."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def integer(name: str, value, *, lo: int | None = None, hi: int | None = None) -> int:
+    """``value`` as a plain int within ``lo..hi`` (either may be None)."""
+    if not is_integer(value):
+        raise ConfigError(f"{name}: {show(value)} is not allowed; expected an integer"
+                          + _range_text(lo, hi))
+    value = int(value)
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        raise ConfigError(f"{name}: {value} is not allowed; expected an integer"
+                          + _range_text(lo, hi))
+    return value
+
+
+def _range_text(lo, hi) -> str:
+    if lo is not None and hi is not None:
+        return f" in {lo}..{hi}"
+    if lo is not None:
+        return f" >= {lo}"
+    if hi is not None:
+        return f" <= {hi}"
+    return ""
+
+
+def seed(value) -> int:
+    """Seed of ``ecmp="hash"``: an integer in ``0..2**63-1``."""
+    return integer("seed", value, lo=0, hi=MAX_SEED)
+
+
+def routing(ecmp_value, seed_value) -> tuple[str, int]:
+    """``(ecmp, seed)`` checked together: a seed picks the paths of
+    ``ecmp="hash"`` and nothing else, so a non-zero seed with another routing
+    would be recorded in the results without having any effect."""
+    mode, s = ecmp(ecmp_value), seed(seed_value)
+    if s != 0 and mode != "hash":
+        raise ConfigError(f"seed: {s} applies only to ecmp='hash' (it picks each flow's path "
+                          f"there); with ecmp={mode!r} leave seed at 0")
+    return mode, s
+
+
+def flag(name: str, value) -> bool:
+    """A Python or numpy bool."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ConfigError(f"{name}: {show(value)} is not allowed; expected True or False")
+    return bool(value)
+
+
+def text(name: str, value, example: str) -> str:
+    """A non-empty string (numpy ``str_`` included)."""
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{name}: {show(value)} is not allowed; expected a non-empty "
+                          f"string such as {example!r}")
+    return str(value)
+
+
+def sizes(value, name: str = "sizes") -> np.ndarray:
+    """Vector sizes in bytes: a spec string (``"32B..512MiB"``, ``"1KiB,1MiB"``),
+    one number, or a list / tuple / numpy array / pandas Series of numbers or
+    size strings. Returns the sorted distinct sizes as float64[k] (whole
+    positive byte counts)."""
+    from .units import parse_sizes
+
+    if isinstance(value, str):
+        return np.asarray(parse_sizes(value, name), dtype=np.float64)
+    if is_integer(value) or (isinstance(value, (float, np.floating))):
+        value = [value]
+    if hasattr(value, "to_numpy") and getattr(value, "ndim", 0) == 1:  # Series, Index
+        value = value.to_numpy()
+    if isinstance(value, np.ndarray):
+        if value.ndim != 1:
+            raise ConfigError(f"{name}: expected a 1-D array of sizes, got shape "
+                              f"{tuple(int(d) for d in value.shape)}")
+        value = value.tolist()   # numpy scalars -> plain Python, checked below
+    if not isinstance(value, (list, tuple)):
+        raise ConfigError(f"{name}: {show(value)} is not allowed; expected a size spec such as "
+                          "'32B..512MiB' or '1KiB,1MiB', or a list/array of byte counts")
+    if not value:
+        raise ConfigError(f"{name}: no sizes given; expected e.g. '32B..512MiB', '1KiB,1MiB' "
+                          "or a list of byte counts")
+    out = []
+    for item in value:
+        out.append(_one_size(name, item.item() if isinstance(item, np.generic) else item))
+    return np.asarray(sorted(set(out)), dtype=np.float64)
+
+
+def _one_size(name: str, item) -> int:
+    from .units import parse_size
+
+    if isinstance(item, bool) or not isinstance(item, (str, int, float)):
+        raise ConfigError(f"{name}: {show(item)} is not a size; expected a byte count > 0 "
+                          "or a size such as '4KiB'")
+    return parse_size(item, name)   # the one size rule (positive, whole, <= 2**53)
+
+
+def topology(value):
+    """A :class:`~flowemu.topology.Topology` or a spec string such as ``"torus:8x8"``."""
+    from ..topology import Topology, parse_topology
+
+    if isinstance(value, Topology):
+        return value
+    if isinstance(value, str):
+        return parse_topology(value)
+    raise ConfigError(f"topology: {show(value)} is not allowed; expected a spec string such "
+                      "as 'torus:8x8' or a Topology")
+
+
+def network(value, params: dict, function: str, keywords: tuple = ()):
+    """The :class:`~flowemu.core.network.Network` of a call: ``value`` itself, a
+    preset it names (:mod:`flowemu.core.presets`; ``params`` override its
+    values), or one built from keyword arguments ``params`` (numpy scalars
+    become plain numbers). A keyword that is neither a parameter of ``function`` nor a
+    network field is named with what is allowed."""
+    from .network import Network
+
+    fields = Network.field_names()
+    unknown = sorted(set(params) - set(fields))
+    if unknown:
+        allowed = ", ".join(list(keywords) + list(fields))
+        raise ConfigError(f"{function}: unknown keyword argument(s) {', '.join(unknown)}; "
+                          f"allowed: {allowed}")
+    if isinstance(value, Network) and params:
+        raise ConfigError(f"network: pass either network=Network(...) or its fields "
+                          f"({', '.join(sorted(params))}), not both")
+    if value is not None and not isinstance(value, Network):
+        from .presets import BUILTIN, is_preset
+        if not is_preset(value):
+            raise ConfigError(f"network: {show(value)} is not allowed; expected a "
+                              f"flowemu.Network, a preset ({', '.join(BUILTIN)} or a .toml "
+                              "file) or None")
+    if isinstance(value, Network):
+        return value
+    plain = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in params.items()}
+    for k, v in plain.items():
+        if not isinstance(v, (str, int, float)) or isinstance(v, bool):
+            raise ConfigError(f"{k}: {show(v)} is not allowed; expected a number or a string "
+                              "with a unit (e.g. '400Gb/s', '100ns')")
+    if value is not None:   # a preset: the fields given beside it override its values
+        from .presets import preset_network
+        return preset_network(value, plain)
+    return Network(**plain)
+
+
+def ranks(value, topology) -> int:
+    """Number of ranks: None (every endpoint) or an integer in
+    ``2..topology.num_endpoints``."""
+    if value is None:
+        return int(topology.num_endpoints)
+    if not is_integer(value) or value < 2:
+        raise ConfigError(f"ranks: {show(value)} is not allowed; expected an integer >= 2")
+    if value > topology.num_endpoints:
+        raise ConfigError(f"ranks: {int(value)} ranks do not fit on {topology.spec} "
+                          f"({topology.num_endpoints} endpoints)")
+    return int(value)
+
+
+def threads(value) -> int | None:
+    """None (the default) or an integer >= 1."""
+    return None if value is None else integer("threads", value, lo=1)
+
+
+def ecmp(value) -> str:
+    """One of the routing modes."""
+    from ..topology.base import ECMP_MODES
+
+    if not isinstance(value, str) or value not in ECMP_MODES:
+        raise ConfigError(f"ecmp: {show(value)} is not allowed; allowed: "
+                          f"{', '.join(ECMP_MODES)}")
+    return str(value)

@@ -1,0 +1,713 @@
+"""Schedule × topology × network → per-step profiles → times for all sizes.
+
+Every flow of a schedule carries ``share·n`` bytes, so with max-min sharing
+the fluid part of each step is exactly proportional to n: rates do not depend
+on n and every event time scales with it. A step is therefore solved once
+(with ``bytes = share``) and kept as a small profile of lines
+``latency_k + seconds_per_byte_k · n``; the step time for any n is the upper
+envelope of those lines plus the slowest node's reduction time
+(``reduce_spb · n``). Steps with identical traffic are solved once.
+
+Flow time = α + hops·(link latency + per-hop latency) + fluid transfer time.
+Step time = slowest flow + slowest node's reduction
+((f+1)·b·δ + (f−1)·b·γ for b bytes reduced with fan-in f, GenModel Table 2).
+
+Incast (GenModel §3.2, eq. 7–10) is charged at receivers, per tier "where
+flows converge": the topology gives each flow an incast class
+(:meth:`~flowemu.topology.Topology.flow_incast_class`: on a tree the level of
+the sender's and receiver's lowest common ancestor, between sites the
+cross-site tier) and each class its ``(w_t, ε)``
+(:meth:`~flowemu.topology.Topology.incast_classes`: a tree level's ``wt=`` /
+``eps=``, else the network's). A receiver gets one ingress resource per class
+of the flows into it, with base capacity its ingress bandwidth, fan-in w the
+active flows of that class into it, and capacity 1/(β + max(w − w_t, 0)·ε).
+Families without tiers have one class with the network's terms: one ingress
+resource per receiver counting every flow into it. Incast is on when any
+class has ε > 0 and a finite w_t (a tree level's terms apply even when the
+network's incast is off).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..core import budget, checks
+from ..algorithms.base import Reduction, Schedule, Traffic
+from ..whatif.background import RunLoad, background_throughput, prepare_load, uncontested_rate
+from ..core.errors import ConfigError, SolverError, show
+from ..kernels.hashing import multiset_fingerprint
+from ..kernels.maxmin import solve_completion
+from ..core.network import Network
+from ..topology.base import Routes, Topology
+
+#: environment variable overriding :func:`default_threads`
+THREADS_ENV = "FLOWEMU_THREADS"
+
+
+@dataclass(frozen=True)
+class StepProfile:
+    """Time of one step as a function of the vector size n.
+
+    ``time(n) = max_k(latency[k] + spb[k]·n) + reduce_spb·n``; the lines kept
+    are the Pareto front of the step's flows (no kept line is beaten by
+    another in both latency and slope), so the max is exact.
+    """
+
+    latency: np.ndarray
+    spb: np.ndarray
+    reduce_spb: float
+    label: str = ""
+    num_flows: int = 0
+    congestion: StepCongestion | None = None
+    #: bytes background flows moved during the step's fluid phase, per byte of n
+    background_bytes: float = 0.0
+
+    @property
+    def max_flows_per_link(self) -> int:
+        """Most flows crossing one link direction (needs ``congestion=True``)."""
+        if self.congestion is None:
+            raise ConfigError("congestion: profile(..., congestion=True) computes per-link counts")
+        return self.congestion.max_flows_per_link
+
+    def time(self, sizes) -> np.ndarray:
+        n = np.asarray(sizes, dtype=np.float64)
+        if len(self.latency) == 0:
+            return self.reduce_spb * n
+        comm = np.max(self.latency[:, None] + self.spb[:, None] * n[None, :], axis=0)
+        return comm + self.reduce_spb * n
+
+
+@dataclass(frozen=True)
+class StepCongestion:
+    """Link usage of one step, in bytes per byte of the vector size n.
+
+    ``max_link_load`` is the most bytes crossing one link direction;
+    ``max_injection`` the most bytes a node puts on one of its outgoing
+    links (a port); ``ideal_link_load`` the bytes per port if the busiest
+    sender spread its bytes evenly over all its ports.
+    """
+
+    max_flows_per_link: int
+    max_link_load: float
+    max_injection: float
+    ideal_link_load: float
+
+    @property
+    def load_vs_ideal(self) -> float:
+        return self.max_link_load / self.ideal_link_load if self.ideal_link_load else 1.0
+
+
+def step_congestion(topology: Topology, routes: Routes, src_node: np.ndarray,
+                    share: np.ndarray) -> StepCongestion:
+    """Per-link flow counts and loads of one routed step."""
+    nlinks = topology.num_links
+    flow_of = np.repeat(np.arange(routes.num_flows), np.diff(routes.flow_ptr))
+    load = routes.frac * share[flow_of]
+    per_link_flows = np.bincount(routes.link, minlength=nlinks)
+    per_link_load = np.bincount(routes.link, weights=load, minlength=nlinks)
+    first_hop = topology.link_src[routes.link] == src_node[flow_of]
+    injection = np.bincount(routes.link[first_hop], weights=load[first_hop], minlength=nlinks)
+    sent = np.bincount(src_node, weights=share, minlength=topology.num_nodes)
+    ports = np.bincount(topology.link_src, weights=(topology.link_capacity_scale > 0),
+                        minlength=topology.num_nodes)
+    busiest = int(np.argmax(sent))
+    ideal = float(sent[busiest] / max(ports[busiest], 1))
+    return StepCongestion(int(per_link_flows.max()), float(per_link_load.max()),
+                          float(injection.max()), ideal)
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Per-step profiles of one schedule on one topology and network."""
+
+    steps: tuple[StepProfile, ...]
+    schedule: Schedule | None = None
+    info: dict = field(default_factory=dict)
+
+    @property
+    def num_steps(self) -> int:
+        return len(self.steps)
+
+    def congestion_report(self):
+        """Per-step congestion and the run's deficiencies (Swing paper §2.2).
+
+        Returns ``(steps, summary)``: a DataFrame with one row per step
+        (``step, label, flows, max_flows_per_link, max_link_load,
+        max_port_injection, load_vs_ideal``; loads in bytes per byte of n)
+        and a dict with ``psi`` and ``xi``.
+
+        The paper models the bandwidth term as (n/D)·β·Ψ·Ξ (eq. 1). Here
+        Ψ = Σ_s (bytes on the busiest port in step s) / (2(p−1)/p · n / ports),
+        i.e. how many more bytes than an optimal allreduce spread over all
+        ports, and Ξ = Σ_s (bytes on the busiest link) / Σ_s (bytes on the
+        busiest port), the slowdown from messages sharing links. Ψ·Ξ is the
+        bandwidth time relative to optimal. (Table 2 gives Ξ of the
+        latency-optimal algorithms as a sum of distances, not as a ratio;
+        compare those through Ψ·Ξ.)
+        """
+        import pandas as pd
+
+        if any(s.congestion is None for s in self.steps):
+            raise ConfigError("congestion: profile(..., congestion=True) is needed for a congestion "
+                              "report")
+        rows = [{"step": k, "label": s.label, "flows": s.num_flows,
+                 "max_flows_per_link": s.congestion.max_flows_per_link,
+                 "max_link_load": s.congestion.max_link_load,
+                 "max_port_injection": s.congestion.max_injection,
+                 "load_vs_ideal": s.congestion.load_vs_ideal} for k, s in enumerate(self.steps)]
+        df = pd.DataFrame(rows)
+        p = self.schedule.p if self.schedule is not None else 0
+        ports = self.info.get("ports_per_node", 0)
+        ideal = 2 * (p - 1) / p / ports if p and ports else float("nan")
+        inj = float(df.max_port_injection.sum())
+        link = float(df.max_link_load.sum())
+        summary = {"psi": inj / ideal, "xi": link / inj if inj else float("nan"),
+                   "psi_xi": link / ideal}
+        return df, summary
+
+    def step_times(self, sizes) -> np.ndarray:
+        """float64[steps, sizes]."""
+        n = np.atleast_1d(np.asarray(sizes, dtype=np.float64))
+        if not self.steps:
+            return np.zeros((0, len(n)))
+        return np.stack([s.time(n) for s in self.steps])
+
+    def times(self, sizes) -> np.ndarray:
+        """Total time for each size, float64[sizes]."""
+        n = np.atleast_1d(np.asarray(sizes, dtype=np.float64))
+        # Repeated steps share their solved lines (the engine caches them), so
+        # evaluate each distinct step once: a ring on 16k ranks has 32k steps
+        # but one distinct profile. Summation order is fixed by first use.
+        groups: dict = {}
+        for s in self.steps:
+            key = (id(s.latency), id(s.spb), s.reduce_spb)
+            if key in groups:
+                groups[key][1] += 1
+            else:
+                groups[key] = [s, 1]
+        total = np.zeros(len(n))
+        for s, count in groups.values():
+            total += count * s.time(n)
+        return total
+
+    def background_throughput(self, sizes) -> np.ndarray:
+        """Background bytes/s averaged over the run, float64[sizes] (zeros
+        without background; the approximation is in :mod:`flowemu.whatif.background`)."""
+        return background_throughput(self, sizes)
+
+
+def pareto_lines(latency: np.ndarray, spb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Lines not dominated in both intercept and slope (enough for an exact
+    max over n ≥ 0)."""
+    if len(latency) == 0:
+        return latency, spb
+    order = np.lexsort((-spb, -latency))  # latency desc, then slope desc
+    lat, sl = latency[order], spb[order]
+    prev_max = np.maximum.accumulate(np.concatenate(([-np.inf], sl[:-1])))
+    keep = sl > prev_max
+    return lat[keep].copy(), sl[keep].copy()
+
+
+@dataclass
+class _Context:
+    topology: Topology
+    network: Network
+    ecmp: str
+    seed: int
+    mapping: np.ndarray
+    link_capacity: np.ndarray
+    ingress_capacity: np.ndarray | None   # None: incast off in every class
+    incast_threshold: np.ndarray           # w_t of each incast class, float64[K]
+    incast_slope: np.ndarray               # ε of each incast class, float64[K]
+    link_latency: np.ndarray
+    uniform_latency: float | None   # every link's latency when they are all equal
+    cache: dict
+    key_of: dict = field(default_factory=dict)
+    load: RunLoad | None = None   # background flows, slow ranks' ports
+    speed: np.ndarray | None = None          # slow ranks' compute speed, float64[p]
+    adaptive: bool = False   # ecmp="adaptive": routes are "split", rebalanced per step
+    #: the capacity adaptive routing balances over: the links' less the
+    #: background's demand on them (None: the link capacity)
+    adaptive_capacity: np.ndarray | None = None
+
+
+def make_context(topology: Topology, network: Network, ecmp: str = "split", seed: int = 0,
+                 mapping=None, p: int | None = None, background=None, slow=None) -> _Context:
+    topology.check_mode(ecmp, engine=True)   # its modes, or "adaptive" over "split"
+    adaptive = ecmp == "adaptive"
+    if adaptive:
+        ecmp = "split"   # the candidate paths; _route rebalances them per step
+    if mapping is None:
+        n = topology.num_endpoints if p is None else p
+        mapping = np.arange(n, dtype=np.int32)
+    else:
+        try:
+            mapping = np.asarray(mapping)
+        except (TypeError, ValueError):
+            mapping = np.asarray(0)   # ragged or unconvertible: refused just below
+        if mapping.ndim != 1 or not np.issubdtype(mapping.dtype, np.integer):
+            raise ConfigError("mapping: must be a 1-D list of endpoint ids (one per rank)")
+        if len(mapping) and (mapping.min() < 0 or mapping.max() >= topology.num_endpoints):
+            raise ConfigError(f"mapping: endpoint ids must lie in 0..{topology.num_endpoints - 1}")
+        if len(np.unique(mapping)) != len(mapping):
+            raise ConfigError("mapping: two ranks are mapped to the same endpoint")
+        mapping = mapping.astype(np.int32)
+    cap = topology.link_capacity(network)
+    w_t, eps = topology.incast_classes(network)
+    incast = bool(np.any((eps > 0) & np.isfinite(w_t)))
+    ingress = topology.ingress_capacity(network) if incast else None
+    lat = topology.link_latency(network)
+    _check_ranges(network, cap, lat, eps)
+    uniform = float(lat[0]) if len(lat) and lat.min() == lat.max() else None
+    ctx = _Context(topology, network, ecmp, int(seed), mapping, cap, ingress, w_t, eps, lat,
+                   uniform, {}, adaptive=adaptive)
+    if background is not None or slow is not None:
+        background, slow = _load_args(topology, network, len(mapping), background, slow)
+        ctx.load = prepare_load(ctx, background, slow)
+        ctx.speed = slow.compute_speed if slow is not None else None
+        if adaptive and ctx.load is not None:
+            ctx.adaptive_capacity = ctx.load.residual_capacity(ctx)
+    return ctx
+
+
+def _load_args(topology, network, p, bg, slow):
+    """Background and slow ranks as objects (specs parsed for this run)."""
+    from ..whatif.background import parse_background
+    from ..whatif.stragglers import parse_slow
+
+    bg = None if bg is None else parse_background(bg, topology, network)
+    return bg, None if slow is None else parse_slow(slow, p)
+
+
+#: largest time (s) and per-byte time (s/byte) a run takes, smallest link
+#: bandwidth (bytes/s): within them no time can overflow float64 (at most
+#: ~1e9 s per term, 2**53 bytes, 2**24 flows into a receiver, and far fewer
+#: than 1e200 steps and hops) and no rate underflows to 0
+MAX_SECONDS = 1e9
+MIN_BANDWIDTH = 1e-9
+
+
+def _check_ranges(network: Network, link_capacity, link_latency, incast_slope) -> None:
+    """Refuse (ConfigError) a network whose times would overflow a run's total
+    (``alpha=1e308``) or whose links are too slow for a rate to be
+    representable (``bandwidth=5e-324``)."""
+    for name in ("alpha", "link_latency", "hop_latency", "gamma", "delta", "incast_slope"):
+        value = getattr(network, name)
+        if value > MAX_SECONDS:
+            per = "" if name in ("alpha", "link_latency", "hop_latency") else " per byte"
+            raise ConfigError(f"{name}: {show(value)} s{per} is not allowed; expected at most "
+                              f"1e9 s{per} (longer times overflow a run's total)")
+    if len(link_latency) and link_latency.max() > MAX_SECONDS:
+        raise ConfigError(f"link latency: {show(float(link_latency.max()))} s is not allowed; "
+                          "expected at most 1e9 s (longer times overflow a run's total)")
+    if len(incast_slope) and incast_slope.max() > MAX_SECONDS:
+        raise ConfigError(f"incast slope: {show(float(incast_slope.max()))} s per byte is not "
+                          "allowed; expected at most 1e9 s per byte")
+    used = link_capacity[link_capacity > 0]
+    if len(used) and used.min() < MIN_BANDWIDTH:
+        raise ConfigError(f"bandwidth: a link of {show(float(used.min()))} bytes/s is not "
+                          "allowed; expected at least 1e-9 bytes/s")
+
+
+def _check_ranks(ctx: _Context, traffic: Traffic) -> None:
+    """Every rank of ``traffic`` is mapped (a negative one would index the
+    mapping from its end)."""
+    if traffic.num_flows == 0:
+        return
+    lo = int(min(traffic.src.min(), traffic.dst.min()))
+    hi = int(max(traffic.src.max(), traffic.dst.max()))
+    if lo < 0 or hi >= len(ctx.mapping):
+        raise ConfigError(f"schedule: rank {lo if lo < 0 else hi} is not allowed; "
+                          f"expected ranks 0..{len(ctx.mapping) - 1}")
+
+
+def _endpoints(ctx: _Context, traffic: Traffic) -> tuple[np.ndarray, np.ndarray]:
+    """The endpoints of every flow's sender and receiver (ranks checked)."""
+    _check_ranks(ctx, traffic)
+    return ctx.mapping[traffic.src], ctx.mapping[traffic.dst]
+
+
+def _route(ctx: _Context, traffic: Traffic) -> tuple[Routes, np.ndarray, np.ndarray]:
+    src, dst = _endpoints(ctx, traffic)
+    routes = ctx.topology.route(src, dst, ecmp=ctx.ecmp, seed=ctx.seed)
+    if ctx.adaptive:
+        routes = adaptive_step(ctx, routes, src, dst, traffic.share)
+    return routes, src, dst
+
+
+def adaptive_step(ctx: _Context, routes: Routes, src: np.ndarray, dst: np.ndarray,
+                  flow_bytes: np.ndarray) -> Routes:
+    """``ecmp="adaptive"``: the step's split routes rebalanced over each
+    flow's minimal paths to minimise the most loaded link for these bytes
+    and the link capacities (:func:`flowemu.engine.adaptive.adaptive_routes`; the
+    routes themselves where the split is optimal). The fractions depend on
+    the bytes' ratios only, so the profile stays exact in n."""
+    from .adaptive import adaptive_routes
+    try:
+        capacity = ctx.link_capacity if ctx.adaptive_capacity is None else \
+            ctx.adaptive_capacity
+        return adaptive_routes(routes, ctx.topology.link_src, ctx.topology.link_dst, src, dst,
+                               flow_bytes, capacity)
+    except SolverError as exc:
+        raise SolverError(f"{exc} on {ctx.topology.spec}") from None
+
+
+def _adapted(routes: Routes) -> bool:
+    """Whether ``ecmp="adaptive"`` changed these routes' split fractions."""
+    from .adaptive import AdaptedRoutes
+    return isinstance(routes, AdaptedRoutes)
+
+
+def _reduced_route(ctx: _Context, traffic: Traffic):
+    """``(routes, capacity, src, dst)`` of the family's exact reduced
+    problem built straight from the flows (:meth:`Topology.solver_routes`),
+    or None. Only where every link has the same latency, so a flow's hops
+    give its latency as they do on the full routes."""
+    if ctx.uniform_latency is None or ctx.load is not None:
+        return None   # (background flows join the full routes)
+    src, dst = _endpoints(ctx, traffic)
+    got = ctx.topology.solver_routes(src, dst, ctx.ecmp, ctx.link_capacity)
+    return None if got is None else (*got, src, dst)
+
+
+def _solve(ctx: _Context, routes: Routes, dst: np.ndarray, flow_bytes: np.ndarray, label: str,
+           src: np.ndarray | None = None, capacity: np.ndarray | None = None):
+    """Solve one routed step (``src``, ``dst``: endpoint ids; ``src`` is
+    needed when the topology has several incast classes). ``capacity``:
+    the routes are already the family's reduced problem with these link
+    capacities."""
+    persistent, num_flows = None, routes.num_flows
+    if ctx.load is not None:   # background flows and slow ports join (flowemu/background.py)
+        routes, capacity, src, dst, flow_bytes, persistent = ctx.load.problem(
+            ctx, routes, src, dst, flow_bytes, reduce=not _adapted(routes))
+    elif capacity is None:
+        # a family may hand the solver an exact, smaller problem (fat-tree uplink groups);
+        # not for adaptive fractions, which break the symmetry it relies on
+        routes, capacity = (routes, ctx.link_capacity) if _adapted(routes) else \
+            ctx.topology.solver_problem(routes, ctx.link_capacity, ctx.ecmp)
+    if len(capacity) > 4 * len(routes.link):
+        # A step that touches few of many links (a HyperX has N·Σ(d−1)): the
+        # solver's per-link work would dominate, so it sees the used links only.
+        used = np.flatnonzero(np.bincount(routes.link, minlength=len(capacity)))
+        remap = np.empty(len(capacity), dtype=np.int32)
+        remap[used] = np.arange(len(used), dtype=np.int32)
+        routes = Routes(routes.flow_ptr, remap[routes.link], routes.frac, routes.hops)
+        capacity = capacity[used]
+    w_t, eps, flow_class = _incast_inputs(ctx, src, dst)
+    sol = solve_completion(
+        routes, capacity, flow_bytes, flow_dst=dst,
+        ingress_capacity=ctx.ingress_capacity, incast_threshold=w_t, incast_slope=eps,
+        flow_class=flow_class, resolve=ctx.topology.solver_resolve, persistent=persistent)
+    if sol.status != 0:
+        raise SolverError(f"max-min solver failed (status {sol.status}) on {ctx.topology.spec}, "
+                          f"step {label!r}, {routes.num_flows} flows")
+    return sol if persistent is None else ctx.load.split(sol, num_flows)
+
+
+def _incast_inputs(ctx: _Context, src, dst) -> tuple:
+    """``(w_t, eps, flow_class)`` for the solver: scalars and no classes when
+    the topology has one incast class (or incast is off), else the classes'
+    terms and each flow's class."""
+    if ctx.ingress_capacity is None or len(ctx.incast_threshold) == 1:
+        return float(ctx.incast_threshold[0]), float(ctx.incast_slope[0]), None
+    if src is None:
+        raise ValueError("_solve: src is needed on a topology with several incast classes")
+    return ctx.incast_threshold, ctx.incast_slope, ctx.topology.flow_incast_class(src, dst)
+
+
+def flow_latency(ctx: _Context, routes: Routes) -> np.ndarray:
+    """α + hops·(per-hop latency) + the link latencies along the path (the
+    largest over its ECMP paths), float64[F]."""
+    net = ctx.network
+    if ctx.uniform_latency is not None:   # hops · (link + hop latency), as one product
+        return net.alpha + routes.hops.astype(np.float64) * (ctx.uniform_latency
+                                                             + net.hop_latency)
+    return net.alpha + routes.hops.astype(np.float64) * net.hop_latency \
+        + ctx.topology.path_latency(routes, ctx.link_latency)
+
+
+def step_profile(ctx: _Context, traffic: Traffic, reduction: Reduction, label: str = "",
+                 p: int | None = None, congestion: bool = False) -> StepProfile:
+    """Solve one step once (bytes = share) and keep its profile; with
+    ``congestion`` also its per-link counts and loads."""
+    rkey = ("reduction", id(reduction))
+    reduce_spb = ctx.key_of.get(rkey)
+    if reduce_spb is None:
+        reduce_spb = reduction.seconds_per_byte(ctx.network.gamma, ctx.network.delta,
+                                                p if p is not None else len(ctx.mapping),
+                                                ctx.speed)
+        ctx.key_of[rkey] = reduce_spb
+    if traffic.num_flows == 0:
+        return StepProfile(np.zeros(0), np.zeros(0), reduce_spb, label, 0,
+                           StepCongestion(0, 0.0, 0.0, 0.0) if congestion else None)
+    key, scale = _known_key(ctx, traffic)
+    hit = ctx.cache.get(key)
+    if _needs_solve(hit, congestion):
+        hit = _solve_pattern(ctx, traffic, scale, label, congestion)
+        ctx.cache[key] = hit
+    lat, spb, cong, moved = hit
+    if scale != 1.0:
+        spb = spb * scale
+        if cong is not None:
+            cong = StepCongestion(cong.max_flows_per_link, cong.max_link_load * scale,
+                                  cong.max_injection * scale, cong.ideal_link_load * scale)
+    return StepProfile(lat, spb, reduce_spb, label, traffic.num_flows, cong, moved * scale)
+
+
+def _known_key(ctx: _Context, traffic: Traffic) -> tuple[tuple, float]:
+    # Algorithms reuse one Traffic object for repeated steps (a ring has 2(p-1)
+    # equal steps): look it up by identity before hashing its arrays.
+    known = ctx.key_of.get(id(traffic))
+    if known is None:
+        known = pattern_key(traffic)
+        ctx.key_of[id(traffic)] = known
+    return known
+
+
+def _needs_solve(hit, congestion: bool) -> bool:
+    """Whether a cached pattern (or ``None``) lacks what this profile needs."""
+    return hit is None or (congestion and hit[2] is None)
+
+
+def _solve_pattern(ctx: _Context, traffic: Traffic, scale: float, label: str,
+                   congestion: bool) -> tuple:
+    """Route and solve a pattern at unit scale (its times scale exactly with
+    the bytes): ``(latency lines, seconds-per-byte lines, congestion)``.
+    Reads ``ctx`` only, so several can run at once in threads (the kernels
+    release the GIL)."""
+    norm = traffic.share / scale
+    # adaptive routes first: a split it keeps is solved exactly as "split" is
+    routed = _route(ctx, traffic) if ctx.adaptive else None
+    fast = None if congestion or (routed and _adapted(routed[0])) else _reduced_route(ctx, traffic)
+    if fast is not None:
+        routes, capacity, src, dst = fast
+        sol = _solve(ctx, routes, dst, norm, label, src, capacity)
+        return (*pareto_lines(flow_latency(ctx, routes), sol.finish), None, 0.0)
+    routes, src, dst = routed or _route(ctx, traffic)
+    sol = _solve(ctx, routes, dst, norm, label, src)
+    lat, spb = pareto_lines(flow_latency(ctx, routes), sol.finish)
+    cong = step_congestion(ctx.topology, routes, src, norm) if congestion else None
+    return lat, spb, cong, getattr(sol, "background_moved", 0.0)
+
+
+def _solve_patterns(ctx: _Context, schedule: Schedule, congestion: bool, threads: int) -> None:
+    """Solve the distinct patterns of ``schedule`` not yet in ``ctx.cache``,
+    ``threads`` at a time, and cache them. Routing and solving are numba
+    kernels that release the GIL, so distinct steps run truly in parallel."""
+    todo: dict = {}
+    for step in schedule.steps:
+        if step.traffic.num_flows == 0:
+            continue
+        key, scale = _known_key(ctx, step.traffic)
+        if key not in todo and _needs_solve(ctx.cache.get(key), congestion):
+            todo[key] = (step.traffic, scale, step.label)
+    if threads <= 1 or len(todo) <= 1:
+        return  # step_profile solves them in order
+    from concurrent.futures import ThreadPoolExecutor
+
+    # Biggest first (most flows; among equals the later step, since
+    # collectives on tori move farther in later steps), so that no thread is
+    # left with a big pattern at the end while the others idle.
+    items = list(todo.items())
+    order = sorted(range(len(items)), key=lambda i: (-items[i][1][0].num_flows, -i))
+    with ThreadPoolExecutor(max_workers=min(threads, len(todo))) as pool:
+        futures = {items[i][0]: pool.submit(_solve_pattern, ctx, *items[i][1], congestion)
+                   for i in order}
+        for key, _ in items:
+            ctx.cache[key] = futures[key].result()   # re-raises a step's ConfigError/SolverError
+
+
+def default_threads() -> int:
+    """Threads :func:`profile` uses for distinct steps: ``FLOWEMU_THREADS``
+    if set, else the cores this process may run on. Sweep pool workers pass
+    ``threads=1`` instead (the pool already runs one process per core)."""
+    raw = os.environ.get(THREADS_ENV, "").strip()
+    if raw:
+        try:
+            value = int(raw)
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise ConfigError(f"{THREADS_ENV}: {raw!r} is not allowed; expected an integer >= 1")
+        return value
+    return available_cores()
+
+
+def available_cores() -> int:
+    """Cores this process may run on (its CPU affinity where known)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:
+        return max(1, os.cpu_count() or 1)
+
+
+def _check_threads(threads) -> int:
+    from ..core import checks
+    return default_threads() if threads is None else checks.threads(threads)
+
+
+def pattern_key(traffic: Traffic) -> tuple[tuple, float]:
+    """``(key, scale)``: steps with equal keys have the same flows (in any
+    order) with shares proportional by ``scale`` (the largest share), so
+    one solve serves both — their times scale exactly with the bytes.
+    Swing's and bucket's concurrent collectives revisit the same peers with
+    halved blocks, so this often saves a solve per dimension.
+
+    The key combines two independent 64-bit mixes of each flow's
+    ``(src, dst, share/scale)`` by wrap-around sum, which does not depend on
+    flow order."""
+    share = traffic.share
+    scale = float(share.max()) if len(share) else 1.0
+    if not scale > 0:
+        scale = 1.0
+    norm = (share / scale).view(np.uint64)
+    s1, s2, x2 = multiset_fingerprint(traffic.src, traffic.dst, norm)
+    return (len(share), int(s1), int(s2), int(x2)), scale
+
+
+def profile(schedule: Schedule, topology: Topology, network: Network | None = None, *,
+            ecmp: str = "split", seed: int = 0, mapping=None,
+            congestion: bool = False, threads: int | None = None,
+            max_memory=None, background=None, slow=None) -> Profile:
+    """Profile every step of ``schedule`` on ``topology``.
+
+    Parameters
+    ----------
+    schedule : Schedule
+        Steps on ranks ``0..p-1``.
+    topology : Topology or str
+        A Topology or a spec such as ``"torus:8x8"``.
+    network : Network, optional
+        Defaults to ``Network()`` (400 Gb/s, 100 ns links, 300 ns per hop).
+    ecmp : {"split", "dor", "hash", "dmodk", "valiant", "adaptive"}
+        The family's routing mode, or "adaptive" (every family with "split":
+        each step's split rebalanced to minimise the most loaded link,
+        :mod:`flowemu.engine.adaptive`).
+    seed : int
+        Seed of ``ecmp="hash"``.
+    mapping : int[p], optional
+        Endpoint of each rank (default: rank r on endpoint r).
+    congestion : bool
+        Also record per-step link usage (see :meth:`Profile.congestion_report`).
+    threads : int, optional
+        Distinct steps routed and solved at once (default:
+        :func:`default_threads`). Results do not depend on it.
+    max_memory : str or int, optional
+        Refuse (ConfigError) a run whose estimated memory exceeds this
+        (default: :func:`flowemu.core.budget.limit`); the route entries of every
+        distinct step are counted before any is routed.
+    background : str or Background, optional
+        Steady flows of another job sharing the links for the whole run
+        (:func:`flowemu.whatif.background.parse_background`); the profile's step
+        times are the collective's, :meth:`Profile.background_throughput`
+        and ``info["background_rate"]`` report the background.
+    slow : str or Slow, optional
+        Slow ranks (:func:`flowemu.whatif.stragglers.parse_slow`).
+    """
+    schedule, topology, network = _check_profile_args(schedule, topology, network)
+    ecmp, seed = checks.ecmp(ecmp), checks.seed(seed)
+    congestion = checks.flag("congestion", congestion)
+    threads = _check_threads(threads)
+    lim = budget.limit(max_memory)
+    if schedule.p > topology.num_endpoints:
+        raise ConfigError(f"ranks: {schedule.p} ranks do not fit on {topology.spec} "
+                          f"({topology.num_endpoints} endpoints)")
+    ctx = make_context(topology, network, ecmp, seed, mapping, schedule.p, background, slow)
+    need = check_memory(ctx, schedule, threads, lim, reduced=not congestion and ctx.load is None)
+    if ctx.load is not None:   # every solve also carries the background's flows
+        ctx.load.check_memory(need, threads, lim, f"{topology.spec} {schedule.algorithm}")
+    _solve_patterns(ctx, schedule, congestion, threads)
+    steps = tuple(step_profile(ctx, s.traffic, s.reduction, s.label, schedule.p, congestion)
+                  for s in schedule.steps)
+    info = dict(schedule.info)
+    endpoints = ctx.mapping
+    out_ports = np.bincount(topology.link_src, weights=(topology.link_capacity_scale > 0),
+                            minlength=topology.num_nodes)[endpoints]
+    info["ports_per_node"] = int(out_ports.max()) if len(out_ports) else 0
+    if background is not None:
+        info["background_rate"] = uncontested_rate(ctx, _solve)
+        info["background_flows"] = ctx.load.num_background if ctx.load is not None else 0
+    return Profile(steps, schedule, info)
+
+
+def _check_profile_args(schedule, topology, network) -> tuple:
+    if not isinstance(schedule, Schedule):
+        raise ConfigError(f"schedule: {show(schedule)} is not allowed; expected a Schedule "
+                          "(e.g. flowemu.algorithms.get_algorithm('ring').build(p, topology))")
+    topology = checks.topology(topology)
+    if network is not None and not isinstance(network, Network):
+        raise ConfigError(f"network: {show(network)} is not allowed; expected a "
+                          "flowemu.Network or None")
+    return schedule, topology, network or Network()
+
+
+def distinct_steps(schedule: Schedule) -> list[Traffic]:
+    """The distinct traffic objects of a schedule with flows, in first-use order."""
+    seen: dict = {}
+    for step in schedule.steps:
+        if step.traffic.num_flows:
+            seen.setdefault(id(step.traffic), step.traffic)
+    return list(seen.values())
+
+
+def check_memory(ctx: _Context, schedule: Schedule, threads: int, lim,
+                 exact: bool = False, reduced: bool = False) -> int:
+    """Refuse (ConfigError) a schedule whose solve would not fit in ``lim``.
+
+    When even the topology's worst case (every flow with
+    :meth:`~flowemu.topology.Topology.max_route_entries` entries) fits, that
+    is the estimate and nothing is counted (the usual case: the count costs
+    ~15 ns a flow, a fifth of a small profile). Otherwise, or with
+    ``exact``, the route entries of each distinct step are counted by the
+    routing kernel's counting pass before anything is routed. With
+    ``reduced`` (a profile without per-link reports), a family that routes
+    straight into its reduced problem (:meth:`Topology.solver_routes`)
+    counts those entries. Returns the estimate."""
+    steps = distinct_steps(schedule)
+    for t in steps:
+        _check_ranks(ctx, t)
+    flows = [t.num_flows for t in steps]
+    if reduced and ctx.uniform_latency is not None and not exact and not ctx.adaptive:
+        small = [ctx.topology.solver_route_entries(ctx.mapping[t.src], ctx.mapping[t.dst],
+                                                   ctx.ecmp) for t in steps]
+        if steps and all(r is not None for r in small):   # routed straight in reduced form
+            need = budget.run_bytes(ctx.topology, schedule.p, flows, small, threads)
+            budget.check(need, lim, f"{ctx.topology.spec} {schedule.algorithm}")
+            return need
+    worst = ctx.topology.max_route_entries(ctx.ecmp)
+    if worst is not None and not exact:
+        need = budget.run_bytes(ctx.topology, schedule.p, flows, [f * worst for f in flows],
+                                threads)
+        if need <= lim.bytes:
+            return need
+    entries = [ctx.topology.route_entries(ctx.mapping[t.src], ctx.mapping[t.dst], ctx.ecmp)
+               for t in steps]
+    need = budget.run_bytes(ctx.topology, schedule.p, flows, entries, threads)
+    budget.check(need, lim, f"{ctx.topology.spec} {schedule.algorithm}")
+    return need
+
+
+def direct_times(schedule: Schedule, topology: Topology, network: Network | None = None,
+                 sizes=(1.0,), *, ecmp: str = "split", seed: int = 0, mapping=None,
+                 background=None, slow=None) -> np.ndarray:
+    """Reference path: solve every step at every size with real byte counts
+    (no profile, no cache). Used by tests to prove the profile is exact."""
+    network = network or Network()
+    ctx = make_context(topology, network, ecmp, seed, mapping, schedule.p, background, slow)
+    out = np.zeros(len(sizes))
+    for i, n in enumerate(sizes):
+        total = 0.0
+        for step in schedule.steps:
+            red = step.reduction.seconds_per_byte(network.gamma, network.delta, schedule.p,
+                                                  ctx.speed) * n
+            if step.traffic.num_flows == 0:
+                total += red
+                continue
+            routes, src, dst = _route(ctx, step.traffic)
+            sol = _solve(ctx, routes, dst, step.traffic.share * n, step.label, src)
+            total += float(np.max(flow_latency(ctx, routes) + sol.finish)) + red
+        out[i] = total
+    return out

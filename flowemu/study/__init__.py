@@ -1,0 +1,2 @@
+"""Studies over many runs: sweeps (grids, executors, datasets), results
+(comparisons, slowdowns) and figures."""

@@ -1,0 +1,642 @@
+"""Figures of a sweep dataset (matplotlib, Agg canvas; no pyplot state).
+
+- :func:`plot_goodput` (and :func:`plot_time`): goodput (time) vs vector
+  size, one line per algorithm, one panel per scenario (topology, plus any
+  other swept field such as the bandwidth) — like the Swing paper's Fig. 6,
+  10 and 11. The size axis is log2; the value axis is logarithmic when the
+  plotted values span more than two decades (:func:`~flowemu.study.figures.style.use_log_scale`).
+- :func:`plot_gain`: a heatmap of goodput gain (size × scenario) — like its
+  Fig. 7 and 8 — for one algorithm over the best other (default: Swing when
+  present), or, without one, the best algorithm and its margin over the
+  runner-up. Ties (:data:`~flowemu.results.TIE_RTOL`) are grey and marked "=".
+- :func:`plot_gain_curves`: one algorithm's gain over the best other vs size,
+  one line per value of a configuration column (e.g. the per-message
+  overhead ``alpha_s``): how a parameter moves the crossovers.
+- :func:`~flowemu.study.figures.slowdown.plot_slowdown` (in :mod:`flowemu.study.figures.slowdown`):
+  the slowdown of what-if rows against the healthy network vs failed links.
+- :func:`figures`: every standard figure of a dataset (per group).
+
+Every figure draws an algorithm in the same colour and marker
+(:func:`~flowemu.study.figures.style.algorithm_style`), whatever else it shows.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # no display needed; figures below draw on an Agg canvas anyway
+
+import numpy as np
+import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.cm import ScalarMappable
+from matplotlib.colors import Normalize, to_rgba
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch, Rectangle
+from matplotlib.ticker import FuncFormatter, NullFormatter
+
+from ...core.errors import ConfigError
+from ...core.network import Network
+from ...core.outputs import check_writable, write_atomic
+from .style import TIE_COLOR, style_map, text_color_on, use_log_scale
+from ..results import SCENARIO_COLUMNS, TIE_RTOL, WHATIF_SCENARIO, compare, load, query, scenario_columns, with_whatif
+from ..sweep.dataset import _NETWORK_COLUMNS
+from ...core.units import format_rate, format_size, format_time
+from ...whatif.conditions import HEALTHY
+
+KINDS = ("goodput", "time", "gain", "gain-curve", "slowdown")
+
+
+def _new_figure(width: float, height: float) -> Figure:
+    fig = Figure(figsize=(width, height), dpi=110, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _save(fig: Figure, out) -> Path:
+    """Write the figure through the one output mechanism: the place checked,
+    the file written whole or not at all."""
+    out = check_writable(out, "--out")
+    fmt = out.suffix.lstrip(".").lower() or "png"
+    return write_atomic(out, "--out", lambda fh: fig.savefig(fh, format=fmt,
+                                                               bbox_inches="tight"))
+
+
+def _size_axis(ax, sizes) -> None:
+    ax.set_xscale("log", base=2)
+    lo, hi = float(min(sizes)), float(max(sizes))
+    k_lo, k_hi = math.floor(math.log2(lo)), math.ceil(math.log2(hi))
+    span = max(k_hi - k_lo, 1)
+    step = max(1, math.ceil(span / 6))
+    major = [2.0**k for k in range(k_lo, k_hi + 1, step)]
+    ax.set_xticks(major, [format_size(v) for v in major])
+    ax.set_xticks([2.0**k for k in range(k_lo, k_hi + 1)], minor=True)
+    ax.set_xticklabels([], minor=True)
+    ax.set_xlim(lo / 1.3, hi * 1.3)
+    ax.set_xlabel("vector size")
+
+
+def _scenario_title(row: pd.Series, cols: list[str]) -> str:
+    parts = []
+    for c in cols:
+        v = row[c]
+        if c == "nodes":
+            parts.append(f"{v} nodes")
+        elif c == "bandwidth_Bps":
+            parts.append(format_rate(v))
+        elif c in ("link_latency_s", "hop_latency_s", "alpha_s"):
+            parts.append(f"{c.split('_')[0]} {format_time(v)}")
+        elif c in ("topology", "group"):
+            parts.append(str(v))
+        elif c in _WHATIF_NONE:
+            parts.append(f"{c} {v}" if v else _WHATIF_NONE[c])
+        else:
+            parts.append(f"{c}={v}")
+    return " · ".join(parts)
+
+
+#: a what-if column's empty value in a title
+_WHATIF_NONE = {"fail": "no failures", "degrade": "no degradation", "slow": "no slow ranks",
+                "background": "no background"}
+
+
+def _labels(df: pd.DataFrame) -> pd.Series:
+    return df["label"] if "label" in df.columns else df["algorithm"]
+
+
+def _filter(df: pd.DataFrame, group=None, topologies=None, where=None) -> pd.DataFrame:
+    if where:
+        df = query(df, where)
+    if group is not None:
+        if "group" not in df.columns or group not in set(df["group"]):
+            known = sorted(set(df["group"])) if "group" in df.columns else []
+            raise ConfigError(f"--group: no group {group!r} in the data; groups: "
+                              f"{', '.join(known) or '(none)'}")
+        df = df[df["group"] == group]
+    if topologies:
+        missing = sorted(set(topologies) - set(df["topology"]))
+        if missing:
+            raise ConfigError(f"--topology: {', '.join(missing)} not in the data; topologies: "
+                              f"{', '.join(sorted(set(df['topology'])))}")
+        df = df[df["topology"].isin(topologies)]
+    if df.empty:
+        raise ConfigError("plot: no results to plot")
+    return with_whatif(df)
+
+
+#: flowemu's defaults (the Swing paper's network), in dataset columns
+_BASELINE = {**{col: float(getattr(Network(), f)) for f, col in _NETWORK_COLUMNS.items()},
+             "ecmp": "split", "seed": 0, "placement": "linear", "model": "flow",
+             # a what-if study's goodput and gain figures show the healthy network
+             **{c: HEALTHY[c] for c in WHATIF_SCENARIO}}
+
+
+def _limit_scenarios(df: pd.DataFrame, limit: int, keep=()) -> tuple[pd.DataFrame, str]:
+    """Fix swept fields other than the topology and ``keep`` (most values
+    first; at the paper's network defaults when swept, else the middle value)
+    until at most ``limit`` scenarios remain. Returns the rows and a note on
+    what was fixed."""
+    fixed = []
+    while True:
+        scenario = [c for c in scenario_columns(df) if c not in keep]
+        cols = [c for c in scenario if c not in ("group", "topology", "nodes")]
+        if len(df[scenario].drop_duplicates()) <= limit or not cols:
+            break
+        col = max(cols, key=lambda c: df[c].nunique())
+        values = sorted(df[col].unique())
+        base = _BASELINE.get(col)
+        value = base if base in values else values[len(values) // 2]
+        df = df[df[col] == value]
+        fixed.append(_scenario_title(pd.Series({col: value}), [col]))
+    note = f"(at {', '.join(fixed)}; choose others with --where)" if fixed else ""
+    return df, note
+
+
+def _scenarios(df: pd.DataFrame, exclude=()) -> tuple[list[str], list[tuple]]:
+    cols = [c for c in scenario_columns(df) if c != "nodes" and c not in exclude]
+    keys = df[cols].drop_duplicates()
+    if "nodes" in df.columns and "topology" in cols:   # bigger networks later, like the paper's panels
+        keys = keys.merge(df[["topology", "nodes"]].drop_duplicates(), on="topology")
+        keys = keys.sort_values(["nodes"] + cols, kind="stable").drop(columns="nodes")
+    return cols, [tuple(r) for r in keys.itertuples(index=False)]
+
+
+def _panel_grid(n: int, ncols: int, width: float = 4.6, height: float = 3.4,
+                extra_height: float = 0.9):
+    nc = min(ncols, n)
+    nr = math.ceil(n / nc)
+    fig = _new_figure(width * nc + 0.4, height * nr + extra_height)
+    axes = np.atleast_1d(fig.subplots(nr, nc, squeeze=False)).ravel()
+    for ax in axes[n:]:
+        ax.set_visible(False)
+    return fig, axes[:n]
+
+
+def _rows_of(df: pd.DataFrame, cols: list[str], key: tuple) -> pd.DataFrame:
+    sub = df
+    for c, v in zip(cols, key):
+        sub = sub[sub[c] == v]
+    return sub
+
+
+def _legend_below(fig: Figure, handles: list, labels: list[str], **kw) -> None:
+    longest = max((len(lab) for lab in labels), default=1)
+    per_row = max(1, int(fig.get_figwidth() / (0.075 * longest + 0.6)))
+    fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), per_row),
+               frameon=False, fontsize=9, **kw)
+
+
+#: the longest line of a heatmap row label; a longer one wraps after a comma
+LABEL_WRAP_CHARS = 40
+#: the longest line of a panel title (a panel is 4.6 inches wide, 10 pt text)
+PANEL_TITLE_CHARS = 45
+
+
+def _wrap_label(text: str, width: int = LABEL_WRAP_CHARS) -> str:
+    """``text`` on lines of at most ``width`` characters, broken after a
+    ``,``, a ``/`` or before a `` · `` (a topology spec, a path, the parts
+    of a scenario title); a piece longer than ``width`` stays whole."""
+    import re
+    pieces = [p for p in re.split(r"(?<=[,/])|(?= · )", text) if p]
+    lines, cur = [], ""
+    for piece in pieces:
+        if cur and len(cur) + len(piece) > width:
+            lines.append(cur)
+            cur = piece.lstrip()
+        else:
+            cur += piece
+    lines.append(cur)
+    return "\n".join(lines)
+
+
+def _text_inches(lines: list[str], fontsize: float) -> float:
+    """A generous width of the longest line in inches (DejaVu Sans averages
+    ~0.6 em per character)."""
+    return max((len(line) for line in lines), default=0) * 0.6 * fontsize / 72
+
+
+def _titles(fig: Figure, title: str | None, note: str) -> None:
+    if title or note:
+        fig.suptitle("\n".join(t for t in (title, note) if t), fontsize=11)
+
+
+#: what a line plot draws: (column, scale to display unit, axis label, tick formatter)
+_METRICS = {
+    "goodput": ("goodput_Bps", 8 / 1e9, "goodput (Gb/s)", lambda v, _: f"{v:g}"),
+    "time": ("time_s", 1.0, "time", lambda v, _: format_time(v)),
+}
+
+
+def _value_axis(axes, values, label: str, formatter) -> bool:
+    """Logarithmic value axis on every panel when ``values`` (all the
+    figure's, so panels read alike) span more than two decades, else linear
+    from 0. Returns whether it is logarithmic."""
+    log = use_log_scale(values)
+    for ax in axes:
+        if log:
+            ax.set_yscale("log")
+            ax.yaxis.set_major_formatter(FuncFormatter(formatter))
+            ax.yaxis.set_minor_formatter(NullFormatter())
+            ax.set_ylabel(f"{label}, log scale")
+        else:
+            ax.set_ylim(bottom=0)
+            ax.yaxis.set_major_formatter(FuncFormatter(formatter))
+            ax.set_ylabel(label)
+    return log
+
+
+def goodput_figure(df: pd.DataFrame, *, metric: str = "goodput", title: str | None = None,
+                   group=None, topologies=None, where: str | None = None, ncols: int = 3,
+                   max_panels: int = 24) -> Figure:
+    """The figure of :func:`plot_goodput` (``metric="goodput"``) or
+    :func:`plot_time` (``metric="time"``), not yet saved."""
+    if metric not in _METRICS:
+        raise ConfigError(f"metric: {metric!r} is not allowed; allowed: {', '.join(_METRICS)}")
+    column, scale, label, formatter = _METRICS[metric]
+    df = _filter(df, group, topologies, where)
+    # the two models of one configuration share a panel: a flow line and a dashed
+    # GenModel line per algorithm, so the panel shows where they part
+    df, note = _limit_scenarios(df, max_panels, keep=("model",))
+    cols, scen = _scenarios(df, exclude=("model",))
+    labels = sorted(_labels(df).astype(str).unique())
+    styles = style_map(labels)   # no two labels of the figure alike
+    models = _models(df)
+    fig, axes = _panel_grid(len(scen), ncols)
+    handles = {}
+    for ax, key in zip(axes, scen):
+        sub = _rows_of(df, cols, key)
+        for lab, model in ((lab, m) for lab in labels for m in models):
+            s = sub[(_labels(sub).astype(str) == lab)
+                    & (_model_of(sub) == model)].sort_values("size_bytes")
+            if s.empty:
+                continue
+            style = styles[lab]
+            y = s[column].to_numpy(dtype=float) * scale
+            name = lab if model == "flow" else f"{lab} · {model}"
+            kwargs = style.line_kwargs() if model == "flow" else {
+                "color": style.color, "linestyle": "--", "marker": "none"}
+            (line,) = ax.plot(s["size_bytes"], y, markersize=3.5, linewidth=1.4, label=name,
+                              **kwargs)
+            handles.setdefault(name, line)
+            if "variant" in s.columns and model == "flow":
+                var = s["variant"].to_numpy()
+                switch = np.flatnonzero(var[1:] != var[:-1]) + 1
+                if len(switch) and s["variant"].nunique() > 1:
+                    ax.plot(s["size_bytes"].iloc[switch], y[switch], "o", color=style.color,
+                            markersize=8, alpha=0.6)
+        _size_axis(ax, sub["size_bytes"])
+        ax.grid(True, which="major", alpha=0.3)
+        ax.set_title(_wrap_label(_scenario_title(pd.Series(dict(zip(cols, key))), cols),
+                                 PANEL_TITLE_CHARS), fontsize=10)
+    _value_axis(axes, df[column].to_numpy(dtype=float) * scale, label, formatter)
+    _legend_below(fig, list(handles.values()), list(handles))
+    _titles(fig, title, note)
+    return fig
+
+
+def _model_of(df: pd.DataFrame) -> pd.Series:
+    """The model of each row (``flow`` for rows written before models)."""
+    if "model" not in df.columns:
+        return pd.Series("flow", index=df.index)
+    return df["model"].fillna("flow").astype(str)
+
+
+def _models(df: pd.DataFrame) -> list[str]:
+    """The models in ``df``, flow first (its lines are drawn under the dashed ones)."""
+    return sorted(set(_model_of(df)), key=lambda m: (m != "flow", m))
+
+
+def plot_goodput(df: pd.DataFrame, out, **kwargs) -> Path:
+    """Goodput (Gb/s) vs vector size, one line per algorithm label, one panel
+    per scenario. Where an ``auto`` algorithm switches variant, a large dot
+    marks the first size of the new variant (as in the paper's Fig. 6). The
+    goodput axis is logarithmic when the values span more than two decades.
+    Rows of ``model`` genmodel (the analytic GenModel prediction) are drawn
+    dashed, without markers, in their algorithm's colour, beside the flow
+    line of the same configuration (legend ``label · genmodel``).
+    With more than ``max_panels`` scenarios, swept fields other than the
+    topology are fixed (see the title) — pick others with ``where``.
+    Keywords: those of :func:`goodput_figure`."""
+    return _save(goodput_figure(df, metric="goodput", **kwargs), out)
+
+
+def plot_time(df: pd.DataFrame, out, **kwargs) -> Path:
+    """Allreduce time vs vector size, like :func:`plot_goodput` (log axes
+    when the times span more than two decades, which they do from bytes to
+    hundreds of MiB)."""
+    return _save(goodput_figure(df, metric="time", **kwargs), out)
+
+
+def _pick_algorithm(labels: list[str], algorithm: str | None, required: bool) -> str | None:
+    if algorithm is None:
+        swing = [lab for lab in labels if lab.split(":")[0] == "swing"]
+        algorithm = "swing" if "swing" in labels else (swing[0] if swing else None)
+        if algorithm is None and required:
+            raise ConfigError(f"--algorithm: no swing in the data; choose one of: "
+                              f"{', '.join(labels)}")
+    elif algorithm not in labels:
+        raise ConfigError(f"--algorithm: {algorithm!r} is not in the data; algorithms: "
+                          f"{', '.join(labels)}")
+    return algorithm
+
+
+def _gain_text(g: float) -> str:
+    """A gain in percent, short: one decimal below 10 % so +0.3 does not read as 0."""
+    return f"{g:+.0f}" if abs(g) >= 9.95 else f"{g:+.1f}"
+
+
+def _blend(color, weight: float) -> np.ndarray:
+    """``color`` at ``weight`` over white (light enough to read text on)."""
+    rgba = np.array(to_rgba(color))
+    rgba[:3] = weight * rgba[:3] + (1 - weight)
+    return rgba
+
+
+def gain_figure(df: pd.DataFrame, *, algorithm: str | None = None, title: str | None = None,
+                group=None, topologies=None, where: str | None = None, max_rows: int = 60,
+                clip_percentile: float = 95.0) -> Figure:
+    """The figure of :func:`plot_gain`, not yet saved."""
+    df = _filter(df, group, topologies, where)
+    df, note = _limit_scenarios(df, max_rows)
+    cmp = compare(df)
+    labels = sorted(cmp["algorithm"].unique())
+    styles = style_map(labels)
+    algorithm = _pick_algorithm(labels, algorithm, required=False)
+    cols, scen = _scenarios(df)
+    sizes = np.sort(cmp["size_bytes"].unique())
+    gk = cols + ["size_bytes"]
+    pick = (cmp[cmp["algorithm"] == algorithm] if algorithm
+            else cmp[cmp["is_best"]].drop_duplicates(gk))    # one row per cell, ties or not
+    gain = np.full((len(scen), len(sizes)), np.nan)
+    tie = np.zeros(gain.shape, dtype=bool)
+    winner = np.full(gain.shape, None, dtype=object)
+    index = {k: i for i, k in enumerate(scen)}
+    col_of = {s: j for j, s in enumerate(sizes)}
+    for r in pick.to_dict("records"):
+        i = index.get(tuple(r[c] for c in cols))
+        if i is None:
+            continue
+        j = col_of[r["size_bytes"]]
+        gain[i, j] = 100.0 * r["gain"] if np.isfinite(r["gain"]) else np.nan
+        tie[i, j] = bool(r["tie"] and r["is_best"])
+        winner[i, j] = r["algorithm"]
+    # long row labels (a dragonfly spec with its link classes) wrap after a comma, and
+    # the figure grows by their width and line count: a fixed size collapsed the
+    # heatmap to nothing ("constrained_layout not applied")
+    row_labels = [_wrap_label(_scenario_title(pd.Series(dict(zip(cols, k))), cols))
+                  for k in scen]
+    label_w = _text_inches([ln for lab in row_labels for ln in lab.split("\n")], 10)
+    lines = max((lab.count("\n") + 1 for lab in row_labels), default=1)
+    row_h = max(0.42, 0.19 * lines + 0.12)
+    fig = _new_figure(max(6.5, 0.45 * len(sizes) + 3.0 + label_w),
+                      max(2.8, row_h * len(scen) + 2.2))
+    ax = fig.subplots()
+    img = np.ones(gain.shape + (4,))
+    img[..., 3] = 0.0                                  # no result: blank
+    legend = []
+    if algorithm:
+        # diverging colours centred on 0, symmetric, clipped at a percentile of
+        # |gain| so that one outlier does not wash every other cell out
+        wins = gain[np.isfinite(gain) & ~tie]
+        # "lower": an actual cell's value, so one outlier in 20 cells is left out
+        lim = (float(np.percentile(np.abs(wins), clip_percentile, method="lower"))
+               if wins.size else 1.0)
+        lim = max(lim, 1.0)
+        clipped = bool(wins.size and (np.abs(wins) > lim).any())
+        norm = Normalize(vmin=-lim, vmax=lim)
+        cmap = matplotlib.colormaps["RdBu"]
+        have = np.isfinite(gain)
+        img[have] = cmap(norm(np.clip(gain[have], -lim, lim)))
+        label = f"gain of {algorithm} over the best other (%), blue: faster"
+        if clipped:
+            label += (f"\ncolours clipped at ±{lim:.0f}% ({clip_percentile:g}th "
+                      "percentile of |gain|)")
+        fig.colorbar(ScalarMappable(norm=norm, cmap=cmap), ax=ax, label=label, shrink=0.9,
+                     extend="both" if clipped else "neither")
+    else:
+        # which algorithm wins (its colour; variants hatched) and by how much
+        # over the runner-up (text)
+        for i, j in zip(*np.nonzero(pd.notna(winner))):
+            img[i, j] = _blend(styles[winner[i, j]].color, 0.6)
+        used = sorted({w for w, t in zip(winner.ravel(), tie.ravel()) if w is not None
+                       and not t})
+        for lab in used:
+            st = styles[lab]
+            legend.append((Patch(facecolor=_blend(st.color, 0.6), hatch=st.hatch,
+                                 edgecolor=(0, 0, 0, 0.3), linewidth=0), lab))
+    img[tie] = to_rgba(TIE_COLOR)
+    if tie.any():
+        legend.append((Patch(facecolor=TIE_COLOR),
+                       f"= tie (goodputs within {TIE_RTOL:g} relative)".replace("e-0", "e-")))
+    ax.imshow(img, aspect="auto", interpolation="nearest")
+    if not algorithm:
+        for i, j in zip(*np.nonzero(pd.notna(winner) & ~tie)):
+            hatch = styles[winner[i, j]].hatch
+            if hatch:
+                ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch=hatch,
+                                       edgecolor=(0, 0, 0, 0.3), linewidth=0))
+    if len(sizes) * len(scen) <= 1500:
+        for i, j in zip(*np.nonzero(np.isfinite(gain) | tie)):
+            text = "=" if tie[i, j] else _gain_text(gain[i, j])
+            ax.text(j, i, text, ha="center", va="center", fontsize=7,
+                    color=text_color_on(img[i, j]),
+                    fontweight="bold" if tie[i, j] else "normal")
+    step = max(1, math.ceil(len(sizes) / 14))
+    ax.set_xticks(range(0, len(sizes), step), [format_size(s) for s in sizes[::step]],
+                  rotation=45, ha="right")
+    ax.set_yticks(range(len(scen)), row_labels)
+    ax.set_xlabel("vector size")
+    if legend:
+        kw = {} if algorithm else {
+            "title": "best algorithm (cell: its gain over the runner-up, %)",
+            "title_fontsize": 9}
+        fig.legend([h for h, _ in legend], [t for _, t in legend], loc="outside lower center",
+                   frameon=False, ncol=min(len(legend), 3), fontsize=9, **kw)
+    _titles(fig, title, note)
+    return fig
+
+
+def plot_gain(df: pd.DataFrame, out, **kwargs) -> Path:
+    """Heatmap of goodput gain, sizes across, scenarios down.
+
+    With ``algorithm`` (a label; default ``swing`` when present): its gain over
+    the best other algorithm, diverging colours centred on 0 (blue: faster),
+    symmetric and clipped at the ``clip_percentile`` of |gain| (the colour
+    bar says so; cells show the true value in percent). Without: the best
+    algorithm (its colour from :func:`~flowemu.study.figures.style.algorithm_style`,
+    variants hatched) and its gain over the runner-up. Ties (goodputs within
+    :data:`~flowemu.results.TIE_RTOL`) are grey cells marked "=", never a
+    win; text is dark on light cells and light on dark ones. Keywords: those
+    of :func:`gain_figure`.
+    """
+    return _save(gain_figure(df, **kwargs), out)
+
+
+def _check_by(df: pd.DataFrame, by: str) -> None:
+    allowed = [c for c in SCENARIO_COLUMNS if c in df.columns]
+    if by not in allowed:
+        raise ConfigError(f"--by: {by!r} is not a configuration column of the data; "
+                          f"allowed: {', '.join(allowed) or '(none)'}")
+
+
+def _column_name(col: str) -> str:
+    """``alpha_s`` -> ``alpha``, ``link_latency_s`` -> ``link latency``."""
+    for suffix in ("_s_per_B", "_Bps", "_s"):
+        if col.endswith(suffix):
+            col = col[: -len(suffix)]
+            break
+    return col.replace("_", " ")
+
+
+def _by_text(col: str, value) -> str:
+    return _scenario_title(pd.Series({col: value}), [col])
+
+
+def gain_curve_figure(df: pd.DataFrame, *, by: str = "alpha_s", algorithm: str | None = None,
+                      title: str | None = None, group=None, topologies=None,
+                      where: str | None = None, ncols: int = 2,
+                      max_panels: int = 12) -> Figure:
+    """The figure of :func:`plot_gain_curves`, not yet saved."""
+    _check_by(df, by)
+    df = _filter(df, group, topologies, where)
+    df, note = _limit_scenarios(df, max_panels, keep=(by,))
+    values = sorted(df[by].dropna().unique())
+    if len(values) < 2:
+        varying = [c for c in scenario_columns(df) if c not in ("topology", "nodes")
+                   and df[c].nunique() > 1]
+        raise ConfigError(f"--by: {by!r} has a single value in the data, so there is one curve "
+                          f"and nothing to compare; columns that vary: "
+                          f"{', '.join(varying) or '(none)'}")
+    parts = []
+    for v in values:
+        sub = df[df[by] == v]
+        part = compare(sub)
+        part[by] = v
+        for c in scenario_columns(df):     # constant within this value: not in part yet
+            if c not in part.columns:
+                part[c] = sub[c].iloc[0]
+        parts.append(part)
+    cmp = pd.concat(parts, ignore_index=True)
+    labels = sorted(cmp["algorithm"].unique())
+    styles = style_map(labels)
+    algorithm = _pick_algorithm(labels, algorithm, required=True)
+    cols, scen = _scenarios(df, exclude=(by,))
+    mine = cmp[cmp["algorithm"] == algorithm]
+    fig, axes = _panel_grid(len(scen), ncols, width=5.6, height=3.8, extra_height=1.2)
+    style = styles[algorithm]
+    dashes = ["-", "--", "-.", ":"]
+    # one shade of the algorithm's colour per value, light to dark in value order
+    shades = [_blend(style.color, w) for w in np.linspace(0.35, 1.0, len(values))]
+    line_handles, others = {}, set()
+    for ax, key in zip(axes, scen):
+        sub = _rows_of(mine, cols, key)
+        for k, v in enumerate(values):
+            s = sub[sub[by] == v].sort_values("size_bytes")
+            if s.empty:
+                continue
+            x, y = s["size_bytes"].to_numpy(), 100.0 * s["gain"].to_numpy(dtype=float)
+            (line,) = ax.plot(x, y, color=shades[k], linestyle=dashes[k % len(dashes)],
+                              linewidth=1.6, zorder=2, label=_by_text(by, v))
+            line_handles.setdefault(k, line)
+            # each point: the best other algorithm, in its own marker and colour
+            for other, pts in s.assign(_y=y).groupby("best_other", sort=True):
+                ost = styles[other]
+                ax.plot(pts["size_bytes"], pts["_y"], linestyle="none", markersize=4.5,
+                        label=f"best other: {other}", markeredgewidth=0.9, zorder=3,
+                        **ost.marker_kwargs())
+                others.add(other)
+        ax.axhline(0.0, color="black", linewidth=0.8, zorder=1)
+        _size_axis(ax, sub["size_bytes"] if not sub.empty else mine["size_bytes"])
+        ax.set_ylabel(f"gain of {algorithm} over\nthe best other (%)")
+        ax.grid(True, which="major", alpha=0.3)
+        if cols:
+            ax.set_title(_wrap_label(_scenario_title(pd.Series(dict(zip(cols, key))), cols),
+                                     PANEL_TITLE_CHARS), fontsize=10)
+    # two legend columns: the lines (values of `by`), the markers (best other)
+    ks, others = sorted(line_handles), sorted(others)
+    blank = Line2D([], [], linestyle="none")
+    rows = max(len(ks), len(others))
+    lines = [line_handles[k] for k in ks] + [blank] * (rows - len(ks))
+    marks = [Line2D([], [], linestyle="none", markersize=5, **styles[o].marker_kwargs())
+             for o in others] + [blank] * (rows - len(others))
+    texts = ([_column_name(by)] + [_by_text(by, values[k]) for k in ks] + [""] * (rows - len(ks))
+             + ["best other algorithm"] + others + [""] * (rows - len(others)))
+    fig.legend([blank] + lines + [blank] + marks, texts, loc="outside lower center", ncol=2,
+               frameon=False, fontsize=9)
+    _titles(fig, title, note)
+    return fig
+
+
+def plot_gain_curves(df: pd.DataFrame, out, **kwargs) -> Path:
+    """One algorithm's goodput gain over the best other vs vector size, one
+    line per value of the configuration column ``by`` (default the
+    per-message overhead ``alpha_s``), one panel per remaining scenario.
+    Above 0 the algorithm is faster than every other; where a line crosses 0
+    another algorithm takes over. Each point's marker is the best other
+    algorithm's (:func:`~flowemu.study.figures.style.algorithm_style`). The
+    ``algorithm`` defaults to Swing when present. Keywords: those of
+    :func:`gain_curve_figure`."""
+    return _save(gain_curve_figure(df, **kwargs), out)
+
+
+def plot(dataset, out, kind: str = "goodput", **kwargs) -> Path:
+    """:func:`plot_goodput`, :func:`plot_time`, :func:`plot_gain`,
+    :func:`plot_gain_curves` or :func:`~flowemu.study.figures.slowdown.plot_slowdown`
+    (``kind`` goodput, time, gain, gain-curve, slowdown) of a dataset path or
+    DataFrame."""
+    from .slowdown import plot_slowdown, slowdown_figure
+    if kind not in KINDS:
+        raise ConfigError(f"--kind: unknown kind {kind!r}; allowed: {', '.join(KINDS)}")
+    df = dataset if isinstance(dataset, pd.DataFrame) else load(dataset)
+    if df.empty:
+        raise ConfigError(f"plot: {dataset} holds no results")
+    draw, figure = {"goodput": (plot_goodput, goodput_figure), "time": (plot_time, goodput_figure),
+                    "gain": (plot_gain, gain_figure),
+                    "gain-curve": (plot_gain_curves, gain_curve_figure),
+                    "slowdown": (plot_slowdown, slowdown_figure)}[kind]
+    allowed = sorted(set(inspect.signature(figure).parameters) - {"df", "metric"})
+    wrong = sorted(set(kwargs) - set(allowed))
+    if wrong:
+        raise ConfigError(f"plot: option(s) {', '.join(wrong)} not allowed with kind {kind!r}; "
+                          f"allowed: {', '.join(allowed)}")
+    return draw(df, out, **kwargs)
+
+
+def figures(dataset, outdir=None) -> list[Path]:
+    """Every standard figure of a dataset: ``goodput`` and ``gain`` PNGs, one
+    pair per group when the dataset has several (``goodput-<group>.png``), in
+    ``outdir`` (default ``DATASET/figures``); and ``slowdown`` (largest size)
+    where a group holds what-if rows beside healthy ones, whose goodput and
+    gain figures then show the healthy network (the title says so)."""
+    from .slowdown import has_slowdown, plot_slowdown
+    from ...whatif.conditions import healthy_rows
+    df = load(dataset)
+    if df.empty:
+        raise ConfigError(f"plot: {dataset} holds no results")
+    outdir = Path(outdir) if outdir is not None else Path(dataset) / "figures"
+    outdir.mkdir(parents=True, exist_ok=True)
+    name = str(df["sweep"].iloc[0]) if "sweep" in df.columns else Path(dataset).name
+    groups = sorted(df["group"].unique()) if "group" in df.columns else [None]
+    written = []
+    for g in groups:
+        suffix = f"-{g}" if g is not None and len(groups) > 1 else ""
+        sel = df[df["group"] == g] if g is not None else df
+        title = f"{name}" + (f" / {g}" if suffix else "")
+        whatifs = has_slowdown(sel)
+        # goodput and gain of the healthy network; the what-ifs are in the slowdown figure
+        base = sel[healthy_rows(with_whatif(sel))] if whatifs else sel
+        base_title = f"{title} · healthy network" if whatifs else title
+        written.append(plot_goodput(base, outdir / f"goodput{suffix}.png", title=base_title))
+        written.append(plot_gain(base, outdir / f"gain{suffix}.png", title=base_title))
+        if whatifs:
+            try:
+                written.append(plot_slowdown(sel, outdir / f"slowdown{suffix}.png",
+                                             title=title))
+            except ConfigError:   # what-ifs without a healthy twin (yet): no figure
+                pass
+    return written

@@ -1,0 +1,192 @@
+"""The slowdown figure of a what-if dataset (issue 16): how much slower each
+algorithm runs on a network with failed or degraded links, slow ranks or
+background traffic than on the healthy network.
+
+:func:`slowdown_figure` draws, for one vector size, the slowdown
+(:func:`flowemu.results.compare_whatif`) against the number of failed
+cables — or against the what-if condition when the conditions are not (only)
+failures — one line per algorithm with its min–max band over the Monte-Carlo
+seeds, one panel per topology (scenario). It lives beside
+:mod:`flowemu.study.figures.plots` and shares its layout helpers and algorithm styles.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+from matplotlib.ticker import FuncFormatter, NullFormatter
+
+from ...core.errors import ConfigError
+from .style import style_map, use_log_scale
+from .plots import PANEL_TITLE_CHARS, _filter, _legend_below, _limit_scenarios, _panel_grid, _rows_of, _save, _scenario_title, _titles, _wrap_label
+from ..results import WHATIF_SCENARIO, compare_whatif
+from ...core.units import format_size, parse_size
+
+WHO = "plot --kind slowdown"
+
+
+def _pick_size(df: pd.DataFrame, size) -> int:
+    """The vector size to draw: ``size`` (a byte count or size text) when the
+    data has it, else the largest in the data."""
+    sizes = sorted({int(s) for s in df["size_bytes"].dropna()})
+    if size is None:
+        return sizes[-1]
+    nbytes = parse_size(size, "--size")
+    if nbytes not in sizes:
+        raise ConfigError(f"--size: {format_size(nbytes)} is not in the data; sizes: "
+                          f"{', '.join(format_size(s) for s in sizes)}")
+    return nbytes
+
+
+def _x_positions(cmp: pd.DataFrame) -> tuple[bool, dict]:
+    """``(numeric, x of each condition)``: the failed cables when every
+    condition is failures alone and one count means one condition, else the
+    conditions in order (healthy first, then by failed cables)."""
+    only_fail = (cmp[["degrade", "slow", "background"]] == "").all(axis=None)
+    per_count = cmp.groupby("failed_links")["condition"].nunique()
+    if only_fail and (per_count == 1).all():
+        return True, dict(zip(cmp["condition"], cmp["failed_links"].astype(float)))
+    order = (cmp.assign(_sick=cmp["condition"] != "healthy")
+             .sort_values(["_sick", "failed_links", "condition"], kind="stable")
+             ["condition"].drop_duplicates())
+    return False, {c: float(i) for i, c in enumerate(order)}
+
+
+def slowdown_figure(df: pd.DataFrame, *, size=None, title: str | None = None, group=None,
+                    topologies=None, where: str | None = None, ncols: int = 3,
+                    max_panels: int = 24) -> Figure:
+    """The figure of :func:`plot_slowdown`, not yet saved."""
+    if where:   # keep the baselines of what is chosen
+        from ...whatif.conditions import query_with_twins
+        df = query_with_twins(df, where)
+        if df.empty:
+            raise ConfigError(f"--where: no results match {where!r}")
+    df = _filter(df, group, topologies, None)
+    if "size_bytes" not in df.columns:
+        raise ConfigError(f"{WHO}: the data lacks column size_bytes")
+    nbytes = _pick_size(df, size)
+    df = df[df["size_bytes"] == nbytes]
+    df, note = _limit_scenarios(df, max_panels, keep=tuple(WHATIF_SCENARIO))
+    cmp = compare_whatif(df, who=f"{WHO} at {format_size(nbytes)}")
+    cmp = cmp[np.isfinite(cmp["slowdown"].to_numpy(dtype=float))]
+    if not (cmp["condition"] != "healthy").any():
+        raise ConfigError(f"{WHO}: no what-if row of size {format_size(nbytes)} has a healthy "
+                          "twin (the same configuration without fail, degrade, slow or "
+                          "background) in the data")
+    cols = [c for c in _panel_columns(cmp) if c != "nodes"]
+    if cmp.loc[cmp["fail_policy"] != "", "fail_policy"].nunique() > 1:
+        # one line per algorithm still: the policy is part of the condition
+        cmp = cmp.assign(condition=cmp["condition"].where(
+            cmp["fail_policy"] == "", cmp["condition"] + " (" + cmp["fail_policy"] + ")"))
+    keys = cmp[cols].drop_duplicates()
+    if "nodes" in cmp.columns and "topology" in cols:   # bigger networks later
+        keys = keys.merge(cmp[["topology", "nodes"]].drop_duplicates(), on="topology")
+        keys = keys.sort_values(["nodes"] + cols, kind="stable").drop(columns="nodes")
+    scen = [tuple(r) for r in keys.itertuples(index=False)]
+    labels = sorted(cmp["algorithm"].unique())
+    styles = style_map(labels)
+    fig, axes = _panel_grid(len(scen), ncols, width=5.0, height=3.6, extra_height=1.0)
+    handles, banded = {}, False
+    for ax, key in zip(axes, scen):
+        sub = _rows_of(cmp, cols, key)
+        numeric, xpos = _x_positions(sub)   # each panel its own conditions
+        for lab in labels:
+            s = sub[sub["algorithm"] == lab]
+            if s.empty:
+                continue
+            x = s["condition"].map(xpos).to_numpy(dtype=float)
+            order = np.argsort(x, kind="stable")
+            x = x[order]
+            y, lo, hi = (s[c].to_numpy(dtype=float)[order]
+                         for c in ("slowdown", "slowdown_min", "slowdown_max"))
+            style = styles[lab]
+            (line,) = ax.plot(x, y, markersize=4, linewidth=1.5, label=lab,
+                              **style.line_kwargs())
+            handles.setdefault(lab, line)
+            if (s["seeds"] > 1).any():
+                ax.fill_between(x, lo, hi, color=style.color, alpha=0.18, linewidth=0)
+                banded = True
+        ax.axhline(1.0, color="black", linestyle="--", linewidth=0.9, zorder=1)
+        ax.grid(True, which="major", alpha=0.3)
+        if cols:
+            ax.set_title(_wrap_label(_scenario_title(pd.Series(dict(zip(cols, key))), cols),
+                                     PANEL_TITLE_CHARS), fontsize=10)
+        _condition_axis(ax, numeric, xpos)
+    _slowdown_axis(axes, cmp[["slowdown_min", "slowdown_max"]].to_numpy(dtype=float).ravel())
+    names, lines = list(handles), list(handles.values())
+    if banded:
+        seeds = sorted(set(cmp.loc[cmp["seeds"] > 1, "seeds"]))
+        lines.append(Patch(facecolor="grey", alpha=0.3))
+        names.append(f"min–max over {'/'.join(str(n) for n in seeds)} seeds")
+    _legend_below(fig, lines, names)
+    sized = f"vector size {format_size(nbytes)}"
+    _titles(fig, f"{title} · {sized}" if title else sized, note)
+    return fig
+
+
+def _panel_columns(cmp: pd.DataFrame) -> list[str]:
+    """The scenario columns :func:`compare_whatif` kept in front."""
+    return list(cmp.columns[: list(cmp.columns).index("size_bytes")])
+
+
+def _condition_axis(ax, numeric: bool, xpos: dict) -> None:
+    if numeric:
+        counts = sorted(set(xpos.values()))
+        if max(counts) >= 8:          # 0, 1, 4, 16 spread evenly, not crowded at 0
+            ax.set_xscale("symlog", linthresh=1.0, linscale=0.5)
+            ax.set_xlim(-0.3, max(counts) * 1.25)
+        ax.set_xticks(counts, [f"{c:g}" for c in counts])
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_xticks([], minor=True)
+        ax.set_xlabel("failed links (cables)")
+    else:
+        ordered = sorted(xpos, key=xpos.get)
+        ax.set_xticks([xpos[c] for c in ordered], [_wrap_label(c, 18) for c in ordered],
+                      rotation=30, ha="right", fontsize=8)
+        ax.set_xlim(-0.5, len(ordered) - 0.5)
+        ax.set_xlabel("what-if condition")
+
+
+def _slowdown_axis(axes, values) -> None:
+    """Logarithmic when the slowdowns span more than two decades, else linear;
+    1 (healthy) always in view."""
+    values = values[np.isfinite(values)]
+    log = use_log_scale(np.append(values, 1.0))
+    for ax in axes:
+        if log:
+            ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.set_ylabel("slowdown vs healthy (1 = healthy)" + (", log scale" if log else ""))
+        lo, hi = ax.get_ylim()
+        if not log:
+            ax.set_ylim(min(lo, 0.95), max(hi, 1.05))
+
+
+def plot_slowdown(df: pd.DataFrame, out, **kwargs) -> Path:
+    """Slowdown against the healthy network vs failed links, for one vector
+    size (``size``; default the largest in the data).
+
+    x: the failed cables (symmetric-log when they reach 8 or more) when every
+    what-if is failures alone, else the what-if conditions; y: time / time
+    on the healthy network (:func:`flowemu.results.compare_whatif`; the
+    dashed line at 1 is the healthy network); one line per algorithm label
+    through the mean over the Monte-Carlo seeds, a band from the smallest to
+    the largest; one panel per topology (scenario). A dataset without
+    what-if rows, or without the healthy rows to compare them with, is a
+    ConfigError. Keywords: those of :func:`slowdown_figure`."""
+    return _save(slowdown_figure(df, **kwargs), out)
+
+
+def has_slowdown(df: pd.DataFrame) -> bool:
+    """Whether ``df`` holds what-if rows and healthy rows (so a slowdown
+    figure can be drawn)."""
+    from ..results import with_whatif
+    from ...whatif.conditions import healthy_rows
+    if not {"fail", "size_bytes", "time_s"} <= set(df.columns):
+        return False
+    healthy = healthy_rows(with_whatif(df))
+    return bool(healthy.any() and not healthy.all())

@@ -1,0 +1,461 @@
+"""Sweep results: the goodput-gain comparison of a dataset's rows, and the
+slowdown of what-if rows against the healthy network (:func:`compare_whatif`).
+
+The dataset itself (parquet schema, atomic part files, the manifest, loading,
+pruning) lives in :mod:`flowemu.study.sweep.dataset`; what readers use (``load``,
+``load_errors``, the column names) is importable from here too.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from ..core.errors import ConfigError
+from .sweep.dataset import ERRORS_DIR, MANIFEST, SWEEP_COLUMNS, load, load_errors
+from ..whatif.conditions import CONDITIONS, HEALTHY, WHATIF_COLUMNS, healthy_rows, slowdown
+
+#: the what-if columns that are conditions of a run (failed and degraded links,
+#: the policy, slow ranks, background traffic): scenario columns, so a healthy
+#: and a faulty row are never ranked against each other as algorithms.
+#: ``failed_links`` and ``background_Bps`` are outputs of a run, not conditions.
+WHATIF_SCENARIO = [c for c in WHATIF_COLUMNS if c not in ("failed_links", "background_Bps")]
+
+#: configuration columns that make a comparison scenario when they vary
+SCENARIO_COLUMNS = ["group", "topology", "nodes", "ranks", "bandwidth_Bps", "link_latency_s",
+                    "hop_latency_s", "alpha_s", "gamma_s_per_B", "delta_s_per_B",
+                    "incast_threshold", "incast_slope_s_per_B", "ecmp", "seed", "placement",
+                    "model"] + WHATIF_SCENARIO
+
+
+def with_whatif(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with missing what-if text read as the healthy defaults (``""``,
+    policy ``"strict"``): rows written before the columns existed, or a file
+    that lost empty strings (CSV), compare like rows that have them."""
+    fill = {c: HEALTHY[c] for c in WHATIF_SCENARIO if c in df.columns and df[c].isna().any()}
+    return df.fillna(fill) if fill else df
+
+
+# ------------------------------------------------------------------ comparison
+
+def query(df: pd.DataFrame, where: str) -> pd.DataFrame:
+    """Rows matching a pandas query over the dataset columns, e.g.
+    ``"bandwidth_Bps == 5e10 and hop_latency_s < 1e-6"``."""
+    try:
+        return df.query(where, engine="python")
+    except Exception as exc:  # noqa: BLE001 - a user expression
+        raise ConfigError(f"--where: cannot apply {where!r}: {type(exc).__name__}: {exc}; "
+                          f"columns: {', '.join(df.columns)}") from None
+
+
+def scenario_columns(df: pd.DataFrame) -> list[str]:
+    """Columns that tell comparison scenarios apart: topology and nodes, plus
+    every other configuration column that varies in ``df`` (group, bandwidth,
+    latencies, ...). ``ranks`` counts only where it differs from ``nodes``."""
+    cols = []
+    for c in SCENARIO_COLUMNS:
+        if c not in df.columns:
+            continue
+        if c in ("topology", "nodes"):
+            cols.append(c)
+        elif c == "ranks":
+            if "nodes" in df.columns and (df["ranks"] != df["nodes"]).any() \
+                    and df["ranks"].nunique(dropna=False) > 1:
+                cols.append(c)
+        elif df[c].nunique(dropna=False) > 1:
+            cols.append(c)
+    return cols
+
+
+#: goodputs whose relative difference is at most this are a tie: floating-point
+#: noise (two algorithms that move the same bytes over the same links agree to
+#: ~1e-15, rarely exactly), far below any difference a model can claim
+TIE_RTOL = 1e-9
+
+
+def compare(df: pd.DataFrame, by: str = "label") -> pd.DataFrame:
+    """Per scenario and size: each algorithm's goodput, the best algorithm(s),
+    and each algorithm's gain over the best *other* one.
+
+    The two models never mix: when a dataset holds rows of both ``flow`` and
+    ``genmodel``, ``model`` is a scenario column and algorithms are compared
+    within each model; ``by="model"`` (:func:`compare_models`) puts the two
+    models of each configuration side by side instead.
+
+    ``gain = goodput / (best goodput among the other algorithms) − 1`` — the
+    Swing paper's "goodput gain" (§5: 100 % = twice as fast as the best other).
+
+    Goodputs within :data:`TIE_RTOL` (relative) of each other are equal: every
+    algorithm within it of the highest goodput is best (``is_best``), ``best``
+    names them all joined by ``=`` in alphabetical order (``bucket=ring``),
+    ``tie`` is true on every row of that scenario and size, and the gain of
+    an algorithm tied with its best other is exactly 0.
+
+    Parameters
+    ----------
+    df : DataFrame
+        Rows with ``size_bytes`` and ``goodput_Bps`` (e.g. :func:`load`), and a
+        ``label`` or ``algorithm`` column.
+    by : {"label", "algorithm", "model", "whatif"}
+        ``label`` compares algorithm variants (name + options that differ from
+        the defaults, e.g. ``ring:ports=2``); ``algorithm`` merges the variants
+        of one algorithm, taking the best per size; ``model`` returns
+        :func:`compare_models`, ``whatif`` :func:`compare_whatif`.
+
+    What-if conditions (``fail``, ``degrade``, ``fail_policy``, ``slow``,
+    ``background``) are scenario columns: algorithms are ranked within one
+    condition (one failure seed), never a healthy row against a faulty one.
+
+    Returns
+    -------
+    DataFrame
+        One row per (scenario, size, algorithm): the scenario columns
+        (:func:`scenario_columns`), ``size_bytes``, ``algorithm``,
+        ``goodput_Bps``, ``time_s``, ``best``, ``best_goodput_Bps`` (the
+        highest), ``best_other``, ``best_other_goodput_Bps``, ``gain`` (NaN
+        when the algorithm is alone), ``is_best`` and ``tie`` (several
+        algorithms share the best). A later row of the same configuration and
+        size replaces an earlier one.
+    """
+    if by == "model":
+        return compare_models(df)
+    if by == "whatif":
+        return compare_whatif(df)
+    if by not in ("label", "algorithm"):
+        raise ConfigError(f"compare: by={by!r} is not allowed; expected 'label', 'algorithm', "
+                          "'model' or 'whatif'")
+    df = with_whatif(df)
+    need = ["size_bytes", "goodput_Bps"]
+    missing = [c for c in need if c not in df.columns]
+    source = "label" if by == "label" and "label" in df.columns else "algorithm"
+    if source not in df.columns:
+        missing.append("label or algorithm")
+    if missing:
+        raise ConfigError(f"compare: the data lacks column(s) {', '.join(missing)}")
+    keys = scenario_columns(df)
+    d = df.copy()
+    extra = [c for c in ("time_s", "variant") if c in d.columns]
+    # a later row of the same configuration (label) and size replaces an earlier one
+    variant_of = "label" if "label" in d.columns else "algorithm"
+    d = d.drop_duplicates(keys + ["size_bytes", variant_of], keep="last")
+    d["_alg"] = d[source].astype(str)
+    if by == "algorithm":
+        # best variant of each algorithm per scenario and size
+        d = d.sort_values("goodput_Bps", ascending=False, kind="stable")
+        d = d.drop_duplicates(keys + ["size_bytes", "_alg"], keep="first")
+    gk = keys + ["size_bytes"]
+    d = d[gk + ["_alg", "goodput_Bps"] + extra].rename(columns={"_alg": "algorithm"})
+    d = d.sort_values(gk + ["goodput_Bps", "algorithm"],
+                      ascending=[True] * len(gk) + [False, True], kind="stable")
+    d = d.reset_index(drop=True)
+    rank = d.groupby(gk, sort=False, dropna=False).cumcount().to_numpy()
+    first = d[rank == 0][gk + ["algorithm", "goodput_Bps"]].rename(
+        columns={"algorithm": "_first", "goodput_Bps": "best_goodput_Bps"})
+    second = d[rank == 1][gk + ["algorithm", "goodput_Bps"]].rename(
+        columns={"algorithm": "_second", "goodput_Bps": "_second_goodput"})
+    d = d.merge(first, on=gk, how="left").merge(second, on=gk, how="left")
+    top = rank == 0
+    d["best_other"] = np.where(top, d["_second"], d["_first"])
+    d["best_other_goodput_Bps"] = np.where(top, d["_second_goodput"], d["best_goodput_Bps"])
+    goodput = d["goodput_Bps"].to_numpy(dtype=float)
+    other = d["best_other_goodput_Bps"].to_numpy(dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gain = goodput / other - 1.0
+    gain[_same_goodput(goodput, other)] = 0.0
+    d["gain"] = gain
+    d["is_best"] = _same_goodput(goodput, d["best_goodput_Bps"].to_numpy(dtype=float))
+    n_best = d.groupby(gk, sort=False, dropna=False)["is_best"].transform("sum").to_numpy()
+    d["tie"] = n_best > 1
+    d["best"] = d["_first"]
+    if d["tie"].any():
+        # name every tied best; only the (few) tied scenario-sizes pay for the join
+        tied = d[d["tie"] & d["is_best"]]
+        names = tied.groupby(gk, sort=False, dropna=False)["algorithm"].agg(
+            lambda s: "=".join(sorted(s))).rename("_tied").reset_index()
+        d = d.merge(names, on=gk, how="left")
+        d["best"] = d["_tied"].where(d["tie"], d["best"])
+    cols = gk + ["algorithm", "goodput_Bps"] + extra + [
+        "best", "best_goodput_Bps", "best_other", "best_other_goodput_Bps", "gain", "is_best",
+        "tie"]
+    d = d[cols].sort_values(gk + ["algorithm"], kind="stable").reset_index(drop=True)
+    return d
+
+
+def compare_models(df: pd.DataFrame) -> pd.DataFrame:
+    """Where the analytic GenModel prediction and the flow-level time part:
+    per configuration (scenario without ``model``, algorithm label) and size,
+    both times and their ratio, and the best algorithm by each model.
+
+    Parameters
+    ----------
+    df : DataFrame
+        Result rows with ``model``, ``size_bytes``, ``time_s``,
+        ``goodput_Bps`` and ``label`` (or ``algorithm``), holding rows of
+        both models (e.g. a sweep with ``model = ["flow", "genmodel"]``).
+
+    Returns
+    -------
+    DataFrame
+        One row per (scenario, size, algorithm) that both models timed: the
+        scenario columns, ``size_bytes``, ``algorithm``, ``flow_time_s``,
+        ``genmodel_time_s``, ``ratio`` (genmodel / flow: above 1 the model
+        is slower than the flow engine), ``best_flow`` and ``best_genmodel``
+        (the best algorithm(s) of that scenario and size under each model,
+        among the algorithms both models timed there; ties joined by ``=``)
+        and ``same_best`` (they agree). Configurations only one model timed
+        are left out.
+    """
+    need = [c for c in ("model", "size_bytes", "time_s", "goodput_Bps") if c not in df.columns]
+    if need:
+        raise ConfigError(f"compare: the data lacks column(s) {', '.join(need)}")
+    models = set(df["model"].fillna("flow"))
+    if not {"flow", "genmodel"} <= models:
+        raise ConfigError(f"compare --by model: the data holds model(s) "
+                          f"{', '.join(sorted(models))} only; it needs rows of flow and "
+                          "genmodel (sweep field model = [\"flow\", \"genmodel\"])")
+    d = df.assign(model=df["model"].fillna("flow"))
+    # the scenario of a configuration is the same under both models
+    keys = [c for c in scenario_columns(d) if c != "model"]
+    # both models rank the same algorithms: those they both timed there
+    label = "label" if "label" in d.columns else "algorithm"
+    both = d.groupby(keys + [label, "size_bytes"], dropna=False, sort=False)["model"] \
+        .transform("nunique") == 2
+    d = d[both]
+    if d.empty:
+        return pd.DataFrame(columns=keys + ["size_bytes", "algorithm", "flow_time_s",
+                                            "genmodel_time_s", "ratio", "best_flow",
+                                            "best_genmodel", "same_best"])
+    per_model = {m: compare(d[d["model"] == m]) for m in ("flow", "genmodel")}
+    gk = keys + ["size_bytes", "algorithm"]
+    side = []
+    for m, cmp in per_model.items():
+        missing = [c for c in keys if c not in cmp.columns]
+        if missing:   # a column that varies in the whole data but not in this model's rows
+            cmp = cmp.merge(d[d["model"] == m][missing].drop_duplicates(), how="cross")
+        side.append(cmp[gk + ["time_s", "best"]].rename(
+            columns={"time_s": f"{m}_time_s", "best": f"best_{m}"}))
+    out = side[0].merge(side[1], on=gk, how="inner")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out["ratio"] = out["genmodel_time_s"] / out["flow_time_s"]
+    out["same_best"] = out["best_flow"] == out["best_genmodel"]
+    cols = gk + ["flow_time_s", "genmodel_time_s", "ratio", "best_flow", "best_genmodel",
+                 "same_best"]
+    return out[cols].sort_values(gk, kind="stable").reset_index(drop=True)
+
+
+def compare_models_table(cmp: pd.DataFrame) -> str:
+    """A readable table of :func:`compare_models`: times printed with their
+    unit, the ratio to 4 digits; one block per group when there are several."""
+    from ..core.units import format_size, format_time
+    if cmp.empty:
+        return "(no configuration timed by both models)"
+    show = cmp.copy()
+    show["size_bytes"] = show["size_bytes"].map(format_size)
+    show["flow_time_s"] = show["flow_time_s"].map(format_time)
+    show["genmodel_time_s"] = show["genmodel_time_s"].map(format_time)
+    show["ratio"] = show["ratio"].map(lambda r: f"{r:.4g}")
+    show = show.rename(columns={"size_bytes": "size", "flow_time_s": "flow",
+                                "genmodel_time_s": "genmodel", "ratio": "genmodel/flow"})
+    if "group" in show.columns:
+        return "\n\n".join(f"== group {g} ==\n" + sub.drop(columns="group").to_string(index=False)
+                           for g, sub in show.groupby("group", sort=True))
+    return show.to_string(index=False)
+
+
+# ------------------------------------------------------------------ what-ifs
+
+#: a random selector's seed (``random:K:SEED`` -> ``random:K``): Monte-Carlo
+#: runs that differ only in it are one condition
+_RANDOM_SEED = re.compile(r"(?:^|(?<=;))(random:\d+):\d+(?=$|[;=])")
+
+#: the columns of :func:`compare_whatif` after the scenario columns
+WHATIF_RESULT_COLUMNS = ["size_bytes", "algorithm", "condition", "fail", "degrade",
+                         "fail_policy", "slow", "background", "failed_links", "seeds",
+                         "healthy_time_s", "time_s", "time_min_s", "time_max_s", "slowdown",
+                         "slowdown_min", "slowdown_max"]
+
+
+def without_seed(selectors: str) -> str:
+    """``selectors`` with each random selector's seed left out:
+    ``"random:16:3;node:5"`` -> ``"random:16;node:5"``,
+    ``"random:4:1=0.5"`` -> ``"random:4=0.5"``."""
+    return _RANDOM_SEED.sub(r"\1", selectors)
+
+
+def condition_label(fail="", degrade="", slow="", background="") -> str:
+    """A what-if condition in words: ``"healthy"`` when there is none, else
+    its parts (``"fail random:16 · slow 3=0.5"``)."""
+    parts = [f"{name} {value}" for name, value in (
+        ("fail", fail), ("degrade", degrade), ("slow", slow), ("background", background))
+        if value]
+    return " · ".join(parts) or "healthy"
+
+
+def compare_whatif(df: pd.DataFrame, who: str = "compare --by whatif") -> pd.DataFrame:
+    """The slowdown of every what-if condition against the healthy network.
+
+    Each row is paired with the healthy twin of its configuration
+    (:func:`flowemu.whatif.conditions.slowdown`: same topology, ranks, algorithm and
+    options, size, routing, placement and network, no failure, degradation,
+    slow rank or background). Monte-Carlo runs — rows that differ only in the
+    seed of their ``random:K:SEED`` selectors and have the same number of
+    failed cables — are one condition: ``seeds`` runs, their mean, smallest
+    and largest time and slowdown.
+
+    Parameters
+    ----------
+    df : DataFrame
+        Result rows (``size_bytes``, ``time_s``, the what-if columns and a
+        ``label`` or ``algorithm``), holding healthy rows and what-if rows.
+        Algorithms are told apart by ``label`` (a sweep's); rows without one
+        by name (add a ``label`` column to compare variants of one).
+    who : str
+        The command named in error messages.
+
+    Returns
+    -------
+    DataFrame
+        One row per (scenario, size, algorithm label, condition): the
+        scenario columns (:func:`scenario_columns` without the what-ifs),
+        then :data:`WHATIF_RESULT_COLUMNS` — ``condition`` (words, see
+        :func:`condition_label`; ``healthy`` rows have slowdown 1), ``fail``
+        and ``degrade`` without random seeds, ``fail_policy`` ("" where
+        nothing fails: it changes nothing there), ``failed_links`` (cables),
+        ``seeds`` (runs aggregated), ``healthy_time_s``, ``time_s`` (mean),
+        ``time_min_s``, ``time_max_s``, ``slowdown`` (mean of time /
+        healthy time), ``slowdown_min``, ``slowdown_max``. NaN slowdowns
+        where the data holds no healthy twin. Sorted by scenario, size,
+        algorithm, failed links and condition (healthy first).
+    """
+    missing = [c for c in ("size_bytes", "time_s") if c not in df.columns]
+    source = "label" if "label" in df.columns else "algorithm"
+    if source not in df.columns:
+        missing.append("label or algorithm")
+    if missing:
+        raise ConfigError(f"{who}: the data lacks column(s) {', '.join(missing)}")
+    d = with_whatif(df)
+    conds = [c for c in CONDITIONS if c in d.columns]
+    healthy = healthy_rows(d)
+    if not conds or healthy.all():
+        raise ConfigError(f"{who}: the data has no what-if rows (fail, degrade, slow or "
+                          "background); run what-ifs beside the healthy network (sweep fields "
+                          "fail, failures, degrade, slow, background)")
+    if not healthy.any():
+        raise ConfigError(f"{who}: the data has no healthy rows (no fail, degrade, slow or "
+                          "background) to measure the slowdown against; add them (sweep field "
+                          "failures = [0, ...], or a group without what-ifs)")
+    d = d.copy()
+    # without labels (e.g. simulate frames) an algorithm is its name: an auto variant
+    # resolves per size and per what-if, so its options would split one algorithm
+    d["_alg"] = d[source].astype(str)
+    keys = [c for c in scenario_columns(d) if c not in WHATIF_SCENARIO]
+    for c in WHATIF_SCENARIO:
+        if c not in d.columns:
+            d[c] = ""
+    # the policy says what a failure may do to a schedule: where nothing fails it
+    # changes nothing (and simulate writes "strict" whatever was asked)
+    d["fail_policy"] = d["fail_policy"].astype(str).where(d["fail"].astype(str) != "", "")
+    # a later row of the same configuration and size replaces an earlier one
+    ident = keys + ["size_bytes", "_alg"] + WHATIF_SCENARIO
+    d = slowdown(d.drop_duplicates(ident, keep="last"))
+    if "failed_links" not in d.columns:
+        d["failed_links"] = 0
+    d["fail"] = d["fail"].astype(str).map(without_seed)
+    d["degrade"] = d["degrade"].astype(str).map(without_seed)
+    gk = keys + ["size_bytes", "_alg", "fail", "degrade", "fail_policy", "slow", "background",
+                 "failed_links"]
+    out = d.groupby(gk, dropna=False, sort=False).agg(
+        seeds=("time_s", "size"), healthy_time_s=("healthy_time_s", "first"),
+        time_s=("time_s", "mean"), time_min_s=("time_s", "min"), time_max_s=("time_s", "max"),
+        slowdown=("slowdown", "mean"), slowdown_min=("slowdown", "min"),
+        slowdown_max=("slowdown", "max")).reset_index().rename(columns={"_alg": "algorithm"})
+    out["condition"] = [condition_label(*r) for r in zip(
+        out["fail"], out["degrade"], out["slow"], out["background"])]
+    out["failed_links"] = out["failed_links"].astype(int)
+    out["_sick"] = out["condition"] != "healthy"
+    out = out.sort_values(keys + ["size_bytes", "algorithm", "_sick", "failed_links",
+                                  "condition"], kind="stable")
+    return out[keys + WHATIF_RESULT_COLUMNS].reset_index(drop=True)
+
+
+def compare_whatif_table(cmp: pd.DataFrame) -> str:
+    """A readable table of :func:`compare_whatif`: times with their unit,
+    slowdowns to 4 digits (``min–max`` over the seeds where there are
+    several); one block per group when there are several."""
+    from ..core.units import format_size, format_time
+    if cmp.empty:
+        return "(no results)"
+    show = cmp.drop(columns=["fail", "degrade", "slow", "background", "time_min_s",
+                             "time_max_s"])
+    if cmp.loc[cmp["fail_policy"] != "", "fail_policy"].nunique() <= 1:
+        show = show.drop(columns="fail_policy")
+    show["size_bytes"] = show["size_bytes"].map(format_size)
+    for c in ("healthy_time_s", "time_s"):
+        show[c] = show[c].map(lambda t: "-" if pd.isna(t) else format_time(t))
+    span = [("" if n == 1 or pd.isna(lo) else f"{lo:.4g}–{hi:.4g}")
+            for n, lo, hi in zip(cmp["seeds"], cmp["slowdown_min"], cmp["slowdown_max"])]
+    show["slowdown"] = show["slowdown"].map(lambda v: "-" if pd.isna(v) else f"{v:.4g}")
+    show["slowdown_min"] = span
+    show = show.drop(columns="slowdown_max").rename(columns={
+        "size_bytes": "size", "failed_links": "failed links", "healthy_time_s": "healthy",
+        "time_s": "time", "slowdown_min": "min–max"})
+    if "bandwidth_Bps" in show.columns:
+        from ..core.units import format_rate
+        show["bandwidth_Bps"] = show["bandwidth_Bps"].map(format_rate)
+        show = show.rename(columns={"bandwidth_Bps": "bandwidth"})
+    if "group" in show.columns:
+        return "\n\n".join(f"== group {g} ==\n" + sub.drop(columns="group").to_string(index=False)
+                           for g, sub in show.groupby("group", sort=True))
+    return show.to_string(index=False)
+
+
+def compare_table(cmp: pd.DataFrame) -> str:
+    """A readable wide table of :func:`compare`: one line per scenario and
+    size, one column per algorithm with ``goodput (gain)``, and the best;
+    one block per group when there are several."""
+    if cmp.empty:
+        return "(no results)"
+    if "genmodel_time_s" in cmp.columns:
+        return compare_models_table(cmp)
+    if "slowdown_max" in cmp.columns:
+        return compare_whatif_table(cmp)
+    if "group" in cmp.columns:
+        blocks = []
+        for g, sub in cmp.groupby("group", sort=True):
+            blocks.append(f"== group {g} ==\n" + _wide_table(sub.drop(columns="group")))
+        return "\n\n".join(blocks)
+    return _wide_table(cmp)
+
+
+def _wide_table(cmp: pd.DataFrame) -> str:
+    from ..core.units import format_rate, format_size
+    gk = [c for c in cmp.columns if c not in (
+        "algorithm", "goodput_Bps", "time_s", "variant", "best", "best_goodput_Bps",
+        "best_other", "best_other_goodput_Bps", "gain", "is_best", "tie")]
+    gain = cmp["gain"].map(lambda g: "" if pd.isna(g) else f" ({g:+.0%})")
+    if "tie" in cmp.columns:      # a tied best: "(tie)", not "(+0%)" that reads as a win
+        gain = gain.where(~(cmp["tie"] & cmp["is_best"]), " (tie)")
+    cell = cmp["goodput_Bps"].map(format_rate) + gain
+    wide = cmp.assign(_cell=cell).pivot_table(index=gk, columns="algorithm", values="_cell",
+                                              aggfunc="first", sort=True)
+    # "best" names every tied best (bucket=ring), the same on each of their rows
+    best = cmp[cmp["is_best"]].drop_duplicates(gk).set_index(gk)["best"]
+    wide.columns.name = None
+    wide = wide.fillna("-")
+    wide["best"] = best.reindex(wide.index)
+    wide = wide.reset_index()
+    wide["size_bytes"] = wide["size_bytes"].map(format_size)
+    wide = wide.rename(columns={"size_bytes": "size"})
+    if "bandwidth_Bps" in wide.columns:
+        wide["bandwidth_Bps"] = wide["bandwidth_Bps"].map(format_rate)
+        wide = wide.rename(columns={"bandwidth_Bps": "bandwidth"})
+    return wide.to_string(index=False)
+
+
+def _same_goodput(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Elementwise: ``a`` and ``b`` differ by at most :data:`TIE_RTOL` of the
+    larger (NaN never ties)."""
+    with np.errstate(invalid="ignore"):
+        return np.abs(a - b) <= TIE_RTOL * np.maximum(np.abs(a), np.abs(b))

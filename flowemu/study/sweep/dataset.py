@@ -1,0 +1,389 @@
+"""Sweep datasets: the parquet schema, atomic part files, the manifest, loading,
+setting aside and pruning.
+
+A dataset is a directory::
+
+    DATASET/
+      part-<run>-<seq>.parquet            result rows: one per (configuration, size)
+      errors/errors-<run>-<seq>.parquet   configurations that failed, with the message
+      _manifest.json                      the sweep it holds: name, file, config hashes
+      _config.toml                        the sweep file of the last run
+      .lock                               held while a sweep writes (flock)
+
+Each part file is written under a hidden temporary name (``.tmp-*``), synced
+and renamed: a crash (even SIGKILL) leaves either the whole file or nothing,
+and readers ignore names starting with ``.`` or ``_``. Every configuration
+lives in exactly one part file, so resuming skips the hashes already present.
+
+The manifest makes a dataset exactly its sweep: :func:`load` and
+:func:`load_errors` keep only the configurations whose hash it lists. Rows of
+configurations the sweep file no longer lists stay on disk, *set aside*
+(a later run that lists them again reuses them) until :func:`prune` deletes
+them. A dataset without a manifest (written before it existed) loads whole.
+
+Result rows hold :data:`flowemu.api.simulation.RESULT_COLUMNS` plus :data:`SWEEP_COLUMNS`
+(sweep name, group, configuration key and hash, comparison label, canonical
+algorithm spec, the configured sizes).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ...core.errors import ConfigError
+from ...core.outputs import replace_atomically
+from ...whatif.conditions import HEALTHY
+
+ERRORS_DIR = "errors"
+MANIFEST = "_manifest.json"
+
+#: columns a sweep adds in front of :data:`flowemu.api.simulation.RESULT_COLUMNS`
+SWEEP_COLUMNS = ["sweep", "group", "config_key", "config_hash", "label", "algorithm_spec",
+                 "sizes_spec"]
+
+_STRING = {"sweep", "group", "config_key", "config_hash", "label", "algorithm_spec",
+           "sizes_spec", "topology", "algorithm", "model", "variant", "options", "ecmp",
+           "flowemu_version", "error_type", "error", "note", "fail", "degrade", "fail_policy",
+           "slow", "background"}
+_INT = {"nodes", "ranks", "size_bytes", "steps", "seed", "failed_links"}
+_FLOAT = {"time_s", "goodput_Bps", "bandwidth_Bps", "link_latency_s", "hop_latency_s",
+          "alpha_s", "gamma_s_per_B", "delta_s_per_B", "incast_threshold",
+          "incast_slope_s_per_B", "background_Bps"}
+#: the what-if columns (:data:`flowemu.whatif.conditions.WHATIF_COLUMNS`) and what rows
+#: written before they existed read as: the healthy network
+WHATIF_DEFAULTS = HEALTHY
+
+_NETWORK_COLUMNS = {"bandwidth": "bandwidth_Bps", "link_latency": "link_latency_s",
+                    "hop_latency": "hop_latency_s", "alpha": "alpha_s",
+                    "gamma": "gamma_s_per_B", "delta": "delta_s_per_B",
+                    "incast_threshold": "incast_threshold",
+                    "incast_slope": "incast_slope_s_per_B"}
+
+
+# ------------------------------------------------------------------ rows
+
+def _sweep_fields(cfg) -> dict:
+    """The sweep columns of one configuration (in front of its result rows)."""
+    return {"sweep": cfg.sweep, "group": cfg.group, "config_key": cfg.key,
+            "config_hash": cfg.hash, "label": cfg.label, "algorithm_spec": cfg.algorithm,
+            "sizes_spec": cfg.sizes_text}
+
+
+def add_config_columns(frames: list[pd.DataFrame], configs: list) -> pd.DataFrame:
+    """Concatenate :func:`flowemu.simulate` frames, one per configuration, and
+    put the sweep columns of each configuration in front (built once per batch:
+    per-frame pandas construction would cost more than the simulation)."""
+    counts = np.array([len(f) for f in frames])
+    body = pd.concat(frames, ignore_index=True)
+    fields = [_sweep_fields(c) for c in configs]
+    head = pd.DataFrame({k: np.repeat(np.array([f[k] for f in fields], dtype=object), counts)
+                         for k in fields[0]})
+    return pd.concat([head, body], axis=1)
+
+
+def error_row(cfg, error_type: str, message: str, internal: bool) -> dict:
+    """One row of the errors table: the configuration's fields and the message."""
+    from ... import __version__
+    row = {**_sweep_fields(cfg), "topology": cfg.topology, "ranks": cfg.ranks,
+           "model": cfg.model, "ecmp": cfg.ecmp, "seed": cfg.seed, "placement": cfg.placement,
+           "fail": cfg.fail, "degrade": cfg.degrade, "fail_policy": cfg.fail_policy,
+           "slow": cfg.slow, "background": cfg.background}
+    row.update({col: float(getattr(cfg, f)) for f, col in _NETWORK_COLUMNS.items()})
+    row.update(error_type=error_type, error=message, internal=bool(internal),
+               flowemu_version=__version__)
+    return row
+
+
+def _arrow(df: pd.DataFrame):
+    """A pyarrow table with fixed types for known columns (so every part file
+    of a dataset has the same schema)."""
+    import pyarrow as pa
+    arrays, names = [], []
+    for col in df.columns:
+        values = df[col]
+        if col in _STRING:
+            arr = pa.array([None if v is None or (isinstance(v, float) and np.isnan(v))
+                            else str(v) for v in values], type=pa.string())
+        elif col in _INT:
+            arr = pa.array(values.astype("Int64"), type=pa.int64())
+        elif col in _FLOAT:
+            arr = pa.array(values.to_numpy(dtype=np.float64), type=pa.float64())
+        elif col == "internal":
+            arr = pa.array(values.astype(bool).to_numpy(), type=pa.bool_())
+        else:
+            arr = pa.array(values)
+        arrays.append(arr)
+        names.append(col)
+    return pa.Table.from_arrays(arrays, names=names)
+
+
+# ------------------------------------------------------------------ atomic files
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    replace_atomically(path, lambda fh: fh.write(data))
+
+
+def write_part(directory, table, name: str) -> Path:
+    """Write a pyarrow table as ``directory/name.parquet``, atomically."""
+    import pyarrow.parquet as pq
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    final = replace_atomically(directory / f"{name}.parquet",
+                               lambda fh: pq.write_table(table, fh, compression="zstd"))
+    _fsync_dir(directory)
+    return final
+
+
+def write_rows(directory, df: pd.DataFrame, name: str) -> Path:
+    return write_part(directory, _arrow(df), name)
+
+
+def write_errors(directory, rows: list[dict], name: str) -> Path:
+    return write_part(directory, _arrow(pd.DataFrame(rows)), name)
+
+
+def clean_temp(dataset) -> int:
+    """Remove temporary files a killed sweep left behind (call under the lock)."""
+    n = 0
+    for d in (Path(dataset), Path(dataset) / ERRORS_DIR):
+        for tmp in d.glob(".tmp-*") if d.is_dir() else ():
+            tmp.unlink(missing_ok=True)
+            n += 1
+    return n
+
+
+# ------------------------------------------------------------------ reading
+
+def _parts(directory: Path, prefix: str) -> list[Path]:
+    return sorted(directory.glob(f"{prefix}-*.parquet")) if directory.is_dir() else []
+
+
+def _read_column(path: Path, column: str) -> list:
+    import pyarrow.parquet as pq
+    try:
+        return pq.ParquetFile(path).read(columns=[column]).column(0).to_pylist()
+    except Exception as exc:  # noqa: BLE001 - name the broken file
+        raise ConfigError(f"dataset: cannot read {str(path)!r}: {exc}") from None
+
+
+def result_hashes(dataset) -> set[str]:
+    """Hashes of the configurations that have result rows."""
+    out: set[str] = set()
+    for part in _parts(Path(dataset), "part"):
+        out.update(_read_column(part, "config_hash"))
+    return out
+
+
+def error_hashes(dataset) -> set[str]:
+    """Hashes of the configurations recorded as failed."""
+    out: set[str] = set()
+    for part in _parts(Path(dataset) / ERRORS_DIR, "errors"):
+        out.update(_read_column(part, "config_hash"))
+    return out
+
+
+def _read_parts(parts: list[Path]) -> pd.DataFrame | None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    if not parts:
+        return None
+    tables = []
+    for part in parts:
+        try:
+            tables.append(pq.read_table(part))
+        except Exception as exc:  # noqa: BLE001
+            raise ConfigError(f"dataset: cannot read {str(part)!r}: {exc}") from None
+    return pa.concat_tables(tables, promote_options="default").to_pandas()
+
+
+def _dataset_dir(dataset) -> Path:
+    path = Path(os.fspath(dataset))
+    if not path.exists():
+        raise ConfigError(f"dataset: {str(path)!r} does not exist")
+    return path
+
+
+def load(dataset) -> pd.DataFrame:
+    """The result rows of a dataset (a sweep's directory, or one parquet/CSV
+    file), in the order they were written: of a directory, only the
+    configurations of its sweep (the manifest); rows set aside are left out.
+
+    Returns
+    -------
+    pandas.DataFrame
+        :data:`SWEEP_COLUMNS` + :data:`flowemu.api.simulation.RESULT_COLUMNS`, one row
+        per (configuration, size). Empty (with those columns) when the sweep
+        produced no results yet.
+    """
+    path = _dataset_dir(dataset)
+    if path.is_file():
+        try:
+            df = pd.read_csv(path) if path.suffix.lower() == ".csv" else pd.read_parquet(path)
+        except Exception as exc:  # noqa: BLE001
+            raise ConfigError(f"dataset: cannot read {str(path)!r}: {exc}") from None
+        return with_model(df)
+    df = _current(_read_parts(_parts(path, "part")), path)
+    if df is None:
+        from ...api.simulation import RESULT_COLUMNS
+        return pd.DataFrame(columns=SWEEP_COLUMNS + RESULT_COLUMNS)
+    return with_model(df)
+
+
+def with_model(df: pd.DataFrame) -> pd.DataFrame:
+    """Rows written before the ``model`` column existed were timed by the
+    flow engine: a missing column (or value, in a dataset mixing old and new
+    part files) reads as ``"flow"``, placed after ``algorithm``. Likewise
+    rows written before the what-if columns ran on the healthy network:
+    :data:`WHATIF_DEFAULTS` (``""``, ``"strict"``, 0 failed links, NaN
+    background throughput), placed before ``note``."""
+    if not {"time_s", "size_bytes"} <= set(df.columns):
+        return df     # not result rows (e.g. a compare table): left as they are
+    if "model" not in df.columns:
+        at = df.columns.get_loc("algorithm") + 1 if "algorithm" in df.columns else len(df.columns)
+        df = df.copy()
+        df.insert(at, "model", "flow")
+    elif df["model"].isna().any():
+        df = df.assign(model=df["model"].fillna("flow"))
+    return _with_whatif(df)
+
+
+def _with_whatif(df: pd.DataFrame) -> pd.DataFrame:
+    missing = [c for c in WHATIF_DEFAULTS if c not in df.columns]
+    if missing:
+        df = df.copy()
+        at = df.columns.get_loc("note") if "note" in df.columns else len(df.columns)
+        for col in missing:   # in WHATIF_COLUMNS order, each after the last placed
+            at = (df.columns.get_loc(_before(col, df)) + 1) if _before(col, df) else at
+            df.insert(at, col, WHATIF_DEFAULTS[col])
+    fills = {c: v for c, v in WHATIF_DEFAULTS.items()
+             if c in df.columns and c != "background_Bps" and df[c].isna().any()}
+    if fills:   # a dataset mixing part files written before and after the columns
+        df = df.fillna(fills)
+        if "failed_links" in fills:
+            df["failed_links"] = df["failed_links"].astype("int64")
+    return df
+
+
+def _before(col: str, df: pd.DataFrame) -> str | None:
+    """The what-if column that goes right before ``col``, if ``df`` has it."""
+    names = list(WHATIF_DEFAULTS)
+    i = names.index(col)
+    return names[i - 1] if i and names[i - 1] in df.columns else None
+
+
+def load_errors(dataset) -> pd.DataFrame:
+    """The failed configurations of a dataset's sweep: the latest record of
+    each, leaving out those that have results now (a retry succeeded) and
+    those set aside."""
+    path = _dataset_dir(dataset)
+    df = _current(_read_parts(_parts(path / ERRORS_DIR, "errors")), path)
+    if df is None:
+        return pd.DataFrame(columns=SWEEP_COLUMNS[:4] + ["topology", "error_type", "error"])
+    df = df.drop_duplicates("config_hash", keep="last")
+    done = result_hashes(path)
+    return df[~df["config_hash"].isin(done)].reset_index(drop=True)
+
+
+
+# ------------------------------------------------------------------ the manifest
+
+def read_manifest(dataset) -> dict | None:
+    """``{"sweep": name, "file": path, "hashes": [...]}`` of a dataset, or
+    None for a dataset written before manifests existed."""
+    path = Path(os.fspath(dataset)) / MANIFEST
+    if not path.is_file():
+        return None
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        doc, problem = None, str(exc)
+    else:
+        problem = "expected keys sweep and hashes"
+    if not (isinstance(doc, dict) and isinstance(doc.get("sweep"), str)
+            and isinstance(doc.get("hashes"), list)):
+        raise ConfigError(f"dataset: cannot read {str(path)!r}: {problem}; delete it (the "
+                          "next sweep run writes it again)")
+    return doc
+
+
+def write_manifest(dataset, sweep: str, file, hashes) -> None:
+    """Make the dataset hold exactly the configurations ``hashes`` of ``sweep``
+    (atomic: readers see the old manifest or the new one)."""
+    doc = {"sweep": sweep, "file": str(file), "hashes": sorted(hashes)}
+    atomic_write_bytes(Path(dataset) / MANIFEST, (json.dumps(doc, indent=1) + "\n").encode())
+
+
+def _current(df: pd.DataFrame | None, path: Path) -> pd.DataFrame | None:
+    """The rows of the configurations the manifest lists (all without one)."""
+    doc = read_manifest(path)
+    if df is None or doc is None:
+        return df
+    return df[df["config_hash"].isin(set(doc["hashes"]))].reset_index(drop=True)
+
+
+def sweep_names(dataset) -> set[str]:
+    """The sweep names recorded in a dataset's rows and errors (for a dataset
+    without manifest, to tell whether it holds another sweep)."""
+    path = Path(dataset)
+    out: set[str] = set()
+    for part in _parts(path, "part") + _parts(path / ERRORS_DIR, "errors"):
+        out.update(_read_column(part, "sweep"))
+    return out
+
+
+def prune(dataset, keep) -> tuple[int, int]:
+    """Delete the rows (and error records) of configurations not in ``keep``:
+    a part file holding none of them is removed, one holding some is
+    rewritten (atomically) with the rows that stay. Call under the lock.
+
+    Returns
+    -------
+    (configurations, rows)
+        How many configurations and result rows were deleted.
+    """
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+    keep = set(keep)
+    gone: set[str] = set()
+    rows = 0
+    path = Path(dataset)
+    for directory, prefix in ((path, "part"), (path / ERRORS_DIR, "errors")):
+        for part in _parts(directory, prefix):
+            hashes = _read_column(part, "config_hash")
+            stale = {h for h in hashes if h not in keep}
+            if not stale:
+                continue
+            gone |= stale
+            if prefix == "part":
+                rows += sum(h in stale for h in hashes)
+            if len(stale) == len(set(hashes)):
+                part.unlink()
+            else:
+                table = pq.read_table(part)
+                mask = pc.is_in(table.column("config_hash"), value_set=_string_array(keep))
+                write_part(directory, table.filter(mask), part.name[:-len(".parquet")])
+        _fsync_dir(directory)
+    return len(gone), rows
+
+
+def _string_array(values):
+    import pyarrow as pa
+    return pa.array(sorted(values), type=pa.string())

@@ -1,0 +1,347 @@
+"""Running configurations: one configuration, a chunk of them (the worker
+task), and the executors (in this process, local processes, or Dask)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import traceback
+from concurrent.futures import FIRST_COMPLETED, wait
+from functools import lru_cache
+
+from ...core.errors import ConfigError, FlowEmuError
+from .config import Config
+from .fields import _topo_info
+
+
+def _topology(spec: str):
+    """The topology of a spec, built once per process (a graph file's
+    contents are part of the key, so an edited file is read again)."""
+    from .config import file_digest, graph_file
+    path = graph_file(spec)
+    return _built(spec, file_digest(path) if path else "")
+
+
+@lru_cache(maxsize=8)
+def _built(spec: str, digest: str):
+    from ...topology import parse_topology
+    return parse_topology(spec)
+
+
+def run_config(cfg: Config, threads: int | None = None, max_memory=None):
+    """Time one configuration: all its sizes from one :func:`flowemu.simulate`
+    call (one profile). Returns the simulate rows (without sweep columns)."""
+    from ...api.simulation import simulate
+    return simulate(_topology(cfg.topology), cfg.algorithm, list(cfg.sizes), ecmp=cfg.ecmp,
+                    seed=cfg.seed, ranks=cfg.ranks, placement=cfg.placement,
+                    network=cfg.network(), threads=threads,
+                    max_memory=max_memory, model=cfg.model, fail=cfg.fail or None,
+                    degrade=cfg.degrade or None, fail_policy=cfg.fail_policy,
+                    slow=cfg.slow or None, background=cfg.background or None)
+
+
+def run_chunk(configs: list[Config], threads: int | None = None, max_memory=None):
+    """Worker task: run configurations, never raise for one of them.
+    ``threads`` is passed to the engine: pool workers use 1 (the pool already
+    keeps every core busy), an in-process run the default (all cores).
+    ``max_memory`` (a :class:`flowemu.core.budget.Limit`) is each local worker's
+    share of the machine's limit, so workers running side by side are refused
+    before they could exhaust memory together (default: the whole limit).
+
+    Returns ``(rows DataFrame or None, [error dict, ...])``; the rows carry
+    the sweep columns (:data:`flowemu.study.sweep.dataset.SWEEP_COLUMNS`).
+    """
+    from .dataset import add_config_columns, error_row
+    frames, done, errors = [], [], []
+    for cfg in configs:
+        try:
+            frames.append(run_config(cfg, threads, max_memory))
+            done.append(cfg)
+        except FlowEmuError as exc:
+            errors.append(error_row(cfg, type(exc).__name__, str(exc), internal=False))
+        except Exception as exc:  # noqa: BLE001 - a bug must not kill a long sweep
+            tb = "".join(traceback.format_exception(exc, limit=-4))
+            errors.append(error_row(cfg, type(exc).__name__, f"{exc}\n{tb}", internal=True))
+    rows = add_config_columns(frames, done) if frames else None
+    return rows, errors
+
+
+def _chunks(configs: list[Config], workers: int, chunk_size: int | None) -> list[list[Config]]:
+    """Batches of configurations. Big topologies first (they set the makespan);
+    each batch costs about total / (4 · workers), at most ~100 small configs,
+    so per-task overhead stays small and progress stays live."""
+    if not configs:
+        return []
+    cost = {c.hash: 1.0 + _topo_info(c.topology).nodes / 128.0 for c in configs}
+    order = sorted(configs, key=lambda c: -_topo_info(c.topology).nodes)
+    if chunk_size:
+        return [order[i:i + chunk_size] for i in range(0, len(order), chunk_size)]
+    budget = min(max(sum(cost.values()) / (4 * workers), 1.0), 100.0)
+    out, cur, acc = [], [], 0.0
+    for c in order:
+        if cur and acc + cost[c.hash] > budget:
+            out.append(cur)
+            cur, acc = [], 0.0
+        cur.append(c)
+        acc += cost[c.hash]
+    if cur:
+        out.append(cur)
+    return out
+
+
+def _worker_init(parent: int):
+    """Workers leave Ctrl-C to the parent (which stops them) and die with it
+    if it is killed (SIGKILL), instead of waiting forever for work."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)   # not the CLI's handler (fork inherits it)
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)   # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:   # the parent died before prctl took effect
+        os._exit(1)
+
+
+def default_jobs() -> int:
+    """One worker process per available core."""
+    from ...engine.profiles import available_cores
+    return available_cores()
+
+
+def _check_jobs(jobs, scheduler) -> None:
+    if scheduler is not None and jobs is not None:
+        raise ConfigError("jobs: give either jobs (local processes) or scheduler (a Dask "
+                          "cluster), not both")
+    if isinstance(scheduler, str) and "://" not in scheduler:
+        raise ConfigError(f"scheduler: {scheduler!r} is not an address; expected e.g. "
+                          "tcp://host:8786")
+
+
+def _death_reason(exitcodes) -> str:
+    """What killed a pool's worker, from the exit codes of its processes (the
+    pool terminates the survivors with SIGTERM after one died)."""
+    codes = sorted((c for c in exitcodes if c not in (None, 0)),
+                   key=lambda c: c == -signal.SIGTERM)
+    if not codes:
+        return "worker process died"
+    if codes[0] > 0:
+        return f"worker process died (exit status {codes[0]})"
+    sig = -codes[0]
+    if sig == signal.SIGKILL:
+        return f"worker process died (killed by signal {sig}, e.g. out of memory)"
+    try:
+        name = f", {signal.Signals(sig).name}"
+    except ValueError:
+        name = ""
+    return f"worker process died (killed by signal {sig}{name})"
+
+
+class _LocalPool:
+    """Worker processes on this machine (fork on Linux); after one died the
+    pool is broken, :meth:`restart` replaces it."""
+
+    def __init__(self, jobs: int):
+        self.workers = jobs
+        self._start()
+
+    def _start(self):
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+        ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else None)
+        self.ex = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx,
+                                      initializer=_worker_init, initargs=(os.getpid(),))
+        self._procs = {}
+        from ...core.budget import Limit, limit
+        whole = limit()
+        self.share = Limit(whole.bytes // self.workers,
+                           f"1/{self.workers} of the {whole.text()}, one share a worker")
+
+    def submit(self, chunk):
+        fut = self.ex.submit(run_chunk, chunk, 1, self.share)
+        # the pool forgets its processes once broken; keep them to read exit codes
+        self._procs.update(getattr(self.ex, "_processes", None) or {})
+        return fut
+
+    def broken_by(self, exc) -> bool:
+        from concurrent.futures.process import BrokenProcessPool
+        return isinstance(exc, BrokenProcessPool)
+
+    def restart(self) -> str:
+        """A fresh pool; returns why the old one broke."""
+        for proc in self._procs.values():
+            proc.join(timeout=5)
+        reason = _death_reason(proc.exitcode for proc in self._procs.values())
+        self.close(cancel=True)
+        self._start()
+        return reason
+
+    def close(self, cancel=False):
+        if cancel:
+            # the pool would finish the running chunks first; these are our
+            # own workers, stop them now
+            for proc in list((getattr(self.ex, "_processes", None) or {}).values()):
+                proc.terminate()
+        self.ex.shutdown(wait=True, cancel_futures=cancel)
+
+
+class _DaskPool:
+    """A Dask cluster through ``Client.get_executor()``; Dask itself moves the
+    tasks of a lost worker, a task that keeps killing workers raises."""
+
+    def __init__(self, client, owned: bool):
+        self.client, self.owned = client, owned
+        self.workers = max(1, sum(client.nthreads().values()))
+        self.ex = client.get_executor()
+
+    def submit(self, chunk):
+        return self.ex.submit(run_chunk, chunk, 1)
+
+    def broken_by(self, exc) -> bool:
+        return False
+
+    def restart(self) -> str:
+        return ""
+
+    def close(self, cancel=False):
+        self.ex.shutdown(wait=False)
+        if self.owned:
+            self.client.close()
+
+
+def _connect(address: str, timeout: float):
+    """A ``distributed.Client`` for ``address``, or a ConfigError after about
+    ``timeout`` seconds. ``Client(timeout=...)`` bounds the connection
+    attempts; the thread also bounds whatever else could hang (a host that
+    answers but is not a Dask scheduler)."""
+    import threading
+
+    from distributed import Client
+    box = {}
+
+    def connect():
+        try:
+            box["client"] = Client(address, timeout=timeout)
+        except Exception as exc:  # noqa: BLE001 - any failure to connect is reported
+            box["error"] = exc
+
+    thread = threading.Thread(target=connect, name="flowemu-connect", daemon=True)
+    thread.start()
+    thread.join(timeout + 5.0)
+    if "client" in box:
+        return box["client"]
+    exc = box.get("error")
+    if exc is None:
+        why = "no answer"
+    elif isinstance(exc, (OSError, TimeoutError)):
+        why = str(exc) or type(exc).__name__
+    else:
+        why = f"the reply is not a Dask scheduler's ({type(exc).__name__})"
+    raise ConfigError(f"scheduler: cannot connect to {address!r} within {timeout:g}s: {why}; "
+                      "start one with `dask scheduler` and `dask worker` (README, Sweeps), "
+                      "or raise --scheduler-timeout")
+
+
+def _executor(jobs: int | None, scheduler, timeout: float = 10.0):
+    """A pool (``submit``, ``workers``, ``restart``, ``close``) of local
+    processes or of a Dask cluster."""
+    if scheduler is None:
+        return _LocalPool(jobs)
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        raise ConfigError("scheduler: dask.distributed is not installed; "
+                          "pip install 'dask[distributed]'") from None
+    if not isinstance(scheduler, str):
+        return _DaskPool(scheduler, owned=False)   # a Client object from Python callers
+    client = _connect(scheduler, timeout)
+    if not client.nthreads():
+        try:
+            client.wait_for_workers(1, timeout=timeout)
+        except Exception:  # noqa: BLE001 - TimeoutError, or the scheduler went away
+            client.close()
+            raise ConfigError(f"scheduler: {scheduler!r} has no workers (waited "
+                              f"{timeout:g}s); start them with `dask worker {scheduler} "
+                              "--nthreads 1`") from None
+    return _DaskPool(client, owned=True)
+
+
+def _run_local(chunks, on_result):
+    for chunk in chunks:
+        on_result(chunk, run_chunk(chunk))
+
+
+def _run_pool(pool, chunks, on_result):
+    """Run chunks on a pool, ``on_result(chunk, (rows, errors))`` as each
+    arrives. A worker that dies (out of memory, SIGKILL) loses the tasks in
+    flight: their configurations are retried one per task; those lost again
+    run one at a time, so the configuration that kills its worker is alone
+    when it does and is recorded as failed with the reason. Every
+    configuration runs at most three times; a pool that keeps breaking with
+    no task lost raises FlowEmuError."""
+    from collections import deque
+
+    from .dataset import error_row
+    normal, single, serial = deque(chunks), deque(), deque()
+    inflight = {}
+    limit = 2 * pool.workers
+    idle_breaks = 0
+
+    def submit(tier, chunk):
+        try:
+            inflight[pool.submit(chunk)] = (tier, chunk)
+        except BaseException:
+            # back to its queue (the pool broke since the last look)
+            if tier == 0:
+                normal.appendleft(chunk)
+            else:
+                (single if tier == 1 else serial).appendleft(chunk[0])
+            raise
+
+    while normal or single or serial or inflight:
+        broken = False
+        try:
+            if serial:
+                if not inflight:
+                    submit(2, [serial.popleft()])
+            else:
+                while (single or normal) and len(inflight) < limit:
+                    if single:
+                        submit(1, [single.popleft()])
+                    else:
+                        submit(0, normal.popleft())
+        except Exception as exc:
+            if not pool.broken_by(exc):
+                raise
+            broken = True
+        done = wait(list(inflight), return_when=FIRST_COMPLETED)[0] if inflight else ()
+        lost = []
+        while done:
+            for fut in done:
+                tier, chunk = inflight.pop(fut)
+                exc = fut.exception()
+                if exc is None:
+                    on_result(chunk, fut.result())
+                else:
+                    lost.append((tier, chunk, exc))
+                    broken = broken or pool.broken_by(exc)
+            # a broken pool fails every task in flight: collect them all
+            done = wait(list(inflight))[0] if broken and inflight else ()
+        reason = pool.restart() if broken else ""
+        # a pool that breaks with no task lost (its idle workers die) has no
+        # configuration to blame; give up after a few
+        idle_breaks = idle_breaks + 1 if broken and not lost else 0
+        if idle_breaks > 3:
+            raise FlowEmuError(f"sweep: the worker processes keep dying before they run "
+                               f"anything ({reason}); try --jobs 1 to see why")
+        for tier, chunk, exc in lost:
+            if tier == 0:
+                single.extend(chunk)
+            elif tier == 1:
+                serial.extend(chunk)
+            else:
+                why = reason or f"worker failed: {type(exc).__name__}: {exc}"
+                on_result(chunk, (None, [error_row(c, "WorkerDied", why, internal=False)
+                                         for c in chunk]))

@@ -1,0 +1,334 @@
+"""Validation of sweep-file values: every problem is collected (with its
+location as a TOML key path) and reported at once in a :class:`SweepConfigError`."""
+
+from __future__ import annotations
+
+import difflib
+import itertools
+from dataclasses import dataclass
+from functools import lru_cache
+
+from ...core.errors import ConfigError
+from ...core.network import _TIME_FIELDS, Network
+from ...core.units import parse_rate, parse_sizes, parse_time
+from .config import _canon_float
+
+
+class SweepConfigError(ConfigError):
+    """Every problem of a sweep file at once; ``problems`` holds
+    ``(location, message)`` pairs, the location as a TOML key path."""
+
+    def __init__(self, path: str, problems: list[tuple[str, str]]):
+        self.path = path
+        self.problems = list(problems)
+        if len(problems) == 1:
+            loc, msg = problems[0]
+            text = f"{path}: {loc}: {msg}" if loc else f"{path}: {msg}"
+        else:
+            lines = [f"  {path}: {loc}: {msg}" if loc else f"  {path}: {msg}"
+                     for loc, msg in problems]
+            text = f"{path}: {len(problems)} problems\n" + "\n".join(lines)
+        super().__init__(text)
+
+
+class _Problems:
+    def __init__(self):
+        self.items: list[tuple[str, str]] = []
+
+    def add(self, loc: str, msg: str) -> None:
+        if (loc, msg) not in self.items:
+            self.items.append((loc, msg))
+
+
+def _strip_field(msg: str, name: str) -> str:
+    # parser messages start with "field: "; the location already names it
+    for prefix in (f"{name}: ", "algorithm: ", f"{name} "):
+        if msg.startswith(prefix):
+            return msg[len(prefix):]
+    return msg
+
+
+def _suggest(word: str, allowed) -> str:
+    close = difflib.get_close_matches(word, list(allowed), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _type_name(v) -> str:
+    return {str: "a string", int: "an integer", float: "a number", bool: "a boolean",
+            list: "an array", dict: "a table"}.get(type(v), type(v).__name__)
+
+
+@dataclass(frozen=True)
+class _Topo:
+    spec: str
+    nodes: int
+    dims: tuple[int, ...]
+    family: str
+    modes: tuple[str, ...]    # the routing modes a run on the family takes (engine modes too)
+
+
+def _topo_info(spec: str) -> _Topo:
+    """What a sweep needs to know of a topology, built once per spec (and
+    graph file contents)."""
+    from .config import file_digest, graph_file
+    path = graph_file(spec)
+    return _topo_info_of(spec, file_digest(path) if path else "")
+
+
+@lru_cache(maxsize=256)
+def _topo_info_of(spec: str, digest: str) -> _Topo:
+    from ...topology import parse_topology
+    topo = parse_topology(spec)
+    dims = getattr(topo, "grid", None) or getattr(topo, "dims", None) or ()
+    return _Topo(topo.spec, int(topo.num_endpoints), tuple(int(d) for d in dims),
+                 topo.spec.split(":", 1)[0], tuple(topo.engine_modes))
+
+
+@dataclass(frozen=True)
+class _Alg:
+    name: str
+    options: tuple[tuple[str, object], ...]   # every option, sorted
+    spec: str                                 # canonical
+    label: str
+
+
+def _algorithm(name: str, raw_opts: dict) -> _Alg:
+    from ...algorithms import get_algorithm
+    spec = get_algorithm(name)
+    opts = spec.parse_options(raw_opts)
+    items = tuple(sorted(opts.items()))
+    defaults = {p.name: p.default for p in spec.params}
+    text = name + (":" + ",".join(f"{k}={v}" for k, v in items) if items else "")
+    diff = [(k, v) for k, v in items if v != defaults.get(k)]
+    label = name + (":" + ",".join(f"{k}={v}" for k, v in diff) if diff else "")
+    return _Alg(name, items, text, label)
+
+
+def _parse_algorithm_value(raw, loc: str, probs: _Problems) -> list[_Alg]:
+    """A string spec or a table ``{name = ..., option = value | [values]}``."""
+    from ...algorithms import parse_algorithm_spec
+    try:
+        if isinstance(raw, str):
+            name, opts = parse_algorithm_spec(raw)
+            return [_algorithm(name, opts)]
+        if isinstance(raw, dict):
+            if "name" not in raw or not isinstance(raw["name"], str):
+                probs.add(loc, "an algorithm table needs name = \"NAME\" (and options as "
+                               "keys, e.g. { name = \"ring\", ports = [1, 2] })")
+                return []
+            name = raw["name"].strip()
+            keys = [k for k in raw if k != "name"]
+            lists = []
+            for k in keys:
+                v = raw[k]
+                if isinstance(v, list):
+                    if not v:
+                        probs.add(f"{loc}.{k}", "empty array; give at least one value")
+                        return []
+                    lists.append(v)
+                else:
+                    lists.append([v])
+            out = []
+            for combo in itertools.product(*lists):
+                out.append(_algorithm(name, dict(zip(keys, combo))))
+            return out
+        probs.add(loc, f"expected an algorithm spec string such as \"recdoub:variant=auto\" "
+                       f"or a table {{ name = ..., option = ... }}, got {_type_name(raw)}")
+    except ConfigError as exc:
+        probs.add(loc, _strip_field(str(exc), "algorithm"))
+    return []
+
+
+def _parse_scalar(name: str, raw):
+    """Canonical value of one grid-field element, or raise ConfigError."""
+    if name == "topology":
+        if not isinstance(raw, str):
+            raise ConfigError(f"expected a topology spec string such as \"torus:8x8\", got "
+                              f"{_type_name(raw)}")
+        return _topo_info(raw).spec
+    if name == "ranks":
+        if raw == "all":
+            return None
+        if isinstance(raw, bool) or not isinstance(raw, int) or raw < 2:
+            raise ConfigError(f"{raw!r} is not allowed; expected an integer >= 2 or \"all\"")
+        return int(raw)
+    if name == "bandwidth":
+        if isinstance(raw, (list, dict)):
+            raise ConfigError(f"expected a rate such as \"400Gb/s\", got {_type_name(raw)}")
+        if _bare_number(raw):
+            raise ConfigError(f"{_shown(raw)} has no unit; write a rate with its unit: "
+                              f"{RATE_FORMS}")
+        return _canon_float(parse_rate(raw, name))
+    if name in _TIME_FIELDS:
+        if isinstance(raw, (list, dict)):
+            raise ConfigError(f"expected a time such as \"100ns\", got {_type_name(raw)}")
+        if _bare_number(raw) and float(raw) != 0:
+            raise ConfigError(f"{_shown(raw)} has no unit; write a time with its unit: "
+                              f"{TIME_FORMS}")
+        return _canon_float(parse_time(raw, name))
+    if name == "incast_threshold":
+        if isinstance(raw, (list, dict)):
+            raise ConfigError(f"expected a flow count or \"inf\", got {_type_name(raw)}")
+        return _canon_float(Network(incast_threshold=raw).incast_threshold)
+    if name == "network":
+        if not isinstance(raw, str):
+            raise ConfigError(f"expected a network preset name or a .toml file, got "
+                              f"{_type_name(raw)}")
+        from ...core.presets import load_preset
+        return load_preset(raw.strip()).name
+    if name == "ecmp":
+        from ...topology.base import ECMP_MODES, check_ecmp
+        if not isinstance(raw, str):
+            modes = ", ".join(f'"{m}"' for m in ECMP_MODES)
+            raise ConfigError(f"expected one of {modes}, got {_type_name(raw)}")
+        check_ecmp(raw)
+        return raw
+    if name == "seed":
+        from ...core.checks import seed
+        return seed(raw)
+    if name == "placement":
+        from ...core.placement import parse_placement
+        return parse_placement(raw).text
+    if name == "model":
+        from ...models.genmodel import MODELS, check_model
+        if not isinstance(raw, str):
+            raise ConfigError(f"expected one of {', '.join(map(repr, MODELS))}, got "
+                              f"{_type_name(raw)}")
+        try:
+            return check_model(raw)
+        except ConfigError:
+            raise ConfigError(f"{raw!r} is not allowed; expected one of "
+                              f"{', '.join(map(repr, MODELS))}") from None
+    if name in WHATIF_SCALARS:
+        return _parse_whatif(name, raw)
+    raise AssertionError(name)
+
+
+#: the what-if fields :func:`_parse_whatif` reads
+WHATIF_SCALARS = ("fail", "degrade", "fail_policy", "failures", "failure_seed", "slow",
+                  "background")
+
+
+def _parse_whatif(name: str, raw):
+    """One element of a what-if field: its text (selectors joined by ';',
+    spaces around them dropped; "" for none), the policy, or the integer.
+    Checked against the topology and ranks once each configuration is known
+    (:func:`flowemu.study.sweep.plan._whatif`)."""
+    from ...core import checks
+    if name in ("failures", "failure_seed"):
+        return checks.integer(name, raw, lo=0, hi=checks.MAX_SEED if name == "failure_seed"
+                              else None)
+    if not isinstance(raw, str):
+        expect = {"fail": "a selector string such as \"random:4:0\" (several joined by ';'; "
+                          "\"\" for none)",
+                  "degrade": "SELECTOR=F[:lat=M] such as \"spine:0=0.5\" (several joined by "
+                             "';'; \"\" for none)",
+                  "fail_policy": "\"strict\" or \"reroute\"",
+                  "slow": "RANKS=FACTOR[:compute|:network] such as \"3=0.5\" (\"\" for none)",
+                  "background": "a generator such as \"perm:0.5\" or a traffic file (\"\" "
+                                "for none)"}[name]
+        raise ConfigError(f"expected {expect}, got {_type_name(raw)}")
+    if name == "fail_policy":
+        from ...whatif.faults import POLICIES
+        if raw.strip() not in POLICIES:
+            raise ConfigError(f"{raw!r} is not allowed; expected "
+                              f"{' or '.join(map(repr, POLICIES))}{_suggest(raw, POLICIES)}")
+        return raw.strip()
+    if name in ("fail", "degrade"):
+        return ";".join(part.strip() for part in raw.split(";") if part.strip())
+    return raw.strip()
+
+
+def _parse_field(name: str, raw, loc: str, probs: _Problems) -> list | None:
+    """Canonical values of a grid field (a scalar is a one-element list);
+    None when any element is bad (the problems are recorded)."""
+    items = raw if isinstance(raw, list) else [raw]
+    if isinstance(raw, list) and not raw:
+        probs.add(loc, "empty array; give at least one value")
+        return None
+    if isinstance(raw, dict) and name != "algorithm":
+        probs.add(loc, "expected a value or an array of values, got a table")
+        return None
+    out, ok = [], True
+    for i, item in enumerate(items):
+        iloc = f"{loc}[{i}]" if isinstance(raw, list) else loc
+        if isinstance(item, list):
+            probs.add(iloc, "nested arrays are not allowed; give a flat array of values")
+            ok = False
+            continue
+        if name == "algorithm":
+            vals = _parse_algorithm_value(item, iloc, probs)
+            ok = ok and bool(vals)
+            out.extend(vals)
+            continue
+        try:
+            out.append(_parse_scalar(name, item))
+        except ConfigError as exc:
+            probs.add(iloc, _strip_field(str(exc), name))
+            ok = False
+    if not ok:
+        return None
+    uniq = []
+    for v in out:  # keep file order, drop duplicates (e.g. "ring" and "ring:ports=1")
+        if v not in uniq:
+            uniq.append(v)
+    return uniq
+
+
+def _parse_sizes(raw, loc: str, probs: _Problems) -> tuple[int, ...] | None:
+    """Sizes of a range string, a comma list or an array; every bad element
+    is reported (with its index), not just the first."""
+    if isinstance(raw, (bool, dict)):
+        probs.add(loc, f"expected a range string such as \"32B..512MiB\" or an array of "
+                       f"sizes, got {_type_name(raw)}")
+        return None
+    if isinstance(raw, list) and any(isinstance(x, (list, dict, bool)) for x in raw):
+        probs.add(loc, "expected an array of sizes such as [\"1KiB\", \"1MiB\"] or [1024]")
+        return None
+    if isinstance(raw, str) and ".." in raw:
+        items = [(loc, raw)]   # a range is one value
+    elif isinstance(raw, str):
+        parts = [x.strip() for x in raw.split(",")]
+        items = [(f"{loc} item {i}" if len(parts) > 1 else loc, x) for i, x in enumerate(parts)
+                 if x or len(parts) == 1]
+    elif isinstance(raw, list):
+        items = [(f"{loc}[{i}]", x) for i, x in enumerate(raw)]
+    else:
+        items = [(loc, raw)]
+    out, ok = set(), True
+    for iloc, item in items:
+        try:
+            out.update(parse_sizes(item if isinstance(item, str) else [item], "sizes"))
+        except ConfigError as exc:
+            probs.add(iloc, _strip_field(str(exc), "sizes"))
+            ok = False
+    if ok and not out:
+        probs.add(loc, "no sizes given; expected e.g. \"32B..512MiB\" or [\"1KiB\", \"1MiB\"]")
+    return tuple(sorted(out)) if ok and out else None
+
+
+#: the accepted forms of rates and times, shown when a unit is missing
+RATE_FORMS = ("\"400Gb/s\", \"400Gbps\", \"1.6Tb/s\" (bits) or \"50GB/s\" (bytes per "
+              "second)")
+TIME_FORMS = ("\"100ns\", \"1.5us\", \"2ms\", \"1s\" (0 may be bare; gamma, delta and "
+              "incast_slope are times per byte, e.g. \"0.02ns\")")
+
+
+def _bare_number(raw) -> bool:
+    """A TOML number, or a string that is only a number: a rate or time
+    without its unit (ambiguous: bits or bytes, seconds or nanoseconds)."""
+    if isinstance(raw, bool):
+        return False
+    if isinstance(raw, (int, float)):
+        return True
+    try:
+        float(str(raw).strip())
+    except ValueError:
+        return False
+    return True
+
+
+def _shown(raw) -> str:
+    """A value as the user wrote it: numbers plain, strings quoted."""
+    return repr(raw) if isinstance(raw, str) else f"{raw:g}" if isinstance(raw, float) \
+        else str(raw)

@@ -1,0 +1,433 @@
+"""A sweep file read, validated and expanded into its configurations."""
+
+from __future__ import annotations
+
+import itertools
+import tomllib
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from ...core.units import parse_sizes
+from .config import _DEFAULTS, DEFAULT_GROUP, DEFAULT_SIZES, GRID_FIELDS, GROUP_KEYS, NETWORK_FIELDS, REQUIRED, TOP_KEYS, WHATIF_FIELDS, Config, _canon_float, config_hash, config_key
+from .fields import SweepConfigError, _Alg, _parse_field, _parse_sizes, _parse_whatif, _Problems, _suggest, _topo_info, _type_name
+from .where import _compile_where, _eval_where, _excluded, _parse_exclude, _where_env
+
+
+@dataclass
+class SweepPlan:
+    """A validated sweep file: its name, groups and configurations (file order)."""
+
+    name: str
+    path: Path
+    description: str
+    groups: dict[str, list[Config]]
+    configs: list[Config] = field(default_factory=list)
+
+
+def _read_toml(path: Path) -> dict:
+    if path.is_dir():
+        why = "is a directory; expected a sweep file such as configs/smoke.toml"
+        raise SweepConfigError(str(path), [("", why)])
+    if not path.is_file():
+        raise SweepConfigError(str(path), [("", "file not found")])
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise SweepConfigError(str(path), [("", f"not valid TOML: {exc}")]) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SweepConfigError(str(path), [("", f"cannot read: {exc}")]) from None
+
+
+def _check_keys(table: dict, allowed, prefix: str, probs: _Problems) -> None:
+    for k in table:
+        if k not in allowed:
+            loc = f"{prefix}{k}"
+            probs.add(loc, f"unknown key {k!r}{_suggest(k, allowed)}; allowed: "
+                           f"{', '.join(allowed)}")
+
+
+def load_sweep(path) -> SweepPlan:
+    """Read and validate a sweep file and expand its grids.
+
+    Raises
+    ------
+    SweepConfigError
+        (a :class:`~flowemu.core.errors.ConfigError`) listing every problem with
+        its location (file, ``groups.NAME.key[index]``), before any work.
+    """
+    path = Path(path)
+    doc = _read_toml(path)
+    probs = _Problems()
+    _check_keys(doc, TOP_KEYS, "", probs)
+    desc = doc.get("description", "")
+    if not isinstance(desc, str):
+        probs.add("description", f"expected a string, got {_type_name(desc)}")
+
+    groups_raw = doc.get("groups")
+    if groups_raw is None:
+        groups = {DEFAULT_GROUP: ({}, "")}
+    elif not isinstance(groups_raw, dict) or not all(isinstance(g, dict)
+                                                     for g in groups_raw.values()):
+        probs.add("groups", "expected tables [groups.NAME] (one per grid)")
+        groups = {}
+    elif not groups_raw:
+        probs.add("groups", "no groups defined; add a [groups.NAME] table")
+        groups = {}
+    else:
+        groups = {}
+        for gname, table in groups_raw.items():
+            if not gname or not all(c.isalnum() or c in "_-." for c in gname):
+                probs.add(f"groups.{gname}", "group names may hold letters, digits, '_', '-' "
+                                             "and '.' only")
+            _check_keys(table, GROUP_KEYS, f"groups.{gname}.", probs)
+            groups[gname] = (table, f"groups.{gname}.")
+            gd = table.get("description", "")
+            if not isinstance(gd, str):
+                probs.add(f"groups.{gname}.description", f"expected a string, got "
+                                                          f"{_type_name(gd)}")
+
+    parsed: dict[str, object] = {}   # location -> parsed values (a top-level key once)
+
+    def field_values(name, table, prefix):
+        src, loc = (table, f"{prefix}{name}") if name in table else (doc, name)
+        if name not in src:
+            return None, loc, False
+        if loc not in parsed:
+            raw = src[name]
+            parsed[loc] = (_parse_sizes(raw, loc, probs) if name == "sizes"
+                           else _parse_field(name, raw, loc, probs))
+        return parsed[loc], loc, True
+
+    def sources(table, prefix):
+        # top-level exclude/where apply to every group, then the group's own
+        return [(doc, "")] + ([(table, prefix)] if prefix else [])
+
+    def collected(key, table, prefix, parse):
+        """``[(parsed, raw, location)]`` of ``key`` at the top and in the
+        group (each location parsed once), and whether all parsed."""
+        out, ok = [], True
+        for src, pre in sources(table, prefix):
+            if key not in src:
+                continue
+            loc = f"{pre}{key}"
+            if loc not in parsed:
+                parsed[loc] = parse(src[key], loc)
+            if parsed[loc] is None:
+                ok = False
+            else:
+                out.append((parsed[loc], src[key], loc))
+        return out, ok
+
+    def parse_excludes(raw, loc):
+        if not isinstance(raw, list):
+            probs.add(loc, f"expected an array of tables ([[{loc}]] entries), got "
+                           f"{_type_name(raw)}")
+            return None
+        vals = [_parse_exclude(e, f"{loc}[{i}]", probs) for i, e in enumerate(raw)]
+        return None if any(v is None for v in vals) else vals
+
+    def excludes(table, prefix):
+        found, ok = collected("exclude", table, prefix, parse_excludes)
+        return [entry for entries, _, _ in found for entry in entries], ok
+
+    def where_codes(table, prefix):
+        return collected("where", table, prefix, lambda raw, loc: _compile_where(raw, loc, probs))
+
+    name = path.stem
+    plan = SweepPlan(name, path, desc if isinstance(desc, str) else "", {})
+    for gname, (table, prefix) in groups.items():
+        values, complete = {}, True
+        seed_loc = ecmp_loc = "seed"
+        locs: dict = {}
+        explicit = set()   # network fields the file sets: they override a preset's
+        for f in GRID_FIELDS:
+            vals, loc, present = field_values(f, table, prefix)
+            locs[f] = loc
+            if present and vals is not None and f in WHATIF_FIELDS:
+                locs.update(_element_locs(f, table.get(f, doc.get(f)), loc))
+            if present and f in NETWORK_FIELDS:
+                explicit.add(f)
+            if f == "seed":
+                seed_loc = loc
+            if f == "ecmp":
+                ecmp_loc = loc
+            if not present:
+                if f in REQUIRED:
+                    where = f"groups.{gname}" if groups_raw is not None else ""
+                    probs.add(where, f"missing required key {f!r} (set it in the group or at "
+                                     "the top of the file)")
+                    complete = False
+                    continue
+                values[f] = [_DEFAULTS[f]]
+            elif vals is None:
+                complete = False
+            else:
+                values[f] = vals
+        sizes, _, present = field_values("sizes", table, prefix)
+        if not present:
+            sizes = tuple(parse_sizes(DEFAULT_SIZES))
+        elif sizes is None:
+            complete = False
+        excl, ok_ex = excludes(table, prefix)
+        wheres, ok_wh = where_codes(table, prefix)
+        if not (complete and ok_ex and ok_wh):
+            continue
+        if "hash" not in values["ecmp"] and any(s != 0 for s in values["seed"]):
+            probs.add(seed_loc, "a seed applies only to ecmp = \"hash\" (it picks each flow's "
+                                f"path there); this grid's ecmp is {', '.join(values['ecmp'])}")
+            continue
+        if not _modes_apply(values, ecmp_loc, probs):
+            continue
+        if all(k == 0 for k in values["failures"]) and any(s != 0 for s in
+                                                          values["failure_seed"]):
+            probs.add(locs["failure_seed"], "a failure_seed applies only with failures > 0 "
+                                            "(it draws the failed cables); this grid's "
+                                            "failures is 0")
+            continue
+        configs, seen, total, reported, misfits = [], set(), 0, set(), _Problems()
+        priced: dict = {}
+        checked: dict = {}
+        n_problems = len(probs.items)
+        for combo in itertools.product(*(values[f] for f in GRID_FIELDS)):
+            if len(probs.items) > n_problems:
+                break   # a where expression failed: reported once, not per configuration
+            total += 1
+            kw = dict(zip(GRID_FIELDS, combo))
+            if kw["ecmp"] != "hash":
+                kw["seed"] = 0   # the seeds of the grid are the hash's; one configuration here
+            if not kw["failures"]:
+                kw["failure_seed"] = 0   # no draw: the seeds are one configuration
+            alg: _Alg = kw.pop("algorithm")
+            preset = kw.pop("network")
+            if preset and not _apply_preset(kw, preset, explicit, locs["network"], probs):
+                continue
+            cfg = Config(sweep=name, group=gname, algorithm=alg.spec, label=alg.label,
+                         sizes=sizes, network_preset=preset, **kw)
+            env = _where_env(cfg, alg)
+            keep = True
+            for code, text, loc in wheres:
+                if not _eval_where(code, text, env, loc, probs):
+                    keep = False
+                    break
+            if keep and any(_excluded(ex, cfg, alg, env, probs) for ex in excl):
+                keep = False
+            if not keep:
+                continue
+            if not _fits(cfg, locs, misfits, reported):
+                continue
+            if not _runs_on(cfg, alg, locs, misfits):
+                continue
+            cfg = _whatif(cfg, locs, misfits, checked)
+            if cfg is None:
+                continue
+            if cfg.model == "genmodel" and not _priceable(cfg, alg, locs, misfits, priced):
+                continue
+            h = config_hash(cfg.canonical())
+            if h in seen:
+                continue
+            seen.add(h)
+            configs.append(replace(cfg, hash=h, key=config_key(cfg)))
+        for loc, msg in misfits.items:   # after the loop: a where failure stops it early
+            probs.add(loc, msg)
+        if len(probs.items) > n_problems:
+            continue
+        if not configs:
+            loc = f"groups.{gname}" if groups_raw is not None else ""
+            probs.add(loc, f"the grid is empty: all {total} configurations are removed by "
+                           "exclude/where")
+        plan.groups[gname] = configs
+        plan.configs.extend(configs)
+    if probs.items:
+        raise SweepConfigError(str(path), probs.items)
+    return plan
+
+
+def _apply_preset(kw: dict, preset: str, explicit: set, loc: str, probs: _Problems) -> bool:
+    """Put the preset's network values into ``kw``, the fields the sweep
+    file sets (``explicit``) overriding them; a problem is reported."""
+    from ...core.errors import ConfigError
+    from ...core.presets import load_preset
+    try:
+        net = load_preset(preset).network({f: kw[f] for f in explicit})
+    except ConfigError as exc:
+        probs.add(loc, str(exc))
+        return False
+    for f in NETWORK_FIELDS:
+        kw[f] = _canon_float(getattr(net, f))
+    return True
+
+
+def _modes_apply(values: dict, loc: str, probs: _Problems) -> bool:
+    """Whether every topology of a group routes by every ``ecmp`` mode of it;
+    each pair that does not is reported (before anything runs)."""
+    ok = True
+    for spec in values["topology"]:
+        info = _topo_info(spec)
+        missing = [m for m in values["ecmp"] if m not in info.modes]
+        if missing:
+            probs.add(loc, f"{', '.join(map(repr, missing))} does not apply to {info.spec} "
+                           f"(its modes: {', '.join(info.modes)}); split the group or give "
+                           "each topology its own ecmp")
+            ok = False
+    return ok
+
+
+def _priceable(cfg: Config, alg: _Alg, locs: dict, probs: _Problems, priced: dict) -> bool:
+    """Whether ``model = "genmodel"`` can price the configuration's topology,
+    algorithm and ranks (:func:`flowemu.models.genmodel.check_priceable`); every
+    pair it cannot is reported once, before anything runs."""
+    from ...core.errors import ConfigError
+    from ...models.genmodel import check_priceable
+    from .executor import _topology
+    info = _topo_info(cfg.topology)
+    p = cfg.ranks if cfg.ranks is not None else info.nodes
+    if p > info.nodes:
+        return True    # too many ranks: the run says so (as for model flow)
+    key = (info.spec, alg.spec, p)
+    if key not in priced:
+        try:
+            check_priceable(_topology(cfg.topology), p, alg.name, dict(alg.options),
+                            cfg.network())
+            priced[key] = True
+        except ConfigError as exc:
+            priced[key] = False
+            why = str(exc).removeprefix("model genmodel: ")
+            probs.add(locs["model"], f"genmodel cannot price {alg.label} on {info.spec} "
+                                     f"({p} ranks): {why}")
+    return priced[key]
+
+
+def _whatif(cfg: Config, locs: dict, probs: _Problems, checked: dict) -> Config | None:
+    """``cfg`` with its failures and degradation in canonical form (the
+    ``fail`` column of its rows), or None after reporting what the
+    configuration's topology and ranks refuse: a selector
+    (:func:`flowemu.topology.apply_faults`), a slow rank
+    (:func:`flowemu.whatif.stragglers.parse_slow`), a background
+    (:func:`flowemu.whatif.background.parse_background`: a missing file too), a
+    what-if with ``model = "genmodel"``. Each problem is reported once; a
+    failure that cuts ranks off is left to the run (that configuration's
+    error). ``checked`` caches the outcomes within one plan."""
+    from ...core.errors import ConfigError
+    if not (cfg.fail or cfg.failures or cfg.degrade or cfg.slow or cfg.background):
+        return replace(cfg, fail_policy="strict")   # the policy acts on failed links only
+    if cfg.model == "genmodel":
+        probs.add(locs["model"], "genmodel does not model failures, degraded links, slow "
+                                 "ranks or background traffic; use model = \"flow\" for the "
+                                 "what-if configurations (split the group or exclude the pair)")
+        return None
+    info = _topo_info(cfg.topology)
+    p = cfg.ranks if cfg.ranks is not None else info.nodes
+
+    def at(name: str, value) -> str:   # the element of an array, else the key
+        return locs.get((name, value), locs[name])
+
+    def check(kind: str, text: str, loc: str, why: str = ""):
+        """The canonical text of one what-if on this topology (and ranks), or
+        None after reporting why not."""
+        key = (kind, info.spec, p if kind == "slow" else None, text)
+        if key not in checked:
+            try:
+                checked[key] = (_canonical(kind, text, cfg.topology, p), "")
+            except ConfigError as exc:
+                checked[key] = (None, str(exc))
+        canon, error = checked[key]
+        if canon is None:
+            where = f"on {info.spec}, {p} ranks" if kind == "slow" else \
+                "" if info.spec in error else f"on {info.spec}"
+            where = ", ".join(filter(None, (where, why.removeprefix(", "))))
+            probs.add(loc, _strip(error, kind) + (f" ({where})" if where else ""))
+        return canon
+
+    texts, ok = {}, True   # every what-if checked, each problem reported
+    if cfg.fail or cfg.failures:   # a Monte-Carlo draw is one more failure selector
+        draw = f"random:{cfg.failures}:{cfg.failure_seed}" if cfg.failures else ""
+        parts = [check("fail", text, loc, why) for text, loc, why in (
+            (cfg.fail, at("fail", cfg.fail), ""),
+            (draw, at("failures", cfg.failures), f", failure_seed {cfg.failure_seed}"))
+            if text]
+        ok &= None not in parts
+        texts["fail"] = ";".join(filter(None, parts))
+    if cfg.degrade:
+        texts["degrade"] = check("degrade", cfg.degrade, at("degrade", cfg.degrade))
+        ok &= texts["degrade"] is not None
+    # (too many ranks for the topology fail at run time, as without slow ranks)
+    if cfg.slow and p <= info.nodes:
+        ok &= check("slow", cfg.slow, at("slow", cfg.slow)) is not None
+    if cfg.background:
+        ok &= check("background", cfg.background, at("background", cfg.background)) is not None
+    if not ok:
+        return None
+    out = replace(cfg, **texts)
+    return out if out.fail else replace(out, fail_policy="strict")
+
+
+def _element_locs(name: str, raw, loc: str) -> dict:
+    """``{(name, value): "loc[i]"}`` for the elements of an array value, so a
+    what-if the topology refuses is reported at its element."""
+    if not isinstance(raw, list):
+        return {}
+    out = {}
+    for i, item in enumerate(raw):
+        out.setdefault((name, _parse_whatif(name, item)), f"{loc}[{i}]")
+    return out
+
+
+def _canonical(kind: str, text: str, spec: str, p: int) -> str:
+    """The canonical text of a what-if checked against a topology (ConfigError
+    naming ``kind`` when it refuses it)."""
+    from ...topology import apply_faults
+    from .executor import _topology
+    if kind == "fail":
+        return apply_faults(_topology(spec), text).fail
+    if kind == "degrade":
+        return apply_faults(_topology(spec), None, text).degrade
+    if kind == "slow":
+        from ...whatif.stragglers import parse_slow
+        return parse_slow(text, p).spec
+    from ...whatif.background import parse_background
+    return parse_background(text, _topology(spec)).spec
+
+
+def _strip(msg: str, kind: str) -> str:
+    """A library message without its ``kind: `` prefix (the location names it)."""
+    return msg[len(kind) + 2:] if msg.startswith(f"{kind}: ") else msg
+
+
+def _runs_on(cfg: Config, alg: _Alg, locs: dict, probs: _Problems) -> bool:
+    """Whether the algorithm runs on the configuration's topology family
+    (``AlgorithmSpec.families``, e.g. gentree on trees only); each pair that
+    does not is reported once, before anything runs."""
+    from ...algorithms import get_algorithm
+    families = get_algorithm(alg.name).families
+    info = _topo_info(cfg.topology)
+    if families is None or info.family in families:
+        return True
+    probs.add(locs["algorithm"], f"{alg.label} does not run on {info.spec} (it runs on "
+                                 f"{', '.join(families)}); split the group or exclude the pair")
+    return False
+
+
+def _fits(cfg: Config, locs: dict, probs: _Problems, reported: set) -> bool:
+    """Whether the configuration's placement gives each rank an endpoint (a
+    placement file is read now); each problem is reported once (by topology,
+    ranks and placement), before anything runs. Ranks that do not fit the
+    topology are left to the run (recorded as that configuration's error)."""
+    from types import SimpleNamespace
+
+    from ...core.errors import ConfigError
+    from ...core.placement import parse_placement
+    info = _topo_info(cfg.topology)
+    p = cfg.ranks if cfg.ranks is not None else info.nodes
+    key = (info.spec, p, cfg.placement)
+    if key in reported:
+        return False
+    if cfg.placement != "linear" and p <= info.nodes:   # too many ranks fail at run time
+        try:
+            parse_placement(cfg.placement).mapping(
+                p, SimpleNamespace(num_endpoints=info.nodes, spec=info.spec))
+        except ConfigError as exc:
+            reported.add(key)
+            probs.add(locs["placement"], f"{exc} (on {info.spec}, {p} ranks)")
+            return False
+    return True

@@ -1,0 +1,327 @@
+"""The sweep: a validated plan run into a dataset directory under a lock,
+each chunk written as it arrives."""
+
+from __future__ import annotations
+
+import fcntl
+import itertools
+import math
+import numbers
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ...core.errors import ConfigError, show
+from .dataset import ERRORS_DIR
+from .executor import _check_jobs, _chunks, _executor, _run_local, _run_pool, default_jobs
+from .plan import SweepPlan, load_sweep
+from .progress import Progress
+
+
+@dataclass
+class SweepSummary:
+    """What a sweep did. ``os.fspath(summary)`` is the dataset path, so a
+    summary can be passed to :func:`flowemu.load` directly.
+
+    ``errors`` lists ``(config_key, message)`` of every configuration of the
+    sweep that has no results after the run: failed now, or recorded as
+    failed by an earlier run and not retried.
+    """
+
+    path: Path
+    name: str
+    total: int              # configurations in the sweep file
+    skipped: int            # not run: reused, or recorded as failed earlier
+    computed: int           # run now, successfully
+    failed: int             # run now and failed (recorded in errors/)
+    internal: int           # of which unexpected exceptions (bugs)
+    rows: int               # result rows written now
+    seconds: float
+    reused: int = 0         # configurations whose rows were already in the dataset
+    failed_earlier: int = 0  # recorded as failed by an earlier run, not retried
+    set_aside: int = 0      # configurations in the dataset the file no longer lists
+    pruned: int = 0         # configurations deleted by prune
+    pruned_rows: int = 0
+    replaced: str = ""      # the other sweep whose results prune replaced
+    errors: list[tuple[str, str]] = field(default_factory=list)
+
+    def __fspath__(self) -> str:
+        return str(self.path)
+
+    def text(self) -> str:
+        detail = [f"{self.computed} computed ({self.rows} rows)"]
+        if self.reused:
+            detail.append(f"{self.reused} reused")
+        if self.errors:
+            detail.append(f"{len(self.errors)} failed")
+        out = (f"sweep {self.name}: {self.total} configurations: {', '.join(detail)} -> "
+               f"{self.path} in {self.seconds:.1f}s")
+        if self.replaced:
+            out += f"\n  replaced the results of sweep {self.replaced!r} (--prune)"
+        if self.set_aside:
+            out += (f"\n  set aside: {self.set_aside} configurations the file no longer lists "
+                    "(kept on disk, not loaded; --prune deletes them)")
+        if self.pruned:
+            out += (f"\n  pruned: {self.pruned} configurations ({self.pruned_rows} rows) no "
+                    "longer in the sweep")
+        if self.internal:
+            out += (f"\n  {self.internal} of the failures are unexpected exceptions "
+                    "(flowemu bugs; see the error column)")
+        return out
+
+    def failure_text(self, first: int = 5) -> str:
+        """How many configurations failed and the first ``first`` errors, one
+        line each (empty when none failed)."""
+        if not self.errors:
+            return ""
+        earlier = (f", {self.failed_earlier} of them in an earlier run"
+                   if self.failed_earlier else "")
+        lines = [(f"sweep {self.name}: {len(self.errors)} of {self.total} configurations "
+                 f"failed{earlier} (recorded in {self.path / ERRORS_DIR}; --retry-errors "
+                 "runs them again):")]
+        for key, message in self.errors[:first]:
+            lines.append(f"  {key}: {message}")
+        if len(self.errors) > first:
+            lines.append(f"  ... and {len(self.errors) - first} more "
+                         "(flowemu.results.load_errors)")
+        return "\n".join(lines)
+
+
+class _Lock:
+    """An exclusive lock on a dataset (released by the OS even on SIGKILL)."""
+
+    def __init__(self, directory: Path):
+        self.path = directory / ".lock"
+        self.fh = None
+
+    def __enter__(self):
+        self.fh = open(self.path, "a+")
+        try:
+            fcntl.flock(self.fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.fh.close()
+            raise ConfigError(f"dataset {str(self.path.parent)!r} is in use by another "
+                              "sweep; wait for it or choose another --out") from None
+        return self
+
+    def __exit__(self, *exc):
+        fcntl.flock(self.fh, fcntl.LOCK_UN)
+        self.fh.close()
+
+
+def sweep(config_path, out=None, *, jobs: int | None = None, scheduler=None,
+          scheduler_timeout: float = 10.0, retry_errors: bool = False, prune: bool = False,
+          progress: bool | None = None, chunk_size: int | None = None,
+          stream=None) -> SweepSummary:
+    """Run a sweep file into a parquet dataset that holds exactly this sweep.
+
+    Configurations already in the dataset are reused (their rows are not
+    touched), new ones computed; rows of configurations the file no longer
+    lists are set aside (not loaded, kept on disk until ``prune``).
+
+    Parameters
+    ----------
+    config_path : path
+        A sweep TOML file (see the module doc). It is validated completely
+        before any work: every problem is reported in one ConfigError.
+    out : path, optional
+        Dataset directory (default ``results/<file stem>``). A directory
+        holding another sweep's results is refused (ConfigError) unless
+        ``prune``, which replaces them.
+    jobs : int, optional
+        Local worker processes (default: every core). ``1`` runs in this
+        process, without a pool.
+    scheduler : str or distributed.Client, optional
+        ``tcp://host:port`` of a Dask scheduler: the same chunks go to the
+        cluster through ``Client(address).get_executor()``.
+    scheduler_timeout : float
+        Seconds to wait for the scheduler (and for a worker to join it).
+    retry_errors : bool
+        Run again the configurations recorded in ``errors/``.
+    prune : bool
+        Delete the rows and errors of configurations not in the sweep.
+    progress : bool, optional
+        Progress on stderr (default on).
+    chunk_size : int, optional
+        Configurations per task (and per part file); default: by cost.
+
+    Returns
+    -------
+    SweepSummary
+        Counts, the failures (``errors``) and the dataset path
+        (``os.fspath(summary)``).
+    """
+    t0 = time.monotonic()
+    jobs, chunk_size = _count("jobs", jobs), _count("chunk_size", chunk_size)
+    _check_jobs(jobs, scheduler)
+    scheduler_timeout = _seconds("scheduler_timeout", scheduler_timeout)
+    if progress is not None:
+        from ...core.checks import flag
+        progress = flag("progress", progress)
+    plan = load_sweep(config_path)
+    out = Path(out) if out is not None else Path("results") / plan.name
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"out: {str(out)!r} exists and is not a directory")
+    # a cluster that cannot be reached fails now, before the dataset is touched
+    pool = _executor(None, scheduler, scheduler_timeout) if scheduler is not None else None
+    try:
+        _check_out(out)
+        summary = _sweep(plan, out, pool, jobs, retry_errors, prune, progress, chunk_size,
+                         stream, t0)
+    except BaseException:
+        if pool is not None:
+            pool.close(cancel=True)
+        raise
+    if pool is not None:
+        pool.close()
+    return summary
+
+
+def _check_out(out: Path) -> None:
+    """The dataset directory exists (or can be made) and takes files: checked
+    before any work, so a bad ``--out`` costs nothing."""
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"out: {str(out)!r} exists and is not a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / f".tmp-probe-{os.getpid()}"
+        probe.touch()
+        probe.unlink()
+    except OSError as exc:
+        raise ConfigError(f"out: cannot write the dataset directory {str(out)!r}: "
+                          f"{exc.strerror or exc}") from None
+
+
+def _sweep(plan, out: Path, pool, jobs, retry_errors, prune, progress, chunk_size, stream,
+           t0) -> SweepSummary:
+    from . import dataset as ds
+    with _Lock(out):   # the directory exists: _check_out made it
+        ds.clean_temp(out)
+        wanted = {c.hash for c in plan.configs}
+        summary = SweepSummary(out, plan.name, len(plan.configs), 0, 0, 0, 0, 0, 0.0)
+        other = _other_sweep(out, plan)
+        if other and not prune:
+            raise ConfigError(f"out: {str(out)!r} holds the results of sweep {other!r}, not of "
+                              f"{plan.name!r} ({plan.path}); choose another --out, or add "
+                              f"--prune to replace them")
+        if other:
+            summary.replaced = other
+            summary.pruned, summary.pruned_rows = ds.prune(out, set())
+        done = ds.result_hashes(out)
+        failed_before = ds.error_hashes(out) - done
+        summary.set_aside = len((done | failed_before) - wanted)
+        if prune and summary.set_aside:
+            n, rows = ds.prune(out, wanted)
+            summary.pruned += n
+            summary.pruned_rows += rows
+            summary.set_aside = 0
+        ds.write_manifest(out, plan.name, plan.path.resolve(), wanted)
+        _save_config(plan, out)
+        todo = [c for c in plan.configs
+                if c.hash not in done and (retry_errors or c.hash not in failed_before)]
+        summary.reused = sum(c.hash in done for c in plan.configs)
+        summary.failed_earlier = len(plan.configs) - summary.reused - len(todo)
+        summary.skipped = summary.reused + summary.failed_earlier
+        bar = Progress(len(todo), f"sweep {plan.name}", stream=stream,
+                       enabled=progress is not False)
+        now = time.time_ns()   # part names sort in the order they were written
+        run_id = (time.strftime("%Y%m%dT%H%M%S", time.gmtime(now // 10**9))
+                  + f"{now % 10**9:09d}-{os.getpid()}")
+        seq = itertools.count()
+
+        def on_result(chunk, result):
+            rows, errors = result
+            n = next(seq)
+            if rows is not None and len(rows):
+                ds.write_rows(out, rows, f"part-{run_id}-{n:05d}")
+                summary.rows += len(rows)
+            if errors:
+                ds.write_errors(out / ds.ERRORS_DIR, errors, f"errors-{run_id}-{n:05d}")
+                summary.failed += len(errors)
+                summary.internal += sum(bool(e["internal"]) for e in errors)
+            summary.computed += len(chunk) - len(errors)
+            bar.update(len(chunk), len(errors))
+
+        try:
+            _run(todo, jobs, pool, chunk_size, on_result)
+        except KeyboardInterrupt:
+            bar.close()
+            if progress is not False:
+                print(f"sweep {plan.name}: interrupted; {summary.computed + summary.skipped} of "
+                      f"{summary.total} configurations are saved in {out}; run the same "
+                      "command again to resume", file=stream or sys.stderr)
+            raise
+        finally:
+            bar.close()
+        summary.errors = _failures(out, plan)
+        summary.seconds = time.monotonic() - t0
+    return summary
+
+
+def _count(name: str, value) -> int | None:
+    """An integer >= 1 (a numpy integer too), or None."""
+    from ...core.checks import integer
+    return None if value is None else integer(name, value, lo=1)
+
+
+def _seconds(name: str, value) -> float:
+    """A number of seconds > 0 (finite)."""
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if not ok or not 0 < float(value) < math.inf:
+        raise ConfigError(f"{name}: {show(value)} is not allowed; expected a number of "
+                          "seconds > 0")
+    return float(value)
+
+
+def _run(todo, jobs, pool, chunk_size, on_result) -> None:
+    """The configurations ``todo`` in this process, local processes, or on
+    ``pool`` (a Dask cluster)."""
+    if pool is None:
+        workers = 1 if jobs == 1 else (jobs or default_jobs())
+        chunks = _chunks(todo, workers, chunk_size)
+        if workers == 1 or len(chunks) <= 1:
+            _run_local(chunks, on_result)   # in this process, no pool
+            return
+        pool = _executor(min(workers, len(chunks)), None)
+        try:
+            _run_pool(pool, chunks, on_result)
+        except BaseException:
+            pool.close(cancel=True)
+            raise
+        pool.close()
+    elif todo:
+        _run_pool(pool, _chunks(todo, pool.workers, chunk_size), on_result)
+
+
+def _other_sweep(out: Path, plan: SweepPlan) -> str:
+    """The name of another sweep whose results ``out`` holds ("" if none):
+    from the manifest, or for a dataset without one, from its rows."""
+    from . import dataset as ds
+    doc = ds.read_manifest(out)
+    names = {doc["sweep"]} if doc is not None else ds.sweep_names(out)
+    return ", ".join(sorted(names - {plan.name}))
+
+
+def _failures(out: Path, plan: SweepPlan) -> list[tuple[str, str]]:
+    """``(config_key, first line of the error)`` of the sweep's configurations
+    without results, in file order."""
+    from . import dataset as ds
+    errs = ds.load_errors(out)
+    if errs.empty:
+        return []
+    first = dict(zip(errs["config_hash"], errs["error"].astype(str).str.split("\n").str[0]))
+    return [(c.key, first[c.hash]) for c in plan.configs if c.hash in first]
+
+
+def _save_config(plan: SweepPlan, out: Path) -> None:
+    """Keep the sweep file next to its results (``_config.toml``, atomic)."""
+    from .dataset import atomic_write_bytes
+    atomic_write_bytes(out / "_config.toml", plan.path.read_bytes())
+
+
+def run_sweep(config_path, out=None, **kwargs) -> Path:
+    """:func:`sweep` (same keyword arguments), returning the dataset path (for
+    scripts and the demo)."""
+    return sweep(config_path, out, **kwargs).path

@@ -1,0 +1,166 @@
+"""Slow ranks (stragglers): per-rank compute and network speed fractions.
+
+``parse_slow("3,7-9=0.5; 12=0.25:compute", p)`` gives each listed rank a
+speed FACTOR in (0, 1] (0.5 = half speed) for its compute (the reduction
+work after a step: its γ/δ time divided by FACTOR) and/or its network
+(its injection and ejection capped at FACTOR × the capacity of its
+endpoint's outgoing / incoming links, as two private virtual resources every
+flow from / to it crosses, background flows included; the physical links
+keep their capacity, since on a torus they also carry other nodes' transit
+traffic). Steps are bulk
+synchronous, so one slow rank delays every step it takes part in.
+
+Grammar: items separated by ``;``, each ``RANKS=FACTOR[:compute|:network]``
+(both by default). RANKS is a comma list of ranks ``3`` and ranges ``7-9``
+(inclusive), or ``random:K:SEED`` (K distinct ranks drawn with a seeded
+generator; K may be 0). Items apply in order: a later item overrides what an
+earlier one set for the same rank and kind (``0-7=0.5; 3=0.25`` makes rank 3
+a quarter speed, ranks 0-2 and 4-7 half speed).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..core.errors import ConfigError, show
+
+#: what a FACTOR may be followed by
+KINDS = ("compute", "network")
+
+_GRAMMAR = ("expected RANKS=FACTOR[:compute|:network] items separated by ';' (RANKS: 3, 3,5, "
+            "7-9 or random:K:SEED; FACTOR in (0, 1])")
+
+
+@dataclass(frozen=True, eq=False)
+class Slow:
+    """Speed fractions of the ranks of one run.
+
+    Attributes
+    ----------
+    p : int
+        Number of ranks the spec was parsed for.
+    compute : float64[p]
+        Compute speed of each rank (1 = nominal); a rank's reduction time is
+        divided by it.
+    network : float64[p]
+        Network speed of each rank: its injection and ejection are capped at
+        this fraction of its endpoint's out-link / in-link capacity sum.
+    spec : str
+        The spec as given (for results and messages).
+    """
+
+    p: int
+    compute: np.ndarray
+    network: np.ndarray
+    spec: str = ""
+
+    def __post_init__(self):
+        for name in ("compute", "network"):
+            arr = np.array(getattr(self, name), dtype=np.float64)
+            if arr.shape != (self.p,) or not np.all((arr > 0) & (arr <= 1)):
+                raise ConfigError(f"slow: {name} speeds must be {self.p} numbers in (0, 1]")
+            arr.setflags(write=False)
+            object.__setattr__(self, name, arr)
+
+    @property
+    def compute_speed(self) -> np.ndarray | None:
+        """The compute speeds, or None when every rank runs at full speed
+        (the reduction then takes the default path)."""
+        return None if np.all(self.compute == 1.0) else self.compute
+
+    @property
+    def network_ranks(self) -> np.ndarray:
+        """Ranks whose network is slowed, int64[K]."""
+        return np.flatnonzero(self.network < 1.0)
+
+    def __repr__(self) -> str:
+        return f"Slow({self.spec!r}, p={self.p})"
+
+
+def parse_slow(spec, p) -> Slow:
+    """Parse a slow-rank spec for ``p`` ranks (grammar in the module doc).
+
+    Raises
+    ------
+    ConfigError
+        Naming ``slow``, the bad value and what is allowed: a rank out of
+        ``0..p-1``, a factor outside (0, 1], an unknown kind, a malformed item.
+    """
+    from ..core import checks
+
+    p = checks.integer("slow: ranks p", p, lo=1)
+    if isinstance(spec, Slow):
+        if spec.p != p:
+            raise ConfigError(f"slow: {spec.spec!r} was parsed for {spec.p} ranks, not {p}")
+        return spec
+    if not isinstance(spec, str):
+        raise ConfigError(f"slow: {show(spec)} is not allowed; {_GRAMMAR}")
+    compute = np.ones(p)
+    network = np.ones(p)
+    items = [item.strip() for item in spec.split(";")]
+    if not any(items):
+        raise ConfigError(f"slow: {spec!r} is empty; {_GRAMMAR}")
+    for item in items:
+        if not item:
+            continue
+        ranks, factor, kinds = _parse_item(item, p)
+        if "compute" in kinds:
+            compute[ranks] = factor
+        if "network" in kinds:
+            network[ranks] = factor
+    return Slow(p, compute, network, spec.strip())
+
+
+def _parse_item(item: str, p: int) -> tuple[np.ndarray, float, tuple[str, ...]]:
+    if item.count("=") != 1:
+        raise ConfigError(f"slow: item {item!r} is not allowed; {_GRAMMAR}")
+    left, right = (part.strip() for part in item.split("="))
+    value, _, kind = right.partition(":")
+    kind = kind.strip().lower()
+    if kind and kind not in KINDS:
+        raise ConfigError(f"slow: kind {kind!r} in {item!r} is not allowed; expected compute "
+                          "or network (nothing: both)")
+    try:
+        factor = float(value)
+    except ValueError:
+        factor = float("nan")
+    if not 0 < factor <= 1:
+        raise ConfigError(f"slow: factor {value.strip()!r} in {item!r} is not allowed; expected "
+                          "a speed fraction in (0, 1] (0.5 = half speed)")
+    return _parse_ranks(left, item, p), factor, (kind,) if kind else KINDS
+
+
+def _parse_ranks(text: str, item: str, p: int) -> np.ndarray:
+    if text.lower().startswith("random:"):
+        parts = text.split(":")
+        if len(parts) != 3 or not all(_is_uint(x) for x in parts[1:]):
+            raise ConfigError(f"slow: ranks {text!r} in {item!r} is not allowed; expected "
+                              "random:K:SEED with integers K >= 0 and SEED >= 0")
+        k, seed = int(parts[1]), int(parts[2])
+        if k > p:
+            raise ConfigError(f"slow: {k} random ranks in {item!r} is not allowed; expected at "
+                              f"most {p} (the number of ranks)")
+        return np.sort(np.random.default_rng(seed).choice(p, size=k, replace=False))
+    ranks: list[np.ndarray] = []
+    for part in text.split(","):
+        part = part.strip()
+        lo, dash, hi = part.partition("-")
+        if not _is_uint(lo) or (dash and not _is_uint(hi)):
+            raise ConfigError(f"slow: ranks {part!r} in {item!r} is not allowed; expected a "
+                              "rank (3), a range (7-9) or random:K:SEED")
+        a, b = int(lo), int(hi) if dash else int(lo)
+        for r in (a, b):
+            if r >= p:
+                raise ConfigError(f"slow: rank {r} in {item!r} is out of range; expected ranks "
+                                  f"0..{p - 1}")
+        if b < a:
+            raise ConfigError(f"slow: range {part!r} in {item!r} is empty; write LOW-HIGH")
+        ranks.append(np.arange(a, b + 1, dtype=np.int64))
+    return np.concatenate(ranks)
+
+
+def _is_uint(text: str) -> bool:
+    text = text.strip()
+    return text.isdigit() and text.isascii()
