@@ -22,7 +22,6 @@ from ..core.errors import ConfigError, show
 from .base import Routes, Topology
 from .dragonfly import Dragonfly, parse_dragonfly
 from .fattree import FatTree, parse_fattree
-from ..whatif.faults import FaultyTopology, apply_faults, check_fail_policy, select_links
 from .graph import Graph, parse_graph
 from .hammingmesh import HammingMesh, parse_hammingmesh, parse_hx2mesh, parse_hx4mesh
 from .hyperx import HyperX, parse_hyperx
@@ -31,9 +30,8 @@ from .torus import MAX_NODES, Torus
 from .tree import Tree
 from .treespec import TREE_DOC, parse_tree
 
-__all__ = ["MODE_DOCS", "Dragonfly", "FatTree", "FaultyTopology", "Graph", "HammingMesh", "HyperX", "LeafSpine",
-           "Routes", "Topology", "Torus", "Tree", "apply_faults", "check_fail_policy",
-           "parse_topology", "register_topology", "select_links", "split_specs",
+__all__ = ["MODE_DOCS", "Dragonfly", "FatTree", "Graph", "HammingMesh", "HyperX", "LeafSpine",
+           "Routes", "Topology", "Torus", "Tree", "parse_topology", "register_topology", "split_specs",
            "topology_families", "topology_modes"]
 
 _FACTORIES: dict[str, Callable[[str], Topology]] = {}

@@ -3,7 +3,7 @@ background traffic, checked in one place for every door (``simulate``,
 ``flowemu run``, sweeps), and the slowdown against the healthy network.
 
 A what-if never changes an algorithm: failures and degradation change the
-topology (:func:`flowemu.topology.apply_faults`), slow ranks and background
+topology (:func:`flowemu.whatif.faults.apply_faults`), slow ranks and background
 traffic change the load the solver sees (:mod:`flowemu.whatif.stragglers`,
 :mod:`flowemu.whatif.background`). Results keep each in its own column
 (:data:`WHATIF_COLUMNS`); a row whose what-if columns are all empty is the

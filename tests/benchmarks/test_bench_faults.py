@@ -19,7 +19,8 @@ import pytest
 from flowemu.algorithms import get_algorithm
 from flowemu.engine.profiles import profile
 from flowemu.core.network import Network
-from flowemu.topology import apply_faults, parse_topology
+from flowemu.topology import parse_topology
+from flowemu.whatif.faults import apply_faults
 from tests.benchmarks.yardstick import copy_1gib_ms
 
 SPEC = "torus:64x64"

@@ -302,7 +302,7 @@ def _whatif(cfg: Config, locs: dict, probs: _Problems, checked: dict) -> Config 
     """``cfg`` with its failures and degradation in canonical form (the
     ``fail`` column of its rows), or None after reporting what the
     configuration's topology and ranks refuse: a selector
-    (:func:`flowemu.topology.apply_faults`), a slow rank
+    (:func:`flowemu.whatif.faults.apply_faults`), a slow rank
     (:func:`flowemu.whatif.stragglers.parse_slow`), a background
     (:func:`flowemu.whatif.background.parse_background`: a missing file too), a
     what-if with ``model = "genmodel"``. Each problem is reported once; a
@@ -376,7 +376,7 @@ def _element_locs(name: str, raw, loc: str) -> dict:
 def _canonical(kind: str, text: str, spec: str, p: int) -> str:
     """The canonical text of a what-if checked against a topology (ConfigError
     naming ``kind`` when it refuses it)."""
-    from ...topology import apply_faults
+    from ...whatif.faults import apply_faults
     from .executor import _topology
     if kind == "fail":
         return apply_faults(_topology(spec), text).fail
