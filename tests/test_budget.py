@@ -220,7 +220,7 @@ def test_flow_dump_refused_through_the_cli(tmp_path, capsys):
 MEASURE = textwrap.dedent("""
     import json, sys
     import flowemu
-    from flowemu import budget
+    from flowemu.core import budget
     from flowemu.algorithms import get_algorithm
     from flowemu.api.simulation import expand_algorithm
     from flowemu.engine.profiles import check_memory, make_context, profile
