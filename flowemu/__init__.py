@@ -19,8 +19,8 @@ _LAZY = {
     "profile": "engine.profiles", "Profile": "engine.profiles", "StepProfile": "engine.profiles",
     "sweep": "study.sweep", "fit": "models.fit", "plan": "algorithms.gentree.planner",
     "load": "study.results", "compare": "study.results", "results": "study.results",
-    "verify": "api.verification", "register_algorithm": "algorithms.plugins",
-    "unregister_algorithm": "algorithms.plugins",
+    "verify": "api.verification", "register_algorithm": "algorithms.registry",
+    "unregister_algorithm": "algorithms.registry",
 }
 #: the public names that are whole (callable) modules
 _MODULES = {"sweep", "fit", "results"}

@@ -13,9 +13,9 @@ import pytest
 from cli_helpers import one_error_line, run
 
 import flowemu
-from flowemu.algorithms import plugins
+from flowemu.algorithms import registry
 from flowemu.algorithms import COPY, REDUCE, Param, Reduction, Schedule, Step, Traffic
-from flowemu.algorithms.base import get_algorithm
+from flowemu.algorithms.registry import get_algorithm
 from flowemu.core.errors import ConfigError, ScheduleError
 
 # ------------------------------------------------------------------ the plug-in
@@ -64,12 +64,12 @@ def naive():
 @pytest.fixture
 def fresh_plugins(monkeypatch):
     """Plug-in state as in a new process, restored afterwards."""
-    monkeypatch.setattr(plugins, "_scanned", False)
-    monkeypatch.setattr(plugins, "_PENDING", {})
-    monkeypatch.setattr(plugins, "_ERRORS", {})
-    before = set(plugins._PLUGINS)
+    monkeypatch.setattr(registry, "_scanned", False)
+    monkeypatch.setattr(registry, "_PENDING", {})
+    monkeypatch.setattr(registry, "_ERRORS", {})
+    before = set(registry._PLUGINS)
     yield monkeypatch
-    for name in set(plugins._PLUGINS) - before:
+    for name in set(registry._PLUGINS) - before:
         flowemu.unregister_algorithm(name)
 
 
@@ -77,11 +77,11 @@ def entry_points(monkeypatch, *eps):
     """importlib.metadata.entry_points answering with these (name, value)
     pairs in the flowemu.algorithms group (nothing installed)."""
     found = importlib.metadata.EntryPoints(
-        importlib.metadata.EntryPoint(name, value, plugins.ENTRY_POINT_GROUP)
+        importlib.metadata.EntryPoint(name, value, registry.ENTRY_POINT_GROUP)
         for name, value in eps)
 
     def fake(**params):
-        assert params == {"group": plugins.ENTRY_POINT_GROUP}
+        assert params == {"group": registry.ENTRY_POINT_GROUP}
         return found
     monkeypatch.setattr(importlib.metadata, "entry_points", fake)
 
@@ -244,12 +244,12 @@ def test_entry_points_load_lazily_and_broken_ones_are_one_line(fresh_plugins, ca
                  ("epbroken", "flowemu_no_such_plugin_module:build"),
                  ("epbug", f"{__name__}:BUGGY"),
                  ("ring", f"{__name__}:naive_build"))
-    assert not plugins._scanned
+    assert not registry._scanned
     assert get_algorithm("recdoub").name == "recdoub"   # a built-in: no metadata read
-    assert not plugins._scanned
+    assert not registry._scanned
     spec = get_algorithm("epnaive")   # an unknown name: scan, import only its entry point
     assert spec.doc.startswith("Naive allreduce")
-    assert set(plugins._PENDING) == {"epbroken", "epbug"}
+    assert set(registry._PENDING) == {"epbroken", "epbug"}
     df = flowemu.simulate("tree:4", "epnaive", "1KiB", bandwidth="8GB/s", link_latency="0s",
                           hop_latency="0s")
     assert df["time_s"].iloc[0] == pytest.approx(expected_naive_time(4, 1024, 8e9))
@@ -277,7 +277,7 @@ def test_entry_points_load_lazily_and_broken_ones_are_one_line(fresh_plugins, ca
                                    for n in notes)
     assert any("ring = " in n and "built-in algorithm; the built-in is kept" in n
                for n in notes)
-    assert set(plugins.plugin_errors()) == {"epbroken", "epbug", "ring"}
+    assert set(registry.plugin_errors()) == {"epbroken", "epbug", "ring"}
 
 
 def test_entry_point_objects(fresh_plugins):
@@ -314,7 +314,7 @@ def test_sized_plugin_without_blocks_keyword_is_refused(fresh_plugins, capsys):
 
     def sized(p, topology, network, sizes, options):
         return [(naive_build(p), np.arange(len(sizes)))]
-    plugins._install(AlgorithmSpec("sizedplug", naive_build, sized=sized), False)
+    registry._install(AlgorithmSpec("sizedplug", naive_build, sized=sized), False)
     code, _, err = run(capsys, ["verify", "-a", "sizedplug", "--ranks", "4"])
     assert code == 2 and "its sized hook takes no blocks= keyword" in one_error_line(err)
 
@@ -380,7 +380,7 @@ def by_size(p, topology, network, sizes, options, blocks=False):
 def two_way():
     yield
     for name in ("two-way", "two-way-sized", "bad-sized"):
-        if name in plugins._PLUGINS:
+        if name in registry._PLUGINS:
             flowemu.unregister_algorithm(name)
 
 

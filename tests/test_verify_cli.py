@@ -147,14 +147,14 @@ def test_every_schedule_is_refused_before_any_is_built(capsys, monkeypatch):
     fit, the bandwidth one (4096 blocks) not; nothing is built or printed."""
     import dataclasses
 
-    from flowemu.algorithms import base
+    from flowemu.algorithms import registry
     built = []
     spec = get_algorithm("recdoub")
 
     def recording(*args, **kwargs):
         built.append(kwargs)
         return spec.build(*args, **kwargs)
-    monkeypatch.setitem(base._REGISTRY, "recdoub", dataclasses.replace(spec, build=recording))
+    monkeypatch.setitem(registry._REGISTRY, "recdoub", dataclasses.replace(spec, build=recording))
     code, out, err = run(capsys, ["verify", "-a", "recdoub", "--ranks", "4096",
                                   "--max-memory", "8GiB"])
     assert code == 2 and out == "" and built == []

@@ -1,4 +1,5 @@
-"""Allreduce algorithms, registered by name (see :mod:`flowemu.algorithms.base`)."""
+"""Allreduce algorithms, registered by name (:mod:`flowemu.algorithms.registry`;
+schedules and specs in :mod:`flowemu.algorithms.base`)."""
 
 from . import bucket, butterfly, dualroot, ps, recdoub, ring, swing, trees  # noqa: F401  (registration)
 from .gentree import schedule as gentree  # noqa: F401  (registration)
@@ -11,11 +12,9 @@ from .base import (
     Schedule,
     Step,
     Traffic,
-    algorithm_names,
-    get_algorithm,
     parse_algorithm_spec,
-    register,
 )
+from .registry import algorithm_names, get_algorithm, register
 
 __all__ = ["COPY", "REDUCE", "AlgorithmSpec", "Param", "Reduction", "Schedule", "Step",
            "Traffic", "algorithm_names", "get_algorithm", "parse_algorithm_spec", "register"]

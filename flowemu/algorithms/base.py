@@ -1,4 +1,5 @@
-"""Schedules (steps of traffic + reduction work) and the algorithm registry.
+"""Schedules (steps of traffic + reduction work), algorithm specs and their options
+(the registry of algorithms by name is :mod:`flowemu.algorithms.registry`).
 
 Byte counts are fractions of the allreduce vector size ``n`` so that one
 schedule serves every size. Ranks are ``0..p-1``; the engine maps rank ``r`` to
@@ -299,28 +300,6 @@ class AlgorithmSpec:
         return tuple(c for c in param.choices if c != "auto")
 
 
-_REGISTRY: dict[str, AlgorithmSpec] = {}
-
-
-def register(spec: AlgorithmSpec) -> AlgorithmSpec:
-    if spec.name in _REGISTRY:
-        raise ValueError(f"algorithm {spec.name!r} is already registered")
-    _REGISTRY[spec.name] = spec
-    return spec
-
-
-def get_algorithm(name: str) -> AlgorithmSpec:
-    if name not in _REGISTRY:   # a plug-in's entry point, imported on first use
-        from .plugins import lookup
-        lookup(name)
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise ConfigError(
-            f"algorithm: unknown name {name!r}; known: {', '.join(sorted(_REGISTRY))}"
-        ) from None
-
-
 def convert_ports(raw):
     """``"max"`` or a port count given as int or text (``Param.convert``;
     raises ValueError/TypeError on anything else, the choices are checked by
@@ -380,12 +359,6 @@ def shape_note(topology, p: int, gridless: bool = False) -> str:
         return (f"{spec} has no wrap-around links: ranks form a 1-D ring of rank ids, "
                 "not a torus grid")
     return ""
-
-
-def algorithm_names() -> list[str]:
-    from .plugins import load_all  # every plug-in's entry point (failures kept apart)
-    load_all()
-    return sorted(_REGISTRY)
 
 
 def parse_algorithm_spec(text: str) -> tuple[str, dict]:

@@ -63,10 +63,10 @@ from .base import (
     Step,
     Traffic,
     convert_ports,
-    register,
     shape_note,
     torus_dims,
 )
+from .registry import register
 
 NAME = "bucket"
 PORT_CHOICES = ("max", 1)

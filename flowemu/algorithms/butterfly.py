@@ -74,7 +74,8 @@ import numpy as np
 
 from ..core.errors import ConfigError
 from ._blocks import COPY, REDUCE, check_ranks, equal_block_share, make_traffic
-from .base import AlgorithmSpec, Param, Reduction, Schedule, Step, convert_size_or_auto, register
+from .base import AlgorithmSpec, Param, Reduction, Schedule, Step, convert_size_or_auto
+from .registry import register
 
 __all__ = ["Form", "build", "choose_r", "form", "halvings", "predict", "price", "schedule_of",
            "schedules_for_sizes"]

@@ -58,7 +58,8 @@ import math
 import numpy as np
 
 from ._blocks import COPY, REDUCE, check_ranks, equal_block_share
-from .base import AlgorithmSpec, Param, Reduction, Schedule, Step, Traffic, register
+from .base import AlgorithmSpec, Param, Reduction, Schedule, Step, Traffic
+from .registry import register
 
 __all__ = ["AUTO_MAX_BLOCKS", "DEFAULT_SIZE", "MAX_BLOCKS", "auto_blocks", "build", "dual_trees",
            "schedules_for_sizes", "step_count"]

@@ -74,7 +74,8 @@ import numpy as np
 
 from ..core.errors import ConfigError, show
 from ._blocks import COPY, REDUCE, check_ranks, equal_block_share, make_traffic
-from .base import AlgorithmSpec, Param, Reduction, Schedule, Step, Traffic, register
+from .base import AlgorithmSpec, Param, Reduction, Schedule, Step, Traffic
+from .registry import register
 
 __all__ = ["auto_factors", "hcps_delta_coefficient", "parse_factors", "schedule_shape"]
 

@@ -103,7 +103,8 @@ from ._blocks import (
     reduce_step_reduction,
     whole_vector_blocks,
 )
-from .base import AlgorithmSpec, Param, Schedule, Step, register, shape_note, torus_dims
+from .base import AlgorithmSpec, Param, Schedule, Step, shape_note, torus_dims
+from .registry import register
 
 NAME = "recdoub"
 VARIANTS = ("auto", "latency", "bandwidth")

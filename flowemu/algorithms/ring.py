@@ -70,10 +70,10 @@ from .base import (
     Schedule,
     Step,
     convert_ports,
-    register,
     shape_note,
     torus_dims,
 )
+from .registry import register
 from .hamiltonian import (
     disjoint_cycles,
     disjoint_cycles_support,

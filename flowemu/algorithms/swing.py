@@ -132,10 +132,10 @@ from .base import (
     Step,
     Traffic,
     convert_ports,
-    register,
     shape_note,
     torus_dims,
 )
+from .registry import register
 
 NAME = "swing"
 VARIANTS = ("auto", "latency", "bandwidth")

@@ -35,7 +35,8 @@ from __future__ import annotations
 import numpy as np
 
 from ._blocks import COPY, REDUCE, check_ranks, equal_block_share
-from .base import AlgorithmSpec, Param, Reduction, Schedule, Step, Traffic, register
+from .base import AlgorithmSpec, Param, Reduction, Schedule, Step, Traffic
+from .registry import register
 
 __all__ = ["binomial_parents", "binomial_rounds", "btree_parents", "dtree_parents",
            "pipelined_tree_steps"]

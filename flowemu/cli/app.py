@@ -576,7 +576,7 @@ def _cmd_list(args) -> int:
         for prm in spec.params:
             choices = f" one of {', '.join(map(str, prm.choices))}" if prm.choices else ""
             print(f"      {prm.name}={prm.default}{choices}  {prm.doc}")
-    from ..algorithms.plugins import plugin_errors
+    from ..algorithms.registry import plugin_errors
     for msg in plugin_errors().values():   # a broken plug-in: said, the rest listed
         print(f"flowemu: note: {msg}", file=sys.stderr)
     print("topologies:")

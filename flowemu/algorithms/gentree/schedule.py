@@ -26,7 +26,8 @@ import numpy as np
 
 from ...core.errors import ConfigError
 from .._blocks import COPY, REDUCE, check_ranks, equal_block_share
-from ..base import AlgorithmSpec, Param, Reduction, Schedule, Step, Traffic, convert_size_or_auto, register
+from ..base import AlgorithmSpec, Param, Reduction, Schedule, Step, Traffic, convert_size_or_auto
+from ..registry import register
 
 __all__ = ["build", "plans_for_sizes", "schedule_from_plan"]
 

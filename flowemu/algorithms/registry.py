@@ -1,5 +1,7 @@
-"""Algorithms from outside the package: :func:`register_algorithm` and the
-``flowemu.algorithms`` entry-point group.
+"""The registry of algorithms by name: the built-in families register on import
+(:func:`register`), algorithms from outside the package through
+:func:`register_algorithm` and the ``flowemu.algorithms`` entry-point group;
+:func:`get_algorithm` and :func:`algorithm_names` look them up.
 
 A plug-in is a builder ``build(p, topology, blocks, **options) -> Schedule``
 (see :mod:`flowemu.algorithms.base`). Once registered by name, ``flowemu
@@ -37,11 +39,11 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from . import base
 from .base import AlgorithmSpec, Param, Schedule
 from ..core.errors import ConfigError, FlowEmuError, ScheduleError, show
 
-__all__ = ["ENTRY_POINT_GROUP", "plugin_errors", "register_algorithm", "unregister_algorithm"]
+__all__ = ["ENTRY_POINT_GROUP", "algorithm_names", "get_algorithm", "plugin_errors", "register",
+           "register_algorithm", "unregister_algorithm"]
 
 #: the entry-point group plug-ins register under
 ENTRY_POINT_GROUP = "flowemu.algorithms"
@@ -149,7 +151,7 @@ def unregister_algorithm(name: str) -> None:
         raise ConfigError(f"unregister_algorithm: {show(name)} is not a registered plug-in"
                           + (f"; plug-ins: {', '.join(sorted(_PLUGINS))}" if _PLUGINS else ""))
     _PLUGINS.discard(name)
-    base._REGISTRY.pop(name, None)
+    _REGISTRY.pop(name, None)
 
 
 def plugin_errors() -> dict[str, str]:
@@ -159,16 +161,44 @@ def plugin_errors() -> dict[str, str]:
     return dict(_ERRORS)
 
 
+# ------------------------------------------------------------------ the registry
+
+_REGISTRY: dict[str, AlgorithmSpec] = {}
+
+
+def register(spec: AlgorithmSpec) -> AlgorithmSpec:
+    if spec.name in _REGISTRY:
+        raise ValueError(f"algorithm {spec.name!r} is already registered")
+    _REGISTRY[spec.name] = spec
+    return spec
+
+
+def get_algorithm(name: str) -> AlgorithmSpec:
+    if name not in _REGISTRY:   # a plug-in's entry point, imported on first use
+        lookup(name)
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise ConfigError(
+            f"algorithm: unknown name {name!r}; known: {', '.join(sorted(_REGISTRY))}"
+        ) from None
+
+
+def algorithm_names() -> list[str]:
+    load_all()
+    return sorted(_REGISTRY)
+
+
 # ------------------------------------------------------------------ registry hooks
 
 def lookup(name: str) -> None:
-    """Called by :func:`flowemu.algorithms.base.get_algorithm` for a name not
+    """Called by :func:`get_algorithm` for a name not
     registered yet: import its entry point, or raise the ConfigError of one
     that failed."""
     _scan()
     if name in _PENDING:
         _load(name)
-    if name in _ERRORS and name not in base._REGISTRY:
+    if name in _ERRORS and name not in _REGISTRY:
         raise ConfigError(_ERRORS[name])
 
 
@@ -194,7 +224,7 @@ def _scan() -> None:
                                      f"points: {type(exc).__name__}: {_line(exc)}")
         return
     for ep in found:
-        if ep.name in base._REGISTRY and ep.name not in _PLUGINS:
+        if ep.name in _REGISTRY and ep.name not in _PLUGINS:
             _ERRORS[ep.name] = (f"plug-in entry point {_ep_text(ep)}: the name {ep.name!r} "
                                 "is a built-in algorithm; the built-in is kept")
         elif ep.name in _PENDING:
@@ -215,7 +245,7 @@ def _load(name: str) -> None:
                 raise ConfigError(f"its AlgorithmSpec is named {obj.name!r}, not {name!r}")
             _install(dataclasses.replace(obj, build=_guarded(name, obj.build)), False)
         elif isinstance(obj, types.ModuleType):
-            if name not in base._REGISTRY:
+            if name not in _REGISTRY:
                 raise ConfigError(f"importing module {obj.__name__} registered no algorithm "
                                   f"{name!r}")
         elif callable(obj):
@@ -229,15 +259,15 @@ def _load(name: str) -> None:
 
 
 def _install(spec: AlgorithmSpec, replace: bool) -> AlgorithmSpec:
-    if spec.name in base._REGISTRY:
+    if spec.name in _REGISTRY:
         if spec.name not in _PLUGINS:
             raise ConfigError(f"register_algorithm: {spec.name!r} is a built-in algorithm; "
                               "choose another name")
         if not replace:
             raise ConfigError(f"register_algorithm: {spec.name!r} is already registered; "
                               "pass replace=True to replace it, or choose another name")
-        del base._REGISTRY[spec.name]
-    base.register(spec)
+        del _REGISTRY[spec.name]
+    register(spec)
     _PLUGINS.add(spec.name)
     _ERRORS.pop(spec.name, None)
     _PENDING.pop(spec.name, None)
