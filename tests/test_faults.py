@@ -18,13 +18,8 @@ from flowemu.algorithms.base import Reduction, Schedule, Step
 from flowemu.engine.profiles import direct_times, profile
 from flowemu.core.errors import ConfigError
 from flowemu.core.network import Network
-from flowemu.topology import (
-    FaultyTopology,
-    apply_faults,
-    check_fail_policy,
-    parse_topology,
-    select_links,
-)
+from flowemu.topology import parse_topology
+from flowemu.whatif.faults import FaultyTopology, apply_faults, check_fail_policy, select_links
 from tests.maxmin_oracle import completion, csr_to_lists
 
 NET = Network()
