@@ -12,10 +12,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from maxmin_oracle import check_maxmin, completion_persistent
 
+from flowemu.api import profiling
 from flowemu.engine import profiles as engine
 from flowemu.algorithms import get_algorithm
 from flowemu.algorithms.base import Reduction, Schedule, Step, Traffic
 from flowemu.whatif.background import Background, parse_background
+from flowemu.whatif.stragglers import parse_slow
 from flowemu.core.errors import ConfigError
 from flowemu.kernels.maxmin import solve_completion
 from flowemu.core.network import Network
@@ -196,7 +198,7 @@ def test_one_shared_link_closed_form(load):
     topo = parse_topology("leafspine:2x1x1")
     c = FLUID.bandwidth
     n = np.array([1e3, 1e6, 3e8])
-    prof = engine.profile(one_flow_schedule(), topo, FLUID, background=f"hotspot:{load}:1")
+    prof = profiling.profile(one_flow_schedule(), topo, FLUID, background=f"hotspot:{load}:1")
     rate = (1 - load) * c if load <= 0.5 else c / 2
     np.testing.assert_allclose(prof.times(n), n / rate, rtol=RTOL)
     np.testing.assert_allclose(prof.info["background_rate"], load * c, rtol=RTOL)
@@ -215,7 +217,7 @@ def test_background_throughput_counts_latency_at_the_uncontested_rate():
     topo = parse_topology("leafspine:2x1x1")
     net = Network(alpha=2e-6, link_latency=0, hop_latency=0)
     load, c, n = 0.75, net.bandwidth, np.array([1e4, 1e7])
-    prof = engine.profile(one_flow_schedule(), topo, net, background=f"hotspot:{load}:1")
+    prof = profiling.profile(one_flow_schedule(), topo, net, background=f"hotspot:{load}:1")
     fluid = n / (c / 2)
     expected = (c / 2 * fluid + load * c * 2e-6) / (fluid + 2e-6)
     np.testing.assert_allclose(prof.times(n), fluid + 2e-6, rtol=RTOL)
@@ -226,7 +228,7 @@ def test_background_without_flows_reports_zero(tmp_path):
     path = tmp_path / "idle.csv"
     pd.DataFrame({"step": [0], "src": [0], "dst": [1], "bytes": [0.0]}).to_csv(path, index=False)
     topo = parse_topology("leafspine:2x1x1")
-    prof = engine.profile(one_flow_schedule(), topo, FLUID, background=str(path))
+    prof = profiling.profile(one_flow_schedule(), topo, FLUID, background=str(path))
     assert prof.info["background_rate"] == 0.0 and prof.info["background_flows"] == 0
     np.testing.assert_allclose(prof.times([1e6]), 1e6 / FLUID.bandwidth, rtol=RTOL)
     assert np.array_equal(prof.background_throughput([1e6]), [0.0])
@@ -234,7 +236,7 @@ def test_background_without_flows_reports_zero(tmp_path):
 
 def test_no_background_reports_none():
     topo = parse_topology("leafspine:2x1x1")
-    prof = engine.profile(one_flow_schedule(), topo, FLUID)
+    prof = profiling.profile(one_flow_schedule(), topo, FLUID)
     assert "background_rate" not in prof.info
     assert np.array_equal(prof.background_throughput([1.0, 2.0]), [0.0, 0.0])
 
@@ -244,7 +246,7 @@ def test_no_background_reports_none():
 
 def _direct_background(ctx, schedule, n):
     """Background bytes of a run at size n by direct solves (real bytes)."""
-    rate = engine.uncontested_rate(ctx, engine._solve)
+    rate = engine.uncontested_rate(ctx, engine.solve_step)
     moved = total = 0.0
     for step in schedule.steps:
         red = step.reduction.seconds_per_byte(ctx.network.gamma, ctx.network.delta,
@@ -253,8 +255,8 @@ def _direct_background(ctx, schedule, n):
             moved += rate * red
             total += red
             continue
-        routes, src, dst = engine._route(ctx, step.traffic)
-        sol = engine._solve(ctx, routes, dst, step.traffic.share * n, step.label, src)
+        routes, src, dst = engine.route_step(ctx, step.traffic)
+        sol = engine.solve_step(ctx, routes, dst, step.traffic.share * n, step.label, src)
         t = float(np.max(engine.flow_latency(ctx, routes) + sol.finish)) + red
         moved += sol.background_moved + rate * (t - sol.finish.max())
         total += t
@@ -278,15 +280,17 @@ def test_profile_is_exact_with_background(spec, algorithm, bg, ecmp, seed):
     net = Network(gamma=1e-10, delta=2e-11, incast_threshold=2, incast_slope=1e-12)
     sched = build(algorithm, topo.num_endpoints, topo)
     sizes = np.array([1e3, 7e5, 2e8])
-    prof = engine.profile(sched, topo, net, ecmp=ecmp, seed=seed, background=bg, threads=1)
-    direct = engine.direct_times(sched, topo, net, sizes, ecmp=ecmp, seed=seed, background=bg)
+    prof = profiling.profile(sched, topo, net, ecmp=ecmp, seed=seed, background=bg, threads=1)
+    direct = engine.direct_times(sched, topo, net, sizes, ecmp=ecmp, seed=seed,
+                                 background=parse_background(bg, topo, net))
     np.testing.assert_allclose(prof.times(sizes), direct, rtol=RTOL)
-    ctx = engine.make_context(topo, net, ecmp, seed, None, sched.p, bg, None)
+    ctx = engine.make_context(topo, net, ecmp, seed, None, sched.p, parse_background(bg, topo, net),
+                              None)
     got = prof.background_throughput(sizes)
     for i, n in enumerate(sizes):
         np.testing.assert_allclose(got[i], _direct_background(ctx, sched, n), rtol=1e-8)
     # background only slows the collective down
-    healthy = engine.profile(sched, topo, net, ecmp=ecmp, seed=seed).times(sizes)
+    healthy = profiling.profile(sched, topo, net, ecmp=ecmp, seed=seed).times(sizes)
     assert np.all(prof.times(sizes) >= healthy * (1 - 1e-12))
 
 
@@ -298,10 +302,10 @@ def test_engine_step_equals_the_oracle_on_a_hand_built_problem():
     net = FLUID
     sched = build("swing", 16, topo)
     bg = parse_background("perm:0.6:2", topo, net)
-    ctx = engine.make_context(topo, net, "split", 0, None, 16, bg, "5=0.3:network")
+    ctx = engine.make_context(topo, net, "split", 0, None, 16, bg, parse_slow("5=0.3:network", 16))
     step = sched.steps[2].traffic
-    routes, src, dst = engine._route(ctx, step)
-    sol = engine._solve(ctx, routes, dst, step.share, "s", src)
+    routes, src, dst = engine.route_step(ctx, step)
+    sol = engine.solve_step(ctx, routes, dst, step.share, "s", src)
     bg_routes = topo.route(bg.src, bg.dst, ecmp="split")
     cap = list(topo.link_capacity(net))
     n_links = len(cap)
@@ -338,9 +342,9 @@ def test_fattree_reduced_problem_with_background_is_exact(monkeypatch):
     topo = parse_topology("fattree:k=4")
     sched = build("recdoub", 16, topo)
     sizes = np.array([1e6])
-    reduced = engine.profile(sched, topo, FLUID, background="perm:0.9:4", threads=1)
+    reduced = profiling.profile(sched, topo, FLUID, background="perm:0.9:4", threads=1)
     monkeypatch.setattr(type(topo), "solver_problem", lambda self, r, c, e: (r, c))
-    full = engine.profile(sched, topo, FLUID, background="perm:0.9:4", threads=1)
+    full = profiling.profile(sched, topo, FLUID, background="perm:0.9:4", threads=1)
     np.testing.assert_allclose(reduced.times(sizes), full.times(sizes), rtol=RTOL)
     np.testing.assert_allclose(reduced.background_throughput(sizes),
                                full.background_throughput(sizes), rtol=RTOL)
@@ -350,8 +354,8 @@ def test_every_algorithm_runs_with_background_and_slow_ranks():
     topo = parse_topology("torus:4x4")
     for name in ("ring", "recdoub", "swing", "bucket"):
         sched = build(name, 16, topo)
-        base = engine.profile(sched, topo).times([1e6])
-        prof = engine.profile(sched, topo, background="perm:0.5", slow="3=0.5")
+        base = profiling.profile(sched, topo).times([1e6])
+        prof = profiling.profile(sched, topo, background="perm:0.5", slow="3=0.5")
         assert prof.times([1e6])[0] > base[0]
         assert 0 < prof.background_throughput([1e6])[0] <= prof.info["background_rate"]
 
@@ -444,7 +448,7 @@ def test_bad_background_specs(spec, match):
 def test_background_for_another_topology_is_refused():
     bg = parse_background("perm:0.5", parse_topology("torus:4x4"))
     with pytest.raises(ConfigError, match="background:.*16 endpoints"):
-        engine.profile(build("ring", 8, parse_topology("torus:8")),
+        profiling.profile(build("ring", 8, parse_topology("torus:8")),
                        parse_topology("torus:8"), background=bg)
 
 
@@ -466,8 +470,8 @@ def test_threads_do_not_change_a_run_with_background():
     topo = parse_topology("torus:4x4")
     sched = build("swing", 16, topo)
     sizes = np.array([1e3, 1e7])
-    one = engine.profile(sched, topo, background="perm:0.5:2", slow="4=0.5", threads=1)
-    two = engine.profile(sched, topo, background="perm:0.5:2", slow="4=0.5", threads=2)
+    one = profiling.profile(sched, topo, background="perm:0.5:2", slow="4=0.5", threads=1)
+    two = profiling.profile(sched, topo, background="perm:0.5:2", slow="4=0.5", threads=2)
     assert np.array_equal(one.times(sizes), two.times(sizes))
     assert np.array_equal(one.background_throughput(sizes), two.background_throughput(sizes))
 
@@ -481,6 +485,6 @@ def test_background_counts_in_the_memory_check():
     sched = build("ring", 64, topo)
     ctx = engine.make_context(topo, Network(), p=sched.p)
     limit = engine.check_memory(ctx, sched, 1, budget.limit("64GiB")) + 1024
-    assert engine.profile(sched, topo, threads=1, max_memory=limit).num_steps > 0
+    assert profiling.profile(sched, topo, threads=1, max_memory=limit).num_steps > 0
     with pytest.raises(ConfigError, match="max_memory: .*with background"):
-        engine.profile(sched, topo, threads=1, background="alltoall:0.5", max_memory=limit)
+        profiling.profile(sched, topo, threads=1, background="alltoall:0.5", max_memory=limit)

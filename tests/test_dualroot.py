@@ -309,7 +309,7 @@ def test_unknown_option_and_bad_ranks_refused(capsys):
 
 @pytest.mark.parametrize("p", [2, 3, 7, 14, 100, 1000, 5000])
 def test_budget_shape_bounds_the_schedule(p):
-    from flowemu.core.budget import schedule_shape
+    from flowemu.algorithms.shapes import schedule_shape
     from flowemu.topology import parse_topology
     flows, distinct = schedule_shape("dualroot", {}, p, parse_topology("tree:4"))
     s = build(p, 300)

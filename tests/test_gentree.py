@@ -15,7 +15,8 @@ import flowemu
 from flowemu.algorithms.gentree.schedule import schedule_from_plan
 from flowemu.algorithms.verify import verify_allreduce
 from flowemu.core.errors import ConfigError
-from flowemu.algorithms.gentree.planner import candidate_types, factorisations, make_plan, plan, table6, tree_view
+from flowemu.algorithms.gentree.planner import candidate_types, factorisations, make_plan, table6, tree_view
+from flowemu.api.planning import plan
 from flowemu.core.network import Network
 from flowemu.topology import parse_topology
 from flowemu.topology.tree import GENTREE_TABLE5

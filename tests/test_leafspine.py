@@ -10,7 +10,7 @@ import pytest
 
 import flowemu
 from flowemu.core import budget
-from flowemu.algorithms import get_algorithm
+from flowemu.algorithms import get_algorithm, shapes
 from flowemu.api.simulation import expand_algorithm
 from flowemu.cli.app import main
 from flowemu.engine.profiles import profile
@@ -209,11 +209,11 @@ def test_schedule_estimate_counts_rank_ports_not_spine_degree():
     # a spine has L·uplinks = 16 links; ranks send on a 1-D ring of rank ids
     t = parse_topology("leafspine:8x4x2,uplinks=2")
     p = t.num_endpoints
-    assert budget.schedule_shape("ring", {}, p, t) == (2 * p, 1)
+    assert shapes.schedule_shape("ring", {}, p, t) == (2 * p, 1)
     for name in ("ring", "swing", "bucket", "recdoub"):
         spec, candidates = expand_algorithm(name)
         for cand in candidates:
-            flows, _ = budget.schedule_shape(name, cand, p, t)
+            flows, _ = shapes.schedule_shape(name, cand, p, t)
             sched = spec.build(p, t, False, **cand)
             assert max(len(step.traffic.src) for step in sched.steps) <= flows
 

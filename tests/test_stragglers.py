@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from flowemu.api import profiling
 from flowemu.engine import profiles as engine
 from flowemu.algorithms import get_algorithm
 from flowemu.core.errors import ConfigError
@@ -86,7 +87,7 @@ def test_slow_for_another_run_is_refused():
         parse_slow(slow, 8)
     topo = parse_topology("torus:8")
     with pytest.raises(ConfigError, match="slow: .*4 ranks"):
-        engine.profile(build("ring", 8, topo), topo, slow=slow)
+        profiling.profile(build("ring", 8, topo), topo, slow=slow)
     with pytest.raises(ConfigError, match="slow"):
         Slow(2, np.array([1.0, 0.0]), np.ones(2))
 
@@ -102,8 +103,8 @@ def test_network_factor_scales_the_fluid_time(f):
     topo = parse_topology("leafspine:4x1x1")
     sched = build("ring", 4, topo)
     n = np.array([1e4, 1e8])
-    healthy = engine.profile(sched, topo, FLUID)
-    slow = engine.profile(sched, topo, FLUID, slow=f"2={f}:network")
+    healthy = profiling.profile(sched, topo, FLUID)
+    slow = profiling.profile(sched, topo, FLUID, slow=f"2={f}:network")
     np.testing.assert_allclose(slow.step_times(n), healthy.step_times(n) / f, rtol=RTOL)
     # the healthy ring moves 2(p-1)/p·n bytes out of each host port at full speed
     np.testing.assert_allclose(healthy.times(n), 2 * 3 / 4 * n / FLUID.bandwidth, rtol=RTOL)
@@ -116,10 +117,10 @@ def test_network_cap_is_a_port_cap_not_a_link_scaling():
     topo = parse_topology("torus:8")
     sched = build("ring", 8, topo, ports=1)
     n = np.array([1e6])
-    healthy = engine.profile(sched, topo, FLUID).times(n)
-    np.testing.assert_allclose(engine.profile(sched, topo, FLUID, slow="3=0.5").times(n),
+    healthy = profiling.profile(sched, topo, FLUID).times(n)
+    np.testing.assert_allclose(profiling.profile(sched, topo, FLUID, slow="3=0.5").times(n),
                                healthy, rtol=RTOL)
-    np.testing.assert_allclose(engine.profile(sched, topo, FLUID, slow="3=0.25").times(n),
+    np.testing.assert_allclose(profiling.profile(sched, topo, FLUID, slow="3=0.25").times(n),
                                2 * healthy, rtol=RTOL)
 
 
@@ -134,15 +135,15 @@ def test_compute_factor_scales_the_reduction(f):
     net = Network(gamma=gamma, delta=delta)
     sched = build("ring", p, topo)
     n = np.array([1e3, 1e7])
-    healthy = engine.profile(sched, topo, net).times(n)
-    slow = engine.profile(sched, topo, net, slow=f"5={f}:compute")
+    healthy = profiling.profile(sched, topo, net).times(n)
+    slow = profiling.profile(sched, topo, net, slow=f"5={f}:compute")
     extra = (p - 1) / p * n * (3 * delta + gamma) * (1 / f - 1)
     np.testing.assert_allclose(slow.times(n), healthy + extra, rtol=RTOL)
 
 
 def test_compute_only_keeps_the_default_network_path():
     topo = parse_topology("torus:8")
-    ctx = engine.make_context(topo, Network(), p=8, slow="1=0.5:compute")
+    ctx = engine.make_context(topo, Network(), p=8, slow=parse_slow("1=0.5:compute", 8))
     assert ctx.load is None and ctx.speed is not None
 
 
@@ -157,10 +158,10 @@ def test_profile_is_exact_with_slow_ranks(spec, algorithm, slow):
     net = Network(gamma=1e-10, delta=2e-11)
     sched = build(algorithm, 16, topo)
     sizes = np.array([1e3, 7e5, 2e8])
-    prof = engine.profile(sched, topo, net, slow=slow, threads=1)
-    direct = engine.direct_times(sched, topo, net, sizes, slow=slow)
+    prof = profiling.profile(sched, topo, net, slow=slow, threads=1)
+    direct = engine.direct_times(sched, topo, net, sizes, slow=parse_slow(slow, 16))
     np.testing.assert_allclose(prof.times(sizes), direct, rtol=RTOL)
-    assert np.all(prof.times(sizes) > engine.profile(sched, topo, net).times(sizes))
+    assert np.all(prof.times(sizes) > profiling.profile(sched, topo, net).times(sizes))
 
 
 def test_slow_ranks_follow_the_mapping():
@@ -169,6 +170,6 @@ def test_slow_ranks_follow_the_mapping():
     topo = parse_topology("leafspine:4x1x1")
     sched = build("ring", 4, topo)
     n = np.array([1e6])
-    mapped = engine.profile(sched, topo, FLUID, mapping=[3, 2, 1, 0], slow="0=0.5")
-    plain = engine.profile(sched, topo, FLUID, slow="3=0.5")
+    mapped = profiling.profile(sched, topo, FLUID, mapping=[3, 2, 1, 0], slow="0=0.5")
+    plain = profiling.profile(sched, topo, FLUID, slow="3=0.5")
     np.testing.assert_allclose(mapped.times(n), plain.times(n), rtol=RTOL)

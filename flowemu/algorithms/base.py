@@ -15,6 +15,12 @@ from typing import Any
 import numpy as np
 
 from ..core.errors import ConfigError, ScheduleError, show
+from ..core.units import parse_size
+
+#: vector size (bytes) a size-dependent schedule (GenTree's plan, the butterfly's
+#: ``r``) is chosen for when the run has none (congestion, flow dumps without a
+#: size, the verifier): 256 MiB
+DEFAULT_AT = 256 * 2**20
 
 #: flow operation on block-level traffic: the receiver adds the data into its own
 REDUCE = 0
@@ -316,7 +322,6 @@ def convert_size_or_auto(raw):
     """``"auto"`` or a vector size (``"400MB"``, bytes) > 0, as an int
     (``Param.convert`` of the ``at=`` options; ValueError/TypeError on
     anything else)."""
-    from ..core.units import parse_size
     if isinstance(raw, str) and raw.strip().lower() == "auto":
         return "auto"
     if isinstance(raw, (bool, np.bool_)):

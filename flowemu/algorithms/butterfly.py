@@ -73,8 +73,9 @@ from functools import lru_cache
 import numpy as np
 
 from ..core.errors import ConfigError
+from ..core.network import Network
 from ._blocks import COPY, REDUCE, check_ranks, equal_block_share, make_traffic
-from .base import AlgorithmSpec, Param, Reduction, Schedule, Step, convert_size_or_auto
+from .base import DEFAULT_AT, AlgorithmSpec, Param, Reduction, Schedule, Step, convert_size_or_auto
 from .registry import register
 
 __all__ = ["Form", "build", "choose_r", "form", "halvings", "predict", "price", "schedule_of",
@@ -198,10 +199,10 @@ def _network_terms(network) -> tuple[float, float, float]:
 
 def choose_r(p: int, size: float, network) -> int:
     """The ``r`` of the cheapest form for ``size`` bytes (ties: fewer bytes)."""
-    return _cheapest(int(p), size, *_network_terms(network))
+    return cheapest_r(int(p), size, *_network_terms(network))
 
 
-def _cheapest(p: int, size: float, a: float, b: float, g: float) -> int:
+def cheapest_r(p: int, size: float, a: float, b: float, g: float) -> int:
     forms = [form(p, r) for r in range(len(halvings(p)) + 1)]
     return min(forms, key=lambda f: (price(f, size, a, b, g), f.parts_sent)).r
 
@@ -219,7 +220,7 @@ def _convert_r(raw):
     return int(raw)
 
 
-def _resolve_r(p: int, value, size: float, network) -> int:
+def resolve_r(p: int, value, size: float, network) -> int:
     L = len(halvings(p))
     if value == "bandwidth":
         return 0
@@ -336,12 +337,10 @@ def build(p: int, topology=None, blocks: bool = False, **options) -> Schedule:
     Schedule
         Steps ``rs0..rs{L−1}`` (REDUCE) then ``ag{L−r−1}..ag0`` (COPY).
     """
-    from .gentree.planner import DEFAULT_AT
-    from ..core.network import Network
     opts = SPEC.parse_options(options)
     p = check_ranks(NAME, p)
     at = DEFAULT_AT if opts["at"] == "auto" else opts["at"]
-    r = _resolve_r(p, opts["r"], float(at), Network())
+    r = resolve_r(p, opts["r"], float(at), Network())
     return schedule_of(form(p, r), blocks)
 
 
@@ -352,7 +351,7 @@ def schedules_for_sizes(p, topology, network, sizes, options, blocks=False):
     p = check_ranks(NAME, p)
     sizes = np.asarray(sizes, dtype=np.float64)
     if opts["r"] != "auto":
-        r = _resolve_r(p, opts["r"], 0.0, network)
+        r = resolve_r(p, opts["r"], 0.0, network)
         return [(schedule_of(form(p, r), blocks), np.arange(len(sizes)))]
     if opts["at"] != "auto":
         r = choose_r(p, float(opts["at"]), network)
@@ -376,32 +375,3 @@ SPEC = register(AlgorithmSpec(
     "(eqs. 25, 36, 44); r=auto picks the cheapest per size",
     sized=schedules_for_sizes,
 ))
-
-
-def predict(topology, p, sizes, network, options):
-    """``model="genmodel"`` on one switch: eqs. (25)/(36)/(44) with the exact
-    part counts, GenModel's α and β of the switch (:func:`flowemu.models.genmodel.
-    single_switch_terms`) and ``γ + 3δ`` per byte combined (fan-in 2); with
-    ``r=auto`` the cheapest form per size under those terms."""
-    from ..models.genmodel import Prediction, single_switch_terms
-    terms = single_switch_terms(topology, network)
-    a, b, g = terms.alpha, terms.beta, terms.gamma + 3 * terms.delta
-    p = check_ranks(NAME, p)
-    L = len(halvings(p))
-    value = options.get("r", "auto")
-    if value == "auto" and options.get("at", "auto") != "auto":
-        value = _cheapest(p, float(options["at"]), a, b, g)
-    chosen = [form(p, _cheapest(p, float(size), a, b, g) if value == "auto"
-                   else _resolve_r(p, value, float(size), network))
-              for size in np.asarray(sizes, np.float64)]
-    names = ["bandwidth" if f.r == 0 else "latency" if f.r == L else f"r={f.r}" for f in chosen]
-    return Prediction(np.array([price(f, s, a, b, g) for f, s in zip(chosen, sizes, strict=True)]),
-                      names, [len(f.phases) for f in chosen])
-
-
-def _register_predictor():
-    from ..models.genmodel import register_predictor
-    register_predictor(NAME, predict)
-
-
-_register_predictor()

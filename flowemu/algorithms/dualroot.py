@@ -57,6 +57,7 @@ import math
 
 import numpy as np
 
+from ..core.network import Network
 from ._blocks import COPY, REDUCE, check_ranks, equal_block_share
 from .base import AlgorithmSpec, Param, Reduction, Schedule, Step, Traffic
 from .registry import register
@@ -277,7 +278,6 @@ def build(p: int, topology=None, blocks: bool = False, /, **options) -> Schedule
         Pipeline blocks ``b`` (1..1000000); ``auto``: the ``b`` of
         :func:`auto_blocks` for :data:`DEFAULT_SIZE` on the default network.
     """
-    from ..core.network import Network
     opts = SPEC.parse_options(options)
     p = check_ranks(NAME, p)
     b = opts["blocks"]

@@ -458,7 +458,7 @@ def _ragged_traffic(src, dst, share, block_lists):
 
 def schedule_shape(name: str, options: dict, p: int, topology=None) -> tuple[int, int]:
     """``(flows per step, distinct steps)`` at most, before building (for
-    :func:`flowemu.core.budget.schedule_shape`)."""
+    :func:`flowemu.algorithms.shapes.schedule_shape`)."""
     if name == "reduce-broadcast":
         return p - 1, 2
     if name == "acps":

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from .base import Traffic
+from ..core import budget
 from ..core.errors import ConfigError, show
 
 #: the columns of a traffic table, in this order
@@ -51,8 +52,6 @@ def read_table(path, option: str = "traffic", max_memory=None, missing: str = ""
     appended to that message), not a file, beyond the memory limit, or
     unreadable."""
     import pandas as pd
-
-    from ..core import budget
 
     if not isinstance(path, (str, Path)):
         raise ConfigError(f"{option}: {show(path)} is not a path")
@@ -203,9 +202,7 @@ def traffic_steps(traffic, max_memory=None) -> tuple[str | None, np.ndarray, lis
         steps, tr = read_traffic_steps(traffic, max_memory)
         return Path(traffic).name, steps, tr
     if isinstance(traffic, pd.DataFrame):
-        from ..core import budget
-
-        # the checked copies of its columns and the steps cut from them
+            # the checked copies of its columns and the steps cut from them
         budget.check(len(traffic) * budget.TRAFFIC_ROW_BYTES, budget.limit(max_memory),
                      f"checking a traffic DataFrame of {len(traffic)} rows")
         steps, tr = frame_steps(traffic, "traffic")

@@ -16,9 +16,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..topology import checks as topology_checks
 from ..core import budget, checks
 from ..algorithms.base import Schedule
-from ..engine.profiles import _route, _solve, check_memory, flow_latency, make_context
+from ..engine.profiles import check_memory, flow_latency, make_context, route_step, solve_step
 from ..core.errors import ConfigError, show
 from ..core.network import Network
 from ..core.outputs import check_writable, output_format, write_atomic
@@ -26,6 +27,8 @@ from ..core.placement import parse_placement
 from ..topology.base import Routes, Topology
 from ..whatif.conditions import apply as apply_whatif
 from ..whatif.conditions import check_whatif
+from ..whatif.faults import check_fail_policy
+from .simulation import build_topology, prepare_run, run_schedules, simulate, traffic_schedule
 
 #: rows above which a dump reports progress on stderr even when it is not a tty
 PROGRESS_ROWS = 100_000
@@ -212,7 +215,6 @@ def _plan(topology, algorithm, traffic, size, steps, ecmp, seed, ranks, placemen
           threads, max_memory, progress, network_params, whatif) -> _Plan:
     """Check every argument of a dump, build its schedule, select its steps
     and count its rows and route entries (nothing routed yet)."""
-    from .simulation import _prepare, _schedules, _topology, simulate, traffic_schedule
 
     if progress is not None:
         progress = checks.flag("progress", progress)
@@ -230,17 +232,17 @@ def _plan(topology, algorithm, traffic, size, steps, ecmp, seed, ranks, placemen
                              ("traffic", "steps", "ecmp", "seed", "placement", "network",
                               "threads", "max_memory", "progress", "fail", "degrade",
                               "fail_policy", "slow", "background"))
-        ecmp, seed = checks.routing(ecmp, seed)
+        ecmp, seed = topology_checks.routing(ecmp, seed)
         place = parse_placement(placement)
         checks.threads(threads)
-        topo = _topology(topology, lim)
+        topo = build_topology(topology, lim)
         sched = traffic_schedule(topo, traffic, None, lim)
         mapping = place.mapping(sched.p, topo)
         applied = None if whatif.healthy else apply_whatif(whatif, topo, sched.p, net, mapping)
         nbytes, what = 1.0, f"{topo.spec} traffic"
     else:
         sizes = checks.sizes(["1MiB" if size is None else size], "size")
-        run = _prepare("flows", topology, algorithm, ecmp=ecmp, seed=seed, ranks=ranks,
+        run = prepare_run("flows", topology, algorithm, ecmp=ecmp, seed=seed, ranks=ranks,
                        network=network, network_params=network_params, sizes=sizes,
                        threads=threads, max_memory=max_memory, placement=placement,
                        whatif=whatif)
@@ -257,12 +259,11 @@ def _plan(topology, algorithm, traffic, size, steps, ecmp, seed, ranks, placemen
                             slow=whatif.slow or None, background=whatif.background or None)
             cand = next(c for c in run.candidates
                         if c[run.spec.auto_param] == best["variant"].iloc[0])
-        sched = _schedules(run, cand, np.array([nbytes]))[0][0]
+        sched = run_schedules(run, cand, np.array([nbytes]))[0][0]
         what = f"{topo.spec} {run.spec.name}"
     indices = select_steps(sched, steps)
     load = {"background": None, "slow": None}
     if applied is not None:
-        from ..whatif.faults import check_fail_policy
         topo = applied.topology
         check_fail_policy(sched, topo, mapping, whatif.fail_policy)
         load = {"background": applied.background, "slow": applied.slow}
@@ -449,8 +450,8 @@ def iter_flow_frames(schedule: Schedule, topology: Topology, network: Network | 
         if tr.num_flows:
             hit = done.get(id(tr))
             if hit is None:
-                routes, src, dst = _route(ctx, tr)
-                sol = _solve(ctx, routes, dst, tr.share * size, step.label, src)
+                routes, src, dst = route_step(ctx, tr)
+                sol = solve_step(ctx, routes, dst, tr.share * size, step.label, src)
                 links, paths = describe_paths(topology, routes, src, ecmp, names)
                 hit = done[id(tr)] = (routes, src, dst, sol, links, paths)
             routes, src, dst, sol, links, paths = hit

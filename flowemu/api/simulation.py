@@ -16,16 +16,20 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 
+from ..topology import checks as topology_checks
 from .. import __version__
 from ..core import budget, checks
 from ..algorithms import get_algorithm, parse_algorithm_spec
-from ..algorithms.base import Reduction, Schedule, Step
+from ..algorithms.base import DEFAULT_AT, Reduction, Schedule, Step
+from ..algorithms.shapes import schedule_shape
 from ..engine.profiles import default_threads, profile
 from ..core.errors import ConfigError
 from ..core.network import Network
 from ..core.placement import Placement, parse_placement
 from ..topology import Topology
 from ..algorithms.usertraffic import read_traffic, traffic_steps
+from ..models.genmodel import check_model, prediction
+from ..whatif.faults import check_fail_policy
 from ..whatif.conditions import HEALTHY, WHATIF_COLUMNS, WhatIf, check_whatif
 from ..whatif.conditions import apply as apply_whatif
 
@@ -39,7 +43,7 @@ RESULT_COLUMNS = ["topology", "nodes", "ranks", "algorithm", "model", "variant",
                   *WHATIF_COLUMNS, "note", "flowemu_version"]
 
 
-def _topology(topology, lim: budget.Limit | None = None) -> Topology:
+def build_topology(topology, lim: budget.Limit | None = None) -> Topology:
     """A Topology from a spec or itself; a spec whose link arrays would not
     fit in ``lim`` is refused before they are built."""
     if isinstance(topology, str) and lim is not None:
@@ -47,7 +51,7 @@ def _topology(topology, lim: budget.Limit | None = None) -> Topology:
         if dims is not None:
             budget.check(budget.topology_bytes(dims), lim, f"topology {topology.strip()}")
     with budget.topology_limit(lim):
-        return checks.topology(topology)
+        return topology_checks.topology(topology)
 
 
 def _options_text(opts: dict) -> str:
@@ -78,7 +82,7 @@ def expand_algorithm(algorithm) -> tuple:
 
 
 @dataclass(frozen=True)
-class _Run:
+class Run:
     """The checked inputs of one algorithm run."""
 
     topology: Topology
@@ -101,7 +105,6 @@ class _Run:
         refused under ``fail_policy="strict"``)."""
         w = self.whatif
         if w is not None:
-            from ..whatif.faults import check_fail_policy
             check_fail_policy(sched, self.topology, self.mapping, w.columns["fail_policy"],
                               self.spec)
         return profile(sched, self.topology, self.network, ecmp=self.ecmp, seed=self.seed,
@@ -132,15 +135,15 @@ _KEYWORDS = {
 _NO_SIZES = object()
 
 
-def _prepare(function: str, topology, algorithm, *, ecmp, seed, ranks, network, network_params,
+def prepare_run(function: str, topology, algorithm, *, ecmp, seed, ranks, network, network_params,
              sizes=_NO_SIZES, threads=None, max_memory=None, placement=None,
-             whatif: WhatIf | None = None) -> _Run:
+             whatif: WhatIf | None = None) -> Run:
     """Check every argument of an algorithm run (cheap checks first, then
     the topology, then the memory the schedule will need before it is built)."""
     lim = budget.limit(max_memory)
     whatif = whatif or WhatIf()
     net = checks.network(network, network_params, function, _KEYWORDS[function])
-    (ecmp, seed), threads = checks.routing(ecmp, seed), checks.threads(threads)
+    (ecmp, seed), threads = topology_checks.routing(ecmp, seed), checks.threads(threads)
     n = None if sizes is _NO_SIZES else checks.sizes(sizes)
     place = parse_placement(placement)
     spec, candidates = expand_algorithm(algorithm)
@@ -154,7 +157,7 @@ def _prepare(function: str, topology, algorithm, *, ecmp, seed, ranks, network, 
         _check_schedule_memory(spec, candidates, shape, checks.ranks(ranks, shape),
                                concurrent, lim)
     with budget.topology_limit(lim):   # a torus/mesh spec was checked just above
-        topo = checks.topology(topology)
+        topo = topology_checks.topology(topology)
     p = checks.ranks(ranks, topo)
     if dims is None:
         _check_schedule_memory(spec, candidates, topo, p, concurrent, lim)
@@ -162,7 +165,7 @@ def _prepare(function: str, topology, algorithm, *, ecmp, seed, ranks, network, 
     applied = None if whatif.healthy else apply_whatif(whatif, topo, p, net, mapping)
     if applied is not None:
         topo = applied.topology
-    return _Run(topo, net, n, p, spec, candidates, ecmp, seed, threads, lim, place, mapping,
+    return Run(topo, net, n, p, spec, candidates, ecmp, seed, threads, lim, place, mapping,
                 applied)
 
 
@@ -173,7 +176,7 @@ def _check_schedule_memory(spec, candidates, topology, p: int, concurrent: int,
     entry per flow (:func:`flowemu.engine.profiles.profile` counts the real entries
     before routing)."""
     for cand in candidates:
-        flows, distinct = budget.schedule_shape(spec.name, cand, p, topology)
+        flows, distinct = schedule_shape(spec.name, cand, p, topology)
         need = budget.run_bytes(topology, p, [flows] * distinct, [flows] * distinct, concurrent)
         budget.check(need, lim, f"{topology.spec} {spec.name}")
 
@@ -260,7 +263,6 @@ def simulate(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "split", s
     ConfigError
         Any bad argument, named in the message (an unknown keyword too).
     """
-    from ..models.genmodel import check_model
     model = check_model(model)
     whatif = check_whatif(fail, degrade, fail_policy, slow, background)
     if model == "genmodel" and not whatif.healthy:
@@ -270,7 +272,7 @@ def simulate(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "split", s
         raise ConfigError(f"model genmodel: {given}: failures, degraded links, slow ranks and "
                           "background traffic are not in the analytic model; use model='flow' "
                           "(--model flow)")
-    run = _prepare("simulate", topology, algorithm, ecmp=ecmp, seed=seed, ranks=ranks,
+    run = prepare_run("simulate", topology, algorithm, ecmp=ecmp, seed=seed, ranks=ranks,
                    network=network, network_params=network_params, sizes=sizes,
                    threads=threads, max_memory=max_memory, placement=placement, whatif=whatif)
     if model == "genmodel":
@@ -278,7 +280,7 @@ def simulate(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "split", s
     n, spec = run.sizes, run.spec
     times, scheds, carried = [], [], []
     for cand in run.candidates:
-        for sched, serves in _schedules(run, cand, n):
+        for sched, serves in run_schedules(run, cand, n):
             prof = run.profile(sched)
             t = prof.times(n)
             if serves is not None:   # a plan per size (gentree): only its sizes
@@ -301,14 +303,13 @@ def simulate(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "split", s
     return pd.DataFrame(rows, columns=RESULT_COLUMNS)
 
 
-def _schedules(run: _Run, cand: dict, sizes) -> list:
+def run_schedules(run: Run, cand: dict, sizes) -> list:
     """``[(schedule, size indices it serves or None)]`` of one candidate: the
     builder's one schedule, or one per distinct plan of an algorithm whose
     schedule depends on the size and the network (``AlgorithmSpec.sized``)."""
     if run.spec.sized is None:
         return [(run.spec.build(run.p, run.topology, False, **cand), None)]
     if sizes is None:
-        from ..algorithms.gentree.planner import DEFAULT_AT
         sizes = np.array([DEFAULT_AT])
     out = run.spec.sized(run.p, run.topology, run.network, sizes, cand)
     if run.placement.kind != "linear":
@@ -317,7 +318,7 @@ def _schedules(run: _Run, cand: dict, sizes) -> list:
     return out
 
 
-def _placement_note(run: _Run) -> str:
+def _placement_note(run: Run) -> str:
     """What a plan made for the hosts in order means under another placement
     (for the planners on trees only: a size-dependent choice such as
     butterfly's ``r`` does not depend on where the ranks run)."""
@@ -327,10 +328,9 @@ def _placement_note(run: _Run) -> str:
             f"with placement {run.placement.text} the plan may not suit where the ranks run")
 
 
-def _predicted(run: _Run, algorithm: str) -> pd.DataFrame:
+def _predicted(run: Run, algorithm: str) -> pd.DataFrame:
     """The rows of ``model="genmodel"``: the algorithm's GenModel predictor
     (options parsed, ``auto`` left to it) instead of a schedule and a solve."""
-    from ..models.genmodel import prediction
     _, raw = parse_algorithm_spec(algorithm)
     opts = run.spec.parse_options(raw)
     pred = prediction(run.topology, run.p, run.spec.name, opts, run.sizes, run.network)
@@ -402,14 +402,14 @@ def time_traffic(topology, traffic, *, ecmp: str = "split", seed: int = 0, place
     net = checks.network(network, network_params, "time_traffic",
                          ("ecmp", "seed", "placement", "network", "name", "threads",
                           "max_memory", "fail", "degrade", "fail_policy", "slow", "background"))
-    (ecmp, seed), threads = checks.routing(ecmp, seed), checks.threads(threads)
+    (ecmp, seed), threads = topology_checks.routing(ecmp, seed), checks.threads(threads)
     whatif = check_whatif(fail, degrade, fail_policy, slow, background)
     place = parse_placement(placement)
-    topo = _topology(topology, lim)
+    topo = build_topology(topology, lim)
     sched = traffic_schedule(topo, traffic, name, lim)
     mapping = place.mapping(sched.p, topo)
     applied = None if whatif.healthy else apply_whatif(whatif, topo, sched.p, net, mapping)
-    run = _Run(topo if applied is None else applied.topology, net, None, sched.p, None, [],
+    run = Run(topo if applied is None else applied.topology, net, None, sched.p, None, [],
                ecmp, seed, threads, lim, place, mapping, applied)
     prof = run.profile(sched)
     t = float(prof.times([1.0])[0])
@@ -443,12 +443,12 @@ def congestion(topology, algorithm, *, ecmp: str = "split", seed: int = 0,
     With an ``auto`` option every variant is reported.
     """
     whatif = check_whatif(fail, degrade, fail_policy, slow, background)
-    run = _prepare("congestion", topology, algorithm, ecmp=ecmp, seed=seed, ranks=ranks,
+    run = prepare_run("congestion", topology, algorithm, ecmp=ecmp, seed=seed, ranks=ranks,
                    network=network, network_params=network_params, threads=threads,
                    max_memory=max_memory, placement=placement, whatif=whatif)
     step_frames, rows = [], []
     for cand in run.candidates:
-        sched = _schedules(run, cand, None)[0][0]
+        sched = run_schedules(run, cand, None)[0][0]
         prof = run.profile(sched, congestion=True)
         steps, summary = prof.congestion_report()
         steps.insert(0, "variant", sched.variant)

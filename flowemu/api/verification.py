@@ -22,6 +22,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..topology import checks as topology_checks
+from ..algorithms import get_algorithm, parse_algorithm_spec
+from ..algorithms.base import DEFAULT_AT
+from ..algorithms.verify import verify_allreduce
+from ..core.network import Network
 from ..core import budget, checks
 from ..core.errors import ConfigError, show
 
@@ -131,8 +136,6 @@ def verify_each(algorithm, ranks=None, topology=None, *, size=None, network=None
 
 
 def _prepare(algorithm, ranks, topology, size, network, max_memory, lazy=False):
-    from ..algorithms import get_algorithm, parse_algorithm_spec
-    from ..core.network import Network
     lim = budget.limit(max_memory)
     name, raw = parse_algorithm_spec(checks.text("algorithm", algorithm, "ring"))
     spec = get_algorithm(name)
@@ -142,7 +145,7 @@ def _prepare(algorithm, ranks, topology, size, network, max_memory, lazy=False):
     topo = None
     if topology is not None:
         with budget.topology_limit(lim):
-            topo = checks.topology(topology)
+            topo = topology_checks.topology(topology)
     if topo is None:
         if ranks is None:
             raise ConfigError("ranks: needed without a topology (the number of ranks to "
@@ -163,7 +166,6 @@ def _prepare(algorithm, ranks, topology, size, network, max_memory, lazy=False):
             raise ConfigError(f"size: {size!r} gives {len(sizes)} sizes; verify takes one")
         size = float(sizes[0])
     if spec.sized is not None and size is None:
-        from ..algorithms.gentree.planner import DEFAULT_AT
         size = float(DEFAULT_AT)
     net = None
     if spec.sized is not None:
@@ -199,7 +201,6 @@ def _prepare(algorithm, ranks, topology, size, network, max_memory, lazy=False):
                 yield cand, spec.build(p, topo, True, **cand)
 
     def proofs():
-        from ..algorithms.verify import verify_allreduce
         for cand, sched in schedules():
             blocks, bufs = int(sched.num_blocks or 1), int(sched.num_buffers)
             entries = max((len(s.traffic.block_idx) for s in sched.steps

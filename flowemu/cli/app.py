@@ -711,7 +711,8 @@ def _cmd_plot(args) -> int:
 
 def _cmd_plan(args) -> int:
     from ..algorithms import parse_algorithm_spec
-    from ..algorithms.gentree.planner import plan, table6
+    from ..algorithms.gentree.planner import table6
+    from ..api.planning import plan
     from ..core.units import parse_sizes
     name, opts = parse_algorithm_spec(args.algorithm)
     if name != "gentree":

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import ConfigError, show
+from .units import parse_size
 
 #: environment variable with the default limit ("8GiB", bytes)
 ENV_VAR = "FLOWEMU_MAX_MEMORY"
@@ -105,7 +106,6 @@ def format_bytes(n: float) -> str:
 
 
 def _parse(value, field: str) -> int:
-    from .units import parse_size
 
     if type(value).__module__ == "numpy" and getattr(value, "ndim", 1) == 0:
         value = value.item()
@@ -241,46 +241,6 @@ def spec_dims(spec: str) -> tuple[int, ...] | None:
     except ValueError:
         return None
     return dims if dims and all(d >= 2 for d in dims) else None
-
-
-def _ports(topology) -> int:
-    dims = getattr(topology, "grid", None) or getattr(topology, "dims", None)
-    if dims is not None:
-        return 2 * len(dims)
-    # Without a grid the algorithms arrange ranks on a 1-D ring of rank ids
-    # (two directions); only endpoints send, so switch degrees do not count.
-    import numpy as np
-    if not topology.num_links:
-        return 2
-    degree = np.bincount(topology.link_src, minlength=topology.num_nodes)
-    return max(2, int(degree[:topology.num_endpoints].max()))
-
-
-def schedule_shape(name: str, options: dict, p: int, topology) -> tuple[int, int]:
-    """``(flows per step, distinct steps)`` an algorithm's schedule has at
-    most, before it is built (measured on the builders: a rank sends one flow
-    per port and step; ring and bucket repeat one traffic pattern (per
-    dimension), the log-step algorithms have a new one every step)."""
-    ports = _ports(topology)
-    opt = options.get("ports")
-    if isinstance(opt, int) and not isinstance(opt, bool):
-        ports = min(ports, opt)
-    logp = max(1, math.ceil(math.log2(max(p, 2))))
-    ndim = len(getattr(topology, "grid", None) or getattr(topology, "dims", None) or (1,))
-    if name in ("cps", "hcps", "acps", "reduce-broadcast"):   # full meshes: p(p−1) flows a step
-        from ..algorithms.ps import schedule_shape as ps_shape
-        return ps_shape(name, options, p, topology)
-    if name in ("binomial", "dbtree"):   # a flow per child (two trees), K pipelined segments
-        k = options.get("segments", 1)
-        k = k if isinstance(k, int) and not isinstance(k, bool) else 1
-        return (2 * p, 2 * (k + logp))
-    if name == "gentree":   # a co-located PS over a switch's children at worst
-        return (p * min(p - 1, 128), 4 * logp)
-    shape = {"ring": (ports * p, 1), "swing": (ports * p, logp), "recdoub": (p, logp),
-             "bucket": (ports * p, ndim),
-             # one exchange per rank and step; fill and drain ≈ 8h steps, then 3
-             "dualroot": (p, 8 * logp + 6)}
-    return shape.get(name, (_ports(topology) * p, 2 * logp))
 
 
 def schedule_bytes(flows: int, p: int) -> int:

@@ -13,6 +13,9 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import ConfigError, show
+from .network import Network
+from .presets import BUILTIN, is_preset, preset_network
+from .units import parse_size, parse_sizes
 
 #: largest seed (the hash takes 64 bits; result tables store it as int64)
 MAX_SEED = 2**63 - 1
@@ -50,17 +53,6 @@ def seed(value) -> int:
     return integer("seed", value, lo=0, hi=MAX_SEED)
 
 
-def routing(ecmp_value, seed_value) -> tuple[str, int]:
-    """``(ecmp, seed)`` checked together: a seed picks the paths of
-    ``ecmp="hash"`` and nothing else, so a non-zero seed with another routing
-    would be recorded in the results without having any effect."""
-    mode, s = ecmp(ecmp_value), seed(seed_value)
-    if s != 0 and mode != "hash":
-        raise ConfigError(f"seed: {s} applies only to ecmp='hash' (it picks each flow's path "
-                          f"there); with ecmp={mode!r} leave seed at 0")
-    return mode, s
-
-
 def flag(name: str, value) -> bool:
     """A Python or numpy bool."""
     if not isinstance(value, (bool, np.bool_)):
@@ -81,7 +73,6 @@ def sizes(value, name: str = "sizes") -> np.ndarray:
     one number, or a list / tuple / numpy array / pandas Series of numbers or
     size strings. Returns the sorted distinct sizes as float64[k] (whole
     positive byte counts)."""
-    from .units import parse_sizes
 
     if isinstance(value, str):
         return np.asarray(parse_sizes(value, name), dtype=np.float64)
@@ -107,24 +98,10 @@ def sizes(value, name: str = "sizes") -> np.ndarray:
 
 
 def _one_size(name: str, item) -> int:
-    from .units import parse_size
-
     if isinstance(item, bool) or not isinstance(item, (str, int, float)):
         raise ConfigError(f"{name}: {show(item)} is not a size; expected a byte count > 0 "
                           "or a size such as '4KiB'")
     return parse_size(item, name)   # the one size rule (positive, whole, <= 2**53)
-
-
-def topology(value):
-    """A :class:`~flowemu.topology.Topology` or a spec string such as ``"torus:8x8"``."""
-    from ..topology import Topology, parse_topology
-
-    if isinstance(value, Topology):
-        return value
-    if isinstance(value, str):
-        return parse_topology(value)
-    raise ConfigError(f"topology: {show(value)} is not allowed; expected a spec string such "
-                      "as 'torus:8x8' or a Topology")
 
 
 def network(value, params: dict, function: str, keywords: tuple = ()):
@@ -133,8 +110,6 @@ def network(value, params: dict, function: str, keywords: tuple = ()):
     values), or one built from keyword arguments ``params`` (numpy scalars
     become plain numbers). A keyword that is neither a parameter of ``function`` nor a
     network field is named with what is allowed."""
-    from .network import Network
-
     fields = Network.field_names()
     unknown = sorted(set(params) - set(fields))
     if unknown:
@@ -145,7 +120,6 @@ def network(value, params: dict, function: str, keywords: tuple = ()):
         raise ConfigError(f"network: pass either network=Network(...) or its fields "
                           f"({', '.join(sorted(params))}), not both")
     if value is not None and not isinstance(value, Network):
-        from .presets import BUILTIN, is_preset
         if not is_preset(value):
             raise ConfigError(f"network: {show(value)} is not allowed; expected a "
                               f"flowemu.Network, a preset ({', '.join(BUILTIN)} or a .toml "
@@ -158,7 +132,6 @@ def network(value, params: dict, function: str, keywords: tuple = ()):
             raise ConfigError(f"{k}: {show(v)} is not allowed; expected a number or a string "
                               "with a unit (e.g. '400Gb/s', '100ns')")
     if value is not None:   # a preset: the fields given beside it override its values
-        from .presets import preset_network
         return preset_network(value, plain)
     return Network(**plain)
 
@@ -179,13 +152,3 @@ def ranks(value, topology) -> int:
 def threads(value) -> int | None:
     """None (the default) or an integer >= 1."""
     return None if value is None else integer("threads", value, lo=1)
-
-
-def ecmp(value) -> str:
-    """One of the routing modes."""
-    from ..topology.base import ECMP_MODES
-
-    if not isinstance(value, str) or value not in ECMP_MODES:
-        raise ConfigError(f"ecmp: {show(value)} is not allowed; allowed: "
-                          f"{', '.join(ECMP_MODES)}")
-    return str(value)

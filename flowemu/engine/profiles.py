@@ -34,11 +34,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..topology import checks as topology_checks
 from ..core import budget, checks
 from ..algorithms.base import Reduction, Schedule, Traffic
-from ..whatif.background import RunLoad, background_throughput, prepare_load, uncontested_rate
+from .load import (Background, RunLoad, Slow, background_throughput, check_background,
+                   prepare_load, uncontested_rate)
 from ..core.errors import ConfigError, SolverError, show
 from ..kernels.hashing import multiset_fingerprint
+from .adaptive import AdaptedRoutes, adaptive_routes
 from ..kernels.maxmin import solve_completion
 from ..core.network import Network
 from ..topology.base import Routes, Topology
@@ -274,12 +277,20 @@ def make_context(topology: Topology, network: Network, ecmp: str = "split", seed
 
 
 def _load_args(topology, network, p, bg, slow):
-    """Background and slow ranks as objects (specs parsed for this run)."""
-    from ..whatif.background import parse_background
-    from ..whatif.stragglers import parse_slow
-
-    bg = None if bg is None else parse_background(bg, topology, network)
-    return bg, None if slow is None else parse_slow(slow, p)
+    """Background and slow ranks as checked objects (:mod:`flowemu.whatif`
+    parses their specs; :func:`flowemu.profile` takes either)."""
+    if bg is not None:
+        if not isinstance(bg, Background):
+            raise ConfigError(f"background: {show(bg)} is not allowed here; expected a "
+                              "Background (flowemu.whatif.background.parse_background)")
+        check_background(bg, topology.num_endpoints)
+    if slow is not None:
+        if not isinstance(slow, Slow):
+            raise ConfigError(f"slow: {show(slow)} is not allowed here; expected a Slow "
+                              "(flowemu.whatif.stragglers.parse_slow)")
+        if slow.p != p:
+            raise ConfigError(f"slow: {slow.spec!r} was parsed for {slow.p} ranks, not {p}")
+    return bg, slow
 
 
 #: largest time (s) and per-byte time (s/byte) a run takes, smallest link
@@ -330,7 +341,7 @@ def _endpoints(ctx: _Context, traffic: Traffic) -> tuple[np.ndarray, np.ndarray]
     return ctx.mapping[traffic.src], ctx.mapping[traffic.dst]
 
 
-def _route(ctx: _Context, traffic: Traffic) -> tuple[Routes, np.ndarray, np.ndarray]:
+def route_step(ctx: _Context, traffic: Traffic) -> tuple[Routes, np.ndarray, np.ndarray]:
     src, dst = _endpoints(ctx, traffic)
     routes = ctx.topology.route(src, dst, ecmp=ctx.ecmp, seed=ctx.seed)
     if ctx.adaptive:
@@ -345,7 +356,6 @@ def adaptive_step(ctx: _Context, routes: Routes, src: np.ndarray, dst: np.ndarra
     and the link capacities (:func:`flowemu.engine.adaptive.adaptive_routes`; the
     routes themselves where the split is optimal). The fractions depend on
     the bytes' ratios only, so the profile stays exact in n."""
-    from .adaptive import adaptive_routes
     try:
         capacity = ctx.link_capacity if ctx.adaptive_capacity is None else \
             ctx.adaptive_capacity
@@ -357,7 +367,6 @@ def adaptive_step(ctx: _Context, routes: Routes, src: np.ndarray, dst: np.ndarra
 
 def _adapted(routes: Routes) -> bool:
     """Whether ``ecmp="adaptive"`` changed these routes' split fractions."""
-    from .adaptive import AdaptedRoutes
     return isinstance(routes, AdaptedRoutes)
 
 
@@ -373,7 +382,7 @@ def _reduced_route(ctx: _Context, traffic: Traffic):
     return None if got is None else (*got, src, dst)
 
 
-def _solve(ctx: _Context, routes: Routes, dst: np.ndarray, flow_bytes: np.ndarray, label: str,
+def solve_step(ctx: _Context, routes: Routes, dst: np.ndarray, flow_bytes: np.ndarray, label: str,
            src: np.ndarray | None = None, capacity: np.ndarray | None = None):
     """Solve one routed step (``src``, ``dst``: endpoint ids; ``src`` is
     needed when the topology has several incast classes). ``capacity``:
@@ -414,7 +423,7 @@ def _incast_inputs(ctx: _Context, src, dst) -> tuple:
     if ctx.ingress_capacity is None or len(ctx.incast_threshold) == 1:
         return float(ctx.incast_threshold[0]), float(ctx.incast_slope[0]), None
     if src is None:
-        raise ValueError("_solve: src is needed on a topology with several incast classes")
+        raise ValueError("solve_step: src is needed on a topology with several incast classes")
     return ctx.incast_threshold, ctx.incast_slope, ctx.topology.flow_incast_class(src, dst)
 
 
@@ -480,14 +489,14 @@ def _solve_pattern(ctx: _Context, traffic: Traffic, scale: float, label: str,
     release the GIL)."""
     norm = traffic.share / scale
     # adaptive routes first: a split it keeps is solved exactly as "split" is
-    routed = _route(ctx, traffic) if ctx.adaptive else None
+    routed = route_step(ctx, traffic) if ctx.adaptive else None
     fast = None if congestion or (routed and _adapted(routed[0])) else _reduced_route(ctx, traffic)
     if fast is not None:
         routes, capacity, src, dst = fast
-        sol = _solve(ctx, routes, dst, norm, label, src, capacity)
+        sol = solve_step(ctx, routes, dst, norm, label, src, capacity)
         return (*pareto_lines(flow_latency(ctx, routes), sol.finish), None, 0.0)
-    routes, src, dst = routed or _route(ctx, traffic)
-    sol = _solve(ctx, routes, dst, norm, label, src)
+    routes, src, dst = routed or route_step(ctx, traffic)
+    sol = solve_step(ctx, routes, dst, norm, label, src)
     lat, spb = pareto_lines(flow_latency(ctx, routes), sol.finish)
     cong = step_congestion(ctx.topology, routes, src, norm) if congestion else None
     return lat, spb, cong, getattr(sol, "background_moved", 0.0)
@@ -545,7 +554,6 @@ def available_cores() -> int:
 
 
 def _check_threads(threads) -> int:
-    from ..core import checks
     return default_threads() if threads is None else checks.threads(threads)
 
 
@@ -599,16 +607,18 @@ def profile(schedule: Schedule, topology: Topology, network: Network | None = No
         Refuse (ConfigError) a run whose estimated memory exceeds this
         (default: :func:`flowemu.core.budget.limit`); the route entries of every
         distinct step are counted before any is routed.
-    background : str or Background, optional
+    background : Background, optional
         Steady flows of another job sharing the links for the whole run
-        (:func:`flowemu.whatif.background.parse_background`); the profile's step
+        (:func:`flowemu.whatif.background.parse_background` makes one from a
+        spec; :func:`flowemu.profile` takes the spec itself); the profile's step
         times are the collective's, :meth:`Profile.background_throughput`
         and ``info["background_rate"]`` report the background.
-    slow : str or Slow, optional
-        Slow ranks (:func:`flowemu.whatif.stragglers.parse_slow`).
+    slow : Slow, optional
+        Slow ranks (:func:`flowemu.whatif.stragglers.parse_slow` makes one
+        from a spec).
     """
-    schedule, topology, network = _check_profile_args(schedule, topology, network)
-    ecmp, seed = checks.ecmp(ecmp), checks.seed(seed)
+    schedule, topology, network = check_profile_args(schedule, topology, network)
+    ecmp, seed = topology_checks.ecmp(ecmp), checks.seed(seed)
     congestion = checks.flag("congestion", congestion)
     threads = _check_threads(threads)
     lim = budget.limit(max_memory)
@@ -628,16 +638,17 @@ def profile(schedule: Schedule, topology: Topology, network: Network | None = No
                             minlength=topology.num_nodes)[endpoints]
     info["ports_per_node"] = int(out_ports.max()) if len(out_ports) else 0
     if background is not None:
-        info["background_rate"] = uncontested_rate(ctx, _solve)
+        info["background_rate"] = uncontested_rate(ctx, solve_step)
         info["background_flows"] = ctx.load.num_background if ctx.load is not None else 0
     return Profile(steps, schedule, info)
 
 
-def _check_profile_args(schedule, topology, network) -> tuple:
+def check_profile_args(schedule, topology, network) -> tuple:
+    """``(schedule, topology, network)`` of :func:`profile`, checked (a spec parsed)."""
     if not isinstance(schedule, Schedule):
         raise ConfigError(f"schedule: {show(schedule)} is not allowed; expected a Schedule "
                           "(e.g. flowemu.algorithms.get_algorithm('ring').build(p, topology))")
-    topology = checks.topology(topology)
+    topology = topology_checks.topology(topology)
     if network is not None and not isinstance(network, Network):
         raise ConfigError(f"network: {show(network)} is not allowed; expected a "
                           "flowemu.Network or None")
@@ -706,8 +717,8 @@ def direct_times(schedule: Schedule, topology: Topology, network: Network | None
             if step.traffic.num_flows == 0:
                 total += red
                 continue
-            routes, src, dst = _route(ctx, step.traffic)
-            sol = _solve(ctx, routes, dst, step.traffic.share * n, step.label, src)
+            routes, src, dst = route_step(ctx, step.traffic)
+            sol = solve_step(ctx, routes, dst, step.traffic.share * n, step.label, src)
             total += float(np.max(flow_latency(ctx, routes) + sol.finish)) + red
         out[i] = total
     return out

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .adaptive_lp import CERTIFY_RTOL, _bound, _solve_component
+from .adaptive_lp import CERTIFY_RTOL, lower_bound, solve_component
 from .jit import njit
 
 #: new fractions, better than the split's maximum
@@ -381,7 +381,7 @@ def adaptive_kernel(flow_ptr, link, frac, link_src, link_dst, flow_src, flow_dst
             for i in range(n_links):
                 if util[links[i]] >= u_comp * (1.0 - MAX_RTOL):
                     weight[links[i]] = 1.0
-            lb = _bound(flows, links, weight, flow_ptr, node_ptr, head, src_row, dst_row,
+            lb = lower_bound(flows, links, weight, flow_ptr, node_ptr, head, src_row, dst_row,
                         out_ptr, out_ent, topo, link, alive, flow_bytes, capacity, dist)
             for i in range(n_links):
                 weight[links[i]] = 0.0
@@ -389,7 +389,7 @@ def adaptive_kernel(flow_ptr, link, frac, link_src, link_dst, flow_src, flow_dst
             if u_comp <= lb * (1.0 + CERTIFY_RTOL):
                 continue
         all_certified = False
-        improved, _, best_lb, its = _solve_component(
+        improved, _, best_lb, its = solve_component(
             flows, links, u_comp, lb, flow_ptr, link, frac, head, node_ptr, src_row, dst_row,
             out_ptr, out_ent, topo, alive, flow_bytes, capacity, util, new_frac, tol, max_iter,
             weight, fixed_load, link_row, load, eq_of, indeg, outdeg, dist, choice, trial)

@@ -18,7 +18,7 @@ SNAP = 1e-9
 
 
 @njit
-def _bound(flows, links, weight, flow_ptr, node_ptr, head, src_row, dst_row, out_ptr, out_ent,
+def lower_bound(flows, links, weight, flow_ptr, node_ptr, head, src_row, dst_row, out_ptr, out_ent,
            topo, link, alive, flow_bytes, capacity, dist):
     """``LB(w) = sum_f b_f dist_w(f) / sum_l w_l c_l`` over ``flows`` and
     their ``links`` (``weight`` >= 0, zero on links of infinite capacity);
@@ -200,7 +200,7 @@ def _comp_max(flows, links, flow_ptr, link, frac, flow_bytes, capacity, load):
 
 
 @njit
-def _solve_component(flows, links, u_split, lb_start, flow_ptr, link, frac, head, node_ptr,
+def solve_component(flows, links, u_split, lb_start, flow_ptr, link, frac, head, node_ptr,
                      src_row, dst_row, out_ptr, out_ent, topo, alive, flow_bytes, capacity,
                      util, new_frac, tol, max_iter, weight, fixed_load, link_row, load, eq_of,
                      indeg, outdeg, dist, choice, trial):
@@ -400,7 +400,7 @@ def _solve_component(flows, links, u_split, lb_start, flow_ptr, link, frac, head
                 sum_y += yc[i]
             if t_low_link >= 0 and sum_y < 1.0:
                 weight[t_low_link] += (1.0 - sum_y) / capacity[t_low_link]
-            lb = _bound(flows, links, weight, flow_ptr, node_ptr, head, src_row, dst_row,
+            lb = lower_bound(flows, links, weight, flow_ptr, node_ptr, head, src_row, dst_row,
                         out_ptr, out_ent, topo, link, alive, flow_bytes, capacity, dist)
             for i in range(links.shape[0]):
                 weight[links[i]] = 0.0

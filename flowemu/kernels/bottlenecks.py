@@ -12,21 +12,21 @@ state layout is :mod:`.layout`'s.
 from __future__ import annotations
 
 from .jit import njit
-from .layout import _CAP, _NUMPY_ERRORS, _RESID, TIE_TOL
+from .layout import CAP, NUMPY_ERRORS, RESID, TIE_TOL
 
 #: a resource whose residual capacity is at most this share of its capacity
 #: counts as saturated when a flow's bottleneck is checked
 SAT_TOL = 1e-11
-_UNKNOWN = -1  # bneck of a flow whose bottleneck is to be looked up
+UNKNOWN = -1  # bneck of a flow whose bottleneck is to be looked up
 
 
-@njit(**_NUMPY_ERRORS)
+@njit(**NUMPY_ERRORS)
 def _saturated(r, state, cold):
     """Whether resource ``r`` has at most ``SAT_TOL`` of its capacity left."""
-    return state[r, _RESID] <= SAT_TOL * cold[r, _CAP]
+    return state[r, RESID] <= SAT_TOL * cold[r, CAP]
 
 
-@njit(**_NUMPY_ERRORS)
+@njit(**NUMPY_ERRORS)
 def _none_faster(f, r, rates, res_ptr, res_flow):
     """Whether no flow on resource ``r`` is faster than ``f`` (to
     ``TIE_TOL``). Finished flows have rate 0."""
@@ -38,8 +38,8 @@ def _none_faster(f, r, rates, res_ptr, res_flow):
     return True
 
 
-@njit(**_NUMPY_ERRORS)
-def _join(f, ev, in_s, old_rate, rates):
+@njit(**NUMPY_ERRORS)
+def join_resolved(f, ev, in_s, old_rate, rates):
     """Mark ``f`` re-solved in event ``ev``, keeping its rate before it;
     False when it already is."""
     if in_s[f] == ev:
@@ -49,9 +49,9 @@ def _join(f, ev, in_s, old_rate, rates):
     return True
 
 
-@njit(**_NUMPY_ERRORS)
+@njit(**NUMPY_ERRORS)
 def _find_bottleneck(f, hint, flow_ptr, res, rates, state, cold, res_ptr, res_flow):
-    """A bottleneck resource of ``f`` (``hint`` first), or ``_UNKNOWN``."""
+    """A bottleneck resource of ``f`` (``hint`` first), or ``UNKNOWN``."""
     if (hint >= 0 and _saturated(hint, state, cold)
             and _none_faster(f, hint, rates, res_ptr, res_flow)):
         return hint
@@ -60,24 +60,24 @@ def _find_bottleneck(f, hint, flow_ptr, res, rates, state, cold, res_ptr, res_fl
         if r != hint and _saturated(r, state, cold) and _none_faster(f, r, rates, res_ptr,
                                                                      res_flow):
             return r
-    return _UNKNOWN
+    return UNKNOWN
 
 
-@njit(**_NUMPY_ERRORS)
-def _apply_loads(flows, n, flow_ptr, res, frac, rates, applied, state):
-    """Count each flow of ``flows[:n]`` in ``_RESID`` at its rate (the flows a
+@njit(**NUMPY_ERRORS)
+def apply_loads(flows, n, flow_ptr, res, frac, rates, applied, state):
+    """Count each flow of ``flows[:n]`` in ``RESID`` at its rate (the flows a
     last pass froze without updating the entries)."""
     for i in range(n):
         f = flows[i]
         d = rates[f] - applied[f]
         if d != 0.0:
             for e in range(flow_ptr[f], flow_ptr[f + 1]):
-                state[res[e], _RESID] -= frac[e] * d
+                state[res[e], RESID] -= frac[e] * d
             applied[f] = rates[f]
 
 
-@njit(**_NUMPY_ERRORS)
-def _check_bottlenecks(act, n_act, ev, in_s, stamp, bneck, flow_ptr, res, rates, state, cold,
+@njit(**NUMPY_ERRORS)
+def check_bottlenecks(act, n_act, ev, in_s, stamp, bneck, flow_ptr, res, rates, state, cold,
                        res_ptr, res_flow, viol):
     """Check every active flow whose bottleneck may have changed in event
     ``ev``: the flows re-solved in it (``in_s == ev``), the flows whose
@@ -101,8 +101,8 @@ def _check_bottlenecks(act, n_act, ev, in_s, stamp, bneck, flow_ptr, res, rates,
     return n_viol
 
 
-@njit(**_NUMPY_ERRORS)
-def _add_dependents(sub, n_sub, q, ev, keep_below, in_s, seen, bneck, old_rate, rates, flow_ptr,
+@njit(**NUMPY_ERRORS)
+def add_dependents(sub, n_sub, q, ev, keep_below, in_s, seen, bneck, old_rate, rates, flow_ptr,
                     res, res_ptr, res_flow, state, cold):
     """Close ``sub[:n_sub]`` (from position ``q`` on) under "its rate may
     change": the rates of its flows change, and with them the resources they
@@ -121,14 +121,14 @@ def _add_dependents(sub, n_sub, q, ev, keep_below, in_s, seen, bneck, old_rate, 
                 for k in range(res_ptr[r], res_ptr[r + 1]):
                     g = res_flow[k]
                     if (bneck[g] == r and rates[g] >= keep_below
-                            and _join(g, ev, in_s, old_rate, rates)):
+                            and join_resolved(g, ev, in_s, old_rate, rates)):
                         sub[n_sub] = g
                         n_sub += 1
     return n_sub
 
 
-@njit(**_NUMPY_ERRORS)
-def _add_violators(sub, n_sub, viol, n_viol, ev, in_s, old_rate, rates, flow_ptr, res, res_ptr,
+@njit(**NUMPY_ERRORS)
+def add_violators(sub, n_sub, viol, n_viol, ev, in_s, old_rate, rates, flow_ptr, res, res_ptr,
                    res_flow, state, cold):
     """Grow ``sub[:n_sub]`` by the flows ``viol[:n_viol]`` that have no
     bottleneck and by the faster flows on their saturated resources (which
@@ -138,7 +138,7 @@ def _add_violators(sub, n_sub, viol, n_viol, ev, in_s, old_rate, rates, flow_ptr
     n_new = 0
     for j in range(n_viol):
         h = viol[j]
-        if _join(h, ev, in_s, old_rate, rates):
+        if join_resolved(h, ev, in_s, old_rate, rates):
             sub[n_sub + n_new] = h
             n_new += 1
         top = rates[h] + rates[h] * TIE_TOL
@@ -147,14 +147,14 @@ def _add_violators(sub, n_sub, viol, n_viol, ev, in_s, old_rate, rates, flow_ptr
             if _saturated(r, state, cold):
                 for k in range(res_ptr[r], res_ptr[r + 1]):
                     g = res_flow[k]
-                    if rates[g] > top and _join(g, ev, in_s, old_rate, rates):
+                    if rates[g] > top and join_resolved(g, ev, in_s, old_rate, rates):
                         sub[n_sub + n_new] = g
                         n_new += 1
     return n_new
 
 
-@njit(**_NUMPY_ERRORS)
-def _fall_back(act, n_act, ev, keep_below, in_s, old_rate, rates, stamp, bneck, flow_ptr, res,
+@njit(**NUMPY_ERRORS)
+def fall_back(act, n_act, ev, keep_below, in_s, old_rate, rates, stamp, bneck, flow_ptr, res,
                sub):
     """The re-solve set that is exact without a check, written to ``sub``:
     every active flow that was at or above ``keep_below`` before event ``ev``
@@ -166,7 +166,7 @@ def _fall_back(act, n_act, ev, keep_below, in_s, old_rate, rates, stamp, bneck, 
         f = act[i]
         was = old_rate[f] if in_s[f] == ev else rates[f]
         if in_s[f] == ev or was >= keep_below:
-            _join(f, ev, in_s, old_rate, rates)
+            join_resolved(f, ev, in_s, old_rate, rates)
             sub[n_sub] = f
             n_sub += 1
     for i in range(n_sub):
@@ -176,5 +176,5 @@ def _fall_back(act, n_act, ev, keep_below, in_s, old_rate, rates, stamp, bneck, 
     for i in range(n_act):
         f = act[i]
         if bneck[f] >= 0 and stamp[bneck[f]] == ev:
-            bneck[f] = _UNKNOWN
+            bneck[f] = UNKNOWN
     return n_sub

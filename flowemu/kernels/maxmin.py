@@ -147,25 +147,25 @@ import numpy as np
 
 from ..core.errors import SolverError
 from .bottlenecks import (
-    _UNKNOWN,
-    _add_dependents,
-    _add_violators,
-    _apply_loads,
-    _check_bottlenecks,
-    _fall_back,
-    _join,
+    UNKNOWN,
+    add_dependents,
+    add_violators,
+    apply_loads,
+    check_bottlenecks,
+    fall_back,
+    join_resolved,
 )
 from .jit import njit
-from .layout import _CAP, _COUNT, _LEVEL, _NUMPY_ERRORS, _RESID, _W_HI, _W_LO, TIE_TOL
+from .layout import CAP, COUNT, LEVEL, NUMPY_ERRORS, RESID, W_HI, W_LO, TIE_TOL
 from .screening import (
     RESCREEN_GROWTH,
     SCREEN_SHARE,
-    _admit,
-    _commit_drift,
-    _pending_drift,
-    _rescreen,
-    _roll_back,
-    _start_screening,
+    admit,
+    commit_drift,
+    pending_drift,
+    rescreen,
+    roll_back,
+    start_screening,
 )
 
 STATUS_OK = 0
@@ -211,7 +211,7 @@ WEIGHT_RESUM = 1e-12
 # (four of _fill), which cost ~13 s of a cold start; the code and results are the same.
 
 
-@njit(**_NUMPY_ERRORS)
+@njit(**NUMPY_ERRORS)
 def _check_inputs(flow_ptr, res, frac, capacity):
     """Structural check of the CSR and capacities; returns a status."""
     n_flows = flow_ptr.shape[0] - 1
@@ -243,7 +243,7 @@ def _check_inputs(flow_ptr, res, frac, capacity):
     return STATUS_OK
 
 
-@njit(**_NUMPY_ERRORS)
+@njit(**NUMPY_ERRORS)
 def _row(r):
     """Row of resource ``r`` in the kernels' per-resource arrays: ``r`` plus
     one padding row per 64 (and 4096, 262144) resources. Strictly increasing.
@@ -255,7 +255,7 @@ def _row(r):
     return r + (r >> 6) + (r >> 12) + (r >> 18)
 
 
-@njit(**_NUMPY_ERRORS)
+@njit(**NUMPY_ERRORS)
 def _remap(res, capacity):
     """``res`` in kernel rows (:func:`_row`), the number of rows and the
     capacity of each row (0 on padding rows). Call after the input check."""
@@ -270,7 +270,7 @@ def _remap(res, capacity):
     return rows, n_rows, cap
 
 
-@njit(**_NUMPY_ERRORS)
+@njit(**NUMPY_ERRORS)
 def _transpose(flow_ptr, res, frac, n_res):
     """Resource -> flows CSR: ``res_ptr`` int64[R+1], ``res_flow`` int32[E]
     and ``res_frac`` float64[E]."""
@@ -293,7 +293,7 @@ def _transpose(flow_ptr, res, frac, n_res):
     return res_ptr, res_flow, res_frac
 
 
-@njit(**_NUMPY_ERRORS)
+@njit(**NUMPY_ERRORS)
 def _sift_down(heap_key, heap_res, size, pos):
     """Sift down in a 4-ary min-heap (children ``4 pos + 1 .. 4 pos + 4``):
     half the depth of a binary heap, and the four keys compared at each step
@@ -321,14 +321,14 @@ def _sift_down(heap_key, heap_res, size, pos):
     heap_res[pos] = item
 
 
-@njit(**_NUMPY_ERRORS)
+@njit(**NUMPY_ERRORS)
 def _heapify(heap_key, heap_res, size):
     """Make ``heap_key[:size]`` (with ``heap_res``) a 4-ary min-heap."""
     for pos in range((size - 2) // 4, -1, -1):
         _sift_down(heap_key, heap_res, size, pos)
 
 
-@njit(**_NUMPY_ERRORS)
+@njit(**NUMPY_ERRORS)
 def _heap_pop(heap_key, heap_res, size):
     """Remove the top; returns the new size."""
     size -= 1
@@ -341,11 +341,11 @@ def _heap_pop(heap_key, heap_res, size):
 
 
 _NEED_TRANSPOSE = -1  # internal: the fill needs the resource -> flows CSR
-_FROZEN = -1  # flow_mark of a flow frozen in a fill, its load in _RESID
+_FROZEN = -1  # flow_mark of a flow frozen in a fill, its load in RESID
 _FROZEN_UNLOADED = -2  # flow_mark of a flow frozen in a last pass that skipped the entries
 
 
-@njit(**_NUMPY_ERRORS)
+@njit(**NUMPY_ERRORS)
 def _gather(flow_ptr, row_end, res, frac, sub, n_sub, applied, state, w_ref, cold, touched):
     """Set up a fill of the flows ``sub[:n_sub]``: list the resources they
     touch in ``touched``, sum their weights and counts, and take their loads
@@ -362,23 +362,23 @@ def _gather(flow_ptr, row_end, res, frac, sub, n_sub, applied, state, w_ref, col
         for e in range(flow_ptr[f], row_end[f]):
             r = res[e]
             a = frac[e]
-            c = state[r, _COUNT]
+            c = state[r, COUNT]
             touched[n_touched] = r
             n_touched += c == 0.0
-            state[r, _COUNT] = c + 1.0
-            hi = state[r, _W_HI]
+            state[r, COUNT] = c + 1.0
+            hi = state[r, W_HI]
             s = hi + a
             z = s - hi
-            state[r, _W_LO] += (hi - (s - z)) + (a - z)
-            state[r, _W_HI] = s
-            state[r, _RESID] += a * x
+            state[r, W_LO] += (hi - (s - z)) + (a - z)
+            state[r, W_HI] = s
+            state[r, RESID] += a * x
     for i in range(n_touched):
         r = touched[i]
-        w_ref[r] = state[r, _W_HI] + state[r, _W_LO]
+        w_ref[r] = state[r, W_HI] + state[r, W_LO]
     return n_touched, n_entries
 
 
-@njit(**_NUMPY_ERRORS)
+@njit(**NUMPY_ERRORS)
 def _resum_weight(r, res_ptr, res_flow, res_frac, flow_mark, mark):
     """Exact (two-sum) weight of the unfrozen flows on ``r``."""
     s = 0.0
@@ -393,7 +393,7 @@ def _resum_weight(r, res_ptr, res_flow, res_frac, flow_mark, mark):
     return s + lo
 
 
-@njit(**_NUMPY_ERRORS)
+@njit(**NUMPY_ERRORS)
 def _freeze_flow(f, lam, flow_ptr, row_end, res, frac, res_ptr, res_flow, res_frac, have_tr, state,
                  w_ref, flow_mark, mark, rates):
     """Freeze flow ``f`` at rate ``lam``. Returns ``(ok, emptied)``: ``ok``
@@ -407,18 +407,18 @@ def _freeze_flow(f, lam, flow_ptr, row_end, res, frac, res_ptr, res_flow, res_fr
     for e in range(flow_ptr[f], row_end[f]):
         r = res[e]
         a = frac[e]
-        c = state[r, _COUNT] - 1.0
-        state[r, _COUNT] = c
-        state[r, _RESID] -= a * lam
+        c = state[r, COUNT] - 1.0
+        state[r, COUNT] = c
+        state[r, RESID] -= a * lam
         if c == 0.0:
-            state[r, _W_HI] = 0.0
-            state[r, _W_LO] = 0.0
+            state[r, W_HI] = 0.0
+            state[r, W_LO] = 0.0
             emptied += 1
             continue
-        hi = state[r, _W_HI]
+        hi = state[r, W_HI]
         s = hi - a
         z = s - hi
-        lo = state[r, _W_LO] + ((hi - (s - z)) + (-a - z))
+        lo = state[r, W_LO] + ((hi - (s - z)) + (-a - z))
         if s + lo < WEIGHT_RESUM * w_ref[r]:
             # even the two-sum lost its digits (fractions 1e-12 below the
             # ones that left): sum the unfrozen fractions again
@@ -428,21 +428,21 @@ def _freeze_flow(f, lam, flow_ptr, row_end, res, frac, res_ptr, res_flow, res_fr
                 w_ref[r] = s
             else:
                 ok = False
-        state[r, _W_HI] = s
-        state[r, _W_LO] = lo
+        state[r, W_HI] = s
+        state[r, W_LO] = lo
     return ok, emptied
 
 
-@njit(**_NUMPY_ERRORS)
+@njit(**NUMPY_ERRORS)
 def _all_saturated(flow_ptr, row_end, res, sub, n_sub, cold, flow_mark, mark):
     """Whether every unfrozen flow of ``sub`` crosses a resource marked
-    saturated (``_LEVEL == -inf``)."""
+    saturated (``LEVEL == -inf``)."""
     for i in range(n_sub):
         f = sub[i]
         if flow_mark[f] == mark:
             hit = False
             for e in range(flow_ptr[f], row_end[f]):
-                if cold[res[e], _LEVEL] == -np.inf:
+                if cold[res[e], LEVEL] == -np.inf:
                     hit = True
                     break
             if not hit:
@@ -450,12 +450,12 @@ def _all_saturated(flow_ptr, row_end, res, sub, n_sub, cold, flow_mark, mark):
     return True
 
 
-@njit(**_NUMPY_ERRORS)
+@njit(**NUMPY_ERRORS)
 def _level(state, r):
-    return state[r, _RESID] / (state[r, _W_HI] + state[r, _W_LO])
+    return state[r, RESID] / (state[r, W_HI] + state[r, W_LO])
 
 
-@njit(**_NUMPY_ERRORS)
+@njit(**NUMPY_ERRORS)
 def _fill(flow_ptr, row_end, res, frac, res_ptr, res_flow, res_frac, have_tr, sub, n_sub, n_entries,
           touched, n_touched, state, w_ref, cold, flow_mark, mark, heap_key, heap_res, batch,
           rates, max_passes):
@@ -465,7 +465,7 @@ def _fill(flow_ptr, row_end, res, frac, res_ptr, res_flow, res_frac, have_tr, su
     On entry ``flow_mark[f] == mark`` for exactly the unfrozen flows of
     ``sub``, which all have at least one entry, and ``touched[:n_touched]``
     lists the resources they cross with their ``state``. On exit ``rates[f]``
-    is set for every flow of ``sub``, their marks are cleared, ``_RESID`` is
+    is set for every flow of ``sub``, their marks are cleared, ``RESID`` is
     the capacity left and ``touched[:n_touched]`` holds the same resources,
     reordered. Without the transpose (``have_tr`` False) the pass-based
     path freezes by scanning the flows, and the call returns
@@ -493,13 +493,13 @@ def _fill(flow_ptr, row_end, res, frac, res_ptr, res_flow, res_frac, have_tr, su
         m = 0
         for i in range(n_touched):
             r = touched[i]
-            if state[r, _COUNT] > 0.0:
+            if state[r, COUNT] > 0.0:
                 # swap, not overwrite: the caller still needs the whole set
                 touched[i] = touched[m]
                 touched[m] = r
                 m += 1
                 lv = _level(state, r)
-                cold[r, _LEVEL] = lv
+                cold[r, LEVEL] = lv
                 lam = min(lam, lv)
         n_touched = m
         if not np.isfinite(lam):
@@ -512,9 +512,9 @@ def _fill(flow_ptr, row_end, res, frac, res_ptr, res_flow, res_frac, have_tr, su
         n_sat_flows = 0.0
         for i in range(n_touched):
             r = touched[i]
-            if cold[r, _LEVEL] <= thr:
-                cold[r, _LEVEL] = -np.inf
-                n_sat_flows += state[r, _COUNT]
+            if cold[r, LEVEL] <= thr:
+                cold[r, LEVEL] = -np.inf
+                n_sat_flows += state[r, COUNT]
         if n_sat_flows >= n_left and _all_saturated(flow_ptr, row_end, res, sub, n_sub, cold,
                                                     flow_mark, mark):
             # every flow left freezes now (one level left; a symmetric
@@ -529,7 +529,7 @@ def _fill(flow_ptr, row_end, res, frac, res_ptr, res_flow, res_frac, have_tr, su
         if have_tr:
             for i in range(n_touched):
                 r = touched[i]
-                if cold[r, _LEVEL] == -np.inf:
+                if cold[r, LEVEL] == -np.inf:
                     for k in range(res_ptr[r], res_ptr[r + 1]):
                         f = res_flow[k]
                         if flow_mark[f] == mark:
@@ -543,7 +543,7 @@ def _fill(flow_ptr, row_end, res, frac, res_ptr, res_flow, res_frac, have_tr, su
                 f = sub[i]
                 if flow_mark[f] == mark:
                     for e in range(flow_ptr[f], row_end[f]):
-                        if cold[res[e], _LEVEL] == -np.inf:
+                        if cold[res[e], LEVEL] == -np.inf:
                             ok &= _freeze_flow(f, lam, flow_ptr, row_end, res, frac, res_ptr, res_flow,
                                                res_frac, have_tr, state, w_ref, flow_mark,
                                                mark, rates)[0]
@@ -562,12 +562,12 @@ def _fill(flow_ptr, row_end, res, frac, res_ptr, res_flow, res_frac, have_tr, su
     size = np.int64(0)
     for i in range(n_touched):
         r = touched[i]
-        if state[r, _COUNT] > 0.0:
+        if state[r, COUNT] > 0.0:
             if resumed:  # no exact re-summation was possible before
-                state[r, _W_HI] = _resum_weight(r, res_ptr, res_flow, res_frac, flow_mark,
+                state[r, W_HI] = _resum_weight(r, res_ptr, res_flow, res_frac, flow_mark,
                                                 mark)
-                state[r, _W_LO] = 0.0
-                w_ref[r] = state[r, _W_HI]
+                state[r, W_LO] = 0.0
+                w_ref[r] = state[r, W_HI]
             heap_key[size] = _level(state, r)
             heap_res[size] = r
             size += 1
@@ -589,7 +589,7 @@ def _fill(flow_ptr, row_end, res, frac, res_ptr, res_flow, res_frac, have_tr, su
             m = np.int64(0)
             for i in range(size):
                 r = heap_res[i]
-                if state[r, _COUNT] > 0.0:
+                if state[r, COUNT] > 0.0:
                     heap_key[m] = _level(state, r)
                     heap_res[m] = r
                     m += 1
@@ -598,7 +598,7 @@ def _fill(flow_ptr, row_end, res, frac, res_ptr, res_flow, res_frac, have_tr, su
             dead = 0
             continue
         r = heap_res[0]
-        if state[r, _COUNT] == 0.0:
+        if state[r, COUNT] == 0.0:
             size = _heap_pop(heap_key, heap_res, size)
             dead -= 1
             continue
@@ -621,7 +621,7 @@ def _fill(flow_ptr, row_end, res, frac, res_ptr, res_flow, res_frac, have_tr, su
         size = _heap_pop(heap_key, heap_res, size)
         while size > 0 and heap_key[0] <= thr:
             r2 = heap_res[0]
-            if state[r2, _COUNT] == 0.0:
+            if state[r2, COUNT] == 0.0:
                 size = _heap_pop(heap_key, heap_res, size)
                 dead -= 1
                 continue
@@ -646,12 +646,12 @@ def _fill(flow_ptr, row_end, res, frac, res_ptr, res_flow, res_frac, have_tr, su
     return STATUS_OK, heap
 
 
-@njit(**_NUMPY_ERRORS)
+@njit(**NUMPY_ERRORS)
 def _solve(flow_ptr, row_end, res, frac, tr, sub, n_sub, applied, rates, state, w_ref, cold,
            flow_mark, mark, touched, heap_key, heap_res, batch, max_passes, base):
     """Gather and fill ``sub[:n_sub]`` (marked ``mark``), building the
     transpose ``tr = (res_ptr, res_flow, res_frac, built)`` the first time
-    it is needed. Afterwards ``_RESID`` counts each flow of ``sub`` at its
+    it is needed. Afterwards ``RESID`` counts each flow of ``sub`` at its
     ``applied`` rate: its new rate, or 0 for the flows frozen in a last pass
     that skipped the entries (``flow_mark == _FROZEN_UNLOADED``). With a
     non-empty ``base``, the residual each touched resource has for ``sub``
@@ -662,7 +662,7 @@ def _solve(flow_ptr, row_end, res, frac, tr, sub, n_sub, applied, rates, state, 
     if base.shape[0] > 0:
         for i in range(n_touched):
             r = touched[i]
-            base[r] = state[r, _RESID]
+            base[r] = state[r, RESID]
     res_ptr, res_flow, res_frac, have_tr = tr
     status, heap = _fill(flow_ptr, row_end, res, frac, res_ptr, res_flow, res_frac, have_tr, sub, n_sub,
                          n_entries, touched, n_touched, state, w_ref, cold, flow_mark, mark,
@@ -676,9 +676,9 @@ def _solve(flow_ptr, row_end, res, frac, tr, sub, n_sub, applied, rates, state, 
     for i in range(n_touched):
         r = touched[i]
         # a last pass that skipped the entries left these set
-        state[r, _W_HI] = 0.0
-        state[r, _W_LO] = 0.0
-        state[r, _COUNT] = 0.0
+        state[r, W_HI] = 0.0
+        state[r, W_LO] = 0.0
+        state[r, COUNT] = 0.0
     for i in range(n_sub):
         f = sub[i]
         applied[f] = 0.0 if flow_mark[f] == _FROZEN_UNLOADED else rates[f]
@@ -702,20 +702,20 @@ RESOLVE_MODES = {"auto": RESOLVE_AUTO, "restricted": RESOLVE_RESTRICTED, "full":
                  "screened": RESOLVE_SCREENED}
 
 
-@njit(**_NUMPY_ERRORS)
+@njit(**NUMPY_ERRORS)
 def _resource_state(capacity):
     """``state``, ``w_ref`` and ``cold`` (see the layout) of resources with
     these capacities and no flow counted yet."""
     n_res = capacity.shape[0]
     state = np.zeros((n_res, 4), dtype=np.float64)
-    state[:, _RESID] = capacity
+    state[:, RESID] = capacity
     w_ref = np.zeros(n_res, dtype=np.float64)
     cold = np.zeros((n_res, 2), dtype=np.float64)
-    cold[:, _CAP] = capacity
+    cold[:, CAP] = capacity
     return state, w_ref, cold
 
 
-@njit(**_NUMPY_ERRORS)
+@njit(**NUMPY_ERRORS)
 def _fill_workspace(n_res):
     """Scratch of :func:`_fill` for ``n_res`` resources: ``touched`` (one
     slot more: :func:`_gather` writes one past the resources it keeps),
@@ -724,13 +724,13 @@ def _fill_workspace(n_res):
             np.empty(n_res, dtype=np.int32), np.empty(n_res, dtype=np.int32))
 
 
-@njit(**_NUMPY_ERRORS)
+@njit(**NUMPY_ERRORS)
 def _no_transpose():
     return (np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int32),
             np.zeros(0, dtype=np.float64), np.bool_(False))
 
 
-@njit(**_NUMPY_ERRORS)
+@njit(**NUMPY_ERRORS)
 def _with_transpose(tr, flow_ptr, res, frac, n_res):
     """``tr``, built now if it is not yet (:func:`_no_transpose`)."""
     if tr[3]:
@@ -739,7 +739,7 @@ def _with_transpose(tr, flow_ptr, res, frac, n_res):
     return (res_ptr, res_flow, res_frac, True)
 
 
-@njit(**_NUMPY_ERRORS)
+@njit(**NUMPY_ERRORS)
 def maxmin_rates_kernel(flow_ptr, res, frac, capacity, active):
     """Max-min fair rates of the active flows (one static solve).
 
@@ -801,7 +801,7 @@ def maxmin_rates_kernel(flow_ptr, res, frac, capacity, active):
     return rates, status
 
 
-@njit(**_NUMPY_ERRORS)
+@njit(**NUMPY_ERRORS)
 def _ingress_capacity(base, fan_in, w_t, eps):
     """GenModel eq. 10: ``1 / beta' = 1 / (1 / base + max(w - w_t, 0) eps)``;
     exactly ``base`` when the resource's incast is off (``eps == 0``)."""
@@ -811,7 +811,7 @@ def _ingress_capacity(base, fan_in, w_t, eps):
     return base
 
 
-@njit(**_NUMPY_ERRORS)
+@njit(**NUMPY_ERRORS)
 def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes,
                       resolve=RESOLVE_AUTO):
     """:func:`completion_tiers_kernel` with the same incast terms (scalars
@@ -824,7 +824,7 @@ def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byt
     return rate0, finish, status
 
 
-@njit(**_NUMPY_ERRORS)
+@njit(**NUMPY_ERRORS)
 def completion_tiers_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes,
                             resolve, persistent):
     """Event-driven max-min completion of flows that all start at ``t = 0``.
@@ -937,12 +937,12 @@ def completion_tiers_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, fl
                     fan_in[res[e]] += 1
         for r in range(n_plain, n_res):
             if fan_in[r] > 0:  # (padding rows have none)
-                cold[r, _CAP] = _ingress_capacity(capacity[r], fan_in[r], row_w_t[r],
+                cold[r, CAP] = _ingress_capacity(capacity[r], fan_in[r], row_w_t[r],
                                                   row_eps[r])
-    state[:, _RESID] = cold[:, _CAP]
+    state[:, RESID] = cold[:, CAP]
 
     rates = np.zeros(max(n_flows, 0), dtype=np.float64)
-    # rate at which each flow is counted in _RESID (0 until it is)
+    # rate at which each flow is counted in RESID (0 until it is)
     applied = np.zeros(max(n_flows, 0), dtype=np.float64)
     remaining = flow_bytes.copy()
     t_fin = np.empty(max(n_flows, 0), dtype=np.float64)
@@ -985,7 +985,7 @@ def completion_tiers_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, fl
     # flow had before the event
     restricted = resolve == RESOLVE_RESTRICTED
     on_ev = 2 if restricted else -1
-    bneck = np.full(0, _UNKNOWN, dtype=np.int32)
+    bneck = np.full(0, UNKNOWN, dtype=np.int32)
     in_s = np.zeros(0, dtype=np.int64)
     stamp = np.zeros(0, dtype=np.int64)
     seen = np.zeros(0, dtype=np.int64)
@@ -1003,7 +1003,7 @@ def completion_tiers_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, fl
             return rate0, finish, moved, STATUS_ITER_LIMIT
         keep_below = lam0 - lam0 * KEEP_TOL
         if ev == on_ev:
-            bneck = np.full(n_flows, _UNKNOWN, dtype=np.int32)
+            bneck = np.full(n_flows, UNKNOWN, dtype=np.int32)
             in_s = np.zeros(n_flows, dtype=np.int64)
             stamp = np.zeros(n_res, dtype=np.int64)
             seen = np.zeros(n_res, dtype=np.int64)
@@ -1012,7 +1012,7 @@ def completion_tiers_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, fl
         if ev == 1 or not restricted:
             # every flow whose rate may change: all of them at first, then
             # those at or above the finished rate, and the flows a last pass
-            # left out of _RESID (applied 0; they are at the top level anyway)
+            # left out of RESID (applied 0; they are at the top level anyway)
             full = True
             n_sub = np.int64(0)
             for i in range(n_act):
@@ -1026,16 +1026,16 @@ def completion_tiers_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, fl
         else:
             # start from the flows whose bottleneck the finished flows
             # changed (or that have none recorded; a last pass may have
-            # left loads out of _RESID: count them first)
-            _apply_loads(act, n_act, flow_ptr, res, frac, rates, applied, state)
+            # left loads out of RESID: count them first)
+            apply_loads(act, n_act, flow_ptr, res, frac, rates, applied, state)
             tr = _with_transpose(tr, flow_ptr, res, frac, n_res)
             full = False
-            n_sub = _check_bottlenecks(act, n_act, ev, in_s, stamp, bneck, flow_ptr, res, rates,
+            n_sub = check_bottlenecks(act, n_act, ev, in_s, stamp, bneck, flow_ptr, res, rates,
                                        state, cold, tr[0], tr[1], sub)
         if not full:
             for i in range(n_sub):
-                _join(sub[i], ev, in_s, old_rate, rates)
-            n_sub = _add_dependents(sub, n_sub, np.int64(0), ev, keep_below, in_s, seen, bneck, old_rate,
+                join_resolved(sub[i], ev, in_s, old_rate, rates)
+            n_sub = add_dependents(sub, n_sub, np.int64(0), ev, keep_below, in_s, seen, bneck, old_rate,
                                     rates, flow_ptr, res, tr[0], tr[1], state, cold)
         rounds = 0
         while n_sub > 0:
@@ -1053,19 +1053,19 @@ def completion_tiers_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, fl
             if status != STATUS_OK:
                 return rate0, finish, moved, status
             if screened:
-                n_pend, n_join = _pending_drift(sub, n_sub, flow_ptr, res, frac, rates, lazy,
+                n_pend, n_join = pending_drift(sub, n_sub, flow_ptr, res, frac, rates, lazy,
                                                 state, cand, pend, pend_res, joining)
                 if n_join > 0:
                     n_admitted += n_join
-                    over = _admit(joining, n_join, row_end, pool_res, pool_frac, rates, applied,
+                    over = admit(joining, n_join, row_end, pool_res, pool_frac, rates, applied,
                                   lazy, finish, in_sub, ev, state, cold, cand, cand_lazy,
                                   tr[0], tr[1], tr[2], base)
                     if over:
                         # a new candidate cannot carry these rates: undo, solve again
-                        _roll_back(touched, n_touched, joining, n_join, sub, n_sub, applied,
+                        roll_back(touched, n_touched, joining, n_join, sub, n_sub, applied,
                                    state, base, pend, pend_res, n_pend)
                         continue
-                _commit_drift(sub, n_sub, rates, lazy, state, cand, cand_lazy, pend, pend_res,
+                commit_drift(sub, n_sub, rates, lazy, state, cand, cand_lazy, pend, pend_res,
                               n_pend)
                 break
             if full:
@@ -1073,27 +1073,27 @@ def completion_tiers_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, fl
                 # up when the next event needs them
                 if bneck.shape[0] > 0:
                     for i in range(n_sub):
-                        bneck[sub[i]] = _UNKNOWN
+                        bneck[sub[i]] = UNKNOWN
                 break
             # the resources of the flows whose rate changed have changed
-            _apply_loads(sub, n_sub, flow_ptr, res, frac, rates, applied, state)
+            apply_loads(sub, n_sub, flow_ptr, res, frac, rates, applied, state)
             for i in range(n_sub):
                 f = sub[i]
                 if rates[f] != old_rate[f]:
                     for e in range(flow_ptr[f], flow_ptr[f + 1]):
                         stamp[res[e]] = ev
-            n_viol = _check_bottlenecks(act, n_act, ev, in_s, stamp, bneck, flow_ptr, res, rates,
+            n_viol = check_bottlenecks(act, n_act, ev, in_s, stamp, bneck, flow_ptr, res, rates,
                                         state, cold, tr[0], tr[1], viol)
             if n_viol == 0:
                 break
-            n_new = _add_violators(sub, n_sub, viol, n_viol, ev, in_s, old_rate, rates,
+            n_new = add_violators(sub, n_sub, viol, n_viol, ev, in_s, old_rate, rates,
                                    flow_ptr, res, tr[0], tr[1], state, cold)
-            n_sub = _add_dependents(sub, n_sub + n_new, n_sub, ev, keep_below, in_s, seen,
+            n_sub = add_dependents(sub, n_sub + n_new, n_sub, ev, keep_below, in_s, seen,
                                     bneck, old_rate, rates, flow_ptr, res, tr[0], tr[1], state,
                                     cold)
             if n_new == 0 or rounds >= MAX_ROUNDS:
                 full = True
-                n_sub = _fall_back(act, n_act, ev, keep_below, in_s, old_rate, rates, stamp,
+                n_sub = fall_back(act, n_act, ev, keep_below, in_s, old_rate, rates, stamp,
                                    bneck, flow_ptr, res, sub)
         if ev == 1:
             for i in range(n_act):
@@ -1103,7 +1103,7 @@ def completion_tiers_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, fl
         if ev == scr_ev:
             # screen from the next event on, while the rates are max-min fair
             # (every flow's bottleneck is saturated, so it stays a candidate)
-            _apply_loads(act, n_act, flow_ptr, res, frac, rates, applied, state)
+            apply_loads(act, n_act, flow_ptr, res, frac, rates, applied, state)
             tr = _with_transpose(tr, flow_ptr, res, frac, n_res)
             cand = np.zeros(n_res, dtype=np.uint8)
             cand_lazy = np.zeros(n_res, dtype=np.float64)
@@ -1113,13 +1113,13 @@ def completion_tiers_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, fl
             pend = np.zeros(n_res, dtype=np.float64)
             pend_res = np.empty(n_res + 1, dtype=np.int32)  # (one written past the end)
             in_sub = np.zeros(n_flows, dtype=np.int64)
-            pool_res, pool_frac, n_cand = _start_screening(act, n_act, flow_ptr, row_end, res,
+            pool_res, pool_frac, n_cand = start_screening(act, n_act, flow_ptr, row_end, res,
                                                            frac, rates, lazy, state, cold, cand,
                                                            cand_lazy)
             screened = True
         elif screened and n_admitted > RESCREEN_GROWTH * n_cand:
             # screen again the candidates that no longer come near capacity
-            n_cand = _rescreen(flow_ptr, row_end, pool_res, pool_frac, finish, state, cold, cand,
+            n_cand = rescreen(flow_ptr, row_end, pool_res, pool_frac, finish, state, cold, cand,
                                cand_lazy, tr[0], tr[1])
             n_admitted = 0
 
@@ -1184,9 +1184,9 @@ def completion_tiers_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, fl
                 r = res[e]
                 a = frac[e]
                 if screened and cand[r] == 0:
-                    state[r, _RESID] += a * x_lazy  # (its room)
+                    state[r, RESID] += a * x_lazy  # (its room)
                 else:
-                    state[r, _RESID] += a * x
+                    state[r, RESID] += a * x
                     if screened:
                         cand_lazy[r] -= a * x_lazy
                 if track:
@@ -1194,15 +1194,15 @@ def completion_tiers_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, fl
                 if incast and r >= n_plain:
                     fan_in[r] -= 1
                     new_cap = _ingress_capacity(capacity[r], fan_in[r], row_w_t[r], row_eps[r])
-                    grown = new_cap - cold[r, _CAP]
+                    grown = new_cap - cold[r, CAP]
                     if screened and cand[r] == 0:
                         grown *= SCREEN_SHARE  # (its room)
-                    state[r, _RESID] += grown
-                    cold[r, _CAP] = new_cap
+                    state[r, RESID] += grown
+                    cold[r, CAP] = new_cap
     return rate0, finish, moved, STATUS_OK
 
 
-@njit(**_NUMPY_ERRORS)
+@njit(**NUMPY_ERRORS)
 def _append_ingress(flow_ptr, res, frac, flow_dst, n_plain):
     """Copy of the CSR with one entry (fraction 1) on resource
     ``n_plain + flow_dst[f]`` appended to every non-empty flow."""
@@ -1231,7 +1231,7 @@ def _append_ingress(flow_ptr, res, frac, flow_dst, n_plain):
     return new_ptr, new_res, new_frac
 
 
-@njit(**_NUMPY_ERRORS)
+@njit(**NUMPY_ERRORS)
 def _first_bad_entry(res, frac, n_links):
     """Index of the first entry with a link outside ``[0, n_links)`` or a
     fraction not in ``(0, 1]`` (NaN included), or -1."""

@@ -9,7 +9,7 @@ that the other resources stay below capacity without summing their loads.
 
 The proof is a drift bound. Every active flow ``f`` has a *lazy rate*
 ``x~_f``, and every resource a *lazy load* ``L~_r = sum_f a_{f,r} x~_f``; a
-screened resource's ``_RESID`` holds its *room* ``SCREEN_SHARE c_r - L~_r``
+screened resource's ``RESID`` holds its *room* ``SCREEN_SHARE c_r - L~_r``
 (a candidate's, its exact residual; its lazy load is kept beside). After a
 solve, every flow whose rate ``x_f`` left ``[(1 - SCREEN_DRIFT) x~_f, (1 +
 SCREEN_DRIFT) x~_f]`` gets ``x~_f = x_f`` and the lazy loads of its
@@ -21,7 +21,7 @@ resource becomes a candidate: its load is summed exactly over its flows (the
 transpose) and its entries join the flows' pools (below). If its exact load
 is over capacity, the event solves again with it. Between events, once
 enough resources have joined, the candidates whose lazy bound has fallen
-well below capacity are screened again (:func:`_rescreen`).
+well below capacity are screened again (:func:`rescreen`).
 
 The rates of a screened event are the max-min fair ones, not an
 approximation: they are max-min fair for the candidate resources (every flow
@@ -46,7 +46,7 @@ from __future__ import annotations
 import numpy as np
 
 from .jit import njit
-from .layout import _CAP, _NUMPY_ERRORS, _RESID, TIE_TOL
+from .layout import CAP, NUMPY_ERRORS, RESID, TIE_TOL
 
 #: relative drift of a flow's rate from its lazy rate before its lazy loads
 #: are brought up to date (a smaller value updates more often and keeps
@@ -56,7 +56,7 @@ SCREEN_DRIFT = 0.03
 #: relative headroom a screened resource keeps below its capacity, far above
 #: the rounding of its running residual
 SCREEN_MARGIN = 1e-9
-#: a candidate is screened again (between events, see :func:`_rescreen`)
+#: a candidate is screened again (between events, see :func:`rescreen`)
 #: when its bound is this share below what screening allows
 SCREEN_SLACK = 0.005
 #: ... once the candidates admitted since the last look are this share of
@@ -75,27 +75,27 @@ VIOL_TOL = TIE_TOL
 SCREEN_SHARE = (1.0 - SCREEN_MARGIN) / (1.0 + SCREEN_DRIFT)
 
 
-@njit(**_NUMPY_ERRORS)
+@njit(**NUMPY_ERRORS)
 def _drifted(x, xl):
     """Whether a flow at rate ``x`` with lazy rate ``xl`` must be brought up
     to date."""
     return abs(x - xl) > SCREEN_DRIFT * xl
 
 
-@njit(**_NUMPY_ERRORS)
+@njit(**NUMPY_ERRORS)
 def _room(cap, lazy_load):
-    """What a screened resource keeps in ``_RESID``: the lazy load it may
+    """What a screened resource keeps in ``RESID``: the lazy load it may
     still take, ``SCREEN_SHARE c - L~`` (it stays screened while that is
     positive; a zero-capacity resource never is)."""
     return cap * SCREEN_SHARE - lazy_load
 
 
-@njit(**_NUMPY_ERRORS)
-def _start_screening(act, n_act, flow_ptr, row_end, res, frac, rates, lazy, state, cold, cand,
+@njit(**NUMPY_ERRORS)
+def start_screening(act, n_act, flow_ptr, row_end, res, frac, rates, lazy, state, cold, cand,
                      cand_lazy):
     """Screen every resource whose load allows it (loads at the current
     rates, which are max-min fair), copy the active flows' candidate
-    entries into the pool and set their lazy rates. ``_RESID`` must count
+    entries into the pool and set their lazy rates. ``RESID`` must count
     every active flow at its rate; a candidate's lazy load goes to
     ``cand_lazy`` (the lazy rates are the rates). Returns the pool ``(pool_res,
     pool_frac)`` (flow ``f``'s candidate entries at ``flow_ptr[f] ..
@@ -106,15 +106,15 @@ def _start_screening(act, n_act, flow_ptr, row_end, res, frac, rates, lazy, stat
     pool_frac = np.empty(n_entries, dtype=np.float64)
     n_cand = 0
     for r in range(n_res):
-        cap = cold[r, _CAP]
-        room = _room(cap, cap - state[r, _RESID])
+        cap = cold[r, CAP]
+        room = _room(cap, cap - state[r, RESID])
         c = not room > 0.0
         cand[r] = c
         n_cand += c
         if c:
-            cand_lazy[r] = cap - state[r, _RESID]
+            cand_lazy[r] = cap - state[r, RESID]
         else:
-            state[r, _RESID] = room
+            state[r, RESID] = room
     for i in range(n_act):
         f = act[i]
         k = flow_ptr[f]
@@ -129,8 +129,8 @@ def _start_screening(act, n_act, flow_ptr, row_end, res, frac, rates, lazy, stat
     return pool_res, pool_frac, n_cand
 
 
-@njit(**_NUMPY_ERRORS)
-def _pending_drift(sub, n_sub, flow_ptr, res, frac, rates, lazy, state, cand, pend, pend_res,
+@njit(**NUMPY_ERRORS)
+def pending_drift(sub, n_sub, flow_ptr, res, frac, rates, lazy, state, cand, pend, pend_res,
                    joining):
     """The changes of the lazy loads if every flow of ``sub[:n_sub]`` that
     drifted too far from its lazy rate were brought up to date: summed in
@@ -156,22 +156,22 @@ def _pending_drift(sub, n_sub, flow_ptr, res, frac, rates, lazy, state, cand, pe
             if p == 0.0:
                 p = 1e-300  # (keep it listed once)
             pend[r] = p
-            if cand[r] == 0 and p >= state[r, _RESID]:  # (its room)
+            if cand[r] == 0 and p >= state[r, RESID]:  # (its room)
                 cand[r] = 2
                 joining[n_join] = r
                 n_join += 1
     return n_pend, n_join
 
 
-@njit(**_NUMPY_ERRORS)
-def _commit_drift(sub, n_sub, rates, lazy, state, cand, cand_lazy, pend, pend_res, n_pend):
+@njit(**NUMPY_ERRORS)
+def commit_drift(sub, n_sub, rates, lazy, state, cand, cand_lazy, pend, pend_res, n_pend):
     """Apply the pending changes (to the room of a screened resource, to the
     lazy load of a candidate) and set the lazy rate of every flow that
     drifted too far to its rate."""
     for i in range(n_pend):
         r = pend_res[i]
         if cand[r] == 0:
-            state[r, _RESID] -= pend[r]
+            state[r, RESID] -= pend[r]
         else:
             cand_lazy[r] += pend[r]
         pend[r] = 0.0
@@ -182,8 +182,8 @@ def _commit_drift(sub, n_sub, rates, lazy, state, cand, cand_lazy, pend, pend_re
             lazy[f] = x
 
 
-@njit(**_NUMPY_ERRORS)
-def _admit(joining, n_join, row_end, pool_res, pool_frac, rates, applied, lazy, finish, in_sub,
+@njit(**NUMPY_ERRORS)
+def admit(joining, n_join, row_end, pool_res, pool_frac, rates, applied, lazy, finish, in_sub,
            ev, state, cold, cand, cand_lazy, res_ptr, res_flow, res_frac, base):
     """Make the resources ``joining[:n_join]`` candidates: their residual is
     summed exactly (each active flow at its applied rate, as for every
@@ -215,16 +215,16 @@ def _admit(joining, n_join, row_end, pool_res, pool_frac, rates, applied, lazy, 
             pool_frac[e] = a
             row_end[g] = e + 1
         cand_lazy[r] = lz
-        cap = cold[r, _CAP]
+        cap = cold[r, CAP]
         base[r] = cap - used
-        state[r, _RESID] = cap - (used + used_sub)
+        state[r, RESID] = cap - (used + used_sub)
         if load > cap + cap * VIOL_TOL:
             over = True
     return over
 
 
-@njit(**_NUMPY_ERRORS)
-def _roll_back(touched, n_touched, joining, n_join, sub, n_sub, applied, state, base, pend,
+@njit(**NUMPY_ERRORS)
+def roll_back(touched, n_touched, joining, n_join, sub, n_sub, applied, state, base, pend,
                pend_res, n_pend):
     """Undo a solve whose rates a new candidate cannot carry: the residuals
     it touched and those of the new candidates go back to the capacity left
@@ -233,18 +233,18 @@ def _roll_back(touched, n_touched, joining, n_join, sub, n_sub, applied, state, 
     ``sub`` count nowhere (applied 0) and the pending drift is dropped."""
     for i in range(n_touched):
         r = touched[i]
-        state[r, _RESID] = base[r]
+        state[r, RESID] = base[r]
     for j in range(n_join):
         r = joining[j]
-        state[r, _RESID] = base[r]
+        state[r, RESID] = base[r]
     for i in range(n_sub):
         applied[sub[i]] = 0.0
     for i in range(n_pend):
         pend[pend_res[i]] = 0.0
 
 
-@njit(**_NUMPY_ERRORS)
-def _rescreen(flow_ptr, row_end, pool_res, pool_frac, finish, state, cold, cand, cand_lazy,
+@njit(**NUMPY_ERRORS)
+def rescreen(flow_ptr, row_end, pool_res, pool_frac, finish, state, cold, cand, cand_lazy,
               res_ptr, res_flow):
     """Screen again every candidate whose load bound at the lazy rates is
     below ``1 - SCREEN_SLACK`` of what screening allows, unless it is the
@@ -257,7 +257,7 @@ def _rescreen(flow_ptr, row_end, pool_res, pool_frac, finish, state, cold, cand,
     for r in range(n_res):
         if cand[r] == 0:
             continue
-        cap = cold[r, _CAP]
+        cap = cold[r, CAP]
         room = _room(cap, cand_lazy[r])
         if room <= SCREEN_SLACK * SCREEN_SHARE * cap:
             n_cand += 1
@@ -270,7 +270,7 @@ def _rescreen(flow_ptr, row_end, pool_res, pool_frac, finish, state, cold, cand,
             n_cand += 1
             continue
         cand[r] = 0
-        state[r, _RESID] = room
+        state[r, RESID] = room
         for k in range(res_ptr[r], res_ptr[r + 1]):
             g = res_flow[k]
             if finish[g] == np.inf:

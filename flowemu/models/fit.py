@@ -70,6 +70,10 @@ import numpy as np
 import pandas as pd
 
 from ..core.errors import ConfigError
+from ..core.network import Network
+from ..core.presets import write_preset
+from ..core.units import format_rate, format_time, parse_rate
+from .genmodel import plan_row
 from .measurements import read_measurements
 
 __all__ = ["PAPER_WT_OFFSET", "FitResult", "fit", "read_measurements"]
@@ -94,7 +98,6 @@ def _coefficients(meas: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, int]:
     """Columns A, B (the beta_eff coefficient), D of every row; E per byte of
     every row at each threshold w = 0 … F (float64[rows, F+1], see
     :func:`_e_column`); F, the largest fan-in in flows seen."""
-    from .genmodel import plan_row
     S = meas["size"].to_numpy(dtype=np.float64)
     cols = np.zeros((len(meas), 3))
     per_config: dict = {}
@@ -259,12 +262,10 @@ class FitResult:
         return out
 
     def network(self):
-        from ..core.network import Network
         return Network(**self.network_values())
 
     def text(self) -> str:
         """The report ``flowemu fit`` prints."""
-        from ..core.units import format_rate, format_time
         unit = {"alpha": "s", "beta_eff": "s/B", "beta": "s/B", "gamma": "s/B",
                 "delta": "s/B", "epsilon": "s/B per flow", "w_t": "flows"}
         configs = self.rows.groupby(["algorithm", "ranks"]).ngroups
@@ -322,7 +323,6 @@ class FitResult:
 
     def save(self, path) -> Path:
         """Write the fit as a network preset (:mod:`flowemu.core.presets`)."""
-        from ..core.presets import write_preset
         return write_preset(path, self.network_values(), self.preset_fit_table(),
                             comment="flowemu network preset written by `flowemu fit` "
                                     "(GenModel §3.4)\nalpha is the whole per-step latency "
@@ -365,7 +365,6 @@ def fit(data, *, bandwidth=None, algorithm: str | None = None, ranks: int | None
         Malformed input (naming file, line and field) or fewer measurements
         than unknowns.
     """
-    from ..core.units import parse_rate
     bw = None if bandwidth is None else parse_rate(bandwidth, "bandwidth")
     meas = read_measurements(data, algorithm=algorithm, ranks=ranks)
     base, e_all, max_fanin = _coefficients(meas)

@@ -54,7 +54,15 @@ from functools import partial
 
 import numpy as np
 
+from ..algorithms import butterfly
+from ..algorithms.base import parse_algorithm_spec
+from ..algorithms.gentree.planner import make_plan, switches_bottom_up, tree_view
+from ..algorithms.ps import parse_factors as ps_factors
+from ..algorithms.ps import resolve_factors
+from ..core import checks
 from ..core.errors import ConfigError, show
+from ..core.network import Network
+from ..topology.tree import Tree
 
 __all__ = ["KNOWN_ALGORITHMS", "MODELS", "Prediction", "SwitchTerms", "check_model",
            "check_priceable", "chi", "cps", "hcps", "incast_factor", "parse_factors",
@@ -266,7 +274,6 @@ def parse_factors(factors) -> tuple[int, ...]:
 # --------------------------------------------------------------------------- predict
 
 def _parse_spec(algorithm_spec) -> tuple[str, dict]:
-    from ..algorithms.base import parse_algorithm_spec
 
     if not isinstance(algorithm_spec, str):
         raise ConfigError(f"algorithm: {show(algorithm_spec)} is not allowed; expected "
@@ -323,8 +330,6 @@ def predict(algorithm_spec: str, p: int, sizes, network, *, hops: int = 0) -> np
         has no row for, factors whose product is not ``p``, a bad ``p`` or
         sizes.
     """
-    from ..core import checks
-    from ..core.network import Network
 
     row = plan_row(algorithm_spec, p)
     if not isinstance(network, Network):
@@ -416,7 +421,6 @@ class SwitchTerms:
 def _single_switch(topology):
     """The topology as a one-switch tree, or a ConfigError saying what
     genmodel prices."""
-    from ..topology.tree import Tree
     if not (isinstance(topology, Tree) and len(topology.sites) == 1
             and topology.num_levels == 1):
         spec = getattr(topology, "spec", show(topology))
@@ -451,7 +455,6 @@ def single_switch_terms(topology, network) -> SwitchTerms:
     ConfigError
         The topology is not a tree with one switch level and one site.
     """
-    from ..core.network import Network
     tree = _single_switch(topology)
     if not isinstance(network, Network):
         raise ConfigError(f"network: {show(network)} is not allowed; expected a "
@@ -542,8 +545,6 @@ def _table2(name: str):
         opts = dict(options)
         variant = ""
         if name == "hcps":
-            from ..algorithms.ps import parse_factors as ps_factors
-            from ..algorithms.ps import resolve_factors
             _count("p", p)
             if p < 2:
                 raise ConfigError(f"p: {p} is not allowed for hcps; expected >= 2 ranks")
@@ -603,10 +604,65 @@ def prediction(topology, p: int, algorithm: str, options: dict, sizes, network) 
 def check_priceable(topology, p: int, algorithm: str, options: dict, network=None) -> None:
     """Whether ``model="genmodel"`` can price the configuration (a
     ConfigError saying why not): the predictor run on no sizes."""
-    from ..core.network import Network
     prediction(topology, p, algorithm, options, np.zeros(0), network or Network())
 
 
 for _name in KNOWN_ALGORITHMS:
     register_predictor(_name, _table2(_name))
 del _name
+
+
+# ------------------------------------------------- predictors of size-dependent algorithms
+
+def butterfly_prediction(topology, p, sizes, network, options):
+    """``model="genmodel"`` for ``butterfly`` on one switch: Kolmakov's eqs.
+    (25)/(36)/(44) with the exact part counts, GenModel's α and β of the switch
+    (:func:`single_switch_terms`) and ``γ + 3δ`` per byte combined (fan-in 2);
+    with ``r=auto`` the cheapest form per size under those terms."""
+    terms = single_switch_terms(topology, network)
+    a, b, g = terms.alpha, terms.beta, terms.gamma + 3 * terms.delta
+    p = butterfly.check_ranks(butterfly.NAME, p)
+    L = len(butterfly.halvings(p))
+    value = options.get("r", "auto")
+    if value == "auto" and options.get("at", "auto") != "auto":
+        value = butterfly.cheapest_r(p, float(options["at"]), a, b, g)
+    chosen = [butterfly.form(p, butterfly.cheapest_r(p, float(size), a, b, g) if value == "auto"
+                             else butterfly.resolve_r(p, value, float(size), network))
+              for size in np.asarray(sizes, np.float64)]
+    names = ["bandwidth" if f.r == 0 else "latency" if f.r == L else f"r={f.r}" for f in chosen]
+    return Prediction(np.array([butterfly.price(f, s, a, b, g)
+                                for f, s in zip(chosen, sizes, strict=True)]),
+                      names, [len(f.phases) for f in chosen])
+
+
+def gentree_prediction(topology, p, sizes, network, options):
+    """``model="genmodel"`` for ``gentree``: the GenModel time of GenTree's own
+    plan per size (the root's finish time,
+    :attr:`flowemu.algorithms.gentree.planner.Plan.time`)."""
+    rearrange = options.get("rearrange", "auto") == "auto"
+    flat = options.get("flat", "auto") == "auto"
+    view = tree_view(topology, network, p)
+    at = options.get("at", "auto")
+    fixed = None if at == "auto" else make_plan(topology, network, float(at), p, rearrange,
+                                                 view=view, flat=flat)
+    # every size priced by its own plan, or by the plan chosen for ``at``
+    plans = [make_plan(topology, network, float(S), p, rearrange, view=view, flat=flat,
+                       follow=fixed) for S in np.asarray(sizes, np.float64)]
+    return Prediction(np.array([pl.time for pl in plans], np.float64),
+                      [pl.summary() for pl in plans], [2 * _plan_steps(pl) for pl in plans])
+
+
+def _plan_steps(plan) -> int:
+    """Steps of one half of a GenTree plan (sub-plans of sibling switches overlap)."""
+    if plan.flat is not None:
+        return sum(1 for st in plan.flat[2] if st.num_flows)
+    view, end = plan.view, {}
+    for v in switches_bottom_up(view):
+        start = max([end[c] for c in view.children[v] if not view.is_host(c)] or [0])
+        end[v] = start + sum(1 for st in plan.planner.plans[view.signature[v]].steps
+                             if st.num_flows)
+    return end[view.root]
+
+
+register_predictor(butterfly.NAME, butterfly_prediction)
+register_predictor("gentree", gentree_prediction)

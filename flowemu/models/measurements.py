@@ -16,6 +16,8 @@ import numpy as np
 import pandas as pd
 
 from ..core.errors import ConfigError, show
+from ..core.units import parse_size, parse_time
+from .genmodel import plan_row
 
 __all__ = ["CSV_COLUMNS", "is_nccl_text", "read_measurements"]
 
@@ -28,7 +30,6 @@ def _where(path: str, line: int | None) -> str:
 
 
 def _parse_time(raw: str, where: str) -> float:
-    from ..core.units import parse_time
     text = raw.strip()
     try:
         value = float(text)
@@ -45,7 +46,6 @@ def _parse_time(raw: str, where: str) -> float:
 
 
 def _parse_size(raw: str, where: str) -> int:
-    from ..core.units import parse_size
     text = raw.strip()
     if text.startswith("-"):
         raise ConfigError(f"{where}: size: {text!r} is negative; expected a positive number "
@@ -70,7 +70,6 @@ def _parse_ranks(raw, where: str) -> int:
 
 
 def _check_algorithm(name: str, ranks: int, where: str) -> str:
-    from .genmodel import plan_row
     text = name.strip()
     try:
         plan_row(text, ranks)

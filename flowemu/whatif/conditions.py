@@ -19,6 +19,10 @@ import numpy as np
 import pandas as pd
 
 from ..core.errors import ConfigError, show
+from .background import parse_background
+from .faults import (DEGRADE, FAIL, POLICIES, FaultyTopology, apply_faults, check_connected,
+                     split_selectors)
+from .stragglers import parse_slow
 
 __all__ = ["CONDITIONS", "HEALTHY", "WHATIF_COLUMNS", "WhatIf", "check_whatif", "slowdown"]
 
@@ -69,7 +73,6 @@ def check_whatif(fail=None, degrade=None, fail_policy="strict", slow=None,
     ConfigError naming the option when it has the wrong type or an unknown
     policy; the selectors and specs themselves are checked against the
     topology and ranks when the run is prepared."""
-    from .faults import DEGRADE, FAIL, POLICIES, _selectors
     if not isinstance(fail_policy, str) or fail_policy.strip() not in POLICIES:
         raise ConfigError(f"fail_policy: {show(fail_policy)} is not allowed; expected "
                           f"{' or '.join(POLICIES)}")
@@ -84,7 +87,7 @@ def check_whatif(fail=None, degrade=None, fail_policy="strict", slow=None,
                               + (" (RANKS=FACTOR[:compute|:network]; ...)" if name == "slow"
                                  else " (perm:LOAD[:SEED], alltoall:LOAD, hotspot:LOAD"
                                       "[:TARGET] or a traffic file)"))
-    return WhatIf(";".join(_selectors(fail, FAIL)), ";".join(_selectors(degrade, DEGRADE)),
+    return WhatIf(";".join(split_selectors(fail, FAIL)), ";".join(split_selectors(degrade, DEGRADE)),
                   fail_policy.strip(), texts["slow"], texts["background"])
 
 
@@ -104,9 +107,6 @@ def apply(whatif: WhatIf, topology, p: int, network, mapping) -> Applied:
     ``mapping``'s endpoints): faults on the topology (a rank cut off from the
     others is a ConfigError naming it), slow ranks parsed for ``p``, the
     background for the topology and network."""
-    from .background import parse_background
-    from .stragglers import parse_slow
-    from .faults import FaultyTopology, apply_faults, check_connected
     topo = apply_faults(topology, whatif.fail or None, whatif.degrade or None)
     if mapping is not None or isinstance(topo, FaultyTopology):
         ends = np.arange(p) if mapping is None else np.asarray(mapping)

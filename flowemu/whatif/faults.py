@@ -41,7 +41,9 @@ from ..kernels.graphroute import MODE_FIRST, MODE_HASH, MODE_HOP, MODE_PATHS, ST
 from ..kernels.pathlatency import dag_max_latency
 from ..topology._common import check_seed, readonly
 from ..topology.base import Routes, Topology
-from .selectors import DEGRADE, FAIL, _degrade, _Fabric, _select, _selectors, select_links
+from ..topology import parse_topology
+from ..algorithms.registry import get_algorithm
+from .selectors import DEGRADE, FAIL, Fabric, resolve_degrade, resolve_selector, split_selectors
 
 __all__ = ["POLICIES", "FaultyTopology", "apply_faults", "check_connected",
            "check_fail_policy", "select_links"]
@@ -92,20 +94,20 @@ class FaultyTopology(Topology):
             raise ConfigError("topology: already has faults; apply_faults merges them")
         if not isinstance(base, Topology):
             raise ConfigError(f"topology: {show(base)} is not allowed; expected a Topology")
-        fab = _Fabric(base)
+        fab = Fabric(base)
         L = base.num_links
         failed = np.zeros(L, dtype=bool)
         parts = []
-        for text in _selectors(self.fail, FAIL):
-            ids, canon = _select(fab, text, FAIL)
+        for text in split_selectors(self.fail, FAIL):
+            ids, canon = resolve_selector(fab, text, FAIL)
             failed[ids] = True
             if all(canon != c for c, _ in parts):   # a selector given twice is one
                 parts.append((canon, ids))
         bw = np.ones(L)
         lat = np.ones(L)
         degraded = []
-        for text in _selectors(self.degrade, DEGRADE):
-            ids, f, m, canon = _degrade(fab, text)
+        for text in split_selectors(self.degrade, DEGRADE):
+            ids, f, m, canon = resolve_degrade(fab, text)
             bw[ids] *= f
             lat[ids] *= m
             degraded.append(canon)
@@ -253,7 +255,7 @@ class FaultyTopology(Topology):
         failed = np.zeros(self.num_links, dtype=bool)
         src = np.asarray(self.link_src, dtype=np.int64)
         dst = np.asarray(self.link_dst, dtype=np.int64)
-        exists = _Fabric(self.base).exists
+        exists = Fabric(self.base).exists
         for canon, ids in self._fail_parts:
             failed[ids] = True
             keep = np.flatnonzero(exists & ~failed)
@@ -331,17 +333,15 @@ def apply_faults(topology, fail=None, degrade=None) -> Topology:
         ``topology`` itself when both are empty, else a
         :class:`FaultyTopology`.
     """
-    from ..topology import parse_topology
-
-    fail_sel = _selectors(fail, FAIL)
-    degrade_sel = _selectors(degrade, DEGRADE)
+    fail_sel = split_selectors(fail, FAIL)
+    degrade_sel = split_selectors(degrade, DEGRADE)
     if not fail_sel and not degrade_sel:
         return topology
     if isinstance(topology, str):
         topology = parse_topology(topology)
     if isinstance(topology, FaultyTopology):
-        fail_sel = _selectors(topology.fail, FAIL) + fail_sel
-        degrade_sel = _selectors(topology.degrade, DEGRADE) + degrade_sel
+        fail_sel = split_selectors(topology.fail, FAIL) + fail_sel
+        degrade_sel = split_selectors(topology.degrade, DEGRADE) + degrade_sel
         topology = topology.base
     return FaultyTopology(topology, ";".join(fail_sel), ";".join(degrade_sel))
 
@@ -412,7 +412,6 @@ def check_fail_policy(schedule, topology: Topology, mapping=None, policy: str = 
     if policy == "reroute":
         return
     if algorithm is None or isinstance(algorithm, str):
-        from ..algorithms import get_algorithm
         try:
             algorithm = get_algorithm(algorithm or schedule.algorithm)
         except ConfigError:
@@ -443,3 +442,28 @@ def check_fail_policy(schedule, topology: Topology, mapping=None, policy: str = 
             f"fail: algorithm {algorithm.name} relies on link {u}-{v} (link {lk}, rank "
             f"{int(t.src[f])} -> rank {int(t.dst[f])}) which is failed ({topology.fail}); pass "
             "fail_policy='reroute' (--fail-policy reroute) to route around it")
+
+
+def select_links(topology: Topology, selector: str, option: str = FAIL) -> np.ndarray:
+    """Directed link ids a selector picks, int64 sorted, both directions of
+    each cable (see the module docstring for the grammar).
+
+    Parameters
+    ----------
+    topology : Topology or str
+        A topology or its spec; a :class:`FaultyTopology` selects on its base.
+    selector : str
+        One selector, without a degrade factor.
+    option : str
+        The option named in error messages (``"fail"`` or ``"degrade"``).
+
+    Raises
+    ------
+    ConfigError
+        Naming ``option``, the selector and the forms allowed on the family.
+    """
+    if isinstance(topology, str):
+        topology = parse_topology(topology)
+    if isinstance(topology, FaultyTopology):
+        topology = topology.base
+    return resolve_selector(Fabric(topology), selector, option)[0]

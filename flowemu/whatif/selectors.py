@@ -54,8 +54,14 @@ import numpy as np
 from ..core.errors import ConfigError, show
 from ..topology._common import fmt
 from ..topology.base import Topology
+from ..topology.dragonfly import Dragonfly
+from ..topology.fattree import FatTree
+from ..topology.graph import Graph
+from ..topology.hammingmesh import HammingMesh
+from ..topology.leafspine import LeafSpine
+from ..topology.tree import Tree
 
-__all__ = ["DEGRADE", "FAIL", "select_links"]
+__all__ = ["DEGRADE", "FAIL", "Fabric", "resolve_degrade", "resolve_selector", "split_selectors"]
 
 FAIL, DEGRADE = "fail", "degrade"
 _SELECTOR_FORMS = "link:ID[-ID], node:V, random:K:SEED"
@@ -63,7 +69,7 @@ _SELECTOR_FORMS = "link:ID[-ID], node:V, random:K:SEED"
 
 # ---------------------------------------------------------------- link facts
 
-class _Fabric:
+class Fabric:
     """What the selectors need to know about a topology's links: which
     exist (a mesh keeps ids of absent links), the reverse of each (-1:
     none), the cables, the level names and the node grid."""
@@ -141,12 +147,6 @@ def _reverse_links(src, dst, exists) -> np.ndarray:
 
 def _levels(topo: Topology) -> dict[str, np.ndarray]:
     """Level name -> int64[count, members] vertex ids (one row per index)."""
-    from ..topology.dragonfly import Dragonfly
-    from ..topology.fattree import FatTree
-    from ..topology.hammingmesh import HammingMesh
-    from ..topology.leafspine import LeafSpine
-    from ..topology.tree import Tree
-
     n = topo.num_endpoints
     out: dict[str, np.ndarray] = {}
 
@@ -190,7 +190,6 @@ def _levels(topo: Topology) -> dict[str, np.ndarray]:
 
 
 def _graph_names(topo: Topology):
-    from ..topology.graph import Graph
     return topo.node_names if isinstance(topo, Graph) else None
 
 
@@ -211,7 +210,7 @@ def _int(text: str, what: str, option: str, sel: str, lo: int = 0, hi: int | Non
     return v
 
 
-def _term(fab: _Fabric, text: str, option: str, sel: str) -> np.ndarray:
+def _term(fab: Fabric, text: str, option: str, sel: str) -> np.ndarray:
     """Vertex ids (int64) of one vertex form."""
     topo = fab.topo
     t = text.strip()
@@ -263,7 +262,7 @@ def _term(fab: _Fabric, text: str, option: str, sel: str) -> np.ndarray:
                       f"{fab.forms()}")
 
 
-def _links_of(fab: _Fabric, a: np.ndarray, b: np.ndarray | None) -> np.ndarray:
+def _links_of(fab: Fabric, a: np.ndarray, b: np.ndarray | None) -> np.ndarray:
     """Existing links touching a vertex of ``a`` (``b`` None), or joining a
     vertex of ``a`` and one of ``b``."""
     n = fab.topo.num_nodes
@@ -278,7 +277,7 @@ def _links_of(fab: _Fabric, a: np.ndarray, b: np.ndarray | None) -> np.ndarray:
     return np.flatnonzero(hit & fab.exists).astype(np.int64)
 
 
-def _select(fab: _Fabric, text, option: str) -> tuple[np.ndarray, str]:
+def resolve_selector(fab: Fabric, text, option: str) -> tuple[np.ndarray, str]:
     """``(sorted link ids with their reverses, canonical text)`` of one selector."""
     topo = fab.topo
     if not isinstance(text, str):
@@ -333,7 +332,7 @@ def _select(fab: _Fabric, text, option: str) -> tuple[np.ndarray, str]:
     return fab.with_reverse(ids), sel
 
 
-def _split_pair(fab: _Fabric, sel: str, option: str):
+def _split_pair(fab: Fabric, sel: str, option: str):
     """``((text, vertices), (text, vertices))`` of an ``A-B`` selector, or
     None when ``sel`` has no ``-`` outside a graph node id."""
     # a '-' right after ':' is a sign (node:-1), not the cut of a pair
@@ -357,7 +356,7 @@ def _split_pair(fab: _Fabric, sel: str, option: str):
     raise error
 
 
-def _selectors(value, option: str) -> list[str]:
+def split_selectors(value, option: str) -> list[str]:
     """The selectors of a fail / degrade value: a string (``;``-separated)
     or a sequence of strings; None or empty: none."""
     if value is None:
@@ -392,7 +391,7 @@ def _factor(text: str, what: str, sel: str, lo_open: float, hi: float) -> float:
     return v
 
 
-def _degrade(fab: _Fabric, text: str) -> tuple[np.ndarray, float, float, str]:
+def resolve_degrade(fab: Fabric, text: str) -> tuple[np.ndarray, float, float, str]:
     sel = text.strip()
     target, eq, value = sel.partition("=")
     if not eq or not value.strip():
@@ -408,33 +407,6 @@ def _degrade(fab: _Fabric, text: str) -> tuple[np.ndarray, float, float, str]:
             raise ConfigError(f"degrade: {sel!r}: {lat_text.strip()!r} is not allowed; "
                               "expected lat=M (latency multiplier >= 1), e.g. spine:0=0.5:lat=2")
         lat = _factor(m_text, "latency multiplier", sel, 1.0, math.inf)
-    ids, canon = _select(fab, target, DEGRADE)
+    ids, canon = resolve_selector(fab, target, DEGRADE)
     canon += f"={fmt(factor)}" + (f":lat={fmt(lat)}" if lat != 1.0 else "")
     return ids, factor, lat, canon
-
-
-def select_links(topology: Topology, selector: str, option: str = FAIL) -> np.ndarray:
-    """Directed link ids a selector picks, int64 sorted, both directions of
-    each cable (see the module docstring for the grammar).
-
-    Parameters
-    ----------
-    topology : Topology or str
-        A topology or its spec; a :class:`FaultyTopology` selects on its base.
-    selector : str
-        One selector, without a degrade factor.
-    option : str
-        The option named in error messages (``"fail"`` or ``"degrade"``).
-
-    Raises
-    ------
-    ConfigError
-        Naming ``option``, the selector and the forms allowed on the family.
-    """
-    if isinstance(topology, str):
-        from ..topology import parse_topology
-        topology = parse_topology(topology)
-    from .faults import FaultyTopology
-    if isinstance(topology, FaultyTopology):
-        topology = topology.base
-    return _select(_Fabric(topology), selector, option)[0]

@@ -20,63 +20,17 @@ a quarter speed, ranks 0-2 and 4-7 half speed).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
+from ..core import checks
 from ..core.errors import ConfigError, show
+from ..engine.load import Slow
 
 #: what a FACTOR may be followed by
 KINDS = ("compute", "network")
 
 _GRAMMAR = ("expected RANKS=FACTOR[:compute|:network] items separated by ';' (RANKS: 3, 3,5, "
             "7-9 or random:K:SEED; FACTOR in (0, 1])")
-
-
-@dataclass(frozen=True, eq=False)
-class Slow:
-    """Speed fractions of the ranks of one run.
-
-    Attributes
-    ----------
-    p : int
-        Number of ranks the spec was parsed for.
-    compute : float64[p]
-        Compute speed of each rank (1 = nominal); a rank's reduction time is
-        divided by it.
-    network : float64[p]
-        Network speed of each rank: its injection and ejection are capped at
-        this fraction of its endpoint's out-link / in-link capacity sum.
-    spec : str
-        The spec as given (for results and messages).
-    """
-
-    p: int
-    compute: np.ndarray
-    network: np.ndarray
-    spec: str = ""
-
-    def __post_init__(self):
-        for name in ("compute", "network"):
-            arr = np.array(getattr(self, name), dtype=np.float64)
-            if arr.shape != (self.p,) or not np.all((arr > 0) & (arr <= 1)):
-                raise ConfigError(f"slow: {name} speeds must be {self.p} numbers in (0, 1]")
-            arr.setflags(write=False)
-            object.__setattr__(self, name, arr)
-
-    @property
-    def compute_speed(self) -> np.ndarray | None:
-        """The compute speeds, or None when every rank runs at full speed
-        (the reduction then takes the default path)."""
-        return None if np.all(self.compute == 1.0) else self.compute
-
-    @property
-    def network_ranks(self) -> np.ndarray:
-        """Ranks whose network is slowed, int64[K]."""
-        return np.flatnonzero(self.network < 1.0)
-
-    def __repr__(self) -> str:
-        return f"Slow({self.spec!r}, p={self.p})"
 
 
 def parse_slow(spec, p) -> Slow:
@@ -88,7 +42,6 @@ def parse_slow(spec, p) -> Slow:
         Naming ``slow``, the bad value and what is allowed: a rank out of
         ``0..p-1``, a factor outside (0, 1], an unknown kind, a malformed item.
     """
-    from ..core import checks
 
     p = checks.integer("slow: ranks p", p, lo=1)
     if isinstance(spec, Slow):

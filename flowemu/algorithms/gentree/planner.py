@@ -91,14 +91,13 @@ import numpy as np
 import pandas as pd
 
 from ...core.errors import ConfigError, show
+from ..base import DEFAULT_AT
+from ..registry import get_algorithm
 from .treeview import TreeView, ancestors, switches_bottom_up, tree_view
 
-__all__ = ["DEFAULT_AT", "PLAN_COLUMNS", "Plan", "TreeView", "make_plan", "plan", "plan_table", "table6",
+__all__ = ["DEFAULT_AT", "PLAN_COLUMNS", "Plan", "TreeView", "make_plan", "plan_table", "table6",
            "tree_view"]
 
-#: vector size (bytes) a plan is chosen for when the run has none (congestion,
-#: flow dumps without a size, the verifier): 256 MiB
-DEFAULT_AT = 256 * 2**20
 
 #: most factors of an HCPS candidate
 MAX_FACTORS = 3
@@ -240,7 +239,6 @@ def type_schedule(kind: str, c: int):
     blocks (the *parts*, ``c`` or a multiple): ``(steps, holder)`` with steps ``(src, dst, parts of each flow,
     (node, part, fan-in) of every reduction)`` and ``holder[j]`` the rank
     that ends with part ``j`` reduced."""
-    from .. import get_algorithm
     if kind == "cps":
         sched = get_algorithm("cps").build(c, None, True)
     elif kind == "ring":
@@ -669,52 +667,6 @@ def _members_text(view: TreeView, members: list[int]) -> str:
     if len(head) == 2 and head[0] == tail[0]:
         return f"{head[0]} {head[1]}-{tail[1]}"
     return ", ".join(names[:3]) + (" ..." if len(names) > 3 else "")
-
-
-def plan(topology, sizes="40MB,128MB,400MB", *, network=None, ranks=None, rearrange="auto",
-         flat="auto", **network_params) -> pd.DataFrame:
-    """GenTree's plan per switch-local sub-tree and size, with the GenModel
-    cost of every candidate considered (the paper's Table 6, long form;
-    :func:`table6` pivots it).
-
-    Parameters
-    ----------
-    topology : str or Topology
-        A tree (every preset), leaf-spine or fat tree.
-    sizes : as for :func:`flowemu.simulate`
-        Vector sizes in bytes.
-    network : Network, optional
-        Or its fields as keywords (``alpha="6.58ms"``, ``gamma=``, ...).
-    ranks : int, optional
-        Ranks (default: every host; fewer keep the first hosts).
-    rearrange : {"auto", "no"}
-        ``no`` plans without data rearrangement (the paper's GenTree*).
-    flat : {"auto", "no"}
-        ``auto`` also prices a flat cps, ring and rhd over every rank (rows
-        ``flat cps`` ... of the root, their cost the whole allreduce) and takes
-        one when it is cheaper than the tree plan; ``no``: the tree plan only.
-
-    Returns
-    -------
-    pandas.DataFrame
-        :data:`PLAN_COLUMNS`: per size, switch class and candidate its
-        GenModel cost, ``chosen``, ``rearranged``, the class's finish time
-        and the whole plan's GenModel time.
-    """
-    from ...core import checks
-    from ...api.simulation import _topology
-
-    net = checks.network(network, network_params, "plan",
-                         ("sizes", "network", "ranks", "rearrange", "flat"))
-    n = checks.sizes(sizes)
-    for name, value in (("rearrange", rearrange), ("flat", flat)):
-        if value not in ("auto", "no"):
-            raise ConfigError(f"{name}: {show(value)} is not allowed; expected auto or no")
-    topo = _topology(topology)
-    p = checks.ranks(ranks, topo)
-    view = tree_view(topo, net, p)
-    return plan_table([make_plan(topo, net, float(S), p, rearrange == "auto", view=view,
-                                 flat=flat == "auto") for S in n])
 
 
 def table6(df: pd.DataFrame) -> pd.DataFrame:

@@ -25,9 +25,11 @@ from __future__ import annotations
 import numpy as np
 
 from ...core.errors import ConfigError
+from ...core.network import Network
 from .._blocks import COPY, REDUCE, check_ranks, equal_block_share
-from ..base import AlgorithmSpec, Param, Reduction, Schedule, Step, Traffic, convert_size_or_auto
+from ..base import DEFAULT_AT, AlgorithmSpec, Param, Reduction, Schedule, Step, Traffic, convert_size_or_auto
 from ..registry import register
+from .planner import make_plan, switches_bottom_up, tree_view
 
 __all__ = ["build", "plans_for_sizes", "schedule_from_plan"]
 
@@ -36,7 +38,6 @@ NAME = "gentree"
 
 def schedule_from_plan(plan, blocks: bool = False) -> Schedule:
     """The bulk-synchronous schedule of a :class:`flowemu.algorithms.gentree.planner.Plan`."""
-    from .planner import switches_bottom_up
     view, planner = plan.view, plan.planner
     p = view.num_hosts
     # start and end step of every class (equal switches start together)
@@ -119,8 +120,6 @@ def build(p: int, topology=None, blocks: bool = False, **options) -> Schedule:
     at : "auto" or a size
         The vector size the plan is chosen for (``auto``: 256 MiB here).
     """
-    from .planner import DEFAULT_AT, make_plan
-    from ...core.network import Network
     opts = SPEC.parse_options(options)
     p = check_ranks(NAME, p)
     if topology is None:
@@ -135,7 +134,6 @@ def build(p: int, topology=None, blocks: bool = False, **options) -> Schedule:
 def plans_for_sizes(p, topology, network, sizes, options, blocks=False):
     """``[(schedule, size indices)]``: GenTree's plan for every size of the
     run (or the ``at`` size for all), one schedule per distinct plan."""
-    from .planner import make_plan, tree_view
     opts = SPEC.parse_options(options)
     rearrange, flat = opts["rearrange"] == "auto", opts["flat"] == "auto"
     view = tree_view(topology, network, p)
@@ -155,36 +153,6 @@ def plans_for_sizes(p, topology, network, sizes, options, blocks=False):
             groups.values()]
 
 
-def predict(topology, p, sizes, network, options):
-    """``model="genmodel"``: the GenModel time of GenTree's own plan per size
-    (the root's finish time, :attr:`flowemu.algorithms.gentree.planner.Plan.time`)."""
-    from ...models.genmodel import Prediction
-    from .planner import make_plan, tree_view
-    rearrange = options.get("rearrange", "auto") == "auto"
-    flat = options.get("flat", "auto") == "auto"
-    view = tree_view(topology, network, p)
-    at = options.get("at", "auto")
-    fixed = None if at == "auto" else make_plan(topology, network, float(at), p, rearrange,
-                                                 view=view, flat=flat)
-    # every size priced by its own plan, or by the plan chosen for ``at``
-    plans = [make_plan(topology, network, float(S), p, rearrange, view=view, flat=flat,
-                       follow=fixed) for S in np.asarray(sizes, np.float64)]
-    return Prediction(np.array([pl.time for pl in plans], np.float64),
-                      [pl.summary() for pl in plans], [2 * _steps(pl) for pl in plans])
-
-
-def _steps(plan) -> int:
-    from .planner import switches_bottom_up
-    if plan.flat is not None:
-        return sum(1 for st in plan.flat[2] if st.num_flows)
-    view, end = plan.view, {}
-    for v in switches_bottom_up(view):
-        start = max([end[c] for c in view.children[v] if not view.is_host(c)] or [0])
-        end[v] = start + sum(1 for st in plan.planner.plans[view.signature[v]].steps
-                             if st.num_flows)
-    return end[view.root]
-
-
 SPEC = register(AlgorithmSpec(
     NAME, build,
     (Param("rearrange", str, "auto", ("auto", "no"),
@@ -201,11 +169,3 @@ SPEC = register(AlgorithmSpec(
     sized=plans_for_sizes,
     families=("tree", "leafspine", "fattree"),
 ))
-
-
-def _register_predictor():
-    from ...models.genmodel import register_predictor
-    register_predictor(NAME, predict)
-
-
-_register_predictor()

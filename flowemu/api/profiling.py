@@ -1,0 +1,67 @@
+"""The public :func:`profile`: every step of a schedule profiled on a topology,
+with what-if specs (background traffic, slow ranks) parsed here, above the
+engine (:func:`flowemu.engine.profiles.profile` takes them as objects)."""
+
+from __future__ import annotations
+
+from ..algorithms.base import Schedule
+from ..core.network import Network
+from ..engine.profiles import Profile, check_profile_args
+from ..engine.profiles import profile as engine_profile
+from ..topology import Topology
+from ..whatif.background import parse_background
+from ..whatif.stragglers import parse_slow
+
+__all__ = ["profile"]
+
+
+def profile(schedule: Schedule, topology: Topology | str, network: Network | None = None, *,
+            ecmp: str = "split", seed: int = 0, mapping=None,
+            congestion: bool = False, threads: int | None = None,
+            max_memory=None, background=None, slow=None) -> Profile:
+    """Profile every step of ``schedule`` on ``topology``.
+
+    Parameters
+    ----------
+    schedule : Schedule
+        Steps on ranks ``0..p-1``.
+    topology : Topology or str
+        A Topology or a spec such as ``"torus:8x8"``.
+    network : Network, optional
+        Defaults to ``Network()`` (400 Gb/s, 100 ns links, 300 ns per hop).
+    ecmp : {"split", "dor", "hash", "dmodk", "valiant", "adaptive"}
+        The family's routing mode, or "adaptive" (every family with "split":
+        each step's split rebalanced to minimise the most loaded link,
+        :mod:`flowemu.engine.adaptive`).
+    seed : int
+        Seed of ``ecmp="hash"``.
+    mapping : int[p], optional
+        Endpoint of each rank (default: rank r on endpoint r).
+    congestion : bool
+        Also record per-step link usage (see :meth:`Profile.congestion_report`).
+    threads : int, optional
+        Distinct steps routed and solved at once (default:
+        :func:`default_threads`). Results do not depend on it.
+    max_memory : str or int, optional
+        Refuse (ConfigError) a run whose estimated memory exceeds this
+        (default: :func:`flowemu.core.budget.limit`); the route entries of every
+        distinct step are counted before any is routed.
+    background : str or Background, optional
+        Steady flows of another job sharing the links for the whole run
+        (a spec of :func:`flowemu.whatif.background.parse_background`, or a
+        Background made by it); the profile's step
+        times are the collective's, :meth:`Profile.background_throughput`
+        and ``info["background_rate"]`` report the background.
+    slow : str or Slow, optional
+        Slow ranks (a spec of :func:`flowemu.whatif.stragglers.parse_slow`, or a
+        Slow made by it).
+    """
+    if background is not None or slow is not None:
+        schedule, topology, network = check_profile_args(schedule, topology, network)
+        if background is not None:
+            background = parse_background(background, topology, network)
+        if slow is not None:
+            slow = parse_slow(slow, schedule.p)
+    return engine_profile(schedule, topology, network, ecmp=ecmp, seed=seed, mapping=mapping,
+                          congestion=congestion, threads=threads, max_memory=max_memory,
+                          background=background, slow=slow)
