@@ -18,8 +18,8 @@ from flowemu.core.errors import ConfigError
 from flowemu.algorithms.gentree.planner import candidate_types, factorisations, make_plan, table6, tree_view
 from flowemu.api.planning import plan
 from flowemu.core.network import Network
+from flowemu.core.presets import GENTREE_TABLE5
 from flowemu.topology import parse_topology
-from flowemu.topology.tree import GENTREE_TABLE5
 
 SERVER = GENTREE_TABLE5["Server"]
 #: Table 5's host terms per byte (a float is 4 bytes)

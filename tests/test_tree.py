@@ -18,8 +18,8 @@ from flowemu.algorithms import get_algorithm
 from flowemu.engine.profiles import profile
 from flowemu.core.errors import ConfigError
 from flowemu.core.network import Network
+from flowemu.core.presets import GENTREE_TABLE5
 from flowemu.topology import Tree, parse_topology, topology_families
-from flowemu.topology.tree import GENTREE_TABLE5
 from flowemu.topology.treespec import preset_tree
 from tests.cli_helpers import assert_bad_topology
 

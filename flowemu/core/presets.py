@@ -33,7 +33,7 @@ Built-in presets
     The "Server" row of GenModel's Table 5 (../shared/papers/genmodel-gentree.txt
     §5.3), per byte: α = 6.58 ms per message, γ = 6.00e-10/4 s and δ =
     1.87e-10/4 s per byte (the table counts 4-byte floats). Read from
-    :data:`flowemu.topology.tree.GENTREE_TABLE5`. The link rows (β, ε, w_t per
+    :data:`GENTREE_TABLE5`. The link rows (β, ε, w_t per
     tier) belong to the links, not the hosts: the ``tree:SS24`` ... presets
     set them per level.
 """
@@ -53,6 +53,21 @@ from .network import Network
 
 __all__ = ["BUILTIN", "Preset", "builtin_presets", "is_preset", "load_preset",
            "preset_network", "write_preset"]
+
+#: bytes of one value in the GenTree paper's data sizes (a float)
+FLOAT_BYTES = 4
+
+#: Table 5 of the GenModel/GenTree paper (network parameters of the GenTree
+#: testbeds), as printed: seconds (α), seconds per float (β, γ, δ), seconds per
+#: float per flow above w_t (ε), flows (w_t); its link rows are the tiers of
+#: the ``tree:`` presets (:mod:`flowemu.topology.treepresets`), its "Server" row
+#: the built-in preset ``genmodel-table5``
+GENTREE_TABLE5 = {
+    "Cross DC": {"alpha": 3.00e-2, "beta": 6.40e-9, "eps": 6.00e-11, "wt": 9},
+    "Root SW": {"alpha": 6.58e-3, "beta": 6.40e-10, "eps": 6.00e-12, "wt": 9},
+    "Middle SW": {"alpha": 6.58e-3, "beta": 6.40e-9, "eps": 1.22e-10, "wt": 9},
+    "Server": {"alpha": 6.58e-3, "gamma": 6.00e-10, "delta": 1.87e-10},
+}
 
 #: built-in preset name -> one-line description (``flowemu list``)
 BUILTIN = {
@@ -116,7 +131,6 @@ def builtin_presets() -> dict[str, str]:
 
 
 def _builtin_values(name: str) -> dict:
-    from ..topology.tree import FLOAT_BYTES, GENTREE_TABLE5
     if name == "genmodel-table5":
         server = GENTREE_TABLE5["Server"]
         return {"alpha": server["alpha"], "gamma": server["gamma"] / FLOAT_BYTES,

@@ -14,11 +14,11 @@ accepted; :func:`parse_topology` prefixes the spec so every message reads
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable
 
 from ..core.errors import ConfigError, show
+from ._common import parse_dims
 from .base import Routes, Topology
 from .dragonfly import Dragonfly, parse_dragonfly
 from .fattree import FatTree, parse_fattree
@@ -26,7 +26,7 @@ from .graph import Graph, parse_graph
 from .hammingmesh import HammingMesh, parse_hammingmesh, parse_hx2mesh, parse_hx4mesh
 from .hyperx import HyperX, parse_hyperx
 from .leafspine import LeafSpine, parse_leafspine
-from .torus import MAX_NODES, Torus
+from .torus import Torus
 from .tree import Tree
 from .treespec import TREE_DOC, parse_tree
 
@@ -160,38 +160,12 @@ def split_specs(text: str, canonical: bool = True) -> list[str]:
     return out
 
 
-def _parse_dims(family: str, params: str) -> tuple[int, ...]:
-    example = f"e.g. {family}:8x8, {family}:16, {family}:8x8x8"
-    if not params:
-        raise ConfigError(f"no dimensions given; expected sizes separated by 'x' ({example})")
-    dims = []
-    for i, part in enumerate(params.split("x")):
-        part = part.strip()
-        if not part:
-            raise ConfigError(f"dimension {i} is empty; expected sizes separated by 'x' "
-                              f"({example})")
-        body = part[1:] if part[0] in "+-" else part
-        if not (body.isascii() and body.isdigit()):
-            raise ConfigError(f"dimension {i} is {part!r}, not an integer; expected sizes "
-                              f"separated by 'x' ({example})")
-        d = int(part)
-        if d < 2:
-            raise ConfigError(f"dimension {i} is {d}; every dimension must be an integer >= 2 "
-                              f"(e.g. {family}:8x8)")
-        dims.append(d)
-    nodes = math.prod(dims)
-    if nodes > MAX_NODES:
-        raise ConfigError(f"{'x'.join(map(str, dims))} has {nodes} nodes; at most {MAX_NODES} "
-                          "(2**24) are allowed")
-    return tuple(dims)
-
-
 def _torus_factory(params: str) -> Topology:
-    return Torus(_parse_dims("torus", params), wrap=True)
+    return Torus(parse_dims("torus", params), wrap=True)
 
 
 def _mesh_factory(params: str) -> Topology:
-    return Torus(_parse_dims("mesh", params), wrap=False)
+    return Torus(parse_dims("mesh", params), wrap=False)
 
 
 register_topology("torus", _torus_factory,

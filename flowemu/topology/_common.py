@@ -4,6 +4,7 @@ spec strings (``leafspine:8x4x2,uplinks=2``)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -81,6 +82,35 @@ def parse_int(name: str, text: str, example: str, low: int = 1) -> int:
     if v < low:
         raise ConfigError(f"{name} is {v}; expected an integer >= {low} ({example})")
     return v
+
+
+def parse_dims(family: str, params: str) -> tuple[int, ...]:
+    """``"D0xD1x..."`` -> the grid dimensions, each an integer >= 2, at most
+    :data:`MAX_ENDPOINTS` nodes in all (the shape of ``torus:``, ``mesh:``
+    and ``hyperx:``); ConfigError with ``family`` in its examples."""
+    example = f"e.g. {family}:8x8, {family}:16, {family}:8x8x8"
+    if not params:
+        raise ConfigError(f"no dimensions given; expected sizes separated by 'x' ({example})")
+    dims = []
+    for i, part in enumerate(params.split("x")):
+        part = part.strip()
+        if not part:
+            raise ConfigError(f"dimension {i} is empty; expected sizes separated by 'x' "
+                              f"({example})")
+        body = part[1:] if part[0] in "+-" else part
+        if not (body.isascii() and body.isdigit()):
+            raise ConfigError(f"dimension {i} is {part!r}, not an integer; expected sizes "
+                              f"separated by 'x' ({example})")
+        d = int(part)
+        if d < 2:
+            raise ConfigError(f"dimension {i} is {d}; every dimension must be an integer >= 2 "
+                              f"(e.g. {family}:8x8)")
+        dims.append(d)
+    nodes = math.prod(dims)
+    if nodes > MAX_ENDPOINTS:
+        raise ConfigError(f"{'x'.join(map(str, dims))} has {nodes} nodes; at most "
+                          f"{MAX_ENDPOINTS} (2**24) are allowed")
+    return tuple(dims)
 
 
 def parse_positive(name: str, text: str, what: str) -> float:

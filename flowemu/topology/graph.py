@@ -32,6 +32,7 @@ import numpy as np
 
 from ..core.budget import reserve_topology
 from ..core.errors import ConfigError, RoutingError, show
+from ..core.units import parse_rate, parse_time
 from ..kernels.graphroute import (
     MODE_HASH,
     MODE_HOP,
@@ -41,7 +42,6 @@ from ..kernels.graphroute import (
     route_in_flow_order,
 )
 from ..kernels.pathlatency import dag_max_latency
-from ..core.units import parse_rate, parse_time
 from ._common import MAX_ENDPOINTS as MAX_NODES
 from ._common import MAX_LINKS, check_seed, is_int, parse_options, readonly
 from .base import Routes, Topology

@@ -28,7 +28,15 @@ from ..core.budget import reserve_topology
 from ..core.errors import ConfigError, show
 from ..kernels.gridroute import KIND_COMPLETE
 from ._common import MAX_ENDPOINTS as MAX_NODES
-from ._common import MAX_LINKS, fmt, is_int, is_number, parse_options, parse_positive
+from ._common import (
+    MAX_LINKS,
+    fmt,
+    is_int,
+    is_number,
+    parse_dims,
+    parse_options,
+    parse_positive,
+)
 from ._grids import GridTopology, count_links
 
 __all__ = ["HyperX", "parse_hyperx"]
@@ -150,11 +158,9 @@ def _parse_bw(text: str, ndim: int):
 
 def parse_hyperx(params: str) -> HyperX:
     """``"D0xD1x...[,bw=B|B0xB1x...]"`` -> :class:`HyperX`."""
-    from . import _parse_dims  # the torus's dimension parser (same grammar and limits)
-
     shape, *opts = [part.strip() for part in params.split(",")]
     if not shape:
         raise ConfigError(f"no dimensions given; expected sizes separated by 'x' ({_EXAMPLE})")
-    dims = _parse_dims("hyperx", shape)
+    dims = parse_dims("hyperx", shape)
     values = parse_options(opts, {"bw": lambda v: _parse_bw(v, len(dims))}, _ACCEPTED)
     return HyperX(dims, **values)

@@ -67,35 +67,17 @@ Link ids: every non-root vertex ``v`` has ``U`` (its level's ``uplinks``)
 contiguous links up to its parent, ``up0[v] ..``, then in the same order the
 links down into it, ``num_up + up0[v] ..``; the cross-site links come last.
 
-GenTree presets (genmodel-gentree.txt §5.3, Fig. 11, Table 5)
---------------------------------------------------------------
-``tree:SS24``, ``SS32`` (one switch, 24 / 32 servers), ``SYM384`` (16 x 24),
-``SYM512`` (16 x 32), ``ASY384`` (8 x 32 + 8 x 16), ``CDC384`` (DC0: a root
-and 8 middle switches of 32 servers; DC1: a root and 8 of 16; roots joined by
-one link), with Table 5's per-tier parameters.
+GenTree presets
+---------------
+``tree:SS24``, ``SS32``, ``SYM384``, ``SYM512``, ``ASY384`` and ``CDC384``
+(genmodel-gentree.txt §5.3, Fig. 11) with Table 5's per-tier parameters: see
+:mod:`flowemu.topology.treepresets` for the structures and our reading of
+Table 5.
 
-Our reading of Table 5 (numbers kept exactly as printed, in
-:data:`GENTREE_TABLE5`):
-
-* Units are those of the paper's simulations, whose data sizes are counted
-  in 4-byte floats (§3 "1 float occupies 4 bytes"; Tables 6-7 "data size
-  (float)"): α in seconds, β seconds per float, ε seconds per float per flow
-  above w_t, γ and δ seconds per float. Checked against Table 7: on SS24 the
-  Ring-Allreduce time grows by 1.34e-8 s per float between 1e7 and 1e8
-  floats, which is 2(N−1)/N·β + (N−1)/N·γ + 3(N−1)/N·δ with β = 6.40e-9 per
-  float (Table 2); per byte it would be 4x too large.
-* A row describes a tier of links: "Middle SW" the links from the lowest
-  switches down to the servers (on SS24/SS32 the single switch's server
-  links — the Table 7 slope above needs β = 6.40e-9 there), "Root SW" the
-  links from the root to the middle switches, "Cross DC" the link joining
-  the two roots. Each tier's β becomes the absolute bandwidth 4/β bytes/s
-  (6.40e-9 → 5 Gb/s, 6.40e-10 → 50 Gb/s), its α the absolute latency of one
-  link of that tier, its ε/4 the per-byte incast slope and w_t the threshold.
-* The "Server" row holds host terms: its α is the per-message overhead (on
-  SS24 a step costs ≈ α + 2 links·α = 3α in Table 7: 20 ms for Co-located PS),
-  γ and δ the reduction and memory-access costs. A topology cannot set them;
-  they are in :attr:`Tree.genmodel` (printed values and per-byte values) for
-  the caller's :class:`~flowemu.core.network.Network` and for the GenModel backend.
+Modules of the family: :mod:`~flowemu.topology.treeshape` (the structure and
+its grammar), :mod:`~flowemu.topology.treepresets` (the GenTree presets),
+this module (the :class:`Tree` and its routing) and
+:mod:`~flowemu.topology.treespec` (the spec parser, built on :class:`Tree`).
 """
 
 from __future__ import annotations
@@ -118,124 +100,23 @@ from ._common import (
     time_text,
 )
 from .base import Routes, Topology
+from .treepresets import GENTREE_PRESETS, preset_genmodel, preset_params
+from .treeshape import (
+    MAX_LEVELS,
+    MAX_SITES,
+    check_switch,
+    expand_switch,
+    level_words,
+    normal_structure,
+    render_structure,
+    structure_sizes,
+    weighted_links,
+)
 
 #: largest number of hosts, of vertices and of links a tree may have
 MAX_HOSTS = 2**24
 MAX_NODES = 2**25
 MAX_LINKS = 2**26
-#: deepest tree (levels of links) and most sites a spec may describe
-MAX_LEVELS = 32
-MAX_SITES = 64
-
-
-#: bytes of one value in the GenTree paper's data sizes (a float)
-FLOAT_BYTES = 4
-
-#: Table 5 of the GenModel/GenTree paper, as printed: seconds (α), seconds per
-#: float (β, γ, δ), seconds per float per flow above w_t (ε), flows (w_t)
-GENTREE_TABLE5 = {
-    "Cross DC": {"alpha": 3.00e-2, "beta": 6.40e-9, "eps": 6.00e-11, "wt": 9},
-    "Root SW": {"alpha": 6.58e-3, "beta": 6.40e-10, "eps": 6.00e-12, "wt": 9},
-    "Middle SW": {"alpha": 6.58e-3, "beta": 6.40e-9, "eps": 1.22e-10, "wt": 9},
-    "Server": {"alpha": 6.58e-3, "gamma": 6.00e-10, "delta": 1.87e-10},
-}
-
-#: preset name -> (structure, Table 5 tiers of its levels, top first)
-GENTREE_PRESETS = {
-    "SS24": ("24", ("Middle SW",)),
-    "SS32": ("32", ("Middle SW",)),
-    "SYM384": ("16x24", ("Root SW", "Middle SW")),
-    "SYM512": ("16x32", ("Root SW", "Middle SW")),
-    "ASY384": ("8x32+8x16", ("Root SW", "Middle SW")),
-    "CDC384": ("dc(8x32)+dc(8x16)", ("Cross DC", "Root SW", "Middle SW")),
-}
-
-
-# ------------------------------------------------------------------ structure
-#
-# A switch is a tuple of groups; a group is ``(count, child)`` with ``child``
-# None (``count`` hosts) or a switch (``count`` copies of it). Plain tuples so
-# the structure pickles and compares by value.
-
-def _check_switch(sw, where: str, depth: int = 0) -> None:
-    if depth > MAX_LEVELS:
-        raise ConfigError(f"{where}: the tree is deeper than {MAX_LEVELS} levels")
-    if not isinstance(sw, tuple) or not sw:
-        raise ConfigError(f"{where}: a switch must be a non-empty tuple of (count, child) "
-                          f"groups, got {show(sw)}")
-    for g in sw:
-        if not (isinstance(g, tuple) and len(g) == 2):
-            raise ConfigError(f"{where}: a group must be a (count, child) pair, got {show(g)}")
-        count, child = g
-        if not is_int(count) or count < 1:
-            raise ConfigError(f"{where}: fan-out {show(count)} is not allowed; expected an "
-                              "integer >= 1")
-        if child is not None:
-            _check_switch(child, where, depth + 1)
-
-
-def _normal(sw):
-    """The structure with plain int counts (numpy ints compare equal but print
-    differently)."""
-    return tuple((int(c), None if ch is None else _normal(ch)) for c, ch in sw)
-
-
-def _sizes(sw) -> tuple[int, int, int]:
-    """(hosts, switches, depth of the deepest switch below, 0 = only this one)
-    of a switch, in Python ints (no overflow on absurd specs)."""
-    hosts, switches, depth = 0, 1, 0
-    for count, child in sw:
-        if child is None:
-            hosts += count
-        else:
-            h, s, d = _sizes(child)
-            hosts += count * h
-            switches += count * s
-            depth = max(depth, d + 1)
-    return hosts, switches, depth
-
-
-def _render_child(sw) -> str:
-    if len(sw) == 1:
-        count, child = sw[0]
-        return str(count) if child is None else f"{count}x{_render_child(child)}"
-    return f"({_render_switch(sw)})"
-
-
-def _render_switch(sw) -> str:
-    return "+".join(str(c) if ch is None else f"{c}x{_render_child(ch)}" for c, ch in sw)
-
-
-def render_structure(sites) -> str:
-    """Canonical text of a tree (one site) or a multi-site tree."""
-    if len(sites) == 1:
-        return _render_switch(sites[0])
-    return "+".join(f"dc({_render_switch(sw)})" for sw in sites)
-
-
-def _expand(sw):
-    """Vertex arrays of one switch's subtree, switch 0 its root:
-    ``(host_parent, switch_parent, switch_depth)`` in local switch ids (the
-    root's parent -1), hosts in depth-first order. Repeated children are
-    expanded once and tiled, so the work is numpy, not a loop over nodes."""
-    host_parent = [np.zeros(0, dtype=np.int64)]
-    sw_parent = [np.array([-1], dtype=np.int64)]
-    sw_depth = [np.zeros(1, dtype=np.int64)]
-    n_sw = 1
-    for count, child in sw:
-        if child is None:
-            host_parent.append(np.zeros(count, dtype=np.int64))
-            continue
-        hp, sp, sd = _expand(child)
-        k = len(sp)
-        offset = n_sw + k * np.arange(count, dtype=np.int64)
-        host_parent.append(np.tile(hp, count) + np.repeat(offset, len(hp)))
-        parent = np.tile(sp, count) + np.repeat(offset, k)
-        parent[np.tile(sp < 0, count)] = 0          # a copy's root hangs below this switch
-        sw_parent.append(parent)
-        sw_depth.append(np.tile(sd, count) + 1)
-        n_sw += count * k
-    return np.concatenate(host_parent), np.concatenate(sw_parent), np.concatenate(sw_depth)
 
 
 # ------------------------------------------------------------ per-level values
@@ -276,12 +157,6 @@ def _uplinks_check(v):
         raise ConfigError(f"uplinks: {show(v)} is not allowed; expected an integer >= 1 "
                           "(parallel links between a switch and each child)")
     return int(v)
-
-
-def _level_words(sites_count: int, depth: int) -> list[str]:
-    """What each level joins, top first, for messages and describe()."""
-    words = ["cross-site"] if sites_count > 1 else []
-    return words + [f"depth {d}->{d + 1}" for d in range(depth + 1)]
 
 
 # ------------------------------------------------------------------ the family
@@ -364,9 +239,9 @@ class Tree(Topology):
         if len(sites) > MAX_SITES:
             raise ConfigError(f"sites: {len(sites)} sites; at most {MAX_SITES} are allowed")
         for sw in sites:
-            _check_switch(sw, "sites")
-        sites = tuple(_normal(sw) for sw in sites)
-        sizes = [_sizes(sw) for sw in sites]
+            check_switch(sw, "sites")
+        sites = tuple(normal_structure(sw) for sw in sites)
+        sizes = [structure_sizes(sw) for sw in sites]
         hosts = sum(h for h, _, _ in sizes)
         switches = sum(s for _, s, _ in sizes)
         depth = max(d for _, _, d in sizes)
@@ -419,7 +294,7 @@ class Tree(Topology):
         up = self.uplinks
         links = 0
         for sw in sites:
-            links += 2 * _weighted_links(sw, up, int(cross))
+            links += 2 * weighted_links(sw, up, int(cross))
         links += len(sites) * (len(sites) - 1) * up[0] if cross else 0
         if links > MAX_LINKS:
             raise ConfigError(f"{text} with uplinks={':'.join(map(str, up))} has {links} "
@@ -429,10 +304,9 @@ class Tree(Topology):
             if self.preset not in GENTREE_PRESETS:
                 raise ConfigError(f"preset: {show(self.preset)} is not allowed; presets: "
                                   f"{', '.join(GENTREE_PRESETS)}")
-            from .treespec import _preset_params  # the spec module builds on this one
-            mine = {k: getattr(self, k) for k in _preset_params(self.preset)}
+            mine = {k: getattr(self, k) for k in preset_params(self.preset)}
             mine["sites"] = sites
-            if mine != _preset_params(self.preset):
+            if mine != preset_params(self.preset):
                 raise ConfigError(f"preset: {self.preset} does not describe this tree; build "
                                   "a preset with flowemu.topology.treespec.preset_tree(name)")
         set_(self, "num_endpoints", hosts)
@@ -466,7 +340,7 @@ class Tree(Topology):
 
     def _build(self) -> None:
         cross = len(self.sites) > 1
-        parts = [_expand(sw) for sw in self.sites]
+        parts = [expand_switch(sw) for sw in self.sites]
         n_hosts = sum(len(hp) for hp, _, _ in parts)
         # global switch ids before the level-order sort: sites one after another
         host_parent, sw_parent, sw_depth, sw_site = [], [], [], []
@@ -588,14 +462,7 @@ class Tree(Topology):
         (``alpha`` s, ``gamma`` and ``delta`` s/byte) for a Network."""
         if self.preset is None:
             return None
-        tiers = GENTREE_PRESETS[self.preset][1]
-        server = GENTREE_TABLE5["Server"]
-        return {"table5": {k: dict(v) for k, v in GENTREE_TABLE5.items()},
-                "units": "alpha s; beta, gamma, delta s per float; eps s per float per flow "
-                         "above wt; 1 float = 4 bytes",
-                "level_tiers": list(tiers),
-                "host": {"alpha": server["alpha"], "gamma": server["gamma"] / FLOAT_BYTES,
-                         "delta": server["delta"] / FLOAT_BYTES}}
+        return preset_genmodel(self.preset)
 
     def describe(self) -> dict:
         """Plain-data description: family, spec, preset, structure, sites,
@@ -610,7 +477,7 @@ class Tree(Topology):
                "sites": len(self.sites), "hosts": self.num_endpoints,
                "switches": self.num_switches, "nodes": self.num_nodes,
                "links": self.num_links, "levels": self.num_levels,
-               "level_names": _level_words(len(self.sites), self.num_levels - 1 - cross),
+               "level_names": level_words(len(self.sites), self.num_levels - 1 - cross),
                "uplinks": list(self.uplinks), "bandwidth": list(self.bandwidth),
                "capacity_scale": list(self.capacity_scale), "latency": list(self.latency),
                "latency_scale": list(self.latency_scale),
@@ -805,17 +672,6 @@ class Tree(Topology):
         self.check_mode(ecmp)
         src, dst = self._check_flows(src, dst)
         return int(self._counts(src, dst, ecmp)[0].sum())
-
-
-def _weighted_links(sw, uplinks, level0: int) -> int:
-    """Up-links (one direction) below a switch: each child vertex has
-    ``uplinks[level]`` of them, level = the switch's depth + ``level0``."""
-    total = 0
-    for count, child in sw:
-        total += count * uplinks[level0]
-        if child is not None:
-            total += count * _weighted_links(child, uplinks, level0 + 1)
-    return total
 
 
 def _write_copies(link, frac, at, first, u) -> None:

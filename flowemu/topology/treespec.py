@@ -1,6 +1,8 @@
 """Spec text of the ``tree:`` family: the parser of ``tree:STRUCTURE[,options]``,
 the GenTree presets built from Table 5 (:func:`preset_tree`) and the
-``flowemu list`` line. The family itself is :mod:`flowemu.topology.tree`."""
+``flowemu list`` line. The family itself is :mod:`flowemu.topology.tree`; the
+structure grammar is :mod:`flowemu.topology.treeshape`, the presets' values
+:mod:`flowemu.topology.treepresets`."""
 
 from __future__ import annotations
 
@@ -10,120 +12,19 @@ import re
 from ..core.errors import ConfigError, show
 from ..core.units import parse_rate, parse_time
 from ._common import parse_int
-from .tree import (
-    FLOAT_BYTES,
-    GENTREE_PRESETS,
-    GENTREE_TABLE5,
+from .tree import Tree
+from .treepresets import GENTREE_PRESETS, preset_params
+from .treeshape import (
     MAX_LEVELS,
-    MAX_SITES,
-    Tree,
-    _level_words,
-    _sizes,
+    STRUCTURE_EXAMPLE,
+    level_words,
+    parse_structure,
+    structure_sizes,
 )
 
 # --------------------------------------------------------------------- parsing
 
-_EXAMPLE = "e.g. tree:24, tree:16x24, tree:8x32+8x16, tree:dc(8x32)+dc(8x16) or tree:SYM384"
 _OPTIONS = "uplinks=U:..., bw=RATE|Kx:..., lat=TIME|Kx:..., eps=TIME:..., wt=COUNT:..."
-
-
-class _Parser:
-    """Recursive descent over the structure text (grammar in the module
-    docstring); depth is bounded so a pathological spec is a ConfigError, not
-    a RecursionError."""
-
-    def __init__(self, text: str):
-        self.text = text
-        self.tokens = re.findall(r"\d+|(?i:dc)|\S", text)
-        self.i = 0
-
-    def peek(self):
-        return self.tokens[self.i] if self.i < len(self.tokens) else None
-
-    def take(self):
-        tok = self.peek()
-        self.i += 1
-        return tok
-
-    def fail(self, problem: str):
-        raise ConfigError(f"structure {self.text!r}: {problem}; expected groups COUNT or "
-                          f"COUNTxCHILD joined by '+' ({_EXAMPLE})")
-
-    def expect(self, tok: str):
-        got = self.peek()
-        if got != tok:
-            self.fail(f"expected {tok!r} but found {'the end' if got is None else repr(got)}")
-        self.take()
-
-    def count(self) -> int:
-        tok = self.peek()
-        if tok is None:
-            self.fail("a count is missing at the end")
-        if not tok.isdigit():
-            self.fail(f"expected a count but found {tok!r}")
-        self.take()
-        if len(tok) > 18:
-            self.fail(f"count {tok[:20]}... is too large")
-        value = int(tok)
-        if value < 1:
-            self.fail(f"fan-out {value} is not allowed (every count must be >= 1)")
-        return value
-
-    def top(self):
-        if self.peek() is not None and self.peek().lower() == "dc":
-            sites = [self.site()]
-            while self.peek() == "+":
-                self.take()
-                if self.peek() is None or self.peek().lower() != "dc":
-                    self.fail("a multi-site tree joins sites dc(...)+dc(...) only")
-                sites.append(self.site())
-                if len(sites) > MAX_SITES:
-                    self.fail(f"more than {MAX_SITES} sites")
-            if len(sites) < 2:
-                self.fail("dc(...) needs at least two sites, e.g. dc(8x32)+dc(8x16)")
-            out = tuple(sites)
-        else:
-            out = (self.switch(0),)
-        if self.peek() is not None:
-            self.fail(f"unexpected {self.peek()!r}")
-        return out
-
-    def site(self):
-        self.take()
-        self.expect("(")
-        sw = self.switch(0)
-        self.expect(")")
-        return sw
-
-    def switch(self, depth: int):
-        if depth > MAX_LEVELS:
-            self.fail(f"the tree is deeper than {MAX_LEVELS} levels")
-        groups = [self.group(depth)]
-        while self.peek() == "+":
-            self.take()
-            groups.append(self.group(depth))
-        return tuple(groups)
-
-    def group(self, depth: int):
-        count = self.count()
-        if self.peek() == "x":
-            self.take()
-            return (count, self.child(depth + 1))
-        return (count, None)
-
-    def child(self, depth: int):
-        if depth > MAX_LEVELS:
-            self.fail(f"the tree is deeper than {MAX_LEVELS} levels")
-        if self.peek() == "(":
-            self.take()
-            sw = self.switch(depth)
-            self.expect(")")
-            return sw
-        count = self.count()
-        if self.peek() == "x":
-            self.take()
-            return ((count, self.child(depth + 1)),)
-        return ((count, None),)
 
 
 def _split_levels(key: str, text: str, levels: int, names: list[str]) -> list[str | None]:
@@ -163,23 +64,23 @@ def parse_tree(params: str) -> Tree:
     text = params.strip()
     head, *opts = [part.strip() for part in text.split(",")] if text else [""]
     if not head:
-        raise ConfigError(f"no levels given; {_EXAMPLE}")
+        raise ConfigError(f"no levels given; {STRUCTURE_EXAMPLE}")
     if head[0].isalpha() and not re.match(r"(?i)dc\s*\(", head):
         name = head.upper()
         if name not in GENTREE_PRESETS:
             raise ConfigError(f"unknown preset {head!r}; presets: {', '.join(GENTREE_PRESETS)} "
-                              f"(or a structure, {_EXAMPLE})")
+                              f"(or a structure, {STRUCTURE_EXAMPLE})")
         if opts:
             raise ConfigError(f"preset {name} takes no options; write it out to change it: "
                               f"{preset_tree(name).expanded_spec}")
         return preset_tree(name)
-    sites = _Parser(head).top()
-    sizes = [_sizes(sw) for sw in sites]
+    sites = parse_structure(head)
+    sizes = [structure_sizes(sw) for sw in sites]
     cross = len(sites) > 1
     levels = max(d for _, _, d in sizes) + 1 + cross
     if levels > MAX_LEVELS:
         raise ConfigError(f"{head} has {levels} levels; at most {MAX_LEVELS} are allowed")
-    names = _level_words(len(sites), levels - 1 - cross)
+    names = level_words(len(sites), levels - 1 - cross)
     kw: dict = {}
     seen = set()
     for opt in opts:
@@ -227,21 +128,7 @@ def preset_tree(name: str) -> Tree:
     key = str(name).upper()
     if key not in GENTREE_PRESETS:
         raise ConfigError(f"unknown preset {show(name)}; presets: {', '.join(GENTREE_PRESETS)}")
-    return Tree(preset=key, **_preset_params(key))
-
-
-def _preset_params(key: str) -> dict:
-    """Constructor arguments of a preset, every per-level value spelt out."""
-    structure, tiers = GENTREE_PRESETS[key]
-    rows = [GENTREE_TABLE5[t] for t in tiers]
-    ones = (1,) * len(rows)
-    return {"sites": _Parser(structure).top(), "uplinks": ones,
-            "bandwidth": tuple(FLOAT_BYTES / r["beta"] for r in rows),
-            "capacity_scale": (1.0,) * len(rows),
-            "latency": tuple(r["alpha"] for r in rows),
-            "latency_scale": (1.0,) * len(rows),
-            "incast_slope": tuple(r["eps"] / FLOAT_BYTES for r in rows),
-            "incast_threshold": tuple(float(r["wt"]) for r in rows)}
+    return Tree(preset=key, **preset_params(key))
 
 
 TREE_DOC = ("STRUCTURE[,uplinks=U:..][,bw=RATE|Kx:..][,lat=TIME|Kx:..][,eps=TIME:..]"
