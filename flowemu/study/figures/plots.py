@@ -45,7 +45,7 @@ from ...core.network import Network
 from ...core.outputs import check_writable, write_atomic
 from .style import TIE_COLOR, style_map, text_color_on, use_log_scale
 from ..results import SCENARIO_COLUMNS, TIE_RTOL, WHATIF_SCENARIO, compare, load, query, scenario_columns, with_whatif
-from ..sweep.dataset import _NETWORK_COLUMNS
+from ..sweep.dataset import NETWORK_COLUMNS
 from ...core.units import format_rate, format_size, format_time
 from ...whatif.conditions import HEALTHY
 
@@ -130,7 +130,7 @@ def _filter(df: pd.DataFrame, group=None, topologies=None, where=None) -> pd.Dat
 
 
 #: flowemu's defaults (the Swing paper's network), in dataset columns
-_BASELINE = {**{col: float(getattr(Network(), f)) for f, col in _NETWORK_COLUMNS.items()},
+_BASELINE = {**{col: float(getattr(Network(), f)) for f, col in NETWORK_COLUMNS.items()},
              "ecmp": "split", "seed": 0, "placement": "linear", "model": "flow",
              # a what-if study's goodput and gain figures show the healthy network
              **{c: HEALTHY[c] for c in WHATIF_SCENARIO}}
