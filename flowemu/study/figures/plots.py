@@ -17,7 +17,8 @@
 - :func:`figures`: every standard figure of a dataset (per group).
 
 Every figure draws an algorithm in the same colour and marker
-(:func:`~flowemu.study.figures.style.algorithm_style`), whatever else it shows.
+(:func:`~flowemu.study.figures.style.algorithm_style`), whatever else it shows;
+the layout helpers the figures share are in :mod:`flowemu.study.figures.common`.
 """
 
 from __future__ import annotations
