@@ -88,7 +88,7 @@ def test_each_local_worker_gets_a_share_of_the_memory_limit(monkeypatch):
     from flowemu.core import budget
     from flowemu.study.sweep import executor
     monkeypatch.setenv(budget.ENV_VAR, "6GiB")
-    pool = executor._executor(3, None)
+    pool = executor.open_pool(3, None)
     try:
         assert pool.share.bytes == 2 * 2**30
     finally:

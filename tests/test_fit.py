@@ -583,7 +583,7 @@ def test_nccl_options_without_nccl_data(tmp_path, capsys, measured, extra, names
 
 def test_fit_plot_wraps_into_a_grid():
     """7 algorithms: a grid of at most 3 columns, no two titles overlapping."""
-    from flowemu.models.fit import FIT_PLOT_COLUMNS, fit_figure
+    from flowemu.study.figures.fit import FIT_PLOT_COLUMNS, fit_figure
     algs = ["ring", "recdoub", "cps", "hcps:factors=4x2", "hcps:factors=2x4",
             "reduce-broadcast", "recdoub:variant=bandwidth"]
     rows = pd.DataFrame([{"algorithm": a, "ranks": n, "size": 2**k, "time": 1e-6 * 2**k,

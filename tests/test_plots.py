@@ -67,12 +67,12 @@ def test_where_and_too_many_scenarios(tmp_path):
                     rows.append(("torus:4x4", 16, size, alg, g * bw / 5e10, bw, hop))
     df = pd.DataFrame(rows, columns=["topology", "nodes", "size_bytes", "algorithm",
                                      "goodput_Bps", "bandwidth_Bps", "hop_latency_s"])
-    from flowemu.study.figures.plots import _limit_scenarios
-    kept, note = _limit_scenarios(df, 2)
+    from flowemu.study.figures.common import limit_scenarios
+    kept, note = limit_scenarios(df, 2)
     # bandwidth (3 values) is fixed first, at the paper's 400 Gb/s
     assert set(kept["bandwidth_Bps"]) == {5e10} and set(kept["hop_latency_s"]) == {0.0, 3e-7}
     assert "400Gb/s" in note and "--where" in note
-    assert _limit_scenarios(df, 6)[1] == ""
+    assert limit_scenarios(df, 6)[1] == ""
     assert is_png(plot_goodput(df, tmp_path / "g.png", max_panels=2))
     assert is_png(plot_gain(df, tmp_path / "h.png", where="hop_latency_s > 0"))
     with pytest.raises(ConfigError, match="--where"):

@@ -17,7 +17,9 @@ import flowemu
 from flowemu.cli.app import main
 from flowemu.core.errors import ConfigError
 from flowemu.study.results import ERRORS_DIR, load, load_errors
-from flowemu.study.sweep import Config, Progress, SweepConfigError, _Lock, load_sweep, run_sweep, sweep
+from flowemu.study.sweep import Config, Progress, SweepConfigError, load_sweep, run_sweep, sweep
+from flowemu.study.sweep.fields import topo_info
+from flowemu.study.sweep.run import DatasetLock
 
 REPO_ROOT = Path(flowemu.__file__).resolve().parents[1]
 
@@ -124,7 +126,7 @@ def test_shipped_configs_validate():
         assert plan.configs, path
     smoke = load_sweep(REPO_ROOT / "configs" / "smoke.toml")
     assert all(c.sizes and len(c.sizes) == 10 for c in smoke.configs)
-    assert max(flowemu.sweep._topo_info(c.topology).nodes for c in smoke.configs) <= 64
+    assert max(topo_info(c.topology).nodes for c in smoke.configs) <= 64
 
 
 # ------------------------------------------------------------------ bad files
@@ -459,7 +461,7 @@ def test_locked_dataset_is_refused(tmp_path):
     path = write(tmp_path, SMALL)
     out = tmp_path / "d"
     out.mkdir()
-    with _Lock(out), pytest.raises(ConfigError, match="in use by another sweep"):
+    with DatasetLock(out), pytest.raises(ConfigError, match="in use by another sweep"):
         quiet(path, out, jobs=1)
 
 

@@ -68,7 +68,7 @@ def test_failures_times_seeds_expand_and_match_simulate(tmp_path):
         want = alone(cfg, fail=cfg.fail or None)
         np.testing.assert_allclose(rows["time_s"].to_numpy(), want, rtol=1e-12)
     # every row pairs with its healthy twin (K = 0): the slowdown of the failures
-    from flowemu.whatif.conditions import slowdown
+    from flowemu.study.results import slowdown
     sd = slowdown(df)
     assert sd["slowdown"].notna().all()
     assert (sd.loc[sd["failed_links"] == 0, "slowdown"] == 1).all()

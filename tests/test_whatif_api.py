@@ -14,7 +14,8 @@ from cli_helpers import one_error_line, run
 import flowemu
 from flowemu.core.errors import ConfigError
 from flowemu.core.network import Network
-from flowemu.whatif.conditions import WHATIF_COLUMNS, slowdown
+from flowemu.study.results import slowdown
+from flowemu.whatif.conditions import WHATIF_COLUMNS
 
 NET = Network()
 HOP = NET.link_latency + NET.hop_latency

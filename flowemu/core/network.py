@@ -14,7 +14,8 @@ from dataclasses import dataclass, fields
 from .errors import ConfigError, show
 from .units import parse_rate, parse_time
 
-_TIME_FIELDS = ("link_latency", "hop_latency", "alpha", "gamma", "delta", "incast_slope")
+#: the Network fields that are times (or times per byte)
+TIME_FIELDS = ("link_latency", "hop_latency", "alpha", "gamma", "delta", "incast_slope")
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,7 @@ class Network:
     def __post_init__(self):
         set_ = lambda k, v: object.__setattr__(self, k, v)
         set_("bandwidth", parse_rate(self.bandwidth, "bandwidth"))
-        for name in _TIME_FIELDS:
+        for name in TIME_FIELDS:
             set_(name, parse_time(getattr(self, name), name))
         w = self.incast_threshold
         if isinstance(w, str):

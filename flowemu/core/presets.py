@@ -49,7 +49,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from .errors import ConfigError, show
-from .network import Network
+from .network import TIME_FIELDS, Network
+from .units import RATE_FORMS, TIME_FORMS, bare_number, shown
 
 __all__ = ["BUILTIN", "Preset", "builtin_presets", "is_preset", "load_preset",
            "preset_network", "write_preset"]
@@ -183,12 +184,10 @@ def _unit_problem(key: str, raw) -> str | None:
     """The sweep files' rule for a bare number (same test, same words): a
     rate or a time needs its unit (bits or bytes? seconds or nanoseconds?),
     except 0 for a time."""
-    from .network import _TIME_FIELDS
-    from ..study.sweep.fields import RATE_FORMS, TIME_FORMS, _bare_number, _shown
-    if key == "bandwidth" and _bare_number(raw):
-        return f"{_shown(raw)} has no unit; write a rate with its unit: {RATE_FORMS}"
-    if key in _TIME_FIELDS and _bare_number(raw) and float(raw) != 0:
-        return f"{_shown(raw)} has no unit; write a time with its unit: {TIME_FORMS}"
+    if key == "bandwidth" and bare_number(raw):
+        return f"{shown(raw)} has no unit; write a rate with its unit: {RATE_FORMS}"
+    if key in TIME_FIELDS and bare_number(raw) and float(raw) != 0:
+        return f"{shown(raw)} has no unit; write a time with its unit: {TIME_FORMS}"
     return None
 
 

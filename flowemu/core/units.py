@@ -260,3 +260,33 @@ def format_time(seconds: float) -> str:
         if abs(s) >= scale:
             return f"{s / scale:.4g}{unit}"
     return f"{s / 1e-12:.4g}ps" if s else "0s"
+
+
+# ------------------------------------------------ values without their unit
+
+#: the accepted forms of rates and times, quoted as a TOML file writes them:
+#: shown when a sweep file or a network preset gives a bare number
+RATE_FORMS = ("\"400Gb/s\", \"400Gbps\", \"1.6Tb/s\" (bits) or \"50GB/s\" (bytes per "
+              "second)")
+TIME_FORMS = ("\"100ns\", \"1.5us\", \"2ms\", \"1s\" (0 may be bare; gamma, delta and "
+              "incast_slope are times per byte, e.g. \"0.02ns\")")
+
+
+def bare_number(raw) -> bool:
+    """A TOML number, or a string that is only a number: a rate or time
+    without its unit (ambiguous: bits or bytes, seconds or nanoseconds)."""
+    if isinstance(raw, bool):
+        return False
+    if isinstance(raw, (int, float)):
+        return True
+    try:
+        float(str(raw).strip())
+    except ValueError:
+        return False
+    return True
+
+
+def shown(raw) -> str:
+    """A value as the user wrote it: numbers plain, strings quoted."""
+    return repr(raw) if isinstance(raw, str) else f"{raw:g}" if isinstance(raw, float) \
+        else str(raw)

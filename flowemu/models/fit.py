@@ -328,11 +328,6 @@ class FitResult:
                                     "(GenModel §3.4)\nalpha is the whole per-step latency "
                                     "the measurements saw: link and hop latency are 0")
 
-    def plot(self, path) -> Path:
-        """Fit vs measurement: time against size, one panel per algorithm,
-        a line per rank count (measurements as markers, fit as lines)."""
-        return plot_fit(self.rows, path)
-
 
 # ============================================================== fitting
 
@@ -492,62 +487,6 @@ def _incast_determined(meas, e_all, base, keep, weight, w):
                 "fan-ins above it and data without incast (fan-ins at or below it, or "
                 "ring/RHD)")
     return True
-
-
-# ============================================================== the figure
-
-#: panels per row of the fit figure: more algorithms wrap into a grid
-FIT_PLOT_COLUMNS = 3
-
-
-def fit_figure(rows: pd.DataFrame):
-    """The figure of :func:`plot_fit`: one panel per algorithm, at most
-    :data:`FIT_PLOT_COLUMNS` to a row (a row of 7 panels would be 3,000+
-    pixels wide)."""
-    from matplotlib import colormaps
-
-    from ..study.figures.style import algorithm_style
-    from ..study.figures.plots import _new_figure, _size_axis
-    algs = list(dict.fromkeys(rows["algorithm"]))
-    ncols = min(len(algs), FIT_PLOT_COLUMNS)
-    nrows = -(-len(algs) // ncols)
-    fig = _new_figure(4.2 * ncols + 0.8, 3.4 * nrows + 0.4)
-    axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
-    for ax in axes[len(algs):]:
-        ax.set_visible(False)   # the last row may be short
-    cmap = colormaps["viridis"]
-    for ax, alg in zip(axes, algs, strict=False):
-        part = rows[rows["algorithm"] == alg]
-        marker = algorithm_style(alg).marker
-        rank_values = sorted(set(part["ranks"]))
-        for i, p in enumerate(rank_values):
-            sub = part[part["ranks"] == p].sort_values("size")
-            color = cmap(i / max(len(rank_values) - 1, 1) * 0.9)
-            ax.plot(sub["size"], sub["time"], marker, color=color, fillstyle="none",
-                    label=f"{p} ranks")
-            curve = sub.groupby("size", as_index=False)["fit"].first()
-            ax.plot(curve["size"], curve["fit"], "-", color=color, linewidth=1)
-        _size_axis(ax, part["size"])
-        ax.set_yscale("log")
-        ax.set_xlabel("vector size")
-        ax.set_ylabel("allreduce time (s)")
-        # the panel says only its algorithm: what markers and lines are is said once
-        ax.set_title(alg, fontsize=9)
-        ax.grid(True, which="major", alpha=0.3)
-        ax.legend(fontsize=7)
-    fig.suptitle("measured (markers) and GenModel fit (lines)", fontsize=10)
-    return fig
-
-
-def plot_fit(rows: pd.DataFrame, out) -> Path:
-    """Time vs size, one panel per algorithm: measurements as markers, the
-    fitted model as a line, one colour per rank count (log–log axes)."""
-    from ..core.outputs import check_writable, write_atomic
-    fig = fit_figure(rows)
-    out = check_writable(out, "--plot")
-    fmt = out.suffix.lstrip(".").lower() or "png"
-    return write_atomic(out, "--plot", lambda fh: fig.savefig(fh, format=fmt,
-                                                                bbox_inches="tight"))
 
 
 class _CallableModule(types.ModuleType):

@@ -1,5 +1,6 @@
 """Sweep results: the goodput-gain comparison of a dataset's rows, and the
-slowdown of what-if rows against the healthy network (:func:`compare_whatif`).
+slowdown of what-if rows against the healthy network (:func:`slowdown` pairs
+each row with its healthy twin, :func:`compare_whatif` aggregates).
 
 The dataset itself (parquet schema, atomic part files, the manifest, loading,
 pruning) lives in :mod:`flowemu.study.sweep.dataset`; what readers use (``load``,
@@ -14,8 +15,9 @@ import numpy as np
 import pandas as pd
 
 from ..core.errors import ConfigError
-from .sweep.dataset import ERRORS_DIR, MANIFEST, SWEEP_COLUMNS, load, load_errors
-from ..whatif.conditions import CONDITIONS, HEALTHY, WHATIF_COLUMNS, healthy_rows, slowdown
+from ..core.units import format_rate, format_size, format_time
+from ..whatif.conditions import CONDITIONS, HEALTHY, WHATIF_COLUMNS
+from .sweep.dataset import ERRORS_DIR, MANIFEST, SWEEP_COLUMNS, load, load_errors  # noqa: F401 (re-exported)
 
 #: the what-if columns that are conditions of a run (failed and degraded links,
 #: the policy, slow ranks, background traffic): scenario columns, so a healthy
@@ -248,7 +250,6 @@ def compare_models(df: pd.DataFrame) -> pd.DataFrame:
 def compare_models_table(cmp: pd.DataFrame) -> str:
     """A readable table of :func:`compare_models`: times printed with their
     unit, the ratio to 4 digits; one block per group when there are several."""
-    from ..core.units import format_size, format_time
     if cmp.empty:
         return "(no configuration timed by both models)"
     show = cmp.copy()
@@ -277,6 +278,76 @@ WHATIF_RESULT_COLUMNS = ["size_bytes", "algorithm", "condition", "fail", "degrad
                          "slowdown_min", "slowdown_max"]
 
 
+#: the columns that identify a scenario apart from its what-ifs (matched by
+#: :func:`slowdown` where present)
+_TWIN_KEYS = ("sweep", "group", "topology", "nodes", "ranks", "algorithm", "model", "options",
+              "size_bytes", "ecmp", "seed", "placement", "bandwidth_Bps", "link_latency_s",
+              "hop_latency_s", "alpha_s", "gamma_s_per_B", "delta_s_per_B", "incast_threshold",
+              "incast_slope_s_per_B")
+
+
+def healthy_rows(df: pd.DataFrame) -> pd.Series:
+    """bool per row: no failure, degradation, slow rank or background (rows
+    without the what-if columns, written before they existed, are healthy)."""
+    mask = pd.Series(True, index=df.index)
+    for col in CONDITIONS:
+        if col in df.columns:
+            mask &= df[col].fillna("").astype(str) == ""
+    return mask
+
+
+def query_with_twins(df: pd.DataFrame, where: str) -> pd.DataFrame:
+    """The rows of ``df`` matching ``where`` (:func:`flowemu.results.query`)
+    plus the healthy rows of the scenarios they belong to, so that a filter
+    on a what-if (``fail == 'random:4:0'``) keeps the baseline its slowdown
+    is measured against."""
+    picked = query(df, where)
+    keys = [c for c in _TWIN_KEYS if c in df.columns and c != "options"]
+    healthy = df[healthy_rows(df) & ~df.index.isin(picked.index)]
+    if healthy.empty or picked.empty:
+        return picked
+    wanted = picked[keys].drop_duplicates()
+    twins = healthy.reset_index().merge(wanted, on=keys, how="inner").set_index("index")
+    twins.index.name = df.index.name
+    return pd.concat([picked, twins[df.columns]]).sort_index()
+
+
+def slowdown(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with ``healthy_time_s`` (the time of the same scenario — topology,
+    ranks, algorithm, model, size, routing, placement, network — on the
+    healthy network) and ``slowdown`` (``time_s / healthy_time_s``; 1 on
+    healthy rows, NaN where the dataset has no healthy twin).
+
+    The algorithm is matched by the sweep's ``algorithm_spec`` where the
+    rows have it, else by ``options``; a row of an ``auto`` option whose
+    what-if made another variant the fastest (``options`` differ) is then
+    paired with the one healthy row of its algorithm, when there is one."""
+    if not {"time_s", "size_bytes"} <= set(df.columns):
+        raise ConfigError("slowdown: expected result rows (with time_s and size_bytes)")
+    loose = [c for c in _TWIN_KEYS if c in df.columns and c != "options"]
+    exact = loose + (["algorithm_spec"] if "algorithm_spec" in df.columns
+                     else ["options"] if "options" in df.columns else [])
+    healthy = df[healthy_rows(df)]
+    out = df.drop(columns=[c for c in ("healthy_time_s", "slowdown") if c in df.columns])
+    out = out.merge(_twins(healthy, exact), on=exact, how="left", validate="many_to_one")
+    if exact != loose:
+        unique = healthy.groupby(loose, dropna=False, sort=False)["time_s"].transform("size") == 1
+        fallback = _twins(healthy[unique], loose).rename(
+            columns={"healthy_time_s": "_fallback"})
+        out = out.merge(fallback, on=loose, how="left", validate="many_to_one")
+        out["healthy_time_s"] = out["healthy_time_s"].fillna(out.pop("_fallback"))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out["slowdown"] = out["time_s"] / out["healthy_time_s"]
+    out.index = df.index
+    return out
+
+
+def _twins(healthy: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """The healthy time of each scenario ``keys`` tell apart."""
+    return healthy.groupby(keys, dropna=False, sort=False)["time_s"].min() \
+        .rename("healthy_time_s").reset_index()
+
+
 def without_seed(selectors: str) -> str:
     """``selectors`` with each random selector's seed left out:
     ``"random:16:3;node:5"`` -> ``"random:16;node:5"``,
@@ -297,7 +368,7 @@ def compare_whatif(df: pd.DataFrame, who: str = "compare --by whatif") -> pd.Dat
     """The slowdown of every what-if condition against the healthy network.
 
     Each row is paired with the healthy twin of its configuration
-    (:func:`flowemu.whatif.conditions.slowdown`: same topology, ranks, algorithm and
+    (:func:`slowdown`: same topology, ranks, algorithm and
     options, size, routing, placement and network, no failure, degradation,
     slow rank or background). Monte-Carlo runs — rows that differ only in the
     seed of their ``random:K:SEED`` selectors and have the same number of
@@ -384,7 +455,6 @@ def compare_whatif_table(cmp: pd.DataFrame) -> str:
     """A readable table of :func:`compare_whatif`: times with their unit,
     slowdowns to 4 digits (``min–max`` over the seeds where there are
     several); one block per group when there are several."""
-    from ..core.units import format_size, format_time
     if cmp.empty:
         return "(no results)"
     show = cmp.drop(columns=["fail", "degrade", "slow", "background", "time_min_s",
@@ -402,7 +472,6 @@ def compare_whatif_table(cmp: pd.DataFrame) -> str:
         "size_bytes": "size", "failed_links": "failed links", "healthy_time_s": "healthy",
         "time_s": "time", "slowdown_min": "min–max"})
     if "bandwidth_Bps" in show.columns:
-        from ..core.units import format_rate
         show["bandwidth_Bps"] = show["bandwidth_Bps"].map(format_rate)
         show = show.rename(columns={"bandwidth_Bps": "bandwidth"})
     if "group" in show.columns:
@@ -430,7 +499,6 @@ def compare_table(cmp: pd.DataFrame) -> str:
 
 
 def _wide_table(cmp: pd.DataFrame) -> str:
-    from ..core.units import format_rate, format_size
     gk = [c for c in cmp.columns if c not in (
         "algorithm", "goodput_Bps", "time_s", "variant", "best", "best_goodput_Bps",
         "best_other", "best_other_goodput_Bps", "gain", "is_best", "tie")]

@@ -17,7 +17,8 @@
 - :func:`figures`: every standard figure of a dataset (per group).
 
 Every figure draws an algorithm in the same colour and marker
-(:func:`~flowemu.study.figures.style.algorithm_style`), whatever else it shows.
+(:func:`~flowemu.study.figures.style.algorithm_style`), whatever else it shows;
+the layout helpers the figures share are in :mod:`flowemu.study.figures.common`.
 """
 
 from __future__ import annotations
@@ -27,12 +28,8 @@ import math
 from pathlib import Path
 
 import matplotlib
-
-matplotlib.use("Agg")  # no display needed; figures below draw on an Agg canvas anyway
-
 import numpy as np
 import pandas as pd
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Normalize, to_rgba
 from matplotlib.figure import Figure
@@ -41,120 +38,38 @@ from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from ...core.errors import ConfigError
-from ...core.network import Network
-from ...core.outputs import check_writable, write_atomic
+from ...core.units import format_size, format_time
+from ..results import (
+    SCENARIO_COLUMNS,
+    TIE_RTOL,
+    compare,
+    healthy_rows,
+    load,
+    scenario_columns,
+    with_whatif,
+)
+from .common import (
+    PANEL_TITLE_CHARS,
+    filter_rows,
+    legend_below,
+    limit_scenarios,
+    new_figure,
+    panel_grid,
+    rows_of,
+    save_figure,
+    scenario_title,
+    size_axis,
+    suptitle,
+    wrap_label,
+)
+from .slowdown import has_slowdown, plot_slowdown, slowdown_figure
 from .style import TIE_COLOR, style_map, text_color_on, use_log_scale
-from ..results import SCENARIO_COLUMNS, TIE_RTOL, WHATIF_SCENARIO, compare, load, query, scenario_columns, with_whatif
-from ..sweep.dataset import _NETWORK_COLUMNS
-from ...core.units import format_rate, format_size, format_time
-from ...whatif.conditions import HEALTHY
 
 KINDS = ("goodput", "time", "gain", "gain-curve", "slowdown")
 
 
-def _new_figure(width: float, height: float) -> Figure:
-    fig = Figure(figsize=(width, height), dpi=110, layout="constrained")
-    FigureCanvasAgg(fig)
-    return fig
-
-
-def _save(fig: Figure, out) -> Path:
-    """Write the figure through the one output mechanism: the place checked,
-    the file written whole or not at all."""
-    out = check_writable(out, "--out")
-    fmt = out.suffix.lstrip(".").lower() or "png"
-    return write_atomic(out, "--out", lambda fh: fig.savefig(fh, format=fmt,
-                                                               bbox_inches="tight"))
-
-
-def _size_axis(ax, sizes) -> None:
-    ax.set_xscale("log", base=2)
-    lo, hi = float(min(sizes)), float(max(sizes))
-    k_lo, k_hi = math.floor(math.log2(lo)), math.ceil(math.log2(hi))
-    span = max(k_hi - k_lo, 1)
-    step = max(1, math.ceil(span / 6))
-    major = [2.0**k for k in range(k_lo, k_hi + 1, step)]
-    ax.set_xticks(major, [format_size(v) for v in major])
-    ax.set_xticks([2.0**k for k in range(k_lo, k_hi + 1)], minor=True)
-    ax.set_xticklabels([], minor=True)
-    ax.set_xlim(lo / 1.3, hi * 1.3)
-    ax.set_xlabel("vector size")
-
-
-def _scenario_title(row: pd.Series, cols: list[str]) -> str:
-    parts = []
-    for c in cols:
-        v = row[c]
-        if c == "nodes":
-            parts.append(f"{v} nodes")
-        elif c == "bandwidth_Bps":
-            parts.append(format_rate(v))
-        elif c in ("link_latency_s", "hop_latency_s", "alpha_s"):
-            parts.append(f"{c.split('_')[0]} {format_time(v)}")
-        elif c in ("topology", "group"):
-            parts.append(str(v))
-        elif c in _WHATIF_NONE:
-            parts.append(f"{c} {v}" if v else _WHATIF_NONE[c])
-        else:
-            parts.append(f"{c}={v}")
-    return " · ".join(parts)
-
-
-#: a what-if column's empty value in a title
-_WHATIF_NONE = {"fail": "no failures", "degrade": "no degradation", "slow": "no slow ranks",
-                "background": "no background"}
-
-
 def _labels(df: pd.DataFrame) -> pd.Series:
     return df["label"] if "label" in df.columns else df["algorithm"]
-
-
-def _filter(df: pd.DataFrame, group=None, topologies=None, where=None) -> pd.DataFrame:
-    if where:
-        df = query(df, where)
-    if group is not None:
-        if "group" not in df.columns or group not in set(df["group"]):
-            known = sorted(set(df["group"])) if "group" in df.columns else []
-            raise ConfigError(f"--group: no group {group!r} in the data; groups: "
-                              f"{', '.join(known) or '(none)'}")
-        df = df[df["group"] == group]
-    if topologies:
-        missing = sorted(set(topologies) - set(df["topology"]))
-        if missing:
-            raise ConfigError(f"--topology: {', '.join(missing)} not in the data; topologies: "
-                              f"{', '.join(sorted(set(df['topology'])))}")
-        df = df[df["topology"].isin(topologies)]
-    if df.empty:
-        raise ConfigError("plot: no results to plot")
-    return with_whatif(df)
-
-
-#: flowemu's defaults (the Swing paper's network), in dataset columns
-_BASELINE = {**{col: float(getattr(Network(), f)) for f, col in _NETWORK_COLUMNS.items()},
-             "ecmp": "split", "seed": 0, "placement": "linear", "model": "flow",
-             # a what-if study's goodput and gain figures show the healthy network
-             **{c: HEALTHY[c] for c in WHATIF_SCENARIO}}
-
-
-def _limit_scenarios(df: pd.DataFrame, limit: int, keep=()) -> tuple[pd.DataFrame, str]:
-    """Fix swept fields other than the topology and ``keep`` (most values
-    first; at the paper's network defaults when swept, else the middle value)
-    until at most ``limit`` scenarios remain. Returns the rows and a note on
-    what was fixed."""
-    fixed = []
-    while True:
-        scenario = [c for c in scenario_columns(df) if c not in keep]
-        cols = [c for c in scenario if c not in ("group", "topology", "nodes")]
-        if len(df[scenario].drop_duplicates()) <= limit or not cols:
-            break
-        col = max(cols, key=lambda c: df[c].nunique())
-        values = sorted(df[col].unique())
-        base = _BASELINE.get(col)
-        value = base if base in values else values[len(values) // 2]
-        df = df[df[col] == value]
-        fixed.append(_scenario_title(pd.Series({col: value}), [col]))
-    note = f"(at {', '.join(fixed)}; choose others with --where)" if fixed else ""
-    return df, note
 
 
 def _scenarios(df: pd.DataFrame, exclude=()) -> tuple[list[str], list[tuple]]:
@@ -166,63 +81,10 @@ def _scenarios(df: pd.DataFrame, exclude=()) -> tuple[list[str], list[tuple]]:
     return cols, [tuple(r) for r in keys.itertuples(index=False)]
 
 
-def _panel_grid(n: int, ncols: int, width: float = 4.6, height: float = 3.4,
-                extra_height: float = 0.9):
-    nc = min(ncols, n)
-    nr = math.ceil(n / nc)
-    fig = _new_figure(width * nc + 0.4, height * nr + extra_height)
-    axes = np.atleast_1d(fig.subplots(nr, nc, squeeze=False)).ravel()
-    for ax in axes[n:]:
-        ax.set_visible(False)
-    return fig, axes[:n]
-
-
-def _rows_of(df: pd.DataFrame, cols: list[str], key: tuple) -> pd.DataFrame:
-    sub = df
-    for c, v in zip(cols, key):
-        sub = sub[sub[c] == v]
-    return sub
-
-
-def _legend_below(fig: Figure, handles: list, labels: list[str], **kw) -> None:
-    longest = max((len(lab) for lab in labels), default=1)
-    per_row = max(1, int(fig.get_figwidth() / (0.075 * longest + 0.6)))
-    fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), per_row),
-               frameon=False, fontsize=9, **kw)
-
-
-#: the longest line of a heatmap row label; a longer one wraps after a comma
-LABEL_WRAP_CHARS = 40
-#: the longest line of a panel title (a panel is 4.6 inches wide, 10 pt text)
-PANEL_TITLE_CHARS = 45
-
-
-def _wrap_label(text: str, width: int = LABEL_WRAP_CHARS) -> str:
-    """``text`` on lines of at most ``width`` characters, broken after a
-    ``,``, a ``/`` or before a `` · `` (a topology spec, a path, the parts
-    of a scenario title); a piece longer than ``width`` stays whole."""
-    import re
-    pieces = [p for p in re.split(r"(?<=[,/])|(?= · )", text) if p]
-    lines, cur = [], ""
-    for piece in pieces:
-        if cur and len(cur) + len(piece) > width:
-            lines.append(cur)
-            cur = piece.lstrip()
-        else:
-            cur += piece
-    lines.append(cur)
-    return "\n".join(lines)
-
-
 def _text_inches(lines: list[str], fontsize: float) -> float:
     """A generous width of the longest line in inches (DejaVu Sans averages
     ~0.6 em per character)."""
     return max((len(line) for line in lines), default=0) * 0.6 * fontsize / 72
-
-
-def _titles(fig: Figure, title: str | None, note: str) -> None:
-    if title or note:
-        fig.suptitle("\n".join(t for t in (title, note) if t), fontsize=11)
 
 
 #: what a line plot draws: (column, scale to display unit, axis label, tick formatter)
@@ -258,18 +120,18 @@ def goodput_figure(df: pd.DataFrame, *, metric: str = "goodput", title: str | No
     if metric not in _METRICS:
         raise ConfigError(f"metric: {metric!r} is not allowed; allowed: {', '.join(_METRICS)}")
     column, scale, label, formatter = _METRICS[metric]
-    df = _filter(df, group, topologies, where)
+    df = filter_rows(df, group, topologies, where)
     # the two models of one configuration share a panel: a flow line and a dashed
     # GenModel line per algorithm, so the panel shows where they part
-    df, note = _limit_scenarios(df, max_panels, keep=("model",))
+    df, note = limit_scenarios(df, max_panels, keep=("model",))
     cols, scen = _scenarios(df, exclude=("model",))
     labels = sorted(_labels(df).astype(str).unique())
     styles = style_map(labels)   # no two labels of the figure alike
     models = _models(df)
-    fig, axes = _panel_grid(len(scen), ncols)
+    fig, axes = panel_grid(len(scen), ncols)
     handles = {}
     for ax, key in zip(axes, scen):
-        sub = _rows_of(df, cols, key)
+        sub = rows_of(df, cols, key)
         for lab, model in ((lab, m) for lab in labels for m in models):
             s = sub[(_labels(sub).astype(str) == lab)
                     & (_model_of(sub) == model)].sort_values("size_bytes")
@@ -289,13 +151,13 @@ def goodput_figure(df: pd.DataFrame, *, metric: str = "goodput", title: str | No
                 if len(switch) and s["variant"].nunique() > 1:
                     ax.plot(s["size_bytes"].iloc[switch], y[switch], "o", color=style.color,
                             markersize=8, alpha=0.6)
-        _size_axis(ax, sub["size_bytes"])
+        size_axis(ax, sub["size_bytes"])
         ax.grid(True, which="major", alpha=0.3)
-        ax.set_title(_wrap_label(_scenario_title(pd.Series(dict(zip(cols, key))), cols),
+        ax.set_title(wrap_label(scenario_title(pd.Series(dict(zip(cols, key))), cols),
                                  PANEL_TITLE_CHARS), fontsize=10)
     _value_axis(axes, df[column].to_numpy(dtype=float) * scale, label, formatter)
-    _legend_below(fig, list(handles.values()), list(handles))
-    _titles(fig, title, note)
+    legend_below(fig, list(handles.values()), list(handles))
+    suptitle(fig, title, note)
     return fig
 
 
@@ -322,14 +184,14 @@ def plot_goodput(df: pd.DataFrame, out, **kwargs) -> Path:
     With more than ``max_panels`` scenarios, swept fields other than the
     topology are fixed (see the title) — pick others with ``where``.
     Keywords: those of :func:`goodput_figure`."""
-    return _save(goodput_figure(df, metric="goodput", **kwargs), out)
+    return save_figure(goodput_figure(df, metric="goodput", **kwargs), out)
 
 
 def plot_time(df: pd.DataFrame, out, **kwargs) -> Path:
     """Allreduce time vs vector size, like :func:`plot_goodput` (log axes
     when the times span more than two decades, which they do from bytes to
     hundreds of MiB)."""
-    return _save(goodput_figure(df, metric="time", **kwargs), out)
+    return save_figure(goodput_figure(df, metric="time", **kwargs), out)
 
 
 def _pick_algorithm(labels: list[str], algorithm: str | None, required: bool) -> str | None:
@@ -361,8 +223,8 @@ def gain_figure(df: pd.DataFrame, *, algorithm: str | None = None, title: str | 
                 group=None, topologies=None, where: str | None = None, max_rows: int = 60,
                 clip_percentile: float = 95.0) -> Figure:
     """The figure of :func:`plot_gain`, not yet saved."""
-    df = _filter(df, group, topologies, where)
-    df, note = _limit_scenarios(df, max_rows)
+    df = filter_rows(df, group, topologies, where)
+    df, note = limit_scenarios(df, max_rows)
     cmp = compare(df)
     labels = sorted(cmp["algorithm"].unique())
     styles = style_map(labels)
@@ -388,12 +250,12 @@ def gain_figure(df: pd.DataFrame, *, algorithm: str | None = None, title: str | 
     # long row labels (a dragonfly spec with its link classes) wrap after a comma, and
     # the figure grows by their width and line count: a fixed size collapsed the
     # heatmap to nothing ("constrained_layout not applied")
-    row_labels = [_wrap_label(_scenario_title(pd.Series(dict(zip(cols, k))), cols))
+    row_labels = [wrap_label(scenario_title(pd.Series(dict(zip(cols, k))), cols))
                   for k in scen]
     label_w = _text_inches([ln for lab in row_labels for ln in lab.split("\n")], 10)
     lines = max((lab.count("\n") + 1 for lab in row_labels), default=1)
     row_h = max(0.42, 0.19 * lines + 0.12)
-    fig = _new_figure(max(6.5, 0.45 * len(sizes) + 3.0 + label_w),
+    fig = new_figure(max(6.5, 0.45 * len(sizes) + 3.0 + label_w),
                       max(2.8, row_h * len(scen) + 2.2))
     ax = fig.subplots()
     img = np.ones(gain.shape + (4,))
@@ -457,7 +319,7 @@ def gain_figure(df: pd.DataFrame, *, algorithm: str | None = None, title: str | 
             "title_fontsize": 9}
         fig.legend([h for h, _ in legend], [t for _, t in legend], loc="outside lower center",
                    frameon=False, ncol=min(len(legend), 3), fontsize=9, **kw)
-    _titles(fig, title, note)
+    suptitle(fig, title, note)
     return fig
 
 
@@ -474,7 +336,7 @@ def plot_gain(df: pd.DataFrame, out, **kwargs) -> Path:
     win; text is dark on light cells and light on dark ones. Keywords: those
     of :func:`gain_figure`.
     """
-    return _save(gain_figure(df, **kwargs), out)
+    return save_figure(gain_figure(df, **kwargs), out)
 
 
 def _check_by(df: pd.DataFrame, by: str) -> None:
@@ -494,7 +356,7 @@ def _column_name(col: str) -> str:
 
 
 def _by_text(col: str, value) -> str:
-    return _scenario_title(pd.Series({col: value}), [col])
+    return scenario_title(pd.Series({col: value}), [col])
 
 
 def gain_curve_figure(df: pd.DataFrame, *, by: str = "alpha_s", algorithm: str | None = None,
@@ -503,8 +365,8 @@ def gain_curve_figure(df: pd.DataFrame, *, by: str = "alpha_s", algorithm: str |
                       max_panels: int = 12) -> Figure:
     """The figure of :func:`plot_gain_curves`, not yet saved."""
     _check_by(df, by)
-    df = _filter(df, group, topologies, where)
-    df, note = _limit_scenarios(df, max_panels, keep=(by,))
+    df = filter_rows(df, group, topologies, where)
+    df, note = limit_scenarios(df, max_panels, keep=(by,))
     values = sorted(df[by].dropna().unique())
     if len(values) < 2:
         varying = [c for c in scenario_columns(df) if c not in ("topology", "nodes")
@@ -527,14 +389,14 @@ def gain_curve_figure(df: pd.DataFrame, *, by: str = "alpha_s", algorithm: str |
     algorithm = _pick_algorithm(labels, algorithm, required=True)
     cols, scen = _scenarios(df, exclude=(by,))
     mine = cmp[cmp["algorithm"] == algorithm]
-    fig, axes = _panel_grid(len(scen), ncols, width=5.6, height=3.8, extra_height=1.2)
+    fig, axes = panel_grid(len(scen), ncols, width=5.6, height=3.8, extra_height=1.2)
     style = styles[algorithm]
     dashes = ["-", "--", "-.", ":"]
     # one shade of the algorithm's colour per value, light to dark in value order
     shades = [_blend(style.color, w) for w in np.linspace(0.35, 1.0, len(values))]
     line_handles, others = {}, set()
     for ax, key in zip(axes, scen):
-        sub = _rows_of(mine, cols, key)
+        sub = rows_of(mine, cols, key)
         for k, v in enumerate(values):
             s = sub[sub[by] == v].sort_values("size_bytes")
             if s.empty:
@@ -551,11 +413,11 @@ def gain_curve_figure(df: pd.DataFrame, *, by: str = "alpha_s", algorithm: str |
                         **ost.marker_kwargs())
                 others.add(other)
         ax.axhline(0.0, color="black", linewidth=0.8, zorder=1)
-        _size_axis(ax, sub["size_bytes"] if not sub.empty else mine["size_bytes"])
+        size_axis(ax, sub["size_bytes"] if not sub.empty else mine["size_bytes"])
         ax.set_ylabel(f"gain of {algorithm} over\nthe best other (%)")
         ax.grid(True, which="major", alpha=0.3)
         if cols:
-            ax.set_title(_wrap_label(_scenario_title(pd.Series(dict(zip(cols, key))), cols),
+            ax.set_title(wrap_label(scenario_title(pd.Series(dict(zip(cols, key))), cols),
                                      PANEL_TITLE_CHARS), fontsize=10)
     # two legend columns: the lines (values of `by`), the markers (best other)
     ks, others = sorted(line_handles), sorted(others)
@@ -568,7 +430,7 @@ def gain_curve_figure(df: pd.DataFrame, *, by: str = "alpha_s", algorithm: str |
              + ["best other algorithm"] + others + [""] * (rows - len(others)))
     fig.legend([blank] + lines + [blank] + marks, texts, loc="outside lower center", ncol=2,
                frameon=False, fontsize=9)
-    _titles(fig, title, note)
+    suptitle(fig, title, note)
     return fig
 
 
@@ -581,7 +443,7 @@ def plot_gain_curves(df: pd.DataFrame, out, **kwargs) -> Path:
     algorithm's (:func:`~flowemu.study.figures.style.algorithm_style`). The
     ``algorithm`` defaults to Swing when present. Keywords: those of
     :func:`gain_curve_figure`."""
-    return _save(gain_curve_figure(df, **kwargs), out)
+    return save_figure(gain_curve_figure(df, **kwargs), out)
 
 
 def plot(dataset, out, kind: str = "goodput", **kwargs) -> Path:
@@ -589,7 +451,6 @@ def plot(dataset, out, kind: str = "goodput", **kwargs) -> Path:
     :func:`plot_gain_curves` or :func:`~flowemu.study.figures.slowdown.plot_slowdown`
     (``kind`` goodput, time, gain, gain-curve, slowdown) of a dataset path or
     DataFrame."""
-    from .slowdown import plot_slowdown, slowdown_figure
     if kind not in KINDS:
         raise ConfigError(f"--kind: unknown kind {kind!r}; allowed: {', '.join(KINDS)}")
     df = dataset if isinstance(dataset, pd.DataFrame) else load(dataset)
@@ -613,8 +474,6 @@ def figures(dataset, outdir=None) -> list[Path]:
     ``outdir`` (default ``DATASET/figures``); and ``slowdown`` (largest size)
     where a group holds what-if rows beside healthy ones, whose goodput and
     gain figures then show the healthy network (the title says so)."""
-    from .slowdown import has_slowdown, plot_slowdown
-    from ...whatif.conditions import healthy_rows
     df = load(dataset)
     if df.empty:
         raise ConfigError(f"plot: {dataset} holds no results")

@@ -6,8 +6,9 @@ background traffic than on the healthy network.
 (:func:`flowemu.results.compare_whatif`) against the number of failed
 cables — or against the what-if condition when the conditions are not (only)
 failures — one line per algorithm with its min–max band over the Monte-Carlo
-seeds, one panel per topology (scenario). It lives beside
-:mod:`flowemu.study.figures.plots` and shares its layout helpers and algorithm styles.
+seeds, one panel per topology (scenario). It shares the layout
+helpers of :mod:`flowemu.study.figures.common` and the algorithm styles of
+:mod:`flowemu.study.figures.style` with the other figures.
 """
 
 from __future__ import annotations
@@ -21,10 +22,21 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from ...core.errors import ConfigError
-from .style import style_map, use_log_scale
-from .plots import PANEL_TITLE_CHARS, _filter, _legend_below, _limit_scenarios, _panel_grid, _rows_of, _save, _scenario_title, _titles, _wrap_label
-from ..results import WHATIF_SCENARIO, compare_whatif
 from ...core.units import format_size, parse_size
+from ..results import WHATIF_SCENARIO, compare_whatif, healthy_rows, query_with_twins, with_whatif
+from .common import (
+    PANEL_TITLE_CHARS,
+    filter_rows,
+    legend_below,
+    limit_scenarios,
+    panel_grid,
+    rows_of,
+    save_figure,
+    scenario_title,
+    suptitle,
+    wrap_label,
+)
+from .style import style_map, use_log_scale
 
 WHO = "plot --kind slowdown"
 
@@ -61,16 +73,15 @@ def slowdown_figure(df: pd.DataFrame, *, size=None, title: str | None = None, gr
                     max_panels: int = 24) -> Figure:
     """The figure of :func:`plot_slowdown`, not yet saved."""
     if where:   # keep the baselines of what is chosen
-        from ...whatif.conditions import query_with_twins
         df = query_with_twins(df, where)
         if df.empty:
             raise ConfigError(f"--where: no results match {where!r}")
-    df = _filter(df, group, topologies, None)
+    df = filter_rows(df, group, topologies, None)
     if "size_bytes" not in df.columns:
         raise ConfigError(f"{WHO}: the data lacks column size_bytes")
     nbytes = _pick_size(df, size)
     df = df[df["size_bytes"] == nbytes]
-    df, note = _limit_scenarios(df, max_panels, keep=tuple(WHATIF_SCENARIO))
+    df, note = limit_scenarios(df, max_panels, keep=tuple(WHATIF_SCENARIO))
     cmp = compare_whatif(df, who=f"{WHO} at {format_size(nbytes)}")
     cmp = cmp[np.isfinite(cmp["slowdown"].to_numpy(dtype=float))]
     if not (cmp["condition"] != "healthy").any():
@@ -89,10 +100,10 @@ def slowdown_figure(df: pd.DataFrame, *, size=None, title: str | None = None, gr
     scen = [tuple(r) for r in keys.itertuples(index=False)]
     labels = sorted(cmp["algorithm"].unique())
     styles = style_map(labels)
-    fig, axes = _panel_grid(len(scen), ncols, width=5.0, height=3.6, extra_height=1.0)
+    fig, axes = panel_grid(len(scen), ncols, width=5.0, height=3.6, extra_height=1.0)
     handles, banded = {}, False
     for ax, key in zip(axes, scen):
-        sub = _rows_of(cmp, cols, key)
+        sub = rows_of(cmp, cols, key)
         numeric, xpos = _x_positions(sub)   # each panel its own conditions
         for lab in labels:
             s = sub[sub["algorithm"] == lab]
@@ -113,7 +124,7 @@ def slowdown_figure(df: pd.DataFrame, *, size=None, title: str | None = None, gr
         ax.axhline(1.0, color="black", linestyle="--", linewidth=0.9, zorder=1)
         ax.grid(True, which="major", alpha=0.3)
         if cols:
-            ax.set_title(_wrap_label(_scenario_title(pd.Series(dict(zip(cols, key))), cols),
+            ax.set_title(wrap_label(scenario_title(pd.Series(dict(zip(cols, key))), cols),
                                      PANEL_TITLE_CHARS), fontsize=10)
         _condition_axis(ax, numeric, xpos)
     _slowdown_axis(axes, cmp[["slowdown_min", "slowdown_max"]].to_numpy(dtype=float).ravel())
@@ -122,9 +133,9 @@ def slowdown_figure(df: pd.DataFrame, *, size=None, title: str | None = None, gr
         seeds = sorted(set(cmp.loc[cmp["seeds"] > 1, "seeds"]))
         lines.append(Patch(facecolor="grey", alpha=0.3))
         names.append(f"min–max over {'/'.join(str(n) for n in seeds)} seeds")
-    _legend_below(fig, lines, names)
+    legend_below(fig, lines, names)
     sized = f"vector size {format_size(nbytes)}"
-    _titles(fig, f"{title} · {sized}" if title else sized, note)
+    suptitle(fig, f"{title} · {sized}" if title else sized, note)
     return fig
 
 
@@ -145,7 +156,7 @@ def _condition_axis(ax, numeric: bool, xpos: dict) -> None:
         ax.set_xlabel("failed links (cables)")
     else:
         ordered = sorted(xpos, key=xpos.get)
-        ax.set_xticks([xpos[c] for c in ordered], [_wrap_label(c, 18) for c in ordered],
+        ax.set_xticks([xpos[c] for c in ordered], [wrap_label(c, 18) for c in ordered],
                       rotation=30, ha="right", fontsize=8)
         ax.set_xlim(-0.5, len(ordered) - 0.5)
         ax.set_xlabel("what-if condition")
@@ -178,14 +189,12 @@ def plot_slowdown(df: pd.DataFrame, out, **kwargs) -> Path:
     the largest; one panel per topology (scenario). A dataset without
     what-if rows, or without the healthy rows to compare them with, is a
     ConfigError. Keywords: those of :func:`slowdown_figure`."""
-    return _save(slowdown_figure(df, **kwargs), out)
+    return save_figure(slowdown_figure(df, **kwargs), out)
 
 
 def has_slowdown(df: pd.DataFrame) -> bool:
     """Whether ``df`` holds what-if rows and healthy rows (so a slowdown
     figure can be drawn)."""
-    from ..results import with_whatif
-    from ...whatif.conditions import healthy_rows
     if not {"fail", "size_bytes", "time_s"} <= set(df.columns):
         return False
     healthy = healthy_rows(with_whatif(df))

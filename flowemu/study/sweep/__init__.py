@@ -52,12 +52,25 @@ from __future__ import annotations
 import sys
 import types
 
-from .config import DEFAULT_GROUP, DEFAULT_SIZES, FIELDS, GRID_FIELDS, GROUP_KEYS, NETWORK_FIELDS, REQUIRED, TOP_KEYS, Config, config_hash, config_key, sizes_text
-from .executor import _chunks, _executor, _topology, default_jobs, run_chunk, run_config  # noqa: F401
-from .fields import SweepConfigError, _topo_info  # noqa: F401
+from .config import (
+    DEFAULT_GROUP,
+    DEFAULT_SIZES,
+    FIELDS,
+    GRID_FIELDS,
+    GROUP_KEYS,
+    NETWORK_FIELDS,
+    REQUIRED,
+    TOP_KEYS,
+    Config,
+    config_hash,
+    config_key,
+    sizes_text,
+)
+from .executor import default_jobs, run_chunk, run_config
+from .fields import SweepConfigError
 from .plan import SweepPlan, load_sweep
 from .progress import Progress
-from .run import SweepSummary, _Lock, run_sweep, sweep  # noqa: F401
+from .run import SweepSummary, run_sweep, sweep
 
 __all__ = [
     "DEFAULT_GROUP", "DEFAULT_SIZES", "FIELDS", "GRID_FIELDS", "GROUP_KEYS", "NETWORK_FIELDS",

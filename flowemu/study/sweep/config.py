@@ -11,7 +11,10 @@ import os
 from dataclasses import dataclass
 
 from ...core.network import Network
+from ...core.presets import BUILTIN
 from ...core.units import format_size
+from ...topology.graph import split_file_options
+from ...whatif.background import GENERATORS
 
 #: the what-if fields (issue 16): failed and degraded links, the failure
 #: policy, Monte-Carlo failures (``failures`` random cables drawn with each
@@ -30,17 +33,18 @@ REQUIRED = ("topology", "algorithm")
 DEFAULT_SIZES = "32B..512MiB"
 DEFAULT_GROUP = "main"
 
-def _canon_float(v: float) -> float:
+def canon_float(v: float) -> float:
     """12 significant digits, so "100ns", "0.1us" and 1e-7 are one value
     (100 * 1e-9 != 1e-7 in binary floating point)."""
     return float(f"{float(v):.12g}")
 
 
-_NET_DEFAULTS = {k: _canon_float(v) for k, v in Network().as_dict().items()}
-_DEFAULTS = {**_NET_DEFAULTS, "ranks": None, "ecmp": "split", "seed": 0,
-             "placement": "linear", "network": "", "model": "flow", "fail": "", "degrade": "",
-             "fail_policy": "strict", "failures": 0, "failure_seed": 0, "slow": "",
-             "background": ""}
+_NET_DEFAULTS = {k: canon_float(v) for k, v in Network().as_dict().items()}
+#: the value of every grid field a sweep file leaves out
+DEFAULTS = {**_NET_DEFAULTS, "ranks": None, "ecmp": "split", "seed": 0,
+            "placement": "linear", "network": "", "model": "flow", "fail": "", "degrade": "",
+            "fail_policy": "strict", "failures": 0, "failure_seed": 0, "slow": "",
+            "background": ""}
 #: the what-if fields a configuration runs with (``failures`` and
 #: ``failure_seed`` are already in ``fail``); only non-defaults are hashed
 _WHATIF_RUN = ("fail", "degrade", "fail_policy", "slow", "background")
@@ -116,7 +120,7 @@ class Config:
         if self.model != "flow":   # so do flow configurations (written before models)
             out["model"] = self.model
         for name in _WHATIF_RUN:   # and healthy ones (written before what-ifs)
-            if getattr(self, name) != _DEFAULTS[name]:
+            if getattr(self, name) != DEFAULTS[name]:
                 out[name] = getattr(self, name)
         # a network or placement read from a file is identified by its contents too:
         # editing the file makes new configurations, not silently reused rows
@@ -134,19 +138,16 @@ def graph_file(spec: str) -> str | None:
     """The file of a ``graph:FILE[,key=value...]`` spec, else None."""
     if not spec.startswith("graph:"):
         return None
-    from ...topology.graph import split_file_options
     return split_file_options(spec[len("graph:"):])[0].strip()
 
 
 def preset_file(text: str) -> str | None:
     """The file of a network preset, else None (none or a built-in name)."""
-    from ...core.presets import BUILTIN
     return text if text and text not in BUILTIN else None
 
 
 def background_file(text: str) -> str | None:
     """The traffic file of a background, else None (none or a generator)."""
-    from ...whatif.background import GENERATORS
     if not text or text.partition(":")[0].strip().lower() in GENERATORS:
         return None
     return text
@@ -224,7 +225,7 @@ def config_key(cfg: Config) -> str:
     for name in ("ranks", *NETWORK_FIELDS, "ecmp", "seed", "placement", "model",
                  *_WHATIF_RUN):
         v = getattr(cfg, name)
-        if v != _DEFAULTS[name]:
+        if v != DEFAULTS[name]:
             parts.append(f"{name}={_fmt_field(name, v)}")
     parts.append(f"sizes={cfg.sizes_text}")
     return "|".join(parts)

@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ...api.simulation import RESULT_COLUMNS
 from ...core.errors import ConfigError
 from ...core.outputs import replace_atomically
 from ...whatif.conditions import HEALTHY
@@ -58,7 +59,8 @@ _FLOAT = {"time_s", "goodput_Bps", "bandwidth_Bps", "link_latency_s", "hop_laten
 #: written before they existed read as: the healthy network
 WHATIF_DEFAULTS = HEALTHY
 
-_NETWORK_COLUMNS = {"bandwidth": "bandwidth_Bps", "link_latency": "link_latency_s",
+#: the dataset column of each network field
+NETWORK_COLUMNS = {"bandwidth": "bandwidth_Bps", "link_latency": "link_latency_s",
                     "hop_latency": "hop_latency_s", "alpha": "alpha_s",
                     "gamma": "gamma_s_per_B", "delta": "delta_s_per_B",
                     "incast_threshold": "incast_threshold",
@@ -93,7 +95,7 @@ def error_row(cfg, error_type: str, message: str, internal: bool) -> dict:
            "model": cfg.model, "ecmp": cfg.ecmp, "seed": cfg.seed, "placement": cfg.placement,
            "fail": cfg.fail, "degrade": cfg.degrade, "fail_policy": cfg.fail_policy,
            "slow": cfg.slow, "background": cfg.background}
-    row.update({col: float(getattr(cfg, f)) for f, col in _NETWORK_COLUMNS.items()})
+    row.update({col: float(getattr(cfg, f)) for f, col in NETWORK_COLUMNS.items()})
     row.update(error_type=error_type, error=message, internal=bool(internal),
                flowemu_version=__version__)
     return row
@@ -242,7 +244,6 @@ def load(dataset) -> pd.DataFrame:
         return with_model(df)
     df = _current(_read_parts(_parts(path, "part")), path)
     if df is None:
-        from ...api.simulation import RESULT_COLUMNS
         return pd.DataFrame(columns=SWEEP_COLUMNS + RESULT_COLUMNS)
     return with_model(df)
 

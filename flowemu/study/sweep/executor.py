@@ -8,37 +8,27 @@ import signal
 import sys
 import traceback
 from concurrent.futures import FIRST_COMPLETED, wait
-from functools import lru_cache
 
+from ...api import simulation
+from ...core import budget
 from ...core.errors import ConfigError, FlowEmuError
+from ...engine.profiles import available_cores
 from .config import Config
-from .fields import _topo_info
-
-
-def _topology(spec: str):
-    """The topology of a spec, built once per process (a graph file's
-    contents are part of the key, so an edited file is read again)."""
-    from .config import file_digest, graph_file
-    path = graph_file(spec)
-    return _built(spec, file_digest(path) if path else "")
-
-
-@lru_cache(maxsize=8)
-def _built(spec: str, digest: str):
-    from ...topology import parse_topology
-    return parse_topology(spec)
+from .dataset import add_config_columns, error_row
+from .fields import build_topology, topo_info
 
 
 def run_config(cfg: Config, threads: int | None = None, max_memory=None):
     """Time one configuration: all its sizes from one :func:`flowemu.simulate`
     call (one profile). Returns the simulate rows (without sweep columns)."""
-    from ...api.simulation import simulate
-    return simulate(_topology(cfg.topology), cfg.algorithm, list(cfg.sizes), ecmp=cfg.ecmp,
-                    seed=cfg.seed, ranks=cfg.ranks, placement=cfg.placement,
-                    network=cfg.network(), threads=threads,
-                    max_memory=max_memory, model=cfg.model, fail=cfg.fail or None,
-                    degrade=cfg.degrade or None, fail_policy=cfg.fail_policy,
-                    slow=cfg.slow or None, background=cfg.background or None)
+    # through the module: a test counting the calls replaces simulation.simulate
+    return simulation.simulate(build_topology(cfg.topology), cfg.algorithm, list(cfg.sizes),
+                               ecmp=cfg.ecmp, seed=cfg.seed, ranks=cfg.ranks,
+                               placement=cfg.placement, network=cfg.network(),
+                               threads=threads, max_memory=max_memory, model=cfg.model,
+                               fail=cfg.fail or None, degrade=cfg.degrade or None,
+                               fail_policy=cfg.fail_policy, slow=cfg.slow or None,
+                               background=cfg.background or None)
 
 
 def run_chunk(configs: list[Config], threads: int | None = None, max_memory=None):
@@ -52,7 +42,6 @@ def run_chunk(configs: list[Config], threads: int | None = None, max_memory=None
     Returns ``(rows DataFrame or None, [error dict, ...])``; the rows carry
     the sweep columns (:data:`flowemu.study.sweep.dataset.SWEEP_COLUMNS`).
     """
-    from .dataset import add_config_columns, error_row
     frames, done, errors = [], [], []
     for cfg in configs:
         try:
@@ -67,14 +56,14 @@ def run_chunk(configs: list[Config], threads: int | None = None, max_memory=None
     return rows, errors
 
 
-def _chunks(configs: list[Config], workers: int, chunk_size: int | None) -> list[list[Config]]:
+def chunk_configs(configs: list[Config], workers: int, chunk_size: int | None) -> list[list[Config]]:
     """Batches of configurations. Big topologies first (they set the makespan);
     each batch costs about total / (4 · workers), at most ~100 small configs,
     so per-task overhead stays small and progress stays live."""
     if not configs:
         return []
-    cost = {c.hash: 1.0 + _topo_info(c.topology).nodes / 128.0 for c in configs}
-    order = sorted(configs, key=lambda c: -_topo_info(c.topology).nodes)
+    cost = {c.hash: 1.0 + topo_info(c.topology).nodes / 128.0 for c in configs}
+    order = sorted(configs, key=lambda c: -topo_info(c.topology).nodes)
     if chunk_size:
         return [order[i:i + chunk_size] for i in range(0, len(order), chunk_size)]
     budget = min(max(sum(cost.values()) / (4 * workers), 1.0), 100.0)
@@ -107,11 +96,10 @@ def _worker_init(parent: int):
 
 def default_jobs() -> int:
     """One worker process per available core."""
-    from ...engine.profiles import available_cores
     return available_cores()
 
 
-def _check_jobs(jobs, scheduler) -> None:
+def check_jobs(jobs, scheduler) -> None:
     if scheduler is not None and jobs is not None:
         raise ConfigError("jobs: give either jobs (local processes) or scheduler (a Dask "
                           "cluster), not both")
@@ -154,9 +142,8 @@ class _LocalPool:
         self.ex = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx,
                                       initializer=_worker_init, initargs=(os.getpid(),))
         self._procs = {}
-        from ...core.budget import Limit, limit
-        whole = limit()
-        self.share = Limit(whole.bytes // self.workers,
+        whole = budget.limit()
+        self.share = budget.Limit(whole.bytes // self.workers,
                            f"1/{self.workers} of the {whole.text()}, one share a worker")
 
     def submit(self, chunk):
@@ -244,7 +231,7 @@ def _connect(address: str, timeout: float):
                       "or raise --scheduler-timeout")
 
 
-def _executor(jobs: int | None, scheduler, timeout: float = 10.0):
+def open_pool(jobs: int | None, scheduler, timeout: float = 10.0):
     """A pool (``submit``, ``workers``, ``restart``, ``close``) of local
     processes or of a Dask cluster."""
     if scheduler is None:
@@ -268,12 +255,12 @@ def _executor(jobs: int | None, scheduler, timeout: float = 10.0):
     return _DaskPool(client, owned=True)
 
 
-def _run_local(chunks, on_result):
+def run_local(chunks, on_result):
     for chunk in chunks:
         on_result(chunk, run_chunk(chunk))
 
 
-def _run_pool(pool, chunks, on_result):
+def run_pool(pool, chunks, on_result):
     """Run chunks on a pool, ``on_result(chunk, (rows, errors))`` as each
     arrives. A worker that dies (out of memory, SIGKILL) loses the tasks in
     flight: their configurations are retried one per task; those lost again
@@ -283,7 +270,6 @@ def _run_pool(pool, chunks, on_result):
     no task lost raises FlowEmuError."""
     from collections import deque
 
-    from .dataset import error_row
     normal, single, serial = deque(chunks), deque(), deque()
     inflight = {}
     limit = 2 * pool.workers

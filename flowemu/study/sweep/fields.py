@@ -8,10 +8,26 @@ import itertools
 from dataclasses import dataclass
 from functools import lru_cache
 
+from ...algorithms import get_algorithm, parse_algorithm_spec
+from ...core import checks
 from ...core.errors import ConfigError
-from ...core.network import _TIME_FIELDS, Network
-from ...core.units import parse_rate, parse_sizes, parse_time
-from .config import _canon_float
+from ...core.network import TIME_FIELDS, Network
+from ...core.placement import parse_placement
+from ...core.presets import load_preset
+from ...core.units import (
+    RATE_FORMS,
+    TIME_FORMS,
+    bare_number,
+    parse_rate,
+    parse_sizes,
+    parse_time,
+    shown,
+)
+from ...models.genmodel import MODELS, check_model
+from ...topology import parse_topology
+from ...topology.base import ECMP_MODES, check_ecmp
+from ...whatif.faults import POLICIES
+from .config import canon_float, file_digest, graph_file
 
 
 class SweepConfigError(ConfigError):
@@ -31,7 +47,7 @@ class SweepConfigError(ConfigError):
         super().__init__(text)
 
 
-class _Problems:
+class Problems:
     def __init__(self):
         self.items: list[tuple[str, str]] = []
 
@@ -40,7 +56,7 @@ class _Problems:
             self.items.append((loc, msg))
 
 
-def _strip_field(msg: str, name: str) -> str:
+def strip_field(msg: str, name: str) -> str:
     # parser messages start with "field: "; the location already names it
     for prefix in (f"{name}: ", "algorithm: ", f"{name} "):
         if msg.startswith(prefix):
@@ -48,18 +64,18 @@ def _strip_field(msg: str, name: str) -> str:
     return msg
 
 
-def _suggest(word: str, allowed) -> str:
+def suggest(word: str, allowed) -> str:
     close = difflib.get_close_matches(word, list(allowed), n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-def _type_name(v) -> str:
+def type_name(v) -> str:
     return {str: "a string", int: "an integer", float: "a number", bool: "a boolean",
             list: "an array", dict: "a table"}.get(type(v), type(v).__name__)
 
 
 @dataclass(frozen=True)
-class _Topo:
+class TopoInfo:
     spec: str
     nodes: int
     dims: tuple[int, ...]
@@ -67,33 +83,42 @@ class _Topo:
     modes: tuple[str, ...]    # the routing modes a run on the family takes (engine modes too)
 
 
-def _topo_info(spec: str) -> _Topo:
+def topo_info(spec: str) -> TopoInfo:
     """What a sweep needs to know of a topology, built once per spec (and
     graph file contents)."""
-    from .config import file_digest, graph_file
     path = graph_file(spec)
     return _topo_info_of(spec, file_digest(path) if path else "")
 
 
 @lru_cache(maxsize=256)
-def _topo_info_of(spec: str, digest: str) -> _Topo:
-    from ...topology import parse_topology
+def _topo_info_of(spec: str, digest: str) -> TopoInfo:
     topo = parse_topology(spec)
     dims = getattr(topo, "grid", None) or getattr(topo, "dims", None) or ()
-    return _Topo(topo.spec, int(topo.num_endpoints), tuple(int(d) for d in dims),
-                 topo.spec.split(":", 1)[0], tuple(topo.engine_modes))
+    return TopoInfo(topo.spec, int(topo.num_endpoints), tuple(int(d) for d in dims),
+                    topo.spec.split(":", 1)[0], tuple(topo.engine_modes))
+
+
+def build_topology(spec: str):
+    """The topology of a spec, built once per process (a graph file's
+    contents are part of the key, so an edited file is read again)."""
+    path = graph_file(spec)
+    return _built(spec, file_digest(path) if path else "")
+
+
+@lru_cache(maxsize=8)
+def _built(spec: str, digest: str):
+    return parse_topology(spec)
 
 
 @dataclass(frozen=True)
-class _Alg:
+class Alg:
     name: str
     options: tuple[tuple[str, object], ...]   # every option, sorted
     spec: str                                 # canonical
     label: str
 
 
-def _algorithm(name: str, raw_opts: dict) -> _Alg:
-    from ...algorithms import get_algorithm
+def resolve_algorithm(name: str, raw_opts: dict) -> Alg:
     spec = get_algorithm(name)
     opts = spec.parse_options(raw_opts)
     items = tuple(sorted(opts.items()))
@@ -101,16 +126,15 @@ def _algorithm(name: str, raw_opts: dict) -> _Alg:
     text = name + (":" + ",".join(f"{k}={v}" for k, v in items) if items else "")
     diff = [(k, v) for k, v in items if v != defaults.get(k)]
     label = name + (":" + ",".join(f"{k}={v}" for k, v in diff) if diff else "")
-    return _Alg(name, items, text, label)
+    return Alg(name, items, text, label)
 
 
-def _parse_algorithm_value(raw, loc: str, probs: _Problems) -> list[_Alg]:
+def _parse_algorithm_value(raw, loc: str, probs: Problems) -> list[Alg]:
     """A string spec or a table ``{name = ..., option = value | [values]}``."""
-    from ...algorithms import parse_algorithm_spec
     try:
         if isinstance(raw, str):
             name, opts = parse_algorithm_spec(raw)
-            return [_algorithm(name, opts)]
+            return [resolve_algorithm(name, opts)]
         if isinstance(raw, dict):
             if "name" not in raw or not isinstance(raw["name"], str):
                 probs.add(loc, "an algorithm table needs name = \"NAME\" (and options as "
@@ -130,12 +154,12 @@ def _parse_algorithm_value(raw, loc: str, probs: _Problems) -> list[_Alg]:
                     lists.append([v])
             out = []
             for combo in itertools.product(*lists):
-                out.append(_algorithm(name, dict(zip(keys, combo))))
+                out.append(resolve_algorithm(name, dict(zip(keys, combo))))
             return out
         probs.add(loc, f"expected an algorithm spec string such as \"recdoub:variant=auto\" "
-                       f"or a table {{ name = ..., option = ... }}, got {_type_name(raw)}")
+                       f"or a table {{ name = ..., option = ... }}, got {type_name(raw)}")
     except ConfigError as exc:
-        probs.add(loc, _strip_field(str(exc), "algorithm"))
+        probs.add(loc, strip_field(str(exc), "algorithm"))
     return []
 
 
@@ -144,8 +168,8 @@ def _parse_scalar(name: str, raw):
     if name == "topology":
         if not isinstance(raw, str):
             raise ConfigError(f"expected a topology spec string such as \"torus:8x8\", got "
-                              f"{_type_name(raw)}")
-        return _topo_info(raw).spec
+                              f"{type_name(raw)}")
+        return topo_info(raw).spec
     if name == "ranks":
         if raw == "all":
             return None
@@ -154,67 +178,61 @@ def _parse_scalar(name: str, raw):
         return int(raw)
     if name == "bandwidth":
         if isinstance(raw, (list, dict)):
-            raise ConfigError(f"expected a rate such as \"400Gb/s\", got {_type_name(raw)}")
-        if _bare_number(raw):
-            raise ConfigError(f"{_shown(raw)} has no unit; write a rate with its unit: "
+            raise ConfigError(f"expected a rate such as \"400Gb/s\", got {type_name(raw)}")
+        if bare_number(raw):
+            raise ConfigError(f"{shown(raw)} has no unit; write a rate with its unit: "
                               f"{RATE_FORMS}")
-        return _canon_float(parse_rate(raw, name))
-    if name in _TIME_FIELDS:
+        return canon_float(parse_rate(raw, name))
+    if name in TIME_FIELDS:
         if isinstance(raw, (list, dict)):
-            raise ConfigError(f"expected a time such as \"100ns\", got {_type_name(raw)}")
-        if _bare_number(raw) and float(raw) != 0:
-            raise ConfigError(f"{_shown(raw)} has no unit; write a time with its unit: "
+            raise ConfigError(f"expected a time such as \"100ns\", got {type_name(raw)}")
+        if bare_number(raw) and float(raw) != 0:
+            raise ConfigError(f"{shown(raw)} has no unit; write a time with its unit: "
                               f"{TIME_FORMS}")
-        return _canon_float(parse_time(raw, name))
+        return canon_float(parse_time(raw, name))
     if name == "incast_threshold":
         if isinstance(raw, (list, dict)):
-            raise ConfigError(f"expected a flow count or \"inf\", got {_type_name(raw)}")
-        return _canon_float(Network(incast_threshold=raw).incast_threshold)
+            raise ConfigError(f"expected a flow count or \"inf\", got {type_name(raw)}")
+        return canon_float(Network(incast_threshold=raw).incast_threshold)
     if name == "network":
         if not isinstance(raw, str):
             raise ConfigError(f"expected a network preset name or a .toml file, got "
-                              f"{_type_name(raw)}")
-        from ...core.presets import load_preset
+                              f"{type_name(raw)}")
         return load_preset(raw.strip()).name
     if name == "ecmp":
-        from ...topology.base import ECMP_MODES, check_ecmp
         if not isinstance(raw, str):
             modes = ", ".join(f'"{m}"' for m in ECMP_MODES)
-            raise ConfigError(f"expected one of {modes}, got {_type_name(raw)}")
+            raise ConfigError(f"expected one of {modes}, got {type_name(raw)}")
         check_ecmp(raw)
         return raw
     if name == "seed":
-        from ...core.checks import seed
-        return seed(raw)
+        return checks.seed(raw)
     if name == "placement":
-        from ...core.placement import parse_placement
         return parse_placement(raw).text
     if name == "model":
-        from ...models.genmodel import MODELS, check_model
         if not isinstance(raw, str):
             raise ConfigError(f"expected one of {', '.join(map(repr, MODELS))}, got "
-                              f"{_type_name(raw)}")
+                              f"{type_name(raw)}")
         try:
             return check_model(raw)
         except ConfigError:
             raise ConfigError(f"{raw!r} is not allowed; expected one of "
                               f"{', '.join(map(repr, MODELS))}") from None
     if name in WHATIF_SCALARS:
-        return _parse_whatif(name, raw)
+        return parse_whatif(name, raw)
     raise AssertionError(name)
 
 
-#: the what-if fields :func:`_parse_whatif` reads
+#: the what-if fields :func:`parse_whatif` reads
 WHATIF_SCALARS = ("fail", "degrade", "fail_policy", "failures", "failure_seed", "slow",
                   "background")
 
 
-def _parse_whatif(name: str, raw):
+def parse_whatif(name: str, raw):
     """One element of a what-if field: its text (selectors joined by ';',
     spaces around them dropped; "" for none), the policy, or the integer.
     Checked against the topology and ranks once each configuration is known
     (:func:`flowemu.study.sweep.plan._whatif`)."""
-    from ...core import checks
     if name in ("failures", "failure_seed"):
         return checks.integer(name, raw, lo=0, hi=checks.MAX_SEED if name == "failure_seed"
                               else None)
@@ -227,19 +245,18 @@ def _parse_whatif(name: str, raw):
                   "slow": "RANKS=FACTOR[:compute|:network] such as \"3=0.5\" (\"\" for none)",
                   "background": "a generator such as \"perm:0.5\" or a traffic file (\"\" "
                                 "for none)"}[name]
-        raise ConfigError(f"expected {expect}, got {_type_name(raw)}")
+        raise ConfigError(f"expected {expect}, got {type_name(raw)}")
     if name == "fail_policy":
-        from ...whatif.faults import POLICIES
         if raw.strip() not in POLICIES:
             raise ConfigError(f"{raw!r} is not allowed; expected "
-                              f"{' or '.join(map(repr, POLICIES))}{_suggest(raw, POLICIES)}")
+                              f"{' or '.join(map(repr, POLICIES))}{suggest(raw, POLICIES)}")
         return raw.strip()
     if name in ("fail", "degrade"):
         return ";".join(part.strip() for part in raw.split(";") if part.strip())
     return raw.strip()
 
 
-def _parse_field(name: str, raw, loc: str, probs: _Problems) -> list | None:
+def parse_field(name: str, raw, loc: str, probs: Problems) -> list | None:
     """Canonical values of a grid field (a scalar is a one-element list);
     None when any element is bad (the problems are recorded)."""
     items = raw if isinstance(raw, list) else [raw]
@@ -264,7 +281,7 @@ def _parse_field(name: str, raw, loc: str, probs: _Problems) -> list | None:
         try:
             out.append(_parse_scalar(name, item))
         except ConfigError as exc:
-            probs.add(iloc, _strip_field(str(exc), name))
+            probs.add(iloc, strip_field(str(exc), name))
             ok = False
     if not ok:
         return None
@@ -275,12 +292,12 @@ def _parse_field(name: str, raw, loc: str, probs: _Problems) -> list | None:
     return uniq
 
 
-def _parse_sizes(raw, loc: str, probs: _Problems) -> tuple[int, ...] | None:
+def parse_sizes_field(raw, loc: str, probs: Problems) -> tuple[int, ...] | None:
     """Sizes of a range string, a comma list or an array; every bad element
     is reported (with its index), not just the first."""
     if isinstance(raw, (bool, dict)):
         probs.add(loc, f"expected a range string such as \"32B..512MiB\" or an array of "
-                       f"sizes, got {_type_name(raw)}")
+                       f"sizes, got {type_name(raw)}")
         return None
     if isinstance(raw, list) and any(isinstance(x, (list, dict, bool)) for x in raw):
         probs.add(loc, "expected an array of sizes such as [\"1KiB\", \"1MiB\"] or [1024]")
@@ -300,35 +317,8 @@ def _parse_sizes(raw, loc: str, probs: _Problems) -> tuple[int, ...] | None:
         try:
             out.update(parse_sizes(item if isinstance(item, str) else [item], "sizes"))
         except ConfigError as exc:
-            probs.add(iloc, _strip_field(str(exc), "sizes"))
+            probs.add(iloc, strip_field(str(exc), "sizes"))
             ok = False
     if ok and not out:
         probs.add(loc, "no sizes given; expected e.g. \"32B..512MiB\" or [\"1KiB\", \"1MiB\"]")
     return tuple(sorted(out)) if ok and out else None
-
-
-#: the accepted forms of rates and times, shown when a unit is missing
-RATE_FORMS = ("\"400Gb/s\", \"400Gbps\", \"1.6Tb/s\" (bits) or \"50GB/s\" (bytes per "
-              "second)")
-TIME_FORMS = ("\"100ns\", \"1.5us\", \"2ms\", \"1s\" (0 may be bare; gamma, delta and "
-              "incast_slope are times per byte, e.g. \"0.02ns\")")
-
-
-def _bare_number(raw) -> bool:
-    """A TOML number, or a string that is only a number: a rate or time
-    without its unit (ambiguous: bits or bytes, seconds or nanoseconds)."""
-    if isinstance(raw, bool):
-        return False
-    if isinstance(raw, (int, float)):
-        return True
-    try:
-        float(str(raw).strip())
-    except ValueError:
-        return False
-    return True
-
-
-def _shown(raw) -> str:
-    """A value as the user wrote it: numbers plain, strings quoted."""
-    return repr(raw) if isinstance(raw, str) else f"{raw:g}" if isinstance(raw, float) \
-        else str(raw)

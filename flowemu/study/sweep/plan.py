@@ -6,11 +6,45 @@ import itertools
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from types import SimpleNamespace
 
+from ...algorithms import get_algorithm
+from ...core.errors import ConfigError
+from ...core.placement import parse_placement
+from ...core.presets import load_preset
 from ...core.units import parse_sizes
-from .config import _DEFAULTS, DEFAULT_GROUP, DEFAULT_SIZES, GRID_FIELDS, GROUP_KEYS, NETWORK_FIELDS, REQUIRED, TOP_KEYS, WHATIF_FIELDS, Config, _canon_float, config_hash, config_key
-from .fields import SweepConfigError, _Alg, _parse_field, _parse_sizes, _parse_whatif, _Problems, _suggest, _topo_info, _type_name
-from .where import _compile_where, _eval_where, _excluded, _parse_exclude, _where_env
+from ...models.genmodel import check_priceable
+from ...whatif.background import parse_background
+from ...whatif.faults import apply_faults
+from ...whatif.stragglers import parse_slow
+from .config import (
+    DEFAULT_GROUP,
+    DEFAULT_SIZES,
+    DEFAULTS,
+    GRID_FIELDS,
+    GROUP_KEYS,
+    NETWORK_FIELDS,
+    REQUIRED,
+    TOP_KEYS,
+    WHATIF_FIELDS,
+    Config,
+    canon_float,
+    config_hash,
+    config_key,
+)
+from .fields import (
+    Alg,
+    Problems,
+    SweepConfigError,
+    build_topology,
+    parse_field,
+    parse_sizes_field,
+    parse_whatif,
+    suggest,
+    topo_info,
+    type_name,
+)
+from .where import compile_where, eval_where, excluded, parse_exclude, where_env
 
 
 @dataclass
@@ -39,11 +73,11 @@ def _read_toml(path: Path) -> dict:
         raise SweepConfigError(str(path), [("", f"cannot read: {exc}")]) from None
 
 
-def _check_keys(table: dict, allowed, prefix: str, probs: _Problems) -> None:
+def _check_keys(table: dict, allowed, prefix: str, probs: Problems) -> None:
     for k in table:
         if k not in allowed:
             loc = f"{prefix}{k}"
-            probs.add(loc, f"unknown key {k!r}{_suggest(k, allowed)}; allowed: "
+            probs.add(loc, f"unknown key {k!r}{suggest(k, allowed)}; allowed: "
                            f"{', '.join(allowed)}")
 
 
@@ -58,11 +92,11 @@ def load_sweep(path) -> SweepPlan:
     """
     path = Path(path)
     doc = _read_toml(path)
-    probs = _Problems()
+    probs = Problems()
     _check_keys(doc, TOP_KEYS, "", probs)
     desc = doc.get("description", "")
     if not isinstance(desc, str):
-        probs.add("description", f"expected a string, got {_type_name(desc)}")
+        probs.add("description", f"expected a string, got {type_name(desc)}")
 
     groups_raw = doc.get("groups")
     if groups_raw is None:
@@ -85,7 +119,7 @@ def load_sweep(path) -> SweepPlan:
             gd = table.get("description", "")
             if not isinstance(gd, str):
                 probs.add(f"groups.{gname}.description", f"expected a string, got "
-                                                          f"{_type_name(gd)}")
+                                                          f"{type_name(gd)}")
 
     parsed: dict[str, object] = {}   # location -> parsed values (a top-level key once)
 
@@ -95,8 +129,8 @@ def load_sweep(path) -> SweepPlan:
             return None, loc, False
         if loc not in parsed:
             raw = src[name]
-            parsed[loc] = (_parse_sizes(raw, loc, probs) if name == "sizes"
-                           else _parse_field(name, raw, loc, probs))
+            parsed[loc] = (parse_sizes_field(raw, loc, probs) if name == "sizes"
+                           else parse_field(name, raw, loc, probs))
         return parsed[loc], loc, True
 
     def sources(table, prefix):
@@ -122,9 +156,9 @@ def load_sweep(path) -> SweepPlan:
     def parse_excludes(raw, loc):
         if not isinstance(raw, list):
             probs.add(loc, f"expected an array of tables ([[{loc}]] entries), got "
-                           f"{_type_name(raw)}")
+                           f"{type_name(raw)}")
             return None
-        vals = [_parse_exclude(e, f"{loc}[{i}]", probs) for i, e in enumerate(raw)]
+        vals = [parse_exclude(e, f"{loc}[{i}]", probs) for i, e in enumerate(raw)]
         return None if any(v is None for v in vals) else vals
 
     def excludes(table, prefix):
@@ -132,7 +166,7 @@ def load_sweep(path) -> SweepPlan:
         return [entry for entries, _, _ in found for entry in entries], ok
 
     def where_codes(table, prefix):
-        return collected("where", table, prefix, lambda raw, loc: _compile_where(raw, loc, probs))
+        return collected("where", table, prefix, lambda raw, loc: compile_where(raw, loc, probs))
 
     name = path.stem
     plan = SweepPlan(name, path, desc if isinstance(desc, str) else "", {})
@@ -159,7 +193,7 @@ def load_sweep(path) -> SweepPlan:
                                      "the top of the file)")
                     complete = False
                     continue
-                values[f] = [_DEFAULTS[f]]
+                values[f] = [DEFAULTS[f]]
             elif vals is None:
                 complete = False
             else:
@@ -185,7 +219,7 @@ def load_sweep(path) -> SweepPlan:
                                             "(it draws the failed cables); this grid's "
                                             "failures is 0")
             continue
-        configs, seen, total, reported, misfits = [], set(), 0, set(), _Problems()
+        configs, seen, total, reported, misfits = [], set(), 0, set(), Problems()
         priced: dict = {}
         checked: dict = {}
         n_problems = len(probs.items)
@@ -198,19 +232,19 @@ def load_sweep(path) -> SweepPlan:
                 kw["seed"] = 0   # the seeds of the grid are the hash's; one configuration here
             if not kw["failures"]:
                 kw["failure_seed"] = 0   # no draw: the seeds are one configuration
-            alg: _Alg = kw.pop("algorithm")
+            alg: Alg = kw.pop("algorithm")
             preset = kw.pop("network")
             if preset and not _apply_preset(kw, preset, explicit, locs["network"], probs):
                 continue
             cfg = Config(sweep=name, group=gname, algorithm=alg.spec, label=alg.label,
                          sizes=sizes, network_preset=preset, **kw)
-            env = _where_env(cfg, alg)
+            env = where_env(cfg, alg)
             keep = True
             for code, text, loc in wheres:
-                if not _eval_where(code, text, env, loc, probs):
+                if not eval_where(code, text, env, loc, probs):
                     keep = False
                     break
-            if keep and any(_excluded(ex, cfg, alg, env, probs) for ex in excl):
+            if keep and any(excluded(ex, cfg, alg, env, probs) for ex in excl):
                 keep = False
             if not keep:
                 continue
@@ -243,27 +277,25 @@ def load_sweep(path) -> SweepPlan:
     return plan
 
 
-def _apply_preset(kw: dict, preset: str, explicit: set, loc: str, probs: _Problems) -> bool:
+def _apply_preset(kw: dict, preset: str, explicit: set, loc: str, probs: Problems) -> bool:
     """Put the preset's network values into ``kw``, the fields the sweep
     file sets (``explicit``) overriding them; a problem is reported."""
-    from ...core.errors import ConfigError
-    from ...core.presets import load_preset
     try:
         net = load_preset(preset).network({f: kw[f] for f in explicit})
     except ConfigError as exc:
         probs.add(loc, str(exc))
         return False
     for f in NETWORK_FIELDS:
-        kw[f] = _canon_float(getattr(net, f))
+        kw[f] = canon_float(getattr(net, f))
     return True
 
 
-def _modes_apply(values: dict, loc: str, probs: _Problems) -> bool:
+def _modes_apply(values: dict, loc: str, probs: Problems) -> bool:
     """Whether every topology of a group routes by every ``ecmp`` mode of it;
     each pair that does not is reported (before anything runs)."""
     ok = True
     for spec in values["topology"]:
-        info = _topo_info(spec)
+        info = topo_info(spec)
         missing = [m for m in values["ecmp"] if m not in info.modes]
         if missing:
             probs.add(loc, f"{', '.join(map(repr, missing))} does not apply to {info.spec} "
@@ -273,21 +305,18 @@ def _modes_apply(values: dict, loc: str, probs: _Problems) -> bool:
     return ok
 
 
-def _priceable(cfg: Config, alg: _Alg, locs: dict, probs: _Problems, priced: dict) -> bool:
+def _priceable(cfg: Config, alg: Alg, locs: dict, probs: Problems, priced: dict) -> bool:
     """Whether ``model = "genmodel"`` can price the configuration's topology,
     algorithm and ranks (:func:`flowemu.models.genmodel.check_priceable`); every
     pair it cannot is reported once, before anything runs."""
-    from ...core.errors import ConfigError
-    from ...models.genmodel import check_priceable
-    from .executor import _topology
-    info = _topo_info(cfg.topology)
+    info = topo_info(cfg.topology)
     p = cfg.ranks if cfg.ranks is not None else info.nodes
     if p > info.nodes:
         return True    # too many ranks: the run says so (as for model flow)
     key = (info.spec, alg.spec, p)
     if key not in priced:
         try:
-            check_priceable(_topology(cfg.topology), p, alg.name, dict(alg.options),
+            check_priceable(build_topology(cfg.topology), p, alg.name, dict(alg.options),
                             cfg.network())
             priced[key] = True
         except ConfigError as exc:
@@ -298,7 +327,7 @@ def _priceable(cfg: Config, alg: _Alg, locs: dict, probs: _Problems, priced: dic
     return priced[key]
 
 
-def _whatif(cfg: Config, locs: dict, probs: _Problems, checked: dict) -> Config | None:
+def _whatif(cfg: Config, locs: dict, probs: Problems, checked: dict) -> Config | None:
     """``cfg`` with its failures and degradation in canonical form (the
     ``fail`` column of its rows), or None after reporting what the
     configuration's topology and ranks refuse: a selector
@@ -308,7 +337,6 @@ def _whatif(cfg: Config, locs: dict, probs: _Problems, checked: dict) -> Config 
     what-if with ``model = "genmodel"``. Each problem is reported once; a
     failure that cuts ranks off is left to the run (that configuration's
     error). ``checked`` caches the outcomes within one plan."""
-    from ...core.errors import ConfigError
     if not (cfg.fail or cfg.failures or cfg.degrade or cfg.slow or cfg.background):
         return replace(cfg, fail_policy="strict")   # the policy acts on failed links only
     if cfg.model == "genmodel":
@@ -316,7 +344,7 @@ def _whatif(cfg: Config, locs: dict, probs: _Problems, checked: dict) -> Config 
                                  "ranks or background traffic; use model = \"flow\" for the "
                                  "what-if configurations (split the group or exclude the pair)")
         return None
-    info = _topo_info(cfg.topology)
+    info = topo_info(cfg.topology)
     p = cfg.ranks if cfg.ranks is not None else info.nodes
 
     def at(name: str, value) -> str:   # the element of an array, else the key
@@ -369,24 +397,20 @@ def _element_locs(name: str, raw, loc: str) -> dict:
         return {}
     out = {}
     for i, item in enumerate(raw):
-        out.setdefault((name, _parse_whatif(name, item)), f"{loc}[{i}]")
+        out.setdefault((name, parse_whatif(name, item)), f"{loc}[{i}]")
     return out
 
 
 def _canonical(kind: str, text: str, spec: str, p: int) -> str:
     """The canonical text of a what-if checked against a topology (ConfigError
     naming ``kind`` when it refuses it)."""
-    from ...whatif.faults import apply_faults
-    from .executor import _topology
     if kind == "fail":
-        return apply_faults(_topology(spec), text).fail
+        return apply_faults(build_topology(spec), text).fail
     if kind == "degrade":
-        return apply_faults(_topology(spec), None, text).degrade
+        return apply_faults(build_topology(spec), None, text).degrade
     if kind == "slow":
-        from ...whatif.stragglers import parse_slow
         return parse_slow(text, p).spec
-    from ...whatif.background import parse_background
-    return parse_background(text, _topology(spec)).spec
+    return parse_background(text, build_topology(spec)).spec
 
 
 def _strip(msg: str, kind: str) -> str:
@@ -394,13 +418,12 @@ def _strip(msg: str, kind: str) -> str:
     return msg[len(kind) + 2:] if msg.startswith(f"{kind}: ") else msg
 
 
-def _runs_on(cfg: Config, alg: _Alg, locs: dict, probs: _Problems) -> bool:
+def _runs_on(cfg: Config, alg: Alg, locs: dict, probs: Problems) -> bool:
     """Whether the algorithm runs on the configuration's topology family
     (``AlgorithmSpec.families``, e.g. gentree on trees only); each pair that
     does not is reported once, before anything runs."""
-    from ...algorithms import get_algorithm
     families = get_algorithm(alg.name).families
-    info = _topo_info(cfg.topology)
+    info = topo_info(cfg.topology)
     if families is None or info.family in families:
         return True
     probs.add(locs["algorithm"], f"{alg.label} does not run on {info.spec} (it runs on "
@@ -408,16 +431,12 @@ def _runs_on(cfg: Config, alg: _Alg, locs: dict, probs: _Problems) -> bool:
     return False
 
 
-def _fits(cfg: Config, locs: dict, probs: _Problems, reported: set) -> bool:
+def _fits(cfg: Config, locs: dict, probs: Problems, reported: set) -> bool:
     """Whether the configuration's placement gives each rank an endpoint (a
     placement file is read now); each problem is reported once (by topology,
     ranks and placement), before anything runs. Ranks that do not fit the
     topology are left to the run (recorded as that configuration's error)."""
-    from types import SimpleNamespace
-
-    from ...core.errors import ConfigError
-    from ...core.placement import parse_placement
-    info = _topo_info(cfg.topology)
+    info = topo_info(cfg.topology)
     p = cfg.ranks if cfg.ranks is not None else info.nodes
     key = (info.spec, p, cfg.placement)
     if key in reported:

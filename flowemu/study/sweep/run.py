@@ -13,9 +13,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ...core import checks
 from ...core.errors import ConfigError, show
+from . import dataset as ds
 from .dataset import ERRORS_DIR
-from .executor import _check_jobs, _chunks, _executor, _run_local, _run_pool, default_jobs
+from .executor import check_jobs, chunk_configs, default_jobs, open_pool, run_local, run_pool
 from .plan import SweepPlan, load_sweep
 from .progress import Progress
 
@@ -89,7 +91,7 @@ class SweepSummary:
         return "\n".join(lines)
 
 
-class _Lock:
+class DatasetLock:
     """An exclusive lock on a dataset (released by the OS even on SIGKILL)."""
 
     def __init__(self, directory: Path):
@@ -155,17 +157,16 @@ def sweep(config_path, out=None, *, jobs: int | None = None, scheduler=None,
     """
     t0 = time.monotonic()
     jobs, chunk_size = _count("jobs", jobs), _count("chunk_size", chunk_size)
-    _check_jobs(jobs, scheduler)
+    check_jobs(jobs, scheduler)
     scheduler_timeout = _seconds("scheduler_timeout", scheduler_timeout)
     if progress is not None:
-        from ...core.checks import flag
-        progress = flag("progress", progress)
+        progress = checks.flag("progress", progress)
     plan = load_sweep(config_path)
     out = Path(out) if out is not None else Path("results") / plan.name
     if out.exists() and not out.is_dir():
         raise ConfigError(f"out: {str(out)!r} exists and is not a directory")
     # a cluster that cannot be reached fails now, before the dataset is touched
-    pool = _executor(None, scheduler, scheduler_timeout) if scheduler is not None else None
+    pool = open_pool(None, scheduler, scheduler_timeout) if scheduler is not None else None
     try:
         _check_out(out)
         summary = _sweep(plan, out, pool, jobs, retry_errors, prune, progress, chunk_size,
@@ -196,8 +197,7 @@ def _check_out(out: Path) -> None:
 
 def _sweep(plan, out: Path, pool, jobs, retry_errors, prune, progress, chunk_size, stream,
            t0) -> SweepSummary:
-    from . import dataset as ds
-    with _Lock(out):   # the directory exists: _check_out made it
+    with DatasetLock(out):   # the directory exists: _check_out made it
         ds.clean_temp(out)
         wanted = {c.hash for c in plan.configs}
         summary = SweepSummary(out, plan.name, len(plan.configs), 0, 0, 0, 0, 0, 0.0)
@@ -262,8 +262,7 @@ def _sweep(plan, out: Path, pool, jobs, retry_errors, prune, progress, chunk_siz
 
 def _count(name: str, value) -> int | None:
     """An integer >= 1 (a numpy integer too), or None."""
-    from ...core.checks import integer
-    return None if value is None else integer(name, value, lo=1)
+    return None if value is None else checks.integer(name, value, lo=1)
 
 
 def _seconds(name: str, value) -> float:
@@ -280,25 +279,24 @@ def _run(todo, jobs, pool, chunk_size, on_result) -> None:
     ``pool`` (a Dask cluster)."""
     if pool is None:
         workers = 1 if jobs == 1 else (jobs or default_jobs())
-        chunks = _chunks(todo, workers, chunk_size)
+        chunks = chunk_configs(todo, workers, chunk_size)
         if workers == 1 or len(chunks) <= 1:
-            _run_local(chunks, on_result)   # in this process, no pool
+            run_local(chunks, on_result)   # in this process, no pool
             return
-        pool = _executor(min(workers, len(chunks)), None)
+        pool = open_pool(min(workers, len(chunks)), None)
         try:
-            _run_pool(pool, chunks, on_result)
+            run_pool(pool, chunks, on_result)
         except BaseException:
             pool.close(cancel=True)
             raise
         pool.close()
     elif todo:
-        _run_pool(pool, _chunks(todo, pool.workers, chunk_size), on_result)
+        run_pool(pool, chunk_configs(todo, pool.workers, chunk_size), on_result)
 
 
 def _other_sweep(out: Path, plan: SweepPlan) -> str:
     """The name of another sweep whose results ``out`` holds ("" if none):
     from the manifest, or for a dataset without one, from its rows."""
-    from . import dataset as ds
     doc = ds.read_manifest(out)
     names = {doc["sweep"]} if doc is not None else ds.sweep_names(out)
     return ", ".join(sorted(names - {plan.name}))
@@ -307,7 +305,6 @@ def _other_sweep(out: Path, plan: SweepPlan) -> str:
 def _failures(out: Path, plan: SweepPlan) -> list[tuple[str, str]]:
     """``(config_key, first line of the error)`` of the sweep's configurations
     without results, in file order."""
-    from . import dataset as ds
     errs = ds.load_errors(out)
     if errs.empty:
         return []
@@ -317,8 +314,7 @@ def _failures(out: Path, plan: SweepPlan) -> list[tuple[str, str]]:
 
 def _save_config(plan: SweepPlan, out: Path) -> None:
     """Keep the sweep file next to its results (``_config.toml``, atomic)."""
-    from .dataset import atomic_write_bytes
-    atomic_write_bytes(out / "_config.toml", plan.path.read_bytes())
+    ds.atomic_write_bytes(out / "_config.toml", plan.path.read_bytes())
 
 
 def run_sweep(config_path, out=None, **kwargs) -> Path:

@@ -6,10 +6,20 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from ...algorithms import parse_algorithm_spec
 from ...core.errors import ConfigError
 from ...core.units import parse_rate, parse_sizes, parse_time
 from .config import GRID_FIELDS, Config
-from .fields import _Alg, _algorithm, _parse_field, _Problems, _strip_field, _suggest, _topo_info, _type_name
+from .fields import (
+    Alg,
+    Problems,
+    parse_field,
+    resolve_algorithm,
+    strip_field,
+    suggest,
+    topo_info,
+    type_name,
+)
 
 _WHERE_FUNCS = {
     "rate": lambda s: parse_rate(s, "rate()"), "time": lambda s: parse_time(s, "time()"),
@@ -25,10 +35,10 @@ _WHERE_NODES = (ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.No
                 ast.Tuple, ast.Call, ast.Subscript, ast.IfExp)
 
 
-def _compile_where(text, loc: str, probs: _Problems):
+def compile_where(text, loc: str, probs: Problems):
     if not isinstance(text, str):
         probs.add(loc, f"expected an expression string such as \"nodes <= 64\", got "
-                       f"{_type_name(text)}")
+                       f"{type_name(text)}")
         return None
     try:
         tree = ast.parse(text.strip(), mode="eval")
@@ -47,14 +57,14 @@ def _compile_where(text, loc: str, probs: _Problems):
             return None
         if isinstance(node, ast.Name) and node.id not in _WHERE_NAMES \
                 and node.id not in _WHERE_FUNCS:
-            probs.add(loc, f"{text!r}: unknown name {node.id!r}{_suggest(node.id, _WHERE_NAMES)}"
+            probs.add(loc, f"{text!r}: unknown name {node.id!r}{suggest(node.id, _WHERE_NAMES)}"
                            f"; known: {', '.join(_WHERE_NAMES)}")
             return None
     return compile(tree, f"<where {loc}>", "eval")
 
 
-def _where_env(cfg: Config, alg: _Alg) -> dict:
-    info = _topo_info(cfg.topology)
+def where_env(cfg: Config, alg: Alg) -> dict:
+    info = topo_info(cfg.topology)
     env = {f: getattr(cfg, f) for f in GRID_FIELDS[2:] if f != "network"}
     env["network"] = cfg.network_preset
     env.update(group=cfg.group, topology=cfg.topology, family=info.family, nodes=info.nodes,
@@ -64,7 +74,7 @@ def _where_env(cfg: Config, alg: _Alg) -> dict:
     return env
 
 
-def _eval_where(code, text: str, env: dict, loc: str, probs: _Problems) -> bool | None:
+def eval_where(code, text: str, env: dict, loc: str, probs: Problems) -> bool | None:
     try:
         return bool(eval(code, {"__builtins__": {}, **_WHERE_FUNCS}, env))
     except Exception as exc:  # noqa: BLE001 - a user expression failing is a config problem
@@ -76,26 +86,25 @@ def _eval_where(code, text: str, env: dict, loc: str, probs: _Problems) -> bool 
 # ------------------------------------------------------------ exclude entries
 
 @dataclass
-class _Exclude:
+class Exclude:
     loc: str
     match: dict          # field -> list of canonical values (algorithm: (name, opts) pairs)
     where: object = None
     where_text: str = ""
 
 
-def _parse_exclude(entry, loc: str, probs: _Problems) -> _Exclude | None:
-    from ...algorithms import parse_algorithm_spec
+def parse_exclude(entry, loc: str, probs: Problems) -> Exclude | None:
     if not isinstance(entry, dict):
-        probs.add(loc, f"expected a table of field = value(s), got {_type_name(entry)}")
+        probs.add(loc, f"expected a table of field = value(s), got {type_name(entry)}")
         return None
     if not entry:
         probs.add(loc, "empty exclude entry; it would exclude everything")
         return None
-    ex, ok = _Exclude(loc, {}), True
+    ex, ok = Exclude(loc, {}), True
     for k, raw in entry.items():
         kloc = f"{loc}.{k}"
         if k == "where":
-            ex.where = _compile_where(raw, kloc, probs)
+            ex.where = compile_where(raw, kloc, probs)
             ex.where_text = raw if isinstance(raw, str) else ""
             ok = ok and ex.where is not None
         elif k == "sizes":
@@ -103,7 +112,7 @@ def _parse_exclude(entry, loc: str, probs: _Problems) -> _Exclude | None:
                             "set sizes per group instead")
             ok = False
         elif k not in GRID_FIELDS:
-            probs.add(kloc, f"unknown key {k!r}{_suggest(k, GRID_FIELDS + ('where',))}; "
+            probs.add(kloc, f"unknown key {k!r}{suggest(k, GRID_FIELDS + ('where',))}; "
                             f"allowed: {', '.join(GRID_FIELDS + ('where',))}")
             ok = False
         elif k == "algorithm":
@@ -111,19 +120,19 @@ def _parse_exclude(entry, loc: str, probs: _Problems) -> _Exclude | None:
             for i, item in enumerate(raw if isinstance(raw, list) else [raw]):
                 iloc = f"{kloc}[{i}]" if isinstance(raw, list) else kloc
                 if not isinstance(item, str):
-                    probs.add(iloc, f"expected \"NAME[:key=val,...]\", got {_type_name(item)}")
+                    probs.add(iloc, f"expected \"NAME[:key=val,...]\", got {type_name(item)}")
                     ok = False
                     continue
                 try:
                     name, opts = parse_algorithm_spec(item)
-                    parsed = dict(_algorithm(name, opts).options)
+                    parsed = dict(resolve_algorithm(name, opts).options)
                     vals.append((name, {o: parsed[o] for o in opts}))
                 except ConfigError as exc:
-                    probs.add(iloc, _strip_field(str(exc), "algorithm"))
+                    probs.add(iloc, strip_field(str(exc), "algorithm"))
                     ok = False
             ex.match[k] = vals
         else:
-            vals = _parse_field(k, raw, kloc, probs)
+            vals = parse_field(k, raw, kloc, probs)
             if vals is None:
                 ok = False
             else:
@@ -131,7 +140,7 @@ def _parse_exclude(entry, loc: str, probs: _Problems) -> _Exclude | None:
     return ex if ok else None
 
 
-def _excluded(ex: _Exclude, cfg: Config, alg: _Alg, env: dict, probs: _Problems) -> bool:
+def excluded(ex: Exclude, cfg: Config, alg: Alg, env: dict, probs: Problems) -> bool:
     for k, vals in ex.match.items():
         if k == "algorithm":
             opts = dict(alg.options)
@@ -145,5 +154,5 @@ def _excluded(ex: _Exclude, cfg: Config, alg: _Alg, env: dict, probs: _Problems)
         elif getattr(cfg, "network_preset" if k == "network" else k) not in vals:
             return False
     if ex.where is not None:
-        return bool(_eval_where(ex.where, ex.where_text, env, f"{ex.loc}.where", probs))
+        return bool(eval_where(ex.where, ex.where_text, env, f"{ex.loc}.where", probs))
     return True
