@@ -140,17 +140,17 @@ def test_identical_steps_are_solved_once():
     sched = build("ring", 8)
     from flowemu.engine import profiles as engine
     calls = []
-    orig = engine._solve
+    orig = engine.solve_step
 
     def counting(*a, **k):
         calls.append(1)
         return orig(*a, **k)
 
-    engine._solve = counting
+    engine.solve_step = counting
     try:
         profile(sched, t, Network())
     finally:
-        engine._solve = orig
+        engine.solve_step = orig
     # every ring step is the same neighbour pattern with the same share
     assert len(calls) == 1
 
@@ -238,12 +238,12 @@ def test_scaled_steps_share_a_solve_and_stay_exact():
     sched = Schedule("x", "x", 25, (Step(a, Reduction.none(), "a"), Step(b, Reduction.none(), "b")))
     from flowemu.engine import profiles as engine
     calls = []
-    orig = engine._solve
-    engine._solve = lambda *a_, **k_: calls.append(1) or orig(*a_, **k_)
+    orig = engine.solve_step
+    engine.solve_step = lambda *a_, **k_: calls.append(1) or orig(*a_, **k_)
     try:
         prof = profile(sched, t, Network())
     finally:
-        engine._solve = orig
+        engine.solve_step = orig
     assert len(calls) == 1
     np.testing.assert_allclose(prof.times(SIZES), direct_times(sched, t, Network(), SIZES),
                                rtol=1e-12)
@@ -284,15 +284,15 @@ def test_threads_solve_each_pattern_once():
     sched = build("swing", 64, topo=t, variant="bandwidth")
     from flowemu.engine import profiles as engine
     calls = []
-    orig = engine._solve
-    engine._solve = lambda *a_, **k_: calls.append(1) or orig(*a_, **k_)
+    orig = engine.solve_step
+    engine.solve_step = lambda *a_, **k_: calls.append(1) or orig(*a_, **k_)
     try:
         profile(sched, t, Network(), threads=1)
         n_serial = len(calls)
         calls.clear()
         profile(sched, t, Network(), threads=3)
     finally:
-        engine._solve = orig
+        engine.solve_step = orig
     assert len(calls) == n_serial > 1
 
 
