@@ -7,7 +7,7 @@ The heavy parts (numba kernels, pandas) load on first use, so importing a
 submodule such as ``flowemu.core.units`` stays cheap.
 """
 
-__version__ = "0.1.0"
+from .core.version import __version__
 
 from .core.errors import ConfigError, FlowEmuError, RoutingError, ScheduleError, SolverError
 from .core.network import Network
@@ -17,7 +17,7 @@ _LAZY = {
     "time_traffic": "api.simulation", "read_traffic": "api.simulation",
     "RESULT_COLUMNS": "api.simulation", "flows": "api.flows",
     "profile": "api.profiling", "Profile": "engine.profiles", "StepProfile": "engine.profiles",
-    "sweep": "study.sweep", "fit": "models.fit", "plan": "api.planning",
+    "sweep": "study.sweep", "fit": "study.fit", "plan": "api.planning",
     "load": "study.results", "compare": "study.results", "results": "study.results",
     "verify": "api.verification", "register_algorithm": "algorithms.registry",
     "unregister_algorithm": "algorithms.registry",

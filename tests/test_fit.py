@@ -18,7 +18,7 @@ from cli_helpers import one_error_line, run
 
 import flowemu
 from flowemu.core.errors import ConfigError
-from flowemu.models.fit import PAPER_WT_OFFSET, _nnls, fit, read_measurements
+from flowemu.study.fit import PAPER_WT_OFFSET, _nnls, fit, read_measurements
 from flowemu.core.presets import load_preset
 from flowemu.core.network import Network
 
@@ -667,7 +667,7 @@ def test_sweep_bad_preset(tmp_path, capsys, line, needle):
 
 
 def test_fit_is_callable_from_the_package():
-    import flowemu.models.fit as module
+    import flowemu.study.fit as module
     assert callable(flowemu.fit) and flowemu.fit is module
     r = flowemu.fit(DATA / "nccl_allreduce_8gpu.txt", bandwidth="100Gb/s")
     assert r.params["beta"] == 8 / 100e9 and "gamma" in r.params

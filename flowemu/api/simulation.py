@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..topology import checks as topology_checks
-from .. import __version__
+from ..core.version import __version__
 from ..core import budget, checks
 from ..algorithms import get_algorithm, parse_algorithm_spec
 from ..algorithms.base import DEFAULT_AT, Reduction, Schedule, Step
@@ -255,7 +255,7 @@ def simulate(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "split", s
         policy, slow ranks and background (``""`` for none),
         ``failed_links`` (cables, both directions counted once) and
         ``background_Bps`` (the background's throughput over the run; NaN
-        without one). :func:`flowemu.whatif.conditions.slowdown` adds the slowdown
+        without one). :func:`flowemu.results.slowdown` adds the slowdown
         against the healthy network.
 
     Raises

@@ -452,7 +452,7 @@ def _cmd_run(args) -> int:
     if whatif:   # and the healthy network, for the slowdown
         import pandas as pd
 
-        from ..whatif.conditions import slowdown
+        from ..study.results import slowdown
         both = slowdown(pd.concat([df, _timed(args, net, sizes, {})], ignore_index=True))
         df = both.iloc[:len(df)].reset_index(drop=True)
     _write(df, fmt, args.out)
@@ -657,7 +657,7 @@ def _cmd_compare(args) -> int:
         check_writable(args.out, "--out")
     df = load(args.dataset)
     if args.where and args.by == "whatif":   # keep the baselines of what is chosen
-        from ..whatif.conditions import query_with_twins
+        from ..study.results import query_with_twins
         df = query_with_twins(df, args.where)
     elif args.where:
         df = query(df, args.where)
@@ -791,7 +791,7 @@ def _cmd_verify(args) -> int:
 
 
 def _cmd_fit(args) -> int:
-    from ..models.fit import fit
+    from ..study.fit import fit
     outputs = {"--save": args.save, "--plot": args.plot}
     if args.plot and Path(args.plot).suffix.lower() not in (".png", ".pdf", ".svg"):
         raise ConfigError(f"--plot: {args.plot!r} has no figure extension; expected "

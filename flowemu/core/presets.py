@@ -50,6 +50,7 @@ from pathlib import Path
 
 from .errors import ConfigError, show
 from .network import TIME_FIELDS, Network
+from .outputs import check_writable, write_text
 from .units import RATE_FORMS, TIME_FORMS, bare_number, shown
 
 __all__ = ["BUILTIN", "Preset", "builtin_presets", "is_preset", "load_preset",
@@ -291,7 +292,6 @@ def write_preset(path, values: dict, fit: dict | None = None, comment: str = "")
     """Write a preset file (``[network]`` from ``values``, SI numbers,
     written with their unit and what they mean in a comment; ``[fit]`` from
     ``fit``), whole or not at all."""
-    from .outputs import check_writable, write_text
     fields_ = Network.field_names()
     bad = sorted(set(values) - set(fields_))
     if bad:

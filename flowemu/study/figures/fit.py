@@ -1,4 +1,4 @@
-"""The figure of a GenModel fit (:func:`flowemu.models.fit.fit`): measured
+"""The figure of a GenModel fit (:func:`flowemu.study.fit.fit`): measured
 allreduce times against vector size beside the fitted model, one panel per
 algorithm, one colour per rank count (``flowemu fit --plot``)."""
 
@@ -10,7 +10,6 @@ import pandas as pd
 from matplotlib import colormaps
 
 from ...core.outputs import check_writable, write_atomic
-from ...models.fit import FitResult
 from .common import new_figure, size_axis
 from .style import algorithm_style
 
@@ -21,7 +20,7 @@ FIT_PLOT_COLUMNS = 3
 def fit_figure(rows: pd.DataFrame):
     """The figure of :func:`plot_fit`: one panel per algorithm, at most
     :data:`FIT_PLOT_COLUMNS` to a row (a row of 7 panels would be 3,000+
-    pixels wide). ``rows`` are a fit's :attr:`~flowemu.models.fit.FitResult.rows`
+    pixels wide). ``rows`` are a fit's :attr:`~flowemu.study.fit.FitResult.rows`
     (``algorithm``, ``ranks``, ``size``, ``time``, ``fit``)."""
     algs = list(dict.fromkeys(rows["algorithm"]))
     ncols = min(len(algs), FIT_PLOT_COLUMNS)
@@ -54,13 +53,13 @@ def fit_figure(rows: pd.DataFrame):
     return fig
 
 
-def plot_fit(fit: FitResult | pd.DataFrame, out) -> Path:
+def plot_fit(fit, out) -> Path:
     """Time vs size, one panel per algorithm: measurements as markers, the
     fitted model as a line, one colour per rank count (log–log axes).
-    ``fit`` is what :func:`flowemu.models.fit.fit` returned (or its
+    ``fit`` is what :func:`flowemu.study.fit.fit` returned (or its
     ``rows``); ``out`` a .png, .pdf or .svg file (named ``--plot`` in
     errors). Returns the path written."""
-    rows = fit.rows if isinstance(fit, FitResult) else fit
+    rows = fit if isinstance(fit, pd.DataFrame) else fit.rows
     fig = fit_figure(rows)
     out = check_writable(out, "--plot")
     fmt = out.suffix.lstrip(".").lower() or "png"

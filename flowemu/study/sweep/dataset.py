@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ...core.version import __version__
 from ...api.simulation import RESULT_COLUMNS
 from ...core.errors import ConfigError
 from ...core.outputs import replace_atomically
@@ -90,7 +91,6 @@ def add_config_columns(frames: list[pd.DataFrame], configs: list) -> pd.DataFram
 
 def error_row(cfg, error_type: str, message: str, internal: bool) -> dict:
     """One row of the errors table: the configuration's fields and the message."""
-    from ... import __version__
     row = {**_sweep_fields(cfg), "topology": cfg.topology, "ranks": cfg.ranks,
            "model": cfg.model, "ecmp": cfg.ecmp, "seed": cfg.seed, "placement": cfg.placement,
            "fail": cfg.fail, "degrade": cfg.degrade, "fail_policy": cfg.fail_policy,

@@ -73,8 +73,9 @@ from ..core.errors import ConfigError
 from ..core.network import Network
 from ..core.presets import write_preset
 from ..core.units import format_rate, format_time, parse_rate
-from .genmodel import plan_row
-from .measurements import read_measurements
+from ..models.genmodel import plan_row
+from ..models.measurements import read_measurements
+from .figures.fit import plot_fit
 
 __all__ = ["PAPER_WT_OFFSET", "FitResult", "fit", "read_measurements"]
 
@@ -327,6 +328,13 @@ class FitResult:
                             comment="flowemu network preset written by `flowemu fit` "
                                     "(GenModel §3.4)\nalpha is the whole per-step latency "
                                     "the measurements saw: link and hop latency are 0")
+
+
+    def plot(self, path) -> Path:
+        """Fit vs measurement: time against size, one panel per algorithm,
+        a line per rank count (measurements as markers, fit as lines;
+        :func:`flowemu.study.figures.fit.plot_fit`)."""
+        return plot_fit(self.rows, path)
 
 
 # ============================================================== fitting
