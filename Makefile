@@ -5,8 +5,10 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 # flowemu and what it needs to run, without the test and cluster tools (a faster first demo)
 RUN_STAMP := $(VENV)/.installed-run
+# ... plus the documentation tools (make docs)
+DOCS_STAMP := $(VENV)/.installed-docs
 
-.PHONY: setup test test-all demo bench lint clean sweep figures paper whatif
+.PHONY: setup test test-all demo bench docs lint clean sweep figures paper whatif
 
 $(RUN_STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -17,6 +19,11 @@ $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --no-compile -e '.[dev]'
 	@touch $(STAMP) $(RUN_STAMP)
+
+$(DOCS_STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --no-compile -e '.[dev,docs]'
+	@touch $(DOCS_STAMP) $(STAMP) $(RUN_STAMP)
 
 setup: $(STAMP)
 
@@ -35,6 +42,10 @@ bench: $(STAMP)
 	$(PY) -m pytest tests/benchmarks --benchmark-only --benchmark-autosave \
 	  $$(ls .benchmarks/*/*.json >/dev/null 2>&1 && echo --benchmark-compare) \
 	  --benchmark-columns=min,median,mean,max,rounds
+
+# The documentation site (docs/*.md, Sphinx) -> docs/_build/html/index.html; warnings are errors
+docs: $(DOCS_STAMP)
+	$(VENV)/bin/sphinx-build -W --keep-going -b html docs docs/_build/html
 
 # Sweeps: make sweep CONFIG=configs/X.toml [JOBS=N] [SCHEDULER=tcp://host:8786]
 # -> results/X/ (a parquet dataset; re-running resumes, computing only what is missing)
@@ -132,5 +143,5 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check flowemu tests
 
 clean:
-	rm -rf $(VENV) .pytest_cache .benchmarks build *.egg-info
+	rm -rf $(VENV) .pytest_cache .benchmarks build *.egg-info docs/_build
 	find flowemu -name '*.nbi' -delete -o -name '*.nbc' -delete
