@@ -1,0 +1,283 @@
+"""Memory is estimated before it is allocated: limits, refusals, and
+estimates checked against the measured peak memory of real runs."""
+
+import json
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import flowemu
+from flowemu import ConfigError
+from flowemu.core import budget
+from flowemu.cli.app import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _refusal(call) -> str:
+    with pytest.raises(ConfigError) as info:
+        call()
+    msg = str(info.value)
+    assert msg.startswith("max_memory: ") and "(estimate)" in msg and "limit" in msg
+    assert "--max-memory" in msg
+    return msg
+
+
+# ------------------------------------------------------------------- limit
+
+def test_limit_from_argument_env_and_default(monkeypatch):
+    monkeypatch.delenv(budget.ENV_VAR, raising=False)
+    assert budget.limit("8GiB") == budget.Limit(8 * 2**30, "max_memory")
+    assert budget.limit(np.int64(1000)).bytes == 1000
+    assert budget.limit(2**70).bytes == 2**70
+    monkeypatch.setattr(budget, "available_memory", lambda: 1000)
+    assert budget.limit(None) == budget.Limit(800, "80 % of available memory")
+    monkeypatch.setenv(budget.ENV_VAR, "2MiB")
+    assert budget.limit(None) == budget.Limit(2 * 2**20, budget.ENV_VAR)
+    assert budget.limit("1KiB").bytes == 1024          # the argument wins over the env
+    monkeypatch.setenv(budget.ENV_VAR, "lots")
+    with pytest.raises(ConfigError, match=budget.ENV_VAR):
+        budget.limit(None)
+
+
+@pytest.mark.parametrize("bad", ["lots", "80%", -1, 0, 1.5, True, [1], None.__class__])
+def test_bad_limits(bad):
+    with pytest.raises(ConfigError, match="max_memory"):
+        budget.limit(bad)
+
+
+def test_available_memory_is_at_most_memavailable():
+    text = Path("/proc/meminfo").read_text()
+    line = next(ln for ln in text.splitlines() if ln.startswith("MemAvailable:"))
+    mem_available = int(line.split()[1]) * 1024
+    # the two reads are moments apart: allow a little drift
+    assert 0 < budget.available_memory() <= mem_available * 1.05
+
+
+def test_cgroup_room(tmp_path):
+    limit_file, usage_file = tmp_path / "max", tmp_path / "current"
+    files = ((str(limit_file), str(usage_file)),)
+    assert budget._cgroup_room(files) is None              # no cgroup files
+    limit_file.write_text("max\n")
+    assert budget._cgroup_room(files) is None              # v2: unlimited
+    limit_file.write_text("9223372036854771712\n")
+    assert budget._cgroup_room(files) is None              # v1: unlimited
+    limit_file.write_text("1000\n")
+    usage_file.write_text("400\n")
+    assert budget._cgroup_room(files) == 600
+
+
+# --------------------------------------------------------------- refusals
+
+def test_topology_estimate_closed_form_and_stage_order():
+    # torus:8x8: 64 nodes x 4 links x 32 B + 64 nodes x 2 dims x 8 B = 9216 B
+    assert budget.topology_bytes((8, 8)) == 64 * 4 * 32 + 64 * 2 * 8 == 9216
+    msg = _refusal(lambda: flowemu.simulate("torus:8x8", "ring", "1MiB", max_memory=9215))
+    assert "topology torus:8x8 needs ~9.0 KiB" in msg and "9.0 KiB limit (max_memory)" in msg
+    # the topology fits; the run (schedule and solve) does not
+    msg = _refusal(lambda: flowemu.simulate("torus:8x8", "ring", "1MiB", max_memory=9216))
+    assert "torus:8x8 ring needs" in msg
+
+
+@pytest.mark.parametrize("call", [
+    lambda: flowemu.simulate("torus:8x8", "swing", "1MiB", max_memory="64KiB"),
+    lambda: flowemu.congestion("torus:8x8", "swing", max_memory="64KiB"),
+    lambda: flowemu.flows("torus:8x8", "swing", max_memory="64KiB"),
+    lambda: flowemu.time_traffic("torus:8x8", pd.DataFrame(
+        {"step": 0, "src": np.arange(64), "dst": (np.arange(64) + 9) % 64, "bytes": 1e6}),
+        max_memory="16KiB"),
+])
+def test_tiny_limit_refuses(call):
+    _refusal(call)
+
+
+def test_tiny_limit_from_env(monkeypatch):
+    monkeypatch.setenv(budget.ENV_VAR, "64KiB")
+    assert "(FLOWEMU_MAX_MEMORY)" in _refusal(
+        lambda: flowemu.simulate("torus:8x8", "swing", "1MiB"))
+    monkeypatch.setenv(budget.ENV_VAR, "1GiB")
+    assert len(flowemu.simulate("torus:8x8", "swing", "1MiB")) == 1
+
+
+@pytest.mark.parametrize("spec", ["torus:8x8", "torus:7x4", "mesh:5x3", "torus:2x2x3", "torus:9"])
+@pytest.mark.parametrize("ecmp", ["split", "dor"])
+def test_max_route_entries_bounds_every_flow(spec, ecmp):
+    topo = flowemu.topology.parse_topology(spec)
+    nodes = np.arange(topo.num_nodes)
+    src, dst = np.repeat(nodes, topo.num_nodes), np.tile(nodes, topo.num_nodes)
+    counts = np.diff(topo.route(src, dst, ecmp=ecmp).flow_ptr)
+    assert counts.max() == topo.max_route_entries(ecmp)   # the bound is reached
+
+
+def test_route_entries_are_counted_exactly_before_routing():
+    # split routing of 0 -> (2, 2) on torus:8x8 uses every link of the 3x3
+    # grid of minimal paths: 2 dims x 2 steps x 3 = 12 links; dor uses 4
+    topo = flowemu.topology.parse_topology("torus:8x8")
+    src, dst = np.array([0]), np.array([18])
+    assert topo.route_entries(src, dst, "split") == 12 == topo.route(src, dst).num_entries
+    assert topo.route_entries(src, dst, "dor") == 4
+    # the split run's estimate grows with its entries: a limit between the
+    # dor and split estimates refuses only split
+    from flowemu.algorithms import get_algorithm
+    from flowemu.engine.profiles import check_memory, make_context
+    from flowemu.core.network import Network
+    sched = get_algorithm("recdoub").build(64, topo, False, variant="latency")
+    need = {e: check_memory(make_context(topo, Network(), e, 0, None, 64), sched, 1,
+                            budget.Limit(2**62, "test"), exact=True) for e in ("dor", "split")}
+    assert need["split"] > need["dor"]
+    lim = (need["split"] + need["dor"]) // 2
+    flowemu.simulate(topo, "recdoub:variant=latency", "1MiB", ecmp="dor", max_memory=lim,
+                     threads=1)
+    _refusal(lambda: flowemu.simulate(topo, "recdoub:variant=latency", "1MiB", ecmp="split",
+                                      max_memory=lim, threads=1))
+
+
+HUGE = [("torus:4096x4096", "swing"), ("torus:4096x4096", "ring"),
+        ("torus:100000x100000", "ring"), ("torus:" + "x".join(["2"] * 24), "recdoub")]
+
+
+@pytest.mark.parametrize("spec,alg", HUGE, ids=[s[:20] for s, _ in HUGE])
+def test_huge_runs_are_refused_fast_with_the_default_limit(spec, alg, monkeypatch):
+    monkeypatch.delenv(budget.ENV_VAR, raising=False)
+    monkeypatch.setattr(budget, "available_memory", lambda: 16 * 2**30)
+    start = time.monotonic()
+    msg = _refusal(lambda: flowemu.simulate(spec, alg, "1MiB"))
+    assert time.monotonic() - start < 2.0   # nothing was allocated
+    assert "80 % of available memory" in msg and "13 GiB limit" in msg
+
+
+def test_huge_run_through_the_cli_in_a_subprocess():
+    # the peak is VmHWM, this process image's own: ru_maxrss would carry over
+    # the RSS of the (forked) test process at exec
+    code = textwrap.dedent("""
+        from flowemu.cli.app import main
+        rc = main(["run", "-t", "torus:4096x4096", "-a", "swing", "-s", "1MiB"])
+        with open("/proc/self/status") as fh:
+            peak = next(int(ln.split()[1]) * 1024 for ln in fh if ln.startswith("VmHWM:"))
+        print(rc, peak)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True,
+                         cwd=ROOT, env={"PYTHONPATH": str(ROOT), "FLOWEMU_MAX_MEMORY": "16GiB"},
+                         timeout=120)
+    rc, peak = out.stdout.split()
+    assert rc == "2"
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in out.stderr
+    assert lines[0].startswith("flowemu: error: max_memory: torus:4096x4096 swing needs ~")
+    assert "16 GiB limit (FLOWEMU_MAX_MEMORY)" in lines[0]
+    assert int(peak) < 1 << 30   # the interpreter and libraries, no topology or schedule
+
+
+def test_cli_max_memory_option(capsys):
+    rc = main(["run", "-t", "torus:8x8", "-a", "swing", "-s", "1MiB", "--max-memory", "64KiB"])
+    err = capsys.readouterr().err
+    assert rc == 2 and len(err.strip().splitlines()) == 1
+    assert "64 KiB limit (--max-memory)" in err
+    rc = main(["run", "-t", "torus:8x8", "-a", "swing", "-s", "1MiB", "--max-memory", "lots"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.startswith("flowemu: error: --max-memory: cannot read 'lots'")
+
+
+def test_traffic_file_estimated_from_its_size(tmp_path):
+    # 1000 rows of 13 bytes ("0,100,200,10\n") after a 19-byte header
+    path = tmp_path / "t.csv"
+    path.write_text("step,src,dst,bytes\n" + "0,100,200,10\n" * 1000)
+    rows_est = budget.traffic_file_bytes(path, False) - path.stat().st_size
+    assert rows_est == pytest.approx(1000 * budget.TRAFFIC_ROW_BYTES, rel=0.02)
+    _refusal(lambda: flowemu.read_traffic(path, max_memory="100KiB"))
+
+
+def test_billion_row_traffic_file_is_refused_before_reading(tmp_path):
+    # a sparse 20 GB file: a few real lines, then a hole (no disk used)
+    path = tmp_path / "huge.csv"
+    with open(path, "wb") as fh:
+        fh.write(b"step,src,dst,bytes\n" + b"0,1,2,10\n" * 1000)
+        fh.truncate(20 * 10**9)
+    start = time.monotonic()
+    msg = _refusal(lambda: flowemu.time_traffic("torus:8x8", path, max_memory="16GiB"))
+    assert "reading traffic file huge.csv" in msg
+    assert time.monotonic() - start < 2.0
+
+
+def test_flow_dump_refused_through_the_cli(tmp_path, capsys):
+    out = tmp_path / "f.csv"
+    rc = main(["run", "-t", "torus:8x8", "-a", "swing", "-s", "1MiB", "--flows-out", str(out),
+               "--max-memory", "600KiB"])
+    err = capsys.readouterr().err
+    assert rc == 2 and len(err.strip().splitlines()) == 1, err
+    assert "the flow dump of torus:8x8 swing" in err and "route entries" in err
+    assert not out.exists()
+
+
+# ------------------------------------------- estimates against measured peaks
+
+MEASURE = textwrap.dedent("""
+    import json, sys
+    import flowemu
+    from flowemu.core import budget
+    from flowemu.algorithms import get_algorithm
+    from flowemu.api.simulation import expand_algorithm
+    from flowemu.engine.profiles import check_memory, make_context, profile
+    from flowemu.core.network import Network
+    from flowemu.topology import parse_topology
+
+    spec, alg, ecmp, what = sys.argv[1:5]
+    name, cands = expand_algorithm(alg)
+    # load the kernels and warm the allocator on a tiny instance first
+    tiny = parse_topology("torus:4x4")
+    profile(name.build(16, tiny, False, **cands[0]), tiny, ecmp=ecmp, threads=1)
+    flowemu.flows(tiny, alg, ecmp=ecmp, progress=False)
+    def status(key):
+        with open("/proc/self/status") as fh:
+            line = next(ln for ln in fh if ln.startswith(key + ":"))
+        return int(line.split()[1]) * 1024
+
+    def reset_peak():
+        # "5" resets the peak RSS (VmHWM), so compiling or warming up above
+        # does not hide the run's own peak
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+        return status("VmRSS")
+
+    rss = lambda: status("VmHWM")
+    if what == "run":
+        base = reset_peak()
+        topo = parse_topology(spec)
+        sched = name.build(topo.num_endpoints, topo, False, **cands[0])
+        ctx = make_context(topo, Network(), ecmp, 0, None, sched.p)
+        est = check_memory(ctx, sched, 1, budget.Limit(2**62, "test"), exact=True)
+        profile(sched, topo, ecmp=ecmp, threads=1)
+    else:
+        seen = {}
+        real = budget.flow_dump_bytes
+        def spy(*args):
+            seen["est"] = real(*args)
+            return seen["est"]
+        budget.flow_dump_bytes = spy
+        base = reset_peak()
+        flowemu.flows(spec, alg, ecmp=ecmp, progress=False, threads=1)
+        est = seen["est"]
+    print(json.dumps({"est": est, "peak": rss() - base}))
+""")
+
+
+@pytest.mark.parametrize("spec,alg,ecmp,what", [
+    ("torus:128x128", "swing", "split", "run"),
+    ("torus:256x256", "ring", "dor", "run"),
+    ("torus:64x64", "recdoub:variant=latency", "split", "dump"),
+])
+def test_estimate_within_2x_of_measured_peak(spec, alg, ecmp, what):
+    out = subprocess.run([sys.executable, "-c", MEASURE, spec, alg, ecmp, what], check=False,
+                         capture_output=True, text=True, cwd=ROOT, timeout=300,
+                         env={"PYTHONPATH": str(ROOT), "FLOWEMU_THREADS": "1"})
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    ratio = got["est"] / got["peak"]
+    # never below what was really used (a little noise allowed), never 2x above
+    assert 0.9 <= ratio <= 2.0, got

@@ -1,0 +1,3 @@
+"""Helpers the test modules share: ``cli`` runs ``flowemu`` in-process and
+reads its one error line, ``maxmin_oracle`` is a pure-Python max-min solver,
+``grid_oracle`` enumerates minimal paths on grid topologies."""

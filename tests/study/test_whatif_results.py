@@ -1,0 +1,452 @@
+"""What-if results: compare --by whatif (slowdown against the healthy network,
+Monte-Carlo failure seeds aggregated), what-if conditions as scenario columns
+in the plain comparison, and the slowdown figure (plot --kind slowdown)."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import flowemu
+from flowemu.core.errors import ConfigError
+from flowemu.study.figures.slowdown import plot_slowdown, slowdown_figure
+from flowemu.study.figures.plots import figures, plot
+from flowemu.study.results import compare, compare_table, compare_whatif, scenario_columns, without_seed
+from tests.helpers.cli import one_error_line, run
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def is_png(path):
+    data = path.read_bytes()
+    return data[:8] == PNG and len(data) > 5000
+
+
+def row(topology, alg, size, time, fail="", failed=0, degrade="", policy="reroute", slow="",
+        background=""):
+    return {"topology": topology, "nodes": 64 if topology == "torus:8x8" else 16,
+            "algorithm": alg.split(":")[0], "label": alg, "size_bytes": size, "time_s": time,
+            "goodput_Bps": size / time, "fail": fail, "degrade": degrade,
+            "fail_policy": policy if fail else "strict", "slow": slow,
+            "background": background, "failed_links": failed, "background_Bps": np.nan}
+
+
+# healthy times (s) and, per failure count, the time factor of seeds 0..3
+HEALTHY = {("torus:8x8", "ring", 1024): 2.0, ("torus:8x8", "swing", 1024): 1.0,
+           ("torus:8x8", "ring", 4096): 8.0, ("torus:8x8", "swing", 4096): 5.0,
+           ("fattree:k=4", "ring", 1024): 3.0, ("fattree:k=4", "swing", 1024): 4.0}
+FACTORS = {1: [1.25, 1.5, 1.0, 2.0], 4: [1.5, 2.5, 2.0, 3.0]}
+
+
+def hand_frame():
+    rows = []
+    for (topo, alg, size), h in HEALTHY.items():
+        rows.append(row(topo, alg, size, h))
+        for k, factors in FACTORS.items():
+            # swing suffers twice the extra time ring does
+            for seed, f in enumerate(factors):
+                f = f if alg == "ring" else 1 + 2 * (f - 1)
+                rows.append(row(topo, alg, size, h * f, f"random:{k}:{seed}", k))
+        rows.append(row(topo, alg, size, h * 1.5, degrade="link:0=0.5"))
+    return pd.DataFrame(rows)
+
+
+def pick(cmp, **where):
+    sel = cmp
+    for k, v in where.items():
+        sel = sel[sel[k] == v]
+    assert len(sel) == 1, sel
+    return sel.iloc[0]
+
+
+# ------------------------------------------------------------------ compare --by whatif
+
+def test_whatif_compare_hand_frame_closed_form():
+    df = hand_frame()
+    cmp = compare_whatif(df)
+    assert cmp.equals(compare(df, by="whatif"))
+    # per (topology, algorithm, size): healthy, fail random:1, fail random:4, degrade
+    assert len(cmp) == 4 * len(HEALTHY)
+    for (topo, alg, size), h in HEALTHY.items():
+        r = pick(cmp, topology=topo, algorithm=alg, size_bytes=size, condition="healthy")
+        assert (r.seeds, r.failed_links, r.fail, r.fail_policy) == (1, 0, "", "")
+        assert r.healthy_time_s == h and r.time_s == h and r.slowdown == 1.0
+        for k, factors in FACTORS.items():
+            f = np.array(factors) if alg == "ring" else 1 + 2 * (np.array(factors) - 1)
+            r = pick(cmp, topology=topo, algorithm=alg, size_bytes=size,
+                     condition=f"fail random:{k}")
+            assert (r.seeds, r.failed_links, r.fail, r.fail_policy) == \
+                (4, k, f"random:{k}", "reroute")
+            assert r.healthy_time_s == h
+            assert r.slowdown == pytest.approx(f.mean())
+            assert (r.slowdown_min, r.slowdown_max) == pytest.approx((f.min(), f.max()))
+            assert r.time_s == pytest.approx(h * f.mean())
+            assert (r.time_min_s, r.time_max_s) == pytest.approx((h * f.min(), h * f.max()))
+        r = pick(cmp, topology=topo, algorithm=alg, size_bytes=size,
+                 condition="degrade link:0=0.5")
+        assert (r.seeds, r.slowdown, r.slowdown_min, r.slowdown_max) == (1, 1.5, 1.5, 1.5)
+    # healthy first, then by failed links
+    first = cmp[(cmp.topology == "torus:8x8") & (cmp.algorithm == "ring")
+                & (cmp.size_bytes == 1024)]
+    assert list(first.condition) == ["healthy", "degrade link:0=0.5", "fail random:1",
+                                     "fail random:4"]
+    table = compare_table(cmp).splitlines()
+    assert len(table) == 1 + len(cmp) and "fail_policy" not in table[0]
+
+
+def test_whatif_compare_groups_by_failed_cables_and_rest_of_selector():
+    rows = [row("torus:8x8", "ring", 1024, 1.0)]
+    # random:2 plus link 7: seed 0 draws two other cables (3 fail), seed 1 draws link 7
+    rows += [row("torus:8x8", "ring", 1024, 2.0, "random:2:0;link:7", 3),
+             row("torus:8x8", "ring", 1024, 4.0, "random:2:5;link:7", 3),
+             row("torus:8x8", "ring", 1024, 8.0, "random:2:1;link:7", 2),
+             row("torus:8x8", "ring", 1024, 16.0, "random:2:0;link:9", 3)]
+    cmp = compare_whatif(pd.DataFrame(rows))
+    got = {(r.fail, r.failed_links): (r.seeds, r.slowdown) for r in cmp.itertuples()}
+    assert got == {("", 0): (1, 1.0), ("random:2;link:7", 3): (2, 3.0),
+                   ("random:2;link:7", 2): (1, 8.0), ("random:2;link:9", 3): (1, 16.0)}
+    assert without_seed("random:16:3;node:5;random:2:11=0.5") == "random:16;node:5;random:2=0.5"
+    assert without_seed("link:4;3,*") == "link:4;3,*"
+
+
+def test_whatif_compare_without_a_healthy_twin_is_nan():
+    df = pd.concat([hand_frame(), pd.DataFrame([row("torus:8x8", "ring", 2048, 5.0,
+                                                    "random:1:0", 1)])])
+    r = pick(compare_whatif(df), size_bytes=2048)
+    assert r.seeds == 1 and np.isnan(r.healthy_time_s) and np.isnan(r.slowdown)
+    assert r.time_s == 5.0
+
+
+def test_whatif_compare_later_row_replaces_earlier():
+    df = hand_frame()
+    again = df[(df.fail == "random:4:0") & (df.label == "ring") & (df.size_bytes == 1024)
+               & (df.topology == "torus:8x8")].assign(time_s=20.0)
+    cmp = compare_whatif(pd.concat([df, again], ignore_index=True))
+    r = pick(cmp, topology="torus:8x8", algorithm="ring", size_bytes=1024,
+             condition="fail random:4")
+    assert r.seeds == 4
+    assert r.slowdown == pytest.approx((10.0 + 2.5 + 2.0 + 3.0) / 4)
+
+
+def test_whatif_compare_refusals():
+    df = hand_frame()
+    healthy = df[(df.fail == "") & (df.degrade == "")]
+    with pytest.raises(ConfigError, match="no what-if rows") as e:
+        compare_whatif(healthy)
+    assert "\n" not in str(e.value)
+    with pytest.raises(ConfigError, match="no what-if rows"):
+        compare_whatif(healthy.drop(columns=["fail", "degrade", "slow", "background"]))
+    with pytest.raises(ConfigError, match="no healthy rows"):
+        compare_whatif(df[df.fail != ""])
+    with pytest.raises(ConfigError, match="lacks column"):
+        compare_whatif(df.drop(columns="time_s"))
+    with pytest.raises(ConfigError, match="'whatif'"):
+        compare(df, by="what")
+
+
+@pytest.fixture(scope="module")
+def simulated():
+    """Every algorithm on a torus and a fat tree, healthy and with 1 or 2
+    random failed cables over 3 seeds (independent simulate calls)."""
+    frames = []
+    for topo in ("torus:8x8", "fattree:k=4"):
+        for alg in ("swing", "ring", "bucket", "recdoub"):
+            frames.append(flowemu.simulate(topo, alg, "1KiB,1MiB", fail_policy="reroute"))
+            for k in (1, 2):
+                for seed in range(3):
+                    frames.append(flowemu.simulate(topo, alg, "1KiB,1MiB",
+                                                   fail=f"random:{k}:{seed}",
+                                                   fail_policy="reroute"))
+    return pd.concat(frames, ignore_index=True)
+
+
+def test_whatif_compare_simulated_matches_independent_merge(simulated):
+    df = simulated
+    cmp = compare_whatif(df)
+    # the oracle: each faulty row over the healthy row of its topology, algorithm, size
+    healthy = df[df.fail == ""][["topology", "algorithm", "size_bytes", "time_s"]]
+    assert not healthy.duplicated(["topology", "algorithm", "size_bytes"]).any()
+    faulty = df[df.fail != ""].merge(healthy, on=["topology", "algorithm", "size_bytes"],
+                                     suffixes=("", "_healthy"))
+    assert len(faulty) == len(df[df.fail != ""])
+    faulty["ratio"] = faulty["time_s"] / faulty["time_s_healthy"]
+    faulty["k"] = faulty["fail"].str.split(":").str[1].astype(int)
+    expect = faulty.groupby(["topology", "algorithm", "size_bytes", "k"])["ratio"].agg(
+        ["mean", "min", "max", "size"])
+    assert len(cmp) == len(expect) + len(healthy)
+    for (topo, alg, size, k), e in expect.iterrows():
+        r = pick(cmp, topology=topo, algorithm=alg, size_bytes=size,
+                 condition=f"fail random:{k}")
+        assert r.seeds == e["size"] == 3 and r.failed_links == k
+        assert (r.slowdown, r.slowdown_min, r.slowdown_max) == \
+            pytest.approx((e["mean"], e["min"], e["max"]), rel=1e-12)
+    # a failure on the torus slows the topology-bound ring (its neighbour links)
+    assert (cmp[(cmp.topology == "torus:8x8") & (cmp.algorithm == "ring")
+                & (cmp.condition != "healthy")]["slowdown_min"] > 1).all()
+    assert (cmp.loc[cmp.condition == "healthy", "slowdown"] == 1.0).all()
+
+
+# ------------------------------------------------------------------ plain compare
+
+def test_healthy_and_faulty_rows_never_compete():
+    df = hand_frame()
+    assert {"fail", "degrade"} <= set(scenario_columns(df))
+    assert not {"failed_links", "background_Bps"} & set(scenario_columns(df))
+    cmp = compare(df)
+    assert len(cmp) == len(df)
+    # every comparison cell holds one condition, and ranks the two algorithms of it
+    cells = cmp.groupby(["topology", "size_bytes", "fail", "degrade"])
+    assert (cells["algorithm"].nunique() == 2).all()
+    # healthy torus 1 KiB: swing (1 s) beats ring (2 s) by 100 %
+    r = pick(cmp, topology="torus:8x8", size_bytes=1024, fail="", degrade="",
+             algorithm="swing")
+    assert r.gain == pytest.approx(2.0 / 1.0 - 1) and r.best_other == "ring"
+    # seed 3 of 4 failures: ring 2*3 = 6 s, swing 1*(1+2*2) = 5 s: swing by 6/5 - 1,
+    # never against the healthy ring's 2 s
+    r = pick(cmp, topology="torus:8x8", size_bytes=1024, fail="random:4:3",
+             algorithm="swing")
+    assert r.gain == pytest.approx(6.0 / 5.0 - 1)
+    # the seed 3 torus cell does not see the healthy rows
+    assert pick(cmp, topology="torus:8x8", size_bytes=1024, fail="random:4:3",
+                algorithm="ring").best_goodput_Bps == pytest.approx(1024 / 5.0)
+
+
+def test_whatif_columns_missing_text_reads_healthy():
+    df = hand_frame()
+    df.loc[(df.fail == "") & (df.degrade == ""), ["fail", "degrade", "fail_policy"]] = None
+    cmp = compare_whatif(df)
+    assert len(cmp) == 4 * len(HEALTHY)
+    assert (cmp.loc[cmp.condition == "healthy", "slowdown"] == 1.0).all()
+    assert compare(df)["fail"].isna().sum() == 0
+
+
+# ------------------------------------------------------------------ command line
+
+@pytest.fixture()
+def hand_file(tmp_path):
+    path = tmp_path / "wi.parquet"
+    hand_frame().to_parquet(path)
+    return path
+
+
+def test_cli_compare_whatif_formats(hand_file, tmp_path, capsys):
+    code, out, err = run(capsys, ["compare", str(hand_file), "--by", "whatif"])
+    assert code == 0 and not err
+    lines = out.splitlines()
+    assert "condition" in lines[0] and "slowdown" in lines[0] and "min–max" in lines[0]
+    assert len(lines) == 1 + 4 * len(HEALTHY)
+    # torus ring 1 KiB, 4 failures: factors 1.5, 2.5, 2, 3 -> mean 2.25, 1.5–3
+    line = [ln for ln in lines if "torus:8x8" in ln and " ring " in ln and "1KiB" in ln
+            and "random:4" in ln]
+    assert len(line) == 1 and "2.25" in line[0] and "1.5–3" in line[0]
+    for fmt in ("csv", "json", "parquet"):
+        out = tmp_path / f"c.{fmt}"
+        code, _, err = run(capsys, ["compare", str(hand_file), "--by", "whatif", "-o",
+                                    str(out)])
+        assert code == 0 and not err
+        got = (pd.read_csv(out, keep_default_na=False) if fmt == "csv" else
+               pd.DataFrame(json.loads(out.read_text())) if fmt == "json" else
+               pd.read_parquet(out))
+        assert len(got) == 4 * len(HEALTHY)
+        r = pick(got, topology="fattree:k=4", algorithm="swing", condition="fail random:1")
+        f = 1 + 2 * (np.array(FACTORS[1]) - 1)
+        assert float(r.slowdown) == pytest.approx(f.mean())
+        assert int(r.seeds) == 4
+
+
+def test_cli_compare_whatif_refusals(hand_file, tmp_path, capsys):
+    healthy = tmp_path / "healthy.parquet"
+    hand_frame().query("fail == '' and degrade == ''").to_parquet(healthy)
+    code, _, err = run(capsys, ["compare", str(healthy), "--by", "whatif"])
+    assert code == 2 and "no what-if rows" in one_error_line(err)
+    # --where picks what-if rows; their healthy baselines stay (no "no healthy rows")
+    code, out, err = run(capsys, ["compare", str(hand_file), "--by", "whatif", "--where",
+                                  "fail != ''", "-f", "csv"])
+    assert code == 0 and "healthy" in out
+    code, _, err = run(capsys, ["compare", str(hand_file), "--by", "whatif", "--where",
+                                "topology == 'none'"])
+    assert code == 2 and "no results in" in one_error_line(err) and "matching" in err
+    code, _, err = run(capsys, ["compare", str(hand_file), "--by", "whatever"])
+    assert code == 2 and "whatif" in one_error_line(err)
+
+
+# ------------------------------------------------------------------ the slowdown figure
+
+def _panel_lines(fig):
+    """{(panel title, label): (x, y)} of the figure's labelled lines."""
+    out = {}
+    for ax in fig.axes:
+        for line in ax.get_lines():
+            if not line.get_label().startswith("_"):
+                out[(ax.get_title(), line.get_label())] = (
+                    np.asarray(line.get_xdata(), float), np.asarray(line.get_ydata(), float))
+    return out
+
+
+def test_slowdown_figure_draws_the_means(tmp_path):
+    df = hand_frame()
+    df = df[df.degrade == ""]      # failures alone: x is the failed cables
+    fig = slowdown_figure(df)      # the largest size: 4 KiB (torus only)
+    lines = _panel_lines(fig)
+    assert set(lines) == {("torus:8x8", "ring"), ("torus:8x8", "swing")}
+    x, y = lines[("torus:8x8", "ring")]
+    assert list(x) == [0, 1, 4]
+    assert y == pytest.approx([1.0, np.mean(FACTORS[1]), np.mean(FACTORS[4])])
+    ax = fig.axes[0]
+    assert ax.get_xlabel() == "failed links (cables)"
+    assert any(list(line.get_ydata()) == [1.0, 1.0] and line.get_linestyle() == "--"
+               for line in ax.get_lines())            # the healthy line
+    fig = slowdown_figure(df, size="1KiB")            # both topologies: a panel each
+    assert {t for t, _ in _panel_lines(fig)} == {"torus:8x8", "fattree:k=4"}
+    assert is_png(plot_slowdown(df, tmp_path / "s.png", size=1024))
+
+
+def test_slowdown_figure_conditions_on_a_categorical_axis(tmp_path):
+    fig = slowdown_figure(hand_frame(), size="1KiB", topologies=["torus:8x8"])
+    x, y = _panel_lines(fig)[("torus:8x8", "ring")]
+    ticks = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    assert ticks == ["healthy", "degrade link:0=0.5", "fail random:1", "fail random:4"]
+    assert list(x) == [0, 1, 2, 3]
+    assert y == pytest.approx([1.0, 1.5, np.mean(FACTORS[1]), np.mean(FACTORS[4])])
+    assert is_png(plot(hand_frame(), tmp_path / "c.png", "slowdown"))
+
+
+def test_slowdown_figure_of_simulated_runs(simulated, tmp_path):
+    fig = slowdown_figure(simulated, size="1MiB")
+    lines = _panel_lines(fig)
+    assert {t for t, _ in lines} == {"torus:8x8", "fattree:k=4"}
+    cmp = compare_whatif(simulated)
+    for (topo, lab), (x, y) in lines.items():
+        sel = cmp[(cmp.topology == topo) & (cmp.algorithm == lab)
+                  & (cmp.size_bytes == 2**20)].sort_values("failed_links")
+        assert list(x) == [0, 1, 2] and y == pytest.approx(sel["slowdown"].to_numpy())
+    assert is_png(plot_slowdown(simulated, tmp_path / "sim.png"))
+
+
+def test_slowdown_figure_refusals(tmp_path):
+    df = hand_frame()
+    with pytest.raises(ConfigError, match="--size: 2KiB is not in the data; sizes: 1KiB, 4KiB"):
+        slowdown_figure(df, size="2KiB")
+    with pytest.raises(ConfigError, match="--size"):
+        slowdown_figure(df, size="lots")
+    with pytest.raises(ConfigError, match="no what-if rows"):
+        slowdown_figure(df[(df.fail == "") & (df.degrade == "")])
+    with pytest.raises(ConfigError, match="no healthy rows"):
+        slowdown_figure(df[df.fail != ""])
+    lonely = pd.concat([df, pd.DataFrame([row("torus:8x8", "ring", 2**20, 1.0, "random:1:0",
+                                              1)])])
+    with pytest.raises(ConfigError, match="at 1MiB: the data has no healthy rows"):
+        slowdown_figure(lonely)
+    # healthy rows, but not of the algorithm that ran with failures
+    lonely = pd.concat([df[(df.fail == "") & (df.degrade == "")],
+                        pd.DataFrame([row("torus:8x8", "recdoub", 4096, 1.0, "random:1:0", 1)])])
+    with pytest.raises(ConfigError, match="healthy twin"):
+        slowdown_figure(lonely)
+    with pytest.raises(ConfigError, match="not allowed with kind 'goodput'"):
+        plot(df, tmp_path / "x.png", "goodput", size="1KiB")
+
+
+def test_cli_plot_slowdown(hand_file, tmp_path, capsys):
+    out = tmp_path / "s.png"
+    code, printed, err = run(capsys, ["plot", str(hand_file), "--kind", "slowdown", "--size",
+                                      "1KiB", "--title", "T", "-o", str(out)])
+    assert code == 0 and not err and printed.strip() == str(out) and is_png(out)
+    healthy = tmp_path / "healthy.parquet"
+    hand_frame().query("fail == '' and degrade == ''").to_parquet(healthy)
+    for argv, needle in (
+            ([str(hand_file), "--kind", "slowdown", "--size", "3KiB"], "--size: 3KiB"),
+            ([str(hand_file), "--kind", "slowdown", "--size", "big"], "--size"),
+            ([str(healthy), "--kind", "slowdown"], "no what-if rows"),
+            ([str(hand_file), "--kind", "slowdown", "--where", "topology == 'none'"],
+             "--where"),
+            ([str(hand_file), "--kind", "gain", "--size", "1KiB"],
+             "--size goes with --kind slowdown"),
+            ([str(hand_file), "--size", "1KiB"], "--size")):
+        out_args = ["-o", str(tmp_path / "x.png")] if argv[1:2] == ["--kind"] else []
+        code, _, err = run(capsys, ["plot"] + argv + out_args)
+        assert code == 2 and needle in one_error_line(err), argv
+    # --where picks what-if rows; their healthy baselines stay
+    code, _, err = run(capsys, ["plot", str(hand_file), "--kind", "slowdown", "--where",
+                                "fail != ''", "-o", str(tmp_path / "w.png")])
+    assert code == 0 and is_png(tmp_path / "w.png")
+
+
+def test_figures_add_slowdown_only_with_whatifs(hand_file, tmp_path):
+    names = sorted(p.name for p in figures(hand_file, tmp_path / "a"))
+    assert names == ["gain.png", "goodput.png", "slowdown.png"]
+    assert is_png(tmp_path / "a" / "slowdown.png")
+    healthy = tmp_path / "healthy.parquet"
+    hand_frame().query("fail == '' and degrade == ''").to_parquet(healthy)
+    assert sorted(p.name for p in figures(healthy, tmp_path / "b")) == ["gain.png",
+                                                                         "goodput.png"]
+
+
+def test_goodput_figure_of_a_whatif_dataset_shows_the_healthy_network():
+    from flowemu.study.figures.plots import goodput_figure
+    fig = goodput_figure(hand_frame(), max_panels=2)
+    titles = {ax.get_title() for ax in fig.axes if ax.get_visible() and ax.get_title()}
+    assert titles == {"torus:8x8", "fattree:k=4"}
+    assert "no failures" in fig._suptitle.get_text()
+    ring = next(line for ax in fig.axes if ax.get_title() == "torus:8x8"
+                for line in ax.get_lines() if line.get_label() == "ring")
+    # the healthy ring: 1 KiB in 2 s, 4 KiB in 8 s, in Gb/s
+    assert np.asarray(ring.get_ydata()) == pytest.approx([1024 / 2 * 8e-9, 4096 / 8 * 8e-9])
+
+
+# ------------------------------------------------------------------ a sweep's dataset
+
+def _sweep_has_whatifs() -> bool:
+    from flowemu.study.sweep import config
+    return "failures" in getattr(config, "WHATIF_FIELDS", ())
+
+
+@pytest.mark.skipif(not _sweep_has_whatifs(), reason="this tree's sweeps lack what-if fields")
+def test_sweep_dataset_compare_and_figures(tmp_path, capsys):
+    from flowemu.study.sweep import sweep
+    cfg = tmp_path / "wf.toml"
+    cfg.write_text('sizes = ["1KiB", "64KiB"]\ntopology = ["torus:4x4", "fattree:k=4"]\n'
+                   'algorithm = ["swing", "ring"]\nfail_policy = "reroute"\n'
+                   'failures = [0, 1, 2]\nfailure_seed = [0, 1]\n')
+    sweep(cfg, tmp_path / "wf", jobs=1, progress=False)
+    df = flowemu.load(tmp_path / "wf")
+    # 2 topologies x 2 algorithms x (1 + 2 x 2) configurations, 2 sizes each
+    assert len(df) == 2 * 2 * 5 * 2
+    cmp = compare_whatif(df)
+    assert len(cmp) == 2 * 2 * 2 * 3
+    assert set(cmp["seeds"]) == {1, 2} and set(cmp["failed_links"]) == {0, 1, 2}
+    healthy = df[df.fail == ""].set_index(["topology", "label", "size_bytes"])["time_s"]
+    for r in cmp.itertuples():
+        rows = df[(df.topology == r.topology) & (df.label == r.algorithm)
+                  & (df.size_bytes == r.size_bytes) & (df.failed_links == r.failed_links)]
+        ratio = rows["time_s"] / healthy[(r.topology, r.algorithm, r.size_bytes)]
+        assert r.seeds == len(rows)
+        assert (r.slowdown, r.slowdown_min, r.slowdown_max) == \
+            pytest.approx((ratio.mean(), ratio.min(), ratio.max()), rel=1e-12)
+    # plain compare: one condition per cell
+    plain = compare(df)
+    assert (plain.groupby(["topology", "size_bytes", "fail"])["algorithm"].nunique() == 2).all()
+    code, out, err = run(capsys, ["compare", str(tmp_path / "wf"), "--by", "whatif"])
+    assert code == 0 and "fail random:2" in out
+    code, out, err = run(capsys, ["plot", str(tmp_path / "wf")])
+    assert code == 0 and not err
+    assert is_png(tmp_path / "wf" / "figures" / "slowdown.png")
+
+
+def test_slowdown_figure_panels_keep_their_own_axis():
+    """torus:8x8 with failures only and fattree:k=4 with a degraded link only:
+    the torus panel counts failed cables, the fat-tree panel lists its own
+    two conditions (not the torus' failures)."""
+    df = hand_frame()
+    df = df[((df.topology == "torus:8x8") & (df.degrade == ""))
+            | ((df.topology == "fattree:k=4") & (df.fail == ""))]
+    fig = slowdown_figure(df, size="1KiB")
+    lines = _panel_lines(fig)
+    torus_ax = next(ax for ax in fig.axes if ax.get_title() == "torus:8x8")
+    tree_ax = next(ax for ax in fig.axes if ax.get_title() == "fattree:k=4")
+    assert torus_ax.get_xlabel() == "failed links (cables)"
+    assert list(lines[("torus:8x8", "ring")][0]) == [0, 1, 4]
+    assert [t.get_text() for t in tree_ax.get_xticklabels()] == ["healthy",
+                                                                  "degrade link:0=0.5"]
+    x, y = lines[("fattree:k=4", "ring")]
+    assert list(x) == [0, 1] and y == pytest.approx([1.0, 1.5])
