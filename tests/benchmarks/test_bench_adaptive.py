@@ -24,7 +24,7 @@ import pytest
 
 from flowemu.engine.adaptive import adaptive_solve
 from flowemu.algorithms import get_algorithm, swing
-from flowemu.engine.profiles import _route, make_context
+from flowemu.engine.profiles import make_context, route_step
 from flowemu.core.network import Network
 from flowemu.topology import parse_topology
 from tests.benchmarks.yardstick import copy_1gib_ms
@@ -42,7 +42,7 @@ def topo():
     return parse_topology(SPEC)
 
 
-def _solve(topo, routes, traffic, capacity):
+def solve_step(topo, routes, traffic, capacity):
     return adaptive_solve(routes, topo.link_src, topo.link_dst, traffic.src, traffic.dst,
                           traffic.share, capacity)
 
@@ -78,7 +78,7 @@ def _report(benchmark, yardstick, res, label):
 def test_bench_adaptive_swing_step(benchmark, topo, swing_step, yardstick):
     traffic, routes = swing_step
     cap = topo.link_capacity(Network())
-    _solve(topo, routes, traffic, cap)
+    solve_step(topo, routes, traffic, cap)
     res = benchmark.pedantic(_solve, args=(topo, routes, traffic, cap), rounds=5, iterations=1)
     assert res.status == "split optimal" and res.routes is routes
     assert traffic.num_flows == 16384
@@ -91,7 +91,7 @@ def test_bench_adaptive_swing_step_routed(benchmark, topo, swing_step, yardstick
     ctx = make_context(topo, Network(), "adaptive", p=topo.num_endpoints)
     split_ctx = make_context(topo, Network(), "split", p=topo.num_endpoints)
     t0 = time.perf_counter()
-    _route(split_ctx, traffic)
+    route_step(split_ctx, traffic)
     split_ms = 1e3 * (time.perf_counter() - t0)
     routes, _, _ = benchmark.pedantic(_route, args=(ctx, traffic), rounds=5, iterations=1)
     assert routes.num_flows == 16384

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 import flowemu
-from flowemu.engine.profiles import _solve, make_context
+from flowemu.engine.profiles import make_context, solve_step
 from flowemu.core.errors import ConfigError
 from flowemu.kernels.maxmin import solve_completion
 from flowemu.core.network import Network
@@ -97,7 +97,7 @@ def _all_pairs(n):
 def solve_like_engine(t, routes, dst, flow_bytes, ecmp):
     """Rates and finish times as the engine computes them (reduced problem)."""
     ctx = make_context(t, Network(), ecmp=ecmp)
-    return _solve(ctx, routes, dst, flow_bytes, "test")
+    return solve_step(ctx, routes, dst, flow_bytes, "test")
 
 
 # ------------------------------------------------------------------ structure

@@ -227,7 +227,7 @@ def _connect(address: str, timeout: float):
     else:
         why = f"the reply is not a Dask scheduler's ({type(exc).__name__})"
     raise ConfigError(f"scheduler: cannot connect to {address!r} within {timeout:g}s: {why}; "
-                      "start one with `dask scheduler` and `dask worker` (docs/sweeps.md, "A Dask cluster"), "
+                      "start one with `dask scheduler` and `dask worker` (docs/sweeps.md, 'A Dask cluster'), "
                       "or raise --scheduler-timeout")
 
 
