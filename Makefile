@@ -28,10 +28,12 @@ $(DOCS_STAMP): pyproject.toml
 setup: $(STAMP)
 
 test: $(STAMP)
+	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -q --benchmark-disable -m "not slow" tests
 
 # every test, the slow ones included
 test-all: $(STAMP)
+	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -q --benchmark-disable tests
 
 demo: $(RUN_STAMP)
