@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..core.units import format_rate, format_size, format_time
 from ..study.figures.plots import plot_goodput
 from ..study.results import compare, load, scenario_columns
 from ..study.sweep import run_sweep
-from ..core.units import format_rate, format_size, format_time
 
 CONFIG = Path(__file__).resolve().parents[2] / "configs" / "demo.toml"
 

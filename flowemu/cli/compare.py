@@ -1,0 +1,49 @@
+"""``flowemu compare``: the best algorithm and the goodput gains per topology
+and size of a dataset (or flow vs GenModel times, or the what-ifs' slowdowns),
+as a table, CSV, JSON or parquet."""
+
+from __future__ import annotations
+
+from ..core.errors import ConfigError
+from ..core.outputs import check_distinct, check_writable
+from ..study import results
+from ..study.results import query_with_twins
+from .options import add_output_options, chosen_format, write_output
+
+#: the values of --by
+BY = ("label", "algorithm", "model", "whatif")
+
+
+def add_arguments(c) -> None:
+    c.add_argument("dataset", help="a sweep's dataset directory (or a parquet/CSV file)")
+    add_output_options(c)
+    c.add_argument("--by", default="label",
+                   help="label (variants apart, default) | algorithm (best variant) | model "
+                        "(flow vs genmodel time of each configuration and their ratio) | "
+                        "whatif (slowdown of each what-if against the healthy network; "
+                        "random failures: mean, min and max over the seeds)")
+    c.add_argument("--where", help="only rows matching this pandas query, e.g. "
+                                   "\"topology == 'torus:8x8'\"")
+
+
+def cmd_compare(args) -> int:
+    if args.by not in BY:
+        raise ConfigError(f"--by: {args.by!r} is not allowed; expected label, algorithm, "
+                          "model or whatif")
+    if args.out == "-":
+        args.out = None
+    fmt = chosen_format(args)
+    if args.out:
+        check_distinct({"the dataset": args.dataset, "--out": args.out})
+        check_writable(args.out, "--out")
+    # through the module: a test may stand in for the loading
+    df = results.load(args.dataset)
+    if args.where and args.by == "whatif":   # keep the baselines of what is chosen
+        df = query_with_twins(df, args.where)
+    elif args.where:
+        df = results.query(df, args.where)
+    if df.empty:
+        raise ConfigError(f"compare: no results in {args.dataset}"
+                          + (f" matching {args.where!r}" if args.where else ""))
+    write_output(results.compare(df, by=args.by), fmt, args.out, table=results.compare_table)
+    return 0

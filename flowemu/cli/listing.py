@@ -1,0 +1,63 @@
+"""``flowemu list``: the algorithms and topologies with their parameters, the
+ECMP modes, the what-if options and the network presets.
+
+(The module is not named ``list``, which would read as the builtin.)
+"""
+
+from __future__ import annotations
+
+from ..algorithms import algorithm_names, get_algorithm
+from ..algorithms.registry import plugin_errors
+from ..core.presets import builtin_presets
+from ..topology import MODE_DOCS, topology_families, topology_modes
+from .options import note
+
+#: ``flowemu list``: the what-if options, one line each
+WHATIF_DOCS = {
+    "fail": "failed links, selectors joined by ';': link:ID[-ID], node:V, grid coordinates "
+            "X,Y ('*' any; torus, mesh, hyperx, hammingmesh), LEVEL:I or LEVEL:* (fattree "
+            "host/edge/agg/core or leaf/spine, leafspine host/leaf/spine, tree "
+            "host/root/depthD, dragonfly host/router/group, hammingmesh colswitch/rowswitch), "
+            "id:NAME (graph), A-B (the cables between two), random:K:SEED",
+    "degrade": "SELECTOR=F[:lat=M]: bandwidth x F (0 < F <= 1), latency x M (M >= 1)",
+    "fail_policy": "strict (default: ring and bucket refuse a failure that takes their "
+                   "neighbour links) | reroute (route them around it)",
+    "slow": "RANKS=F[:compute|:network] joined by ';', RANKS 3 | 3,5 | 7-9 | random:K:SEED, "
+            "F in (0, 1] (speed fraction)",
+    "background": "perm:LOAD[:SEED] | alltoall:LOAD | hotspot:LOAD[:TARGET] | a traffic file "
+                  "(step,src,dst,bytes: endpoints, bytes/s of demand); LOAD in (0, 1]",
+}
+
+
+def add_arguments(parser) -> None:
+    """``flowemu list`` takes no options."""
+
+
+def cmd_list(args) -> int:
+    print("algorithms:")
+    for name in algorithm_names():
+        spec = get_algorithm(name)
+        first = (spec.doc.strip().splitlines() or [""])[0]
+        print(f"  {name:10s} {first}")
+        for prm in spec.params:
+            choices = f" one of {', '.join(map(str, prm.choices))}" if prm.choices else ""
+            print(f"      {prm.name}={prm.default}{choices}  {prm.doc}")
+    for msg in plugin_errors().values():   # a broken plug-in: said, the rest listed
+        note(msg)
+    print("topologies:")
+    modes = topology_modes()
+    for fam, doc in sorted(topology_families().items()):
+        print(f"  {fam:10s} {doc}")
+        engine = (*modes[fam], "adaptive") if "split" in modes[fam] else modes[fam]
+        print(f"      ecmp: {', '.join(engine)} (default split)")
+    print("ecmp modes:")
+    for mode, doc in MODE_DOCS.items():
+        print(f"  {mode:10s} {doc}")
+    print("what-ifs (run --fail/--degrade/--fail-policy/--slow/--background; simulate and "
+          "sweep fields fail, degrade, fail_policy, slow, background, failures, failure_seed):")
+    for name, doc in WHATIF_DOCS.items():
+        print(f"  {name:11s} {doc}")
+    print("network presets (--network NAME, or a .toml file):")
+    for name, doc in builtin_presets().items():
+        print(f"  {name:10s} {doc}")
+    return 0

@@ -1,0 +1,248 @@
+"""What every ``flowemu`` command shares: the parser, its once-only options,
+the output formats, the network options, and the one-line error reports.
+
+* :class:`Parser` refuses an option given twice (:class:`Once`,
+  :class:`OnceTrue`) and turns argparse's errors into a
+  :class:`~flowemu.core.errors.ConfigError`; :func:`given` tells an option the
+  user typed from its default.
+* :func:`add_output_options`, :func:`chosen_format` and :func:`write_output`:
+  ``--format``/``--out`` and the table, CSV, JSON or parquet output of a
+  result table (the files themselves: :mod:`flowemu.core.outputs`).
+* :func:`add_network_options` and :func:`network`: ``--network``,
+  ``--bandwidth``, the latencies, α, γ, δ and incast, each value read with its
+  unit under the option's name.
+* :func:`as_options` rewrites a message about an argument (``ranks: ...``)
+  into one about the option the user typed (``--ranks: ...``).
+* :func:`exit_status` reports a failure in one line: ``flowemu: error: ...``
+  and exit 2 for a user mistake (ConfigError), exit 1 for other flowemu
+  failures and for the system's refusals, no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+from collections.abc import Callable, Mapping
+
+from ..core.budget import Limit, limit
+from ..core.errors import ConfigError, FlowEmuError
+from ..core.network import Network
+from ..core.outputs import frame_text, output_format, write_frame, write_text
+from ..core.presets import preset_network
+from ..core.units import parse_rate, parse_time
+
+#: formats of a result table (run, compare, plan)
+FORMATS = ("table", "csv", "json", "parquet")
+
+
+# ------------------------------------------------------------------ the parser
+
+def option_name(action) -> str:
+    """The long spelling of an option (``--sizes`` for ``-s``), or the positional's name."""
+    return max(action.option_strings, key=len) if action.option_strings else action.dest
+
+
+def _record(action, namespace, shown: str) -> None:
+    """Remember that the user gave this option; refuse it the second time."""
+    given = namespace.__dict__.setdefault("_given", {})
+    if action.dest in given:
+        first = given[action.dest]
+        both = f" ({first} and {shown})" if shown else ""
+        raise ConfigError(f"{option_name(action)}: given twice{both}; give it once")
+    given[action.dest] = shown
+
+
+class Once(argparse._StoreAction):
+    """``store`` that refuses a repeated option (argparse keeps the last silently)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        _record(self, namespace, repr(values) if isinstance(values, str) else str(values))
+        setattr(namespace, self.dest, values)
+
+
+class OnceTrue(argparse._StoreTrueAction):
+    """``store_true`` that refuses a repeated flag."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        _record(self, namespace, "")
+        setattr(namespace, self.dest, True)
+
+
+class Parser(argparse.ArgumentParser):
+    """The parser of ``flowemu`` and of each command."""
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        # "-5Gb/s" is a (bad) value, not an option: argparse takes only plain negative
+        # numbers for values, and "expected one argument" would not say what is wrong
+        self._negative_number_matcher = re.compile(r"^-\.?\d")
+        # every parser and subparser: store / store_true refuse repeats and record what
+        # was given, so a default can be shown in --help yet told apart from an explicit value
+        self.register("action", None, Once)
+        self.register("action", "store", Once)
+        self.register("action", "store_true", OnceTrue)
+
+    def error(self, message):  # one line, exit 2, like a ConfigError
+        raise ConfigError(message)
+
+
+def given(args, dest: str) -> bool:
+    """Whether the user gave the option (not just its default)."""
+    return dest in getattr(args, "_given", {})
+
+
+def refuse(option: str, why: str) -> None:
+    """Refuse an option given that this command would ignore."""
+    raise ConfigError(f"{option}: {why}; drop it")
+
+
+def as_options(message: str, options: Mapping[str, str]) -> str:
+    """``message`` with its leading argument names written as the options the
+    user typed: ``ranks: ...`` → ``--ranks: ...``, ``bandwidth, ranks: ...``
+    → ``--bandwidth, --ranks: ...`` (``options`` maps argument → option);
+    unchanged unless every name is one of ``options``."""
+    head, sep, tail = message.partition(": ")
+    names = head.split(", ")
+    if sep and all(name in options for name in names):
+        return ", ".join(options[name] for name in names) + sep + tail
+    return message
+
+
+# ------------------------------------------------------------------ errors
+
+def note(message: str) -> None:
+    """Say something the output does not show (a fallback, an ignored cost) on stderr."""
+    print(f"flowemu: note: {message}", file=sys.stderr)
+
+
+def exit_status(command: Callable[[], int]) -> int:
+    """Run a command; its failure is one line on stderr and an exit status:
+    2 for a user mistake, 1 for other flowemu failures and system refusals,
+    130 for an interrupt."""
+    try:
+        return command()
+    except ConfigError as exc:
+        print(f"flowemu: error: {exc}", file=sys.stderr)
+        return 2
+    except FlowEmuError as exc:
+        print(f"flowemu: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:  # e.g. `flowemu compare ... | head`
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except OSError as exc:   # the system refused (disk full mid-sweep, ...): one line, what
+        # was written before stays (every output is written whole or not at all)
+        where = f" {exc.filename!r}" if exc.filename else ""
+        print(f"flowemu: error: cannot complete:{where} {exc.strerror or exc}", file=sys.stderr)
+        return 1
+
+
+# ------------------------------------------------------------------ output
+
+FORMAT_HELP = "table | csv | json | parquet (default: from --out's extension, else table)"
+OUT_HELP = "write here instead of stdout: .csv, .json, .parquet, .txt (table)"
+
+
+def add_output_options(parser, out_help: str = OUT_HELP) -> None:
+    """``--format`` and ``--out`` of a command writing a result table."""
+    parser.add_argument("--format", "-f", default="table", help=FORMAT_HELP)
+    parser.add_argument("--out", "-o", help=out_help)
+
+
+def chosen_format(args, allowed=FORMATS) -> str:
+    """The format to write: ``--out``'s extension, else ``--format`` as given,
+    else table (:func:`flowemu.core.outputs.output_format`)."""
+    return output_format(args.out, args.format if given(args, "format") else None, allowed)
+
+
+def write_output(df, fmt: str, out: str | None, table: Callable[..., str]) -> None:
+    """Write a result table as ``fmt`` to ``out`` (checked before) or stdout;
+    ``table(df)`` is its text for the ``table`` format."""
+    if fmt == "parquet":
+        write_frame(out, "--out", df, fmt)
+        return
+    text = table(df) if fmt == "table" else frame_text(df, fmt)
+    if out:
+        write_text(out, "--out", text)
+    else:
+        print(text.rstrip("\n"))
+
+
+# ------------------------------------------------------------------ units, network
+
+#: the network options: argument of Network → option (messages name the option)
+NETWORK_OPTIONS = {"bandwidth": "--bandwidth", "link_latency": "--link-latency",
+                   "hop_latency": "--hop-latency", "alpha": "--alpha", "gamma": "--gamma",
+                   "delta": "--delta", "incast_threshold": "--incast-threshold",
+                   "incast_slope": "--incast-slope"}
+
+
+def add_network_options(parser) -> None:
+    """``--network`` (a preset) and the values beside it that override it."""
+    parser.add_argument("--network", help="network preset: a built-in name (flowemu list) or a "
+                                          ".toml file (flowemu fit --save); the network options "
+                                          "given beside it override its values")
+    parser.add_argument("--bandwidth", default="400Gb/s",
+                        help="link bandwidth with its unit: 400Gb/s (bits), 50GB/s (bytes) "
+                             "(default %(default)s)")
+    parser.add_argument("--link-latency", default="100ns",
+                        help="per link, with its unit: 100ns, 1us (default %(default)s)")
+    parser.add_argument("--hop-latency", default="300ns", help="per hop (default %(default)s)")
+    parser.add_argument("--alpha", default="0",
+                        help="per-message overhead α, e.g. 1us (default 0)")
+    parser.add_argument("--gamma", default="0",
+                        help="GenModel reduce cost γ per byte, e.g. 1ps (default 0)")
+    parser.add_argument("--delta", default="0",
+                        help="GenModel memory cost δ per byte, e.g. 1ps (default 0)")
+    parser.add_argument("--incast-threshold", default="inf",
+                        help="GenModel w_t, a flow count; needs --incast-slope (default inf: off)")
+    parser.add_argument("--incast-slope", default="0",
+                        help="GenModel ε per byte, e.g. 1ps; needs --incast-threshold "
+                             "(default 0: off)")
+
+
+def network(args) -> Network:
+    """The run's Network; every value parsed under its CLI option's name."""
+    times = {name: parse_time(getattr(args, name), NETWORK_OPTIONS[name])
+             for name in ("link_latency", "hop_latency", "alpha", "gamma", "delta",
+                          "incast_slope")}
+    values = {"bandwidth": parse_rate(args.bandwidth, "--bandwidth"),
+              "incast_threshold": args.incast_threshold, **times}
+    try:
+        if args.network is not None:   # the preset, with the options given overriding it
+            net = preset_network(args.network, {k: v for k, v in values.items()
+                                                if given(args, k)}, "--network")
+            if (given(args, "incast_slope") or given(args, "incast_threshold")) \
+                    and not net.incast_on:
+                raise ConfigError(f"--network {args.network}: incast needs both a threshold "
+                                  "and a slope; give --incast-threshold and --incast-slope")
+            return net
+        return Network(**values)
+    except ConfigError as exc:   # only incast_threshold is left unchecked here
+        raise ConfigError(as_options(str(exc), {"incast_threshold": "--incast-threshold"})) \
+            from None
+
+
+def check_incast_pair(args) -> None:
+    """One of --incast-threshold/--incast-slope without the other (and no
+    preset that may hold it) is refused."""
+    slope, threshold = given(args, "incast_slope"), given(args, "incast_threshold")
+    if slope != threshold and args.network is None:   # a preset may hold the other one
+        given_one, missing = (("--incast-slope", "--incast-threshold") if slope
+                              else ("--incast-threshold", "--incast-slope"))
+        raise ConfigError(f"{given_one}: incast needs both --incast-threshold and "
+                          f"--incast-slope; give {missing} too, or drop {given_one}")
+
+
+def max_memory(args) -> Limit | None:
+    """``--max-memory`` checked as the option it is (None when not given)."""
+    if args.max_memory is None:
+        return None
+    try:
+        return Limit(limit(args.max_memory).bytes, "--max-memory")
+    except ConfigError as exc:
+        raise ConfigError(as_options(str(exc), {"max_memory": "--max-memory"})) from None

@@ -1,0 +1,67 @@
+"""``flowemu plot``: goodput, time, gain or slowdown figures of a dataset.
+
+Without ``--out`` every standard figure goes into ``DATASET/figures/``; with
+``--out FILE.png`` (or .pdf, .svg) one figure, chosen by ``--kind`` and
+filtered by the other options.
+"""
+
+from __future__ import annotations
+
+from ..core.errors import ConfigError
+from ..study.figures.plots import KINDS, figures, plot
+from ..topology import split_specs
+from .options import given, refuse
+
+
+def add_arguments(pl) -> None:
+    pl.add_argument("dataset", help="a sweep's dataset directory (or a parquet/CSV file)")
+    pl.add_argument("--out", "-o",
+                    help="FILE.png (default: every figure into DATASET/figures/)")
+    pl.add_argument("--kind", "-k", default="goodput",
+                    help="goodput | time (vs size) | gain (heatmap) | gain-curve (gain vs "
+                         "size, a line per value of --by) | slowdown (vs failed links, "
+                         "against the healthy network)")
+    pl.add_argument("--group", "-g", help="only this group of the sweep")
+    pl.add_argument("--topology", "-t", help="only these topologies (comma list; a spec's own "
+                    "options stay with it: hx2mesh:32x32,torus:64x64,leafspine:8x4x2,uplinks=2)")
+    pl.add_argument("--algorithm", "-a",
+                    help="--kind gain, gain-curve: whose gain (default swing if present; "
+                         "gain without it: the best's)")
+    pl.add_argument("--by", help="--kind gain-curve: the configuration column with a line "
+                                 "per value (default alpha_s)")
+    pl.add_argument("--size", help="--kind slowdown: the vector size (default: the largest "
+                                   "in the data)")
+    pl.add_argument("--where", help="only rows matching this pandas query, e.g. "
+                                    "\"bandwidth_Bps == 5e10\"")
+    pl.add_argument("--title", help="figure title")
+
+
+def cmd_plot(args) -> int:
+    if args.kind not in KINDS:
+        raise ConfigError(f"--kind: unknown kind {args.kind!r}; allowed: {', '.join(KINDS)}")
+    if args.out is None:   # every standard figure, unfiltered: the choices need --out
+        for dest in ("kind", "group", "topology", "algorithm", "where", "title", "by", "size"):
+            if given(args, dest):
+                refuse(f"--{dest}", "needs --out FILE (without it, plot draws every standard "
+                                    "figure of the dataset into DATASET/figures/)")
+        for path in figures(args.dataset):
+            print(path)
+        return 0
+    if not args.out.lower().endswith((".png", ".pdf", ".svg")):
+        raise ConfigError(f"--out: {args.out!r} should end in .png (or .pdf, .svg)")
+    kw = {"group": args.group, "title": args.title, "where": args.where,
+          "topologies": split_specs(args.topology) if args.topology else None}
+    if args.kind in ("gain", "gain-curve"):
+        kw["algorithm"] = args.algorithm
+    elif args.algorithm:
+        raise ConfigError(f"--algorithm goes with --kind gain or gain-curve, not {args.kind}")
+    if args.kind == "gain-curve":
+        kw["by"] = args.by or "alpha_s"
+    elif args.by:
+        raise ConfigError(f"--by goes with --kind gain-curve, not {args.kind}")
+    if args.kind == "slowdown":
+        kw["size"] = args.size
+    elif args.size is not None:
+        raise ConfigError(f"--size goes with --kind slowdown, not {args.kind}")
+    print(plot(args.dataset, args.out, args.kind, **kw))
+    return 0

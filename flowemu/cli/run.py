@@ -1,0 +1,283 @@
+"""``flowemu run``: time one algorithm (or a traffic file) on one topology.
+
+Prints (or writes) the result table; ``--flows-out`` dumps the flows of one
+size, ``--congestion`` the per-step congestion report; the what-if options
+(``--fail``, ``--degrade``, ``--slow``, ``--background``) add the slowdown
+against the healthy network. Every option this run would ignore, and every
+output path, is refused before the simulation starts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from ..api import simulation
+from ..api.flows import write_flows
+from ..core.errors import ConfigError
+from ..core.outputs import check_distinct, check_writable, output_format, write_frame
+from ..core.units import format_rate, format_size, format_time, parse_size, parse_sizes
+from ..models.genmodel import MODELS
+from ..study.results import slowdown
+from .options import (
+    add_network_options,
+    add_output_options,
+    as_options,
+    check_incast_pair,
+    chosen_format,
+    given,
+    max_memory,
+    network,
+    note,
+    refuse,
+    write_output,
+)
+
+CONGESTION_FORMATS = ("csv", "json", "parquet")
+FLOWS_FORMATS = ("csv", "parquet")
+
+
+def add_arguments(r) -> None:
+    r.add_argument("--topology", "-t", required=True, help="e.g. torus:16x16, mesh:4x4")
+    g = r.add_mutually_exclusive_group(required=True)
+    g.add_argument("--algorithm", "-a", help="NAME[:key=val,...], e.g. recdoub:variant=auto")
+    g.add_argument("--traffic", help="CSV/parquet with columns step,src,dst,bytes")
+    r.add_argument("--sizes", "-s", default="32B..512MiB",
+                   help="32B..512MiB (powers of two) or a comma list (default %(default)s)")
+    r.add_argument("--ranks", type=int, help="number of ranks (default: every endpoint)")
+    r.add_argument("--placement", default="linear",
+                   help="endpoint of each rank: linear (rank r on endpoint r), random:SEED, "
+                        "or a file of endpoint ids, one per rank (default %(default)s)")
+    add_network_options(r)
+    r.add_argument("--ecmp", default="split",
+                   help="split | dor | hash | dmodk | adaptive (default split; dor on tori and meshes, "
+                   "dmodk on fat trees)")
+    r.add_argument("--seed", type=int, default=0, help="seed of --ecmp hash (default 0)")
+    r.add_argument("--model", default="flow",
+                   help="flow (the flow-level engine, default) | genmodel (GenModel's analytic "
+                        "prediction: Table 2 on a single switch, e.g. tree:24)")
+    add_output_options(r)
+    r.add_argument("--flows-out", help="write per-flow detail (CSV or .parquet) for one size")
+    r.add_argument("--flows-size", help="vector size for --flows-out (default: largest size)")
+    r.add_argument("--flows-steps", help="steps for --flows-out: indices and ranges (0,3,5-7) "
+                                         "or step labels (rs0; step<N> for --traffic); "
+                                         "default every step")
+    r.add_argument("--max-memory", help="refuse a run (or flow dump) estimated to need more "
+                                        "memory, e.g. 8GiB (default: FLOWEMU_MAX_MEMORY or 80%% "
+                                        "of available memory)")
+    r.add_argument("--congestion", metavar="PATH",
+                   help="per-step congestion report and the run's Ψ/Ξ (Swing paper §2.2): "
+                        "'-' prints it, a path writes .csv (or .json, .parquet) steps and "
+                        "a _summary file beside it")
+    w = r.add_argument_group("what-if (the slowdown against the healthy network is reported)")
+    w.add_argument("--fail", action="append", metavar="SELECTOR",
+                   help="failed links: link:ID, node:V, torus coordinates X,Y-X',Y' (with * "
+                        "wildcards), LEVEL:I on trees (spine:3, core:*), random:K:SEED; "
+                        "repeat or join with ';'")
+    w.add_argument("--degrade", action="append", metavar="SELECTOR=F[:lat=M]",
+                   help="scale the bandwidth of the selected links by F in (0, 1] (and their "
+                        "latency by M >= 1); repeatable")
+    w.add_argument("--fail-policy", default="strict", metavar="{strict,reroute}",
+                   help="strict (default: ring and bucket refuse a failure that breaks their "
+                        "neighbour links) | reroute (route them around it)")
+    w.add_argument("--slow", action="append", metavar="RANKS=F[:compute|:network]",
+                   help="slow ranks: 3=0.5, 0-3=0.25:compute, random:4:1=0.5; repeat or join "
+                        "with ';'")
+    w.add_argument("--background", metavar="SPEC|FILE",
+                   help="traffic sharing the network for the whole run: perm:LOAD[:SEED], "
+                        "alltoall:LOAD, hotspot:LOAD[:TARGET] or a traffic CSV/parquet file "
+                        "(bytes = demand in bytes/s)")
+
+
+def cmd_run(args) -> int:
+    if args.out == "-":   # the usual spelling of standard output
+        args.out = None
+    net = network(args)
+    _check_run_options(args)
+    # everything that can be refused is refused before the (possibly long) simulation
+    fmt = chosen_format(args)
+    if args.congestion == "-" and args.out is None and fmt != "table":
+        raise ConfigError(f"--congestion: '-' prints text into the {fmt} results on standard "
+                          "output; give --out FILE or --congestion FILE")
+    sizes = None if args.traffic else parse_sizes(args.sizes, "--sizes")
+    flows_size = None
+    if args.flows_out and not args.traffic:
+        flows_size = (parse_size(args.flows_size, "--flows-size") if args.flows_size
+                      else max(sizes))
+    outputs = {"--out": args.out, "--flows-out": args.flows_out}
+    if args.congestion and args.congestion != "-":
+        _congestion_format(args.congestion)
+        outputs["--congestion"] = args.congestion
+        outputs["--congestion (its summary file)"] = str(_congestion_paths(args.congestion)[1])
+    if args.flows_out:
+        output_format(args.flows_out, None, FLOWS_FORMATS, option="--flows-out", default="csv")
+    check_distinct({"--traffic": args.traffic, **outputs})   # never overwrite the input
+    for option, path in outputs.items():
+        if path is not None:
+            check_writable(path, option.split(" ")[0])
+    if args.flows_out:   # first: a dump refused (memory, steps) costs no simulation
+        _write_flows(args, net, flows_size)
+    whatif = _whatif(args)
+    df = _timed(args, net, sizes, whatif)
+    if whatif:   # and the healthy network, for the slowdown
+        both = slowdown(pd.concat([df, _timed(args, net, sizes, {})], ignore_index=True))
+        df = both.iloc[:len(df)].reset_index(drop=True)
+    write_output(df, fmt, args.out, table=_table)
+    if args.slow and not (df["gamma_s_per_B"] > 0).any() and not (df["delta_s_per_B"] > 0).any() \
+            and not all(item.strip().endswith(":network") for value in args.slow
+                        for item in value.split(";") if item.strip()):
+        note("--slow: a slower reduction costs nothing here (gamma and delta are 0; give "
+             "--gamma/--delta); only the ranks' network slowdown counts")
+    for text in _notes(df):   # fallbacks, said once
+        note(text)
+    if args.congestion:
+        _write_congestion(args, net)
+    return 0
+
+
+def _check_run_options(args) -> None:
+    """Refuse every option given explicitly that this run would ignore."""
+    if args.traffic:
+        # the traffic file fixes the bytes of every flow and the ranks (its ids), and it
+        # has no reduction work for γ and δ to cost
+        for dest, option in (("sizes", "--sizes"), ("ranks", "--ranks"), ("gamma", "--gamma"),
+                             ("delta", "--delta")):
+            if given(args, dest):
+                refuse(option, "does not apply to --traffic (the file gives every flow's "
+                               "bytes and ranks, and no reduction)")
+        if args.congestion:
+            raise ConfigError("--congestion works with --algorithm, not --traffic")
+    for dest, option in (("flows_size", "--flows-size"), ("flows_steps", "--flows-steps")):
+        if given(args, dest) and not args.flows_out:
+            refuse(option, "applies only with --flows-out")
+    if args.traffic and given(args, "flows_size"):
+        refuse("--flows-size", "does not apply to --traffic (its flows carry their own bytes)")
+    if args.model != "flow":
+        if args.model not in MODELS:
+            raise ConfigError(f"--model: {args.model!r} is not allowed; expected "
+                              f"{' or '.join(MODELS)}")
+        for dest, option in (("traffic", "--traffic"), ("congestion", "--congestion"),
+                             ("flows_out", "--flows-out"), ("ecmp", "--ecmp")):
+            if getattr(args, dest) and (dest != "ecmp" or given(args, "ecmp")):
+                refuse(option, f"works with --model flow (the flow engine), not --model "
+                               f"{args.model}")
+    for dest, option in (("fail", "--fail"), ("degrade", "--degrade"), ("slow", "--slow")):
+        for value in getattr(args, dest) or ():
+            if not value.replace(";", "").strip():
+                raise ConfigError(f"{option}: {value!r} is empty; give a selector (see flowemu "
+                                  "list, what-ifs) or drop the option")
+    if given(args, "fail_policy") and not args.fail:
+        refuse("--fail-policy", "applies only with --fail (no link fails in this run)")
+    if given(args, "seed") and args.ecmp != "hash":
+        refuse("--seed", f"applies only to --ecmp hash (this run uses --ecmp {args.ecmp})")
+    check_incast_pair(args)
+
+
+def _notes(df) -> list[str]:
+    """The distinct fallback notes of a result table, in order."""
+    return list(dict.fromkeys(n for n in df.get("note", []) if isinstance(n, str) and n))
+
+
+def _table(df) -> str:
+    """The result table as text: the columns worth reading, with units."""
+    show = df[["topology", "algorithm", "variant", "size_bytes", "time_s", "goodput_Bps",
+               "steps"]].copy()
+    show["size"] = show.pop("size_bytes").map(format_size)
+    show["time"] = show.pop("time_s").map(format_time)
+    show["goodput"] = show.pop("goodput_Bps").map(format_rate)
+    cols = ["topology", "algorithm", "variant", "size", "time", "goodput", "steps"]
+    if "placement" in df and (df["placement"] != "linear").any():
+        show["placement"] = df["placement"]   # where the ranks ran changes the numbers
+        cols.insert(1, "placement")
+    if "model" in df and (df["model"] != "flow").any():
+        show["model"] = df["model"]           # an analytic prediction, not the engine's time
+        cols.insert(cols.index("algorithm") + 1, "model")
+    if "slowdown" in df:   # a what-if run: beside the healthy network's time
+        show["healthy"] = df["healthy_time_s"].map(format_time)
+        show["slowdown"] = df["slowdown"].map(lambda v: f"{v:.3f}x")
+        cols += ["healthy", "slowdown"]
+        for col in ("fail", "degrade", "slow", "background"):
+            if (df[col] != "").any():
+                show[col] = df[col]
+                cols.insert(1, col)
+        if (df["background"] != "").any():
+            show["bg_throughput"] = df["background_Bps"].map(format_rate)
+            cols.append("bg_throughput")
+    text = show[cols].to_string(index=False)
+    # a fallback changes what the numbers mean: say it under the table, not only on stderr
+    return text + "".join(f"\nnote: {line}" for line in _notes(df))
+
+
+def _whatif(args) -> dict:
+    """The what-if options given, as keywords of :func:`flowemu.simulate`."""
+    out = {"fail": args.fail, "degrade": args.degrade,
+           "slow": ";".join(args.slow) if args.slow else None, "background": args.background}
+    out = {k: v for k, v in out.items() if v}
+    if out or given(args, "fail_policy"):
+        out["fail_policy"] = args.fail_policy
+    return out
+
+
+def _timed(args, net, sizes, whatif: dict):
+    """The result rows of ``run`` (an algorithm or a traffic file) with these what-ifs."""
+    # through the module: a test may stand in for the simulation
+    if args.traffic:
+        return simulation.time_traffic(args.topology, args.traffic, ecmp=args.ecmp,
+                                       seed=args.seed, placement=args.placement, network=net,
+                                       max_memory=max_memory(args), **whatif)
+    return simulation.simulate(args.topology, args.algorithm, sizes, ecmp=args.ecmp,
+                               seed=args.seed, ranks=args.ranks, placement=args.placement,
+                               network=net, max_memory=max_memory(args), model=args.model,
+                               **whatif)
+
+
+def _congestion_format(path: str) -> str:
+    return output_format(path, None, CONGESTION_FORMATS, option="--congestion", default="csv")
+
+
+def _congestion_paths(path: str) -> tuple[Path, Path]:
+    """``--congestion PATH`` writes the steps there and the summary beside it."""
+    base = Path(path)
+    return base, base.with_name(base.stem + "_summary" + base.suffix)
+
+
+def _write_congestion(args, net) -> None:
+    steps, summary = simulation.congestion(args.topology, args.algorithm, ecmp=args.ecmp,
+                                           seed=args.seed, ranks=args.ranks,
+                                           placement=args.placement, network=net,
+                                           **_whatif(args))
+    if args.congestion == "-":
+        print("\ncongestion per step (loads in bytes per byte of n):")
+        print(steps.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+        print("\ndeficiencies (Ψ bandwidth, Ξ congestion; Ψ·Ξ = bandwidth time / optimal):")
+        print(summary.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+        return
+    fmt = _congestion_format(args.congestion)
+    steps_path, summary_path = _congestion_paths(args.congestion)
+    write_frame(steps_path, "--congestion", steps, fmt)
+    write_frame(summary_path, "--congestion", summary, fmt)
+
+
+def _write_flows(args, net, size) -> None:
+    """``--flows-out``: the per-flow dump (:func:`flowemu.api.flows.write_flows`)
+    of the algorithm at ``size`` or of the traffic, CSV or parquet by
+    extension, streamed step by step into a temporary file that is renamed
+    into place."""
+    if args.flows_steps is not None and not args.flows_steps.strip():
+        raise ConfigError("--flows-steps: empty; expected indices such as 0,3,5-7 or labels")
+    if args.traffic and args.flows_size:
+        raise ConfigError("--flows-size applies to --algorithm; --traffic flows carry their "
+                          "own bytes")
+    common = {"steps": args.flows_steps, "ecmp": args.ecmp, "seed": args.seed,
+              "placement": args.placement, "network": net, "max_memory": max_memory(args),
+              **_whatif(args)}
+    try:
+        if args.traffic:
+            write_flows(args.flows_out, args.topology, traffic=args.traffic, **common)
+        else:
+            write_flows(args.flows_out, args.topology, args.algorithm, size=size,
+                        ranks=args.ranks, **common)
+    except ConfigError as exc:   # name the option the user typed
+        raise ConfigError(as_options(str(exc), {"steps": "--flows-steps",
+                                                "path": "--flows-out"})) from None

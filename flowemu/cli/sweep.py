@@ -1,0 +1,77 @@
+"""``flowemu sweep``: run a sweep file (a TOML grid) into a parquet dataset.
+
+Re-running resumes; ``--dry-run`` lists the configurations and runs nothing;
+exit 1 when configurations failed (their rows are kept, the dataset is
+incomplete).
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+
+from ..core.errors import ConfigError
+from ..study.sweep import load_sweep, sweep
+from .options import as_options, given, refuse
+
+#: sweep() arguments and the options that set them (messages name the option)
+SWEEP_OPTIONS = {"out": "--out", "jobs": "--jobs", "scheduler": "--scheduler",
+                 "scheduler_timeout": "--scheduler-timeout", "retry_errors": "--retry-errors",
+                 "prune": "--prune", "chunk_size": "--chunk-size"}
+
+
+def add_arguments(s) -> None:
+    s.add_argument("config", help="sweep file, e.g. configs/smoke.toml")
+    s.add_argument("--out", "-o", help="dataset directory (default results/<file name>)")
+    s.add_argument("--jobs", "-j", type=int,
+                   help="local worker processes (default: every core; 1 = in this process)")
+    s.add_argument("--scheduler", help="Dask scheduler address, e.g. tcp://host:8786")
+    s.add_argument("--scheduler-timeout", type=float, default=10.0, metavar="SECONDS",
+                   help="give up on an unreachable --scheduler after this long "
+                        "(default %(default)g)")
+    s.add_argument("--retry-errors", action="store_true",
+                   help="run again the configurations recorded as failed")
+    s.add_argument("--prune", action="store_true",
+                   help="delete the rows of configurations no longer in the sweep file "
+                        "(or another sweep's results in --out)")
+    s.add_argument("--chunk-size", type=int, help="configurations per task and part file "
+                                                  "(default: by cost)")
+    s.add_argument("--dry-run", action="store_true",
+                   help="validate and list the configurations, run nothing")
+    s.add_argument("--quiet", "-q", action="store_true", help="no progress output")
+
+
+def cmd_sweep(args) -> int:
+    if args.dry_run:
+        for dest, option in SWEEP_OPTIONS.items():
+            if given(args, dest):
+                refuse(option, "does not apply to --dry-run (it runs nothing)")
+    if given(args, "scheduler_timeout") and not args.scheduler:
+        refuse("--scheduler-timeout", "applies only with --scheduler")
+    if args.dry_run:
+        plan = load_sweep(args.config)
+        for cfg in plan.configs:
+            print(f"{cfg.hash}  {cfg.key}")
+        print(f"{len(plan.configs)} configurations in {len(plan.groups)} group(s), "
+              f"{sum(len(c.sizes) for c in plan.configs)} rows")
+        return 0
+
+    def _terminate(signum, frame):   # `kill PID`: stop the workers, keep what is saved
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, _terminate)
+    try:
+        summary = sweep(args.config, args.out, jobs=args.jobs, scheduler=args.scheduler,
+                        scheduler_timeout=args.scheduler_timeout,
+                        retry_errors=args.retry_errors, prune=args.prune,
+                        progress=not args.quiet, chunk_size=args.chunk_size)
+    except ConfigError as exc:   # name the option the user typed, not the argument
+        msg = as_options(str(exc), SWEEP_OPTIONS)
+        if msg != str(exc):
+            raise ConfigError(msg) from None
+        raise
+    print(summary.text())
+    if summary.errors:   # the results are kept, but the dataset is incomplete
+        print(summary.failure_text(), file=sys.stderr)
+        return 1
+    return 0

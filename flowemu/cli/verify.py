@@ -1,0 +1,52 @@
+"""``flowemu verify``: prove an algorithm's schedule is an allreduce, block by
+block; each schedule's proof is printed as it is done, and the first step that
+breaks one is named on stderr (exit 1)."""
+
+from __future__ import annotations
+
+import sys
+
+from ..api.verification import Verification, verify_each
+from ..core.errors import ConfigError, ScheduleError
+from .options import as_options, max_memory
+
+
+def add_arguments(vf) -> None:
+    vf.add_argument("--algorithm", "-a", required=True,
+                    help="NAME[:key=val,...] (plug-ins too); an auto option verifies every "
+                         "choice")
+    vf.add_argument("--ranks", type=int, help="number of ranks (default: every endpoint of "
+                                              "--topology; required without it)")
+    vf.add_argument("--topology", "-t", help="arrange ranks on it (grid algorithms, gentree); "
+                                             "default: rank ids")
+    vf.add_argument("--size", "-s", help="vector size: the plan verified for a size-dependent "
+                                         "algorithm (gentree; default 256MiB); also reports "
+                                         "bytes")
+    vf.add_argument("--network", help="network preset a size-dependent algorithm plans for "
+                                      "(a built-in name or a .toml file; default: the "
+                                      "default network)")
+    vf.add_argument("--all-steps", action="store_true", help="list every step (default: the "
+                                                             "first and last 20 of a long one)")
+    vf.add_argument("--max-memory", help="refuse a verifier state estimated above this, e.g. "
+                                         "8GiB (default: FLOWEMU_MAX_MEMORY or 80%% of "
+                                         "available memory)")
+
+
+def cmd_verify(args) -> int:
+    """Each schedule's proof printed as it is done; the first failure on
+    stderr (its step named), exit 1."""
+    try:
+        head, proofs = verify_each(args.algorithm, args.ranks, args.topology, size=args.size,
+                                   network=args.network, max_memory=max_memory(args))
+    except ConfigError as exc:   # name the option the user typed
+        msg = as_options(str(exc), {"ranks": "--ranks", "size": "--size",
+                                    "network": "--network"})
+        raise ConfigError(msg.replace("topology= (--topology)", "--topology")) from None
+    try:
+        for i, proof in enumerate(proofs):
+            text = Verification(**head, variants=(proof,)).text(all_steps=args.all_steps)
+            print(("\n" if i else "") + text, flush=True)
+    except ScheduleError as exc:
+        print(f"flowemu: verify: FAILED: {exc}", file=sys.stderr)
+        return 1
+    return 0
