@@ -7,10 +7,9 @@ The heavy parts (numba kernels, pandas) load on first use, so importing a
 submodule such as ``flowemu.core.units`` stays cheap.
 """
 
-from .core.version import __version__
-
 from .core.errors import ConfigError, FlowEmuError, RoutingError, ScheduleError, SolverError
 from .core.network import Network
+from .core.version import __version__
 
 _LAZY = {
     "simulate": "api.simulation", "congestion": "api.simulation",

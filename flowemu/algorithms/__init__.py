@@ -2,7 +2,6 @@
 schedules and specs in :mod:`flowemu.algorithms.base`)."""
 
 from . import bucket, butterfly, dualroot, ps, recdoub, ring, swing, trees  # noqa: F401  (registration)
-from .gentree import schedule as gentree  # noqa: F401  (registration)
 from .base import (
     COPY,
     REDUCE,
@@ -14,6 +13,7 @@ from .base import (
     Traffic,
     parse_algorithm_spec,
 )
+from .gentree import schedule as gentree  # noqa: F401  (registration)
 from .registry import algorithm_names, get_algorithm, register
 
 __all__ = ["COPY", "REDUCE", "AlgorithmSpec", "Param", "Reduction", "Schedule", "Step",

@@ -78,7 +78,7 @@ from ._blocks import COPY, REDUCE, check_ranks, equal_block_share, make_traffic
 from .base import DEFAULT_AT, AlgorithmSpec, Param, Reduction, Schedule, Step, convert_size_or_auto
 from .registry import register
 
-__all__ = ["Form", "build", "choose_r", "form", "halvings", "predict", "price", "schedule_of",
+__all__ = ["Form", "build", "cheapest_r", "choose_r", "form", "halvings", "price", "resolve_r", "schedule_of",
            "schedules_for_sizes"]
 
 NAME = "butterfly"

@@ -39,8 +39,8 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from .base import AlgorithmSpec, Param, Schedule
 from ..core.errors import ConfigError, FlowEmuError, ScheduleError, show
+from .base import AlgorithmSpec, Param, Schedule
 
 __all__ = ["ENTRY_POINT_GROUP", "algorithm_names", "get_algorithm", "plugin_errors", "register",
            "register_algorithm", "unregister_algorithm"]

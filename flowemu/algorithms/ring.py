@@ -73,13 +73,13 @@ from .base import (
     shape_note,
     torus_dims,
 )
-from .registry import register
 from .hamiltonian import (
     disjoint_cycles,
     disjoint_cycles_support,
     mesh_ring,
     snake_cycle,
 )
+from .registry import register
 
 NAME = "ring"
 PORT_CHOICES = ("max", 1, 2, 4)

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .base import Traffic
 from ..core import budget
 from ..core.errors import ConfigError, show
+from .base import Traffic
 
 #: the columns of a traffic table, in this order
 COLUMNS = ("step", "src", "dst", "bytes")

@@ -16,14 +16,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..topology import checks as topology_checks
-from ..core import budget, checks
 from ..algorithms.base import Schedule
-from ..engine.profiles import check_memory, flow_latency, make_context, route_step, solve_step
+from ..core import budget, checks
 from ..core.errors import ConfigError, show
 from ..core.network import Network
 from ..core.outputs import check_writable, output_format, write_atomic
 from ..core.placement import parse_placement
+from ..engine.profiles import check_memory, flow_latency, make_context, route_step, solve_step
+from ..topology import checks as topology_checks
 from ..topology.base import Routes, Topology
 from ..whatif.conditions import apply as apply_whatif
 from ..whatif.conditions import check_whatif

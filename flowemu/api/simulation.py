@@ -16,22 +16,22 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 
-from ..topology import checks as topology_checks
-from ..core.version import __version__
-from ..core import budget, checks
 from ..algorithms import get_algorithm, parse_algorithm_spec
 from ..algorithms.base import DEFAULT_AT, Reduction, Schedule, Step
 from ..algorithms.shapes import schedule_shape
-from ..engine.profiles import default_threads, profile
+from ..algorithms.usertraffic import read_traffic, traffic_steps
+from ..core import budget, checks
 from ..core.errors import ConfigError
 from ..core.network import Network
 from ..core.placement import Placement, parse_placement
-from ..topology import Topology
-from ..algorithms.usertraffic import read_traffic, traffic_steps
+from ..core.version import __version__
+from ..engine.profiles import default_threads, profile
 from ..models.genmodel import check_model, prediction
-from ..whatif.faults import check_fail_policy
+from ..topology import Topology
+from ..topology import checks as topology_checks
 from ..whatif.conditions import HEALTHY, WHATIF_COLUMNS, WhatIf, check_whatif
 from ..whatif.conditions import apply as apply_whatif
+from ..whatif.faults import check_fail_policy
 
 __all__ = ["RESULT_COLUMNS", "congestion", "read_traffic", "simulate", "time_traffic"]
 

@@ -22,13 +22,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..topology import checks as topology_checks
 from ..algorithms import get_algorithm, parse_algorithm_spec
 from ..algorithms.base import DEFAULT_AT
 from ..algorithms.verify import verify_allreduce
-from ..core.network import Network
 from ..core import budget, checks
 from ..core.errors import ConfigError, show
+from ..core.network import Network
+from ..topology import checks as topology_checks
 
 __all__ = ["Verification", "VerifiedVariant", "verify"]
 

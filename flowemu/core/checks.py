@@ -119,11 +119,10 @@ def network(value, params: dict, function: str, keywords: tuple = ()):
     if isinstance(value, Network) and params:
         raise ConfigError(f"network: pass either network=Network(...) or its fields "
                           f"({', '.join(sorted(params))}), not both")
-    if value is not None and not isinstance(value, Network):
-        if not is_preset(value):
-            raise ConfigError(f"network: {show(value)} is not allowed; expected a "
-                              f"flowemu.Network, a preset ({', '.join(BUILTIN)} or a .toml "
-                              "file) or None")
+    if value is not None and not isinstance(value, Network) and not is_preset(value):
+        raise ConfigError(f"network: {show(value)} is not allowed; expected a "
+                          f"flowemu.Network, a preset ({', '.join(BUILTIN)} or a .toml "
+                          "file) or None")
     if isinstance(value, Network):
         return value
     plain = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in params.items()}

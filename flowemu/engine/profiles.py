@@ -34,17 +34,24 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..topology import checks as topology_checks
-from ..core import budget, checks
 from ..algorithms.base import Reduction, Schedule, Traffic
-from .load import (Background, RunLoad, Slow, background_throughput, check_background,
-                   prepare_load, uncontested_rate)
+from ..core import budget, checks
 from ..core.errors import ConfigError, SolverError, show
-from ..kernels.hashing import multiset_fingerprint
-from .adaptive import AdaptedRoutes, adaptive_routes
-from ..kernels.maxmin import solve_completion
 from ..core.network import Network
+from ..kernels.hashing import multiset_fingerprint
+from ..kernels.maxmin import solve_completion
+from ..topology import checks as topology_checks
 from ..topology.base import Routes, Topology
+from .adaptive import AdaptedRoutes, adaptive_routes
+from .load import (
+    Background,
+    RunLoad,
+    Slow,
+    background_throughput,
+    check_background,
+    prepare_load,
+    uncontested_rate,
+)
 
 #: environment variable overriding :func:`default_threads`
 THREADS_ENV = "FLOWEMU_THREADS"

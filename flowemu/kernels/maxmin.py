@@ -156,7 +156,7 @@ from .bottlenecks import (
     join_resolved,
 )
 from .jit import njit
-from .layout import CAP, COUNT, LEVEL, NUMPY_ERRORS, RESID, W_HI, W_LO, TIE_TOL
+from .layout import CAP, COUNT, LEVEL, NUMPY_ERRORS, RESID, TIE_TOL, W_HI, W_LO
 from .screening import (
     RESCREEN_GROWTH,
     SCREEN_SHARE,

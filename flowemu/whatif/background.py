@@ -36,11 +36,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..topology import checks as topology_checks
-from ..core.errors import ConfigError, show
 from ..algorithms.usertraffic import PARQUET_SUFFIXES, frame_steps, read_table
+from ..core.errors import ConfigError, show
 from ..core.network import Network
 from ..engine.load import Background, check_background
+from ..topology import checks as topology_checks
 
 #: generator names
 GENERATORS = ("perm", "alltoall", "hotspot")

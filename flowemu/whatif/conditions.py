@@ -20,8 +20,15 @@ import numpy as np
 
 from ..core.errors import ConfigError, show
 from .background import parse_background
-from .faults import (DEGRADE, FAIL, POLICIES, FaultyTopology, apply_faults, check_connected,
-                     split_selectors)
+from .faults import (
+    DEGRADE,
+    FAIL,
+    POLICIES,
+    FaultyTopology,
+    apply_faults,
+    check_connected,
+    split_selectors,
+)
 from .stragglers import parse_slow
 
 __all__ = ["CONDITIONS", "HEALTHY", "WHATIF_COLUMNS", "WhatIf", "check_whatif"]

@@ -35,14 +35,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..algorithms.registry import get_algorithm
 from ..core.errors import ConfigError, show
 from ..kernels.faultroute import flows_on_failed, splice_rows
-from ..kernels.graphroute import MODE_FIRST, MODE_HASH, MODE_HOP, MODE_PATHS, STATUS_OK, reachable, route_in_flow_order
+from ..kernels.graphroute import (
+    MODE_FIRST,
+    MODE_HASH,
+    MODE_HOP,
+    MODE_PATHS,
+    STATUS_OK,
+    reachable,
+    route_in_flow_order,
+)
 from ..kernels.pathlatency import dag_max_latency
+from ..topology import parse_topology
 from ..topology._common import check_seed, readonly
 from ..topology.base import Routes, Topology
-from ..topology import parse_topology
-from ..algorithms.registry import get_algorithm
 from .selectors import DEGRADE, FAIL, Fabric, resolve_degrade, resolve_selector, split_selectors
 
 __all__ = ["POLICIES", "FaultyTopology", "apply_faults", "check_connected",

@@ -13,9 +13,9 @@ import flowemu.algorithms.bucket  # noqa: F401  (registers "bucket")
 from flowemu.algorithms import get_algorithm, ring
 from flowemu.algorithms.base import COPY, REDUCE
 from flowemu.algorithms.verify import equivalent_traffic, verify_allreduce
-from flowemu.engine.profiles import profile
 from flowemu.core.errors import ConfigError
 from flowemu.core.network import Network
+from flowemu.engine.profiles import profile
 from flowemu.topology.torus import Torus
 
 bucket = get_algorithm("bucket")

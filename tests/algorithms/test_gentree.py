@@ -11,11 +11,17 @@ import pandas as pd
 import pytest
 
 import flowemu
+from flowemu.algorithms.gentree.planner import (
+    candidate_types,
+    factorisations,
+    make_plan,
+    table6,
+    tree_view,
+)
 from flowemu.algorithms.gentree.schedule import schedule_from_plan
 from flowemu.algorithms.verify import verify_allreduce
-from flowemu.core.errors import ConfigError
-from flowemu.algorithms.gentree.planner import candidate_types, factorisations, make_plan, table6, tree_view
 from flowemu.api.planning import plan
+from flowemu.core.errors import ConfigError
 from flowemu.core.network import Network
 from flowemu.core.presets import GENTREE_TABLE5
 from flowemu.topology import parse_topology

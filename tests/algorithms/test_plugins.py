@@ -12,8 +12,7 @@ import numpy as np
 import pytest
 
 import flowemu
-from flowemu.algorithms import registry
-from flowemu.algorithms import COPY, REDUCE, Param, Reduction, Schedule, Step, Traffic
+from flowemu.algorithms import COPY, REDUCE, Param, Reduction, Schedule, Step, Traffic, registry
 from flowemu.algorithms.registry import get_algorithm
 from flowemu.core.errors import ConfigError, ScheduleError
 from tests.helpers.cli import one_error_line, run

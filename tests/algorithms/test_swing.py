@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from flowemu.algorithms import get_algorithm, swing  # importing swing registers it
 from flowemu.algorithms.base import COPY, REDUCE
 from flowemu.algorithms.verify import equivalent_traffic, verify_allreduce
-from flowemu.engine.profiles import profile
 from flowemu.core.errors import ConfigError, ScheduleError
 from flowemu.core.network import Network
+from flowemu.engine.profiles import profile
 from flowemu.topology.torus import Torus
 
 VARIANTS = ["bandwidth", "latency"]

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 import flowemu
 from flowemu import ConfigError
-from flowemu.cli.app import main
 from flowemu.api.flows import FLOW_COLUMNS, describe_paths, write_flows
+from flowemu.cli.app import main
 from flowemu.topology import parse_topology
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,8 +12,8 @@ import flowemu
 from flowemu import ConfigError, Network
 from flowemu.algorithms import get_algorithm
 from flowemu.algorithms.base import Traffic
-from flowemu.engine.profiles import profile
 from flowemu.core.errors import show
+from flowemu.engine.profiles import profile
 from flowemu.topology import parse_topology
 
 TOPO = "torus:4x4"

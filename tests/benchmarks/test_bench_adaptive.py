@@ -5,7 +5,7 @@
   Healthy, its split is certified optimal: the time is the certificate
   (loads, one DAG shortest-path pass) plus the DAG indexing.
 * The same step with its split routes rebalanced through the engine
-  (``_route`` with ``ecmp="adaptive"``: split routing + adaptive).
+  (``route_step`` with ``ecmp="adaptive"``: split routing + adaptive).
 * A step the solver must work on: recursive doubling's peers 32 hops away
   (two minimal paths each, 262,144 entries) with 16 random links at half
   bandwidth; the LP runs on the components of flows that touch them.
@@ -22,10 +22,10 @@ import time
 import numpy as np
 import pytest
 
-from flowemu.engine.adaptive import adaptive_solve
 from flowemu.algorithms import get_algorithm, swing
-from flowemu.engine.profiles import make_context, route_step
 from flowemu.core.network import Network
+from flowemu.engine.adaptive import adaptive_solve
+from flowemu.engine.profiles import make_context, route_step
 from flowemu.topology import parse_topology
 from tests.benchmarks.yardstick import copy_1gib_ms
 
@@ -79,7 +79,7 @@ def test_bench_adaptive_swing_step(benchmark, topo, swing_step, yardstick):
     traffic, routes = swing_step
     cap = topo.link_capacity(Network())
     solve_step(topo, routes, traffic, cap)
-    res = benchmark.pedantic(_solve, args=(topo, routes, traffic, cap), rounds=5, iterations=1)
+    res = benchmark.pedantic(solve_step, args=(topo, routes, traffic, cap), rounds=5, iterations=1)
     assert res.status == "split optimal" and res.routes is routes
     assert traffic.num_flows == 16384
     _report(benchmark, yardstick, res, "Swing step, adaptive_routes")
@@ -93,7 +93,7 @@ def test_bench_adaptive_swing_step_routed(benchmark, topo, swing_step, yardstick
     t0 = time.perf_counter()
     route_step(split_ctx, traffic)
     split_ms = 1e3 * (time.perf_counter() - t0)
-    routes, _, _ = benchmark.pedantic(_route, args=(ctx, traffic), rounds=5, iterations=1)
+    routes, _, _ = benchmark.pedantic(route_step, args=(ctx, traffic), rounds=5, iterations=1)
     assert routes.num_flows == 16384
     benchmark.extra_info.update({"yardstick_ms": yardstick, "split_route_ms": split_ms})
     mean_ms = 1e3 * benchmark.stats.stats.mean if benchmark.stats else float("nan")
@@ -112,7 +112,7 @@ def test_bench_adaptive_recdoub_half_ring_slow_links(benchmark, topo, yardstick)
     cap = topo.link_capacity(Network())
     slow = np.random.default_rng(0).choice(topo.num_links, 16, replace=False)
     cap[slow] *= 0.5
-    res = benchmark.pedantic(_solve, args=(topo, routes, traffic, cap), rounds=2, iterations=1)
+    res = benchmark.pedantic(solve_step, args=(topo, routes, traffic, cap), rounds=2, iterations=1)
     assert res.status == "optimized" and res.max_load < res.split_max
     assert res.max_load <= res.lower_bound * (1 + 1e-6)
     _report(benchmark, yardstick, res, "recdoub distance-32 step, 16 slow links")

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from flowemu.algorithms import swing
-from flowemu.engine.profiles import profile
+from flowemu.api.profiling import profile
 from flowemu.core.network import Network
 from flowemu.topology import parse_topology
 

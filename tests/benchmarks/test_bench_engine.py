@@ -10,8 +10,8 @@ import pytest
 
 from flowemu.algorithms import Reduction, get_algorithm
 from flowemu.algorithms.base import Traffic
-from flowemu.engine.profiles import make_context, step_profile
 from flowemu.core.network import Network
+from flowemu.engine.profiles import make_context, step_profile
 from flowemu.topology import parse_topology
 
 

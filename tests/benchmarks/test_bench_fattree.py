@@ -24,8 +24,8 @@ import pytest
 
 from flowemu.algorithms import Reduction, get_algorithm
 from flowemu.algorithms.base import Traffic
-from flowemu.engine.profiles import make_context, profile, step_profile
 from flowemu.core.network import Network
+from flowemu.engine.profiles import make_context, profile, step_profile
 from flowemu.topology import parse_topology
 from tests.benchmarks.yardstick import copy_1gib_ms
 

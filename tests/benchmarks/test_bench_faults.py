@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from flowemu.algorithms import get_algorithm
-from flowemu.engine.profiles import profile
 from flowemu.core.network import Network
+from flowemu.engine.profiles import profile
 from flowemu.topology import parse_topology
 from flowemu.whatif.faults import apply_faults
 from tests.benchmarks.yardstick import copy_1gib_ms

@@ -16,8 +16,8 @@ import time
 import pytest
 
 from flowemu.algorithms import swing
-from flowemu.engine.profiles import profile
 from flowemu.core.network import Network
+from flowemu.engine.profiles import profile
 from flowemu.topology import parse_topology
 from tests.benchmarks.yardstick import copy_1gib_ms
 

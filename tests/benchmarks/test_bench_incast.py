@@ -21,9 +21,9 @@ import numpy as np
 import pytest
 
 from flowemu.algorithms import get_algorithm
+from flowemu.core.network import Network
 from flowemu.engine.profiles import profile
 from flowemu.kernels.maxmin import STATUS_OK, solve_completion
-from flowemu.core.network import Network
 from flowemu.topology import parse_topology
 
 INCAST = Network(incast_threshold=1, incast_slope=2e-12)

@@ -16,8 +16,8 @@ import time
 import pytest
 
 from flowemu.algorithms import swing
-from flowemu.engine.profiles import make_context, profile, step_profile
 from flowemu.core.network import Network
+from flowemu.engine.profiles import make_context, profile, step_profile
 from flowemu.topology import parse_topology
 
 SPECS = ["torus:128x128", "torus:32x32x16"]

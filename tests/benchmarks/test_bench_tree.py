@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from flowemu.algorithms import get_algorithm
-from flowemu.engine.profiles import profile
 from flowemu.core.network import Network
+from flowemu.engine.profiles import profile
 from flowemu.topology import parse_topology
 
 SPEC = "tree:32x32x16,uplinks=4:2:1"     # 16,384 hosts, tapered 4:1 at the middle

@@ -14,8 +14,8 @@ import pytest
 
 import flowemu
 from flowemu import ConfigError
-from flowemu.core import budget
 from flowemu.cli.app import main
+from flowemu.core import budget
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -125,8 +125,8 @@ def test_route_entries_are_counted_exactly_before_routing():
     # the split run's estimate grows with its entries: a limit between the
     # dor and split estimates refuses only split
     from flowemu.algorithms import get_algorithm
-    from flowemu.engine.profiles import check_memory, make_context
     from flowemu.core.network import Network
+    from flowemu.engine.profiles import check_memory, make_context
     sched = get_algorithm("recdoub").build(64, topo, False, variant="latency")
     need = {e: check_memory(make_context(topo, Network(), e, 0, None, 64), sched, 1,
                             budget.Limit(2**62, "test"), exact=True) for e in ("dor", "split")}

@@ -7,7 +7,15 @@ import pytest
 
 from flowemu.core.errors import ConfigError
 from flowemu.core.network import Network
-from flowemu.core.units import format_rate, format_size, format_time, parse_rate, parse_size, parse_sizes, parse_time
+from flowemu.core.units import (
+    format_rate,
+    format_size,
+    format_time,
+    parse_rate,
+    parse_size,
+    parse_sizes,
+    parse_time,
+)
 
 
 @pytest.mark.parametrize("text,expected", [

@@ -16,11 +16,11 @@ import scipy.optimize as scipy_optimize  # tests only: the [dev] extra
 import scipy.sparse as scipy_sparse
 
 import flowemu
-from flowemu.engine.adaptive import DEFAULT_TOL, AdaptedRoutes, adaptive_routes, adaptive_solve
 from flowemu.algorithms import get_algorithm
-from flowemu.engine.profiles import direct_times, profile
 from flowemu.core.errors import ConfigError, SolverError
 from flowemu.core.network import Network
+from flowemu.engine.adaptive import DEFAULT_TOL, AdaptedRoutes, adaptive_routes, adaptive_solve
+from flowemu.engine.profiles import direct_times, profile
 from flowemu.topology import MODE_DOCS, Routes, Torus, parse_topology, topology_families
 from tests.helpers.cli import one_error_line, run
 

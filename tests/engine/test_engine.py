@@ -5,8 +5,8 @@ import pytest
 
 import flowemu
 from flowemu.algorithms import Reduction, Schedule, Step, Traffic, get_algorithm
-from flowemu.engine.profiles import direct_times, pareto_lines, profile
 from flowemu.core.network import Network
+from flowemu.engine.profiles import direct_times, pareto_lines, profile
 from flowemu.topology import parse_topology
 
 B = 50e9          # 400 Gb/s in bytes/s

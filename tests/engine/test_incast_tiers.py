@@ -21,9 +21,9 @@ from hypothesis import strategies as st
 
 import flowemu
 from flowemu.algorithms import get_algorithm
+from flowemu.core.network import Network
 from flowemu.engine.profiles import profile
 from flowemu.kernels.maxmin import STATUS_OK, solve_completion
-from flowemu.core.network import Network
 from flowemu.topology import parse_topology
 from tests.helpers.cli import one_error_line, run
 from tests.helpers.maxmin_oracle import completion, csr_to_lists

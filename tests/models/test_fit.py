@@ -17,9 +17,9 @@ import pytest
 
 import flowemu
 from flowemu.core.errors import ConfigError
-from flowemu.study.fit import PAPER_WT_OFFSET, _nnls, fit, read_measurements
-from flowemu.core.presets import load_preset
 from flowemu.core.network import Network
+from flowemu.core.presets import load_preset
+from flowemu.study.fit import PAPER_WT_OFFSET, _nnls, fit, read_measurements
 from tests.helpers.cli import one_error_line, run
 
 DATA = __import__("pathlib").Path(__file__).parents[1] / "data"

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 import flowemu
-from flowemu.models import genmodel as gm
 from flowemu.core.errors import ConfigError
 from flowemu.core.network import Network
+from flowemu.models import genmodel as gm
 
 REL = 1e-12
 

@@ -36,9 +36,9 @@ import pandas as pd
 import pytest
 
 import flowemu
-from flowemu.models import genmodel as gm
 from flowemu.core.errors import ConfigError
 from flowemu.core.network import Network
+from flowemu.models import genmodel as gm
 from flowemu.topology import parse_topology
 from tests.helpers.cli import one_error_line, run
 

@@ -15,8 +15,21 @@ from matplotlib.colors import to_rgba
 
 from flowemu.cli.app import main
 from flowemu.core.errors import ConfigError
-from flowemu.study.figures.style import KNOWN, TIE_COLOR, algorithm_style, style_map, text_color_on, use_log_scale
-from flowemu.study.figures.plots import gain_curve_figure, gain_figure, goodput_figure, plot, plot_gain_curves
+from flowemu.study.figures.plots import (
+    gain_curve_figure,
+    gain_figure,
+    goodput_figure,
+    plot,
+    plot_gain_curves,
+)
+from flowemu.study.figures.style import (
+    KNOWN,
+    TIE_COLOR,
+    algorithm_style,
+    style_map,
+    text_color_on,
+    use_log_scale,
+)
 from flowemu.study.results import TIE_RTOL, compare, compare_table
 
 

@@ -10,9 +10,15 @@ import pytest
 
 import flowemu
 from flowemu.core.errors import ConfigError
-from flowemu.study.figures.slowdown import plot_slowdown, slowdown_figure
 from flowemu.study.figures.plots import figures, plot
-from flowemu.study.results import compare, compare_table, compare_whatif, scenario_columns, without_seed
+from flowemu.study.figures.slowdown import plot_slowdown, slowdown_figure
+from flowemu.study.results import (
+    compare,
+    compare_table,
+    compare_whatif,
+    scenario_columns,
+    without_seed,
+)
 from tests.helpers.cli import one_error_line, run
 
 PNG = b"\x89PNG\r\n\x1a\n"

@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 
 import flowemu
-from flowemu.engine.profiles import make_context, solve_step
 from flowemu.core.errors import ConfigError
-from flowemu.kernels.maxmin import solve_completion
 from flowemu.core.network import Network
+from flowemu.engine.profiles import make_context, solve_step
+from flowemu.kernels.maxmin import solve_completion
 from flowemu.topology import FatTree, parse_topology, topology_families
 from tests.helpers.cli import assert_bad_topology, one_error_line, run
 from tests.helpers.maxmin_oracle import completion, csr_to_lists

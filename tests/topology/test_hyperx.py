@@ -11,10 +11,10 @@ import pytest
 
 import flowemu
 from flowemu.algorithms import swing
-from flowemu.engine.profiles import profile
 from flowemu.core.errors import ConfigError
-from flowemu.kernels.maxmin import solve_completion
 from flowemu.core.network import Network
+from flowemu.engine.profiles import profile
+from flowemu.kernels.maxmin import solve_completion
 from flowemu.topology import HyperX, parse_topology, topology_families
 from tests.helpers.cli import assert_bad_topology
 from tests.helpers.grid_oracle import MinimalPaths, all_pairs, check_single_path

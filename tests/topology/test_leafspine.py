@@ -9,13 +9,12 @@ import pandas as pd
 import pytest
 
 import flowemu
-from flowemu.core import budget
 from flowemu.algorithms import get_algorithm, shapes
 from flowemu.api.simulation import expand_algorithm
 from flowemu.cli.app import main
-from flowemu.engine.profiles import profile
 from flowemu.core.errors import ConfigError
 from flowemu.core.network import Network
+from flowemu.engine.profiles import profile
 from flowemu.topology import LeafSpine, parse_topology, topology_families
 from tests.helpers.cli import assert_bad_topology
 

@@ -13,10 +13,10 @@ import pytest
 
 import flowemu
 from flowemu.algorithms import get_algorithm
-from flowemu.engine.profiles import profile
 from flowemu.core.errors import ConfigError
 from flowemu.core.network import Network
 from flowemu.core.presets import GENTREE_TABLE5
+from flowemu.engine.profiles import profile
 from flowemu.topology import Tree, parse_topology, topology_families
 from flowemu.topology.treespec import preset_tree
 from tests.helpers.cli import assert_bad_topology, run

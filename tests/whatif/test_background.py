@@ -11,17 +11,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from flowemu.api import profiling
-from flowemu.engine import profiles as engine
 from flowemu.algorithms import get_algorithm
 from flowemu.algorithms.base import Reduction, Schedule, Step, Traffic
-from flowemu.whatif.background import Background, parse_background
-from flowemu.whatif.stragglers import parse_slow
+from flowemu.api import profiling
 from flowemu.core.errors import ConfigError
-from flowemu.kernels.maxmin import solve_completion
 from flowemu.core.network import Network
+from flowemu.engine import profiles as engine
+from flowemu.kernels.maxmin import solve_completion
 from flowemu.topology import parse_topology
 from flowemu.topology.base import Routes
+from flowemu.whatif.background import Background, parse_background
+from flowemu.whatif.stragglers import parse_slow
 from tests.helpers.maxmin_oracle import check_maxmin, completion_persistent
 
 RTOL = 1e-9

@@ -15,9 +15,9 @@ import pytest
 from flowemu.algorithms import get_algorithm
 from flowemu.algorithms._blocks import make_traffic
 from flowemu.algorithms.base import Reduction, Schedule, Step
-from flowemu.engine.profiles import direct_times, profile
 from flowemu.core.errors import ConfigError
 from flowemu.core.network import Network
+from flowemu.engine.profiles import direct_times, profile
 from flowemu.topology import parse_topology
 from flowemu.whatif.faults import FaultyTopology, apply_faults, check_fail_policy, select_links
 from tests.helpers.maxmin_oracle import completion, csr_to_lists

@@ -7,13 +7,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from flowemu.api import profiling
-from flowemu.engine import profiles as engine
 from flowemu.algorithms import get_algorithm
+from flowemu.api import profiling
 from flowemu.core.errors import ConfigError
 from flowemu.core.network import Network
-from flowemu.whatif.stragglers import Slow, parse_slow
+from flowemu.engine import profiles as engine
 from flowemu.topology import parse_topology
+from flowemu.whatif.stragglers import Slow, parse_slow
 
 RTOL = 1e-9
 FLUID = Network(alpha=0, link_latency=0, hop_latency=0)

@@ -90,7 +90,6 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ...core.errors import ConfigError, show
 from ..base import DEFAULT_AT
 from ..registry import get_algorithm
 from .treeview import TreeView, ancestors, switches_bottom_up, tree_view

@@ -27,7 +27,16 @@ import numpy as np
 from ...core.errors import ConfigError
 from ...core.network import Network
 from .._blocks import COPY, REDUCE, check_ranks, equal_block_share
-from ..base import DEFAULT_AT, AlgorithmSpec, Param, Reduction, Schedule, Step, Traffic, convert_size_or_auto
+from ..base import (
+    DEFAULT_AT,
+    AlgorithmSpec,
+    Param,
+    Reduction,
+    Schedule,
+    Step,
+    Traffic,
+    convert_size_or_auto,
+)
 from ..registry import register
 from .planner import make_plan, switches_bottom_up, tree_view
 

@@ -35,10 +35,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...core.version import __version__
 from ...api.simulation import RESULT_COLUMNS
 from ...core.errors import ConfigError
 from ...core.outputs import replace_atomically
+from ...core.version import __version__
 from ...whatif.conditions import HEALTHY
 
 ERRORS_DIR = "errors"
