@@ -29,7 +29,7 @@ before allocating them:
 The per-flow and per-entry constants were measured as the growth of peak RSS
 (``ru_maxrss``) over a warmed-up process on torus runs (ring, swing,
 recdoub and bucket, ecmp split and dor, 8x8 to 128x128); see
-``tests/test_budget.py`` for the checks that the estimate stays within 2x of
+``tests/core/test_budget.py`` for the checks that the estimate stays within 2x of
 the measured peak and not below it.
 """
 

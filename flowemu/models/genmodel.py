@@ -41,7 +41,7 @@ factors the schedule picks (:func:`flowemu.algorithms.ps.resolve_factors`).
 Where the flow engine on the same switch differs from a row, it is by the
 conventions above (fan-in counted in flows, RHD for N no power of two, the
 printed HCPS terms) and the broadcast of Reduce-Broadcast, whose row charges
-the incast of the reduce a second time (tests/test_model_backend.py checks
+the incast of the reduce a second time (tests/models/test_model_backend.py checks
 each relation exactly).
 """
 
