@@ -4,8 +4,7 @@ cost of every candidate (the paper's Table 6)."""
 from __future__ import annotations
 
 from ..algorithms import parse_algorithm_spec
-from ..algorithms.gentree.planner import table6
-from ..api.planning import plan
+from ..api.planning import plan, table6
 from ..core.errors import ConfigError
 from ..core.outputs import check_writable
 from ..core.units import format_size, parse_sizes

@@ -15,12 +15,11 @@ from flowemu.algorithms.gentree.planner import (
     candidate_types,
     factorisations,
     make_plan,
-    table6,
     tree_view,
 )
 from flowemu.algorithms.gentree.schedule import schedule_from_plan
 from flowemu.algorithms.verify import verify_allreduce
-from flowemu.api.planning import plan
+from flowemu.api.planning import plan, table6
 from flowemu.core.errors import ConfigError
 from flowemu.core.network import Network
 from flowemu.core.presets import GENTREE_TABLE5
