@@ -91,6 +91,26 @@ def test_no_module_imports_another_modules_private_names():
     assert not found, "private names imported across modules:\n" + "\n".join(found)
 
 
+def test_private_modules_stay_in_their_package():
+    """A ``_name`` module (``algorithms/_blocks.py``, ``topology/_grids.py``) is
+    its package's own helper: only modules of that package import it."""
+    found = []
+    for path in MODULES:
+        package = _name(path) if path.name == "__init__.py" else _name(path).rpartition(".")[0]
+        for node, target, _ in _imports(path):
+            names = [target] + ([f"{target}.{a.name}" for a in node.names]
+                                if isinstance(node, ast.ImportFrom) else [])
+            for name in names:
+                parts = name.split(".")
+                for i, part in enumerate(parts):
+                    if part.startswith("_") and not part.startswith("__") \
+                            and (PACKAGE.parent / Path(*parts[:i + 1])).with_suffix(".py").exists():
+                        owner = ".".join(parts[:i])
+                        if package != owner and not package.startswith(owner + "."):
+                            found.append(f"{_where(path, node)} imports {name}")
+    assert not found, "private modules imported from outside their package:\n" + "\n".join(found)
+
+
 def test_nothing_imports_the_package_root():
     """Modules read what they need from its home (``flowemu.core.version``,
     ...), never through ``flowemu/__init__.py``, which re-exports the API."""

@@ -18,8 +18,8 @@ import re
 from collections.abc import Callable
 
 from ..core.errors import ConfigError, show
-from ._common import parse_dims
 from .base import Routes, Topology
+from .common import parse_dims
 from .dragonfly import Dragonfly, parse_dragonfly
 from .fattree import FatTree, parse_fattree
 from .graph import Graph, parse_graph

@@ -29,8 +29,8 @@ from ..kernels.gridroute import (
     grid_route_fill,
     max_path_latency,
 )
-from ._common import check_seed, readonly
 from .base import Routes, Topology
+from .common import check_seed, readonly
 
 _MODE_CODE = {"split": 0, "dor": 1, "hash": 2}
 

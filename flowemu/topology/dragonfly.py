@@ -48,8 +48,9 @@ from ..kernels.dragonfly import (
     dragonfly_route_fill,
 )
 from ..kernels.pathlatency import dag_max_latency
-from ._common import MAX_ENDPOINTS as MAX_HOSTS
-from ._common import (
+from .base import Routes, Topology
+from .common import MAX_ENDPOINTS as MAX_HOSTS
+from .common import (
     MAX_LINKS,
     check_seed,
     fmt,
@@ -60,7 +61,6 @@ from ._common import (
     parse_positive,
     readonly,
 )
-from .base import Routes, Topology
 
 _MODE_CODE = {"split": MODE_SPLIT, "hash": MODE_HASH, "valiant": MODE_VALIANT}
 

@@ -52,8 +52,9 @@ import numpy as np
 from ..core.budget import reserve_topology
 from ..core.errors import ConfigError, RoutingError, show
 from ..kernels.fattree import fattree_fill
-from ._common import MAX_ENDPOINTS as MAX_HOSTS
-from ._common import (
+from .base import Routes, Topology
+from .common import MAX_ENDPOINTS as MAX_HOSTS
+from .common import (
     MAX_LINKS,
     check_seed,
     flow_hash,
@@ -64,7 +65,6 @@ from ._common import (
     parse_options,
     readonly,
 )
-from .base import Routes, Topology
 
 _EXAMPLE = "e.g. fattree:k=8, fattree:k=16,levels=2 or fattree:k=8,taper=2"
 

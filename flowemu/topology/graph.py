@@ -42,9 +42,9 @@ from ..kernels.graphroute import (
     route_in_flow_order,
 )
 from ..kernels.pathlatency import dag_max_latency
-from ._common import MAX_ENDPOINTS as MAX_NODES
-from ._common import MAX_LINKS, check_seed, is_int, parse_options, readonly
 from .base import Routes, Topology
+from .common import MAX_ENDPOINTS as MAX_NODES
+from .common import MAX_LINKS, check_seed, is_int, parse_options, readonly
 
 #: largest graph file read (bytes); its parsed form takes several times more
 MAX_FILE_BYTES = 2**30

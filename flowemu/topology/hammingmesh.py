@@ -44,9 +44,9 @@ import numpy as np
 from ..core.budget import reserve_topology
 from ..core.errors import ConfigError, show
 from ..kernels.gridroute import KIND_BOARDS
-from ._common import MAX_ENDPOINTS as MAX_NODES
-from ._common import MAX_LINKS, fmt, is_int, is_number, parse_int, parse_options, parse_positive
 from ._grids import GridTopology, count_links
+from .common import MAX_ENDPOINTS as MAX_NODES
+from .common import MAX_LINKS, fmt, is_int, is_number, parse_int, parse_options, parse_positive
 
 __all__ = ["HammingMesh", "parse_hammingmesh", "parse_hx2mesh", "parse_hx4mesh"]
 

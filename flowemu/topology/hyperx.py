@@ -27,8 +27,9 @@ import numpy as np
 from ..core.budget import reserve_topology
 from ..core.errors import ConfigError, show
 from ..kernels.gridroute import KIND_COMPLETE
-from ._common import MAX_ENDPOINTS as MAX_NODES
-from ._common import (
+from ._grids import GridTopology, count_links
+from .common import MAX_ENDPOINTS as MAX_NODES
+from .common import (
     MAX_LINKS,
     fmt,
     is_int,
@@ -37,7 +38,6 @@ from ._common import (
     parse_options,
     parse_positive,
 )
-from ._grids import GridTopology, count_links
 
 __all__ = ["HyperX", "parse_hyperx"]
 

@@ -27,8 +27,9 @@ import numpy as np
 from ..core.budget import reserve_topology
 from ..core.errors import ConfigError, show
 from ..core.units import parse_time
-from ._common import MAX_ENDPOINTS as MAX_HOSTS
-from ._common import (
+from .base import Routes, Topology
+from .common import MAX_ENDPOINTS as MAX_HOSTS
+from .common import (
     MAX_LINKS,
     check_seed,
     flow_hash,
@@ -41,7 +42,6 @@ from ._common import (
     readonly,
     time_text,
 )
-from .base import Routes, Topology
 
 
 @dataclass(frozen=True)

@@ -30,10 +30,10 @@ from ..kernels.routing import (
     torus_route_fill_path,
     torus_route_fill_split,
 )
-from ._common import check_seed
-from ._common import is_int as _is_int
-from ._common import readonly as _readonly
 from .base import Routes, Topology
+from .common import check_seed
+from .common import is_int as _is_int
+from .common import readonly as _readonly
 
 #: routing modes of a torus or mesh
 

@@ -89,7 +89,8 @@ import numpy as np
 
 from ..core.budget import reserve_topology
 from ..core.errors import ConfigError, show
-from ._common import (
+from .base import Routes, Topology
+from .common import (
     check_seed,
     flow_hash,
     fmt,
@@ -99,7 +100,6 @@ from ._common import (
     readonly,
     time_text,
 )
-from .base import Routes, Topology
 from .treepresets import GENTREE_PRESETS, preset_genmodel, preset_params
 from .treeshape import (
     MAX_LEVELS,

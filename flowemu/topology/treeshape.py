@@ -19,7 +19,7 @@ import re
 import numpy as np
 
 from ..core.errors import ConfigError, show
-from ._common import is_int
+from .common import is_int
 
 #: deepest tree (levels of links) and most sites a spec may describe
 MAX_LEVELS = 32

@@ -11,7 +11,7 @@ import re
 
 from ..core.errors import ConfigError, show
 from ..core.units import parse_rate, parse_time
-from ._common import parse_int
+from .common import parse_int
 from .tree import Tree
 from .treepresets import GENTREE_PRESETS, preset_params
 from .treeshape import (

@@ -49,8 +49,8 @@ from ..kernels.graphroute import (
 )
 from ..kernels.pathlatency import dag_max_latency
 from ..topology import parse_topology
-from ..topology._common import check_seed, readonly
 from ..topology.base import Routes, Topology
+from ..topology.common import check_seed, readonly
 from .selectors import DEGRADE, FAIL, Fabric, resolve_degrade, resolve_selector, split_selectors
 
 __all__ = ["POLICIES", "FaultyTopology", "apply_faults", "check_connected",

@@ -52,8 +52,8 @@ import re
 import numpy as np
 
 from ..core.errors import ConfigError, show
-from ..topology._common import fmt
 from ..topology.base import Topology
+from ..topology.common import fmt
 from ..topology.dragonfly import Dragonfly
 from ..topology.fattree import FatTree
 from ..topology.graph import Graph

@@ -1,6 +1,8 @@
 """Small pieces every topology family uses: array and value checks, the
 seeded path hash of ``ecmp="hash"``, and the ``key=value`` option parser of
-spec strings (``leafspine:8x4x2,uplinks=2``)."""
+spec strings (``leafspine:8x4x2,uplinks=2``). Public, because whatever builds a
+Topology outside this package (the faulted topology of
+:mod:`flowemu.whatif.faults`) uses them too."""
 
 from __future__ import annotations
 
