@@ -587,43 +587,12 @@ def profile(schedule: Schedule, topology: Topology, network: Network | None = No
             ecmp: str = "split", seed: int = 0, mapping=None,
             congestion: bool = False, threads: int | None = None,
             max_memory=None, background=None, slow=None) -> Profile:
-    """Profile every step of ``schedule`` on ``topology``.
-
-    Parameters
-    ----------
-    schedule : Schedule
-        Steps on ranks ``0..p-1``.
-    topology : Topology or str
-        A Topology or a spec such as ``"torus:8x8"``.
-    network : Network, optional
-        Defaults to ``Network()`` (400 Gb/s, 100 ns links, 300 ns per hop).
-    ecmp : {"split", "dor", "hash", "dmodk", "valiant", "adaptive"}
-        The family's routing mode, or "adaptive" (every family with "split":
-        each step's split rebalanced to minimise the most loaded link,
-        :mod:`flowemu.engine.adaptive`).
-    seed : int
-        Seed of ``ecmp="hash"``.
-    mapping : int[p], optional
-        Endpoint of each rank (default: rank r on endpoint r).
-    congestion : bool
-        Also record per-step link usage (see :meth:`Profile.congestion_report`).
-    threads : int, optional
-        Distinct steps routed and solved at once (default:
-        :func:`default_threads`). Results do not depend on it.
-    max_memory : str or int, optional
-        Refuse (ConfigError) a run whose estimated memory exceeds this
-        (default: :func:`flowemu.core.budget.limit`); the route entries of every
-        distinct step are counted before any is routed.
-    background : Background, optional
-        Steady flows of another job sharing the links for the whole run
-        (:func:`flowemu.whatif.background.parse_background` makes one from a
-        spec; :func:`flowemu.profile` takes the spec itself); the profile's step
-        times are the collective's, :meth:`Profile.background_throughput`
-        and ``info["background_rate"]`` report the background.
-    slow : Slow, optional
-        Slow ranks (:func:`flowemu.whatif.stragglers.parse_slow` makes one
-        from a spec).
-    """
+    """Profile every step of ``schedule`` on ``topology``: the engine's side of
+    :func:`flowemu.profile` (:mod:`flowemu.api.profiling`), whose docstring
+    gives every parameter. Here ``background`` and ``slow`` are the objects
+    :func:`flowemu.whatif.background.parse_background` and
+    :func:`flowemu.whatif.stragglers.parse_slow` make (or None), not specs:
+    the engine never parses what-ifs."""
     schedule, topology, network = check_profile_args(schedule, topology, network)
     ecmp, seed = topology_checks.ecmp(ecmp), checks.seed(seed)
     congestion = checks.flag("congestion", congestion)
