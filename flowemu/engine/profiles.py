@@ -466,11 +466,18 @@ def step_profile(ctx: _Context, traffic: Traffic, reduction: Reduction, label: s
         ctx.cache[key] = hit
     lat, spb, cong, moved = hit
     if scale != 1.0:
-        spb = spb * scale
-        if cong is not None:
-            cong = StepCongestion(cong.max_flows_per_link, cong.max_link_load * scale,
-                                  cong.max_injection * scale, cong.ideal_link_load * scale)
-    return StepProfile(lat, spb, reduce_spb, label, traffic.num_flows, cong, moved * scale)
+        # scaled once per pattern and scale: steps that repeat a pattern share
+        # their arrays, so Profile.times evaluates each distinct step once
+        skey = ("scaled", key, scale)
+        scaled = ctx.key_of.get(skey)
+        if scaled is None or scaled[0] is not hit:
+            if cong is not None:
+                cong = StepCongestion(cong.max_flows_per_link, cong.max_link_load * scale,
+                                      cong.max_injection * scale, cong.ideal_link_load * scale)
+            scaled = (hit, spb * scale, cong, moved * scale)
+            ctx.key_of[skey] = scaled
+        _, spb, cong, moved = scaled
+    return StepProfile(lat, spb, reduce_spb, label, traffic.num_flows, cong, moved)
 
 
 def _known_key(ctx: _Context, traffic: Traffic) -> tuple[tuple, float]:

@@ -155,6 +155,22 @@ def test_identical_steps_are_solved_once():
     assert len(calls) == 1
 
 
+def test_repeated_scaled_steps_share_their_lines_and_sum_exactly():
+    """A ring's steps repeat one pattern at share 1/p (scaled from the unit
+    solve): they share one set of lines, so the total evaluates it once, and
+    that total equals the step-by-step sum (to rounding) and the direct solve."""
+    t = parse_topology("torus:8")
+    sched = build("ring", 8)
+    prof = profile(sched, t, Network())
+    assert len({id(s.spb) for s in prof.steps if s.num_flows}) == 1
+    sizes = np.array([1e3, 3e6, 2e9])
+    # count · (one step's time) against the sum of every step: equal up to rounding
+    np.testing.assert_allclose(prof.times(sizes), prof.step_times(sizes).sum(axis=0),
+                               rtol=1e-14)
+    np.testing.assert_allclose(prof.times(sizes), direct_times(sched, t, Network(), sizes),
+                               rtol=1e-12)
+
+
 def test_pareto_lines_keep_the_max():
     rng = np.random.default_rng(1)
     lat, spb = rng.uniform(0, 1, 200), rng.uniform(0, 1, 200)
