@@ -280,12 +280,12 @@ def background_throughput(profile, sizes) -> np.ndarray:
     n = np.atleast_1d(np.asarray(sizes, dtype=np.float64))
     rate = float(profile.info.get("background_rate", 0.0))
     groups: dict = {}
-    for s in profile.steps:
+    for s, count in profile.counted():
         key = (id(s.latency), id(s.spb), s.reduce_spb, s.background_bytes)
         if key in groups:
-            groups[key][1] += 1
+            groups[key][1] += count
         else:
-            groups[key] = [s, 1]
+            groups[key] = [s, count]
     moved = np.zeros(len(n))
     total = np.zeros(len(n))
     for s, count in groups.values():

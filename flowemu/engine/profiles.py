@@ -30,7 +30,8 @@ network's incast is off).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 import numpy as np
 
@@ -131,15 +132,35 @@ def step_congestion(topology: Topology, routes: Routes, src_node: np.ndarray,
 
 @dataclass(frozen=True)
 class Profile:
-    """Per-step profiles of one schedule on one topology and network."""
+    """Per-step profiles of one schedule on one topology and network.
 
-    steps: tuple[StepProfile, ...]
+    Held as the schedule's distinct step profiles (``distinct``, in first-use
+    order), each step's entry in them (``index``) and each step's label: a ring
+    on 16k ranks has 32k steps but one distinct profile, and its times cost
+    what that one costs. :attr:`steps` gives one :class:`StepProfile` per step.
+    """
+
+    distinct: tuple[StepProfile, ...]
+    index: np.ndarray
+    labels: tuple[str, ...]
     schedule: Schedule | None = None
     info: dict = field(default_factory=dict)
 
     @property
     def num_steps(self) -> int:
-        return len(self.steps)
+        return len(self.index)
+
+    @cached_property
+    def steps(self) -> tuple[StepProfile, ...]:
+        """One StepProfile per step (made on first use)."""
+        return tuple(d if d.label == label else replace(d, label=label)
+                     for d, label in zip((self.distinct[i] for i in self.index.tolist()),
+                                         self.labels, strict=True))
+
+    def counted(self) -> list[tuple[StepProfile, int]]:
+        """``(distinct step profile, how many steps use it)``, in first-use order."""
+        counts = np.bincount(self.index, minlength=len(self.distinct)).tolist()
+        return list(zip(self.distinct, counts, strict=True))
 
     def congestion_report(self):
         """Per-step congestion and the run's deficiencies (Swing paper §2.2).
@@ -181,23 +202,22 @@ class Profile:
     def step_times(self, sizes) -> np.ndarray:
         """float64[steps, sizes]."""
         n = np.atleast_1d(np.asarray(sizes, dtype=np.float64))
-        if not self.steps:
+        if not self.distinct:
             return np.zeros((0, len(n)))
-        return np.stack([s.time(n) for s in self.steps])
+        return np.stack([s.time(n) for s in self.distinct])[self.index]
 
     def times(self, sizes) -> np.ndarray:
         """Total time for each size, float64[sizes]."""
         n = np.atleast_1d(np.asarray(sizes, dtype=np.float64))
-        # Repeated steps share their solved lines (the engine caches them), so
-        # evaluate each distinct step once: a ring on 16k ranks has 32k steps
-        # but one distinct profile. Summation order is fixed by first use.
+        # Steps with the same solved lines (the engine caches them) are
+        # evaluated once and counted; the summation order is fixed by first use.
         groups: dict = {}
-        for s in self.steps:
+        for s, count in self.counted():
             key = (id(s.latency), id(s.spb), s.reduce_spb)
             if key in groups:
-                groups[key][1] += 1
+                groups[key][1] += count
             else:
-                groups[key] = [s, 1]
+                groups[key] = [s, count]
         total = np.zeros(len(n))
         for s, count in groups.values():
             total += count * s.time(n)
@@ -613,8 +633,19 @@ def profile(schedule: Schedule, topology: Topology, network: Network | None = No
     if ctx.load is not None:   # every solve also carries the background's flows
         ctx.load.check_memory(need, threads, lim, f"{topology.spec} {schedule.algorithm}")
     _solve_patterns(ctx, schedule, congestion, threads)
-    steps = tuple(step_profile(ctx, s.traffic, s.reduction, s.label, schedule.p, congestion)
-                  for s in schedule.steps)
+    # one profile per distinct (traffic, reduction): steps that repeat them
+    # (a ring's 2(p-1) equal steps) keep an index into those, not a profile each
+    slot: dict = {}
+    distinct, index, labels = [], [], []
+    for s in schedule.steps:
+        key = (id(s.traffic), id(s.reduction))
+        i = slot.get(key)
+        if i is None:
+            i = slot[key] = len(distinct)
+            distinct.append(step_profile(ctx, s.traffic, s.reduction, s.label, schedule.p,
+                                         congestion))
+        index.append(i)
+        labels.append(s.label)
     info = dict(schedule.info)
     endpoints = ctx.mapping
     out_ports = np.bincount(topology.link_src, weights=(topology.link_capacity_scale > 0),
@@ -623,7 +654,8 @@ def profile(schedule: Schedule, topology: Topology, network: Network | None = No
     if background is not None:
         info["background_rate"] = uncontested_rate(ctx, solve_step)
         info["background_flows"] = ctx.load.num_background if ctx.load is not None else 0
-    return Profile(steps, schedule, info)
+    return Profile(tuple(distinct), np.asarray(index, dtype=np.int32), tuple(labels), schedule,
+                   info)
 
 
 def check_profile_args(schedule, topology, network) -> tuple:

@@ -163,7 +163,12 @@ def test_repeated_scaled_steps_share_their_lines_and_sum_exactly():
     sched = build("ring", 8)
     prof = profile(sched, t, Network())
     assert len({id(s.spb) for s in prof.steps if s.num_flows}) == 1
+    # held as distinct profiles and an index; the steps keep their own labels
+    assert prof.num_steps == len(sched.steps) == 14 and len(prof.distinct) < 14
+    assert [s.label for s in prof.steps] == [s.label for s in sched.steps]
     sizes = np.array([1e3, 3e6, 2e9])
+    np.testing.assert_array_equal(prof.step_times(sizes),
+                                  np.stack([s.time(sizes) for s in prof.steps]))
     # count · (one step's time) against the sum of every step: equal up to rounding
     np.testing.assert_allclose(prof.times(sizes), prof.step_times(sizes).sum(axis=0),
                                rtol=1e-14)
