@@ -541,7 +541,10 @@ def _solve_patterns(ctx: _Context, schedule: Schedule, congestion: bool, threads
     ``threads`` at a time, and cache them. Routing and solving are numba
     kernels that release the GIL, so distinct steps run truly in parallel."""
     todo: dict = {}
+    first: dict = {}   # each traffic object once, at its first step (its label)
     for step in schedule.steps:
+        first.setdefault(id(step.traffic), step)
+    for step in first.values():
         if step.traffic.num_flows == 0:
             continue
         key, scale = _known_key(ctx, step.traffic)
@@ -674,9 +677,8 @@ def distinct_steps(schedule: Schedule) -> list[Traffic]:
     """The distinct traffic objects of a schedule with flows, in first-use order."""
     seen: dict = {}
     for step in schedule.steps:
-        if step.traffic.num_flows:
-            seen.setdefault(id(step.traffic), step.traffic)
-    return list(seen.values())
+        seen.setdefault(id(step.traffic), step.traffic)
+    return [t for t in seen.values() if t.num_flows]
 
 
 def check_memory(ctx: _Context, schedule: Schedule, threads: int, lim,
