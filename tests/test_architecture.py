@@ -13,9 +13,6 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "flowemu"
 MODULES = sorted(PACKAGE.rglob("*.py"))
-#: the one module allowed past the size limit: the max-min solver, split by idea
-#: with the incremental solver in its own issue
-OVERSIZED = {"kernels/maxmin.py"}
 MAX_LINES = 800
 MAX_TOP_LEVEL = 10
 
@@ -128,7 +125,5 @@ def test_top_level_holds_the_layers():
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_module_size(path):
     rel = str(path.relative_to(PACKAGE))
-    if rel in OVERSIZED:
-        pytest.skip("split with the incremental solver (its own issue)")
     lines = len(path.read_text().splitlines())
     assert lines <= MAX_LINES, f"{rel}: {lines} lines (one idea a module, at most {MAX_LINES})"

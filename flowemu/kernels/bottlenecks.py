@@ -2,7 +2,7 @@
 
 A flow's *bottleneck* is a saturated resource on its path on which no flow is
 faster. A feasible allocation in which every flow has one is the max-min fair
-allocation, so after an event :func:`flowemu.kernels.maxmin.completion_kernel`
+allocation, so after an event :func:`flowemu.kernels.completion.completion_kernel`
 re-solves only the flows a finish can reach and accepts the result when every
 flow whose bottleneck may have changed still has one (see the "Speed" section
 of :mod:`.maxmin`). Arrays in, arrays out, no exceptions; the per-resource

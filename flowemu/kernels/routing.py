@@ -417,7 +417,7 @@ def torus_route_fill_split(src, dst, dims, strides, coords, wrap, flow_ptr, link
         t = dst[f]
         pos = flow_ptr[f]
         # plain int64/bool, not literals: a literal would compile a second copy of the
-        # callees below (see kernels/maxmin.py)
+        # callees below (see kernels/fill.py)
         na = np.int64(0)
         total = np.int64(1)
         m1, dr1, tq1, a1 = np.int64(0), np.int64(1), np.bool_(False), np.int64(0)

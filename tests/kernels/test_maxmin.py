@@ -12,16 +12,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from flowemu.core.errors import SolverError
-from flowemu.kernels import maxmin
-from flowemu.kernels.maxmin import (
-    STATUS_OK,
-    STATUS_STALLED,
-    Solution,
-    completion_kernel,
-    max_min_rates,
-    maxmin_rates_kernel,
-    solve_completion,
-)
+from flowemu.kernels import fill, maxmin
+from flowemu.kernels.completion import completion_kernel, maxmin_rates_kernel
+from flowemu.kernels.fill import STATUS_STALLED
+from flowemu.kernels.maxmin import STATUS_OK, Solution, max_min_rates, solve_completion
 from flowemu.topology.base import Routes
 from tests.helpers.maxmin_oracle import check_maxmin, completion, csr_to_lists, progressive_filling
 
@@ -415,7 +409,7 @@ def test_static_rates_match_oracle(inst, data):
 def test_heap_path_many_levels():
     """200 flows with distinct bottlenecks: hundreds of levels, far past the
     pass-based limit, so the heap path does almost all the work."""
-    assert maxmin.PASS_LIMIT < 50
+    assert fill.PASS_LIMIT < 50
     rng = np.random.default_rng(7)
     n = 200
     paths = []

@@ -1,0 +1,569 @@
+"""Event-driven completion: the kernels that solve a step's flows finish event
+by finish event (full, restricted and screened re-solves over the fill of
+:mod:`flowemu.kernels.fill`), per-receiver incast resources, and the static
+rates of one solve. The model is described in :mod:`flowemu.kernels.maxmin`."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .bottlenecks import (
+    UNKNOWN,
+    add_dependents,
+    add_violators,
+    apply_loads,
+    check_bottlenecks,
+    fall_back,
+    join_resolved,
+)
+from .fill import (
+    KEEP_TOL,
+    PASS_LIMIT,
+    STATUS_BAD_INPUT,
+    STATUS_ITER_LIMIT,
+    STATUS_NONFINITE,
+    STATUS_OK,
+    STATUS_STALLED,
+    check_inputs,
+    fill_solve,
+    fill_workspace,
+    no_transpose,
+    padded_row,
+    remap_resources,
+    resource_state,
+    with_transpose,
+)
+from .jit import njit
+from .layout import CAP, NUMPY_ERRORS, RESID, TIE_TOL
+from .screening import (
+    RESCREEN_GROWTH,
+    SCREEN_SHARE,
+    admit,
+    commit_drift,
+    pending_drift,
+    rescreen,
+    roll_back,
+    start_screening,
+)
+
+# ---- restricted re-solves (see "Speed" above; the checks are in .bottlenecks)
+#: re-solve rounds of one event before it falls back to re-solving every flow
+#: at or above the finished rate
+MAX_ROUNDS = 6
+#: with ``resolve="auto"``: screened re-solves start at this event (a step
+#: whose flows finish in a few events would not repay screening every
+#: resource and copying every flow's candidate entries)
+AUTO_START = 16
+RESOLVE_AUTO = 0
+RESOLVE_RESTRICTED = 1
+RESOLVE_FULL = 2
+RESOLVE_SCREENED = 3
+#: names of the re-solve modes (:func:`solve_completion`'s ``resolve``)
+RESOLVE_MODES = {"auto": RESOLVE_AUTO, "restricted": RESOLVE_RESTRICTED, "full": RESOLVE_FULL,
+                 "screened": RESOLVE_SCREENED}
+
+
+
+@njit(**NUMPY_ERRORS)
+def maxmin_rates_kernel(flow_ptr, res, frac, capacity, active):
+    """Max-min fair rates of the active flows (one static solve).
+
+    Parameters
+    ----------
+    flow_ptr : int64[F+1]
+    res : int32[E]
+        Resource of each entry, in ``[0, R)``; at most once per flow.
+    frac : float64[E]
+        Fraction of the flow crossing the resource, in ``(0, 1]``.
+    capacity : float64[R]
+        Capacity of each resource, bytes/s, finite and ``>= 0``.
+    active : bool[F]
+        Flows taking part; the others get rate 0.
+
+    Returns
+    -------
+    rates : float64[F]
+        Max-min fair rate of each active flow (``+inf`` for an empty path).
+    status : int
+        ``STATUS_OK``; ``STATUS_STALLED`` when an active flow gets rate 0;
+        ``STATUS_NONFINITE``/``STATUS_BAD_INPUT`` on bad data.
+    """
+    n_flows = flow_ptr.shape[0] - 1
+    n_res = capacity.shape[0]
+    rates = np.zeros(max(n_flows, 0), dtype=np.float64)
+    status = check_inputs(flow_ptr, res, frac, capacity)
+    if status != STATUS_OK:
+        return rates, status
+    if active.shape[0] != n_flows:
+        return rates, STATUS_BAD_INPUT
+    res, n_res, capacity = remap_resources(res, capacity)  # from here on: kernel rows
+    sub = np.empty(n_flows, dtype=np.int32)
+    flow_mark = np.zeros(n_flows, dtype=np.int64)
+    n_sub = np.int64(0)
+    for f in range(n_flows):
+        if active[f]:
+            if flow_ptr[f + 1] == flow_ptr[f]:
+                rates[f] = np.inf
+            else:
+                sub[n_sub] = f
+                n_sub += 1
+                flow_mark[f] = 1
+    state, w_ref, cold = resource_state(capacity)
+    touched, heap_key, heap_res, batch = fill_workspace(n_res)
+    applied = np.zeros(n_flows, dtype=np.float64)
+    row_end = flow_ptr[1:]  # (read only: every entry)
+    status, _, _, _ = fill_solve(flow_ptr, row_end, res, frac, no_transpose(), sub, n_sub, applied,
+                             rates, state, w_ref, cold, flow_mark, np.int64(1), touched, heap_key,
+                             heap_res, batch, np.int64(PASS_LIMIT), np.empty(0, dtype=np.float64))
+    if status != STATUS_OK:
+        return rates, status
+    for i in range(n_sub):
+        x = rates[sub[i]]
+        if not np.isfinite(x):
+            return rates, STATUS_NONFINITE
+        if x <= 0.0:
+            status = STATUS_STALLED
+    return rates, status
+
+
+@njit(**NUMPY_ERRORS)
+def _ingress_capacity(base, fan_in, w_t, eps):
+    """GenModel eq. 10: ``1 / beta' = 1 / (1 / base + max(w - w_t, 0) eps)``;
+    exactly ``base`` when the resource's incast is off (``eps == 0``)."""
+    excess = fan_in - w_t
+    if excess > 0.0 and eps > 0.0:
+        return 1.0 / (1.0 / base + excess * eps)
+    return base
+
+
+@njit(**NUMPY_ERRORS)
+def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes,
+                      resolve=RESOLVE_AUTO):
+    """:func:`completion_tiers_kernel` with the same incast terms (scalars
+    ``w_t`` and ``eps``) on every ingress resource."""
+    n_ingress = max(capacity.shape[0] - n_plain, 0)
+    rate0, finish, _moved, status = completion_tiers_kernel(
+        flow_ptr, res, frac, capacity, n_plain, np.full(n_ingress, np.float64(w_t)),
+        np.full(n_ingress, np.float64(eps)), flow_bytes, resolve,
+        np.zeros(max(flow_ptr.shape[0] - 1, 0), dtype=np.bool_))
+    return rate0, finish, status
+
+
+@njit(**NUMPY_ERRORS)
+def completion_tiers_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes,
+                            resolve, persistent):
+    """Event-driven max-min completion of flows that all start at ``t = 0``.
+
+    Parameters
+    ----------
+    flow_ptr : int64[F+1]
+    res : int32[E]
+        Resource of each entry, in ``[0, R)``; at most once per flow.
+    frac : float64[E]
+        Fraction of the flow crossing the resource, in ``(0, 1]``.
+    capacity : float64[R]
+        Capacity (bytes/s) of each resource; for an ingress resource
+        (index ``>= n_plain``) its base capacity ``1 / beta``.
+    n_plain : int
+        Resources ``>= n_plain`` are ingress resources whose capacity follows
+        the incast model with their own terms (where ``eps > 0`` and ``w_t``
+        is finite).
+    w_t : float64[R - n_plain]
+        Incast threshold (fan-in without penalty) of each ingress resource.
+    eps : float64[R - n_plain]
+        Incast slope of each ingress resource, seconds per byte per flow
+        above its ``w_t``.
+    flow_bytes : float64[F]
+        Bytes of each flow, finite and ``>= 0``.
+    resolve : int
+        Re-solves after an event: ``RESOLVE_FULL`` (every flow at or above
+        the finished rate, over all its entries), ``RESOLVE_SCREENED`` (the
+        same flows over their entries on candidate resources, from the second
+        event on), ``RESOLVE_AUTO`` (full, then screened from event
+        ``AUTO_START`` on) or ``RESOLVE_RESTRICTED`` (only the flows a finish
+        reaches, checked by their bottlenecks). All four are exact.
+    persistent : bool[F]
+        Flows that never finish (steady background traffic): they take part
+        in every solve, their bytes are ignored, and the run ends when every
+        other flow has finished (after the ``t = 0`` solve when there is
+        none). A persistent flow with rate 0 does not stall the run.
+
+    Returns
+    -------
+    rate0 : float64[F]
+        Rate of each flow at ``t = 0`` (``+inf`` for an empty path).
+    finish : float64[F]
+        Time at which each flow's last byte arrives (``+inf`` for a flow that
+        did not finish when the status is not ``STATUS_OK``, and for every
+        persistent flow).
+    moved : float64[F]
+        Bytes each persistent flow moved until the run ended (0 for the others).
+    status : int
+    """
+    n_flows = flow_ptr.shape[0] - 1
+    n_res = capacity.shape[0]
+    rate0 = np.zeros(max(n_flows, 0), dtype=np.float64)
+    finish = np.full(max(n_flows, 0), np.inf)
+    moved = np.zeros(max(n_flows, 0), dtype=np.float64)
+    status = check_inputs(flow_ptr, res, frac, capacity)
+    if status != STATUS_OK:
+        return rate0, finish, moved, status
+    if (flow_bytes.shape[0] != n_flows or persistent.shape[0] != n_flows or n_plain < 0
+            or n_plain > n_res):
+        return rate0, finish, moved, STATUS_BAD_INPUT
+    for f in range(n_flows):
+        b = flow_bytes[f]
+        if not np.isfinite(b):
+            return rate0, finish, moved, STATUS_NONFINITE
+        if b < 0.0:
+            return rate0, finish, moved, STATUS_BAD_INPUT
+    if w_t.shape[0] != n_res - n_plain or eps.shape[0] != n_res - n_plain:
+        return rate0, finish, moved, STATUS_BAD_INPUT
+    incast = False
+    for i in range(n_res - n_plain):
+        if np.isnan(w_t[i]) or not np.isfinite(eps[i]):
+            return rate0, finish, moved, STATUS_NONFINITE
+        if eps[i] < 0.0:
+            return rate0, finish, moved, STATUS_BAD_INPUT
+        incast |= eps[i] > 0.0 and np.isfinite(w_t[i])
+    # from here on resources are kernel rows (padded_row), capacity is per row, and
+    # so are the incast terms (padding and plain rows: off)
+    first_ingress = n_plain
+    n_plain = padded_row(n_plain)
+    res, n_res, capacity = remap_resources(res, capacity)
+    row_w_t = np.full(n_res, np.inf)
+    row_eps = np.zeros(n_res, dtype=np.float64)
+    for i in range(w_t.shape[0]):
+        row_w_t[padded_row(first_ingress + i)] = w_t[i]
+        row_eps[padded_row(first_ingress + i)] = eps[i]
+
+    # active flows: every flow with a non-empty path (0-byte ones finish at
+    # the first event, of length 0)
+    act = np.empty(n_flows, dtype=np.int32)
+    n_act = np.int64(0)
+    n_finite = np.int64(0)   # active flows that are not persistent
+    for f in range(n_flows):
+        if flow_ptr[f + 1] == flow_ptr[f]:
+            rate0[f] = np.inf
+            finish[f] = 0.0
+        else:
+            act[n_act] = f
+            n_act += 1
+            if not persistent[f]:
+                n_finite += 1
+
+    state, w_ref, cold = resource_state(capacity)
+    fan_in = np.zeros(n_res, dtype=np.int64)
+    if incast:
+        for i in range(n_act):
+            f = act[i]
+            for e in range(flow_ptr[f], flow_ptr[f + 1]):
+                if res[e] >= n_plain:
+                    fan_in[res[e]] += 1
+        for r in range(n_plain, n_res):
+            if fan_in[r] > 0:  # (padding rows have none)
+                cold[r, CAP] = _ingress_capacity(capacity[r], fan_in[r], row_w_t[r],
+                                                  row_eps[r])
+    state[:, RESID] = cold[:, CAP]
+
+    rates = np.zeros(max(n_flows, 0), dtype=np.float64)
+    # rate at which each flow is counted in RESID (0 until it is)
+    applied = np.zeros(max(n_flows, 0), dtype=np.float64)
+    remaining = flow_bytes.copy()
+    t_fin = np.empty(max(n_flows, 0), dtype=np.float64)
+    flow_mark = np.zeros(max(n_flows, 0), dtype=np.int64)
+    sub = np.empty(max(n_flows, 0), dtype=np.int32)
+    done = np.empty(max(n_flows, 0), dtype=np.int32)
+    touched, heap_key, heap_res, batch = fill_workspace(n_res)
+    tr = no_transpose()
+    # end of each flow's entries the fill walks (all of them unless screened)
+    row_end = flow_ptr[1:].copy()
+
+    # screened re-solves (after event scr_ev's solve; allocated then): whether a
+    # resource is a candidate, each flow's lazy rate, resources to admit
+    scr_ev = -1
+    if resolve == RESOLVE_SCREENED:
+        scr_ev = 1
+    elif resolve == RESOLVE_AUTO:
+        scr_ev = AUTO_START - 1
+    screened = False
+    cand = np.zeros(0, dtype=np.uint8)
+    cand_lazy = np.zeros(0, dtype=np.float64)  # a candidate's lazy load
+    lazy = np.zeros(0, dtype=np.float64)
+    joining = np.empty(0, dtype=np.int32)
+    # the entries the fill walks: flow f's at flow_ptr[f] .. row_end[f] (all
+    # of them until screening starts, then a pool of its candidate entries)
+    pool_res = res
+    pool_frac = frac
+    # (per resource) residual for the flows of a solve, pending drift; (per
+    # flow) event in which it was last re-solved
+    base = np.empty(0, dtype=np.float64)
+    pend = np.zeros(0, dtype=np.float64)
+    pend_res = np.empty(0, dtype=np.int32)
+    in_sub = np.zeros(0, dtype=np.int64)
+    n_cand = 0  # candidates after screening (again)
+    n_admitted = 0  # candidates admitted since
+
+    # restricted re-solves (from event on_ev on; allocated then): each flow's
+    # recorded bottleneck resource, the event in which a flow was last
+    # re-solved and a resource last changed or scanned, the rate a re-solved
+    # flow had before the event
+    restricted = resolve == RESOLVE_RESTRICTED
+    on_ev = 2 if restricted else -1
+    bneck = np.full(0, UNKNOWN, dtype=np.int32)
+    in_s = np.zeros(0, dtype=np.int64)
+    stamp = np.zeros(0, dtype=np.int64)
+    seen = np.zeros(0, dtype=np.int64)
+    old_rate = np.zeros(0, dtype=np.float64)
+    viol = np.empty(0, dtype=np.int32)
+
+    t = 0.0
+    mark = 0
+    ev = 0
+    max_passes = np.int64(PASS_LIMIT)
+    lam0 = 0.0
+    while n_act > 0:
+        ev += 1
+        if ev > n_flows + 2:
+            return rate0, finish, moved, STATUS_ITER_LIMIT
+        keep_below = lam0 - lam0 * KEEP_TOL
+        if ev == on_ev:
+            bneck = np.full(n_flows, UNKNOWN, dtype=np.int32)
+            in_s = np.zeros(n_flows, dtype=np.int64)
+            stamp = np.zeros(n_res, dtype=np.int64)
+            seen = np.zeros(n_res, dtype=np.int64)
+            old_rate = np.zeros(n_flows, dtype=np.float64)
+            viol = np.empty(n_flows, dtype=np.int32)
+        if ev == 1 or not restricted:
+            # every flow whose rate may change: all of them at first, then
+            # those at or above the finished rate, and the flows a last pass
+            # left out of RESID (applied 0; they are at the top level anyway)
+            full = True
+            n_sub = np.int64(0)
+            for i in range(n_act):
+                f = act[i]
+                if ev == 1 or rates[f] >= keep_below or applied[f] != rates[f]:
+                    sub[n_sub] = f
+                    n_sub += 1
+            if screened:
+                for i in range(n_sub):
+                    in_sub[sub[i]] = ev
+        else:
+            # start from the flows whose bottleneck the finished flows
+            # changed (or that have none recorded; a last pass may have
+            # left loads out of RESID: count them first)
+            apply_loads(act, n_act, flow_ptr, res, frac, rates, applied, state)
+            tr = with_transpose(tr, flow_ptr, res, frac, n_res)
+            full = False
+            n_sub = check_bottlenecks(act, n_act, ev, in_s, stamp, bneck, flow_ptr, res, rates,
+                                       state, cold, tr[0], tr[1], sub)
+        if not full:
+            for i in range(n_sub):
+                join_resolved(sub[i], ev, in_s, old_rate, rates)
+            n_sub = add_dependents(sub, n_sub, np.int64(0), ev, keep_below, in_s, seen, bneck, old_rate,
+                                    rates, flow_ptr, res, tr[0], tr[1], state, cold)
+        rounds = 0
+        while n_sub > 0:
+            rounds += 1
+            mark += 1
+            for i in range(n_sub):
+                flow_mark[sub[i]] = mark
+            status, tr, heap, n_touched = fill_solve(flow_ptr, row_end, pool_res, pool_frac, tr, sub,
+                                                 n_sub, applied, rates, state, w_ref, cold,
+                                                 flow_mark, mark, touched, heap_key, heap_res,
+                                                 batch, max_passes, base)
+            # a workload with many levels goes on having them: its re-solves
+            # start on the heap (each pass costs a sweep over every resource)
+            max_passes = np.int64(0) if heap else np.int64(PASS_LIMIT)
+            if status != STATUS_OK:
+                return rate0, finish, moved, status
+            if screened:
+                n_pend, n_join = pending_drift(sub, n_sub, flow_ptr, res, frac, rates, lazy,
+                                                state, cand, pend, pend_res, joining)
+                if n_join > 0:
+                    n_admitted += n_join
+                    over = admit(joining, n_join, row_end, pool_res, pool_frac, rates, applied,
+                                  lazy, finish, in_sub, ev, state, cold, cand, cand_lazy,
+                                  tr[0], tr[1], tr[2], base)
+                    if over:
+                        # a new candidate cannot carry these rates: undo, solve again
+                        roll_back(touched, n_touched, joining, n_join, sub, n_sub, applied,
+                                   state, base, pend, pend_res, n_pend)
+                        continue
+                commit_drift(sub, n_sub, rates, lazy, state, cand, cand_lazy, pend, pend_res,
+                              n_pend)
+                break
+            if full:
+                # exact without a check; bottlenecks (when kept) are looked
+                # up when the next event needs them
+                if bneck.shape[0] > 0:
+                    for i in range(n_sub):
+                        bneck[sub[i]] = UNKNOWN
+                break
+            # the resources of the flows whose rate changed have changed
+            apply_loads(sub, n_sub, flow_ptr, res, frac, rates, applied, state)
+            for i in range(n_sub):
+                f = sub[i]
+                if rates[f] != old_rate[f]:
+                    for e in range(flow_ptr[f], flow_ptr[f + 1]):
+                        stamp[res[e]] = ev
+            n_viol = check_bottlenecks(act, n_act, ev, in_s, stamp, bneck, flow_ptr, res, rates,
+                                        state, cold, tr[0], tr[1], viol)
+            if n_viol == 0:
+                break
+            n_new = add_violators(sub, n_sub, viol, n_viol, ev, in_s, old_rate, rates,
+                                   flow_ptr, res, tr[0], tr[1], state, cold)
+            n_sub = add_dependents(sub, n_sub + n_new, n_sub, ev, keep_below, in_s, seen,
+                                    bneck, old_rate, rates, flow_ptr, res, tr[0], tr[1], state,
+                                    cold)
+            if n_new == 0 or rounds >= MAX_ROUNDS:
+                full = True
+                n_sub = fall_back(act, n_act, ev, keep_below, in_s, old_rate, rates, stamp,
+                                   bneck, flow_ptr, res, sub)
+        if ev == 1:
+            for i in range(n_act):
+                rate0[act[i]] = rates[act[i]]
+        if n_finite == 0:
+            break  # only persistent flows are left: the run is over
+        if ev == scr_ev:
+            # screen from the next event on, while the rates are max-min fair
+            # (every flow's bottleneck is saturated, so it stays a candidate)
+            apply_loads(act, n_act, flow_ptr, res, frac, rates, applied, state)
+            tr = with_transpose(tr, flow_ptr, res, frac, n_res)
+            cand = np.zeros(n_res, dtype=np.uint8)
+            cand_lazy = np.zeros(n_res, dtype=np.float64)
+            lazy = np.zeros(n_flows, dtype=np.float64)
+            joining = np.empty(n_res, dtype=np.int32)
+            base = np.empty(n_res, dtype=np.float64)
+            pend = np.zeros(n_res, dtype=np.float64)
+            pend_res = np.empty(n_res + 1, dtype=np.int32)  # (one written past the end)
+            in_sub = np.zeros(n_flows, dtype=np.int64)
+            pool_res, pool_frac, n_cand = start_screening(act, n_act, flow_ptr, row_end, res,
+                                                           frac, rates, lazy, state, cold, cand,
+                                                           cand_lazy)
+            screened = True
+        elif screened and n_admitted > RESCREEN_GROWTH * n_cand:
+            # screen again the candidates that no longer come near capacity
+            n_cand = rescreen(flow_ptr, row_end, pool_res, pool_frac, finish, state, cold, cand,
+                               cand_lazy, tr[0], tr[1])
+            n_admitted = 0
+
+        # --- next event
+        t_next = np.inf
+        for i in range(n_act):
+            f = act[i]
+            x = rates[f]
+            if not np.isfinite(x):
+                return rate0, finish, moved, STATUS_NONFINITE
+            if persistent[f]:
+                continue
+            rem = remaining[f]
+            if rem <= 0.0:
+                tf = t
+            elif x > 0.0:
+                tf = t + rem / x
+                if not np.isfinite(tf):
+                    return rate0, finish, moved, STATUS_STALLED
+            else:
+                return rate0, finish, moved, STATUS_STALLED
+            t_fin[f] = tf
+            t_next = min(t_next, tf)
+        thr = t_next + t_next * TIE_TOL
+        dt = t_next - t
+        lam0 = np.inf
+        m = np.int64(0)
+        n_done = 0
+        for i in range(n_act):
+            f = act[i]
+            x = rates[f]
+            if persistent[f]:
+                moved[f] += x * dt
+                act[m] = f
+                m += 1
+            elif t_fin[f] <= thr:
+                finish[f] = t_next
+                remaining[f] = 0.0
+                lam0 = min(lam0, x)
+                done[n_done] = f
+                n_done += 1
+            else:
+                rem = remaining[f] - x * dt
+                remaining[f] = max(0.0, rem)
+                act[m] = f
+                m += 1
+        n_act = m
+        n_finite -= n_done
+        t = t_next
+        if n_finite == 0:
+            break
+        # release the finished flows' load; their receivers' fan-in drops;
+        # their resources have changed (for the next event's bottleneck check)
+        track = restricted and stamp.shape[0] > 0
+        for i in range(n_done):
+            f = done[i]
+            x = applied[f]
+            x_lazy = lazy[f] if screened else x
+            rates[f] = 0.0
+            applied[f] = 0.0
+            for e in range(flow_ptr[f], flow_ptr[f + 1]):
+                r = res[e]
+                a = frac[e]
+                if screened and cand[r] == 0:
+                    state[r, RESID] += a * x_lazy  # (its room)
+                else:
+                    state[r, RESID] += a * x
+                    if screened:
+                        cand_lazy[r] -= a * x_lazy
+                if track:
+                    stamp[r] = ev + 1
+                if incast and r >= n_plain:
+                    fan_in[r] -= 1
+                    new_cap = _ingress_capacity(capacity[r], fan_in[r], row_w_t[r], row_eps[r])
+                    grown = new_cap - cold[r, CAP]
+                    if screened and cand[r] == 0:
+                        grown *= SCREEN_SHARE  # (its room)
+                    state[r, RESID] += grown
+                    cold[r, CAP] = new_cap
+    return rate0, finish, moved, STATUS_OK
+
+
+@njit(**NUMPY_ERRORS)
+def append_ingress(flow_ptr, res, frac, flow_dst, n_plain):
+    """Copy of the CSR with one entry (fraction 1) on resource
+    ``n_plain + flow_dst[f]`` appended to every non-empty flow."""
+    n_flows = flow_ptr.shape[0] - 1
+    n_nonempty = 0
+    for f in range(n_flows):
+        if flow_ptr[f + 1] > flow_ptr[f]:
+            n_nonempty += 1
+    n_entries = res.shape[0] + n_nonempty
+    new_ptr = np.empty(n_flows + 1, dtype=np.int64)
+    new_res = np.empty(n_entries, dtype=np.int32)
+    new_frac = np.empty(n_entries, dtype=np.float64)
+    k = 0
+    new_ptr[0] = 0
+    for f in range(n_flows):
+        a, b = flow_ptr[f], flow_ptr[f + 1]
+        for e in range(a, b):
+            new_res[k] = res[e]
+            new_frac[k] = frac[e]
+            k += 1
+        if b > a:
+            new_res[k] = n_plain + flow_dst[f]
+            new_frac[k] = 1.0
+            k += 1
+        new_ptr[f + 1] = k
+    return new_ptr, new_res, new_frac
+
+
+@njit(**NUMPY_ERRORS)
+def first_bad_entry(res, frac, n_links):
+    """Index of the first entry with a link outside ``[0, n_links)`` or a
+    fraction not in ``(0, 1]`` (NaN included), or -1."""
+    for e in range(res.shape[0]):
+        a = frac[e]
+        if res[e] < 0 or res[e] >= n_links or not (a > 0.0 and a <= 1.0):
+            return e
+    return -1
+
+
