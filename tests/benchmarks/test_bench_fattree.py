@@ -125,7 +125,8 @@ def test_random_permutation_k32(benchmark, ecmp):
     assert best <= 2.0
 
 
-@pytest.mark.parametrize("spec", ["fattree:k=32,taper=4", "fattree:k=32,taper=1:3"])
+@pytest.mark.parametrize("spec", ["fattree:k=32,taper=2", "fattree:k=32,taper=4",
+                                  "fattree:k=32,taper=1:3"])
 def test_random_permutation_k32_tapered(benchmark, spec):
     """Tapered trees (no target; recorded): the shared uplink groups couple
     most flows, so each event re-solves many of them."""
