@@ -295,7 +295,7 @@ def make_context(topology: Topology, network: Network, ecmp: str = "split", seed
     ctx = _Context(topology, network, ecmp, int(seed), mapping, cap, ingress, w_t, eps, lat,
                    uniform, {}, adaptive=adaptive)
     if background is not None or slow is not None:
-        background, slow = _load_args(topology, network, len(mapping), background, slow)
+        background, slow = _load_args(topology, len(mapping), background, slow)
         ctx.load = prepare_load(ctx, background, slow)
         ctx.speed = slow.compute_speed if slow is not None else None
         if adaptive and ctx.load is not None:
@@ -303,7 +303,7 @@ def make_context(topology: Topology, network: Network, ecmp: str = "split", seed
     return ctx
 
 
-def _load_args(topology, network, p, bg, slow):
+def _load_args(topology, p, bg, slow):
     """Background and slow ranks as checked objects (:mod:`flowemu.whatif`
     parses their specs; :func:`flowemu.profile` takes either)."""
     if bg is not None:

@@ -16,8 +16,6 @@ them, ``make test`` does not).
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 
@@ -27,7 +25,7 @@ from flowemu.api.profiling import profile
 from flowemu.core.network import Network
 from flowemu.engine.profiles import make_context, step_profile
 from flowemu.topology import parse_topology
-from tests.benchmarks.yardstick import copy_1gib_ms
+from tests.benchmarks.yardstick import best_seconds, copy_1gib_ms
 
 pytestmark = pytest.mark.slow
 
@@ -74,13 +72,6 @@ def test_bench_swing_64x64_with_background(benchmark):
     assert prof.info["background_flows"] > 0
 
 
-def _best(fn, repeat=3):
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def test_bench_swing_profile_256x256_over_128x128(benchmark):
@@ -92,7 +83,7 @@ def test_bench_swing_profile_256x256_over_128x128(benchmark):
     stats = getattr(benchmark, "stats", None)
     if stats is None:
         return   # a smoke run (--benchmark-disable): no figures
-    small_s = _best(lambda: profile(small_sched, small, Network(), threads=1))
+    small_s = best_seconds(lambda: profile(small_sched, small, Network(), threads=1))
     benchmark.extra_info.update(small_ms=1e3 * small_s,
                                 ratio=stats.stats.min / small_s,
                                 copy_1gib_ms=copy_1gib_ms())

@@ -17,8 +17,6 @@ the machine's speed at that moment. Run with ``-s`` to see them printed.
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 
@@ -27,7 +25,7 @@ from flowemu.algorithms.base import Traffic
 from flowemu.core.network import Network
 from flowemu.engine.profiles import make_context, profile, step_profile
 from flowemu.topology import parse_topology
-from tests.benchmarks.yardstick import copy_1gib_ms
+from tests.benchmarks.yardstick import best_seconds, copy_1gib_ms
 
 MODES = ["split", "hash", "dmodk"]
 TARGET_S = {"split": 2.0, "hash": 1.0, "dmodk": 1.0}
@@ -46,13 +44,6 @@ def _route_and_solve(topo, traffic, ecmp):
     return step_profile(ctx, traffic, Reduction.none(), "bench")
 
 
-def _best(fn, repeat=3):
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def _min_s(benchmark) -> float | None:
@@ -90,7 +81,7 @@ def test_recdoub_bandwidth_profile_k40(benchmark, k40, ecmp):
     total_s = _min_s(benchmark)
     if total_s is None:
         return   # a smoke run (--benchmark-disable): no figures
-    route_s = _best(route_all, repeat=2)
+    route_s = best_seconds(route_all, repeat=2)
     info = {"route_ms": 1e3 * route_s, "solve_ms": 1e3 * max(total_s - route_s, 0.0),
             "entries": sum(k40.route_entries(tr.src, tr.dst, ecmp) for tr in distinct),
             "copy_1gib_ms": copy_1gib_ms()}

@@ -11,8 +11,6 @@ the healthy torus, ``rerouted_flows``). Run with ``-s`` to see them printed.
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 
@@ -21,7 +19,7 @@ from flowemu.core.network import Network
 from flowemu.engine.profiles import profile
 from flowemu.topology import parse_topology
 from flowemu.whatif.faults import apply_faults
-from tests.benchmarks.yardstick import copy_1gib_ms
+from tests.benchmarks.yardstick import best_seconds, copy_1gib_ms
 
 SPEC = "torus:64x64"
 FAIL = "random:16:0"
@@ -32,13 +30,6 @@ def _swing(topo):
     return profile(sched, topo, Network())
 
 
-def _best(fn, repeat=3) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +49,7 @@ def test_bench_swing_torus_64x64_16_failed_links(benchmark, yardstick):
     _swing(topo)                                          # warm-up on this shape
     _swing(base)
     prof = benchmark.pedantic(_swing, args=(topo,), rounds=3, iterations=1)
-    healthy_ms = 1e3 * _best(lambda: _swing(base))
+    healthy_ms = 1e3 * best_seconds(lambda: _swing(base))
     sched = get_algorithm("swing").build(4096, topo, variant="bandwidth")
     distinct = list({id(s.traffic): s.traffic for s in sched.steps}.values())
 
@@ -72,8 +63,8 @@ def test_bench_swing_torus_64x64_16_failed_links(benchmark, yardstick):
         hit = np.flatnonzero(topo.failed[r.link])
         rerouted += len(np.unique(np.searchsorted(r.flow_ptr, hit, side="right") - 1))
     info = {"healthy_ms": healthy_ms, "yardstick_ms": yardstick,
-            "route_ms": 1e3 * _best(lambda: route(topo)),
-            "base_route_ms": 1e3 * _best(lambda: route(base)),
+            "route_ms": 1e3 * best_seconds(lambda: route(topo)),
+            "base_route_ms": 1e3 * best_seconds(lambda: route(base)),
             "rerouted_flows": rerouted, "distinct_steps": len(distinct)}
     benchmark.extra_info.update(info)
     print(f"\n{SPEC} fail={FAIL}: " + ", ".join(

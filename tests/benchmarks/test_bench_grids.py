@@ -11,15 +11,13 @@ different machines or loads can be compared; run with ``-s`` to see them.
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from flowemu.algorithms import swing
 from flowemu.core.network import Network
 from flowemu.engine.profiles import profile
 from flowemu.topology import parse_topology
-from tests.benchmarks.yardstick import copy_1gib_ms
+from tests.benchmarks.yardstick import best_seconds, copy_1gib_ms
 
 SPECS = ["hyperx:64x64", "hx2mesh:32x32", "hx4mesh:16x16"]
 
@@ -35,13 +33,6 @@ def warm_jit():
         _end_to_end(parse_topology(spec))
 
 
-def _best(fn, repeat=3):
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 
@@ -59,7 +50,7 @@ def test_bench_swing_bandwidth_grids(benchmark, spec):
         for s in distinct:
             topo.route(s.traffic.src, s.traffic.dst, ecmp="split")
 
-    info = {"route_ms": 1e3 * _best(route_all), "yardstick_ms": copy_1gib_ms(),
+    info = {"route_ms": 1e3 * best_seconds(route_all), "yardstick_ms": copy_1gib_ms(),
             "distinct_steps": len(distinct)}
     benchmark.extra_info.update(info)
     print(f"\n{spec}: " + ", ".join(f"{k}={v:.1f}" if isinstance(v, float) else f"{k}={v}"

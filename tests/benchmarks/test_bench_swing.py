@@ -11,14 +11,13 @@ records where the time goes: ``build_ms`` (the schedule), ``route_ms``
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from flowemu.algorithms import swing
 from flowemu.core.network import Network
 from flowemu.engine.profiles import make_context, profile, step_profile
 from flowemu.topology import parse_topology
+from tests.benchmarks.yardstick import best_seconds
 
 SPECS = ["torus:128x128", "torus:32x32x16"]
 
@@ -33,18 +32,11 @@ def warm_jit():
     _end_to_end(parse_topology("torus:4x4"))
 
 
-def _best(fn, repeat=3):
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def _breakdown(topo) -> dict:
     p = topo.num_endpoints
-    build_s = _best(lambda: swing.build(p, topo, False, variant="bandwidth"))
+    build_s = best_seconds(lambda: swing.build(p, topo, False, variant="bandwidth"))
     sched = swing.build(p, topo, False, variant="bandwidth")
     distinct = list({id(s.traffic): s for s in sched.steps}.values())
 
@@ -57,8 +49,8 @@ def _breakdown(topo) -> dict:
         for s in distinct:
             step_profile(ctx, s.traffic, s.reduction, s.label, p)
 
-    route_s = _best(route_all)
-    both_s = _best(route_and_solve_all)
+    route_s = best_seconds(route_all)
+    both_s = best_seconds(route_and_solve_all)
     return {"build_ms": 1e3 * build_s, "route_ms": 1e3 * route_s,
             "solve_ms": 1e3 * max(both_s - route_s, 0.0), "distinct_steps": len(distinct),
             "flows_per_step": sched.steps[0].traffic.num_flows}
