@@ -436,7 +436,7 @@ def solve_step(ctx: _Context, routes: Routes, dst: np.ndarray, flow_bytes: np.nd
     sol = solve_completion(
         routes, capacity, flow_bytes, flow_dst=dst,
         ingress_capacity=ctx.ingress_capacity, incast_threshold=w_t, incast_slope=eps,
-        flow_class=flow_class, resolve=ctx.topology.solver_resolve, persistent=persistent)
+        flow_class=flow_class, persistent=persistent)
     if sol.status != 0:
         raise SolverError(f"max-min solver failed (status {sol.status}) on {ctx.topology.spec}, "
                           f"step {label!r}, {routes.num_flows} flows")

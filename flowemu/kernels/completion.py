@@ -1,21 +1,13 @@
-"""Event-driven completion: the kernels that solve a step's flows finish event
-by finish event (full, restricted and screened re-solves over the fill of
-:mod:`flowemu.kernels.fill`), per-receiver incast resources, and the static
-rates of one solve. The model is described in :mod:`flowemu.kernels.maxmin`."""
+"""Event-driven completion with screened re-solves (the solver for flows
+with many route entries, see :mod:`flowemu.kernels.maxmin`), per-receiver
+incast resources, and the static rates of one solve, over the fill of
+:mod:`flowemu.kernels.fill`. The model is described in
+:mod:`flowemu.kernels.maxmin`."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from .bottlenecks import (
-    UNKNOWN,
-    add_dependents,
-    add_violators,
-    apply_loads,
-    check_bottlenecks,
-    fall_back,
-    join_resolved,
-)
 from .fill import (
     KEEP_TOL,
     PASS_LIMIT,
@@ -24,9 +16,11 @@ from .fill import (
     STATUS_NONFINITE,
     STATUS_OK,
     STATUS_STALLED,
+    check_completion_inputs,
     check_inputs,
     fill_solve,
     fill_workspace,
+    ingress_capacity,
     no_transpose,
     padded_row,
     remap_resources,
@@ -46,21 +40,24 @@ from .screening import (
     start_screening,
 )
 
-# ---- restricted re-solves (see "Speed" above; the checks are in .bottlenecks)
-#: re-solve rounds of one event before it falls back to re-solving every flow
-#: at or above the finished rate
-MAX_ROUNDS = 6
-#: with ``resolve="auto"``: screened re-solves start at this event (a step
-#: whose flows finish in a few events would not repay screening every
-#: resource and copying every flow's candidate entries)
-AUTO_START = 16
-RESOLVE_AUTO = 0
-RESOLVE_RESTRICTED = 1
-RESOLVE_FULL = 2
-RESOLVE_SCREENED = 3
-#: names of the re-solve modes (:func:`solve_completion`'s ``resolve``)
-RESOLVE_MODES = {"auto": RESOLVE_AUTO, "restricted": RESOLVE_RESTRICTED, "full": RESOLVE_FULL,
-                 "screened": RESOLVE_SCREENED}
+#: screened re-solves start at this event (a step whose flows finish in a
+#: few events would not repay screening every resource and copying every
+#: flow's candidate entries); before, every flow at or above the finished
+#: rate is re-solved over all its entries
+SCREEN_START = 16
+
+
+@njit(**NUMPY_ERRORS)
+def apply_loads(flows, n, flow_ptr, res, frac, rates, applied, state):
+    """Count each flow of ``flows[:n]`` in ``RESID`` at its rate (the flows a
+    last pass froze without updating the entries)."""
+    for i in range(n):
+        f = flows[i]
+        d = rates[f] - applied[f]
+        if d != 0.0:
+            for e in range(flow_ptr[f], flow_ptr[f + 1]):
+                state[res[e], RESID] -= frac[e] * d
+            applied[f] = rates[f]
 
 
 
@@ -127,32 +124,11 @@ def maxmin_rates_kernel(flow_ptr, res, frac, capacity, active):
 
 
 @njit(**NUMPY_ERRORS)
-def _ingress_capacity(base, fan_in, w_t, eps):
-    """GenModel eq. 10: ``1 / beta' = 1 / (1 / base + max(w - w_t, 0) eps)``;
-    exactly ``base`` when the resource's incast is off (``eps == 0``)."""
-    excess = fan_in - w_t
-    if excess > 0.0 and eps > 0.0:
-        return 1.0 / (1.0 / base + excess * eps)
-    return base
-
-
-@njit(**NUMPY_ERRORS)
-def completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes,
-                      resolve=RESOLVE_AUTO):
-    """:func:`completion_tiers_kernel` with the same incast terms (scalars
-    ``w_t`` and ``eps``) on every ingress resource."""
-    n_ingress = max(capacity.shape[0] - n_plain, 0)
-    rate0, finish, _moved, status = completion_tiers_kernel(
-        flow_ptr, res, frac, capacity, n_plain, np.full(n_ingress, np.float64(w_t)),
-        np.full(n_ingress, np.float64(eps)), flow_bytes, resolve,
-        np.zeros(max(flow_ptr.shape[0] - 1, 0), dtype=np.bool_))
-    return rate0, finish, status
-
-
-@njit(**NUMPY_ERRORS)
-def completion_tiers_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes,
-                            resolve, persistent):
-    """Event-driven max-min completion of flows that all start at ``t = 0``.
+def screened_completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes,
+                               persistent, screen_from=SCREEN_START):
+    """Event-driven max-min completion of flows that all start at ``t = 0``,
+    re-solving after each event every flow at or above the finished rate
+    (over its candidate entries only from event ``screen_from`` on).
 
     Parameters
     ----------
@@ -175,13 +151,6 @@ def completion_tiers_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, fl
         above its ``w_t``.
     flow_bytes : float64[F]
         Bytes of each flow, finite and ``>= 0``.
-    resolve : int
-        Re-solves after an event: ``RESOLVE_FULL`` (every flow at or above
-        the finished rate, over all its entries), ``RESOLVE_SCREENED`` (the
-        same flows over their entries on candidate resources, from the second
-        event on), ``RESOLVE_AUTO`` (full, then screened from event
-        ``AUTO_START`` on) or ``RESOLVE_RESTRICTED`` (only the flows a finish
-        reaches, checked by their bottlenecks). All four are exact.
     persistent : bool[F]
         Flows that never finish (steady background traffic): they take part
         in every solve, their bytes are ignored, and the run ends when every
@@ -205,27 +174,10 @@ def completion_tiers_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, fl
     rate0 = np.zeros(max(n_flows, 0), dtype=np.float64)
     finish = np.full(max(n_flows, 0), np.inf)
     moved = np.zeros(max(n_flows, 0), dtype=np.float64)
-    status = check_inputs(flow_ptr, res, frac, capacity)
+    status, incast = check_completion_inputs(flow_ptr, res, frac, capacity, n_plain, w_t, eps,
+                                             flow_bytes, persistent)
     if status != STATUS_OK:
         return rate0, finish, moved, status
-    if (flow_bytes.shape[0] != n_flows or persistent.shape[0] != n_flows or n_plain < 0
-            or n_plain > n_res):
-        return rate0, finish, moved, STATUS_BAD_INPUT
-    for f in range(n_flows):
-        b = flow_bytes[f]
-        if not np.isfinite(b):
-            return rate0, finish, moved, STATUS_NONFINITE
-        if b < 0.0:
-            return rate0, finish, moved, STATUS_BAD_INPUT
-    if w_t.shape[0] != n_res - n_plain or eps.shape[0] != n_res - n_plain:
-        return rate0, finish, moved, STATUS_BAD_INPUT
-    incast = False
-    for i in range(n_res - n_plain):
-        if np.isnan(w_t[i]) or not np.isfinite(eps[i]):
-            return rate0, finish, moved, STATUS_NONFINITE
-        if eps[i] < 0.0:
-            return rate0, finish, moved, STATUS_BAD_INPUT
-        incast |= eps[i] > 0.0 and np.isfinite(w_t[i])
     # from here on resources are kernel rows (padded_row), capacity is per row, and
     # so are the incast terms (padding and plain rows: off)
     first_ingress = n_plain
@@ -262,7 +214,7 @@ def completion_tiers_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, fl
                     fan_in[res[e]] += 1
         for r in range(n_plain, n_res):
             if fan_in[r] > 0:  # (padding rows have none)
-                cold[r, CAP] = _ingress_capacity(capacity[r], fan_in[r], row_w_t[r],
+                cold[r, CAP] = ingress_capacity(capacity[r], fan_in[r], row_w_t[r],
                                                   row_eps[r])
     state[:, RESID] = cold[:, CAP]
 
@@ -281,11 +233,7 @@ def completion_tiers_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, fl
 
     # screened re-solves (after event scr_ev's solve; allocated then): whether a
     # resource is a candidate, each flow's lazy rate, resources to admit
-    scr_ev = -1
-    if resolve == RESOLVE_SCREENED:
-        scr_ev = 1
-    elif resolve == RESOLVE_AUTO:
-        scr_ev = AUTO_START - 1
+    scr_ev = screen_from - 1
     screened = False
     cand = np.zeros(0, dtype=np.uint8)
     cand_lazy = np.zeros(0, dtype=np.float64)  # a candidate's lazy load
@@ -304,19 +252,6 @@ def completion_tiers_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, fl
     n_cand = 0  # candidates after screening (again)
     n_admitted = 0  # candidates admitted since
 
-    # restricted re-solves (from event on_ev on; allocated then): each flow's
-    # recorded bottleneck resource, the event in which a flow was last
-    # re-solved and a resource last changed or scanned, the rate a re-solved
-    # flow had before the event
-    restricted = resolve == RESOLVE_RESTRICTED
-    on_ev = 2 if restricted else -1
-    bneck = np.full(0, UNKNOWN, dtype=np.int32)
-    in_s = np.zeros(0, dtype=np.int64)
-    stamp = np.zeros(0, dtype=np.int64)
-    seen = np.zeros(0, dtype=np.int64)
-    old_rate = np.zeros(0, dtype=np.float64)
-    viol = np.empty(0, dtype=np.int32)
-
     t = 0.0
     mark = 0
     ev = 0
@@ -327,44 +262,19 @@ def completion_tiers_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, fl
         if ev > n_flows + 2:
             return rate0, finish, moved, STATUS_ITER_LIMIT
         keep_below = lam0 - lam0 * KEEP_TOL
-        if ev == on_ev:
-            bneck = np.full(n_flows, UNKNOWN, dtype=np.int32)
-            in_s = np.zeros(n_flows, dtype=np.int64)
-            stamp = np.zeros(n_res, dtype=np.int64)
-            seen = np.zeros(n_res, dtype=np.int64)
-            old_rate = np.zeros(n_flows, dtype=np.float64)
-            viol = np.empty(n_flows, dtype=np.int32)
-        if ev == 1 or not restricted:
-            # every flow whose rate may change: all of them at first, then
-            # those at or above the finished rate, and the flows a last pass
-            # left out of RESID (applied 0; they are at the top level anyway)
-            full = True
-            n_sub = np.int64(0)
-            for i in range(n_act):
-                f = act[i]
-                if ev == 1 or rates[f] >= keep_below or applied[f] != rates[f]:
-                    sub[n_sub] = f
-                    n_sub += 1
-            if screened:
-                for i in range(n_sub):
-                    in_sub[sub[i]] = ev
-        else:
-            # start from the flows whose bottleneck the finished flows
-            # changed (or that have none recorded; a last pass may have
-            # left loads out of RESID: count them first)
-            apply_loads(act, n_act, flow_ptr, res, frac, rates, applied, state)
-            tr = with_transpose(tr, flow_ptr, res, frac, n_res)
-            full = False
-            n_sub = check_bottlenecks(act, n_act, ev, in_s, stamp, bneck, flow_ptr, res, rates,
-                                       state, cold, tr[0], tr[1], sub)
-        if not full:
+        # every flow whose rate may change: all of them at first, then
+        # those at or above the finished rate, and the flows a last pass
+        # left out of RESID (applied 0; they are at the top level anyway)
+        n_sub = np.int64(0)
+        for i in range(n_act):
+            f = act[i]
+            if ev == 1 or rates[f] >= keep_below or applied[f] != rates[f]:
+                sub[n_sub] = f
+                n_sub += 1
+        if screened:
             for i in range(n_sub):
-                join_resolved(sub[i], ev, in_s, old_rate, rates)
-            n_sub = add_dependents(sub, n_sub, np.int64(0), ev, keep_below, in_s, seen, bneck, old_rate,
-                                    rates, flow_ptr, res, tr[0], tr[1], state, cold)
-        rounds = 0
+                in_sub[sub[i]] = ev
         while n_sub > 0:
-            rounds += 1
             mark += 1
             for i in range(n_sub):
                 flow_mark[sub[i]] = mark
@@ -392,34 +302,7 @@ def completion_tiers_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, fl
                         continue
                 commit_drift(sub, n_sub, rates, lazy, state, cand, cand_lazy, pend, pend_res,
                               n_pend)
-                break
-            if full:
-                # exact without a check; bottlenecks (when kept) are looked
-                # up when the next event needs them
-                if bneck.shape[0] > 0:
-                    for i in range(n_sub):
-                        bneck[sub[i]] = UNKNOWN
-                break
-            # the resources of the flows whose rate changed have changed
-            apply_loads(sub, n_sub, flow_ptr, res, frac, rates, applied, state)
-            for i in range(n_sub):
-                f = sub[i]
-                if rates[f] != old_rate[f]:
-                    for e in range(flow_ptr[f], flow_ptr[f + 1]):
-                        stamp[res[e]] = ev
-            n_viol = check_bottlenecks(act, n_act, ev, in_s, stamp, bneck, flow_ptr, res, rates,
-                                        state, cold, tr[0], tr[1], viol)
-            if n_viol == 0:
-                break
-            n_new = add_violators(sub, n_sub, viol, n_viol, ev, in_s, old_rate, rates,
-                                   flow_ptr, res, tr[0], tr[1], state, cold)
-            n_sub = add_dependents(sub, n_sub + n_new, n_sub, ev, keep_below, in_s, seen,
-                                    bneck, old_rate, rates, flow_ptr, res, tr[0], tr[1], state,
-                                    cold)
-            if n_new == 0 or rounds >= MAX_ROUNDS:
-                full = True
-                n_sub = fall_back(act, n_act, ev, keep_below, in_s, old_rate, rates, stamp,
-                                   bneck, flow_ptr, res, sub)
+            break   # (a full re-solve is exact without a check)
         if ev == 1:
             for i in range(n_act):
                 rate0[act[i]] = rates[act[i]]
@@ -496,9 +379,7 @@ def completion_tiers_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, fl
         t = t_next
         if n_finite == 0:
             break
-        # release the finished flows' load; their receivers' fan-in drops;
-        # their resources have changed (for the next event's bottleneck check)
-        track = restricted and stamp.shape[0] > 0
+        # release the finished flows' load; their receivers' fan-in drops
         for i in range(n_done):
             f = done[i]
             x = applied[f]
@@ -514,11 +395,9 @@ def completion_tiers_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, fl
                     state[r, RESID] += a * x
                     if screened:
                         cand_lazy[r] -= a * x_lazy
-                if track:
-                    stamp[r] = ev + 1
                 if incast and r >= n_plain:
                     fan_in[r] -= 1
-                    new_cap = _ingress_capacity(capacity[r], fan_in[r], row_w_t[r], row_eps[r])
+                    new_cap = ingress_capacity(capacity[r], fan_in[r], row_w_t[r], row_eps[r])
                     grown = new_cap - cold[r, CAP]
                     if screened and cand[r] == 0:
                         grown *= SCREEN_SHARE  # (its room)

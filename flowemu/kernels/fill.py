@@ -86,6 +86,48 @@ def check_inputs(flow_ptr, res, frac, capacity):
 
 
 @njit(**NUMPY_ERRORS)
+def check_completion_inputs(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes,
+                            persistent):
+    """:func:`check_inputs` and the completion kernels' other arrays;
+    returns ``(status, incast)``, ``incast`` whether any ingress resource's
+    incast term is on."""
+    n_flows = flow_ptr.shape[0] - 1
+    n_res = capacity.shape[0]
+    status = check_inputs(flow_ptr, res, frac, capacity)
+    if status != STATUS_OK:
+        return status, False
+    if (flow_bytes.shape[0] != n_flows or persistent.shape[0] != n_flows or n_plain < 0
+            or n_plain > n_res):
+        return STATUS_BAD_INPUT, False
+    for f in range(n_flows):
+        b = flow_bytes[f]
+        if not np.isfinite(b):
+            return STATUS_NONFINITE, False
+        if b < 0.0:
+            return STATUS_BAD_INPUT, False
+    if w_t.shape[0] != n_res - n_plain or eps.shape[0] != n_res - n_plain:
+        return STATUS_BAD_INPUT, False
+    incast = False
+    for i in range(n_res - n_plain):
+        if np.isnan(w_t[i]) or not np.isfinite(eps[i]):
+            return STATUS_NONFINITE, False
+        if eps[i] < 0.0:
+            return STATUS_BAD_INPUT, False
+        incast |= eps[i] > 0.0 and np.isfinite(w_t[i])
+    return STATUS_OK, incast
+
+
+@njit(**NUMPY_ERRORS)
+def ingress_capacity(base, fan_in, w_t, eps):
+    """GenModel eq. 10: ``1 / beta' = 1 / (1 / base + max(w - w_t, 0) eps)``;
+    exactly ``base`` when the resource's incast is off (``eps == 0``)."""
+    excess = fan_in - w_t
+    if excess > 0.0 and eps > 0.0:
+        return 1.0 / (1.0 / base + excess * eps)
+    return base
+
+
+@njit(**NUMPY_ERRORS)
 def padded_row(r):
     """Row of resource ``r`` in the kernels' per-resource arrays: ``r`` plus
     one padding row per 64 (and 4096, 262144) resources. Strictly increasing.
@@ -113,7 +155,7 @@ def remap_resources(res, capacity):
 
 
 @njit(**NUMPY_ERRORS)
-def _transpose(flow_ptr, res, frac, n_res):
+def transpose(flow_ptr, res, frac, n_res):
     """Resource -> flows CSR: ``res_ptr`` int64[R+1], ``res_flow`` int32[E]
     and ``res_frac`` float64[E]."""
     n_flows = flow_ptr.shape[0] - 1
@@ -510,7 +552,7 @@ def fill_solve(flow_ptr, row_end, res, frac, tr, sub, n_sub, applied, rates, sta
                          n_entries, touched, n_touched, state, w_ref, cold, flow_mark, mark,
                          heap_key, heap_res, batch, rates, max_passes)
     if status == _NEED_TRANSPOSE:
-        res_ptr, res_flow, res_frac = _transpose(flow_ptr, res, frac, state.shape[0])
+        res_ptr, res_flow, res_frac = transpose(flow_ptr, res, frac, state.shape[0])
         tr = (res_ptr, res_flow, res_frac, True)
         status, heap = _fill(flow_ptr, row_end, res, frac, res_ptr, res_flow, res_frac, np.bool_(True), sub,
                              n_sub, n_entries, touched, n_touched, state, w_ref, cold,
@@ -558,7 +600,7 @@ def with_transpose(tr, flow_ptr, res, frac, n_res):
     """``tr``, built now if it is not yet (:func:`no_transpose`)."""
     if tr[3]:
         return tr
-    res_ptr, res_flow, res_frac = _transpose(flow_ptr, res, frac, n_res)
+    res_ptr, res_flow, res_frac = transpose(flow_ptr, res, frac, n_res)
     return (res_ptr, res_flow, res_frac, True)
 
 

@@ -209,7 +209,8 @@ def graph_route(src, dst, flows_by_dst, out_ptr, out_link, in_ptr, in_link, link
                         share = 1.0
                         add = 1.0
                     link[n] = lk
-                    frac[n] = share
+                    # (a sum of even splits may round past 1: a share never does)
+                    frac[n] = min(1.0, share)
                     n += 1
                     if stamp[v] != k:
                         stamp[v] = k

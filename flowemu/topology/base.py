@@ -194,11 +194,6 @@ class Topology:
         family gives none; then :meth:`route_entries` counts them)."""
         return None
 
-    #: how the max-min solver re-solves after a flow finishes
-    #: (``solve_completion``'s ``resolve``); every mode gives the same rates,
-    #: a family picks the fastest for its typical load
-    solver_resolve: str = "auto"
-
     def solver_routes(self, src, dst, ecmp: str, link_capacity: np.ndarray):
         """``(routes, capacity)`` of the exact reduced problem of
         :meth:`solver_problem` built straight from the flows (``src``,

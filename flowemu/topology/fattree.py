@@ -229,21 +229,6 @@ class FatTree(Topology):
 
     # ---------------------------------------------------------------- routing
 
-    @property
-    def solver_resolve(self) -> str:
-        """``"restricted"`` re-solves on a non-blocking tree (every taper
-        ratio <= 1), else ``"auto"``.
-
-        Without tapering most flows are held by their host links, so after a
-        finish nearly every flow is at or above the finished rate (the
-        ``auto`` re-solve takes them all: a random permutation on k=32
-        re-solves ~4,000 flows at each of ~8,000 events) while almost none
-        changes; the restricted re-solve follows only the flows whose
-        bottleneck a finished flow crossed (~10x faster there). With tapered
-        uplinks the shared uplink groups tie most flows together and
-        ``auto`` is the faster. Both give the same rates."""
-        return "restricted" if max(self.taper) <= 1.0 else "auto"
-
     def _classes(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
         """0 same host, 1 same edge switch, 2 same pod, 3 across pods (levels=2:
         across leaves), int64[F]."""

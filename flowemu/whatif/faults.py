@@ -178,10 +178,6 @@ class FaultyTopology(Topology):
                    degraded_links=int((slower & ~self.failed).sum()))
         return out
 
-    @property
-    def solver_resolve(self) -> str:
-        return self.base.solver_resolve
-
     def check_mode(self, ecmp, *, engine: bool = False) -> str:
         return self.base.check_mode(ecmp, engine=engine)
 

@@ -78,11 +78,11 @@ def test_bench_completion_permutation_64x64(benchmark, permutation_64x64):
     assert len(np.unique(sol.finish)) > 0.9 * routes.num_flows  # thousands of events
 
 
-@pytest.mark.parametrize("resolve", ["auto", "full", "restricted"])
-def test_bench_completion_permutation_64x64_hash(benchmark, permutation_64x64_hash, resolve):
+@pytest.mark.parametrize("method", ["auto", "incremental", "screened"])
+def test_bench_completion_permutation_64x64_hash(benchmark, permutation_64x64_hash, method):
     routes, cap, sizes = permutation_64x64_hash
     sol = benchmark.pedantic(solve_completion, args=(routes, cap, sizes),
-                             kwargs={"resolve": resolve}, rounds=3, iterations=1)
+                             kwargs={"method": method}, rounds=3, iterations=1)
     assert sol.status == STATUS_OK
     assert len(np.unique(sol.finish)) > 0.9 * routes.num_flows
 

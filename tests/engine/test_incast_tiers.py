@@ -345,11 +345,11 @@ def test_random_traffic_matches_the_oracle(spec, seed, n_flows, network_incast):
            else Network(bandwidth=B))
     routes = topo.route(src, dst)
     w_t, eps = topo.incast_classes(net)
-    for resolve in ("full", "restricted", "screened"):
+    for method in ("incremental", "screened"):
         sol = solve_completion(routes, topo.link_capacity(net), sizes, flow_dst=dst,
                                ingress_capacity=topo.ingress_capacity(net), incast_threshold=w_t,
                                incast_slope=eps, flow_class=topo.flow_incast_class(src, dst),
-                               resolve=resolve)
+                               method=method)
         assert sol.status == STATUS_OK
         assert close(sol.finish, oracle_finish(topo, src, dst, sizes, net))
 

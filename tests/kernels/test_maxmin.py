@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 
 from flowemu.core.errors import SolverError
 from flowemu.kernels import fill, maxmin
-from flowemu.kernels.completion import completion_kernel, maxmin_rates_kernel
+from flowemu.kernels.completion import maxmin_rates_kernel, screened_completion_kernel
 from flowemu.kernels.fill import STATUS_STALLED
+from flowemu.kernels.incremental import incremental_completion_kernel
 from flowemu.kernels.maxmin import STATUS_OK, Solution, max_min_rates, solve_completion
 from flowemu.topology.base import Routes
 from tests.helpers.maxmin_oracle import check_maxmin, completion, csr_to_lists, progressive_filling
@@ -180,15 +181,23 @@ def test_inactive_flows_get_zero():
 # --------------------------------------------------------------------------
 
 
+def _kernel_statuses(ptr, res, frac, cap, flow_bytes):
+    """Status of each completion kernel, called directly (no incast)."""
+    none = np.zeros(0)
+    keep = np.zeros(len(ptr) - 1, np.bool_)
+    return [kernel(ptr, res, frac, cap, len(cap), none, none, flow_bytes, keep)[3]
+            for kernel in (incremental_completion_kernel, screened_completion_kernel)]
+
+
 def test_zero_capacity_stalls():
     routes = make_routes([[(0, 1.0)], [(1, 1.0)]])
     cap = np.array([0.0, 1.0])
     sol = solve_completion(routes, cap, np.array([1.0, 1.0]))
     assert isinstance(sol, Solution)
     assert sol.status == STATUS_STALLED
-    _r0, _fin, status = completion_kernel(routes.flow_ptr, routes.link, routes.frac, cap, 2,
-                                          math.inf, 0.0, np.array([1.0, 1.0]))
-    assert status == STATUS_STALLED
+    for status in _kernel_statuses(routes.flow_ptr, routes.link, routes.frac, cap,
+                                   np.array([1.0, 1.0])):
+        assert status == STATUS_STALLED
     _rates, status = maxmin_rates_kernel(routes.flow_ptr, routes.link, routes.frac, cap,
                                          np.ones(2, np.bool_))
     assert status == STATUS_STALLED
@@ -210,8 +219,7 @@ def test_kernel_reports_bad_data_without_raising():
         (np.array([0], np.int32), np.array([1.0]), np.array([np.inf]), maxmin.STATUS_NONFINITE),
         (np.array([0], np.int32), np.array([1.5]), np.array([1.0]), maxmin.STATUS_BAD_INPUT),
     ]:
-        _, _, status = completion_kernel(ptr, res, frac, cap, 1, math.inf, 0.0, np.ones(1))
-        assert status == expected
+        assert _kernel_statuses(ptr, res, frac, cap, np.ones(1)) == [expected, expected]
         _, status = maxmin_rates_kernel(ptr, res, frac, cap, np.ones(1, np.bool_))
         assert status == expected
 
@@ -244,7 +252,7 @@ def _one_link():
           "ingress_capacity": np.ones(2)}, "flow_dst"),
     ({"incast_threshold": 2, "incast_slope": 0.1, "flow_dst": np.array([0, 1]),
           "ingress_capacity": np.array([1.0, np.nan])}, "ingress_capacity"),
-    ({"resolve": "lazy"}, "resolve: 'lazy' is not one of"),
+    ({"method": "restricted"}, "method: 'restricted' is not one of"),
 ])
 def test_bad_arguments_raise_value_error(kwargs, match):
     args = {"routes": _one_link(), "link_capacity": np.array([1.0]),
@@ -307,9 +315,9 @@ def caps_at_t0(paths, capacity, n_plain, w_t, eps):
 
 
 def check_against_oracle(routes, cap, flow_bytes, flow_dst=None, ingress=None, w_t=math.inf,
-                         eps=0.0, resolve="auto"):
+                         eps=0.0, method="auto"):
     sol = solve_completion(routes, cap, flow_bytes, flow_dst=flow_dst, ingress_capacity=ingress,
-                           incast_threshold=w_t, incast_slope=eps, resolve=resolve)
+                           incast_threshold=w_t, incast_slope=eps, method=method)
     (o_rate0, o_finish, o_status), paths, capacity = oracle_solution(
         routes, cap, flow_bytes, flow_dst, ingress, w_t, eps)
     assert sol.status == o_status
@@ -331,7 +339,7 @@ def check_against_oracle(routes, cap, flow_bytes, flow_dst=None, ingress=None, w
 
 
 #: every re-solve mode of solve_completion
-RESOLVES = ["auto", "restricted", "full", "screened"]
+METHODS = ["auto", "incremental", "screened"]
 
 FRACTIONS = st.one_of(st.sampled_from([1.0, 0.5, 0.25, 1 / 3]),
                       st.floats(0.01, 1.0, allow_nan=False))
@@ -365,31 +373,35 @@ def instances(draw):
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(instances())
 def test_completion_matches_oracle(inst):
-    """Restricted re-solves from the second event on."""
+    """The incremental solver (what "auto" runs on these instances: they
+    have few entries a flow)."""
     paths, cap, flow_bytes, flow_dst, ingress, w_t, eps = inst
     check_against_oracle(make_routes(paths), cap, flow_bytes, flow_dst, ingress, w_t, eps,
-                         resolve="restricted")
+                         method="incremental")
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(instances())
 def test_full_resolves_match_oracle(inst):
-    """Full re-solves (what "auto" runs on these instances: they have fewer
-    events than ``AUTO_START``)."""
+    """The screened solver's full re-solves (these instances have fewer
+    events than ``SCREEN_START``)."""
     paths, cap, flow_bytes, flow_dst, ingress, w_t, eps = inst
     check_against_oracle(make_routes(paths), cap, flow_bytes, flow_dst, ingress, w_t, eps,
-                         resolve="full")
+                         method="screened")
 
 
-@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=600, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(instances())
-def test_screened_resolves_match_oracle(inst):
-    """Screened re-solves (what "auto" runs from event ``AUTO_START`` on)
-    from the second event on: only (nearly) saturated resources are solved
-    over, the others are kept below capacity by the drift bound."""
+def test_screened_resolves_match_oracle(monkeypatch, inst):
+    """Screened re-solves (what the screened solver runs from event
+    ``SCREEN_START`` on) from the second event on: only (nearly) saturated
+    resources are solved over, the others are kept below capacity by the
+    drift bound."""
+    monkeypatch.setattr(maxmin, "SCREEN_START", 2)
     paths, cap, flow_bytes, flow_dst, ingress, w_t, eps = inst
     check_against_oracle(make_routes(paths), cap, flow_bytes, flow_dst, ingress, w_t, eps,
-                         resolve="screened")
+                         method="screened")
 
 
 @settings(max_examples=300, deadline=None)
@@ -431,8 +443,8 @@ def test_heap_path_many_levels():
     check_against_oracle(make_routes(sub), cap[used], rng.uniform(0.5, 3.0, len(sub)))
 
 
-@pytest.mark.parametrize("resolve", RESOLVES)
-def test_incremental_path_many_events(resolve):
+@pytest.mark.parametrize("method", METHODS)
+def test_incremental_path_many_events(method):
     """60 flows, random fractional paths over 15 links, all sizes distinct:
     60 events, each re-solving only the flows at or above the finished rate."""
     rng = np.random.default_rng(11)
@@ -442,12 +454,12 @@ def test_incremental_path_many_events(resolve):
         paths.append([(int(r), float(rng.uniform(0.1, 1.0))) for r in links])
     cap = rng.uniform(0.5, 3.0, 15)
     sizes = rng.uniform(0.1, 5.0, 60)
-    sol = check_against_oracle(make_routes(paths), cap, sizes, resolve=resolve)
+    sol = check_against_oracle(make_routes(paths), cap, sizes, method=method)
     assert len(np.unique(sol.finish)) == 60
 
 
-@pytest.mark.parametrize("resolve", RESOLVES)
-def test_incremental_path_with_incast(resolve):
+@pytest.mark.parametrize("method", METHODS)
+def test_incremental_path_with_incast(method):
     rng = np.random.default_rng(12)
     paths = []
     for _ in range(50):
@@ -455,7 +467,7 @@ def test_incremental_path_with_incast(resolve):
         paths.append([(int(r), float(rng.uniform(0.2, 1.0))) for r in links])
     check_against_oracle(make_routes(paths), rng.uniform(1.0, 3.0, 10),
                          rng.uniform(0.1, 5.0, 50), flow_dst=rng.integers(0, 4, 50),
-                         ingress=rng.uniform(0.5, 2.0, 4), w_t=2.0, eps=0.3, resolve=resolve)
+                         ingress=rng.uniform(0.5, 2.0, 4), w_t=2.0, eps=0.3, method=method)
 
 
 def _torus_permutation(dims, seed):
@@ -468,21 +480,21 @@ def _torus_permutation(dims, seed):
     return topo, np.arange(topo.num_nodes), dst, rng
 
 
-@pytest.mark.parametrize("resolve", RESOLVES)
-def test_torus_permutation_against_oracle(resolve):
+@pytest.mark.parametrize("method", METHODS)
+def test_torus_permutation_against_oracle(method):
     topo, src, dst, rng = _torus_permutation((6, 6), 3)
     n = topo.num_nodes
     routes = topo.route(src, dst, ecmp="split")
     cap = np.ones(topo.num_links)
-    check_against_oracle(routes, cap, rng.uniform(0.5, 2.0, n), resolve=resolve)
+    check_against_oracle(routes, cap, rng.uniform(0.5, 2.0, n), method=method)
     check_against_oracle(routes, cap, rng.uniform(0.5, 2.0, n), flow_dst=dst,
                          ingress=topo.ingress_capacity_scale(), w_t=1.0, eps=0.2,
-                         resolve=resolve)
+                         method=method)
 
 
-@pytest.mark.parametrize("resolve", RESOLVES)
+@pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("ecmp", ["hash", "split"])
-def test_torus_permutation_heap_compaction_against_oracle(ecmp, resolve):
+def test_torus_permutation_heap_compaction_against_oracle(ecmp, method):
     """An 8x8 permutation: most resources in the heap lose their last flow
     through another resource, so the heap drops them in bulk sweeps (above
     64 entries); the result must not change."""
@@ -490,7 +502,7 @@ def test_torus_permutation_heap_compaction_against_oracle(ecmp, resolve):
     n = topo.num_nodes
     routes = topo.route(src, dst, ecmp=ecmp, seed=2)
     sol = check_against_oracle(routes, np.ones(topo.num_links), rng.uniform(0.5, 2.0, n),
-                               resolve=resolve)
+                               method=method)
     assert len(np.unique(sol.finish)) > 40
 
 
@@ -536,41 +548,48 @@ def _permutation_flows(dims, ecmp):
     return topo, routes, rng.uniform(0.5, 2.0, keep.sum()), dst[keep]
 
 
-@pytest.mark.parametrize("resolve", RESOLVES)
+@pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("ecmp", ["hash", "split"])
-def test_resolve_modes_match_oracle_on_torus_permutation(ecmp, resolve):
+def test_methods_match_oracle_on_torus_permutation(ecmp, method):
     """A 12x12 permutation: 143 flows finishing one by one, so "auto" runs
     past its trial and weighs restricted re-solves against full ones (and
     stays restricted). Every mode gives the oracle's times, with and without
     incast."""
     topo, routes, sizes, dst = _permutation_flows((12, 12), ecmp)
     cap = np.ones(topo.num_links)
-    sol = check_against_oracle(routes, cap, sizes, resolve=resolve)
+    sol = check_against_oracle(routes, cap, sizes, method=method)
     assert sol.status == STATUS_OK
     assert len(np.unique(sol.finish)) > 100
     sol = check_against_oracle(routes, cap, sizes, dst, topo.ingress_capacity_scale(), 1.0, 0.2,
-                               resolve=resolve)
+                               method=method)
     assert sol.status == STATUS_OK
 
 
-def test_auto_resolve_screens_on_split_routes():
-    """A 16x16 permutation on split routes (255 events): "auto" re-solves
-    every flow at or above the finished rate over all their links until
-    event ``AUTO_START``, then over the (nearly) saturated links only, so its
-    times differ from full re-solves in the last bits; every mode gives the
-    oracle's times."""
-    topo, routes, sizes, _ = _permutation_flows((16, 16), "split")
-    cap = np.ones(topo.num_links)
-    fin = {m: solve_completion(routes, cap, sizes, resolve=m).finish for m in RESOLVES}
-    assert not np.array_equal(fin["auto"], fin["full"])
-    (_, o_finish, o_status), _, _ = oracle_solution(routes, cap, sizes)
-    assert o_status == STATUS_OK
-    for finish in fin.values():
-        assert_close(finish, o_finish)
+def test_auto_method_follows_route_entries():
+    """A 16x16 permutation (255 events): on split routes (~47 entries a
+    flow) "auto" takes the screened solver, on hashed paths (~8) the
+    incremental one; every method gives the oracle's times."""
+    for ecmp, want in (("split", "screened"), ("hash", "incremental")):
+        topo, routes, sizes, _ = _permutation_flows((16, 16), ecmp)
+        assert maxmin.completion_method(routes.flow_ptr) == want
+        cap = np.ones(topo.num_links)
+        (_, o_finish, o_status), _, _ = oracle_solution(routes, cap, sizes)
+        assert o_status == STATUS_OK
+        for method in METHODS:
+            assert_close(solve_completion(routes, cap, sizes, method=method).finish, o_finish)
 
 
-@pytest.mark.parametrize("resolve", RESOLVES)
-def test_screened_link_that_comes_to_bind(resolve):
+def test_completion_method_threshold():
+    """The choice is the mean entries of the flows with a path against
+    ``SCREEN_ENTRIES`` (empty paths do not count)."""
+    n = maxmin.SCREEN_ENTRIES
+    assert maxmin.completion_method(np.array([0, n, 2 * n, 2 * n])) == "incremental"
+    assert maxmin.completion_method(np.array([0, n, 2 * n + 1])) == "screened"
+    assert maxmin.completion_method(np.array([0, 0])) == "incremental"
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_screened_link_that_comes_to_bind(method):
     """Flows A and B share link 0 (capacity 1); A also crosses link 1
     (capacity 0.9), loaded to 0.5 while B runs, far enough below capacity to
     be screened. When B finishes, A would take all of link 0, but link 1
@@ -580,7 +599,7 @@ def test_screened_link_that_comes_to_bind(resolve):
     paths = [[(0, 1.0), (1, 1.0)], [(0, 1.0)]]
     cap = np.array([1.0, 0.9])
     b_a, b_b = 3.0, 1.0
-    sol = solve_completion(make_routes(paths), cap, np.array([b_a, b_b]), resolve=resolve)
+    sol = solve_completion(make_routes(paths), cap, np.array([b_a, b_b]), method=method)
     assert sol.status == STATUS_OK
     t_b = b_b / 0.5
     assert_close(sol.rate0, [0.5, 0.5])

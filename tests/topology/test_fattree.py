@@ -13,7 +13,7 @@ import flowemu
 from flowemu.core.errors import ConfigError
 from flowemu.core.network import Network
 from flowemu.engine.profiles import make_context, solve_step
-from flowemu.kernels.maxmin import solve_completion
+from flowemu.kernels.maxmin import completion_method, solve_completion
 from flowemu.topology import FatTree, parse_topology, topology_families
 from tests.helpers.cli import assert_bad_topology, one_error_line, run
 from tests.helpers.maxmin_oracle import completion, csr_to_lists
@@ -328,8 +328,8 @@ def test_engine_solve_matches_oracle(spec, ecmp):
 
 
 @pytest.mark.parametrize("spec", ["fattree:k=6,taper=2:3", "fattree:k=4,levels=2"])
-@pytest.mark.parametrize("resolve", ["auto", "restricted", "full", "screened"])
-def test_reduced_problem_exact_with_uneven_link_capacities(spec, resolve):
+@pytest.mark.parametrize("method", ["auto", "incremental", "screened"])
+def test_reduced_problem_exact_with_uneven_link_capacities(spec, method):
     """The merged uplink groups take |G|·(smallest capacity of the group):
     exact even when the links of a group differ (a degraded link)."""
     t = parse_topology(spec)
@@ -343,18 +343,23 @@ def test_reduced_problem_exact_with_uneven_link_capacities(spec, resolve):
     assert reduced.num_entries < full.num_entries
     assert np.diff(reduced.flow_ptr).max() <= 6
     np.testing.assert_array_equal(reduced.hops, full.hops)
-    sol = solve_completion(reduced, rcap, flow_bytes, resolve=resolve)
+    sol = solve_completion(reduced, rcap, flow_bytes, method=method)
     o_rate0, o_finish, _ = completion(csr_to_lists(full.flow_ptr, full.link, full.frac),
                                       list(cap), list(flow_bytes))
     np.testing.assert_allclose(sol.rate0, o_rate0, rtol=1e-9)
     np.testing.assert_allclose(sol.finish, o_finish, rtol=1e-9)
 
 
-def test_resolve_mode_follows_taper():
-    assert parse_topology("fattree:k=4").solver_resolve == "restricted"
-    assert parse_topology("fattree:k=4,taper=0.5").solver_resolve == "restricted"
-    assert parse_topology("fattree:k=4,taper=1:2").solver_resolve == "auto"
-    assert parse_topology("torus:4x4").solver_resolve == "auto"
+def test_solver_is_chosen_from_the_problem_not_the_family():
+    """A fat tree's reduced split problem has at most 6 entries a flow: the
+    incremental solver, tapered or not; the family has no say."""
+    for spec in ("fattree:k=8", "fattree:k=8,taper=2"):
+        topo = parse_topology(spec)
+        assert not hasattr(topo, "solver_resolve")
+        src = np.arange(topo.num_endpoints)
+        routes, _ = topo.solver_routes(src, src[::-1].copy(), "split",
+                                       np.asarray(topo.link_capacity_scale, float))
+        assert completion_method(routes.flow_ptr) == "incremental"
 
 
 def test_single_path_problem_is_not_reduced():

@@ -25,7 +25,7 @@ from flowemu.whatif.stragglers import parse_slow
 from tests.helpers.maxmin_oracle import check_maxmin, completion_persistent
 
 RTOL = 1e-9
-RESOLVES = ["auto", "restricted", "full", "screened"]
+METHODS = ["auto", "incremental", "screened"]
 #: no latency terms: a step is its fluid phase
 FLUID = Network(alpha=0, link_latency=0, hop_latency=0)
 
@@ -71,11 +71,11 @@ def persistent_instances(draw):
 
 
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(persistent_instances(), st.sampled_from(RESOLVES))
-def test_persistent_flows_match_oracle(inst, resolve):
+@given(persistent_instances(), st.sampled_from(METHODS))
+def test_persistent_flows_match_oracle(inst, method):
     paths, cap, flow_bytes, persistent = inst
     sol = solve_completion(make_routes(paths), np.array(cap), np.array(flow_bytes),
-                           persistent=np.array(persistent), resolve=resolve)
+                           persistent=np.array(persistent), method=method)
     rate0, finish, moved, status = completion_persistent(paths, cap, flow_bytes, persistent)
     assert sol.status == status == 0
     np.testing.assert_allclose(np.where(np.isinf(rate0), -1, sol.rate0),
