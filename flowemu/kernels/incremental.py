@@ -37,6 +37,25 @@ finished flows held nothing releases nothing.
 
 The t = 0 solve is the same fill with every flow rising.
 
+Screening
+---------
+With ``screen`` (many route entries a flow, e.g. ECMP on tori), after the
+``t = 0`` fill each flow ``g`` gets a *lazy rate* (its rate then), and a
+resource whose *lazy load* (its flows at their lazy rates) times
+``1 + DRIFT`` stays below ``capacity * (1 - MARGIN)`` is *screened*: as long
+as every flow's rate stays at most ``1 + DRIFT`` times its lazy rate, such a
+resource cannot fill up, so it constrains nothing and the fill need not
+count it. The fill walks each flow's *pool* (its entries on the other,
+candidate, resources). The bound is kept by *drift events* in the same heap:
+when the fill level reaches ``1 + DRIFT`` times a rising flow's lazy rate,
+the flow is counted again on its screened resources at that level (its rate
+is at least that now), and a resource that may then fill up is *admitted*:
+its exact load and rising weight are summed from its flows, each of which
+gets the entry in its pool. At that level every flow on it is within the
+bound, so it is still below capacity and its own level lies ahead: the heap
+order stays the fill's level order. A flow that settles far below its lazy
+rate is counted lower (freeing room); a finished flow's lazy load leaves.
+
 Numbers
 -------
 A resource's load (of its settled flows) and the weight of its rising flows
@@ -77,6 +96,11 @@ DONE = 2      # a finished flow, or one with an empty path
 #: resource saturates is not held there: it is released; a resource with
 #: more than this room at its held level releases what it holds
 OVER_TOL = TIE_TOL
+#: screening: a flow's rate stays within this factor above the lazy rate at
+#: which its screened resources count it (a drift event re-counts it past it)
+DRIFT = 0.03
+#: a screened resource stays this far (relative) below capacity
+MARGIN = 1e-9
 
 # rs: float64[R, 8] per resource
 CAP = 0       # capacity now (ingress: after incast)
@@ -258,15 +282,116 @@ def _release(g, ev, fl, ri, rate, old_rate, changed, n_changed, stack, n_stack):
 
 
 @njit(**NUMPY_ERRORS)
-def _fill(ev, n_stack, n_changed, flow_ptr, res, frac, entry_flow, res_ptr, res_flow, rs, ri, fl,
-          rate, old_rate, changed, stack, rise_next, rise_mark, seeds, n_seeds, hk, hi, pos):
+def _admit(r, row_end, pool_res, pool_frac, res_ptr, res_flow, res_frac, rs, ri, fl, rate,
+           rise_next, rise_mark, cand):
+    """Make screened resource ``r`` a candidate during a fill (no released
+    flow is waiting to be expanded): its exact load and rising weight from
+    its flows, an entry in each one's pool (and in its rising list)."""
+    cand[r] = 1
+    rs[r, LOAD_HI] = 0.0
+    rs[r, LOAD_LO] = 0.0
+    rs[r, W_HI] = 0.0
+    rs[r, W_LO] = 0.0
+    rs[r, TOP] = 0.0
+    ri[r, N_RISING] = 0
+    ri[r, RISE_GEN] += 1
+    ri[r, RISE_HEAD] = -1
+    for k in range(res_ptr[r], res_ptr[r + 1]):
+        g = res_flow[k]
+        if fl[g, PHASE] == DONE:
+            continue
+        a = res_frac[k]
+        p = row_end[g]
+        row_end[g] = p + 1
+        pool_res[p] = r
+        pool_frac[p] = a
+        if fl[g, PHASE] == RISING:
+            _add(rs, r, W_HI, a)
+            ri[r, N_RISING] += 1
+            rise_mark[p] = ri[r, RISE_GEN]
+            rise_next[p] = ri[r, RISE_HEAD]
+            ri[r, RISE_HEAD] = p
+        else:
+            _add(rs, r, LOAD_HI, a * rate[g])
+            rs[r, TOP] = max(rs[r, TOP], rate[g])
+
+
+@njit(**NUMPY_ERRORS)
+def _relazy(g, new, flow_ptr, res, frac, row_end, pool_res, pool_frac, res_ptr, res_flow,
+            res_frac, rs, ri, fl, rate, rise_next, rise_mark, cand, lazy, lazy_load, joined):
+    """Count flow ``g`` at the lazy rate ``new`` on its screened resources;
+    those that may come near capacity are admitted (listed in ``joined``).
+    Returns how many."""
+    d = new - lazy[g]
+    lazy[g] = new
+    admitted = 0
+    for e in range(flow_ptr[g], flow_ptr[g + 1]):
+        r = res[e]
+        if cand[r]:
+            continue
+        lazy_load[r] += frac[e] * d
+        if d > 0.0 and not _screenable(lazy_load[r], rs[r, CAP]):
+            _admit(r, row_end, pool_res, pool_frac, res_ptr, res_flow, res_frac, rs, ri, fl,
+                   rate, rise_next, rise_mark, cand)
+            joined[admitted] = r
+            admitted += 1
+    return admitted
+
+
+@njit(**NUMPY_ERRORS)
+def _screenable(lazy_load, cap):
+    """Whether a resource whose flows run within ``DRIFT`` of the lazy rates
+    that load it with ``lazy_load`` stays below capacity ``cap``."""
+    return lazy_load * (1.0 + DRIFT) < cap * (1.0 - MARGIN)
+
+
+@njit(**NUMPY_ERRORS)
+def _start_screening(flow_ptr, res, frac, row_end, pool_res, pool_frac, rs, fl, rate, rise_mark,
+                     n_plain, cand, lazy, lazy_load):
+    """After the ``t = 0`` fill (every flow settled, every load exact): count
+    each flow at its rate as its lazy rate, keep as candidates the resources
+    that may come near capacity (ingress resources, whose capacity moves,
+    always), and pool each flow's entries on them."""
+    n_flows = flow_ptr.shape[0] - 1
+    n_res = rs.shape[0]
+    for r in range(n_res):
+        lazy_load[r] = rs[r, LOAD_HI] + rs[r, LOAD_LO]
+        cand[r] = 1 if r >= n_plain or not _screenable(lazy_load[r], rs[r, CAP]) else 0
+    for g in range(n_flows):
+        if fl[g, PHASE] == DONE:
+            continue
+        lazy[g] = rate[g]
+        if rate[g] <= 0.0:
+            # (no drift bound holds at rate 0: every resource it crosses stays)
+            for e in range(flow_ptr[g], flow_ptr[g + 1]):
+                cand[res[e]] = 1
+    for g in range(n_flows):
+        p = flow_ptr[g]
+        for e in range(flow_ptr[g], flow_ptr[g + 1]):
+            if cand[res[e]]:
+                pool_res[p] = res[e]
+                pool_frac[p] = frac[e]
+                p += 1
+        row_end[g] = p
+    rise_mark[:] = 0   # (pool entries moved; lists are empty between fills)
+
+
+@njit(**NUMPY_ERRORS)
+def _fill(ev, n_stack, n_changed, flow_ptr, res, frac, row_end, pool_res, pool_frac, entry_flow,
+          res_ptr, res_flow, res_frac, rs, ri, fl, rate, old_rate, changed, stack, rise_next,
+          rise_mark, seeds, n_seeds, hk, hi, pos, screening, cand, lazy, lazy_load, joined):
     """Fill again what the released flows on ``stack`` and the changed
     resources ``seeds[:n_seeds]`` reach; returns ``n_changed``. Every
     released flow is settled at its new rate on return.
 
-    Per resource, ``ri[r, RISE_HEAD]`` starts a list (through ``rise_next``,
-    over entries) of the entries of its rising flows, appended as they expand
-    and dropped when it saturates or has none left."""
+    The fill walks each flow's *pool*, ``pool_res``/``pool_frac`` at
+    ``flow_ptr[g] .. row_end[g]``: its entries on candidate resources (all
+    of them unless ``screening``). Per resource, ``ri[r, RISE_HEAD]`` starts
+    a list (through ``rise_next``, over pool entries) of its rising flows'
+    entries, appended as they expand and dropped when it saturates or has
+    none left. Heap items ``R + g`` are drift events: rising flow ``g``
+    reaching ``1 + DRIFT`` times its lazy rate."""
+    n_res = rs.shape[0]
     size = 0
     for i in range(n_seeds):
         r = seeds[i]
@@ -277,9 +402,9 @@ def _fill(ev, n_stack, n_changed, flow_ptr, res, frac, entry_flow, res_ptr, res_
             n_stack -= 1
             g = stack[n_stack]
             x = rate[g]   # (as counted in the loads: 0 before the first fill)
-            for e in range(flow_ptr[g], flow_ptr[g + 1]):
-                r = res[e]
-                a = frac[e]
+            for e in range(flow_ptr[g], row_end[g]):
+                r = pool_res[e]
+                a = pool_frac[e]
                 if x != 0.0:
                     _add(rs, r, LOAD_HI, -a * x)
                 _add(rs, r, W_HI, a)
@@ -292,9 +417,25 @@ def _fill(ev, n_stack, n_changed, flow_ptr, res, frac, entry_flow, res_ptr, res_
                 p = pos[r]
                 if p < 0 or k < hk[p]:
                     size = _heap_set(hk, hi, pos, size, r, k)
+            if screening and row_end[g] < flow_ptr[g + 1]:
+                size = _heap_set(hk, hi, pos, size, n_res + g, lazy[g] * (1.0 + DRIFT))
         if size == 0:
             break
         key, r, size = _heap_pop(hk, hi, pos, size)
+        if r >= n_res:
+            # a rising flow reached the drift bound of its lazy rate: count it
+            # at this level where it is screened (admitting what may fill up)
+            g = r - n_res
+            if fl[g, PHASE] == RISING:
+                n_joined = _relazy(g, key, flow_ptr, res, frac, row_end, pool_res, pool_frac,
+                                   res_ptr, res_flow, res_frac, rs, ri, fl, rate, rise_next,
+                                   rise_mark, cand, lazy, lazy_load, joined)
+                for i in range(n_joined):
+                    r2 = joined[i]
+                    size = _heap_set(hk, hi, pos, size, r2, _key(r2, ev, rs, ri))
+                if row_end[g] < flow_ptr[g + 1]:
+                    size = _heap_set(hk, hi, pos, size, r, key * (1.0 + DRIFT))
+            continue
         k = _key(r, ev, rs, ri)
         if k == np.inf:
             continue
@@ -347,9 +488,9 @@ def _fill(ev, n_stack, n_changed, flow_ptr, res, frac, entry_flow, res_ptr, res_
                 fl[g, PHASE] = SETTLED
                 rate[g] = lam
                 _hold(g, r, fl, ri)
-                for e2 in range(flow_ptr[g], flow_ptr[g + 1]):
-                    r2 = res[e2]
-                    _add(rs, r2, LOAD_HI, frac[e2] * lam)
+                for e2 in range(flow_ptr[g], row_end[g]):
+                    r2 = pool_res[e2]
+                    _add(rs, r2, LOAD_HI, pool_frac[e2] * lam)
                     rs[r2, TOP] = max(rs[r2, TOP], lam)
                     ri[r2, N_RISING] -= 1
                     if ri[r2, N_RISING] == 0:
@@ -361,16 +502,25 @@ def _fill(ev, n_stack, n_changed, flow_ptr, res, frac, entry_flow, res_ptr, res_
                             # nothing rises on it: it stays only for its held check
                             size = _heap_set(hk, hi, pos, size, r2, _key(r2, ev, rs, ri))
                     else:
-                        _add(rs, r2, W_HI, -frac[e2])
+                        _add(rs, r2, W_HI, -pool_frac[e2])
+                if screening and row_end[g] < flow_ptr[g + 1]:
+                    size = _heap_set(hk, hi, pos, size, n_res + g, np.inf)
+                    if lam * (1.0 + DRIFT) * (1.0 + DRIFT) < lazy[g]:
+                        # far below its lazy rate: count it lower (frees room)
+                        _relazy(g, lam, flow_ptr, res, frac, row_end, pool_res, pool_frac,
+                                res_ptr, res_flow, res_frac, rs, ri, fl, rate, rise_next,
+                                rise_mark, cand, lazy, lazy_load, joined)
             e = nxt
     return n_changed
 
 
 @njit(**NUMPY_ERRORS)
 def incremental_completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes,
-                                  persistent):
+                                  persistent, screen=False):
     """Event-driven max-min completion of flows that all start at ``t = 0``,
-    each event filling again only what its finished flows reach.
+    each event filling again only what its finished flows reach; with
+    ``screen``, after the ``t = 0`` fill only over the resources that are,
+    or may come, near capacity.
 
     Arrays in and out as
     :func:`flowemu.kernels.completion.screened_completion_kernel` (whose
@@ -389,7 +539,16 @@ def incremental_completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, e
     if status != STATUS_OK:
         return rate0, finish, moved, status
 
-    res_ptr, res_flow, _ = transpose(flow_ptr, res, frac, n_res)
+    res_ptr, res_flow, res_frac = transpose(flow_ptr, res, frac, n_res)
+    # each flow's pool of entries the fill walks (screening: candidates only)
+    row_end = flow_ptr[1:].copy()
+    pool_res = res.copy() if screen else res
+    pool_frac = frac.copy() if screen else frac
+    screening = False
+    cand = np.ones(n_res, dtype=np.uint8)
+    lazy = np.zeros(n_flows, dtype=np.float64)
+    lazy_load = np.zeros(n_res, dtype=np.float64)
+    joined = np.empty(n_res, dtype=np.int32)
     entry_flow = np.empty(res.shape[0], dtype=np.int32)
     for f in range(n_flows):
         entry_flow[flow_ptr[f]:flow_ptr[f + 1]] = f
@@ -436,9 +595,10 @@ def incremental_completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, e
     seeded = np.zeros(n_res, dtype=np.int64)
     seeds = np.empty(n_res, dtype=np.int32)        # resources a fill starts from
     # indexed heaps: resources by level (one fill), unfinished flows by finish time
-    hk = np.empty(n_res, dtype=np.float64)
-    hi = np.empty(n_res, dtype=np.int32)
-    pos = np.full(n_res, -1, dtype=np.int32)
+    # (items n_res + g: drift events of flow g)
+    hk = np.empty(n_res + n_flows, dtype=np.float64)
+    hi = np.empty(n_res + n_flows, dtype=np.int32)
+    pos = np.full(n_res + n_flows, -1, dtype=np.int32)
     fk = np.empty(n_flows, dtype=np.float64)
     fi = np.empty(n_flows, dtype=np.int32)
     fpos = np.full(n_flows, -1, dtype=np.int32)
@@ -452,9 +612,10 @@ def incremental_completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, e
         ev += 1
         if ev > n_flows + 2:
             return rate0, finish, moved, STATUS_ITER_LIMIT
-        n_changed = _fill(ev, n_stack, n_changed, flow_ptr, res, frac, entry_flow, res_ptr,
-                          res_flow, rs, ri, fl, rate, old_rate, changed, stack, rise_next,
-                          rise_mark, seeds, n_seeds, hk, hi, pos)
+        n_changed = _fill(ev, n_stack, n_changed, flow_ptr, res, frac, row_end, pool_res,
+                          pool_frac, entry_flow, res_ptr, res_flow, res_frac, rs, ri, fl, rate,
+                          old_rate, changed, stack, rise_next, rise_mark, seeds, n_seeds, hk, hi,
+                          pos, screening, cand, lazy, lazy_load, joined)
         n_stack = 0
         # the flows whose rate changed: bring their bytes up to date
         for i in range(n_changed):
@@ -486,6 +647,10 @@ def incremental_completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, e
             for f in range(n_flows):
                 if fl[f, PHASE] != DONE:
                     rate0[f] = rate[f]
+            if screen:
+                _start_screening(flow_ptr, res, frac, row_end, pool_res, pool_frac, rs, fl, rate,
+                                 rise_mark, n_plain, cand, lazy, lazy_load)
+                screening = True
         if n_finite == 0:
             break
         # --- next event: the earliest finish, with those tied to it
@@ -521,6 +686,9 @@ def incremental_completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, e
             x = rate[g]
             for e in range(flow_ptr[g], flow_ptr[g + 1]):
                 r = res[e]
+                if not cand[r]:
+                    lazy_load[r] -= frac[e] * lazy[g]
+                    continue
                 _add(rs, r, LOAD_HI, -frac[e] * x)
                 if incast and r >= n_plain:
                     fan_in[r] -= 1

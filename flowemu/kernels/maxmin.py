@@ -65,33 +65,34 @@ problem itself (``method="auto"``), never from the topology:
   (when those have room to spare at the held level), the settled flows a
   refilled resource can no longer carry, and so on, in level order from an
   indexed heap. Its work is proportional to the entries of the flows whose
-  rate changes. The default for routes of up to ``SCREEN_ENTRIES`` entries a
-  flow on average (single paths, the fat tree's reduced problem, HyperX,
-  Dragonfly).
+  rate changes. Above ``LAZY_ENTRIES`` entries a flow it also *screens*:
+  after the ``t = 0`` fill each flow is counted at a lazy rate on the
+  resources far from capacity, which the fill then never touches; a rising
+  flow that passes ``1 + DRIFT`` times its lazy rate is counted again there
+  (a drift event in the same heap), and a resource that may come near
+  capacity is admitted with its exact load. The default up to
+  ``SCREEN_ENTRIES`` entries a flow (single paths, the fat tree's reduced
+  problem, HyperX, Dragonfly, tori with hashed or dimension-order paths up
+  to ~30 hops).
 * **screened** (:mod:`.completion`, ``screened_completion_kernel``): every
   flow at or above the finished rate is re-solved by the progressive fill of
   :mod:`.fill` (only those can change: progressive filling below the finished
   rate ``lambda0`` is unchanged, because every resource a finished flow
   crosses saturates at a level at least the flow's rate), over all its
   entries for the first events and then over its entries on *candidate*
-  resources only -- those that are, or may come, near capacity. The others
-  are screened: a drift bound (every flow's rate within ``SCREEN_DRIFT`` of a
-  lazy rate at which its screened entries are counted) proves them below
-  capacity without summing their loads; a resource whose bound breaks
-  becomes a candidate, and the event is solved again if it is over capacity
-  (the proofs are in :mod:`.screening`). Used above ``SCREEN_ENTRIES``
-  entries a flow: ECMP split routes on tori cross hundreds of links a flow,
-  almost all far from full, and a change of one rate reaches so many flows
-  that re-solving those above the finished rate over a few candidate entries
-  each costs less than following the change.
+  resources only, the others proven below capacity by a drift bound (the
+  proofs are in :mod:`.screening`). Used above ``SCREEN_ENTRIES`` entries a
+  flow: ECMP split routes on tori cross hundreds of links a flow, and a
+  finish changes so many rates by so little that re-solving every flow
+  above the finished rate in bulk costs less than following each change.
 
-Measured on random permutations (each flow its own finish time), the
-incremental solver is 10-100x faster up to ~20 entries a flow (fat tree
-``k=32``: 25 ms against 3.5 s; ``torus:32x32x16`` with hashed paths: 5.2 s
-against 15.5 s) and the screened one 3-15x faster from ~30 on
-(``torus:64x64`` hashed, 32 entries: 0.66 s against 2.2 s; split routes on
-``torus:32x32``: 61 ms against 0.92 s). Both give the same rates (to
-rounding), which the tests check against the oracle.
+Measured on random permutations (each flow its own finish time; 2-core VM,
+1 GiB copy ~85 ms), incremental against screened: ``fattree:k=32`` with
+``dmodk`` 18 ms against 3.5 s, ``torus:16x16x16`` hashed (12 entries) 44 ms
+against 0.80 s, ``torus:32x32x16`` hashed (20) 1.4 s against 14.8 s,
+``torus:64x64`` hashed (32) 0.75 s against 0.64 s, split routes on
+``torus:32x32`` (160) 0.21 s against 63 ms. Both give the same rates (to
+rounding), which the tests check against the oracle and each other.
 
 The fill keeps weights as an unevaluated double-double sum (error-free
 two-sum updates): on ECMP routes a resource carries fractions from 0.5 down
@@ -133,7 +134,10 @@ from .incremental import incremental_completion_kernel
 
 #: mean route entries a flow above which :func:`solve_completion` uses the
 #: screened re-solves (see "Speed" above for the measurements)
-SCREEN_ENTRIES = 24
+SCREEN_ENTRIES = 30
+#: mean route entries a flow above which the incremental solver screens:
+#: it counts flows lazily on the resources far from capacity
+LAZY_ENTRIES = 8
 #: the event-driven solvers (:func:`solve_completion`'s ``method``)
 METHODS = ("auto", "incremental", "screened")
 
@@ -441,7 +445,7 @@ def solve_completion(routes, link_capacity, flow_bytes, *, flow_dst=None,
     if method == "incremental":
         rate0, finish, moved, status = incremental_completion_kernel(
             flow_ptr, link, frac, capacity, n_links, w_t[:n_ingress], eps[:n_ingress],
-            flow_bytes, keep)
+            flow_bytes, keep, incremental_screens(flow_ptr))
     else:
         rate0, finish, moved, status = screened_completion_kernel(
             flow_ptr, link, frac, capacity, n_links, w_t[:n_ingress], eps[:n_ingress],
@@ -456,12 +460,23 @@ def completion_method(flow_ptr) -> str:
     """The event-driven solver for routes with these row pointers:
     ``"screened"`` above ``SCREEN_ENTRIES`` entries a flow on average (of the
     flows with a path) or from 2**31 entries on, else ``"incremental"``."""
-    flow_ptr = np.asarray(flow_ptr)
-    routed = int(np.count_nonzero(np.diff(flow_ptr)))
-    entries = int(flow_ptr[-1] - flow_ptr[0])
+    entries, routed = _entries(flow_ptr)
     # (the incremental solver links entries with int32)
     return "screened" if entries > SCREEN_ENTRIES * routed or entries >= 2**31 else \
         "incremental"
+
+
+def incremental_screens(flow_ptr) -> bool:
+    """Whether the incremental solver screens these routes (more than
+    ``LAZY_ENTRIES`` entries a flow on average)."""
+    entries, routed = _entries(flow_ptr)
+    return entries > LAZY_ENTRIES * routed
+
+
+def _entries(flow_ptr) -> tuple[int, int]:
+    """``(route entries, flows with a path)``."""
+    flow_ptr = np.asarray(flow_ptr)
+    return int(flow_ptr[-1] - flow_ptr[0]), int(np.count_nonzero(np.diff(flow_ptr)))
 
 
 def _persistent_mask(persistent, flow_ptr) -> np.ndarray:

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from flowemu.core.errors import ConfigError
 from flowemu.core.network import Network
+from flowemu.kernels import maxmin
 from flowemu.kernels.maxmin import solve_completion
 from flowemu.topology import parse_topology
 from flowemu.whatif.faults import apply_faults
@@ -168,3 +169,30 @@ def test_incremental_matches_screened_with_thousands_of_events(spec, ecmp):
     _close(inc.rate0, scr.rate0)
     _close(inc.finish, scr.finish)
     _close(inc.moved, scr.moved)
+
+
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(small_problems())
+def test_incremental_screening_matches_oracle(monkeypatch, problem):
+    """The same with screening forced on (every flow counted lazily on the
+    resources far from capacity from the first event on, drift events and
+    admissions as they come)."""
+    monkeypatch.setattr(maxmin, "LAZY_ENTRIES", 0)
+    test_incremental_matches_oracle_on_every_family.hypothesis.inner_test(problem)
+
+
+@pytest.mark.parametrize("spec, ecmp", LARGE)
+def test_incremental_screening_matches_screened_with_thousands_of_events(monkeypatch, spec,
+                                                                         ecmp):
+    monkeypatch.setattr(maxmin, "LAZY_ENTRIES", 0)
+    test_incremental_matches_screened_with_thousands_of_events(spec, ecmp)
+
+
+def test_screening_follows_route_entries():
+    """The incremental solver screens above ``LAZY_ENTRIES`` entries a flow:
+    on fat trees' reduced problem (<= 6 entries) it does not; both ways the
+    rates are the same."""
+    n = maxmin.LAZY_ENTRIES
+    assert not maxmin.incremental_screens(np.array([0, n, 2 * n]))
+    assert maxmin.incremental_screens(np.array([0, n, 2 * n + 1]))
