@@ -8,7 +8,7 @@ an endpoint of the topology.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -166,18 +166,122 @@ class Step:
     label: str = ""
 
 
+class StepLabels(Sequence):
+    """Labels numbered in runs, made on demand: ``StepLabels((("rs", 3),
+    ("ag", 3)))`` is ``rs0, rs1, rs2, ag0, ag1, ag2`` (a ring's 32,766
+    labels cost nothing until one is read)."""
+
+    __slots__ = ("_parts", "_starts")
+
+    def __init__(self, parts):
+        self._parts = tuple((str(prefix), int(count)) for prefix, count in parts)
+        self._starts = np.cumsum([0] + [count for _, count in self._parts])
+
+    def __len__(self) -> int:
+        return int(self._starts[-1])
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return tuple(self[j] for j in range(*i.indices(len(self))))
+        n = len(self)
+        if not -n <= i < n:
+            raise IndexError(f"step label {i} out of range for {n} steps")
+        i %= n
+        part = int(np.searchsorted(self._starts, i, side="right")) - 1
+        return f"{self._parts[part][0]}{i - int(self._starts[part])}"
+
+    def __iter__(self):
+        for prefix, count in self._parts:
+            for k in range(count):
+                yield f"{prefix}{k}"
+
+
+class Steps(Sequence):
+    """The steps of a schedule held as arrays: its distinct steps
+    (``patterns``, each a :class:`Step`), the pattern of each step
+    (``order``, int32[S]) and each step's label (``labels``). A ring's 32,766
+    steps are one pattern and an index; indexing or iterating makes the
+    :class:`Step` of a step on demand.
+
+    Built from ``patterns``, ``order`` and ``labels`` directly, or from a
+    sequence of :class:`Step` (:meth:`of`, distinct by the identity of their
+    traffic and reduction)."""
+
+    __slots__ = ("labels", "order", "patterns")
+
+    def __init__(self, patterns, order, labels):
+        self.patterns = tuple(patterns)
+        order = np.asarray(order, dtype=np.int32).reshape(-1)
+        if len(order) and (order.min() < 0 or order.max() >= len(self.patterns)):
+            raise ValueError(f"order: pattern ids must be in [0, {len(self.patterns)})")
+        if len(labels) != len(order):
+            raise ValueError(f"labels: expected {len(order)}, got {len(labels)}")
+        order.flags.writeable = False
+        self.order = order
+        self.labels = labels
+
+    @classmethod
+    def of(cls, steps) -> Steps:
+        """The steps of a sequence of :class:`Step` as arrays."""
+        if isinstance(steps, Steps):
+            return steps
+        slot: dict = {}
+        patterns, order, labels = [], [], []
+        for step in steps:
+            key = (id(step.traffic), id(step.reduction))
+            i = slot.get(key)
+            if i is None:
+                i = slot[key] = len(patterns)
+                patterns.append(step)
+            order.append(i)
+            labels.append(step.label)
+        return cls(patterns, order, tuple(labels))
+
+    def counts(self) -> np.ndarray:
+        """How many steps use each pattern, int64[len(patterns)]."""
+        return np.bincount(self.order, minlength=len(self.patterns))
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+    def _step(self, i: int, label: str) -> Step:
+        pat = self.patterns[i]
+        return pat if pat.label == label else Step(pat.traffic, pat.reduction, label)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return tuple(self[j] for j in range(*i.indices(len(self))))
+        return self._step(int(self.order[i]), self.labels[i])
+
+    def __iter__(self):
+        for i, label in zip(self.order.tolist(), self.labels, strict=True):
+            yield self._step(i, label)
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, Sequence) or len(other) != len(self):
+            return NotImplemented if not isinstance(other, Sequence) else False
+        return all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = object.__hash__
+
+    def __repr__(self) -> str:
+        return f"Steps({len(self)} steps, {len(self.patterns)} patterns)"
+
+
 @dataclass(frozen=True)
 class Schedule:
     """The ordered, bulk-synchronous steps of one collective on ``p`` ranks.
 
-    ``num_blocks``/``block_share`` describe the block partition used by
-    block-level traffic (``None`` when the schedule was built without blocks).
+    ``steps`` is held as :class:`Steps` (a sequence of :class:`Step` given
+    here is turned into one). ``num_blocks``/``block_share`` describe the
+    block partition used by block-level traffic (``None`` when the schedule
+    was built without blocks).
     """
 
     algorithm: str
     variant: str
     p: int
-    steps: tuple[Step, ...]
+    steps: Steps
     num_blocks: int | None = None
     block_share: np.ndarray | None = None
     info: dict = field(default_factory=dict)
@@ -189,6 +293,10 @@ class Schedule:
     #: traffic addresses them through ``Traffic.block_buffers``); the
     #: allreduce's result is buffer 0
     num_buffers: int = 1
+
+    def __post_init__(self):
+        if not isinstance(self.steps, Steps):
+            object.__setattr__(self, "steps", Steps.of(self.steps))
 
     @property
     def num_steps(self) -> int:

@@ -69,6 +69,8 @@ from .base import (
     Reduction,
     Schedule,
     Step,
+    StepLabels,
+    Steps,
     convert_ports,
     shape_note,
     torus_dims,
@@ -223,14 +225,16 @@ def build(p: int, topology=None, blocks: bool = False, **options) -> Schedule:
         traffic = make_traffic(src, dst, share, tag)
         rs_reduction = reduce_step_reduction(traffic, True)
         ag_reduction = Reduction.none()
-        steps = [Step(traffic, rs_reduction, f"rs{s}") for s in range(p - 1)]
-        steps += [Step(traffic, ag_reduction, f"ag{s}") for s in range(p - 1)]
+        # two patterns, 2(p-1) steps: held as arrays, not a Step object a step
+        steps = Steps((Step(traffic, rs_reduction, "rs0"), Step(traffic, ag_reduction, "ag0")),
+                      np.repeat(np.arange(2, dtype=np.int32), p - 1),
+                      StepLabels((("rs", p - 1), ("ag", p - 1))))
         num_blocks, block_share = None, None
     if mesh_dims(topology, p) is not None:
         note = mesh_note(topology, rings[0][0], cycle)
     else:
         note = shape_note(topology, p)
-    return Schedule(NAME, f"ports={ports}", p, tuple(steps), num_blocks, block_share,
+    return Schedule(NAME, f"ports={ports}", p, steps, num_blocks, block_share,
                     {"p_eff": p, "ports": ports, "cycle": cycle}, note=note)
 
 

@@ -338,7 +338,7 @@ def _one_selection(item, n: int, labels: dict) -> list[int]:
                           "range a-b or a step label")
     if item in labels:   # a label wins over an index reading
         return labels[item]
-    if item.isdigit():
+    if item.isascii() and item.isdigit():
         return _one_selection(int(item), n, labels)
     m = _RANGE.match(item)
     if m:

@@ -415,7 +415,8 @@ def time_traffic(topology, traffic, *, ecmp: str = "split", seed: int = 0, place
     t = float(prof.times([1.0])[0])
     carried = float(prof.background_throughput([1.0])[0]) if "background_rate" in prof.info \
         else np.nan
-    total = float(sum(s.traffic.share.sum() for s in sched.steps))
+    total = float(sum(s.traffic.share.sum() * k
+                      for s, k in zip(sched.steps.patterns, sched.steps.counts().tolist())))
     row = {**run.row, "algorithm": "traffic",
            "model": "flow", "variant": sched.variant, "options": "", "size_bytes": total,
            "time_s": t, "goodput_Bps": total / t if t > 0 else np.inf, "steps": sched.num_steps,

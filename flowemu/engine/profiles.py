@@ -30,6 +30,7 @@ network's incast is off).
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
@@ -142,7 +143,7 @@ class Profile:
 
     distinct: tuple[StepProfile, ...]
     index: np.ndarray
-    labels: tuple[str, ...]
+    labels: Sequence[str]
     schedule: Schedule | None = None
     info: dict = field(default_factory=dict)
 
@@ -542,7 +543,7 @@ def _solve_patterns(ctx: _Context, schedule: Schedule, congestion: bool, threads
     kernels that release the GIL, so distinct steps run truly in parallel."""
     todo: dict = {}
     first: dict = {}   # each traffic object once, at its first step (its label)
-    for step in schedule.steps:
+    for step in schedule.steps.patterns:
         first.setdefault(id(step.traffic), step)
     for step in first.values():
         if step.traffic.num_flows == 0:
@@ -638,17 +639,9 @@ def profile(schedule: Schedule, topology: Topology, network: Network | None = No
     _solve_patterns(ctx, schedule, congestion, threads)
     # one profile per distinct (traffic, reduction): steps that repeat them
     # (a ring's 2(p-1) equal steps) keep an index into those, not a profile each
-    slot: dict = {}
-    distinct, index, labels = [], [], []
-    for s in schedule.steps:
-        key = (id(s.traffic), id(s.reduction))
-        i = slot.get(key)
-        if i is None:
-            i = slot[key] = len(distinct)
-            distinct.append(step_profile(ctx, s.traffic, s.reduction, s.label, schedule.p,
-                                         congestion))
-        index.append(i)
-        labels.append(s.label)
+    steps = schedule.steps
+    distinct = tuple(step_profile(ctx, s.traffic, s.reduction, s.label, schedule.p, congestion)
+                     for s in steps.patterns)
     info = dict(schedule.info)
     endpoints = ctx.mapping
     out_ports = np.bincount(topology.link_src, weights=(topology.link_capacity_scale > 0),
@@ -657,8 +650,7 @@ def profile(schedule: Schedule, topology: Topology, network: Network | None = No
     if background is not None:
         info["background_rate"] = uncontested_rate(ctx, solve_step)
         info["background_flows"] = ctx.load.num_background if ctx.load is not None else 0
-    return Profile(tuple(distinct), np.asarray(index, dtype=np.int32), tuple(labels), schedule,
-                   info)
+    return Profile(distinct, steps.order, steps.labels, schedule, info)
 
 
 def check_profile_args(schedule, topology, network) -> tuple:
@@ -676,7 +668,7 @@ def check_profile_args(schedule, topology, network) -> tuple:
 def distinct_steps(schedule: Schedule) -> list[Traffic]:
     """The distinct traffic objects of a schedule with flows, in first-use order."""
     seen: dict = {}
-    for step in schedule.steps:
+    for step in schedule.steps.patterns:
         seen.setdefault(id(step.traffic), step.traffic)
     return [t for t in seen.values() if t.num_flows]
 

@@ -11,13 +11,11 @@ import numpy as np
 from .fill import (
     KEEP_TOL,
     PASS_LIMIT,
-    STATUS_BAD_INPUT,
     STATUS_ITER_LIMIT,
     STATUS_NONFINITE,
     STATUS_OK,
     STATUS_STALLED,
     check_completion_inputs,
-    check_inputs,
     fill_solve,
     fill_workspace,
     ingress_capacity,
@@ -27,6 +25,7 @@ from .fill import (
     resource_state,
     with_transpose,
 )
+from .incremental import few_finish_times
 from .jit import njit
 from .layout import CAP, NUMPY_ERRORS, RESID, TIE_TOL
 from .screening import (
@@ -45,6 +44,12 @@ from .screening import (
 #: flow's candidate entries); before, every flow at or above the finished
 #: rate is re-solved over all its entries
 SCREEN_START = 16
+#: with ``handoff``: a step whose flows' finish times at their t = 0 rates
+#: fall in more groups than this goes to the incremental solver (in fewer, a
+#: finish changes most rates, and the bulk re-solve is the cheaper)
+BULK_EVENTS = 16
+#: (not an error) the step goes on in the incremental solver: ``handoff``
+STATUS_HANDOFF = -1
 
 
 @njit(**NUMPY_ERRORS)
@@ -62,70 +67,8 @@ def apply_loads(flows, n, flow_ptr, res, frac, rates, applied, state):
 
 
 @njit(**NUMPY_ERRORS)
-def maxmin_rates_kernel(flow_ptr, res, frac, capacity, active):
-    """Max-min fair rates of the active flows (one static solve).
-
-    Parameters
-    ----------
-    flow_ptr : int64[F+1]
-    res : int32[E]
-        Resource of each entry, in ``[0, R)``; at most once per flow.
-    frac : float64[E]
-        Fraction of the flow crossing the resource, in ``(0, 1]``.
-    capacity : float64[R]
-        Capacity of each resource, bytes/s, finite and ``>= 0``.
-    active : bool[F]
-        Flows taking part; the others get rate 0.
-
-    Returns
-    -------
-    rates : float64[F]
-        Max-min fair rate of each active flow (``+inf`` for an empty path).
-    status : int
-        ``STATUS_OK``; ``STATUS_STALLED`` when an active flow gets rate 0;
-        ``STATUS_NONFINITE``/``STATUS_BAD_INPUT`` on bad data.
-    """
-    n_flows = flow_ptr.shape[0] - 1
-    n_res = capacity.shape[0]
-    rates = np.zeros(max(n_flows, 0), dtype=np.float64)
-    status = check_inputs(flow_ptr, res, frac, capacity)
-    if status != STATUS_OK:
-        return rates, status
-    if active.shape[0] != n_flows:
-        return rates, STATUS_BAD_INPUT
-    res, n_res, capacity = remap_resources(res, capacity)  # from here on: kernel rows
-    sub = np.empty(n_flows, dtype=np.int32)
-    flow_mark = np.zeros(n_flows, dtype=np.int64)
-    n_sub = np.int64(0)
-    for f in range(n_flows):
-        if active[f]:
-            if flow_ptr[f + 1] == flow_ptr[f]:
-                rates[f] = np.inf
-            else:
-                sub[n_sub] = f
-                n_sub += 1
-                flow_mark[f] = 1
-    state, w_ref, cold = resource_state(capacity)
-    touched, heap_key, heap_res, batch = fill_workspace(n_res)
-    applied = np.zeros(n_flows, dtype=np.float64)
-    row_end = flow_ptr[1:]  # (read only: every entry)
-    status, _, _, _ = fill_solve(flow_ptr, row_end, res, frac, no_transpose(), sub, n_sub, applied,
-                             rates, state, w_ref, cold, flow_mark, np.int64(1), touched, heap_key,
-                             heap_res, batch, np.int64(PASS_LIMIT), np.empty(0, dtype=np.float64))
-    if status != STATUS_OK:
-        return rates, status
-    for i in range(n_sub):
-        x = rates[sub[i]]
-        if not np.isfinite(x):
-            return rates, STATUS_NONFINITE
-        if x <= 0.0:
-            status = STATUS_STALLED
-    return rates, status
-
-
-@njit(**NUMPY_ERRORS)
 def screened_completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes,
-                               persistent, screen_from=SCREEN_START):
+                               persistent, screen_from=SCREEN_START, handoff=False):
     """Event-driven max-min completion of flows that all start at ``t = 0``,
     re-solving after each event every flow at or above the finished rate
     (over its candidate entries only from event ``screen_from`` on).
@@ -156,6 +99,13 @@ def screened_completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps,
         in every solve, their bytes are ignored, and the run ends when every
         other flow has finished (after the ``t = 0`` solve when there is
         none). A persistent flow with rate 0 does not stall the run.
+
+    handoff : bool
+        After the ``t = 0`` solve, stop with ``STATUS_HANDOFF`` (and
+        ``rate0``) when the flows' finish times fall in more than
+        ``BULK_EVENTS`` groups, for the incremental solver to go on
+        (:func:`flowemu.kernels.incremental.incremental_events`): there each
+        finish changes few rates.
 
     Returns
     -------
@@ -333,6 +283,7 @@ def screened_completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps,
 
         # --- next event
         t_next = np.inf
+        t_last = 0.0
         for i in range(n_act):
             f = act[i]
             x = rates[f]
@@ -351,7 +302,11 @@ def screened_completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps,
                 return rate0, finish, moved, STATUS_STALLED
             t_fin[f] = tf
             t_next = min(t_next, tf)
+            t_last = max(t_last, tf)
         thr = t_next + t_next * TIE_TOL
+        if ev == 1 and handoff and t_last > thr and not few_finish_times(
+                flow_ptr, flow_bytes, persistent, rates, BULK_EVENTS):
+            return rate0, finish, moved, STATUS_HANDOFF
         dt = t_next - t
         lam0 = np.inf
         m = np.int64(0)

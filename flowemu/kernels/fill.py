@@ -604,3 +604,63 @@ def with_transpose(tr, flow_ptr, res, frac, n_res):
     return (res_ptr, res_flow, res_frac, True)
 
 
+@njit(**NUMPY_ERRORS)
+def maxmin_rates_kernel(flow_ptr, res, frac, capacity, active):
+    """Max-min fair rates of the active flows (one static solve).
+
+    Parameters
+    ----------
+    flow_ptr : int64[F+1]
+    res : int32[E]
+        Resource of each entry, in ``[0, R)``; at most once per flow.
+    frac : float64[E]
+        Fraction of the flow crossing the resource, in ``(0, 1]``.
+    capacity : float64[R]
+        Capacity of each resource, bytes/s, finite and ``>= 0``.
+    active : bool[F]
+        Flows taking part; the others get rate 0.
+
+    Returns
+    -------
+    rates : float64[F]
+        Max-min fair rate of each active flow (``+inf`` for an empty path).
+    status : int
+        ``STATUS_OK``; ``STATUS_STALLED`` when an active flow gets rate 0;
+        ``STATUS_NONFINITE``/``STATUS_BAD_INPUT`` on bad data.
+    """
+    n_flows = flow_ptr.shape[0] - 1
+    n_res = capacity.shape[0]
+    rates = np.zeros(max(n_flows, 0), dtype=np.float64)
+    status = check_inputs(flow_ptr, res, frac, capacity)
+    if status != STATUS_OK:
+        return rates, status
+    if active.shape[0] != n_flows:
+        return rates, STATUS_BAD_INPUT
+    res, n_res, capacity = remap_resources(res, capacity)  # from here on: kernel rows
+    sub = np.empty(n_flows, dtype=np.int32)
+    flow_mark = np.zeros(n_flows, dtype=np.int64)
+    n_sub = np.int64(0)
+    for f in range(n_flows):
+        if active[f]:
+            if flow_ptr[f + 1] == flow_ptr[f]:
+                rates[f] = np.inf
+            else:
+                sub[n_sub] = f
+                n_sub += 1
+                flow_mark[f] = 1
+    state, w_ref, cold = resource_state(capacity)
+    touched, heap_key, heap_res, batch = fill_workspace(n_res)
+    applied = np.zeros(n_flows, dtype=np.float64)
+    row_end = flow_ptr[1:]  # (read only: every entry)
+    status, _, _, _ = fill_solve(flow_ptr, row_end, res, frac, no_transpose(), sub, n_sub, applied,
+                             rates, state, w_ref, cold, flow_mark, np.int64(1), touched, heap_key,
+                             heap_res, batch, np.int64(PASS_LIMIT), np.empty(0, dtype=np.float64))
+    if status != STATUS_OK:
+        return rates, status
+    for i in range(n_sub):
+        x = rates[sub[i]]
+        if not np.isfinite(x):
+            return rates, STATUS_NONFINITE
+        if x <= 0.0:
+            status = STATUS_STALLED
+    return rates, status

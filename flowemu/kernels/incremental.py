@@ -66,12 +66,10 @@ flow's remaining bytes are brought up to date only when its rate changes, and
 its finish time (``t + remaining / rate``) is its key in a second indexed
 heap. Nothing is allocated per event.
 
-Layout
-------
-What a fill reads and writes of a resource is one 64-byte row of ``rs``
-(float64) and one of ``ri`` (int64), of a flow one row of ``fl`` (int64);
-the columns are named below.
+The fill itself (state, holders, releases, screening) is in :mod:`.refill`,
+the indexed heap in :mod:`.heaps`.
 """
+
 
 from __future__ import annotations
 
@@ -84,434 +82,63 @@ from .fill import (
     STATUS_STALLED,
     check_completion_inputs,
     ingress_capacity,
+    maxmin_rates_kernel,
     transpose,
 )
+from .heaps import heap_pop, heap_set
 from .jit import njit
 from .layout import NUMPY_ERRORS, TIE_TOL
-
-SETTLED = 0   # a flow whose rate is fixed (for the fill in progress)
-RISING = 1    # a flow the fill in progress is solving again
-DONE = 2      # a finished flow, or one with an empty path
-#: a settled flow more than this (relative) above the level at which a
-#: resource saturates is not held there: it is released; a resource with
-#: more than this room at its held level releases what it holds
-OVER_TOL = TIE_TOL
-#: screening: a flow's rate stays within this factor above the lazy rate at
-#: which its screened resources count it (a drift event re-counts it past it)
-DRIFT = 0.03
-#: a screened resource stays this far (relative) below capacity
-MARGIN = 1e-9
-
-# rs: float64[R, 8] per resource
-CAP = 0       # capacity now (ingress: after incast)
-LOAD_HI = 1   # load of its settled flows, double-double
-LOAD_LO = 2
-W_HI = 3      # weight (sum of fractions) of its rising flows, double-double
-W_LO = 4
-HELD_AT = 5   # level of the flows it holds
-TOP = 6       # upper bound of its settled flows' rates
-# ri: int64[R, 8] per resource
-N_RISING = 0  # rising flows on it
-N_HELD = 1    # flows it holds
-CHECKED = 2   # fill in which its held level was checked
-HELD_HEAD = 3  # first of the flows it holds (list through fl[:, HELD_NEXT/PREV])
-RISE_HEAD = 4  # first entry of its rising flows' list (through rise_next)
-RISE_GEN = 5  # number of that list (an entry is on it when rise_mark == it)
-# fl: int64[F, 8] per flow
-PHASE = 0     # SETTLED, RISING or DONE
-STAMP = 1     # fill in which it was last released
-BNECK = 2     # resource that holds it (-1: none)
-HELD_NEXT = 3
-HELD_PREV = 4
+from .refill import (
+    BNECK,
+    CAP,
+    DONE,
+    HELD_AT,
+    HELD_HEAD,
+    LOAD_HI,
+    LOAD_LO,
+    PHASE,
+    RISE_GEN,
+    RISE_HEAD,
+    SAT_TOL,
+    TOP,
+    add_dd,
+    hold,
+    refill,
+    release,
+    start_screening,
+    unhold,
+)
 
 
 @njit(**NUMPY_ERRORS)
-def _sift_up(hk, hi, pos, i):
-    key = hk[i]
-    item = hi[i]
-    while i > 0:
-        parent = (i - 1) >> 1
-        if hk[parent] <= key:
-            break
-        hk[i] = hk[parent]
-        hi[i] = hi[parent]
-        pos[hi[i]] = i
-        i = parent
-    hk[i] = key
-    hi[i] = item
-    pos[item] = i
-
-
-@njit(**NUMPY_ERRORS)
-def _sift_down(hk, hi, pos, size, i):
-    key = hk[i]
-    item = hi[i]
-    while True:
-        c = 2 * i + 1
-        if c >= size:
-            break
-        if c + 1 < size and hk[c + 1] < hk[c]:
-            c += 1
-        if hk[c] >= key:
-            break
-        hk[i] = hk[c]
-        hi[i] = hi[c]
-        pos[hi[i]] = i
-        i = c
-    hk[i] = key
-    hi[i] = item
-    pos[item] = i
-
-
-@njit(**NUMPY_ERRORS)
-def _heap_set(hk, hi, pos, size, item, key):
-    """Give ``item`` the key ``key`` in an indexed binary min-heap (``pos``:
-    each item's place, -1 when out; ``+inf`` takes it out); returns the size."""
-    i = pos[item]
-    if key == np.inf:
-        if i < 0:
-            return size
-        size -= 1
-        pos[item] = -1
-        if i < size:
-            hk[i] = hk[size]
-            hi[i] = hi[size]
-            pos[hi[i]] = i
-            if i > 0 and hk[i] < hk[(i - 1) >> 1]:
-                _sift_up(hk, hi, pos, i)
-            else:
-                _sift_down(hk, hi, pos, size, i)
-        return size
-    if i < 0:
-        hk[size] = key
-        hi[size] = item
-        _sift_up(hk, hi, pos, size)
-        return size + 1
-    old = hk[i]
-    hk[i] = key
-    if key < old:
-        _sift_up(hk, hi, pos, i)
-    elif key > old:
-        _sift_down(hk, hi, pos, size, i)
-    return size
-
-
-@njit(**NUMPY_ERRORS)
-def _heap_pop(hk, hi, pos, size):
-    """Take the minimum out of a non-empty indexed heap: ``(key, item, size)``."""
-    key = hk[0]
-    item = hi[0]
-    return key, item, _heap_set(hk, hi, pos, size, item, np.inf)
-
-
-@njit(**NUMPY_ERRORS)
-def _add(rs, r, col, a):
-    """``rs[r, col] + rs[r, col + 1] += a`` without losing ``a``'s digits
-    (two-sum; ``col + 1`` holds the low part)."""
-    h = rs[r, col]
-    s = h + a
-    bp = s - h
-    rs[r, col + 1] += (h - (s - bp)) + (a - bp)
-    rs[r, col] = s
-
-
-@njit(**NUMPY_ERRORS)
-def _level(rs, r):
-    """Level at which ``r`` saturates with its rising weight."""
-    lam = ((rs[r, CAP] - rs[r, LOAD_HI]) - rs[r, LOAD_LO]) / (rs[r, W_HI] + rs[r, W_LO])
-    return max(0.0, lam)
-
-
-@njit(**NUMPY_ERRORS)
-def _key(r, ev, rs, ri):
-    """Level at which resource ``r`` needs the fill's attention: the level of
-    the flows it holds if it is not yet checked in fill ``ev`` and sooner,
-    else where its rising flows would saturate it (``+inf``: never)."""
-    lam = _level(rs, r) if ri[r, N_RISING] > 0 else np.inf
-    if ri[r, N_HELD] > 0 and ri[r, CHECKED] != ev and rs[r, HELD_AT] < lam:
-        return rs[r, HELD_AT]
-    return lam
-
-
-@njit(**NUMPY_ERRORS)
-def _hold(g, r, fl, ri):
-    """Record that resource ``r`` holds flow ``g`` (a doubly-linked list of
-    the flows each resource holds)."""
-    fl[g, BNECK] = r
-    head = ri[r, HELD_HEAD]
-    fl[g, HELD_PREV] = -1
-    fl[g, HELD_NEXT] = head
-    if head >= 0:
-        fl[head, HELD_PREV] = g
-    ri[r, HELD_HEAD] = g
-    ri[r, N_HELD] += 1
-
-
-@njit(**NUMPY_ERRORS)
-def _unhold(g, fl, ri):
-    """Take flow ``g`` off the list of the resource that holds it."""
-    r = fl[g, BNECK]
-    if r < 0:
-        return
-    p = fl[g, HELD_PREV]
-    n = fl[g, HELD_NEXT]
-    if p >= 0:
-        fl[p, HELD_NEXT] = n
-    else:
-        ri[r, HELD_HEAD] = n
-    if n >= 0:
-        fl[n, HELD_PREV] = p
-    ri[r, N_HELD] -= 1
-    fl[g, BNECK] = -1
-
-
-@njit(**NUMPY_ERRORS)
-def _release(g, ev, fl, ri, rate, old_rate, changed, n_changed, stack, n_stack):
-    """Make settled flow ``g`` rising (its entries are applied when it is
-    expanded; it leaves the resource that held it); the first time in fill
-    ``ev``, note its rate before."""
-    fl[g, PHASE] = RISING
-    _unhold(g, fl, ri)
-    if fl[g, STAMP] != ev:
-        fl[g, STAMP] = ev
-        old_rate[g] = rate[g]
-        changed[n_changed] = g
-        n_changed += 1
-    stack[n_stack] = g
-    return n_changed, n_stack + 1
-
-
-@njit(**NUMPY_ERRORS)
-def _admit(r, row_end, pool_res, pool_frac, res_ptr, res_flow, res_frac, rs, ri, fl, rate,
-           rise_next, rise_mark, cand):
-    """Make screened resource ``r`` a candidate during a fill (no released
-    flow is waiting to be expanded): its exact load and rising weight from
-    its flows, an entry in each one's pool (and in its rising list)."""
-    cand[r] = 1
-    rs[r, LOAD_HI] = 0.0
-    rs[r, LOAD_LO] = 0.0
-    rs[r, W_HI] = 0.0
-    rs[r, W_LO] = 0.0
-    rs[r, TOP] = 0.0
-    ri[r, N_RISING] = 0
-    ri[r, RISE_GEN] += 1
-    ri[r, RISE_HEAD] = -1
-    for k in range(res_ptr[r], res_ptr[r + 1]):
-        g = res_flow[k]
-        if fl[g, PHASE] == DONE:
-            continue
-        a = res_frac[k]
-        p = row_end[g]
-        row_end[g] = p + 1
-        pool_res[p] = r
-        pool_frac[p] = a
-        if fl[g, PHASE] == RISING:
-            _add(rs, r, W_HI, a)
-            ri[r, N_RISING] += 1
-            rise_mark[p] = ri[r, RISE_GEN]
-            rise_next[p] = ri[r, RISE_HEAD]
-            ri[r, RISE_HEAD] = p
-        else:
-            _add(rs, r, LOAD_HI, a * rate[g])
-            rs[r, TOP] = max(rs[r, TOP], rate[g])
-
-
-@njit(**NUMPY_ERRORS)
-def _relazy(g, new, flow_ptr, res, frac, row_end, pool_res, pool_frac, res_ptr, res_flow,
-            res_frac, rs, ri, fl, rate, rise_next, rise_mark, cand, lazy, lazy_load, joined):
-    """Count flow ``g`` at the lazy rate ``new`` on its screened resources;
-    those that may come near capacity are admitted (listed in ``joined``).
-    Returns how many."""
-    d = new - lazy[g]
-    lazy[g] = new
-    admitted = 0
-    for e in range(flow_ptr[g], flow_ptr[g + 1]):
-        r = res[e]
-        if cand[r]:
-            continue
-        lazy_load[r] += frac[e] * d
-        if d > 0.0 and not _screenable(lazy_load[r], rs[r, CAP]):
-            _admit(r, row_end, pool_res, pool_frac, res_ptr, res_flow, res_frac, rs, ri, fl,
-                   rate, rise_next, rise_mark, cand)
-            joined[admitted] = r
-            admitted += 1
-    return admitted
-
-
-@njit(**NUMPY_ERRORS)
-def _screenable(lazy_load, cap):
-    """Whether a resource whose flows run within ``DRIFT`` of the lazy rates
-    that load it with ``lazy_load`` stays below capacity ``cap``."""
-    return lazy_load * (1.0 + DRIFT) < cap * (1.0 - MARGIN)
-
-
-@njit(**NUMPY_ERRORS)
-def _start_screening(flow_ptr, res, frac, row_end, pool_res, pool_frac, rs, fl, rate, rise_mark,
-                     n_plain, cand, lazy, lazy_load):
-    """After the ``t = 0`` fill (every flow settled, every load exact): count
-    each flow at its rate as its lazy rate, keep as candidates the resources
-    that may come near capacity (ingress resources, whose capacity moves,
-    always), and pool each flow's entries on them."""
+def _t0_capacities(flow_ptr, res, capacity, n_plain, w_t, eps, persistent):
+    """``(capacity at t = 0 with every receiver's fan-in, fan_in, active,
+    unfinished non-persistent flows, incast)`` (active: flows with a path)."""
     n_flows = flow_ptr.shape[0] - 1
-    n_res = rs.shape[0]
-    for r in range(n_res):
-        lazy_load[r] = rs[r, LOAD_HI] + rs[r, LOAD_LO]
-        cand[r] = 1 if r >= n_plain or not _screenable(lazy_load[r], rs[r, CAP]) else 0
-    for g in range(n_flows):
-        if fl[g, PHASE] == DONE:
+    n_res = capacity.shape[0]
+    incast = False
+    for i in range(n_res - n_plain):
+        incast |= eps[i] > 0.0 and np.isfinite(w_t[i])
+    cap0 = capacity.astype(np.float64).copy()
+    fan_in = np.zeros(n_res, dtype=np.int64)
+    active = np.zeros(n_flows, dtype=np.bool_)
+    n_finite = 0
+    for f in range(n_flows):
+        if flow_ptr[f + 1] == flow_ptr[f]:
             continue
-        lazy[g] = rate[g]
-        if rate[g] <= 0.0:
-            # (no drift bound holds at rate 0: every resource it crosses stays)
-            for e in range(flow_ptr[g], flow_ptr[g + 1]):
-                cand[res[e]] = 1
-    for g in range(n_flows):
-        p = flow_ptr[g]
-        for e in range(flow_ptr[g], flow_ptr[g + 1]):
-            if cand[res[e]]:
-                pool_res[p] = res[e]
-                pool_frac[p] = frac[e]
-                p += 1
-        row_end[g] = p
-    rise_mark[:] = 0   # (pool entries moved; lists are empty between fills)
-
-
-@njit(**NUMPY_ERRORS)
-def _fill(ev, n_stack, n_changed, flow_ptr, res, frac, row_end, pool_res, pool_frac, entry_flow,
-          res_ptr, res_flow, res_frac, rs, ri, fl, rate, old_rate, changed, stack, rise_next,
-          rise_mark, seeds, n_seeds, hk, hi, pos, screening, cand, lazy, lazy_load, joined):
-    """Fill again what the released flows on ``stack`` and the changed
-    resources ``seeds[:n_seeds]`` reach; returns ``n_changed``. Every
-    released flow is settled at its new rate on return.
-
-    The fill walks each flow's *pool*, ``pool_res``/``pool_frac`` at
-    ``flow_ptr[g] .. row_end[g]``: its entries on candidate resources (all
-    of them unless ``screening``). Per resource, ``ri[r, RISE_HEAD]`` starts
-    a list (through ``rise_next``, over pool entries) of its rising flows'
-    entries, appended as they expand and dropped when it saturates or has
-    none left. Heap items ``R + g`` are drift events: rising flow ``g``
-    reaching ``1 + DRIFT`` times its lazy rate."""
-    n_res = rs.shape[0]
-    size = 0
-    for i in range(n_seeds):
-        r = seeds[i]
-        size = _heap_set(hk, hi, pos, size, r, _key(r, ev, rs, ri))
-    while True:
-        # expand the released flows: their loads leave, their weights rise
-        while n_stack > 0:
-            n_stack -= 1
-            g = stack[n_stack]
-            x = rate[g]   # (as counted in the loads: 0 before the first fill)
-            for e in range(flow_ptr[g], row_end[g]):
-                r = pool_res[e]
-                a = pool_frac[e]
-                if x != 0.0:
-                    _add(rs, r, LOAD_HI, -a * x)
-                _add(rs, r, W_HI, a)
-                ri[r, N_RISING] += 1
-                if rise_mark[e] != ri[r, RISE_GEN]:
-                    rise_mark[e] = ri[r, RISE_GEN]
-                    rise_next[e] = ri[r, RISE_HEAD]
-                    ri[r, RISE_HEAD] = e
-                k = _key(r, ev, rs, ri)
-                p = pos[r]
-                if p < 0 or k < hk[p]:
-                    size = _heap_set(hk, hi, pos, size, r, k)
-            if screening and row_end[g] < flow_ptr[g + 1]:
-                size = _heap_set(hk, hi, pos, size, n_res + g, lazy[g] * (1.0 + DRIFT))
-        if size == 0:
-            break
-        key, r, size = _heap_pop(hk, hi, pos, size)
-        if r >= n_res:
-            # a rising flow reached the drift bound of its lazy rate: count it
-            # at this level where it is screened (admitting what may fill up)
-            g = r - n_res
-            if fl[g, PHASE] == RISING:
-                n_joined = _relazy(g, key, flow_ptr, res, frac, row_end, pool_res, pool_frac,
-                                   res_ptr, res_flow, res_frac, rs, ri, fl, rate, rise_next,
-                                   rise_mark, cand, lazy, lazy_load, joined)
-                for i in range(n_joined):
-                    r2 = joined[i]
-                    size = _heap_set(hk, hi, pos, size, r2, _key(r2, ev, rs, ri))
-                if row_end[g] < flow_ptr[g + 1]:
-                    size = _heap_set(hk, hi, pos, size, r, key * (1.0 + DRIFT))
-            continue
-        k = _key(r, ev, rs, ri)
-        if k == np.inf:
-            continue
-        if k > key:
-            # its level rose as flows froze elsewhere (keys are lower bounds)
-            size = _heap_set(hk, hi, pos, size, r, k)
-            continue
-        n_up = ri[r, N_RISING]
-        lam = _level(rs, r) if n_up > 0 else np.inf
-        if ri[r, N_HELD] > 0 and ri[r, CHECKED] != ev:
-            ri[r, CHECKED] = ev
-            level = rs[r, HELD_AT]
-            if lam > level + level * OVER_TOL and (
-                    n_up > 0 or (rs[r, CAP] - rs[r, LOAD_HI]) - rs[r, LOAD_LO]
-                    > rs[r, CAP] * OVER_TOL):
-                # at the level of the flows it holds r has room to spare:
-                # they rise again (and its level is computed again after)
-                while ri[r, HELD_HEAD] >= 0:
-                    n_changed, n_stack = _release(ri[r, HELD_HEAD], ev, fl, ri, rate, old_rate,
-                                                  changed, n_changed, stack, n_stack)
-                size = _heap_set(hk, hi, pos, size, r, level)
-                continue
-        if n_up == 0:
-            continue
-        ri[r, CHECKED] = ev
-        over = lam + lam * OVER_TOL
-        if rs[r, TOP] > over:
-            # settled flows above this level are not held here: release them
-            highest = 0.0
-            for j in range(res_ptr[r], res_ptr[r + 1]):
-                h = res_flow[j]
-                if fl[h, PHASE] == SETTLED:
-                    if rate[h] > over:
-                        n_changed, n_stack = _release(h, ev, fl, ri, rate, old_rate, changed,
-                                                      n_changed, stack, n_stack)
-                    elif rate[h] > highest:
-                        highest = rate[h]
-            rs[r, TOP] = highest
-            if n_stack > 0:
-                # (it stays in play; its level is computed again)
-                size = _heap_set(hk, hi, pos, size, r, lam)
-                continue
-        # r saturates: its rising flows freeze at lam
-        rs[r, HELD_AT] = lam
-        e = ri[r, RISE_HEAD]
-        while e >= 0:
-            nxt = rise_next[e]
-            g = entry_flow[e]
-            if fl[g, PHASE] == RISING:
-                fl[g, PHASE] = SETTLED
-                rate[g] = lam
-                _hold(g, r, fl, ri)
-                for e2 in range(flow_ptr[g], row_end[g]):
-                    r2 = pool_res[e2]
-                    _add(rs, r2, LOAD_HI, pool_frac[e2] * lam)
-                    rs[r2, TOP] = max(rs[r2, TOP], lam)
-                    ri[r2, N_RISING] -= 1
-                    if ri[r2, N_RISING] == 0:
-                        rs[r2, W_HI] = 0.0
-                        rs[r2, W_LO] = 0.0
-                        ri[r2, RISE_HEAD] = -1
-                        ri[r2, RISE_GEN] += 1
-                        if pos[r2] >= 0:
-                            # nothing rises on it: it stays only for its held check
-                            size = _heap_set(hk, hi, pos, size, r2, _key(r2, ev, rs, ri))
-                    else:
-                        _add(rs, r2, W_HI, -pool_frac[e2])
-                if screening and row_end[g] < flow_ptr[g + 1]:
-                    size = _heap_set(hk, hi, pos, size, n_res + g, np.inf)
-                    if lam * (1.0 + DRIFT) * (1.0 + DRIFT) < lazy[g]:
-                        # far below its lazy rate: count it lower (frees room)
-                        _relazy(g, lam, flow_ptr, res, frac, row_end, pool_res, pool_frac,
-                                res_ptr, res_flow, res_frac, rs, ri, fl, rate, rise_next,
-                                rise_mark, cand, lazy, lazy_load, joined)
-            e = nxt
-    return n_changed
+        active[f] = True
+        if not persistent[f]:
+            n_finite += 1
+        if incast:
+            for e in range(flow_ptr[f], flow_ptr[f + 1]):
+                if res[e] >= n_plain:
+                    fan_in[res[e]] += 1
+    if incast:
+        for r in range(n_plain, n_res):
+            if fan_in[r] > 0:
+                cap0[r] = ingress_capacity(capacity[r], fan_in[r], w_t[r - n_plain],
+                                           eps[r - n_plain])
+    return cap0, fan_in, active, n_finite, incast
 
 
 @njit(**NUMPY_ERRORS)
@@ -530,15 +157,97 @@ def incremental_completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, e
     flows that never finish. Returns ``(rate0, finish, moved, status)``.
     """
     n_flows = flow_ptr.shape[0] - 1
-    n_res = capacity.shape[0]
     rate0 = np.zeros(max(n_flows, 0), dtype=np.float64)
     finish = np.full(max(n_flows, 0), np.inf)
     moved = np.zeros(max(n_flows, 0), dtype=np.float64)
-    status, incast = check_completion_inputs(flow_ptr, res, frac, capacity, n_plain, w_t, eps,
-                                             flow_bytes, persistent)
+    status, _ = check_completion_inputs(flow_ptr, res, frac, capacity, n_plain, w_t, eps,
+                                        flow_bytes, persistent)
     if status != STATUS_OK:
         return rate0, finish, moved, status
 
+    # t = 0: the static fill over every flow (fast where a step's flows share
+    # few levels); a step whose flows all finish at once ends here
+    cap0, _, active, n_finite, _ = _t0_capacities(flow_ptr, res, capacity, n_plain, w_t, eps,
+                                                  persistent)
+    for f in range(n_flows):
+        if not active[f]:
+            rate0[f] = np.inf
+            finish[f] = 0.0
+    rate, status = maxmin_rates_kernel(flow_ptr, res, frac, cap0, active)
+    if status != STATUS_OK and status != STATUS_STALLED:
+        return rate0, finish, moved, status
+    t_first = np.inf
+    t_last = 0.0
+    for f in range(n_flows):
+        if not active[f]:
+            continue
+        x = rate[f]
+        rate0[f] = x
+        if not np.isfinite(x):
+            return rate0, finish, moved, STATUS_NONFINITE
+        if persistent[f]:
+            continue
+        if flow_bytes[f] <= 0.0:
+            tf = 0.0
+        elif x <= 0.0:
+            return rate0, finish, moved, STATUS_STALLED
+        else:
+            tf = flow_bytes[f] / x
+            if not np.isfinite(tf):
+                return rate0, finish, moved, STATUS_STALLED
+        t_first = min(t_first, tf)
+        t_last = max(t_last, tf)
+    if n_finite == 0:
+        return rate0, finish, moved, STATUS_OK   # (only persistent flows: the run is over)
+    if t_last <= t_first + t_first * TIE_TOL:
+        for f in range(n_flows):
+            if active[f]:
+                if persistent[f]:
+                    moved[f] = rate[f] * t_first
+                else:
+                    finish[f] = t_first
+        return rate0, finish, moved, STATUS_OK
+    return incremental_events(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes,
+                              persistent, screen, rate, rate0, finish, moved)
+
+
+@njit(**NUMPY_ERRORS)
+def few_finish_times(flow_ptr, flow_bytes, persistent, rate, most, sample=4096):
+    """Whether the flows' finish times at their ``t = 0`` rates fall in at
+    most ``most`` groups (ties to ``TIE_TOL``), judged on an even sample of
+    at most ``sample`` flows (a choice of solver, not of results)."""
+    n_flows = flow_bytes.shape[0]
+    stride = max(1, (n_flows + sample - 1) // sample)
+    times = np.empty(n_flows // stride + 1, dtype=np.float64)
+    n = 0
+    for f in range(0, n_flows, stride):
+        if flow_ptr[f + 1] > flow_ptr[f] and not persistent[f]:
+            times[n] = flow_bytes[f] / rate[f] if flow_bytes[f] > 0.0 else 0.0
+            n += 1
+    times = np.sort(times[:n])
+    groups = 0
+    start = -1.0
+    for i in range(n):
+        if groups == 0 or times[i] > start + start * TIE_TOL:
+            groups += 1
+            if groups > most:
+                return False
+            start = times[i]
+    return True
+
+
+@njit(**NUMPY_ERRORS)
+def incremental_events(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes, persistent,
+                       screen, rate, rate0, finish, moved):
+    """The event loop of :func:`incremental_completion_kernel` from the
+    max-min rates at ``t = 0`` (``rate``, with ``rate0``, ``finish`` and
+    ``moved`` as far as they are known; inputs checked): each flow is held
+    by a saturated resource on which no flow is faster (the resource that
+    would have frozen it). Returns ``(rate0, finish, moved, status)``."""
+    n_flows = flow_ptr.shape[0] - 1
+    n_res = capacity.shape[0]
+    cap0, fan_in, active, n_finite, incast = _t0_capacities(flow_ptr, res, capacity, n_plain,
+                                                            w_t, eps, persistent)
     res_ptr, res_flow, res_frac = transpose(flow_ptr, res, frac, n_res)
     # each flow's pool of entries the fill walks (screening: candidates only)
     row_end = flow_ptr[1:].copy()
@@ -555,43 +264,18 @@ def incremental_completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, e
     rise_next = np.empty(res.shape[0], dtype=np.int32)   # (fewer than 2**31 entries)
     rise_mark = np.zeros(res.shape[0], dtype=np.int32)
     rs = np.zeros((n_res, 8), dtype=np.float64)
+    rs[:, CAP] = cap0
     ri = np.zeros((n_res, 8), dtype=np.int64)
     ri[:, HELD_HEAD] = -1
     ri[:, RISE_HEAD] = -1
     ri[:, RISE_GEN] = 1
     fl = np.zeros((n_flows, 8), dtype=np.int64)
     fl[:, BNECK] = -1
-    rate = np.zeros(n_flows, dtype=np.float64)
     old_rate = np.zeros(n_flows, dtype=np.float64)
     changed = np.empty(n_flows, dtype=np.int32)
     stack = np.empty(n_flows, dtype=np.int32)
     remaining = flow_bytes.copy()
     since = np.zeros(n_flows, dtype=np.float64)   # time remaining/moved was last brought up to date
-
-    rs[:, CAP] = capacity
-    fan_in = np.zeros(n_res, dtype=np.int64)
-    n_finite = 0
-    n_changed = 0
-    n_stack = 0
-    for f in range(n_flows):
-        if flow_ptr[f + 1] == flow_ptr[f]:
-            fl[f, PHASE] = DONE
-            rate0[f] = np.inf
-            finish[f] = 0.0
-        else:
-            if not persistent[f]:
-                n_finite += 1
-            n_changed, n_stack = _release(f, 1, fl, ri, rate, old_rate, changed, n_changed,
-                                          stack, n_stack)
-            if incast:
-                for e in range(flow_ptr[f], flow_ptr[f + 1]):
-                    if res[e] >= n_plain:
-                        fan_in[res[e]] += 1
-    if incast:
-        for r in range(n_plain, n_res):
-            if fan_in[r] > 0:
-                rs[r, CAP] = ingress_capacity(capacity[r], fan_in[r], w_t[r - n_plain],
-                                               eps[r - n_plain])
     seeded = np.zeros(n_res, dtype=np.int64)
     seeds = np.empty(n_res, dtype=np.int32)        # resources a fill starts from
     # indexed heaps: resources by level (one fill), unfinished flows by finish time
@@ -605,14 +289,92 @@ def incremental_completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, e
     fsize = 0
     done = np.empty(n_flows, dtype=np.int32)
 
+    # the loads of the t = 0 rates, and who holds whom (a flow whose holder
+    # the tolerances miss is filled again at the first event)
+    n_changed = 0
+    n_stack = 0
+    for f in range(n_flows):
+        if not active[f]:
+            fl[f, PHASE] = DONE
+            continue
+        x = rate[f]
+        for e in range(flow_ptr[f], flow_ptr[f + 1]):
+            r = res[e]
+            add_dd(rs, r, LOAD_HI, frac[e] * x)
+            rs[r, TOP] = max(rs[r, TOP], x)
+    for f in range(n_flows):
+        if not active[f]:
+            continue
+        x = rate[f]
+        for e in range(flow_ptr[f], flow_ptr[f + 1]):
+            r = res[e]
+            if (rs[r, LOAD_HI] + rs[r, LOAD_LO] >= rs[r, CAP] * (1.0 - SAT_TOL)
+                    and x >= rs[r, TOP] * (1.0 - SAT_TOL)):
+                hold(f, r, fl, ri)
+                rs[r, HELD_AT] = rs[r, TOP]
+                break
+        if fl[f, BNECK] < 0:
+            n_changed, n_stack = release(f, 2, fl, ri, rate, old_rate, changed, n_changed,
+                                          stack, n_stack)
+        if not persistent[f]:
+            tf = remaining[f] / x if remaining[f] > 0.0 else 0.0
+            fsize = heap_set(fk, fi, fpos, fsize, f, tf)
+    if screen:
+        start_screening(flow_ptr, res, frac, row_end, pool_res, pool_frac, rs, fl, rate,
+                         rise_mark, n_plain, cand, lazy, lazy_load)
+        screening = True
+
     t = 0.0
-    ev = 0
-    n_seeds = 0
+    ev = 1
     while True:
+        # --- next event: the earliest finish, with those tied to it
+        t_next = np.inf
+        n_done = 0
+        while fsize > 0:
+            key = fk[0]
+            if n_done == 0:
+                t_next = key
+            elif key > t_next + t_next * TIE_TOL:
+                break
+            _, g, fsize = heap_pop(fk, fi, fpos, fsize)
+            fl[g, PHASE] = DONE
+            done[n_done] = g
+            n_done += 1
+        if n_done == 0:
+            return rate0, finish, moved, STATUS_STALLED
+        t = t_next
+        n_finite -= n_done
+        for i in range(n_done):
+            g = done[i]
+            unhold(g, fl, ri)
+            finish[g] = t
+            remaining[g] = 0.0
+        if n_finite == 0:
+            break
+        # release the finished flows' load; their resources (and receivers'
+        # ingress capacities) changed: they seed the next fill
         ev += 1
         if ev > n_flows + 2:
             return rate0, finish, moved, STATUS_ITER_LIMIT
-        n_changed = _fill(ev, n_stack, n_changed, flow_ptr, res, frac, row_end, pool_res,
+        n_seeds = 0
+        for i in range(n_done):
+            g = done[i]
+            x = rate[g]
+            for e in range(flow_ptr[g], flow_ptr[g + 1]):
+                r = res[e]
+                if not cand[r]:
+                    lazy_load[r] -= frac[e] * lazy[g]
+                    continue
+                add_dd(rs, r, LOAD_HI, -frac[e] * x)
+                if incast and r >= n_plain:
+                    fan_in[r] -= 1
+                    rs[r, CAP] = ingress_capacity(capacity[r], fan_in[r], w_t[r - n_plain],
+                                                  eps[r - n_plain])
+                if seeded[r] != ev:
+                    seeded[r] = ev
+                    seeds[n_seeds] = r
+                    n_seeds += 1
+        n_changed = refill(ev, n_stack, n_changed, flow_ptr, res, frac, row_end, pool_res,
                           pool_frac, entry_flow, res_ptr, res_flow, res_frac, rs, ri, fl, rate,
                           old_rate, changed, stack, rise_next, rise_mark, seeds, n_seeds, hk, hi,
                           pos, screening, cand, lazy, lazy_load, joined)
@@ -624,7 +386,7 @@ def incremental_completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, e
             if not np.isfinite(x):
                 return rate0, finish, moved, STATUS_NONFINITE
             was = old_rate[g]
-            if x == was and ev > 1:
+            if x == was:
                 continue
             if persistent[g]:
                 moved[g] += was * (t - since[g])
@@ -634,71 +396,17 @@ def incremental_completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, e
             remaining[g] = rem
             since[g] = t
             if rem <= 0.0:
-                tf = t   # (a 0-byte flow finishes at the first event, even at rate 0)
+                tf = t
             elif x <= 0.0:
                 return rate0, finish, moved, STATUS_STALLED
             else:
                 tf = t + rem / x
                 if not np.isfinite(tf):
                     return rate0, finish, moved, STATUS_STALLED
-            fsize = _heap_set(fk, fi, fpos, fsize, g, tf)
+            fsize = heap_set(fk, fi, fpos, fsize, g, tf)
         n_changed = 0
-        if ev == 1:
-            for f in range(n_flows):
-                if fl[f, PHASE] != DONE:
-                    rate0[f] = rate[f]
-            if screen:
-                _start_screening(flow_ptr, res, frac, row_end, pool_res, pool_frac, rs, fl, rate,
-                                 rise_mark, n_plain, cand, lazy, lazy_load)
-                screening = True
-        if n_finite == 0:
-            break
-        # --- next event: the earliest finish, with those tied to it
-        t_next = np.inf
-        n_done = 0
-        while fsize > 0:
-            key = fk[0]
-            if n_done == 0:
-                t_next = key
-            elif key > t_next + t_next * TIE_TOL:
-                break
-            _, g, fsize = _heap_pop(fk, fi, fpos, fsize)
-            fl[g, PHASE] = DONE
-            done[n_done] = g
-            n_done += 1
-        if n_done == 0:
-            return rate0, finish, moved, STATUS_STALLED
-        t = t_next
-        n_finite -= n_done
-        for i in range(n_done):
-            g = done[i]
-            _unhold(g, fl, ri)
-            finish[g] = t
-            remaining[g] = 0.0
-        if n_finite == 0:
-            break
-        # release the finished flows' load; their resources (and receivers'
-        # ingress capacities) changed: they seed the next fill
-        ev_next = ev + 1
-        n_seeds = 0
-        for i in range(n_done):
-            g = done[i]
-            x = rate[g]
-            for e in range(flow_ptr[g], flow_ptr[g + 1]):
-                r = res[e]
-                if not cand[r]:
-                    lazy_load[r] -= frac[e] * lazy[g]
-                    continue
-                _add(rs, r, LOAD_HI, -frac[e] * x)
-                if incast and r >= n_plain:
-                    fan_in[r] -= 1
-                    rs[r, CAP] = ingress_capacity(capacity[r], fan_in[r], w_t[r - n_plain],
-                                                   eps[r - n_plain])
-                if seeded[r] != ev_next:
-                    seeded[r] = ev_next
-                    seeds[n_seeds] = r
-                    n_seeds += 1
     for f in range(n_flows):
         if persistent[f] and fl[f, PHASE] != DONE:
             moved[f] += rate[f] * (t - since[f])
     return rate0, finish, moved, STATUS_OK
+

@@ -57,7 +57,13 @@ resources keep ``base``); incast is off when every class's is.
 Speed
 -----
 Two exact event-driven solvers; :func:`solve_completion` picks one from the
-problem itself (``method="auto"``), never from the topology:
+problem itself (``method="auto"``), never from the topology: the ``t = 0``
+solve (the progressive fill of :mod:`.fill`, fast where a step's flows share
+few levels) shows when the flows would finish; a step whose flows finish in
+at most ``BULK_EVENTS`` groups (a collective's step, where a finish changes
+most rates) goes on with the screened re-solves, one with more (random
+traffic, background load, tapered trees) with the incremental solver when
+its flows have at most ``SCREEN_ENTRIES`` route entries on average.
 
 * **incremental** (:mod:`.incremental`, ``incremental_completion_kernel``):
   each flow is held by the resource that froze it; after an event only what
@@ -70,10 +76,9 @@ problem itself (``method="auto"``), never from the topology:
   resources far from capacity, which the fill then never touches; a rising
   flow that passes ``1 + DRIFT`` times its lazy rate is counted again there
   (a drift event in the same heap), and a resource that may come near
-  capacity is admitted with its exact load. The default up to
-  ``SCREEN_ENTRIES`` entries a flow (single paths, the fat tree's reduced
-  problem, HyperX, Dragonfly, tori with hashed or dimension-order paths up
-  to ~30 hops).
+  capacity is admitted with its exact load. Used up to ``SCREEN_ENTRIES``
+  entries a flow (single paths, the fat tree's reduced problem, HyperX,
+  Dragonfly, tori with hashed or dimension-order paths up to ~30 hops).
 * **screened** (:mod:`.completion`, ``screened_completion_kernel``): every
   flow at or above the finished rate is re-solved by the progressive fill of
   :mod:`.fill` (only those can change: progressive filling below the finished
@@ -119,9 +124,9 @@ import numpy as np
 from ..core.errors import SolverError
 from .completion import (
     SCREEN_START,
+    STATUS_HANDOFF,
     append_ingress,
     first_bad_entry,
-    maxmin_rates_kernel,
     screened_completion_kernel,
 )
 from .fill import (
@@ -129,8 +134,9 @@ from .fill import (
     STATUS_NAMES,
     STATUS_NONFINITE,
     STATUS_OK,
+    maxmin_rates_kernel,
 )
-from .incremental import incremental_completion_kernel
+from .incremental import incremental_completion_kernel, incremental_events
 
 #: mean route entries a flow above which :func:`solve_completion` uses the
 #: screened re-solves (see "Speed" above for the measurements)
@@ -378,8 +384,10 @@ def solve_completion(routes, link_capacity, flow_bytes, *, flow_dst=None,
     method : {"auto", "incremental", "screened"}
         The event-driven solver (see "Speed" in the module notes): the
         incremental one, the screened re-solves, or (``"auto"``, the default)
-        the one :func:`completion_method` picks for these routes. Results are
-        the same (to rounding); only the time differs.
+        the screened solver's ``t = 0`` solve, then the incremental solver for
+        a step whose flows finish in more than ``BULK_EVENTS`` groups, where
+        :func:`completion_method` allows it. Results are the same (to
+        rounding); only the time differs.
     persistent : bool[F], optional
         Flows that never finish (steady background traffic, each with a
         non-empty path; their ``flow_bytes`` are ignored): they share every
@@ -440,16 +448,22 @@ def solve_completion(routes, link_capacity, flow_bytes, *, flow_dst=None,
             flow_ptr, link, frac, link_capacity, flow_dst, flow_class, ingress_capacity, w_t,
             eps)
         n_ingress = len(w_t)
-    if method == "auto":
-        method = completion_method(flow_ptr)
+    lazy = incremental_screens(flow_ptr)
     if method == "incremental":
         rate0, finish, moved, status = incremental_completion_kernel(
             flow_ptr, link, frac, capacity, n_links, w_t[:n_ingress], eps[:n_ingress],
-            flow_bytes, keep, incremental_screens(flow_ptr))
+            flow_bytes, keep, lazy)
     else:
+        # "auto": the screened solver solves t = 0 and hands a step with many
+        # finish times to the incremental one where the routes allow
+        handoff = method == "auto" and completion_method(flow_ptr) == "incremental"
         rate0, finish, moved, status = screened_completion_kernel(
             flow_ptr, link, frac, capacity, n_links, w_t[:n_ingress], eps[:n_ingress],
-            flow_bytes, keep, SCREEN_START)
+            flow_bytes, keep, SCREEN_START, handoff)
+        if status == STATUS_HANDOFF:
+            rate0, finish, moved, status = incremental_events(
+                flow_ptr, link, frac, capacity, n_links, w_t[:n_ingress], eps[:n_ingress],
+                flow_bytes, keep, lazy, rate0.copy(), rate0, finish, moved)
     if status in (STATUS_BAD_INPUT, STATUS_NONFINITE):
         _raise_bad_entry(link, frac, n_links)
     return Solution(rate0=rate0, finish=finish, status=int(status),

@@ -116,7 +116,7 @@ def _read_nccl(text: str, path: str, algorithm: str, ranks: int | None) -> list[
         tokens = line.split()
         where = _where(path, lineno)
         # a timestamp ("2025-01-31 12:00:00") is two tokens under one header word
-        if len(tokens) < len(header) or not tokens[0].isdigit():
+        if len(tokens) < len(header) or not (tokens[0].isascii() and tokens[0].isdigit()):
             raise ConfigError(f"{where}: cannot read this nccl-tests line ({len(tokens)} "
                               f"fields, expected {len(header)} as in the header: "
                               f"{' '.join(header)}): {line[:60]!r}")

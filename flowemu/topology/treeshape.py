@@ -64,7 +64,7 @@ class _Parser:
         tok = self.peek()
         if tok is None:
             self.fail("a count is missing at the end")
-        if not tok.isdigit():
+        if not (tok.isascii() and tok.isdigit()):
             self.fail(f"expected a count but found {tok!r}")
         self.take()
         if len(tok) > 18:

@@ -424,7 +424,7 @@ def check_fail_policy(schedule, topology: Topology, mapping=None, policy: str = 
         return
     base = topology.base
     seen = set()
-    for step in schedule.steps:
+    for step in schedule.steps.patterns:
         t = step.traffic
         if t.num_flows == 0 or id(t) in seen:
             continue

@@ -255,7 +255,8 @@ def test_no_progress_for_small_dumps(capsys):
 STEPS_ANY = st.one_of(
     st.none(), st.booleans(), st.integers(-3, 20), st.floats(), st.text(max_size=8),
     st.lists(st.one_of(st.integers(-2, 14), st.text(max_size=4)), max_size=3),
-    st.sampled_from(["rs0", "ag1", "0-3", "3-0", "0,1", "1-", "-1", " 2 ", "2 - 4"]),
+    st.sampled_from(["rs0", "ag1", "0-3", "3-0", "0,1", "1-", "-1", " 2 ", "2 - 4",
+                     "²", "1-²", "٣"]),   # (non-ASCII digits: str.isdigit, not int)
     st.integers(0, 12).map(np.int64), st.dictionaries(st.text(max_size=2), st.integers()),
 )
 

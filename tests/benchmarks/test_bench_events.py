@@ -25,7 +25,7 @@ from flowemu.api.profiling import profile
 from flowemu.core.network import Network
 from flowemu.engine.profiles import make_context, step_profile
 from flowemu.topology import parse_topology
-from tests.benchmarks.yardstick import best_seconds, copy_1gib_ms
+from tests.benchmarks.yardstick import best_seconds, copy_1gib_ms, record_target
 
 pytestmark = pytest.mark.slow
 
@@ -58,7 +58,7 @@ def test_bench_random_permutation_torus_128x128_split(benchmark):
         return step_profile(ctx, traffic, Reduction.none(), "permutation")
 
     prof = benchmark.pedantic(run, rounds=1, iterations=1)
-    benchmark.extra_info["copy_1gib_ms"] = copy_1gib_ms()
+    record_target(benchmark, 1500.0)
     assert prof.num_flows == traffic.num_flows
 
 
@@ -68,7 +68,7 @@ def test_bench_swing_64x64_with_background(benchmark):
     prof = benchmark.pedantic(
         lambda: profile(sched, topo, Network(), background="perm:0.5", threads=1),
         rounds=1, iterations=1)
-    benchmark.extra_info["copy_1gib_ms"] = copy_1gib_ms()
+    record_target(benchmark, 300.0)
     assert prof.info["background_flows"] > 0
 
 
@@ -84,6 +84,7 @@ def test_bench_swing_profile_256x256_over_128x128(benchmark):
     if stats is None:
         return   # a smoke run (--benchmark-disable): no figures
     small_s = best_seconds(lambda: profile(small_sched, small, Network(), threads=1))
-    benchmark.extra_info.update(small_ms=1e3 * small_s,
-                                ratio=stats.stats.min / small_s,
-                                copy_1gib_ms=copy_1gib_ms())
+    ratio = stats.stats.min / small_s
+    benchmark.extra_info.update(small_ms=1e3 * small_s, ratio=ratio, target_ratio=4.5,
+                                met=ratio <= 4.5, copy_1gib_ms=copy_1gib_ms())
+    print(f"\n256x256 / 128x128: {ratio:.2f} (target 4.5)")

@@ -25,10 +25,12 @@ from flowemu.algorithms.base import Traffic
 from flowemu.core.network import Network
 from flowemu.engine.profiles import make_context, profile, step_profile
 from flowemu.topology import parse_topology
-from tests.benchmarks.yardstick import best_seconds, copy_1gib_ms
+from tests.benchmarks.yardstick import best_seconds, copy_1gib_ms, record_target
 
 MODES = ["split", "hash", "dmodk"]
 TARGET_S = {"split": 2.0, "hash": 1.0, "dmodk": 1.0}
+#: issue 25's targets for the k=32 random permutation (ms at a 95 ms copy)
+TARGET_MS = {"dmodk": 25.0, "split": 40.0}
 
 
 def _recdoub(topo):
@@ -93,10 +95,10 @@ def test_recdoub_bandwidth_profile_k40(benchmark, k40, ecmp):
 
 @pytest.mark.parametrize("ecmp", MODES)
 def test_random_permutation_k32(benchmark, ecmp):
-    """Every flow finishes at its own time. On the non-blocking tree nearly
-    every flow runs at the host link rate, so the tree asks the solver for
-    restricted re-solves; split routes reach it as one merged resource per
-    uplink group (6 entries a flow, not 2 + k + 2(k/2)²)."""
+    """Every flow finishes at its own time: the incremental solver (issue 25:
+    <= 25 ms with dmodk, <= 40 ms with split, at a 95 ms copy); split routes
+    reach it as one merged resource per uplink group (6 entries a flow, not
+    2 + k + 2(k/2)²)."""
     topo = parse_topology("fattree:k=32")
     rng = np.random.default_rng(2026)
     p = topo.num_endpoints
@@ -110,17 +112,22 @@ def test_random_permutation_k32(benchmark, ecmp):
     best = _min_s(benchmark)
     if best is None:
         return
-    benchmark.extra_info["copy_1gib_ms"] = copy_1gib_ms()
-    print(f"\npermutation k=32 {ecmp}: {1e3 * best:.0f} ms, "
-          f"copy_1gib_ms={benchmark.extra_info['copy_1gib_ms']:.0f}")
+    if ecmp in TARGET_MS:
+        record_target(benchmark, TARGET_MS[ecmp])
+    else:
+        benchmark.extra_info["copy_1gib_ms"] = copy_1gib_ms()
     assert best <= 2.0
 
 
-@pytest.mark.parametrize("spec", ["fattree:k=32,taper=2", "fattree:k=32,taper=4",
-                                  "fattree:k=32,taper=1:3"])
-def test_random_permutation_k32_tapered(benchmark, spec):
-    """Tapered trees (no target; recorded): the shared uplink groups couple
-    most flows, so each event re-solves many of them."""
+@pytest.mark.parametrize("spec, ecmp", [("fattree:k=32,taper=2", "dmodk"),
+                                        ("fattree:k=32,taper=2", "split"),
+                                        ("fattree:k=32,taper=4", "split"),
+                                        ("fattree:k=32,taper=1:3", "split")])
+def test_random_permutation_k32_tapered(benchmark, spec, ecmp):
+    """Tapered trees: with split routes the shared uplink groups couple most
+    flows, so a finish changes ~200 rates (by k=32) that the incremental
+    solver follows one by one. Issue 25 asks <= 40 ms at a 95 ms copy for
+    taper=2 (recorded for both modes)."""
     topo = parse_topology(spec)
     rng = np.random.default_rng(2026)
     p = topo.num_endpoints
@@ -128,10 +135,9 @@ def test_random_permutation_k32_tapered(benchmark, spec):
     src = np.arange(p)
     keep = src != dst
     traffic = Traffic(src[keep], dst[keep], rng.uniform(0.1, 1.0, keep.sum()))
-    benchmark.pedantic(_route_and_solve, args=(topo, traffic, "split"), rounds=1,
-                       iterations=1)
-    best = _min_s(benchmark)
-    if best is not None:
+    benchmark.pedantic(_route_and_solve, args=(topo, traffic, ecmp), rounds=1 if ecmp == "split"
+                       else 3, iterations=1)
+    if spec.endswith("taper=2"):
+        record_target(benchmark, 40.0)
+    elif _min_s(benchmark) is not None:
         benchmark.extra_info["copy_1gib_ms"] = copy_1gib_ms()
-        print(f"\npermutation {spec} split: {1e3 * best:.0f} ms, "
-              f"copy_1gib_ms={benchmark.extra_info['copy_1gib_ms']:.0f}")

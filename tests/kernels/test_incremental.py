@@ -24,6 +24,8 @@ from hypothesis import strategies as st
 from flowemu.core.errors import ConfigError
 from flowemu.core.network import Network
 from flowemu.kernels import maxmin
+from flowemu.kernels.completion import SCREEN_START, STATUS_HANDOFF, screened_completion_kernel
+from flowemu.kernels.incremental import few_finish_times
 from flowemu.kernels.maxmin import solve_completion
 from flowemu.topology import parse_topology
 from flowemu.whatif.faults import apply_faults
@@ -196,3 +198,31 @@ def test_screening_follows_route_entries():
     n = maxmin.LAZY_ENTRIES
     assert not maxmin.incremental_screens(np.array([0, n, 2 * n]))
     assert maxmin.incremental_screens(np.array([0, n, 2 * n + 1]))
+
+
+def test_auto_hands_steps_with_many_finish_times_to_the_incremental_solver():
+    """The screened kernel stops after ``t = 0`` with ``STATUS_HANDOFF`` for a
+    random permutation (every flow its own finish time) and solves a step
+    whose flows finish together itself; "auto" gives the incremental
+    solver's times either way."""
+    none = np.zeros(0)
+    routes, cap, flow_bytes, _ = _problem("torus:8x8", "hash", 64, 3)
+    keep = np.zeros(64, np.bool_)
+    args = (routes.flow_ptr, routes.link, routes.frac, cap, len(cap), none, none)
+    *_, status = screened_completion_kernel(*args, flow_bytes, keep, SCREEN_START, True)
+    assert status == STATUS_HANDOFF
+    *_, status = screened_completion_kernel(*args, np.ones(64), keep, SCREEN_START, True)
+    assert status == 0   # (equal sizes: a handful of finish times)
+    auto = solve_completion(routes, cap, flow_bytes)
+    _close(auto.finish, solve_completion(routes, cap, flow_bytes, method="incremental").finish)
+
+
+def test_few_finish_times_counts_groups_to_the_tie_tolerance():
+    ptr = np.arange(6)
+    keep = np.zeros(5, np.bool_)
+    rate = np.ones(5)
+    sizes = np.array([1.0, 1.0 + 1e-14, 2.0, 3.0, 3.0])
+    assert few_finish_times(ptr, sizes, keep, rate, 3)
+    assert not few_finish_times(ptr, sizes, keep, rate, 2)
+    # persistent flows and empty paths do not finish: they do not count
+    assert few_finish_times(ptr, sizes, np.array([0, 0, 1, 0, 0], np.bool_), rate, 2)

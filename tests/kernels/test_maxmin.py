@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from flowemu.core.errors import SolverError
 from flowemu.kernels import fill, maxmin
-from flowemu.kernels.completion import maxmin_rates_kernel, screened_completion_kernel
-from flowemu.kernels.fill import STATUS_STALLED
+from flowemu.kernels.completion import screened_completion_kernel
+from flowemu.kernels.fill import STATUS_STALLED, maxmin_rates_kernel
 from flowemu.kernels.incremental import incremental_completion_kernel
 from flowemu.kernels.maxmin import STATUS_OK, Solution, max_min_rates, solve_completion
 from flowemu.topology.base import Routes

@@ -468,6 +468,7 @@ BAD = [
     ("tree:1", "has 1 host; at least 2 hosts"),
     ("tree:4x", "a count is missing at the end"),
     ("tree:4++4", "expected a count but found '+'"),
+    ("tree:²", "expected a count but found '²'"),   # (a digit to str.isdigit, not to int)
     ("tree:4x2.5", "unexpected '.'"),
     ("tree:4x(2+2", "expected ')' but found the end"),
     ("tree:" + "1x" * 40 + "2", "deeper than 32 levels"),

@@ -1,0 +1,368 @@
+"""The fill of the incremental max-min solver (:mod:`.incremental`, whose
+notes say why it is exact): per-resource and per-flow state, which resource
+holds which flow, releases, and the lazy counting of flows on resources far
+from capacity (screening).
+
+Layout
+------
+What a fill reads and writes of a resource is one 64-byte row of ``rs``
+(float64) and one of ``ri`` (int64), of a flow one row of ``fl`` (int64);
+the columns are named below.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .heaps import heap_pop, heap_set
+from .jit import njit
+from .layout import NUMPY_ERRORS, TIE_TOL
+
+SETTLED = 0   # a flow whose rate is fixed (for the fill in progress)
+RISING = 1    # a flow the fill in progress is solving again
+DONE = 2      # a finished flow, or one with an empty path
+#: a settled flow more than this (relative) above the level at which a
+#: resource saturates is not held there: it is released; a resource with
+#: more than this room at its held level releases what it holds
+OVER_TOL = TIE_TOL
+#: screening: a flow's rate stays within this factor above the lazy rate at
+#: which its screened resources count it (a drift event re-counts it past it)
+DRIFT = 0.03
+#: a screened resource stays this far (relative) below capacity
+MARGIN = 1e-9
+#: a resource within this (relative) of capacity, and a flow within it of
+#: the fastest on a resource, count as saturated / fastest when the t = 0
+#: rates are given their holders (a false one is checked at its level)
+SAT_TOL = 1e-9
+
+# rs: float64[R, 8] per resource
+CAP = 0       # capacity now (ingress: after incast)
+LOAD_HI = 1   # load of its settled flows, double-double
+LOAD_LO = 2
+W_HI = 3      # weight (sum of fractions) of its rising flows, double-double
+W_LO = 4
+HELD_AT = 5   # level of the flows it holds
+TOP = 6       # upper bound of its settled flows' rates
+# ri: int64[R, 8] per resource
+N_RISING = 0  # rising flows on it
+N_HELD = 1    # flows it holds
+CHECKED = 2   # fill in which its held level was checked
+HELD_HEAD = 3  # first of the flows it holds (list through fl[:, HELD_NEXT/PREV])
+RISE_HEAD = 4  # first entry of its rising flows' list (through rise_next)
+RISE_GEN = 5  # number of that list (an entry is on it when rise_mark == it)
+# fl: int64[F, 8] per flow
+PHASE = 0     # SETTLED, RISING or DONE
+STAMP = 1     # fill in which it was last released
+BNECK = 2     # resource that holds it (-1: none)
+HELD_NEXT = 3
+HELD_PREV = 4
+
+
+@njit(**NUMPY_ERRORS)
+def add_dd(rs, r, col, a):
+    """``rs[r, col] + rs[r, col + 1] += a`` without losing ``a``'s digits
+    (two-sum; ``col + 1`` holds the low part)."""
+    h = rs[r, col]
+    s = h + a
+    bp = s - h
+    rs[r, col + 1] += (h - (s - bp)) + (a - bp)
+    rs[r, col] = s
+
+
+@njit(**NUMPY_ERRORS)
+def level_of(rs, r):
+    """Level at which ``r`` saturates with its rising weight."""
+    lam = ((rs[r, CAP] - rs[r, LOAD_HI]) - rs[r, LOAD_LO]) / (rs[r, W_HI] + rs[r, W_LO])
+    return max(0.0, lam)
+
+
+@njit(**NUMPY_ERRORS)
+def attention(r, ev, rs, ri):
+    """Level at which resource ``r`` needs the fill's attention: the level of
+    the flows it holds if it is not yet checked in fill ``ev`` and sooner,
+    else where its rising flows would saturate it (``+inf``: never)."""
+    lam = level_of(rs, r) if ri[r, N_RISING] > 0 else np.inf
+    if ri[r, N_HELD] > 0 and ri[r, CHECKED] != ev and rs[r, HELD_AT] < lam:
+        return rs[r, HELD_AT]
+    return lam
+
+
+@njit(**NUMPY_ERRORS)
+def hold(g, r, fl, ri):
+    """Record that resource ``r`` holds flow ``g`` (a doubly-linked list of
+    the flows each resource holds)."""
+    fl[g, BNECK] = r
+    head = ri[r, HELD_HEAD]
+    fl[g, HELD_PREV] = -1
+    fl[g, HELD_NEXT] = head
+    if head >= 0:
+        fl[head, HELD_PREV] = g
+    ri[r, HELD_HEAD] = g
+    ri[r, N_HELD] += 1
+
+
+@njit(**NUMPY_ERRORS)
+def unhold(g, fl, ri):
+    """Take flow ``g`` off the list of the resource that holds it."""
+    r = fl[g, BNECK]
+    if r < 0:
+        return
+    p = fl[g, HELD_PREV]
+    n = fl[g, HELD_NEXT]
+    if p >= 0:
+        fl[p, HELD_NEXT] = n
+    else:
+        ri[r, HELD_HEAD] = n
+    if n >= 0:
+        fl[n, HELD_PREV] = p
+    ri[r, N_HELD] -= 1
+    fl[g, BNECK] = -1
+
+
+@njit(**NUMPY_ERRORS)
+def release(g, ev, fl, ri, rate, old_rate, changed, n_changed, stack, n_stack):
+    """Make settled flow ``g`` rising (its entries are applied when it is
+    expanded; it leaves the resource that held it); the first time in fill
+    ``ev``, note its rate before."""
+    fl[g, PHASE] = RISING
+    unhold(g, fl, ri)
+    if fl[g, STAMP] != ev:
+        fl[g, STAMP] = ev
+        old_rate[g] = rate[g]
+        changed[n_changed] = g
+        n_changed += 1
+    stack[n_stack] = g
+    return n_changed, n_stack + 1
+
+
+@njit(**NUMPY_ERRORS)
+def admit(r, row_end, pool_res, pool_frac, res_ptr, res_flow, res_frac, rs, ri, fl, rate,
+           rise_next, rise_mark, cand):
+    """Make screened resource ``r`` a candidate during a fill (no released
+    flow is waiting to be expanded): its exact load and rising weight from
+    its flows, an entry in each one's pool (and in its rising list)."""
+    cand[r] = 1
+    rs[r, LOAD_HI] = 0.0
+    rs[r, LOAD_LO] = 0.0
+    rs[r, W_HI] = 0.0
+    rs[r, W_LO] = 0.0
+    rs[r, TOP] = 0.0
+    ri[r, N_RISING] = 0
+    ri[r, RISE_GEN] += 1
+    ri[r, RISE_HEAD] = -1
+    for k in range(res_ptr[r], res_ptr[r + 1]):
+        g = res_flow[k]
+        if fl[g, PHASE] == DONE:
+            continue
+        a = res_frac[k]
+        p = row_end[g]
+        row_end[g] = p + 1
+        pool_res[p] = r
+        pool_frac[p] = a
+        if fl[g, PHASE] == RISING:
+            add_dd(rs, r, W_HI, a)
+            ri[r, N_RISING] += 1
+            rise_mark[p] = ri[r, RISE_GEN]
+            rise_next[p] = ri[r, RISE_HEAD]
+            ri[r, RISE_HEAD] = p
+        else:
+            add_dd(rs, r, LOAD_HI, a * rate[g])
+            rs[r, TOP] = max(rs[r, TOP], rate[g])
+
+
+@njit(**NUMPY_ERRORS)
+def relazy(g, new, flow_ptr, res, frac, row_end, pool_res, pool_frac, res_ptr, res_flow,
+            res_frac, rs, ri, fl, rate, rise_next, rise_mark, cand, lazy, lazy_load, joined):
+    """Count flow ``g`` at the lazy rate ``new`` on its screened resources;
+    those that may come near capacity are admitted (listed in ``joined``).
+    Returns how many."""
+    d = new - lazy[g]
+    lazy[g] = new
+    admitted = 0
+    for e in range(flow_ptr[g], flow_ptr[g + 1]):
+        r = res[e]
+        if cand[r]:
+            continue
+        lazy_load[r] += frac[e] * d
+        if d > 0.0 and not screenable(lazy_load[r], rs[r, CAP]):
+            admit(r, row_end, pool_res, pool_frac, res_ptr, res_flow, res_frac, rs, ri, fl,
+                   rate, rise_next, rise_mark, cand)
+            joined[admitted] = r
+            admitted += 1
+    return admitted
+
+
+@njit(**NUMPY_ERRORS)
+def screenable(lazy_load, cap):
+    """Whether a resource whose flows run within ``DRIFT`` of the lazy rates
+    that load it with ``lazy_load`` stays below capacity ``cap``."""
+    return lazy_load * (1.0 + DRIFT) < cap * (1.0 - MARGIN)
+
+
+@njit(**NUMPY_ERRORS)
+def start_screening(flow_ptr, res, frac, row_end, pool_res, pool_frac, rs, fl, rate, rise_mark,
+                     n_plain, cand, lazy, lazy_load):
+    """After the ``t = 0`` fill (every flow settled, every load exact): count
+    each flow at its rate as its lazy rate, keep as candidates the resources
+    that may come near capacity (ingress resources, whose capacity moves,
+    always), and pool each flow's entries on them."""
+    n_flows = flow_ptr.shape[0] - 1
+    n_res = rs.shape[0]
+    for r in range(n_res):
+        lazy_load[r] = rs[r, LOAD_HI] + rs[r, LOAD_LO]
+        cand[r] = 1 if r >= n_plain or not screenable(lazy_load[r], rs[r, CAP]) else 0
+    for g in range(n_flows):
+        if fl[g, PHASE] == DONE:
+            continue
+        lazy[g] = rate[g]
+        if rate[g] <= 0.0:
+            # (no drift bound holds at rate 0: every resource it crosses stays)
+            for e in range(flow_ptr[g], flow_ptr[g + 1]):
+                cand[res[e]] = 1
+    for g in range(n_flows):
+        p = flow_ptr[g]
+        for e in range(flow_ptr[g], flow_ptr[g + 1]):
+            if cand[res[e]]:
+                pool_res[p] = res[e]
+                pool_frac[p] = frac[e]
+                p += 1
+        row_end[g] = p
+    rise_mark[:] = 0   # (pool entries moved; lists are empty between fills)
+
+
+@njit(**NUMPY_ERRORS)
+def refill(ev, n_stack, n_changed, flow_ptr, res, frac, row_end, pool_res, pool_frac, entry_flow,
+          res_ptr, res_flow, res_frac, rs, ri, fl, rate, old_rate, changed, stack, rise_next,
+          rise_mark, seeds, n_seeds, hk, hi, pos, screening, cand, lazy, lazy_load, joined):
+    """Fill again what the released flows on ``stack`` and the changed
+    resources ``seeds[:n_seeds]`` reach; returns ``n_changed``. Every
+    released flow is settled at its new rate on return.
+
+    The fill walks each flow's *pool*, ``pool_res``/``pool_frac`` at
+    ``flow_ptr[g] .. row_end[g]``: its entries on candidate resources (all
+    of them unless ``screening``). Per resource, ``ri[r, RISE_HEAD]`` starts
+    a list (through ``rise_next``, over pool entries) of its rising flows'
+    entries, appended as they expand and dropped when it saturates or has
+    none left. Heap items ``R + g`` are drift events: rising flow ``g``
+    reaching ``1 + DRIFT`` times its lazy rate."""
+    n_res = rs.shape[0]
+    size = 0
+    for i in range(n_seeds):
+        r = seeds[i]
+        size = heap_set(hk, hi, pos, size, r, attention(r, ev, rs, ri))
+    while True:
+        # expand the released flows: their loads leave, their weights rise
+        while n_stack > 0:
+            n_stack -= 1
+            g = stack[n_stack]
+            x = rate[g]   # (as counted in the loads: 0 before the first fill)
+            for e in range(flow_ptr[g], row_end[g]):
+                r = pool_res[e]
+                a = pool_frac[e]
+                if x != 0.0:
+                    add_dd(rs, r, LOAD_HI, -a * x)
+                add_dd(rs, r, W_HI, a)
+                ri[r, N_RISING] += 1
+                if rise_mark[e] != ri[r, RISE_GEN]:
+                    rise_mark[e] = ri[r, RISE_GEN]
+                    rise_next[e] = ri[r, RISE_HEAD]
+                    ri[r, RISE_HEAD] = e
+                k = attention(r, ev, rs, ri)
+                p = pos[r]
+                if p < 0 or k < hk[p]:
+                    size = heap_set(hk, hi, pos, size, r, k)
+            if screening and row_end[g] < flow_ptr[g + 1]:
+                size = heap_set(hk, hi, pos, size, n_res + g, lazy[g] * (1.0 + DRIFT))
+        if size == 0:
+            break
+        key, r, size = heap_pop(hk, hi, pos, size)
+        if r >= n_res:
+            # a rising flow reached the drift bound of its lazy rate: count it
+            # at this level where it is screened (admitting what may fill up)
+            g = r - n_res
+            if fl[g, PHASE] == RISING:
+                n_joined = relazy(g, key, flow_ptr, res, frac, row_end, pool_res, pool_frac,
+                                   res_ptr, res_flow, res_frac, rs, ri, fl, rate, rise_next,
+                                   rise_mark, cand, lazy, lazy_load, joined)
+                for i in range(n_joined):
+                    r2 = joined[i]
+                    size = heap_set(hk, hi, pos, size, r2, attention(r2, ev, rs, ri))
+                if row_end[g] < flow_ptr[g + 1]:
+                    size = heap_set(hk, hi, pos, size, r, key * (1.0 + DRIFT))
+            continue
+        k = attention(r, ev, rs, ri)
+        if k == np.inf:
+            continue
+        if k > key:
+            # its level rose as flows froze elsewhere (keys are lower bounds)
+            size = heap_set(hk, hi, pos, size, r, k)
+            continue
+        n_up = ri[r, N_RISING]
+        lam = level_of(rs, r) if n_up > 0 else np.inf
+        if ri[r, N_HELD] > 0 and ri[r, CHECKED] != ev:
+            ri[r, CHECKED] = ev
+            level = rs[r, HELD_AT]
+            if lam > level + level * OVER_TOL and (
+                    n_up > 0 or (rs[r, CAP] - rs[r, LOAD_HI]) - rs[r, LOAD_LO]
+                    > rs[r, CAP] * OVER_TOL):
+                # at the level of the flows it holds r has room to spare:
+                # they rise again (and its level is computed again after)
+                while ri[r, HELD_HEAD] >= 0:
+                    n_changed, n_stack = release(ri[r, HELD_HEAD], ev, fl, ri, rate, old_rate,
+                                                  changed, n_changed, stack, n_stack)
+                size = heap_set(hk, hi, pos, size, r, level)
+                continue
+        if n_up == 0:
+            continue
+        ri[r, CHECKED] = ev
+        over = lam + lam * OVER_TOL
+        if rs[r, TOP] > over:
+            # settled flows above this level are not held here: release them
+            highest = 0.0
+            for j in range(res_ptr[r], res_ptr[r + 1]):
+                h = res_flow[j]
+                if fl[h, PHASE] == SETTLED:
+                    if rate[h] > over:
+                        n_changed, n_stack = release(h, ev, fl, ri, rate, old_rate, changed,
+                                                      n_changed, stack, n_stack)
+                    elif rate[h] > highest:
+                        highest = rate[h]
+            rs[r, TOP] = highest
+            if n_stack > 0:
+                # (it stays in play; its level is computed again)
+                size = heap_set(hk, hi, pos, size, r, lam)
+                continue
+        # r saturates: its rising flows freeze at lam
+        rs[r, HELD_AT] = lam
+        e = ri[r, RISE_HEAD]
+        while e >= 0:
+            nxt = rise_next[e]
+            g = entry_flow[e]
+            if fl[g, PHASE] == RISING:
+                fl[g, PHASE] = SETTLED
+                rate[g] = lam
+                hold(g, r, fl, ri)
+                for e2 in range(flow_ptr[g], row_end[g]):
+                    r2 = pool_res[e2]
+                    add_dd(rs, r2, LOAD_HI, pool_frac[e2] * lam)
+                    rs[r2, TOP] = max(rs[r2, TOP], lam)
+                    ri[r2, N_RISING] -= 1
+                    if ri[r2, N_RISING] == 0:
+                        rs[r2, W_HI] = 0.0
+                        rs[r2, W_LO] = 0.0
+                        ri[r2, RISE_HEAD] = -1
+                        ri[r2, RISE_GEN] += 1
+                        if pos[r2] >= 0:
+                            # nothing rises on it: it stays only for its held check
+                            size = heap_set(hk, hi, pos, size, r2, attention(r2, ev, rs, ri))
+                    else:
+                        add_dd(rs, r2, W_HI, -pool_frac[e2])
+                if screening and row_end[g] < flow_ptr[g + 1]:
+                    size = heap_set(hk, hi, pos, size, n_res + g, np.inf)
+                    if lam * (1.0 + DRIFT) * (1.0 + DRIFT) < lazy[g]:
+                        # far below its lazy rate: count it lower (frees room)
+                        relazy(g, lam, flow_ptr, res, frac, row_end, pool_res, pool_frac,
+                                res_ptr, res_flow, res_frac, rs, ri, fl, rate, rise_next,
+                                rise_mark, cand, lazy, lazy_load, joined)
+            e = nxt
+    return n_changed
