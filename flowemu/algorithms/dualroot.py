@@ -59,7 +59,7 @@ import numpy as np
 
 from ..core.network import Network
 from ._blocks import COPY, REDUCE, check_ranks, equal_block_share
-from .base import AlgorithmSpec, Param, Reduction, Schedule, Step, Traffic
+from .base import AlgorithmSpec, Param, Reduction, Schedule, Step, StepLabels, Steps, Traffic
 from .registry import register
 
 __all__ = ["AUTO_MAX_BLOCKS", "DEFAULT_SIZE", "MAX_BLOCKS", "auto_blocks", "build", "dual_trees",
@@ -193,13 +193,15 @@ def _schedule(p: int, b: int, blocks: bool) -> Schedule:
     cuts = np.unique(np.concatenate([start, start + 3 * np.minimum(down_from, rounds),
                                      start + 3 * b, end + 1]))
     share = 1.0 / b
+    # the steps as arrays: the distinct steps, each step's index in them
     cache: dict = {}
-    steps = []
+    patterns: list[Step] = []
+    order: list[int] = []
     for s in range(first_step, last_step + 1):
         key = (s % 3, int(np.searchsorted(cuts, s, side="right")))
         if not blocks and key in cache:
             if cache[key] is not None:
-                steps.append(Step(*cache[key], label=f"s{len(steps)}"))
+                order.append(cache[key])
             continue
         act = np.flatnonzero((start <= s) & (s <= end) & ((s - start) % 3 == 0))
         j = (s - start[act]) // 3
@@ -220,12 +222,14 @@ def _schedule(p: int, b: int, blocks: bool) -> Schedule:
                               idx, op)
         else:
             traffic = Traffic(src, dst, sh)
-            cache[key] = (traffic, red)
-        steps.append(Step(traffic, red, f"s{len(steps)}"))
+            cache[key] = len(patterns)
+        order.append(len(patterns))
+        patterns.append(Step(traffic, red, f"s{len(order) - 1}"))
     H = int(t["depth"].max())
     info = {"p_eff": p, "pipeline_blocks": b, "tree_height": H,
-            "distinct_steps": len({id(st.traffic) for st in steps})}
-    return Schedule(NAME, f"b={b}", p, tuple(steps), b if blocks else None,
+            "distinct_steps": len(patterns)}
+    steps = Steps(patterns, order, StepLabels((("s", len(order)),)))
+    return Schedule(NAME, f"b={b}", p, steps, b if blocks else None,
                     equal_block_share(b) if blocks else None, info)
 
 
