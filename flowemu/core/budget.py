@@ -69,6 +69,16 @@ SOLVE_FLOW_BYTES = 300
 #: per route entry of a step being routed and solved (link, fraction, the
 #: solver's link-major transpose and its per-entry state)
 SOLVE_ENTRY_BYTES = 24
+#: per route entry where the max-min solver may follow changes incrementally
+#: (at most ``INCREMENTAL_ENTRIES`` entries a flow on average, the bound of
+#: ``flowemu.kernels.maxmin.SCREEN_ENTRIES``): its per-entry lists and, when
+#: it screens, each flow's pool of entries; ~41 B an entry measured for the
+#: solver on 65,532 flows with 20 entries each (torus:32x32x16, hashed
+#: paths, random permutations), plus the routes' 12
+SOLVE_ENTRY_BYTES_INCREMENTAL = 56
+#: mean route entries a flow up to which :data:`SOLVE_ENTRY_BYTES_INCREMENTAL`
+#: applies
+INCREMENTAL_ENTRIES = 30
 #: per row of a flow dump (numbers, references to the texts, the DataFrame
 #: and its concatenation)
 DUMP_ROW_BYTES = 200
@@ -252,7 +262,9 @@ def schedule_bytes(flows: int, p: int) -> int:
 def solve_bytes(flows: int, entries: int) -> int:
     """Routing and solver workspace of one step of ``flows`` flows with
     ``entries`` route entries."""
-    return int(flows) * SOLVE_FLOW_BYTES + int(entries) * SOLVE_ENTRY_BYTES
+    per_entry = SOLVE_ENTRY_BYTES_INCREMENTAL if entries <= INCREMENTAL_ENTRIES * flows \
+        else SOLVE_ENTRY_BYTES
+    return int(flows) * SOLVE_FLOW_BYTES + int(entries) * per_entry
 
 
 def flow_dump_bytes(rows: int, pattern_rows: int, pattern_entries: int,

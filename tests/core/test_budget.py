@@ -16,6 +16,7 @@ import flowemu
 from flowemu import ConfigError
 from flowemu.cli.app import main
 from flowemu.core import budget
+from flowemu.kernels.maxmin import SCREEN_ENTRIES
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -281,3 +282,14 @@ def test_estimate_within_2x_of_measured_peak(spec, alg, ecmp, what):
     ratio = got["est"] / got["peak"]
     # never below what was really used (a little noise allowed), never 2x above
     assert 0.9 <= ratio <= 2.0, got
+
+
+def test_incremental_entry_cost_follows_the_solvers_choice():
+    """The budget's bound for the incremental solver's per-entry cost is the
+    solver's own (a copy: core may not import the kernels)."""
+    assert budget.INCREMENTAL_ENTRIES == SCREEN_ENTRIES
+    n = budget.INCREMENTAL_ENTRIES
+    assert budget.solve_bytes(10, 10 * n) == 10 * budget.SOLVE_FLOW_BYTES \
+        + 10 * n * budget.SOLVE_ENTRY_BYTES_INCREMENTAL
+    assert budget.solve_bytes(10, 10 * n + 1) == 10 * budget.SOLVE_FLOW_BYTES \
+        + (10 * n + 1) * budget.SOLVE_ENTRY_BYTES
