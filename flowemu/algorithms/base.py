@@ -258,9 +258,9 @@ class Steps(Sequence):
             yield self._step(i, label)
 
     def __eq__(self, other) -> bool:
-        if not isinstance(other, Sequence) or len(other) != len(self):
-            return NotImplemented if not isinstance(other, Sequence) else False
-        return all(a == b for a, b in zip(self, other, strict=True))
+        if not isinstance(other, Sequence):
+            return NotImplemented
+        return len(other) == len(self) and all(a == b for a, b in zip(self, other))
 
     __hash__ = object.__hash__
 

@@ -25,7 +25,6 @@ from .fill import (
     resource_state,
     with_transpose,
 )
-from .incremental import few_finish_times
 from .jit import njit
 from .layout import CAP, NUMPY_ERRORS, RESID, TIE_TOL
 from .screening import (
@@ -64,6 +63,31 @@ def apply_loads(flows, n, flow_ptr, res, frac, rates, applied, state):
                 state[res[e], RESID] -= frac[e] * d
             applied[f] = rates[f]
 
+
+
+@njit(**NUMPY_ERRORS)
+def few_finish_times(flow_ptr, flow_bytes, persistent, rate, most, sample=4096):
+    """Whether the flows' finish times at their ``t = 0`` rates fall in at
+    most ``most`` groups (ties to ``TIE_TOL``), judged on an even sample of
+    at most ``sample`` flows (a choice of solver, not of results)."""
+    n_flows = flow_bytes.shape[0]
+    stride = max(1, (n_flows + sample - 1) // sample)
+    times = np.empty(n_flows // stride + 1, dtype=np.float64)
+    n = 0
+    for f in range(0, n_flows, stride):
+        if flow_ptr[f + 1] > flow_ptr[f] and not persistent[f]:
+            times[n] = flow_bytes[f] / rate[f] if flow_bytes[f] > 0.0 else 0.0
+            n += 1
+    times = np.sort(times[:n])
+    groups = 0
+    start = -1.0
+    for i in range(n):
+        if groups == 0 or times[i] > start + start * TIE_TOL:
+            groups += 1
+            if groups > most:
+                return False
+            start = times[i]
+    return True
 
 
 @njit(**NUMPY_ERRORS)

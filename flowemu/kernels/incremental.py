@@ -99,7 +99,6 @@ from .refill import (
     PHASE,
     RISE_GEN,
     RISE_HEAD,
-    SAT_TOL,
     TOP,
     add_dd,
     hold,
@@ -108,6 +107,11 @@ from .refill import (
     start_screening,
     unhold,
 )
+
+#: a resource within this (relative) of capacity, and a flow within it of
+#: the fastest on a resource, count as saturated / fastest when the t = 0
+#: rates are given their holders (a false one is checked at its level)
+SAT_TOL = 1e-9
 
 
 @njit(**NUMPY_ERRORS)
@@ -209,31 +213,6 @@ def incremental_completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, e
         return rate0, finish, moved, STATUS_OK
     return incremental_events(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes,
                               persistent, screen, rate, rate0, finish, moved)
-
-
-@njit(**NUMPY_ERRORS)
-def few_finish_times(flow_ptr, flow_bytes, persistent, rate, most, sample=4096):
-    """Whether the flows' finish times at their ``t = 0`` rates fall in at
-    most ``most`` groups (ties to ``TIE_TOL``), judged on an even sample of
-    at most ``sample`` flows (a choice of solver, not of results)."""
-    n_flows = flow_bytes.shape[0]
-    stride = max(1, (n_flows + sample - 1) // sample)
-    times = np.empty(n_flows // stride + 1, dtype=np.float64)
-    n = 0
-    for f in range(0, n_flows, stride):
-        if flow_ptr[f + 1] > flow_ptr[f] and not persistent[f]:
-            times[n] = flow_bytes[f] / rate[f] if flow_bytes[f] > 0.0 else 0.0
-            n += 1
-    times = np.sort(times[:n])
-    groups = 0
-    start = -1.0
-    for i in range(n):
-        if groups == 0 or times[i] > start + start * TIE_TOL:
-            groups += 1
-            if groups > most:
-                return False
-            start = times[i]
-    return True
 
 
 @njit(**NUMPY_ERRORS)

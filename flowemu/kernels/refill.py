@@ -30,10 +30,6 @@ OVER_TOL = TIE_TOL
 DRIFT = 0.03
 #: a screened resource stays this far (relative) below capacity
 MARGIN = 1e-9
-#: a resource within this (relative) of capacity, and a flow within it of
-#: the fastest on a resource, count as saturated / fastest when the t = 0
-#: rates are given their holders (a false one is checked at its level)
-SAT_TOL = 1e-9
 
 # rs: float64[R, 8] per resource
 CAP = 0       # capacity now (ingress: after incast)

@@ -24,8 +24,12 @@ from hypothesis import strategies as st
 from flowemu.core.errors import ConfigError
 from flowemu.core.network import Network
 from flowemu.kernels import maxmin
-from flowemu.kernels.completion import SCREEN_START, STATUS_HANDOFF, screened_completion_kernel
-from flowemu.kernels.incremental import few_finish_times
+from flowemu.kernels.completion import (
+    SCREEN_START,
+    STATUS_HANDOFF,
+    few_finish_times,
+    screened_completion_kernel,
+)
 from flowemu.kernels.maxmin import solve_completion
 from flowemu.topology import parse_topology
 from flowemu.whatif.faults import apply_faults
