@@ -313,11 +313,14 @@ def built_topology_bytes(topology) -> int:
     return topology_bytes(dims) if dims is not None else topology.num_links * LINK_BYTES
 
 
-def run_bytes(topology, p: int, flows: list[int], entries: list[int], threads: int) -> int:
+def run_bytes(topology, p: int, flows: list[int], entries: list[int], threads: int,
+              solved: list[int] | None = None) -> int:
     """Peak of a run of ``p`` ranks: the topology, its schedule and the
     ``threads`` largest step workspaces (``flows[k]``, ``entries[k]`` per
-    distinct step) solved at once."""
-    work = sorted((solve_bytes(f, e) for f, e in zip(flows, entries, strict=True)),
+    distinct step) solved at once. ``solved[k]``: the flows step ``k``'s
+    solve holds when fewer than its own (one per orbit of a symmetry)."""
+    solved = flows if solved is None else solved
+    work = sorted((solve_bytes(f, e) for f, e in zip(solved, entries, strict=True)),
                   reverse=True)
     return (built_topology_bytes(topology) + schedule_bytes(sum(flows), p)
             + sum(work[:max(1, threads)]))

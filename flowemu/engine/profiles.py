@@ -263,6 +263,8 @@ class _Context:
     #: the capacity adaptive routing balances over: the links' less the
     #: background's demand on them (None: the link capacity)
     adaptive_capacity: np.ndarray | None = None
+    #: rank r runs on endpoint r (a flow's ranks are its endpoints)
+    identity: bool = False
 
 
 def make_context(topology: Topology, network: Network, ecmp: str = "split", seed: int = 0,
@@ -294,7 +296,8 @@ def make_context(topology: Topology, network: Network, ecmp: str = "split", seed
     _check_ranges(network, cap, lat, eps)
     uniform = float(lat[0]) if len(lat) and lat.min() == lat.max() else None
     ctx = _Context(topology, network, ecmp, int(seed), mapping, cap, ingress, w_t, eps, lat,
-                   uniform, {}, adaptive=adaptive)
+                   uniform, {}, adaptive=adaptive,
+                   identity=bool(np.array_equal(mapping, np.arange(len(mapping)))))
     if background is not None or slow is not None:
         background, slow = _load_args(topology, len(mapping), background, slow)
         ctx.load = prepare_load(ctx, background, slow)
@@ -366,6 +369,8 @@ def _check_ranks(ctx: _Context, traffic: Traffic) -> None:
 def _endpoints(ctx: _Context, traffic: Traffic) -> tuple[np.ndarray, np.ndarray]:
     """The endpoints of every flow's sender and receiver (ranks checked)."""
     _check_ranks(ctx, traffic)
+    if ctx.identity:
+        return traffic.src, traffic.dst
     return ctx.mapping[traffic.src], ctx.mapping[traffic.dst]
 
 
@@ -408,6 +413,42 @@ def _reduced_route(ctx: _Context, traffic: Traffic):
     src, dst = _endpoints(ctx, traffic)
     got = ctx.topology.solver_routes(src, dst, ctx.ecmp, ctx.link_capacity)
     return None if got is None else (*got, src, dst)
+
+
+def _orbit(ctx: _Context, traffic: Traffic):
+    """The step's problem reduced to one flow per orbit of a symmetry that
+    maps its flows onto themselves (:meth:`Topology.orbit_problem`), or
+    None; kept per pattern (``check_memory`` asks first, the solve reuses
+    it). Only where every link has the same latency (a flow's hops give its
+    latency), without background or adaptive fractions (which break the
+    symmetry), and with one incast class whose ingress capacities share it:
+    the flows of an orbit then get one rate and the same lines."""
+    if (ctx.uniform_latency is None or ctx.load is not None or ctx.adaptive
+            or len(ctx.incast_threshold) > 1):
+        return None
+    key = ("orbit", _known_key(ctx, traffic)[0])
+    if key in ctx.key_of:
+        return ctx.key_of[key]
+    src, dst = _endpoints(ctx, traffic)
+    orbit = ctx.topology.orbit_problem(src, dst, traffic.share, ctx.ecmp, ctx.link_capacity)
+    ingress = ctx.ingress_capacity
+    if orbit is not None and ingress is not None and \
+            not np.array_equal(ingress, ingress[orbit.node_orbit]):
+        orbit = None
+    ctx.key_of[key] = orbit
+    return orbit
+
+
+def _orbit_lines(ctx: _Context, traffic: Traffic, norm: np.ndarray, label: str):
+    """The step's latency and seconds-per-byte lines solved on one flow per
+    orbit (:func:`_orbit`), or None."""
+    orbit = _orbit(ctx, traffic)
+    if orbit is None:
+        return None
+    src, _ = _endpoints(ctx, traffic)
+    sol = solve_step(ctx, orbit.routes, orbit.dst, norm[orbit.flows], label,
+                     np.asarray(src)[orbit.flows], orbit.capacity)
+    return pareto_lines(flow_latency(ctx, orbit.routes), sol.finish)
 
 
 def solve_step(ctx: _Context, routes: Routes, dst: np.ndarray, flow_bytes: np.ndarray, label: str,
@@ -525,7 +566,11 @@ def _solve_pattern(ctx: _Context, traffic: Traffic, scale: float, label: str,
     norm = traffic.share / scale
     # adaptive routes first: a split it keeps is solved exactly as "split" is
     routed = route_step(ctx, traffic) if ctx.adaptive else None
-    fast = None if congestion or (routed and _adapted(routed[0])) else _reduced_route(ctx, traffic)
+    plain = not congestion and not (routed and _adapted(routed[0]))
+    lines = _orbit_lines(ctx, traffic, norm, label) if plain else None
+    if lines is not None:
+        return (*lines, None, 0.0)
+    fast = _reduced_route(ctx, traffic) if plain else None
     if fast is not None:
         routes, capacity, src, dst = fast
         sol = solve_step(ctx, routes, dst, norm, label, src, capacity)
@@ -683,30 +728,43 @@ def check_memory(ctx: _Context, schedule: Schedule, threads: int, lim,
     ~15 ns a flow, a fifth of a small profile). Otherwise, or with
     ``exact``, the route entries of each distinct step are counted by the
     routing kernel's counting pass before anything is routed. With
-    ``reduced`` (a profile without per-link reports), a family that routes
-    straight into its reduced problem (:meth:`Topology.solver_routes`)
-    counts those entries. Returns the estimate."""
+    ``reduced`` (a profile without per-link reports), a step with a
+    symmetry is charged for its problem on one flow per orbit
+    (:meth:`Topology.orbit_problem`, built here and kept for the solve), and
+    a family that routes straight into its reduced problem
+    (:meth:`Topology.solver_routes`) counts those entries. Returns the
+    estimate."""
     steps = distinct_steps(schedule)
     for t in steps:
         _check_ranks(ctx, t)
     flows = [t.num_flows for t in steps]
+    what = f"{ctx.topology.spec} {schedule.algorithm}"
+    # a step solved on one flow per orbit holds its representatives' routes only
+    orbits = [_orbit(ctx, t) if reduced else None for t in steps]
+    solved = [len(o.flows) if o is not None else f for o, f in zip(orbits, flows, strict=True)]
+    rest = [k for k, o in enumerate(orbits) if o is None]
+    entries = [o.routed_entries if o is not None else 0 for o in orbits]
+
+    def need_with(counts) -> int:
+        for k, c in zip(rest, counts, strict=True):
+            entries[k] = c
+        return budget.run_bytes(ctx.topology, schedule.p, flows, entries, threads, solved)
+
     if reduced and ctx.uniform_latency is not None and not exact and not ctx.adaptive:
-        small = [ctx.topology.solver_route_entries(ctx.mapping[t.src], ctx.mapping[t.dst],
-                                                   ctx.ecmp) for t in steps]
-        if steps and all(r is not None for r in small):   # routed straight in reduced form
-            need = budget.run_bytes(ctx.topology, schedule.p, flows, small, threads)
-            budget.check(need, lim, f"{ctx.topology.spec} {schedule.algorithm}")
+        small = [ctx.topology.solver_route_entries(*_endpoints(ctx, steps[k]), ctx.ecmp)
+                 for k in rest]
+        if all(r is not None for r in small):   # routed straight in reduced form
+            need = need_with(small)
+            budget.check(need, lim, what)
             return need
     worst = ctx.topology.max_route_entries(ctx.ecmp)
     if worst is not None and not exact:
-        need = budget.run_bytes(ctx.topology, schedule.p, flows, [f * worst for f in flows],
-                                threads)
+        need = need_with([flows[k] * worst for k in rest])
         if need <= lim.bytes:
             return need
-    entries = [ctx.topology.route_entries(ctx.mapping[t.src], ctx.mapping[t.dst], ctx.ecmp)
-               for t in steps]
-    need = budget.run_bytes(ctx.topology, schedule.p, flows, entries, threads)
-    budget.check(need, lim, f"{ctx.topology.spec} {schedule.algorithm}")
+    need = need_with([ctx.topology.route_entries(*_endpoints(ctx, steps[k]), ctx.ecmp)
+                      for k in rest])
+    budget.check(need, lim, what)
     return need
 
 

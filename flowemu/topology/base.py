@@ -70,6 +70,56 @@ class Routes:
         return self.link[a:b], self.frac[a:b]
 
 
+@dataclass(frozen=True)
+class OrbitProblem:
+    """A step's max-min problem reduced by a symmetry of the network and the
+    flows (:meth:`Topology.orbit_problem`): one flow per orbit, one resource
+    per orbit of links.
+
+    When a group of the network's automorphisms maps the flows onto
+    themselves (bytes and routes included), the max-min allocation is
+    unique and so invariant too: the flows of an orbit get one rate and
+    finish together, and the links of an orbit carry one load. Counting, for
+    a representative ``r`` and a link orbit ``L``, the fraction of ``r``'s
+    bytes on the links of ``L`` (``a_rL``, summed over them) gives the load
+    of every link of ``L`` as ``Σ_r a_rL·x_r`` (the group acts freely on
+    flows and links, so each link of ``L`` meets exactly one flow of ``r``'s
+    orbit per entry of ``r`` in ``L``). Each resource's row is divided by
+    its largest coefficient (capacity too), which leaves its constraint as
+    it was and keeps the coefficients in ``(0, 1]``.
+
+    Attributes
+    ----------
+    flows : int64[R]
+        The representative flows (indices into the step's flows).
+    routes : Routes
+        Their routes over the resources (``link`` holds resource ids);
+        ``hops`` are the real paths' lengths.
+    capacity : float64[M]
+        Each resource's capacity (divided by its row's largest coefficient).
+    dst : int64[R]
+        Each representative's receiver orbit, named by one node of it (the
+        incast fan-in of a receiver is the number of representatives whose
+        receivers share its orbit).
+    node_orbit : int64[N]
+        The naming node of every node's orbit (a per-node quantity such as
+        the ingress capacity is invariant when it equals its value there).
+    group_size : int
+        Flows per orbit.
+    routed_entries : int
+        Route entries of the representatives' real routes (what building
+        the problem holds at its peak, for the memory check).
+    """
+
+    flows: np.ndarray
+    routes: Routes
+    capacity: np.ndarray
+    dst: np.ndarray
+    node_orbit: np.ndarray
+    group_size: int
+    routed_entries: int
+
+
 def check_ecmp(ecmp: str) -> str:
     if not isinstance(ecmp, str) or ecmp not in ECMP_MODES:
         raise ConfigError(f"ecmp: unknown mode {show(ecmp)}; allowed: {', '.join(ECMP_MODES)}")
@@ -205,6 +255,17 @@ class Topology:
 
     def solver_route_entries(self, src, dst, ecmp: str) -> int | None:
         """Route entries of :meth:`solver_routes` (None: it has none)."""
+        return None
+
+    def orbit_problem(self, src, dst, share, ecmp: str,
+                      link_capacity: np.ndarray) -> OrbitProblem | None:
+        """The step's max-min problem reduced by a symmetry of the network
+        that maps the flows ``src[i] -> dst[i]`` (endpoint ids) carrying
+        ``share[i]`` bytes onto themselves, with ``ecmp`` routes and these
+        link capacities (:class:`OrbitProblem`); ``None`` (the default) when
+        the family knows none or the flows have none. The engine uses it
+        only where every link has the same latency and no per-link report
+        or background is asked for."""
         return None
 
     def solver_problem(self, routes: Routes, link_capacity: np.ndarray,

@@ -30,7 +30,8 @@ from ..kernels.routing import (
     torus_route_fill_path,
     torus_route_fill_split,
 )
-from .base import Routes, Topology
+from ..kernels.symmetry import orbit_representatives, translation_period
+from .base import OrbitProblem, Routes, Topology
 from .common import check_seed
 from .common import is_int as _is_int
 from .common import readonly as _readonly
@@ -39,6 +40,11 @@ from .common import readonly as _readonly
 
 #: largest number of nodes a torus or mesh may have
 MAX_NODES = 2**24
+
+#: most route entries :meth:`Torus.orbit_problem` builds for its
+#: representatives (~0.4 GB); a larger problem is left to the full path,
+#: whose memory check counts before it routes
+ORBIT_MAX_ENTRIES = 1 << 24
 
 #: the routing modes a torus or mesh knows (other families add their own)
 _STATUS_TEXT = {
@@ -327,6 +333,103 @@ class Torus(Topology):
                                             ecmp == "split", counts, hops)
         self._check_status(status, bad, src, dst)
         return int(counts.sum())
+
+    # --------------------------------------------------------------- symmetry
+
+    def orbit_problem(self, src, dst, share, ecmp: str,
+                      link_capacity: np.ndarray) -> OrbitProblem | None:
+        """The step reduced by the translations that map its flows onto
+        themselves (torus only, ``split`` and ``dor`` routes: both commute
+        with translations, a hashed path does not).
+
+        :func:`~flowemu.kernels.symmetry.translation_period` finds the
+        smallest invariant step ``P_i`` of each dimension (exact, flow by
+        flow); the group of translations by multiples of ``P`` has
+        ``Π d_i/P_i`` elements. Swing's and recursive doubling's steps on
+        ``torus:128x128`` move even and odd coordinates differently
+        (``P = (2, 2)``): 4,096 flows an orbit. A representative is a flow
+        whose sender has every coordinate below ``P_i``; a link's orbit is
+        its direction and its starting node's coordinates modulo ``P``.
+        ``None`` when the step has no symmetry or the link capacities do not
+        share it."""
+        if not self.wrap or ecmp not in ("split", "dor"):
+            return None
+        src, dst = self._check_flows(src, dst)
+        share = np.ascontiguousarray(share, dtype=np.float64)
+        if len(src) == 0 or len(share) != len(src):
+            return None
+        dims = np.asarray(self.dims, dtype=np.int64)
+        period = np.empty(len(dims), dtype=np.int64)
+        translation_period(src, dst, share.view(np.uint64), self._coords, dims, self.strides,
+                           period)
+        group = int(np.prod(dims // period))
+        if group == 1:
+            return None
+        key = tuple(period.tolist())
+        orbit = self._orbits(key)
+        cap = np.asarray(link_capacity, dtype=np.float64)
+        if not self._capacity_invariant(cap, key):
+            return None
+        reps = orbit_representatives(src, self._coords, period)
+        if (len(reps) * self.max_route_entries(ecmp) > ORBIT_MAX_ENTRIES
+                and self.route_entries(src[reps], dst[reps], ecmp) > ORBIT_MAX_ENTRIES):
+            return None   # the engine's memory check counts the full routes first
+        routes = self.route(src[reps], dst[reps], ecmp)
+        ndir = 2 * self.ndim
+        node_index, rep_nodes = orbit["index"], orbit["nodes"]
+        resource = node_index[routes.link // ndir] * ndir + routes.link % ndir
+        num_res = len(rep_nodes) * ndir
+        row = np.repeat(np.arange(len(reps), dtype=np.int64), np.diff(routes.flow_ptr))
+        keys, where = np.unique(row * num_res + resource, return_inverse=True)
+        coef = np.bincount(where, weights=routes.frac, minlength=len(keys))
+        res = (keys % num_res).astype(np.int32)
+        flow_ptr = np.zeros(len(reps) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(keys // num_res, minlength=len(reps)), out=flow_ptr[1:])
+        top = np.zeros(num_res)
+        np.maximum.at(top, res, coef)
+        rep_links = (rep_nodes[:, None] * ndir + np.arange(ndir)).reshape(-1)
+        capacity = cap[rep_links] / np.where(top > 0, top, 1.0)
+        frac = np.minimum(coef / top[res], 1.0)
+        return OrbitProblem(
+            flows=reps, routes=Routes(flow_ptr, res, frac, routes.hops),
+            capacity=capacity, dst=orbit["name"][dst[reps]], node_orbit=orbit["name"],
+            group_size=group, routed_entries=routes.num_entries)
+
+    def _orbits(self, period: tuple) -> dict:
+        """Node orbits of the translations by multiples of ``period``:
+        ``index`` (each node's orbit, row-major over ``period``), ``nodes``
+        (the orbit's node with coordinates below ``period``, by index) and
+        ``name`` (that node, for every node). Kept per period."""
+        memo = self.__dict__.setdefault("_orbit_memo", {})
+        got = memo.get(period)
+        if got is None:
+            p = np.asarray(period, dtype=np.int64)
+            c = self._coords % p
+            pstrides = np.ones(len(p), dtype=np.int64)
+            for i in range(len(p) - 2, -1, -1):
+                pstrides[i] = pstrides[i + 1] * p[i + 1]
+            index = c @ pstrides
+            nodes = np.indices(period).reshape(len(p), -1).T @ self.strides
+            got = {"index": index, "nodes": nodes, "name": nodes[index]}
+            memo[period] = got
+        return got
+
+    def _capacity_invariant(self, cap: np.ndarray, period: tuple) -> bool:
+        """Whether every link has its orbit's capacity (kept for the last
+        capacity array seen with each period)."""
+        memo = self.__dict__.setdefault("_capacity_memo", {})
+        seen = memo.get(period)
+        if seen is not None and seen[0] is cap:
+            return seen[1]
+        if len(cap) != self.num_links:
+            ok = False
+        else:
+            grid = cap.reshape(*self.dims, 2 * self.ndim)
+            ok = all(np.array_equal(grid, np.roll(grid, step, axis=i))
+                     for i, (step, d) in enumerate(zip(period, self.dims, strict=True))
+                     if step < d)
+        memo[period] = (cap, ok)
+        return ok
 
     # ------------------------------------------------------------- validation
 

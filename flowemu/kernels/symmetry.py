@@ -1,0 +1,126 @@
+"""Translation symmetry of a traffic pattern on a grid of nodes (numba).
+
+A pattern is *invariant* under the translation by ``t`` when moving every
+flow's sender and receiver by ``t`` (coordinates modulo the grid's sizes)
+gives the same flows with the same bytes. :func:`translation_period` finds,
+dimension by dimension, the smallest step ``P_i`` (a divisor of the size
+``d_i``) whose translation leaves the pattern invariant; the pattern is then
+invariant under the group of translations by multiples of ``P`` (``Π d_i/P_i``
+elements), which the engine uses to solve one flow per orbit
+(:meth:`flowemu.topology.Topology.orbit_problem`).
+
+The test is exact, not a hash: sender ``s``'s flows, in the order they
+appear, are compared one by one with those of ``s + P_i·e_i`` (receiver moved
+by the same step, bytes bit for bit). Flows listed in another order at one
+sender count as a mismatch, which only costs the reduction, never its
+correctness. A mismatch ends a candidate step at once, so a pattern without
+symmetry (a random permutation) costs a few comparisons per divisor.
+"""
+
+import numpy as np
+
+from .jit import njit
+
+
+@njit
+def _shift(node, i, step, coords, dims, strides):
+    """The node ``step`` places further along dimension ``i`` (wrapping)."""
+    c = coords[node, i] + step
+    if c >= dims[i]:
+        return node + (step - dims[i]) * strides[i]
+    return node + step * strides[i]
+
+
+@njit
+def _invariant(i, step, src_ptr, dst, bits, coords, dims, strides):
+    """Whether the translation by ``step`` along dimension ``i`` maps the
+    flows (grouped by sender: sender ``s``'s are ``src_ptr[s]:src_ptr[s+1]``
+    of ``dst`` and ``bits``) onto themselves."""
+    n = src_ptr.shape[0] - 1
+    for s in range(n):
+        s2 = _shift(s, i, step, coords, dims, strides)
+        a, b = src_ptr[s], src_ptr[s2]
+        k = src_ptr[s + 1] - a
+        if src_ptr[s2 + 1] - b != k:
+            return False
+        for j in range(k):
+            if bits[a + j] != bits[b + j] or \
+                    dst[b + j] != _shift(dst[a + j], i, step, coords, dims, strides):
+                return False
+    return True
+
+
+@njit
+def translation_period(src, dst, bits, coords, dims, strides, period):
+    """Fill ``period`` (int64[D]) with the smallest invariant step of each
+    dimension (``d_i`` when there is none) for the flows ``src[f] -> dst[f]``
+    (node ids, int64) carrying ``bits[f]`` (uint64, a float's bits).
+    ``coords`` int32[N, D] holds every node's coordinates, ``strides`` the
+    node-id stride of each dimension (row-major node ids)."""
+    n = coords.shape[0]
+    nf = src.shape[0]
+    src_ptr = np.zeros(n + 1, dtype=np.int64)
+    for f in range(nf):
+        src_ptr[src[f] + 1] += 1
+    for s in range(n):
+        src_ptr[s + 1] += src_ptr[s]
+    fill = src_ptr[:n].copy()
+    sdst = np.empty(nf, dtype=np.int64)   # grouped by sender, a sender's flows in order
+    sbits = np.empty(nf, dtype=np.uint64)
+    for f in range(nf):
+        k = fill[src[f]]
+        sdst[k] = dst[f]
+        sbits[k] = bits[f]
+        fill[src[f]] = k + 1
+    for i in range(dims.shape[0]):
+        d = dims[i]
+        period[i] = d
+        for step in _divisors(d):
+            if step < d and _invariant(i, step, src_ptr, sdst, sbits, coords, dims, strides):
+                period[i] = step
+                break
+
+
+@njit
+def _divisors(d):
+    """The divisors of ``d`` in increasing order, int64."""
+    low = np.empty(64, dtype=np.int64)
+    high = np.empty(64, dtype=np.int64)
+    nl = 0
+    nh = 0
+    q = 1
+    while q * q <= d:
+        if d % q == 0:
+            if nl == low.shape[0]:
+                low = np.concatenate((low, np.empty(nl, dtype=np.int64)))
+                high = np.concatenate((high, np.empty(nl, dtype=np.int64)))
+            low[nl] = q
+            nl += 1
+            if q * q != d:
+                high[nh] = d // q
+                nh += 1
+        q += 1
+    out = np.empty(nl + nh, dtype=np.int64)
+    out[:nl] = low[:nl]
+    for j in range(nh):
+        out[nl + j] = high[nh - 1 - j]
+    return out
+
+
+@njit
+def orbit_representatives(src, coords, period):
+    """The flows whose sender has every coordinate below ``period[i]`` (one
+    per orbit of an invariant pattern), int64, in flow order."""
+    nf = src.shape[0]
+    keep = np.empty(nf, dtype=np.int64)
+    n = 0
+    for f in range(nf):
+        ok = True
+        for i in range(period.shape[0]):
+            if coords[src[f], i] >= period[i]:
+                ok = False
+                break
+        if ok:
+            keep[n] = f
+            n += 1
+    return keep[:n].copy()
