@@ -88,6 +88,77 @@ def _grow(buf, need):
 
 
 @njit
+def sweep_scratch(num_nodes):
+    """Scratch arrays of :func:`sweep` without path counts: ``(val, stamp,
+    front, nxt, to_d)``."""
+    return (np.zeros(num_nodes, dtype=np.float64), np.full(num_nodes, -1, dtype=np.int64),
+            np.empty(num_nodes, dtype=np.int64), np.empty(num_nodes, dtype=np.int64),
+            np.zeros(0, dtype=np.float64))
+
+
+@njit
+def sweep(s, d, k, dist, out_ptr, out_link, link_dst, mode, seed, to_d, val, stamp, front, nxt,
+          link, frac, n):
+    """Write flow ``s -> d``'s entries at ``link[n:]``, ``frac[n:]`` (room
+    for every link once is the caller's), layer by layer from ``s`` along
+    the links ``u -> v`` with ``dist[v] == dist[u] − 1`` (``dist``: hop
+    distance to ``d``, −1 where unknown), split by ``mode``; returns the new
+    ``n``. ``k`` must differ from every earlier call's (it stamps
+    ``stamp``); ``to_d``: shortest-path counts to ``d`` (``MODE_PATHS``
+    only); ``val``, ``front``, ``nxt``: scratch of one slot per vertex."""
+    front[0] = s
+    width = 1
+    val[s] = 1.0
+    stamp[s] = k
+    for layer in range(dist[s]):
+        width_next = 0
+        for i in range(width):
+            u = front[i]
+            want = dist[u] - 1
+            nhops = 0
+            for e in range(out_ptr[u], out_ptr[u + 1]):
+                if dist[link_dst[out_link[e]]] == want:
+                    nhops += 1
+            pick = -1
+            if mode == MODE_HASH:
+                pick = np.int64((hop_hash(seed, s, d, layer) >> np.uint64(1))
+                                % np.uint64(nhops))
+            elif mode == MODE_FIRST:
+                pick = 0
+            j = -1
+            for e in range(out_ptr[u], out_ptr[u + 1]):
+                lk = out_link[e]
+                v = link_dst[lk]
+                if dist[v] != want:
+                    continue
+                j += 1
+                if pick >= 0 and j != pick:
+                    continue
+                if mode == MODE_PATHS:
+                    share = val[u] * to_d[v] / to_d[s]
+                    add = val[u]
+                elif mode == MODE_HOP:
+                    share = val[u] / nhops
+                    add = share
+                else:
+                    share = 1.0
+                    add = 1.0
+                link[n] = lk
+                # (a sum of even splits may round past 1: a share never does)
+                frac[n] = min(1.0, share)
+                n += 1
+                if stamp[v] != k:
+                    stamp[v] = k
+                    val[v] = 0.0
+                    nxt[width_next] = v
+                    width_next += 1
+                val[v] += add
+        front, nxt = nxt, front
+        width = width_next
+    return n
+
+
+@njit
 def graph_route(src, dst, flows_by_dst, out_ptr, out_link, in_ptr, in_link, link_src, link_dst,
                 num_nodes, mode, seed):
     """Route every flow on shortest paths.
@@ -171,55 +242,8 @@ def graph_route(src, dst, flows_by_dst, out_ptr, out_link, in_ptr, in_link, link
         # at most every link of the graph once
         link = _grow(link, n + out_ptr[num_nodes])
         frac = _grow(frac, link.shape[0])
-        front[0] = s
-        width = 1
-        val[s] = 1.0
-        stamp[s] = k
-        for layer in range(dist[s]):
-            width_next = 0
-            for i in range(width):
-                u = front[i]
-                want = dist[u] - 1
-                nhops = 0
-                for e in range(out_ptr[u], out_ptr[u + 1]):
-                    if dist[link_dst[out_link[e]]] == want:
-                        nhops += 1
-                pick = -1
-                if mode == MODE_HASH:
-                    pick = np.int64((hop_hash(seed, s, d, layer) >> np.uint64(1))
-                                    % np.uint64(nhops))
-                elif mode == MODE_FIRST:
-                    pick = 0
-                j = -1
-                for e in range(out_ptr[u], out_ptr[u + 1]):
-                    lk = out_link[e]
-                    v = link_dst[lk]
-                    if dist[v] != want:
-                        continue
-                    j += 1
-                    if pick >= 0 and j != pick:
-                        continue
-                    if mode == MODE_PATHS:
-                        share = val[u] * to_d[v] / to_d[s]
-                        add = val[u]
-                    elif mode == MODE_HOP:
-                        share = val[u] / nhops
-                        add = share
-                    else:
-                        share = 1.0
-                        add = 1.0
-                    link[n] = lk
-                    # (a sum of even splits may round past 1: a share never does)
-                    frac[n] = min(1.0, share)
-                    n += 1
-                    if stamp[v] != k:
-                        stamp[v] = k
-                        val[v] = 0.0
-                        nxt[width_next] = v
-                        width_next += 1
-                    val[v] += add
-            front, nxt = nxt, front
-            width = width_next
+        n = sweep(s, d, k, dist, out_ptr, out_link, link_dst, mode, seed, to_d, val, stamp,
+                  front, nxt, link, frac, n)
         counts[k] = n - start
     return STATUS_OK, -1, counts, hops, link[:n], frac[:n]
 

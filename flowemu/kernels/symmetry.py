@@ -10,8 +10,9 @@ elements), which the engine uses to solve one flow per orbit
 (:meth:`flowemu.topology.Topology.orbit_problem`).
 
 The test is exact, not a hash: sender ``s``'s flows, in the order they
-appear, are compared one by one with those of ``s + P_i·e_i`` (receiver moved
-by the same step, bytes bit for bit). Flows listed in another order at one
+appear, are compared one by one with those of ``s + P_i·e_i``: the same
+receiver offset (coordinates modulo the sizes) and the same bytes, bit for
+bit. Flows listed in another order at one
 sender count as a mismatch, which only costs the reduction, never its
 correctness. A mismatch ends a candidate step at once, so a pattern without
 symmetry (a random permutation) costs a few comparisons per divisor.
@@ -32,10 +33,12 @@ def _shift(node, i, step, coords, dims, strides):
 
 
 @njit
-def _invariant(i, step, src_ptr, dst, bits, coords, dims, strides):
+def _invariant(i, step, src_ptr, off, bits, coords, dims, strides):
     """Whether the translation by ``step`` along dimension ``i`` maps the
     flows (grouped by sender: sender ``s``'s are ``src_ptr[s]:src_ptr[s+1]``
-    of ``dst`` and ``bits``) onto themselves."""
+    of ``off``, the receivers' offsets from the sender, and ``bits``) onto
+    themselves: a translation moves a flow's receiver with its sender, so
+    its offset stays."""
     n = src_ptr.shape[0] - 1
     for s in range(n):
         s2 = _shift(s, i, step, coords, dims, strides)
@@ -44,8 +47,7 @@ def _invariant(i, step, src_ptr, dst, bits, coords, dims, strides):
         if src_ptr[s2 + 1] - b != k:
             return False
         for j in range(k):
-            if bits[a + j] != bits[b + j] or \
-                    dst[b + j] != _shift(dst[a + j], i, step, coords, dims, strides):
+            if bits[a + j] != bits[b + j] or off[a + j] != off[b + j]:
                 return False
     return True
 
@@ -65,18 +67,29 @@ def translation_period(src, dst, bits, coords, dims, strides, period):
     for s in range(n):
         src_ptr[s + 1] += src_ptr[s]
     fill = src_ptr[:n].copy()
-    sdst = np.empty(nf, dtype=np.int64)   # grouped by sender, a sender's flows in order
+    # grouped by sender, a sender's flows in order: the receiver's offset
+    # (coordinates minus the sender's, modulo the sizes, as a node id) and bytes
+    off = np.empty(nf, dtype=np.int64)
     sbits = np.empty(nf, dtype=np.uint64)
+    nd = dims.shape[0]
     for f in range(nf):
-        k = fill[src[f]]
-        sdst[k] = dst[f]
+        s = src[f]
+        d = dst[f]
+        o = 0
+        for i in range(nd):
+            c = coords[d, i] - coords[s, i]
+            if c < 0:
+                c += dims[i]
+            o += c * strides[i]
+        k = fill[s]
+        off[k] = o
         sbits[k] = bits[f]
-        fill[src[f]] = k + 1
+        fill[s] = k + 1
     for i in range(dims.shape[0]):
         d = dims[i]
         period[i] = d
         for step in _divisors(d):
-            if step < d and _invariant(i, step, src_ptr, sdst, sbits, coords, dims, strides):
+            if step < d and _invariant(i, step, src_ptr, off, sbits, coords, dims, strides):
                 period[i] = step
                 break
 

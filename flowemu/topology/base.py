@@ -257,6 +257,18 @@ class Topology:
         """Route entries of :meth:`solver_routes` (None: it has none)."""
         return None
 
+    #: whether ``split`` routes hold every shortest path, split evenly at
+    #: each vertex over its shortest next hops (then a failure's re-routes
+    #: of the same length lie inside the old routes)
+    split_every_shortest = False
+
+    def distance_grid(self):
+        """``(coords int32[N, D], dims int64[D], wrap)`` when the vertices
+        form a torus (``wrap``) or mesh whose hop distance is the sum over
+        dimensions of the (wrapped) coordinate differences; None otherwise.
+        A faulted topology bounds its re-routes' searches with it."""
+        return
+
     def orbit_problem(self, src, dst, share, ecmp: str,
                       link_capacity: np.ndarray) -> OrbitProblem | None:
         """The step's max-min problem reduced by a symmetry of the network

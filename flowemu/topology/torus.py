@@ -86,6 +86,7 @@ class Torus(Topology):
     wrap: bool = True
 
     ecmp_modes = ("split", "dor", "hash")   # a class attribute, not a field
+    split_every_shortest = True             # (class attributes, not fields)
 
     def __post_init__(self):
         dims = self.dims
@@ -333,6 +334,10 @@ class Torus(Topology):
                                             ecmp == "split", counts, hops)
         self._check_status(status, bad, src, dst)
         return int(counts.sum())
+
+    def distance_grid(self):
+        """The coordinate table, sizes and wrap (see :meth:`Topology.distance_grid`)."""
+        return self._coords, np.asarray(self.dims, dtype=np.int64), self.wrap
 
     # --------------------------------------------------------------- symmetry
 

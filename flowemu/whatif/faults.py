@@ -37,7 +37,7 @@ import numpy as np
 
 from ..algorithms.registry import get_algorithm
 from ..core.errors import ConfigError, show
-from ..kernels.faultroute import flows_on_failed, splice_rows
+from ..kernels.faultroute import flows_on_failed, reroute_in_dag, reroute_near, splice_rows
 from ..kernels.graphroute import (
     MODE_FIRST,
     MODE_HASH,
@@ -225,9 +225,28 @@ class FaultyTopology(Topology):
         if len(flows) == 0:
             return routes
         src, dst = self._check_flows(src, dst)
-        new = self._reroute(src[flows], dst[flows], ecmp, seed)
+        rows = []   # (flows, ptr, link, frac, hops) of the re-routes found so far
+        mode = self._mode(ecmp)
+        if ecmp == "split" and mode == MODE_HOP and self.base.split_every_shortest:
+            # most re-routes keep their length: found inside their own old routes
+            found = reroute_in_dag(flows, routes.flow_ptr, routes.link, self.failed, src, dst,
+                                   self._out_ptr, self._out_link, self.link_src,
+                                   self.link_dst, self.num_nodes)
+            flows = _keep_found(rows, flows, *found)
+        grid = self.base.distance_grid()
+        if len(flows) and grid is not None and mode in (MODE_HOP, MODE_HASH, MODE_FIRST):
+            # detours: each searched for within the healthy grid's distance bound
+            found = reroute_near(flows, src, dst, self._out_ptr, self._out_link, self._in_ptr,
+                                 self._in_link, self.link_src, self.link_dst, *grid,
+                                 self.num_nodes, mode,
+                                 np.uint64(check_seed(seed) & 0xFFFFFFFFFFFFFFFF))
+            flows = _keep_found(rows, flows, *found)
+        if len(flows):   # the graph-wide search (or the error it raises)
+            new = self._reroute(src[flows], dst[flows], ecmp, seed)
+            rows.append((flows, new.flow_ptr, new.link, new.frac, new.hops))
+        flows, ptr, link, frac, hops = _merge_rows(rows)
         return Routes(*splice_rows(routes.flow_ptr, routes.link, routes.frac, routes.hops, flows,
-                                   new.flow_ptr, new.link, new.frac, new.hops))
+                                   ptr, link, frac, hops))
 
     def _mode(self, ecmp: str) -> int:
         if ecmp == "hash":
@@ -315,6 +334,32 @@ class FaultyTopology(Topology):
             return self.base.path_latency(routes, lat)
         return dag_max_latency(routes.flow_ptr, routes.link, self.link_src, self.link_dst, lat,
                                self.num_nodes)
+
+
+def _keep_found(rows: list, flows, ok, counts, hops, link, frac) -> np.ndarray:
+    """Append the re-routes a kernel found (``ok``) to ``rows``; return the
+    flows it left."""
+    ptr = np.zeros(int(ok.sum()) + 1, dtype=np.int64)
+    np.cumsum(counts[ok], out=ptr[1:])
+    rows.append((flows[ok], ptr, link, frac, hops[ok]))
+    return flows[~ok]
+
+
+def _merge_rows(rows: list) -> tuple:
+    """One CSR of re-routed rows, flows ascending, from several (each CSR
+    ``(flows, ptr, link, frac, hops)``)."""
+    flows = np.concatenate([r[0] for r in rows])
+    counts = np.concatenate([np.diff(r[1]) for r in rows])
+    base = np.cumsum([0] + [len(r[2]) for r in rows[:-1]])
+    starts = np.concatenate([r[1][:-1] + b for r, b in zip(rows, base, strict=True)])
+    order = np.argsort(flows, kind="stable")
+    ptr = np.zeros(len(flows) + 1, dtype=np.int64)
+    np.cumsum(counts[order], out=ptr[1:])
+    at = np.repeat(starts[order] - ptr[:-1], counts[order]) + np.arange(ptr[-1])
+    link = np.concatenate([r[2] for r in rows]).astype(np.int32)[at]
+    frac = np.concatenate([r[3] for r in rows]).astype(np.float64)[at]
+    hops = np.concatenate([r[4] for r in rows]).astype(np.int32)[order]
+    return flows[order].astype(np.int64), ptr, link, frac, hops
 
 
 # ------------------------------------------------------------- public doors
