@@ -213,7 +213,7 @@ class _LineStep:
     red_fanin: np.ndarray
     sets: list | None        # per flow: int64 array of block coordinates (blocks=True)
     symmetric: bool          # flows come in (a→b, b→a) pairs of equal count
-    red_is_flows: bool = False  # reduction pieces == (dst, count, fan-in 2) of the flows
+    red_is_flows: bool = False  # reduction pieces == (dst, count, fan-in 2) of the flows, as sets
 
 
 @dataclass
@@ -226,6 +226,13 @@ class _LinePlan:
     pathmask: np.ndarray | None  # int64[d]: steps on the path from coordinate 0 (pow2)
 
 
+def _same_pairs(a, x, b, y) -> bool:
+    """Whether the pairs ``(a[i], x[i])`` and ``(b[i], y[i])`` are the same
+    multiset."""
+    i, j = np.lexsort((x, a)), np.lexsort((y, b))
+    return bool(np.array_equal(a[i], b[j]) and np.array_equal(x[i], y[j]))
+
+
 def _line_step(src, dst, count, op, red, sets, symmetric) -> _LineStep:
     src = np.asarray(src, np.int64)
     dst = np.asarray(dst, np.int64)
@@ -234,8 +241,11 @@ def _line_step(src, dst, count, op, red, sets, symmetric) -> _LineStep:
     coord, cnt, fan = (np.asarray(x, np.int64) for x in red)
     keep = cnt > 0
     coord, cnt, fan = coord[keep], cnt[keep], fan[keep]
-    red_is_flows = (np.array_equal(coord, dst) and np.array_equal(cnt, count)
-                    and bool(np.all(fan == 2)))
+    # the same pieces in another order are the same work (a node's reduction
+    # time sums its pieces): a pairwise exchange reduces at its own
+    # coordinate what its peer sent there
+    red_is_flows = (len(coord) == len(dst) and bool(np.all(fan == 2))
+                    and _same_pairs(coord, cnt, dst, count))
     return _LineStep(src, dst, count, op, coord, cnt, fan, sets, symmetric, red_is_flows)
 
 

@@ -357,13 +357,14 @@ def _check_ranges(network: Network, link_capacity, link_latency, incast_slope) -
 def _check_ranks(ctx: _Context, traffic: Traffic) -> None:
     """Every rank of ``traffic`` is mapped (a negative one would index the
     mapping from its end)."""
-    if traffic.num_flows == 0:
+    if traffic.num_flows == 0 or ctx.key_of.get(("ranks", id(traffic))) is traffic:
         return
     lo = int(min(traffic.src.min(), traffic.dst.min()))
     hi = int(max(traffic.src.max(), traffic.dst.max()))
     if lo < 0 or hi >= len(ctx.mapping):
         raise ConfigError(f"schedule: rank {lo if lo < 0 else hi} is not allowed; "
                           f"expected ranks 0..{len(ctx.mapping) - 1}")
+    ctx.key_of[("ranks", id(traffic))] = traffic   # checked once a run
 
 
 def _endpoints(ctx: _Context, traffic: Traffic) -> tuple[np.ndarray, np.ndarray]:

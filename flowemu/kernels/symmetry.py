@@ -53,27 +53,18 @@ def _invariant(i, step, src_ptr, off, bits, coords, dims, strides):
 
 
 @njit
-def translation_period(src, dst, bits, coords, dims, strides, period):
-    """Fill ``period`` (int64[D]) with the smallest invariant step of each
-    dimension (``d_i`` when there is none) for the flows ``src[f] -> dst[f]``
-    (node ids, int64) carrying ``bits[f]`` (uint64, a float's bits).
-    ``coords`` int32[N, D] holds every node's coordinates, ``strides`` the
-    node-id stride of each dimension (row-major node ids)."""
-    n = coords.shape[0]
-    nf = src.shape[0]
-    src_ptr = np.zeros(n + 1, dtype=np.int64)
-    for f in range(nf):
-        src_ptr[src[f] + 1] += 1
-    for s in range(n):
-        src_ptr[s + 1] += src_ptr[s]
+def _group(src, dst, bits, coords, dims, strides, src_ptr, off, sbits, bounded):
+    """Write each flow's receiver offset and bytes into its sender's slots
+    ``src_ptr[s]:src_ptr[s+1]``, in flow order; with ``bounded``, return
+    False as soon as a sender has more flows than slots."""
+    n = src_ptr.shape[0] - 1
     fill = src_ptr[:n].copy()
-    # grouped by sender, a sender's flows in order: the receiver's offset
-    # (coordinates minus the sender's, modulo the sizes, as a node id) and bytes
-    off = np.empty(nf, dtype=np.int64)
-    sbits = np.empty(nf, dtype=np.uint64)
     nd = dims.shape[0]
-    for f in range(nf):
+    for f in range(src.shape[0]):
         s = src[f]
+        k = fill[s]
+        if bounded and k == src_ptr[s + 1]:
+            return False
         d = dst[f]
         o = 0
         for i in range(nd):
@@ -81,10 +72,43 @@ def translation_period(src, dst, bits, coords, dims, strides, period):
             if c < 0:
                 c += dims[i]
             o += c * strides[i]
-        k = fill[s]
         off[k] = o
         sbits[k] = bits[f]
         fill[s] = k + 1
+    return True
+
+
+@njit
+def translation_period(src, dst, bits, coords, dims, strides, period):
+    """Fill ``period`` (int64[D]) with the smallest invariant step of each
+    dimension (``d_i`` when there is none) for the flows ``src[f] -> dst[f]``
+    (node ids, int32 or int64, fewer than 2**31) carrying ``bits[f]`` (uint64, a float's bits).
+    ``coords`` int32[N, D] holds every node's coordinates, ``strides`` the
+    node-id stride of each dimension (row-major node ids)."""
+    n = coords.shape[0]
+    nf = src.shape[0]
+    # grouped by sender, a sender's flows in order: the receiver's offset
+    # (coordinates minus the sender's, modulo the sizes, as a node id) and
+    # bytes. int32 counters and offsets (fewer than 2**31 flows, 2**24
+    # nodes): the scattered writes are what this costs. Most steps have the
+    # same number of flows at every sender: that layout is tried first,
+    # without a counting pass, and given up at the first sender with more.
+    src_ptr = np.zeros(n + 1, dtype=np.int32)
+    off = np.empty(nf, dtype=np.int32)
+    sbits = np.empty(nf, dtype=np.uint64)
+    even = nf % n == 0
+    if even:
+        per = nf // n
+        for s in range(n + 1):
+            src_ptr[s] = s * per
+        even = _group(src, dst, bits, coords, dims, strides, src_ptr, off, sbits, True)
+    if not even:
+        src_ptr[:] = 0
+        for f in range(nf):
+            src_ptr[src[f] + 1] += 1
+        for s in range(n):
+            src_ptr[s + 1] += src_ptr[s]
+        _group(src, dst, bits, coords, dims, strides, src_ptr, off, sbits, False)
     for i in range(dims.shape[0]):
         d = dims[i]
         period[i] = d

@@ -359,10 +359,13 @@ class Torus(Topology):
         share it."""
         if not self.wrap or ecmp not in ("split", "dor"):
             return None
-        src, dst = self._check_flows(src, dst)
-        share = np.ascontiguousarray(share, dtype=np.float64)
-        if len(src) == 0 or len(share) != len(src):
+        src, dst, share = (np.ascontiguousarray(a) for a in (src, dst, share))
+        if (len(src) == 0 or not len(share) == len(src) == len(dst) < 2**31
+                or share.dtype != np.float64 or src.dtype != dst.dtype
+                or src.dtype not in (np.int32, np.int64)):
             return None
+        if min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= self.num_nodes:
+            self._check_flows(src, dst)   # raises, naming the first bad flow
         dims = np.asarray(self.dims, dtype=np.int64)
         period = np.empty(len(dims), dtype=np.int64)
         translation_period(src, dst, share.view(np.uint64), self._coords, dims, self.strides,
