@@ -417,39 +417,38 @@ def _reduced_route(ctx: _Context, traffic: Traffic):
 
 
 def _orbit(ctx: _Context, traffic: Traffic):
-    """The step's problem reduced to one flow per orbit of a symmetry that
-    maps its flows onto themselves (:meth:`Topology.orbit_problem`), or
-    None; kept per pattern (``check_memory`` asks first, the solve reuses
-    it). Only where every link has the same latency (a flow's hops give its
-    latency), without background or adaptive fractions (which break the
-    symmetry), and with one incast class whose ingress capacities share it:
-    the flows of an orbit then get one rate and the same lines."""
+    """A symmetry that maps the step's flows onto themselves
+    (:meth:`Topology.orbits`), or None; kept per pattern (``check_memory``
+    may ask first, the solve reuses it). Only where every link has the same
+    latency (a flow's hops give its latency), without background or
+    adaptive fractions (which break the symmetry), and with one incast
+    class: the flows of an orbit then get one rate and the same lines."""
     if (ctx.uniform_latency is None or ctx.load is not None or ctx.adaptive
             or len(ctx.incast_threshold) > 1):
         return None
     key = ("orbit", _known_key(ctx, traffic)[0])
-    if key in ctx.key_of:
-        return ctx.key_of[key]
-    src, dst = _endpoints(ctx, traffic)
-    orbit = ctx.topology.orbit_problem(src, dst, traffic.share, ctx.ecmp, ctx.link_capacity)
-    ingress = ctx.ingress_capacity
-    if orbit is not None and ingress is not None and \
-            not np.array_equal(ingress, ingress[orbit.node_orbit]):
-        orbit = None
-    ctx.key_of[key] = orbit
-    return orbit
+    if key not in ctx.key_of:
+        src, dst = _endpoints(ctx, traffic)
+        ctx.key_of[key] = ctx.topology.orbits(src, dst, traffic.share, ctx.ecmp,
+                                              ctx.link_capacity)
+    return ctx.key_of[key]
 
 
 def _orbit_lines(ctx: _Context, traffic: Traffic, norm: np.ndarray, label: str):
     """The step's latency and seconds-per-byte lines solved on one flow per
-    orbit (:func:`_orbit`), or None."""
-    orbit = _orbit(ctx, traffic)
-    if orbit is None:
+    orbit (:func:`_orbit`, :meth:`Topology.orbit_problem`), or None (no
+    symmetry, or receivers' ingress capacities that do not share it)."""
+    orbits = _orbit(ctx, traffic)
+    if orbits is None:
         return None
-    src, _ = _endpoints(ctx, traffic)
-    sol = solve_step(ctx, orbit.routes, orbit.dst, norm[orbit.flows], label,
-                     np.asarray(src)[orbit.flows], orbit.capacity)
-    return pareto_lines(flow_latency(ctx, orbit.routes), sol.finish)
+    src, dst = _endpoints(ctx, traffic)
+    problem = ctx.topology.orbit_problem(orbits, src, dst, ctx.ecmp, ctx.link_capacity)
+    ingress = ctx.ingress_capacity
+    if ingress is not None and not np.array_equal(ingress, ingress[problem.node_orbit]):
+        return None
+    sol = solve_step(ctx, problem.routes, problem.dst, norm[problem.flows], label,
+                     np.asarray(src)[problem.flows], problem.capacity)
+    return pareto_lines(flow_latency(ctx, problem.routes), sol.finish)
 
 
 def solve_step(ctx: _Context, routes: Routes, dst: np.ndarray, flow_bytes: np.ndarray, label: str,
@@ -729,22 +728,20 @@ def check_memory(ctx: _Context, schedule: Schedule, threads: int, lim,
     ~15 ns a flow, a fifth of a small profile). Otherwise, or with
     ``exact``, the route entries of each distinct step are counted by the
     routing kernel's counting pass before anything is routed. With
-    ``reduced`` (a profile without per-link reports), a step with a
-    symmetry is charged for its problem on one flow per orbit
-    (:meth:`Topology.orbit_problem`, built here and kept for the solve), and
-    a family that routes straight into its reduced problem
-    (:meth:`Topology.solver_routes`) counts those entries. Returns the
-    estimate."""
+    ``reduced`` (a profile without per-link reports), a family that routes
+    straight into its reduced problem (:meth:`Topology.solver_routes`)
+    counts those entries, and when the worst case does not fit, a step with
+    a symmetry is charged for its representatives' routes
+    (:meth:`Topology.orbits`, found here and kept for the solve). Returns
+    the estimate."""
     steps = distinct_steps(schedule)
     for t in steps:
         _check_ranks(ctx, t)
     flows = [t.num_flows for t in steps]
     what = f"{ctx.topology.spec} {schedule.algorithm}"
-    # a step solved on one flow per orbit holds its representatives' routes only
-    orbits = [_orbit(ctx, t) if reduced else None for t in steps]
-    solved = [len(o.flows) if o is not None else f for o, f in zip(orbits, flows, strict=True)]
-    rest = [k for k, o in enumerate(orbits) if o is None]
-    entries = [o.routed_entries if o is not None else 0 for o in orbits]
+    solved = list(flows)
+    entries = [0] * len(steps)
+    rest = list(range(len(steps)))
 
     def need_with(counts) -> int:
         for k, c in zip(rest, counts, strict=True):
@@ -752,17 +749,28 @@ def check_memory(ctx: _Context, schedule: Schedule, threads: int, lim,
         return budget.run_bytes(ctx.topology, schedule.p, flows, entries, threads, solved)
 
     if reduced and ctx.uniform_latency is not None and not exact and not ctx.adaptive:
-        small = [ctx.topology.solver_route_entries(*_endpoints(ctx, steps[k]), ctx.ecmp)
-                 for k in rest]
+        small = [ctx.topology.solver_route_entries(*_endpoints(ctx, t), ctx.ecmp)
+                 for t in steps]
         if all(r is not None for r in small):   # routed straight in reduced form
             need = need_with(small)
             budget.check(need, lim, what)
             return need
     worst = ctx.topology.max_route_entries(ctx.ecmp)
     if worst is not None and not exact:
-        need = need_with([flows[k] * worst for k in rest])
+        need = need_with([f * worst for f in flows])
         if need <= lim.bytes:
             return need
+    if reduced:
+        # a step solved on one flow per orbit holds its representatives' routes only
+        for k, t in enumerate(steps):
+            orbits = _orbit(ctx, t)
+            if orbits is not None:
+                solved[k], entries[k] = len(orbits.flows), orbits.entries
+        rest = [k for k in rest if _orbit(ctx, steps[k]) is None]
+        if worst is not None and not exact:
+            need = need_with([flows[k] * worst for k in rest])
+            if need <= lim.bytes:
+                return need
     need = need_with([ctx.topology.route_entries(*_endpoints(ctx, steps[k]), ctx.ecmp)
                       for k in rest])
     budget.check(need, lim, what)

@@ -71,6 +71,32 @@ class Routes:
 
 
 @dataclass(frozen=True)
+class Orbits:
+    """A group of the network's automorphisms that maps a step's flows onto
+    themselves (:meth:`Topology.orbits`): its orbits' representatives and
+    what building the reduced problem costs.
+
+    Attributes
+    ----------
+    flows : int64[R]
+        One representative flow per orbit (indices into the step's flows).
+    group_size : int
+        Flows per orbit.
+    entries : int
+        Route entries of the representatives' real routes (what building the
+        problem holds at its peak, for the memory check).
+    period : tuple
+        The family's description of the group (a torus: the smallest
+        invariant step of each dimension).
+    """
+
+    flows: np.ndarray
+    group_size: int
+    entries: int
+    period: tuple
+
+
+@dataclass(frozen=True)
 class OrbitProblem:
     """A step's max-min problem reduced by a symmetry of the network and the
     flows (:meth:`Topology.orbit_problem`): one flow per orbit, one resource
@@ -104,11 +130,6 @@ class OrbitProblem:
     node_orbit : int64[N]
         The naming node of every node's orbit (a per-node quantity such as
         the ingress capacity is invariant when it equals its value there).
-    group_size : int
-        Flows per orbit.
-    routed_entries : int
-        Route entries of the representatives' real routes (what building
-        the problem holds at its peak, for the memory check).
     """
 
     flows: np.ndarray
@@ -116,8 +137,6 @@ class OrbitProblem:
     capacity: np.ndarray
     dst: np.ndarray
     node_orbit: np.ndarray
-    group_size: int
-    routed_entries: int
 
 
 def check_ecmp(ecmp: str) -> str:
@@ -269,16 +288,20 @@ class Topology:
         A faulted topology bounds its re-routes' searches with it."""
         return
 
-    def orbit_problem(self, src, dst, share, ecmp: str,
-                      link_capacity: np.ndarray) -> OrbitProblem | None:
-        """The step's max-min problem reduced by a symmetry of the network
-        that maps the flows ``src[i] -> dst[i]`` (endpoint ids) carrying
-        ``share[i]`` bytes onto themselves, with ``ecmp`` routes and these
-        link capacities (:class:`OrbitProblem`); ``None`` (the default) when
-        the family knows none or the flows have none. The engine uses it
-        only where every link has the same latency and no per-link report
-        or background is asked for."""
+    def orbits(self, src, dst, share, ecmp: str, link_capacity: np.ndarray) -> Orbits | None:
+        """A symmetry of the network that maps the flows ``src[i] ->
+        dst[i]`` (endpoint ids) carrying ``share[i]`` bytes onto themselves,
+        with ``ecmp`` routes and these link capacities (:class:`Orbits`);
+        ``None`` (the default) when the family knows none or the flows have
+        none. The engine uses it only where every link has the same latency
+        and no per-link report or background is asked for."""
         return None
+
+    def orbit_problem(self, orbits: Orbits, src, dst, ecmp: str,
+                      link_capacity: np.ndarray) -> OrbitProblem:  # pragma: no cover
+        """The step's max-min problem on one flow per orbit of ``orbits``
+        (which :meth:`orbits` made for the same arguments)."""
+        raise NotImplementedError
 
     def solver_problem(self, routes: Routes, link_capacity: np.ndarray,
                        ecmp: str) -> tuple[Routes, np.ndarray]:

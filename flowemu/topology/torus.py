@@ -30,8 +30,8 @@ from ..kernels.routing import (
     torus_route_fill_path,
     torus_route_fill_split,
 )
-from ..kernels.symmetry import orbit_representatives, translation_period
-from .base import OrbitProblem, Routes, Topology
+from ..kernels.symmetry import merge_orbit_entries, orbit_representatives, translation_period
+from .base import OrbitProblem, Orbits, Routes, Topology
 from .common import check_seed
 from .common import is_int as _is_int
 from .common import readonly as _readonly
@@ -42,7 +42,7 @@ from .common import readonly as _readonly
 MAX_NODES = 2**24
 
 #: most route entries :meth:`Torus.orbit_problem` builds for its
-#: representatives (~0.4 GB); a larger problem is left to the full path,
+#: representatives (~0.4 GB); a larger step is left to the full path,
 #: whose memory check counts before it routes
 ORBIT_MAX_ENTRIES = 1 << 24
 
@@ -341,11 +341,10 @@ class Torus(Topology):
 
     # --------------------------------------------------------------- symmetry
 
-    def orbit_problem(self, src, dst, share, ecmp: str,
-                      link_capacity: np.ndarray) -> OrbitProblem | None:
-        """The step reduced by the translations that map its flows onto
-        themselves (torus only, ``split`` and ``dor`` routes: both commute
-        with translations, a hashed path does not).
+    def orbits(self, src, dst, share, ecmp: str, link_capacity: np.ndarray) -> Orbits | None:
+        """The translations that map the step's flows onto themselves (torus
+        only, ``split`` and ``dor`` routes: both commute with translations,
+        a hashed path does not).
 
         :func:`~flowemu.kernels.symmetry.translation_period` finds the
         smallest invariant step ``P_i`` of each dimension (exact, flow by
@@ -353,10 +352,8 @@ class Torus(Topology):
         ``Π d_i/P_i`` elements. Swing's and recursive doubling's steps on
         ``torus:128x128`` move even and odd coordinates differently
         (``P = (2, 2)``): 4,096 flows an orbit. A representative is a flow
-        whose sender has every coordinate below ``P_i``; a link's orbit is
-        its direction and its starting node's coordinates modulo ``P``.
-        ``None`` when the step has no symmetry or the link capacities do not
-        share it."""
+        whose sender has every coordinate below ``P_i``. ``None`` when the
+        step has no symmetry or the link capacities do not share it."""
         if not self.wrap or ecmp not in ("split", "dor"):
             return None
         src, dst, share = (np.ascontiguousarray(a) for a in (src, dst, share))
@@ -371,37 +368,38 @@ class Torus(Topology):
         translation_period(src, dst, share.view(np.uint64), self._coords, dims, self.strides,
                            period)
         group = int(np.prod(dims // period))
-        if group == 1:
-            return None
         key = tuple(period.tolist())
-        orbit = self._orbits(key)
-        cap = np.asarray(link_capacity, dtype=np.float64)
-        if not self._capacity_invariant(cap, key):
+        if group == 1 or not self._capacity_invariant(
+                np.asarray(link_capacity, dtype=np.float64), key):
             return None
         reps = orbit_representatives(src, self._coords, period)
-        if (len(reps) * self.max_route_entries(ecmp) > ORBIT_MAX_ENTRIES
-                and self.route_entries(src[reps], dst[reps], ecmp) > ORBIT_MAX_ENTRIES):
+        entries = self.route_entries(src[reps], dst[reps], ecmp)
+        if entries > ORBIT_MAX_ENTRIES:
             return None   # the engine's memory check counts the full routes first
+        return Orbits(flows=reps, group_size=group, entries=entries, period=key)
+
+    def orbit_problem(self, orbits: Orbits, src, dst, ecmp: str,
+                      link_capacity: np.ndarray) -> OrbitProblem:
+        """The step's problem on one flow per orbit of ``orbits`` (made by
+        :meth:`orbits` for these flows, ``ecmp`` and capacities): a link's
+        orbit is its direction and its starting node's coordinates modulo
+        ``P``; each representative crosses it with the summed fraction of
+        its bytes on the orbit's links."""
+        reps = orbits.flows
+        orbit = self._orbits(orbits.period)
+        src, dst = np.asarray(src), np.asarray(dst)
         routes = self.route(src[reps], dst[reps], ecmp)
         ndir = 2 * self.ndim
-        node_index, rep_nodes = orbit["index"], orbit["nodes"]
-        resource = node_index[routes.link // ndir] * ndir + routes.link % ndir
-        num_res = len(rep_nodes) * ndir
-        row = np.repeat(np.arange(len(reps), dtype=np.int64), np.diff(routes.flow_ptr))
-        keys, where = np.unique(row * num_res + resource, return_inverse=True)
-        coef = np.bincount(where, weights=routes.frac, minlength=len(keys))
-        res = (keys % num_res).astype(np.int32)
-        flow_ptr = np.zeros(len(reps) + 1, dtype=np.int64)
-        np.cumsum(np.bincount(keys // num_res, minlength=len(reps)), out=flow_ptr[1:])
-        top = np.zeros(num_res)
-        np.maximum.at(top, res, coef)
-        rep_links = (rep_nodes[:, None] * ndir + np.arange(ndir)).reshape(-1)
-        capacity = cap[rep_links] / np.where(top > 0, top, 1.0)
+        num_res = len(orbit["nodes"]) * ndir
+        flow_ptr, res, coef, top = merge_orbit_entries(routes.flow_ptr, routes.link, routes.frac,
+                                                       orbit["index"], ndir, num_res)
+        rep_links = (orbit["nodes"][:, None] * ndir + np.arange(ndir)).reshape(-1)
+        capacity = np.asarray(link_capacity, dtype=np.float64)[rep_links] / \
+            np.where(top > 0, top, 1.0)
         frac = np.minimum(coef / top[res], 1.0)
-        return OrbitProblem(
-            flows=reps, routes=Routes(flow_ptr, res, frac, routes.hops),
-            capacity=capacity, dst=orbit["name"][dst[reps]], node_orbit=orbit["name"],
-            group_size=group, routed_entries=routes.num_entries)
+        return OrbitProblem(flows=reps, routes=Routes(flow_ptr, res, frac, routes.hops),
+                            capacity=capacity, dst=orbit["name"][dst[reps]],
+                            node_orbit=orbit["name"])
 
     def _orbits(self, period: tuple) -> dict:
         """Node orbits of the translations by multiples of ``period``:

@@ -141,9 +141,10 @@ def test_route_entries_are_counted_exactly_before_routing():
     _refusal(lambda: flowemu.simulate(topo, "recdoub:variant=latency", "1MiB", ecmp="split",
                                       max_memory=lim, threads=1, placement="random:7"))
     # placed in order, its steps are solved on one flow per orbit of their
-    # translations, and the estimate counts those routes: the run fits
+    # translations: when the worst case does not fit, the estimate counts
+    # those routes, and the run fits
     linear = check_memory(make_context(topo, Network(), "split", 0, None, 64), sched, 1,
-                          budget.Limit(2**62, "test"), reduced=True)
+                          budget.Limit(lim, "test"), reduced=True)
     assert linear < lim
     flowemu.simulate(topo, "recdoub:variant=latency", "1MiB", ecmp="split", max_memory=lim,
                      threads=1)

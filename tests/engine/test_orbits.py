@@ -1,5 +1,6 @@
 """A step solved on one flow per orbit of its translation symmetry
-(``Torus.orbit_problem``, ``flowemu.kernels.symmetry``; issue 25, item 4).
+(``Torus.orbits``, ``Torus.orbit_problem``, ``flowemu.kernels.symmetry``;
+issue 25, item 4).
 
 The reduction is exact when the flows are mapped onto themselves; these
 tests hold it to the full problem (the engine's solver on every flow's real
@@ -105,11 +106,14 @@ def _full_finish(topo, src, dst, share, ecmp, net):
 
 
 def _orbit_finish(ctx, topo, src, dst, share, ecmp):
-    orbit = topo.orbit_problem(src, dst, share, ecmp, ctx.link_capacity)
-    assert orbit is not None
+    orbits = topo.orbits(src, dst, share, ecmp, ctx.link_capacity)
+    assert orbits is not None
+    orbit = topo.orbit_problem(orbits, src, dst, ecmp, ctx.link_capacity)
+    np.testing.assert_array_equal(orbit.flows, orbits.flows)
+    assert orbits.entries == topo.route_entries(src[orbits.flows], dst[orbits.flows], ecmp)
     sol = solve_step(ctx, orbit.routes, orbit.dst, share[orbit.flows], "orbit",
                      src[orbit.flows], orbit.capacity)
-    return orbit, sol.finish
+    return orbits, orbit, sol.finish
 
 
 @st.composite
@@ -137,10 +141,10 @@ def test_orbit_problem_matches_the_full_problem(case):
                   incast_slope="40ps" if incast else 0.0)
     ctx, routes, full = _full_finish(topo, src, dst, share, ecmp, net)
     if math.prod(np.asarray(dims) // np.asarray(_period(topo, src, dst, share))) == 1:
-        assert topo.orbit_problem(src, dst, share, ecmp, ctx.link_capacity) is None
+        assert topo.orbits(src, dst, share, ecmp, ctx.link_capacity) is None
         return
-    orbit, reduced = _orbit_finish(ctx, topo, src, dst, share, ecmp)
-    assert len(orbit.flows) * orbit.group_size == len(src)
+    orbits, orbit, reduced = _orbit_finish(ctx, topo, src, dst, share, ecmp)
+    assert len(orbit.flows) * orbits.group_size == len(src)
     assert np.all(orbit.routes.frac <= 1.0)
     np.testing.assert_array_equal(orbit.routes.hops, routes.hops[orbit.flows])
     # every flow finishes when its orbit's representative does
@@ -148,7 +152,7 @@ def test_orbit_problem_matches_the_full_problem(case):
     for k, f in enumerate(orbit.flows):
         rep_of[(int(src[f]), int(dst[f]), float(share[f]))] = k
     g = np.asarray(topo.dims) // np.asarray(_period(topo, src, dst, share))
-    assert orbit.group_size == int(np.prod(g))
+    assert orbits.group_size == int(np.prod(g))
     p = np.asarray(topo.dims) // g
     for f in range(len(src)):
         back = -(topo.coords(src[f]) // p) * p            # the translation to the cell
@@ -170,14 +174,14 @@ def test_profiles_solved_on_orbits_equal_the_full_solve(spec, algorithm, ecmp, m
     """``congestion=True`` takes the full path (it reports per-link loads);
     both give the same times for every size."""
     reduced = []
-    real = Torus.orbit_problem
+    real = Torus.orbits
 
     def spy(self, *args):
         got = real(self, *args)
         reduced.append(got is not None)
         return got
 
-    monkeypatch.setattr(Torus, "orbit_problem", spy)
+    monkeypatch.setattr(Torus, "orbits", spy)
     topo = parse_topology(spec)
     p = topo.num_endpoints
     sched = swing.build(p, topo, False, variant="bandwidth") if algorithm == "swing" \
@@ -196,9 +200,9 @@ def test_swing_steps_reduce_by_parity():
     cap = topo.link_capacity(Network())
     for step in sched.steps.patterns:
         t = step.traffic
-        orbit = topo.orbit_problem(t.src, t.dst, t.share, "split", cap)
-        assert orbit is not None and orbit.group_size >= 64, step.label
-        assert len(orbit.flows) == t.num_flows // orbit.group_size
+        orbits = topo.orbits(t.src, t.dst, t.share, "split", cap)
+        assert orbits is not None and orbits.group_size >= 64, step.label
+        assert len(orbits.flows) == t.num_flows // orbits.group_size
 
 
 def test_no_reduction_where_the_symmetry_breaks():
@@ -206,14 +210,13 @@ def test_no_reduction_where_the_symmetry_breaks():
     sched = swing.build(64, topo, False, variant="bandwidth")
     t = sched.steps[0].traffic
     cap = topo.link_capacity(Network())
-    assert topo.orbit_problem(t.src, t.dst, t.share, "split", cap) is not None
-    assert topo.orbit_problem(t.src, t.dst, t.share, "hash", cap) is None   # hashed paths
+    assert topo.orbits(t.src, t.dst, t.share, "split", cap) is not None
+    assert topo.orbits(t.src, t.dst, t.share, "hash", cap) is None   # hashed paths
     slow = cap.copy()
-    slow[5] *= 0.5                                                          # one slow link
-    assert topo.orbit_problem(t.src, t.dst, t.share, "split", slow) is None
+    slow[5] *= 0.5                                                   # one slow link
+    assert topo.orbits(t.src, t.dst, t.share, "split", slow) is None
     mesh = parse_topology("mesh:8x8")
-    assert mesh.orbit_problem(t.src, t.dst, t.share, "split", mesh.link_capacity(Network())) \
-        is None
+    assert mesh.orbits(t.src, t.dst, t.share, "split", mesh.link_capacity(Network())) is None
     faulty = apply_faults(topo, "random:2:7", None)
-    assert faulty.orbit_problem(t.src, t.dst, t.share, "split",
-                                faulty.link_capacity(Network())) is None
+    assert faulty.orbits(t.src, t.dst, t.share, "split", faulty.link_capacity(Network())) \
+        is None
