@@ -40,20 +40,19 @@ from ..algorithms.base import Reduction, Schedule, Traffic
 from ..core import budget, checks
 from ..core.errors import ConfigError, SolverError, show
 from ..core.network import Network
-from ..kernels.hashing import multiset_fingerprint
 from ..kernels.maxmin import solve_completion
 from ..topology import checks as topology_checks
 from ..topology.base import Routes, Topology
 from .adaptive import AdaptedRoutes, adaptive_routes
-from .load import (
-    Background,
-    RunLoad,
-    Slow,
-    background_throughput,
-    check_background,
-    prepare_load,
-    uncontested_rate,
+from .context import (
+    Context,
+    endpoints,
+    known_key,
+    make_context,
+    step_orbits,
 )
+from .load import background_throughput, uncontested_rate
+from .memory import check_memory
 
 #: environment variable overriding :func:`default_threads`
 THREADS_ENV = "FLOWEMU_THREADS"
@@ -242,148 +241,15 @@ def pareto_lines(latency: np.ndarray, spb: np.ndarray) -> tuple[np.ndarray, np.n
     return lat[keep].copy(), sl[keep].copy()
 
 
-@dataclass
-class _Context:
-    topology: Topology
-    network: Network
-    ecmp: str
-    seed: int
-    mapping: np.ndarray
-    link_capacity: np.ndarray
-    ingress_capacity: np.ndarray | None   # None: incast off in every class
-    incast_threshold: np.ndarray           # w_t of each incast class, float64[K]
-    incast_slope: np.ndarray               # ε of each incast class, float64[K]
-    link_latency: np.ndarray
-    uniform_latency: float | None   # every link's latency when they are all equal
-    cache: dict
-    key_of: dict = field(default_factory=dict)
-    load: RunLoad | None = None   # background flows, slow ranks' ports
-    speed: np.ndarray | None = None          # slow ranks' compute speed, float64[p]
-    adaptive: bool = False   # ecmp="adaptive": routes are "split", rebalanced per step
-    #: the capacity adaptive routing balances over: the links' less the
-    #: background's demand on them (None: the link capacity)
-    adaptive_capacity: np.ndarray | None = None
-    #: rank r runs on endpoint r (a flow's ranks are its endpoints)
-    identity: bool = False
-
-
-def make_context(topology: Topology, network: Network, ecmp: str = "split", seed: int = 0,
-                 mapping=None, p: int | None = None, background=None, slow=None) -> _Context:
-    topology.check_mode(ecmp, engine=True)   # its modes, or "adaptive" over "split"
-    adaptive = ecmp == "adaptive"
-    if adaptive:
-        ecmp = "split"   # the candidate paths; _route rebalances them per step
-    if mapping is None:
-        n = topology.num_endpoints if p is None else p
-        mapping = np.arange(n, dtype=np.int32)
-    else:
-        try:
-            mapping = np.asarray(mapping)
-        except (TypeError, ValueError):
-            mapping = np.asarray(0)   # ragged or unconvertible: refused just below
-        if mapping.ndim != 1 or not np.issubdtype(mapping.dtype, np.integer):
-            raise ConfigError("mapping: must be a 1-D list of endpoint ids (one per rank)")
-        if len(mapping) and (mapping.min() < 0 or mapping.max() >= topology.num_endpoints):
-            raise ConfigError(f"mapping: endpoint ids must lie in 0..{topology.num_endpoints - 1}")
-        if len(np.unique(mapping)) != len(mapping):
-            raise ConfigError("mapping: two ranks are mapped to the same endpoint")
-        mapping = mapping.astype(np.int32)
-    cap = topology.link_capacity(network)
-    w_t, eps = topology.incast_classes(network)
-    incast = bool(np.any((eps > 0) & np.isfinite(w_t)))
-    ingress = topology.ingress_capacity(network) if incast else None
-    lat = topology.link_latency(network)
-    _check_ranges(network, cap, lat, eps)
-    uniform = float(lat[0]) if len(lat) and lat.min() == lat.max() else None
-    ctx = _Context(topology, network, ecmp, int(seed), mapping, cap, ingress, w_t, eps, lat,
-                   uniform, {}, adaptive=adaptive,
-                   identity=bool(np.array_equal(mapping, np.arange(len(mapping)))))
-    if background is not None or slow is not None:
-        background, slow = _load_args(topology, len(mapping), background, slow)
-        ctx.load = prepare_load(ctx, background, slow)
-        ctx.speed = slow.compute_speed if slow is not None else None
-        if adaptive and ctx.load is not None:
-            ctx.adaptive_capacity = ctx.load.residual_capacity(ctx)
-    return ctx
-
-
-def _load_args(topology, p, bg, slow):
-    """Background and slow ranks as checked objects (:mod:`flowemu.whatif`
-    parses their specs; :func:`flowemu.profile` takes either)."""
-    if bg is not None:
-        if not isinstance(bg, Background):
-            raise ConfigError(f"background: {show(bg)} is not allowed here; expected a "
-                              "Background (flowemu.whatif.background.parse_background)")
-        check_background(bg, topology.num_endpoints)
-    if slow is not None:
-        if not isinstance(slow, Slow):
-            raise ConfigError(f"slow: {show(slow)} is not allowed here; expected a Slow "
-                              "(flowemu.whatif.stragglers.parse_slow)")
-        if slow.p != p:
-            raise ConfigError(f"slow: {slow.spec!r} was parsed for {slow.p} ranks, not {p}")
-    return bg, slow
-
-
-#: largest time (s) and per-byte time (s/byte) a run takes, smallest link
-#: bandwidth (bytes/s): within them no time can overflow float64 (at most
-#: ~1e9 s per term, 2**53 bytes, 2**24 flows into a receiver, and far fewer
-#: than 1e200 steps and hops) and no rate underflows to 0
-MAX_SECONDS = 1e9
-MIN_BANDWIDTH = 1e-9
-
-
-def _check_ranges(network: Network, link_capacity, link_latency, incast_slope) -> None:
-    """Refuse (ConfigError) a network whose times would overflow a run's total
-    (``alpha=1e308``) or whose links are too slow for a rate to be
-    representable (``bandwidth=5e-324``)."""
-    for name in ("alpha", "link_latency", "hop_latency", "gamma", "delta", "incast_slope"):
-        value = getattr(network, name)
-        if value > MAX_SECONDS:
-            per = "" if name in ("alpha", "link_latency", "hop_latency") else " per byte"
-            raise ConfigError(f"{name}: {show(value)} s{per} is not allowed; expected at most "
-                              f"1e9 s{per} (longer times overflow a run's total)")
-    if len(link_latency) and link_latency.max() > MAX_SECONDS:
-        raise ConfigError(f"link latency: {show(float(link_latency.max()))} s is not allowed; "
-                          "expected at most 1e9 s (longer times overflow a run's total)")
-    if len(incast_slope) and incast_slope.max() > MAX_SECONDS:
-        raise ConfigError(f"incast slope: {show(float(incast_slope.max()))} s per byte is not "
-                          "allowed; expected at most 1e9 s per byte")
-    used = link_capacity[link_capacity > 0]
-    if len(used) and used.min() < MIN_BANDWIDTH:
-        raise ConfigError(f"bandwidth: a link of {show(float(used.min()))} bytes/s is not "
-                          "allowed; expected at least 1e-9 bytes/s")
-
-
-def _check_ranks(ctx: _Context, traffic: Traffic) -> None:
-    """Every rank of ``traffic`` is mapped (a negative one would index the
-    mapping from its end)."""
-    if traffic.num_flows == 0 or ctx.key_of.get(("ranks", id(traffic))) is traffic:
-        return
-    lo = int(min(traffic.src.min(), traffic.dst.min()))
-    hi = int(max(traffic.src.max(), traffic.dst.max()))
-    if lo < 0 or hi >= len(ctx.mapping):
-        raise ConfigError(f"schedule: rank {lo if lo < 0 else hi} is not allowed; "
-                          f"expected ranks 0..{len(ctx.mapping) - 1}")
-    ctx.key_of[("ranks", id(traffic))] = traffic   # checked once a run
-
-
-def _endpoints(ctx: _Context, traffic: Traffic) -> tuple[np.ndarray, np.ndarray]:
-    """The endpoints of every flow's sender and receiver (ranks checked)."""
-    _check_ranks(ctx, traffic)
-    if ctx.identity:
-        return traffic.src, traffic.dst
-    return ctx.mapping[traffic.src], ctx.mapping[traffic.dst]
-
-
-def route_step(ctx: _Context, traffic: Traffic) -> tuple[Routes, np.ndarray, np.ndarray]:
-    src, dst = _endpoints(ctx, traffic)
+def route_step(ctx: Context, traffic: Traffic) -> tuple[Routes, np.ndarray, np.ndarray]:
+    src, dst = endpoints(ctx, traffic)
     routes = ctx.topology.route(src, dst, ecmp=ctx.ecmp, seed=ctx.seed)
     if ctx.adaptive:
         routes = adaptive_step(ctx, routes, src, dst, traffic.share)
     return routes, src, dst
 
 
-def adaptive_step(ctx: _Context, routes: Routes, src: np.ndarray, dst: np.ndarray,
+def adaptive_step(ctx: Context, routes: Routes, src: np.ndarray, dst: np.ndarray,
                   flow_bytes: np.ndarray) -> Routes:
     """``ecmp="adaptive"``: the step's split routes rebalanced over each
     flow's minimal paths to minimise the most loaded link for these bytes
@@ -404,44 +270,26 @@ def _adapted(routes: Routes) -> bool:
     return isinstance(routes, AdaptedRoutes)
 
 
-def _reduced_route(ctx: _Context, traffic: Traffic):
+def _reduced_route(ctx: Context, traffic: Traffic):
     """``(routes, capacity, src, dst)`` of the family's exact reduced
     problem built straight from the flows (:meth:`Topology.solver_routes`),
     or None. Only where every link has the same latency, so a flow's hops
     give its latency as they do on the full routes."""
     if ctx.uniform_latency is None or ctx.load is not None:
         return None   # (background flows join the full routes)
-    src, dst = _endpoints(ctx, traffic)
+    src, dst = endpoints(ctx, traffic)
     got = ctx.topology.solver_routes(src, dst, ctx.ecmp, ctx.link_capacity)
     return None if got is None else (*got, src, dst)
 
 
-def _orbit(ctx: _Context, traffic: Traffic):
-    """A symmetry that maps the step's flows onto themselves
-    (:meth:`Topology.orbits`), or None; kept per pattern (``check_memory``
-    may ask first, the solve reuses it). Only where every link has the same
-    latency (a flow's hops give its latency), without background or
-    adaptive fractions (which break the symmetry), and with one incast
-    class: the flows of an orbit then get one rate and the same lines."""
-    if (ctx.uniform_latency is None or ctx.load is not None or ctx.adaptive
-            or len(ctx.incast_threshold) > 1):
-        return None
-    key = ("orbit", _known_key(ctx, traffic)[0])
-    if key not in ctx.key_of:
-        src, dst = _endpoints(ctx, traffic)
-        ctx.key_of[key] = ctx.topology.orbits(src, dst, traffic.share, ctx.ecmp,
-                                              ctx.link_capacity)
-    return ctx.key_of[key]
-
-
-def _orbit_lines(ctx: _Context, traffic: Traffic, norm: np.ndarray, label: str):
+def _orbit_lines(ctx: Context, traffic: Traffic, norm: np.ndarray, label: str):
     """The step's latency and seconds-per-byte lines solved on one flow per
     orbit (:func:`_orbit`, :meth:`Topology.orbit_problem`), or None (no
     symmetry, or receivers' ingress capacities that do not share it)."""
-    orbits = _orbit(ctx, traffic)
+    orbits = step_orbits(ctx, traffic)
     if orbits is None:
         return None
-    src, dst = _endpoints(ctx, traffic)
+    src, dst = endpoints(ctx, traffic)
     problem = ctx.topology.orbit_problem(orbits, src, dst, ctx.ecmp, ctx.link_capacity)
     ingress = ctx.ingress_capacity
     if ingress is not None and not np.array_equal(ingress, ingress[problem.node_orbit]):
@@ -451,7 +299,7 @@ def _orbit_lines(ctx: _Context, traffic: Traffic, norm: np.ndarray, label: str):
     return pareto_lines(flow_latency(ctx, problem.routes), sol.finish)
 
 
-def solve_step(ctx: _Context, routes: Routes, dst: np.ndarray, flow_bytes: np.ndarray, label: str,
+def solve_step(ctx: Context, routes: Routes, dst: np.ndarray, flow_bytes: np.ndarray, label: str,
            src: np.ndarray | None = None, capacity: np.ndarray | None = None):
     """Solve one routed step (``src``, ``dst``: endpoint ids; ``src`` is
     needed when the topology has several incast classes). ``capacity``:
@@ -485,7 +333,7 @@ def solve_step(ctx: _Context, routes: Routes, dst: np.ndarray, flow_bytes: np.nd
     return sol if persistent is None else ctx.load.split(sol, num_flows)
 
 
-def _incast_inputs(ctx: _Context, src, dst) -> tuple:
+def _incast_inputs(ctx: Context, src, dst) -> tuple:
     """``(w_t, eps, flow_class)`` for the solver: scalars and no classes when
     the topology has one incast class (or incast is off), else the classes'
     terms and each flow's class."""
@@ -496,7 +344,7 @@ def _incast_inputs(ctx: _Context, src, dst) -> tuple:
     return ctx.incast_threshold, ctx.incast_slope, ctx.topology.flow_incast_class(src, dst)
 
 
-def flow_latency(ctx: _Context, routes: Routes) -> np.ndarray:
+def flow_latency(ctx: Context, routes: Routes) -> np.ndarray:
     """α + hops·(per-hop latency) + the link latencies along the path (the
     largest over its ECMP paths), float64[F]."""
     net = ctx.network
@@ -507,7 +355,7 @@ def flow_latency(ctx: _Context, routes: Routes) -> np.ndarray:
         + ctx.topology.path_latency(routes, ctx.link_latency)
 
 
-def step_profile(ctx: _Context, traffic: Traffic, reduction: Reduction, label: str = "",
+def step_profile(ctx: Context, traffic: Traffic, reduction: Reduction, label: str = "",
                  p: int | None = None, congestion: bool = False) -> StepProfile:
     """Solve one step once (bytes = share) and keep its profile; with
     ``congestion`` also its per-link counts and loads."""
@@ -521,7 +369,7 @@ def step_profile(ctx: _Context, traffic: Traffic, reduction: Reduction, label: s
     if traffic.num_flows == 0:
         return StepProfile(np.zeros(0), np.zeros(0), reduce_spb, label, 0,
                            StepCongestion(0, 0.0, 0.0, 0.0) if congestion else None)
-    key, scale = _known_key(ctx, traffic)
+    key, scale = known_key(ctx, traffic)
     hit = ctx.cache.get(key)
     if _needs_solve(hit, congestion):
         hit = _solve_pattern(ctx, traffic, scale, label, congestion)
@@ -542,22 +390,12 @@ def step_profile(ctx: _Context, traffic: Traffic, reduction: Reduction, label: s
     return StepProfile(lat, spb, reduce_spb, label, traffic.num_flows, cong, moved)
 
 
-def _known_key(ctx: _Context, traffic: Traffic) -> tuple[tuple, float]:
-    # Algorithms reuse one Traffic object for repeated steps (a ring has 2(p-1)
-    # equal steps): look it up by identity before hashing its arrays.
-    known = ctx.key_of.get(id(traffic))
-    if known is None:
-        known = pattern_key(traffic)
-        ctx.key_of[id(traffic)] = known
-    return known
-
-
 def _needs_solve(hit, congestion: bool) -> bool:
     """Whether a cached pattern (or ``None``) lacks what this profile needs."""
     return hit is None or (congestion and hit[2] is None)
 
 
-def _solve_pattern(ctx: _Context, traffic: Traffic, scale: float, label: str,
+def _solve_pattern(ctx: Context, traffic: Traffic, scale: float, label: str,
                    congestion: bool) -> tuple:
     """Route and solve a pattern at unit scale (its times scale exactly with
     the bytes): ``(latency lines, seconds-per-byte lines, congestion)``.
@@ -582,7 +420,7 @@ def _solve_pattern(ctx: _Context, traffic: Traffic, scale: float, label: str,
     return lat, spb, cong, getattr(sol, "background_moved", 0.0)
 
 
-def _solve_patterns(ctx: _Context, schedule: Schedule, congestion: bool, threads: int) -> None:
+def _solve_patterns(ctx: Context, schedule: Schedule, congestion: bool, threads: int) -> None:
     """Solve the distinct patterns of ``schedule`` not yet in ``ctx.cache``,
     ``threads`` at a time, and cache them. Routing and solving are numba
     kernels that release the GIL, so distinct steps run truly in parallel."""
@@ -593,7 +431,7 @@ def _solve_patterns(ctx: _Context, schedule: Schedule, congestion: bool, threads
     for step in first.values():
         if step.traffic.num_flows == 0:
             continue
-        key, scale = _known_key(ctx, step.traffic)
+        key, scale = known_key(ctx, step.traffic)
         if key not in todo and _needs_solve(ctx.cache.get(key), congestion):
             todo[key] = (step.traffic, scale, step.label)
     if threads <= 1 or len(todo) <= 1:
@@ -638,25 +476,6 @@ def available_cores() -> int:
 
 def _check_threads(threads) -> int:
     return default_threads() if threads is None else checks.threads(threads)
-
-
-def pattern_key(traffic: Traffic) -> tuple[tuple, float]:
-    """``(key, scale)``: steps with equal keys have the same flows (in any
-    order) with shares proportional by ``scale`` (the largest share), so
-    one solve serves both — their times scale exactly with the bytes.
-    Swing's and bucket's concurrent collectives revisit the same peers with
-    halved blocks, so this often saves a solve per dimension.
-
-    The key combines two independent 64-bit mixes of each flow's
-    ``(src, dst, share/scale)`` by wrap-around sum, which does not depend on
-    flow order."""
-    share = traffic.share
-    scale = float(share.max()) if len(share) else 1.0
-    if not scale > 0:
-        scale = 1.0
-    norm = (share / scale).view(np.uint64)
-    s1, s2, x2 = multiset_fingerprint(traffic.src, traffic.dst, norm)
-    return (len(share), int(s1), int(s2), int(x2)), scale
 
 
 def profile(schedule: Schedule, topology: Topology, network: Network | None = None, *,
@@ -708,73 +527,6 @@ def check_profile_args(schedule, topology, network) -> tuple:
         raise ConfigError(f"network: {show(network)} is not allowed; expected a "
                           "flowemu.Network or None")
     return schedule, topology, network or Network()
-
-
-def distinct_steps(schedule: Schedule) -> list[Traffic]:
-    """The distinct traffic objects of a schedule with flows, in first-use order."""
-    seen: dict = {}
-    for step in schedule.steps.patterns:
-        seen.setdefault(id(step.traffic), step.traffic)
-    return [t for t in seen.values() if t.num_flows]
-
-
-def check_memory(ctx: _Context, schedule: Schedule, threads: int, lim,
-                 exact: bool = False, reduced: bool = False) -> int:
-    """Refuse (ConfigError) a schedule whose solve would not fit in ``lim``.
-
-    When even the topology's worst case (every flow with
-    :meth:`~flowemu.topology.Topology.max_route_entries` entries) fits, that
-    is the estimate and nothing is counted (the usual case: the count costs
-    ~15 ns a flow, a fifth of a small profile). Otherwise, or with
-    ``exact``, the route entries of each distinct step are counted by the
-    routing kernel's counting pass before anything is routed. With
-    ``reduced`` (a profile without per-link reports), a family that routes
-    straight into its reduced problem (:meth:`Topology.solver_routes`)
-    counts those entries, and when the worst case does not fit, a step with
-    a symmetry is charged for its representatives' routes
-    (:meth:`Topology.orbits`, found here and kept for the solve). Returns
-    the estimate."""
-    steps = distinct_steps(schedule)
-    for t in steps:
-        _check_ranks(ctx, t)
-    flows = [t.num_flows for t in steps]
-    what = f"{ctx.topology.spec} {schedule.algorithm}"
-    solved = list(flows)
-    entries = [0] * len(steps)
-    rest = list(range(len(steps)))
-
-    def need_with(counts) -> int:
-        for k, c in zip(rest, counts, strict=True):
-            entries[k] = c
-        return budget.run_bytes(ctx.topology, schedule.p, flows, entries, threads, solved)
-
-    if reduced and ctx.uniform_latency is not None and not exact and not ctx.adaptive:
-        small = [ctx.topology.solver_route_entries(*_endpoints(ctx, t), ctx.ecmp)
-                 for t in steps]
-        if all(r is not None for r in small):   # routed straight in reduced form
-            need = need_with(small)
-            budget.check(need, lim, what)
-            return need
-    worst = ctx.topology.max_route_entries(ctx.ecmp)
-    if worst is not None and not exact:
-        need = need_with([f * worst for f in flows])
-        if need <= lim.bytes:
-            return need
-    if reduced:
-        # a step solved on one flow per orbit holds its representatives' routes only
-        for k, t in enumerate(steps):
-            orbits = _orbit(ctx, t)
-            if orbits is not None:
-                solved[k], entries[k] = len(orbits.flows), orbits.entries
-        rest = [k for k in rest if _orbit(ctx, steps[k]) is None]
-        if worst is not None and not exact:
-            need = need_with([flows[k] * worst for k in rest])
-            if need <= lim.bytes:
-                return need
-    need = need_with([ctx.topology.route_entries(*_endpoints(ctx, steps[k]), ctx.ecmp)
-                      for k in rest])
-    budget.check(need, lim, what)
-    return need
 
 
 def direct_times(schedule: Schedule, topology: Topology, network: Network | None = None,

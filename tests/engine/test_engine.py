@@ -230,7 +230,7 @@ def test_congestion_report_ring_two_ports_is_optimal():
 
 
 def test_pattern_key_ignores_order_and_scale():
-    from flowemu.engine.profiles import pattern_key
+    from flowemu.engine.context import pattern_key
     rng = np.random.default_rng(3)
     src, dst = rng.integers(0, 50, 200), rng.integers(50, 100, 200)
     share = rng.uniform(0.1, 1.0, 200)
