@@ -13,7 +13,7 @@ import numpy as np
 from ..algorithms.base import Traffic
 from ..core.errors import ConfigError, show
 from ..core.network import Network
-from ..kernels.hashing import multiset_fingerprint
+from ..kernels.hashing import id_bounds, multiset_fingerprint
 from ..topology.base import Topology
 from .load import Background, RunLoad, Slow, check_background, prepare_load
 
@@ -140,8 +140,7 @@ def check_ranks(ctx: Context, traffic: Traffic) -> None:
     mapping from its end)."""
     if traffic.num_flows == 0 or ctx.key_of.get(("ranks", id(traffic))) is traffic:
         return
-    lo = int(min(traffic.src.min(), traffic.dst.min()))
-    hi = int(max(traffic.src.max(), traffic.dst.max()))
+    lo, hi = (int(x) for x in id_bounds(traffic.src, traffic.dst))
     if lo < 0 or hi >= len(ctx.mapping):
         raise ConfigError(f"schedule: rank {lo if lo < 0 else hi} is not allowed; "
                           f"expected ranks 0..{len(ctx.mapping) - 1}")

@@ -39,3 +39,17 @@ def multiset_fingerprint(src, dst, bits):
         s2 += h2
         x2 ^= h2
     return s1, s2, x2
+
+
+@njit
+def id_bounds(src, dst):
+    """``(smallest, largest)`` id in ``src`` and ``dst`` (integer arrays of
+    one length, at least one element), in one pass."""
+    lo = min(src[0], dst[0])
+    hi = max(src[0], dst[0])
+    for i in range(src.shape[0]):
+        a = src[i]
+        b = dst[i]
+        lo = min(lo, min(a, b))
+        hi = max(hi, max(a, b))
+    return lo, hi

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.errors import ConfigError, RoutingError, show
+from ..kernels.hashing import id_bounds
 from ..kernels.routing import (
     STATUS_BAD_NODE,
     STATUS_COUNT_MISMATCH,
@@ -361,7 +362,8 @@ class Torus(Topology):
                 or share.dtype != np.float64 or src.dtype != dst.dtype
                 or src.dtype not in (np.int32, np.int64)):
             return None
-        if min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= self.num_nodes:
+        lo, hi = id_bounds(src, dst)
+        if lo < 0 or hi >= self.num_nodes:
             self._check_flows(src, dst)   # raises, naming the first bad flow
         dims = np.asarray(self.dims, dtype=np.int64)
         period = np.empty(len(dims), dtype=np.int64)
