@@ -82,6 +82,7 @@ class GridTopology(Topology):
 
     id_word = "node"
     ecmp_modes = ("split", "dor", "hash")
+    split_every_shortest = True   # split: every minimal path, even per vertex
 
     def _build(self, grid, kinds, boards, board_scale, other_scale, board_latency,
                other_latency) -> None:

@@ -105,6 +105,7 @@ class FatTree(Topology):
 
     id_word = "host"   # in messages (a class attribute, not a field)
     ecmp_modes = ("split", "hash", "dmodk")
+    split_every_shortest = True   # split: every minimal path, even per vertex
 
     k: int
     levels: int = 3

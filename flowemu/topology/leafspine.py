@@ -78,6 +78,7 @@ class LeafSpine(Topology):
     """
 
     id_word = "host"   # in messages (a class attribute, not a field)
+    split_every_shortest = True   # split: every minimal path, even per vertex
 
     leaves: int
     hosts_per_leaf: int

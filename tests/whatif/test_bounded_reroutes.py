@@ -89,3 +89,35 @@ def test_each_bounded_search_is_taken(monkeypatch):
     (dag, found_dag, left), (near, found_near, unreachable) = calls
     assert dag == "reroute_in_dag" and near == "reroute_near"
     assert found_dag > 0 and found_near == left > 0 and unreachable == 0
+
+
+FAMILIES = ["fattree:k=4", "fattree:k=6,taper=2", "fattree:k=4,levels=2",
+            "leafspine:4x3x2,uplinks=2", "hyperx:3x4", "hyperx:4x4x3", "hx2mesh:2x2",
+            "hx4mesh:2x2"]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(FAMILIES), st.integers(1, 6), st.integers(0, 1000))
+def test_split_reroutes_inside_old_routes_on_every_grid_and_tree(spec, fail, seed):
+    """Fat trees, leaf-spines, HyperX and HammingMesh route ``split`` over
+    every minimal path, evenly per vertex: their re-routes of the old length
+    are found inside the old routes, equal to the graph-wide search's."""
+    base = parse_topology(spec)
+    assert base.split_every_shortest
+    try:
+        topo = apply_faults(base, fail=f"random:{fail}:{seed}")
+        rng = np.random.default_rng(seed)
+        src = rng.integers(0, base.num_endpoints, 200)
+        dst = rng.integers(0, base.num_endpoints, 200)
+        got = topo.route(src, dst, "split")
+    except ConfigError:
+        return   # more cables than the fabric has, or a cut-off pair
+    healthy = base.route(src, dst, "split")
+    moved = flows_on_failed(healthy.flow_ptr, healthy.link, topo.failed)
+    want = topo._reroute(src[moved], dst[moved], "split", 0)
+    for j, f in enumerate(moved):
+        a, b = got.flow_ptr[f], got.flow_ptr[f + 1]
+        c, d = want.flow_ptr[j], want.flow_ptr[j + 1]
+        np.testing.assert_array_equal(got.link[a:b], want.link[c:d])
+        np.testing.assert_array_equal(got.frac[a:b], want.frac[c:d])
+        assert got.hops[f] == want.hops[j]
