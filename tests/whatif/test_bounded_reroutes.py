@@ -20,6 +20,16 @@ from flowemu.whatif import faults
 from flowemu.whatif.faults import apply_faults
 
 
+def _assert_same_rows(got, moved, want):
+    """Rows ``moved`` of ``got`` equal the rows of ``want``, bit for bit."""
+    for j, f in enumerate(moved):
+        a, b = got.flow_ptr[f], got.flow_ptr[f + 1]
+        c, d = want.flow_ptr[j], want.flow_ptr[j + 1]
+        np.testing.assert_array_equal(got.link[a:b], want.link[c:d])
+        np.testing.assert_array_equal(got.frac[a:b], want.frac[c:d])
+        assert got.hops[f] == want.hops[j]
+
+
 @st.composite
 def faulted_flows(draw):
     ndim = draw(st.integers(1, 3))
@@ -53,12 +63,7 @@ def test_bounded_reroutes_equal_the_graph_wide_search(case):
     healthy = base.route(src, dst, ecmp, seed=seed)
     moved = flows_on_failed(healthy.flow_ptr, healthy.link, topo.failed)
     want = topo._reroute(src[moved], dst[moved], ecmp, seed)
-    for j, f in enumerate(moved):
-        a, b = got.flow_ptr[f], got.flow_ptr[f + 1]
-        c, d = want.flow_ptr[j], want.flow_ptr[j + 1]
-        np.testing.assert_array_equal(got.link[a:b], want.link[c:d])
-        np.testing.assert_array_equal(got.frac[a:b], want.frac[c:d])
-        assert got.hops[f] == want.hops[j]
+    _assert_same_rows(got, moved, want)
     keep = np.setdiff1d(np.arange(len(src)), moved)
     np.testing.assert_array_equal(got.hops[keep], healthy.hops[keep])
 
@@ -115,9 +120,4 @@ def test_split_reroutes_inside_old_routes_on_every_grid_and_tree(spec, fail, see
     healthy = base.route(src, dst, "split")
     moved = flows_on_failed(healthy.flow_ptr, healthy.link, topo.failed)
     want = topo._reroute(src[moved], dst[moved], "split", 0)
-    for j, f in enumerate(moved):
-        a, b = got.flow_ptr[f], got.flow_ptr[f + 1]
-        c, d = want.flow_ptr[j], want.flow_ptr[j + 1]
-        np.testing.assert_array_equal(got.link[a:b], want.link[c:d])
-        np.testing.assert_array_equal(got.frac[a:b], want.frac[c:d])
-        assert got.hops[f] == want.hops[j]
+    _assert_same_rows(got, moved, want)
