@@ -220,3 +220,18 @@ def test_no_reduction_where_the_symmetry_breaks():
     faulty = apply_faults(topo, "random:2:7", None)
     assert faulty.orbits(t.src, t.dst, t.share, "split", faulty.link_capacity(Network())) \
         is None
+
+
+def test_orbits_refuse_ids_outside_the_torus():
+    from flowemu.core.errors import RoutingError
+
+    topo = parse_topology("torus:4x4")
+    cap = topo.link_capacity(Network())
+    src = np.arange(16)
+    with pytest.raises(RoutingError, match=r"flow 3 \(3 -> 16\)"):
+        topo.orbits(src, np.where(src == 3, 16, (src + 1) % 16), np.ones(16), "split", cap)
+    with pytest.raises(RoutingError, match="flow 0"):
+        topo.orbits(src - 1, (src + 1) % 16, np.ones(16), "split", cap)
+    # not a step the engine would hand over (lengths, dtypes): no reduction
+    assert topo.orbits(src, src[:-1], np.ones(16), "split", cap) is None
+    assert topo.orbits(src, (src + 1) % 16, np.ones(16, np.float32), "split", cap) is None
