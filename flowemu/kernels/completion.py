@@ -15,7 +15,6 @@ from .fill import (
     STATUS_NONFINITE,
     STATUS_OK,
     STATUS_STALLED,
-    check_completion_inputs,
     fill_solve,
     fill_workspace,
     ingress_capacity,
@@ -23,6 +22,7 @@ from .fill import (
     padded_row,
     remap_resources,
     resource_state,
+    start_completion,
     with_transpose,
 )
 from .jit import njit
@@ -145,11 +145,8 @@ def screened_completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps,
     """
     n_flows = flow_ptr.shape[0] - 1
     n_res = capacity.shape[0]
-    rate0 = np.zeros(max(n_flows, 0), dtype=np.float64)
-    finish = np.full(max(n_flows, 0), np.inf)
-    moved = np.zeros(max(n_flows, 0), dtype=np.float64)
-    status, incast = check_completion_inputs(flow_ptr, res, frac, capacity, n_plain, w_t, eps,
-                                             flow_bytes, persistent)
+    rate0, finish, moved, status, incast = start_completion(
+        flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes, persistent)
     if status != STATUS_OK:
         return rate0, finish, moved, status
     # from here on resources are kernel rows (padded_row), capacity is per row, and

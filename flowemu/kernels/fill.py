@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .heaps import quad_heapify, quad_pop, quad_sift_down
 from .jit import njit
 from .layout import CAP, COUNT, LEVEL, NUMPY_ERRORS, RESID, TIE_TOL, W_HI, W_LO
 
@@ -118,6 +119,19 @@ def check_completion_inputs(flow_ptr, res, frac, capacity, n_plain, w_t, eps, fl
 
 
 @njit(**NUMPY_ERRORS)
+def start_completion(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes, persistent):
+    """The completion kernels' outputs, empty (``rate0`` 0, ``finish``
+    ``+inf``, ``moved`` 0 per flow), and their inputs checked
+    (:func:`check_completion_inputs`): ``(rate0, finish, moved, status,
+    incast)``."""
+    n_flows = max(flow_ptr.shape[0] - 1, 0)
+    status, incast = check_completion_inputs(flow_ptr, res, frac, capacity, n_plain, w_t, eps,
+                                             flow_bytes, persistent)
+    return (np.zeros(n_flows, dtype=np.float64), np.full(n_flows, np.inf),
+            np.zeros(n_flows, dtype=np.float64), status, incast)
+
+
+@njit(**NUMPY_ERRORS)
 def ingress_capacity(base, fan_in, w_t, eps):
     """GenModel eq. 10: ``1 / beta' = 1 / (1 / base + max(w - w_t, 0) eps)``;
     exactly ``base`` when the resource's incast is off (``eps == 0``)."""
@@ -175,53 +189,6 @@ def transpose(flow_ptr, res, frac, n_res):
             res_frac[k] = frac[e]
             fill[r] = k + 1
     return res_ptr, res_flow, res_frac
-
-
-@njit(**NUMPY_ERRORS)
-def _sift_down(heap_key, heap_res, size, pos):
-    """Sift down in a 4-ary min-heap (children ``4 pos + 1 .. 4 pos + 4``):
-    half the depth of a binary heap, and the four keys compared at each step
-    share a cache line."""
-    key = heap_key[pos]
-    item = heap_res[pos]
-    while True:
-        first = 4 * pos + 1
-        if first >= size:
-            break
-        child = first
-        ck = heap_key[first]
-        last = min(first + 4, size)
-        for c in range(first + 1, last):
-            kc = heap_key[c]
-            if kc < ck:
-                ck = kc
-                child = c
-        if ck >= key:
-            break
-        heap_key[pos] = ck
-        heap_res[pos] = heap_res[child]
-        pos = child
-    heap_key[pos] = key
-    heap_res[pos] = item
-
-
-@njit(**NUMPY_ERRORS)
-def _heapify(heap_key, heap_res, size):
-    """Make ``heap_key[:size]`` (with ``heap_res``) a 4-ary min-heap."""
-    for pos in range((size - 2) // 4, -1, -1):
-        _sift_down(heap_key, heap_res, size, pos)
-
-
-@njit(**NUMPY_ERRORS)
-def _heap_pop(heap_key, heap_res, size):
-    """Remove the top; returns the new size."""
-    size -= 1
-    if size > 0:
-        heap_key[0] = heap_key[size]
-        heap_res[0] = heap_res[size]
-        _sift_down(heap_key, heap_res, size, np.int64(0))
-    return size
-
 
 
 _NEED_TRANSPOSE = -1  # internal: the fill needs the resource -> flows CSR
@@ -455,7 +422,7 @@ def _fill(flow_ptr, row_end, res, frac, res_ptr, res_flow, res_frac, have_tr, su
             heap_key[size] = _level(state, r)
             heap_res[size] = r
             size += 1
-    _heapify(heap_key, heap_res, size)
+    quad_heapify(heap_key, heap_res, size)
 
     guard = 0
     guard_limit = 2 * (n_entries + n_touched) + 1024  # re-keys <= updates
@@ -478,12 +445,12 @@ def _fill(flow_ptr, row_end, res, frac, res_ptr, res_flow, res_frac, have_tr, su
                     heap_res[m] = r
                     m += 1
             size = m
-            _heapify(heap_key, heap_res, size)
+            quad_heapify(heap_key, heap_res, size)
             dead = 0
             continue
         r = heap_res[0]
         if state[r, COUNT] == 0.0:
-            size = _heap_pop(heap_key, heap_res, size)
+            size = quad_pop(heap_key, heap_res, size)
             dead -= 1
             continue
         lv = _level(state, r)
@@ -491,7 +458,7 @@ def _fill(flow_ptr, row_end, res, frac, res_ptr, res_flow, res_frac, have_tr, su
             if np.isnan(lv):
                 return STATUS_NONFINITE, heap
             heap_key[0] = lv
-            _sift_down(heap_key, heap_res, size, np.int64(0))
+            quad_sift_down(heap_key, heap_res, size, np.int64(0))
             continue
         # lv is the minimum level; collect every resource tied with it before
         # freezing anything (same rule as the pass-based path)
@@ -502,21 +469,21 @@ def _fill(flow_ptr, row_end, res, frac, res_ptr, res_flow, res_frac, have_tr, su
         thr = lam + lam * TIE_TOL
         n_batch = 1
         batch[0] = r
-        size = _heap_pop(heap_key, heap_res, size)
+        size = quad_pop(heap_key, heap_res, size)
         while size > 0 and heap_key[0] <= thr:
             r2 = heap_res[0]
             if state[r2, COUNT] == 0.0:
-                size = _heap_pop(heap_key, heap_res, size)
+                size = quad_pop(heap_key, heap_res, size)
                 dead -= 1
                 continue
             lv2 = _level(state, r2)
             if lv2 <= thr:
                 batch[n_batch] = r2
                 n_batch += 1
-                size = _heap_pop(heap_key, heap_res, size)
+                size = quad_pop(heap_key, heap_res, size)
             else:
                 heap_key[0] = lv2
-                _sift_down(heap_key, heap_res, size, np.int64(0))
+                quad_sift_down(heap_key, heap_res, size, np.int64(0))
         for i in range(n_batch):
             r = batch[i]
             for k in range(res_ptr[r], res_ptr[r + 1]):

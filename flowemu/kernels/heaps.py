@@ -1,7 +1,14 @@
-"""An indexed binary min-heap over arrays (numba): each item is in it at
-most once, at ``pos[item]`` (-1 when out), so a key can be lowered, raised
-or taken out in place (no stale entries). ``hk`` holds the keys, ``hi`` the
-items, both as long as the number of items."""
+"""The solvers' min-heaps over arrays (numba).
+
+* An indexed binary heap (``heap_set``, ``heap_pop``; the incremental
+  solver's): each item is in it at most once, at ``pos[item]`` (-1 when
+  out), so a key can be lowered, raised or taken out in place (no stale
+  entries). ``hk`` holds the keys, ``hi`` the items, both as long as the
+  number of items.
+* A 4-ary heap without an index (``quad_heapify``, ``quad_sift_down``,
+  ``quad_pop``; the progressive fill's): built in one go from a batch of
+  keys and re-keyed at the top, since its keys are lower bounds that only
+  rise."""
 
 from __future__ import annotations
 
@@ -88,3 +95,49 @@ def heap_pop(hk, hi, pos, size):
     key = hk[0]
     item = hi[0]
     return key, item, heap_set(hk, hi, pos, size, item, np.inf)
+
+
+@njit(**NUMPY_ERRORS)
+def quad_sift_down(heap_key, heap_res, size, pos):
+    """Sift down in a 4-ary min-heap (children ``4 pos + 1 .. 4 pos + 4``):
+    half the depth of a binary heap, and the four keys compared at each step
+    share a cache line."""
+    key = heap_key[pos]
+    item = heap_res[pos]
+    while True:
+        first = 4 * pos + 1
+        if first >= size:
+            break
+        child = first
+        ck = heap_key[first]
+        last = min(first + 4, size)
+        for c in range(first + 1, last):
+            kc = heap_key[c]
+            if kc < ck:
+                ck = kc
+                child = c
+        if ck >= key:
+            break
+        heap_key[pos] = ck
+        heap_res[pos] = heap_res[child]
+        pos = child
+    heap_key[pos] = key
+    heap_res[pos] = item
+
+
+@njit(**NUMPY_ERRORS)
+def quad_heapify(heap_key, heap_res, size):
+    """Make ``heap_key[:size]`` (with ``heap_res``) a 4-ary min-heap."""
+    for pos in range((size - 2) // 4, -1, -1):
+        quad_sift_down(heap_key, heap_res, size, pos)
+
+
+@njit(**NUMPY_ERRORS)
+def quad_pop(heap_key, heap_res, size):
+    """Remove the top; returns the new size."""
+    size -= 1
+    if size > 0:
+        heap_key[0] = heap_key[size]
+        heap_res[0] = heap_res[size]
+        quad_sift_down(heap_key, heap_res, size, np.int64(0))
+    return size

@@ -80,9 +80,9 @@ from .fill import (
     STATUS_NONFINITE,
     STATUS_OK,
     STATUS_STALLED,
-    check_completion_inputs,
     ingress_capacity,
     maxmin_rates_kernel,
+    start_completion,
     transpose,
 )
 from .heaps import heap_pop, heap_set
@@ -161,11 +161,8 @@ def incremental_completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, e
     flows that never finish. Returns ``(rate0, finish, moved, status)``.
     """
     n_flows = flow_ptr.shape[0] - 1
-    rate0 = np.zeros(max(n_flows, 0), dtype=np.float64)
-    finish = np.full(max(n_flows, 0), np.inf)
-    moved = np.zeros(max(n_flows, 0), dtype=np.float64)
-    status, _ = check_completion_inputs(flow_ptr, res, frac, capacity, n_plain, w_t, eps,
-                                        flow_bytes, persistent)
+    rate0, finish, moved, status, _ = start_completion(
+        flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes, persistent)
     if status != STATUS_OK:
         return rate0, finish, moved, status
 

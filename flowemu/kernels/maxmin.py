@@ -448,7 +448,8 @@ def solve_completion(routes, link_capacity, flow_bytes, *, flow_dst=None,
             flow_ptr, link, frac, link_capacity, flow_dst, flow_class, ingress_capacity, w_t,
             eps)
         n_ingress = len(w_t)
-    lazy = incremental_screens(flow_ptr)
+    entries, routed = _entries(flow_ptr)   # (once: both choices below read them)
+    lazy = _screens(entries, routed)
     if method == "incremental":
         rate0, finish, moved, status = incremental_completion_kernel(
             flow_ptr, link, frac, capacity, n_links, w_t[:n_ingress], eps[:n_ingress],
@@ -456,7 +457,7 @@ def solve_completion(routes, link_capacity, flow_bytes, *, flow_dst=None,
     else:
         # "auto": the screened solver solves t = 0 and hands a step with many
         # finish times to the incremental one where the routes allow
-        handoff = method == "auto" and completion_method(flow_ptr) == "incremental"
+        handoff = method == "auto" and _method(entries, routed) == "incremental"
         rate0, finish, moved, status = screened_completion_kernel(
             flow_ptr, link, frac, capacity, n_links, w_t[:n_ingress], eps[:n_ingress],
             flow_bytes, keep, SCREEN_START, handoff)
@@ -474,7 +475,10 @@ def completion_method(flow_ptr) -> str:
     """The event-driven solver for routes with these row pointers:
     ``"screened"`` above ``SCREEN_ENTRIES`` entries a flow on average (of the
     flows with a path) or from 2**31 entries on, else ``"incremental"``."""
-    entries, routed = _entries(flow_ptr)
+    return _method(*_entries(flow_ptr))
+
+
+def _method(entries: int, routed: int) -> str:
     # (the incremental solver links entries with int32)
     return "screened" if entries > SCREEN_ENTRIES * routed or entries >= 2**31 else \
         "incremental"
@@ -483,7 +487,10 @@ def completion_method(flow_ptr) -> str:
 def incremental_screens(flow_ptr) -> bool:
     """Whether the incremental solver screens these routes (more than
     ``LAZY_ENTRIES`` entries a flow on average)."""
-    entries, routed = _entries(flow_ptr)
+    return _screens(*_entries(flow_ptr))
+
+
+def _screens(entries: int, routed: int) -> bool:
     return entries > LAZY_ENTRIES * routed
 
 
