@@ -122,7 +122,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.errors import ConfigError
-from ..kernels.lines import expand_nodes, expand_shares
+from ..kernels.lines import expand_flows, expand_nodes, expand_shares
 from ._blocks import COPY, REDUCE, check_ranks, equal_block_share
 from .base import (
     AlgorithmSpec,
@@ -560,9 +560,8 @@ def _step_traffic(parts: list, blocks: bool) -> tuple[Traffic, Reduction]:
     share = np.empty(n, np.float64)
     off = 0
     for pt, size in zip(parts, sizes, strict=True):
-        expand_nodes(pt.bases, pt.stride, pt.line.src, src, off)
-        expand_nodes(pt.bases, pt.stride, pt.line.dst, dst, off)
-        expand_shares(pt.unit, pt.line.count, share, off)
+        expand_flows(pt.bases, pt.stride, pt.line.src, pt.line.dst, pt.unit, pt.line.count,
+                     src, dst, share, off)
         off += size
     tag = np.repeat(np.array([pt.coll.tag for pt in parts], np.int16), sizes)
     if blocks:

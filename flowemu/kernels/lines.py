@@ -5,10 +5,12 @@ Torus algorithms (Swing, bucket) describe a step on the coordinates
 the line through base node ``b`` maps coordinate ``c`` to node ``b + c *
 stride``. These kernels write the repeated arrays straight into the step's
 output at ``offset`` (line-major: line ``i``, then entry ``j`` of the 1-D
-step), one pass and no temporaries.
+step), one pass, no temporaries of the step's size.
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from .jit import njit
 
@@ -47,3 +49,27 @@ def expand_shares(unit, count, out, offset):
         for j in range(nf):
             out[k] = u * count[j]
             k += 1
+
+
+@njit
+def expand_flows(bases, stride, src_coord, dst_coord, unit, count, src, dst, share, offset):
+    """:func:`expand_nodes` of the senders and of the receivers and
+    :func:`expand_shares` of the shares in one pass: ``src[offset + i·F +
+    j] = bases[i] + src_coord[j]·stride``, ``dst`` likewise, ``share[...] =
+    unit[i]·count[j]``. The coordinates become node-id steps once, not per
+    line."""
+    nf = src_coord.shape[0]
+    ds = np.empty(nf, dtype=src.dtype)
+    dd = np.empty(nf, dtype=dst.dtype)
+    for j in range(nf):
+        ds[j] = src_coord[j] * stride
+        dd[j] = dst_coord[j] * stride
+    k = offset
+    for i in range(bases.shape[0]):
+        b = bases[i]
+        u = unit[i]
+        for j in range(nf):
+            src[k + j] = b + ds[j]
+            dst[k + j] = b + dd[j]
+            share[k + j] = u * count[j]
+        k += nf

@@ -16,6 +16,13 @@ bit. Flows listed in another order at one
 sender count as a mismatch, which only costs the reduction, never its
 correctness. A mismatch ends a candidate step at once, so a pattern without
 symmetry (a random permutation) costs a few comparisons per divisor.
+
+Grouping the flows by sender is the scattered, costly part. Steps whose
+flows come in blocks, each listing every sender once in a row-major order
+of the dimensions (Swing's ports, a pattern built with ``np.arange``), are
+compared without it: sender ``s``'s ``k``-th flow is block ``k``'s flow of
+``s``, found a fixed number of places away (:func:`_block_layout`,
+:func:`_block_invariant`); the comparisons, and so the answer, are the same.
 """
 
 import numpy as np
@@ -82,7 +89,26 @@ def translation_period(src, dst, bits, coords, dims, strides, period):
     nf = src.shape[0]
     for i in range(dims.shape[0]):
         period[i] = dims[i]
-    if nf == 0 or not _may_be_invariant(src, dst, bits, coords, dims, strides):
+    if nf == 0:
+        return
+    if nf % n == 0:
+        pstride = np.empty((nf // n, dims.shape[0]), dtype=np.int64)
+        down = np.empty((nf // n, dims.shape[0]), dtype=np.bool_)
+        if _block_layout(src, n, dims, strides, pstride, down):
+            # sender s's k-th flow is block k's flow of s: the per-sender
+            # comparison needs no grouping pass (and a pattern without
+            # symmetry fails it within a run, so no screening pass either)
+            same = True
+            for f in range(1, nf):
+                same &= bits[f] == bits[0]
+            for i in range(dims.shape[0]):
+                for step in _divisors(dims[i]):
+                    if step < dims[i] and _block_invariant(i, step, src, dst, bits, same,
+                                                           coords, dims, strides, pstride, down):
+                        period[i] = step
+                        break
+            return
+    if not _may_be_invariant(src, dst, bits, coords, dims, strides):
         return
     # grouped by sender, a sender's flows in order: the receiver's offset
     # (coordinates minus the sender's, modulo the sizes, as a node id) and
@@ -113,6 +139,120 @@ def translation_period(src, dst, bits, coords, dims, strides, period):
             if step < d and _invariant(i, step, src_ptr, off, sbits, coords, dims, strides):
                 period[i] = step
                 break
+
+
+@njit
+def _block_layout(src, n, dims, strides, pstride, down):
+    """Whether the flows come in blocks of ``n`` (one a sender each), every
+    block listing the senders in the row-major order of some order of the
+    dimensions, each counted up or down from 0 (Swing's ports rotate and
+    mirror the dimensions; ``np.arange`` is the identity order). Fills
+    ``pstride[k, i]``, how many places apart block ``k`` lists two senders
+    one apart along dimension ``i``, and ``down[k, i]``, whether it counts
+    that dimension down. One sequential pass over ``src``."""
+    nd = dims.shape[0]
+    order = np.empty(nd, dtype=np.int64)
+    digit = np.empty(nd, dtype=np.int64)
+    lane = np.empty(dims.max(), dtype=np.int64)
+    for k in range(src.shape[0] // n):
+        b = k * n
+        if src[b] != 0:
+            return False
+        # the dimensions from the fastest-changing: the sender listed at
+        # place p (the product of the faster ones' sizes) is one along the
+        # next, up (coordinate 1) or down (coordinate d - 1)
+        p = 1
+        m = 0
+        for i in range(nd):
+            pstride[k, i] = 0
+            down[k, i] = False
+        while p < n:
+            v = src[b + p]
+            nxt = -1
+            for i in range(nd):
+                if dims[i] > 1 and pstride[k, i] == 0 and (
+                        strides[i] == v or (dims[i] - 1) * strides[i] == v):
+                    nxt = i
+            if nxt < 0:
+                return False
+            pstride[k, nxt] = p
+            down[k, nxt] = strides[nxt] != v
+            order[m] = nxt
+            m += 1
+            p *= dims[nxt]
+        if p != n or m == 0:
+            return False
+        for i in range(nd):
+            if dims[i] == 1:
+                pstride[k, i] = n
+        # the whole block: runs along the fastest dimension, the run's first
+        # sender counted like an odometer over the others
+        i0 = order[0]
+        d0 = dims[i0]
+        for c in range(d0):
+            lane[c] = (c if not down[k, i0] or c == 0 else d0 - c) * strides[i0]
+        for r in range(m):
+            digit[r] = 0
+        base = 0
+        for run in range(b, b + n, d0):
+            for c in range(d0):
+                if src[run + c] != base + lane[c]:
+                    return False
+            for r in range(1, m):
+                i = order[r]
+                d = dims[i]
+                up = not down[k, i]
+                digit[r] += 1
+                if digit[r] == d:
+                    # back to coordinate 0: from d - 1 (up) or from 1 (down)
+                    digit[r] = 0
+                    base -= (d - 1) * strides[i] if up else strides[i]
+                    continue
+                if up:
+                    base += strides[i]
+                elif digit[r] == 1:
+                    base += (d - 1) * strides[i]
+                else:
+                    base -= strides[i]
+                break
+    return True
+
+
+@njit
+def _block_invariant(i, step, src, dst, bits, same, coords, dims, strides, pstride, down):
+    """Whether, in every block of :func:`_block_layout`, the flow of each
+    sender ``s`` and that of ``s + step·e_i`` match: the receiver moved by
+    the same step, the same bytes. That flow is ``step·pstride`` places
+    further (``d - step`` back at the end of a dimension's run), or as far
+    before where the block counts the dimension down; every read is
+    sequential but the receiver's coordinate. With ``same`` (every flow
+    carries the same bytes) the bytes are not read."""
+    n_blocks = pstride.shape[0]
+    n = src.shape[0] // n_blocks
+    d = dims[i]
+    move = step * strides[i]
+    wrap = d * strides[i]
+    for k in range(n_blocks):
+        ps = pstride[k, i]
+        span = ps * d
+        # place x + j pairs with y + j: (x, y) = (hi, hi + step·ps) for the
+        # first d - step digits, (hi + (d - step)·ps, hi) for the last step
+        for hi in range(k * n, (k + 1) * n, span):
+            for half in range(2):
+                if half == 0:
+                    x, y, length = hi, hi + step * ps, (d - step) * ps
+                else:
+                    x, y, length = hi + (d - step) * ps, hi, step * ps
+                if down[k, i]:
+                    x, y = y, x
+                for j in range(length):
+                    a = x + j
+                    c = y + j
+                    r = dst[a]
+                    if dst[c] != r + move - (wrap if coords[r, i] >= d - step else 0) or (
+                            not same and bits[a] != bits[c]):
+                        return False
+    return True
 
 
 @njit(inline="always")

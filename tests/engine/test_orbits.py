@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from flowemu.algorithms import recdoub, swing
 from flowemu.core.network import Network
 from flowemu.engine.profiles import make_context, profile, solve_step
-from flowemu.kernels.symmetry import _divisors, translation_period
+from flowemu.kernels.symmetry import _block_layout, _divisors, translation_period
 from flowemu.topology import parse_topology
 from flowemu.topology.torus import Torus
 from flowemu.whatif.faults import apply_faults
@@ -97,6 +97,86 @@ def test_one_changed_flow_breaks_the_symmetry():
     share[-1] *= 1.0 + 2.0**-52                       # one bit of one flow
     p = _period(topo, src, dst, share)
     assert np.prod(np.asarray(topo.dims) // np.asarray(p)) < 9   # not the full group
+
+
+def _oracle_period(topo, src, dst, share):
+    """The smallest invariant step of each dimension by the definition, in
+    plain Python: every sender's flows, in order, equal (receiver offset and
+    bytes, bit for bit) those of its translate."""
+    dims = list(topo.dims)
+    c = topo.coords(np.arange(topo.num_nodes)).tolist()
+    lists = {s: [] for s in range(topo.num_nodes)}
+    for s, d, b in zip(np.asarray(src).tolist(), np.asarray(dst).tolist(),
+                       np.asarray(share, np.float64).view(np.uint64).tolist(), strict=True):
+        lists[s].append((tuple((c[d][i] - c[s][i]) % dims[i] for i in range(len(dims))), b))
+    out = []
+    for i, d in enumerate(dims):
+        step_of = d
+        for step in range(1, d):
+            if d % step:
+                continue
+            moved = [list(x) for x in c]
+            for x in moved:
+                x[i] = (x[i] + step) % d
+            if all(lists[s] == lists[int(topo.node_of(np.asarray(moved[s])))]
+                   for s in range(topo.num_nodes)):
+                step_of = step
+                break
+        out.append(step_of)
+    return out
+
+
+def _block_order(topo, axes, down):
+    """Every node once, in the row-major order of the dimensions ``axes``
+    (slowest first), dimension ``i`` counted down from 0 where ``down[i]``."""
+    dims = np.asarray(topo.dims)
+    digits = np.indices(dims[axes]).reshape(len(axes), -1)
+    coords = np.empty_like(digits)
+    for j, i in enumerate(axes):
+        coords[i] = (-digits[j]) % dims[i] if down[i] else digits[j]
+    return topo.node_of(coords.T)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1),
+       dims=st.lists(st.sampled_from([2, 3, 4, 6, 8]), min_size=1, max_size=3),
+       blocks=st.integers(1, 3), change=st.sampled_from(["none", "dst", "bytes", "order"]))
+def test_period_of_block_layouts_matches_the_definition(seed, dims, blocks, change):
+    """Steps listed in blocks (every sender once a block, in a rotated and
+    mirrored row-major order, as Swing's ports list them) take the fast
+    comparison; it agrees with the definition, symmetric or not, and a
+    changed flow or a block out of order is seen."""
+    topo = Torus(dims)
+    rng = np.random.default_rng(seed)
+    dims_a = np.asarray(dims)
+    period = np.array([rng.choice([q for q in range(1, d + 1) if d % q == 0]) for d in dims])
+    src, dst, share = [], [], []
+    for _ in range(blocks):
+        order = _block_order(topo, rng.permutation(len(dims)), rng.random(len(dims)) < 0.5)
+        cell = topo.coords(order) % period                 # what a sender sends depends on
+        key = (cell * np.cumprod([1, *period[:-1]])).sum(axis=1)   # its place in the cell
+        n_cells = int(np.prod(period))
+        off = rng.integers(0, dims_a, size=(n_cells, len(dims)))[key]
+        src.append(order)
+        dst.append(topo.node_of((topo.coords(order) + off) % dims_a))
+        share.append(rng.choice([0.5, 1.0, 3.0], n_cells)[key] if rng.random() < 0.5
+                     else np.ones(len(order)))
+    src, dst, share = (np.concatenate(x) for x in (src, dst, share))
+    f = int(rng.integers(len(src)))
+    if change == "dst":
+        dst[f] = rng.integers(topo.num_nodes)
+    elif change == "bytes":
+        share[f] = np.nextafter(share[f], 10.0)
+    elif change == "order" and len(src) > 2:
+        g = (f + 1) % len(src)
+        src[[f, g]], dst[[f, g]], share[[f, g]] = src[[g, f]], dst[[g, f]], share[[g, f]]
+    if change != "order":   # the fast comparison is the one tested
+        k = np.empty((blocks, len(dims)), np.int64)
+        assert _block_layout(src.astype(np.int64), topo.num_nodes, dims_a.astype(np.int64),
+                             topo.strides, k, np.empty(k.shape, np.bool_))
+    assert _period(topo, src, dst, share) == _oracle_period(topo, src, dst, share)
+    if change == "none":
+        assert (np.asarray(_period(topo, src, dst, share)) <= period).all()
 
 
 def _full_finish(topo, src, dst, share, ecmp, net):
