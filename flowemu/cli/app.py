@@ -22,7 +22,7 @@ import argparse
 import importlib
 
 from ..core.version import __version__
-from .options import Parser, exit_status
+from .options import Parser, exit_status, run_interruptible
 
 #: command -> (its module in flowemu.cli, its line in ``flowemu --help``), in that order
 COMMANDS = {
@@ -39,6 +39,11 @@ COMMANDS = {
     "fit": ("fit", ("fit GenModel (α, β+γ/2, δ, ε, w_t) to measured allreduce times; print "
                     "it, save a network preset, plot it")),
 }
+
+
+#: commands that handle signals themselves (a signal handler is set in the main
+#: thread): they run there, not under :func:`~flowemu.cli.options.run_interruptible`
+SIGNAL_COMMANDS = {"sweep"}
 
 
 def command_module(command: str):
@@ -87,4 +92,7 @@ def _dispatch(argv) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:   # --help, --version: printed, done
         return exc.code if isinstance(exc.code, int) else 0
-    return getattr(command_module(args.command), f"cmd_{args.command}")(args)
+    command = getattr(command_module(args.command), f"cmd_{args.command}")
+    if args.command in SIGNAL_COMMANDS:
+        return command(args)
+    return run_interruptible(lambda: command(args))

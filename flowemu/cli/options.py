@@ -15,7 +15,8 @@ the output formats, the network options, and the one-line error reports.
   into one about the option the user typed (``--ranks: ...``).
 * :func:`exit_status` reports a failure in one line: ``flowemu: error: ...``
   and exit 2 for a user mistake (ConfigError), exit 1 for other flowemu
-  failures and for the system's refusals, no traceback.
+  failures and for the system's refusals, no traceback;
+  :func:`run_interruptible` makes Ctrl-C act at once (exit 130).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import argparse
 import os
 import re
 import sys
+import threading
 from collections.abc import Callable, Mapping
 
 from ..core.budget import Limit, limit
@@ -139,6 +141,46 @@ def exit_status(command: Callable[[], int]) -> int:
         where = f" {exc.filename!r}" if exc.filename else ""
         print(f"flowemu: error: cannot complete:{where} {exc.strerror or exc}", file=sys.stderr)
         return 1
+
+
+def run_interruptible(work: Callable[[], int]) -> int:
+    """Run a command's work in a worker thread and wait for it here, in the
+    main thread, so that Ctrl-C acts at once.
+
+    Python runs its signal handler only between bytecodes of the main thread:
+    while that thread is inside a numba kernel, or joining the threads that
+    solve distinct steps, an interrupt waits until they return (seconds to
+    minutes on a large network). Waiting on the worker instead keeps the main
+    thread where a signal is seen. On Ctrl-C the process leaves at once with
+    exit status 130, without waiting for the kernel: a command writes its
+    outputs whole or not at all (:mod:`flowemu.core.outputs`), so nothing
+    half-written is left (a temporary file being renamed at that very moment
+    may stay, named ``.tmp-*``). The work's result or exception is the
+    caller's, as if it had run here. Not for ``sweep``, which installs its
+    own handlers and saves what its workers finished before it stops."""
+    box: dict = {}
+
+    def target():
+        try:
+            box["value"] = work()
+        except BaseException as exc:  # noqa: BLE001 - handed to the main thread
+            box["error"] = exc
+
+    worker = threading.Thread(target=target, name="flowemu-command", daemon=True)
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(0.25)
+    except KeyboardInterrupt:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(130)
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
 
 
 # ------------------------------------------------------------------ output
