@@ -8,7 +8,7 @@ from ..core.errors import ConfigError
 from ..core.outputs import check_distinct, check_writable
 from ..study import results
 from ..study.results import query_with_twins
-from .options import add_output_options, chosen_format, write_output
+from .options import WHERE_HELP, add_output_options, chosen_format, write_output
 
 #: the values of --by
 BY = ("label", "algorithm", "model", "whatif")
@@ -22,8 +22,7 @@ def add_arguments(c) -> None:
                         "(flow vs genmodel time of each configuration and their ratio) | "
                         "whatif (slowdown of each what-if against the healthy network; "
                         "random failures: mean, min and max over the seeds)")
-    c.add_argument("--where", help="only rows matching this pandas query, e.g. "
-                                   "\"topology == 'torus:8x8'\"")
+    c.add_argument("--where", help=WHERE_HELP)
 
 
 def cmd_compare(args) -> int:

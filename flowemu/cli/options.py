@@ -187,6 +187,11 @@ def run_interruptible(work: Callable[[], int]) -> int:
 
 FORMAT_HELP = "table | csv | json | parquet (default: from --out's extension, else table)"
 OUT_HELP = "write here instead of stdout: .csv, .json, .parquet, .txt (table)"
+#: --where of compare and plot: the sweep file's filter language over the rows
+WHERE_HELP = ("only rows matching this expression, written as in a sweep file's where: "
+              "\"bandwidth == rate('100Gb/s') and family == 'torus'\" (sweep names and "
+              "rate(), time(), size() read the columns: bandwidth is bandwidth_Bps); column "
+              "names work too: \"bandwidth_Bps == 1.25e10 and size_bytes >= size('1MiB')\"")
 
 
 def add_output_options(parser, out_help: str = OUT_HELP) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..core.errors import ConfigError
 from ..study.figures.plots import KINDS, figures, plot
 from ..topology import split_specs
-from .options import given, refuse
+from .options import WHERE_HELP, given, refuse
 
 
 def add_arguments(pl) -> None:
@@ -31,8 +31,7 @@ def add_arguments(pl) -> None:
                                  "per value (default alpha_s)")
     pl.add_argument("--size", help="--kind slowdown: the vector size (default: the largest "
                                    "in the data)")
-    pl.add_argument("--where", help="only rows matching this pandas query, e.g. "
-                                    "\"bandwidth_Bps == 5e10\"")
+    pl.add_argument("--where", help=WHERE_HELP)
     pl.add_argument("--title", help="figure title")
 
 

@@ -18,6 +18,7 @@ from ..core.errors import ConfigError
 from ..core.units import format_rate, format_size, format_time
 from ..whatif.conditions import CONDITIONS, HEALTHY, WHATIF_COLUMNS
 from .sweep.dataset import ERRORS_DIR, MANIFEST, SWEEP_COLUMNS, load, load_errors  # noqa: F401 (re-exported)
+from .sweep.where import where_rows
 
 #: the what-if columns that are conditions of a run (failed and degraded links,
 #: the policy, slow ranks, background traffic): scenario columns, so a healthy
@@ -43,13 +44,20 @@ def with_whatif(df: pd.DataFrame) -> pd.DataFrame:
 # ------------------------------------------------------------------ comparison
 
 def query(df: pd.DataFrame, where: str) -> pd.DataFrame:
-    """Rows matching a pandas query over the dataset columns, e.g.
-    ``"bandwidth_Bps == 5e10 and hop_latency_s < 1e-6"``."""
+    """Rows matching a where expression as a sweep file writes it
+    (:func:`flowemu.study.sweep.where.where_rows`), e.g.
+    ``"bandwidth == rate('100Gb/s') and hop_latency < time('1us')"``; the
+    dataset's column names work too (``"bandwidth_Bps == 1.25e10"``).
+    An expression outside that language is still tried as a pandas query
+    (``@name``, backquoted names, ``.str`` methods), as ``--where`` took
+    before; when neither reads it, the language's refusal is raised."""
     try:
-        return df.query(where, engine="python")
-    except Exception as exc:  # noqa: BLE001 - a user expression
-        raise ConfigError(f"--where: cannot apply {where!r}: {type(exc).__name__}: {exc}; "
-                          f"columns: {', '.join(df.columns)}") from None
+        return df[where_rows(df, where)]
+    except ConfigError as refused:
+        try:
+            return df.query(where, engine="python")
+        except Exception:  # noqa: BLE001 - not a pandas query either: say what is allowed
+            raise refused from None
 
 
 def scenario_columns(df: pd.DataFrame) -> list[str]:

@@ -18,7 +18,6 @@ copy) timed in the same run. Compile time is outside the timed part.
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from flowemu.algorithms import swing
@@ -36,13 +35,6 @@ def warm_jit():
     topo = parse_topology("torus:4x4")
     profile(swing.build(16, topo, False, variant="bandwidth"), topo, background="perm:0.5",
             slow="1=0.5", threads=1)
-
-
-def test_bench_yardstick_1gib_copy(benchmark):
-    """1 GiB numpy copy: the yardstick the other figures are read against."""
-    a = np.ones(2**27)
-    out = benchmark(a.copy)
-    assert out.nbytes == 2**30
 
 
 @pytest.mark.parametrize("case", list(CASES))

@@ -43,13 +43,6 @@ def warm_jit():
                      incast_threshold=1, incast_slope=0.1)
 
 
-def test_bench_yardstick_1gib_copy(benchmark):
-    """1 GiB numpy copy: the yardstick the other figures are read against."""
-    a = np.ones(2**27)
-    out = benchmark(a.copy)
-    assert out.nbytes == 2**30
-
-
 def test_bench_incast_permutation_64x64(benchmark):
     topo = parse_topology("torus:64x64")
     rng = np.random.default_rng(2026)

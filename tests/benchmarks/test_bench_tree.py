@@ -26,13 +26,6 @@ def tree():
     return t
 
 
-def test_bench_yardstick_1gib_copy(benchmark):
-    """1 GiB numpy copy: the yardstick the other figures are read against."""
-    a = np.ones(2**27)
-    out = benchmark(a.copy)
-    assert out.nbytes == 2**30
-
-
 @pytest.mark.parametrize("mode", ["split", "hash"])
 def test_bench_route_random_64_per_host(benchmark, tree, mode):
     """2**20 flows (every host to 64 random hosts)."""

@@ -9,6 +9,10 @@ import time
 
 import numpy as np
 
+#: the one benchmark of the copy (tests/benchmarks/test_bench_yardstick.py);
+#: compare.py normalises every median of a run by this one's
+YARDSTICK_BENCHMARK = "test_bench_yardstick_1gib_copy"
+
 
 def copy_1gib_ms(rounds: int = 3) -> float:
     """Milliseconds of the fastest of ``rounds`` copies of 1 GiB (2**27

@@ -1,15 +1,21 @@
 """``where`` expressions and ``[[exclude]]`` entries of a sweep file: which
-configurations of a grid to keep."""
+configurations of a grid to keep; and the same expressions over a dataset's
+rows (:func:`where_rows`, behind ``--where`` of ``flowemu compare`` and
+``flowemu plot``)."""
 
 from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
 
+import numpy as np
+import pandas as pd
+
 from ...algorithms import parse_algorithm_spec
 from ...core.errors import ConfigError
 from ...core.units import parse_rate, parse_sizes, parse_time
 from .config import GRID_FIELDS, Config
+from .dataset import NETWORK_COLUMNS
 from .fields import (
     Alg,
     Problems,
@@ -35,7 +41,7 @@ _WHERE_NODES = (ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.No
                 ast.Tuple, ast.Call, ast.Subscript, ast.IfExp)
 
 
-def compile_where(text, loc: str, probs: Problems):
+def compile_where(text, loc: str, probs: Problems, names=_WHERE_NAMES):
     if not isinstance(text, str):
         probs.add(loc, f"expected an expression string such as \"nodes <= 64\", got "
                        f"{type_name(text)}")
@@ -55,10 +61,10 @@ def compile_where(text, loc: str, probs: Problems):
             probs.add(loc, f"{text!r}: only these functions may be called: "
                            f"{', '.join(sorted(_WHERE_FUNCS))}")
             return None
-        if isinstance(node, ast.Name) and node.id not in _WHERE_NAMES \
+        if isinstance(node, ast.Name) and node.id not in names \
                 and node.id not in _WHERE_FUNCS:
-            probs.add(loc, f"{text!r}: unknown name {node.id!r}{suggest(node.id, _WHERE_NAMES)}"
-                           f"; known: {', '.join(_WHERE_NAMES)}")
+            probs.add(loc, f"{text!r}: unknown name {node.id!r}{suggest(node.id, names)}"
+                           f"; known: {', '.join(names)}")
             return None
     return compile(tree, f"<where {loc}>", "eval")
 
@@ -81,6 +87,109 @@ def eval_where(code, text: str, env: dict, loc: str, probs: Problems) -> bool | 
         probs.add(loc, f"{text!r} fails for {env['topology']} {env['algorithm_spec']}: "
                        f"{type(exc).__name__}: {exc}")
         return None
+
+
+# ------------------------------------------------------------ dataset rows
+
+#: names a dataset answers from its topology column, as a sweep does
+_TOPOLOGY_NAMES = ("family", "dims", "ndims")
+#: sweep-file names no dataset column holds, and what to write instead
+_NOT_IN_DATASETS = {
+    "network": "a preset's values are in bandwidth, link_latency, hop_latency, alpha, ...",
+    "failures": "the cables drawn are in fail (e.g. fail == 'random:4:0')",
+    "failure_seed": "the cables drawn are in fail (e.g. fail == 'random:4:0')",
+}
+
+
+class _Options(dict):
+    """A row's algorithm options as a sweep file's expression sees them (a
+    table: ``options['variant'] == 'bandwidth'``) that also equals the
+    dataset's text of them (``options == 'variant=bandwidth'``)."""
+
+    __hash__ = None
+
+    def __init__(self, text: str):
+        items = (item.partition("=") for item in text.split(",") if item)
+        super().__init__((k, _option_value(v)) for k, _, v in items)
+        self.text = text
+
+    def __eq__(self, other):
+        return self.text == other if isinstance(other, str) else dict.__eq__(self, other)
+
+    def __ne__(self, other):
+        return not self == other
+
+
+def _option_value(text: str):
+    try:   # numbers and booleans as the algorithm took them, anything else as text
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def _row_value(name: str, value):
+    value = value.item() if isinstance(value, np.generic) else value
+    if name == "options":
+        return _Options(value if isinstance(value, str) else "")
+    if name in _TOPOLOGY_NAMES:
+        try:
+            info = topo_info(value)
+        except ConfigError as exc:
+            raise ConfigError(f"--where: {name} of {value!r}: {exc}") from None
+        return {"family": info.family, "dims": info.dims, "ndims": len(info.dims)}[name]
+    return value
+
+
+def where_rows(df: pd.DataFrame, text: str) -> pd.Series:
+    """Which rows of ``df`` a where expression selects, read as a sweep file
+    reads it: its names (``bandwidth``, ``link_latency``, ..., ``family``,
+    ``dims``, ``options['variant']``) stand for the row's columns
+    (``bandwidth_Bps``, ``link_latency_s``, ...), ``rate()``, ``time()`` and
+    ``size()`` give values in those columns' units (B/s, s, B), and every
+    column may also be named as it is (``bandwidth_Bps == 5e10``).
+
+    Returns a boolean Series on ``df``'s index. Raises ``ConfigError``
+    naming the expression and what is allowed when it cannot be read or
+    applied. The expression is evaluated once per distinct combination of
+    the columns it names, so a filter over configurations costs what the
+    configurations do, not the rows."""
+    columns = [c for c in df.columns if isinstance(c, str) and c.isidentifier()]
+    names = tuple(dict.fromkeys([*_WHERE_NAMES, *columns]))
+    probs = Problems()
+    code = compile_where(text, "--where", probs, names)
+    if code is None:
+        raise ConfigError("; ".join(f"{loc}: {msg}" for loc, msg in probs.items))
+    used = sorted({node.id for node in ast.walk(ast.parse(text.strip(), mode="eval"))
+                   if isinstance(node, ast.Name)} - set(_WHERE_FUNCS))
+    source = {}   # name -> the column it reads
+    for name in used:
+        if name in df.columns:
+            source[name] = name
+        elif NETWORK_COLUMNS.get(name) in df.columns:
+            source[name] = NETWORK_COLUMNS[name]
+        elif name in _TOPOLOGY_NAMES and "topology" in df.columns:
+            source[name] = "topology"
+        else:
+            why = _NOT_IN_DATASETS.get(name, "the data has no such column")
+            raise ConfigError(f"--where: {text!r}: {name!r} is not in the results ({why}); "
+                              f"columns: {', '.join(columns)}")
+    cols = sorted(set(source.values()))
+    if cols and len(df):
+        codes = df.groupby(cols, dropna=False, sort=False).ngroup().to_numpy()
+        _, first = np.unique(codes, return_index=True)
+        reps = df[cols].iloc[first].to_dict("records")
+    else:
+        codes, reps = np.zeros(len(df), dtype=np.int64), [{}]
+    matched = np.empty(len(reps), dtype=bool)
+    for i, row in enumerate(reps):
+        env = {name: _row_value(name, row[col]) for name, col in source.items()}
+        try:
+            matched[i] = bool(eval(code, {"__builtins__": {}, **_WHERE_FUNCS}, env))
+        except Exception as exc:  # noqa: BLE001 - a user expression failing is a config problem
+            at = ", ".join(f"{k}={v!r}" for k, v in row.items())
+            raise ConfigError(f"--where: {text!r} fails at {at}: {type(exc).__name__}: "
+                              f"{exc}") from None
+    return pd.Series(matched[codes] if len(df) else np.zeros(0, dtype=bool), index=df.index)
 
 
 # ------------------------------------------------------------ exclude entries

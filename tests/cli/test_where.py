@@ -1,0 +1,109 @@
+"""``--where`` of ``flowemu compare`` and ``flowemu plot`` reads the sweep
+file's filter language: its names (``bandwidth``), its unit helpers
+(``rate('100Gb/s')``), mapped onto the dataset's columns (``bandwidth_Bps``);
+the column names keep working, and a bad filter is a one-line error."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+import flowemu
+from flowemu.cli.app import main
+from flowemu.study import results
+from flowemu.study.figures import plots
+
+SWEEP = """
+sizes = "1KiB,1MiB"
+topology = ["torus:4x4", "torus:8"]
+algorithm = ["ring", "recdoub:variant=latency"]
+bandwidth = ["100Gb/s", "400Gb/s"]
+"""
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("where")
+    (tmp / "bw.toml").write_text(SWEEP)
+    assert main(["sweep", str(tmp / "bw.toml"), "--out", str(tmp / "bw"), "--jobs", "1"]) == 0
+    return tmp / "bw"
+
+
+@pytest.fixture
+def compared(monkeypatch):
+    """The rows ``flowemu compare`` compares (the command reads through the module)."""
+    seen = []
+    real = results.compare
+
+    def spy(df, **kw):
+        seen.append(df)
+        return real(df, **kw)
+    monkeypatch.setattr(results, "compare", spy)
+    return seen
+
+
+@pytest.fixture
+def plotted(monkeypatch):
+    """The rows a figure of ``flowemu plot`` draws."""
+    seen = []
+    real = plots.filter_rows
+
+    def spy(df, *a, **kw):
+        seen.append(real(df, *a, **kw))
+        return seen[-1]
+    monkeypatch.setattr(plots, "filter_rows", spy)
+    return seen
+
+
+def same_rows(got: pd.DataFrame, want: pd.DataFrame) -> bool:
+    key = ["config_hash", "size_bytes"]
+    return sorted(map(tuple, got[key].to_numpy())) == sorted(map(tuple, want[key].to_numpy()))
+
+
+WHERE = [
+    ("bandwidth == rate('100Gb/s')", lambda d: d[d["bandwidth_Bps"] == 12.5e9]),
+    ("bandwidth_Bps == 12.5e9", lambda d: d[d["bandwidth_Bps"] == 12.5e9]),     # as before
+    ("bandwidth > rate('100Gb/s') and topology == 'torus:4x4' and size_bytes >= size('1MiB')",
+     lambda d: d[(d["bandwidth_Bps"] > 12.5e9) & (d["topology"] == "torus:4x4")
+                 & (d["size_bytes"] >= 2**20)]),
+    ("family == 'torus' and ndims == 1", lambda d: d[d["topology"] == "torus:8"]),
+    ("algorithm == 'recdoub' and options['variant'] == 'latency' and link_latency >= time('0s')",
+     lambda d: d[d["algorithm"] == "recdoub"]),
+]
+
+
+@pytest.mark.parametrize("where, want", WHERE, ids=[w for w, _ in WHERE])
+def test_compare_where_selects_the_rows_pandas_selects(dataset, compared, where, want, capsys):
+    assert main(["compare", str(dataset), "--where", where, "-f", "csv"]) == 0
+    expected = want(flowemu.load(dataset))
+    assert 0 < len(expected) < len(flowemu.load(dataset))
+    assert same_rows(compared[-1], expected)
+
+
+@pytest.mark.parametrize("where", [WHERE[0][0], WHERE[1][0]])
+def test_plot_where_selects_the_rows_pandas_selects(dataset, plotted, where, tmp_path):
+    out = tmp_path / "g.png"
+    assert main(["plot", str(dataset), "--where", where, "--out", str(out)]) == 0
+    assert out.stat().st_size > 0
+    df = flowemu.load(dataset)
+    assert same_rows(plotted[-1], df[df["bandwidth_Bps"] == 12.5e9])
+
+
+@pytest.mark.parametrize("where, says", [
+    ("bandwith == rate('100Gb/s')", "unknown name 'bandwith' (did you mean 'bandwidth'?)"),
+    ("bandwidth == rate('fast')", "cannot read 'fast' as a rate"),
+    ("network == 'paper'", "'network' is not in the results"),
+    ("open('x')", "only these functions may be called"),
+    ("nodes >", "cannot parse"),
+])
+def test_a_bad_filter_is_one_line_naming_it(dataset, where, says, capsys):
+    assert main(["compare", str(dataset), "--where", where]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert "--where" in err and repr(where) in err and says in err
+
+
+def test_a_pandas_query_still_works(dataset, compared):
+    assert main(["compare", str(dataset), "--where", "topology.str.endswith('4x4')"]) == 0
+    df = flowemu.load(dataset)
+    assert same_rows(compared[-1], df[df["topology"] == "torus:4x4"])
