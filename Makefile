@@ -62,7 +62,7 @@ SWEEP_OPTS = $(if $(JOBS),--jobs $(JOBS)) $(if $(SCHEDULER),--scheduler $(SCHEDU
 sweep: $(STAMP)
 	$(PY) -m flowemu sweep $(CONFIG) --out $(RESULTS)/$(basename $(notdir $(CONFIG))) $(SWEEP_OPTS)
 
-# goodput and gain figures (per group) of every dataset under results/, in <dataset>/figures/,
+# goodput and gain figures (per group) of every dataset under results/, in <dataset>/_figures/,
 # and the slowdown figure of datasets with what-if rows (results/whatif-failures/: make whatif)
 figures: $(STAMP)
 	@found=; for d in $(RESULTS)/*/; do \
@@ -77,7 +77,7 @@ figures: $(STAMP)
 # and the fat-tree / leaf-spine tapering what-if: configs/taper.toml -> results/taper/
 # and the GenModel paper's GenTree study (§5.3, Tables 6-7): configs/gentree.toml -> results/gentree/
 PAPER := $(RESULTS)/paper
-PAPER_FIGS := $(PAPER)/figures
+PAPER_FIGS := $(PAPER)/_figures
 ALPHA := $(RESULTS)/alpha
 TORUSLIKE := $(RESULTS)/toruslike
 TAPER := $(RESULTS)/taper
@@ -132,15 +132,15 @@ paper: $(STAMP)
 
 # the failure study: Swing, bucket, ring and recursive doubling on torus:64x64 and
 # fattree:k=16 with 0, 1, 4, 16 random failed links over 20 seeds (configs/whatif-failures.toml)
-# -> results/whatif-failures/, its figures (figures/slowdown.png) and the slowdown table
+# -> results/whatif-failures/, its figures (_figures/slowdown.png) and the slowdown table
 WHATIF := $(RESULTS)/whatif-failures
 whatif: $(STAMP)
 	$(PY) -m flowemu sweep configs/whatif-failures.toml --out $(WHATIF) $(SWEEP_OPTS)
 	$(PY) -m flowemu plot $(WHATIF)
 	$(PY) -m flowemu plot $(WHATIF) --kind slowdown --size 1MiB \
-	  --title "random link failures, 20 seeds" --out $(WHATIF)/figures/slowdown-1MiB.png
+	  --title "random link failures, 20 seeds" --out $(WHATIF)/_figures/slowdown-1MiB.png
 	$(PY) -m flowemu plot $(WHATIF) --kind slowdown --size 1KiB \
-	  --title "random link failures, 20 seeds" --out $(WHATIF)/figures/slowdown-1KiB.png
+	  --title "random link failures, 20 seeds" --out $(WHATIF)/_figures/slowdown-1KiB.png
 	$(PY) -m flowemu compare $(WHATIF) --by whatif --format csv --out $(WHATIF)/compare-whatif.csv
 
 lint: $(STAMP)

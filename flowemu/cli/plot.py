@@ -1,6 +1,6 @@
 """``flowemu plot``: goodput, time, gain or slowdown figures of a dataset.
 
-Without ``--out`` every standard figure goes into ``DATASET/figures/``; with
+Without ``--out`` every standard figure goes into ``DATASET/_figures/``; with
 ``--out FILE.png`` (or .pdf, .svg) one figure, chosen by ``--kind`` and
 filtered by the other options.
 """
@@ -16,7 +16,7 @@ from .options import WHERE_HELP, given, refuse
 def add_arguments(pl) -> None:
     pl.add_argument("dataset", help="a sweep's dataset directory (or a parquet/CSV file)")
     pl.add_argument("--out", "-o",
-                    help="FILE.png (default: every figure into DATASET/figures/)")
+                    help="FILE.png (default: every figure into DATASET/_figures/)")
     pl.add_argument("--kind", "-k", default="goodput",
                     help="goodput | time (vs size) | gain (heatmap) | gain-curve (gain vs "
                          "size, a line per value of --by) | slowdown (vs failed links, "
@@ -42,7 +42,7 @@ def cmd_plot(args) -> int:
         for dest in ("kind", "group", "topology", "algorithm", "where", "title", "by", "size"):
             if given(args, dest):
                 refuse(f"--{dest}", "needs --out FILE (without it, plot draws every standard "
-                                    "figure of the dataset into DATASET/figures/)")
+                                    "figure of the dataset into DATASET/_figures/)")
         for path in figures(args.dataset):
             print(path)
         return 0

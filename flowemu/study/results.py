@@ -17,7 +17,15 @@ import pandas as pd
 from ..core.errors import ConfigError
 from ..core.units import format_rate, format_size, format_time
 from ..whatif.conditions import CONDITIONS, HEALTHY, WHATIF_COLUMNS
-from .sweep.dataset import ERRORS_DIR, MANIFEST, SWEEP_COLUMNS, load, load_errors  # noqa: F401 (re-exported)
+from .sweep.dataset import (  # noqa: F401 (re-exported)
+    ASIDE_DIR,
+    ERRORS_DIR,
+    FIGURES_DIR,
+    MANIFEST,
+    SWEEP_COLUMNS,
+    load,
+    load_errors,
+)
 from .sweep.where import where_rows
 
 #: the what-if columns that are conditions of a run (failed and degraded links,

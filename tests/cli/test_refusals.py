@@ -14,6 +14,7 @@ import pytest
 import flowemu
 from flowemu.core.errors import ConfigError
 from flowemu.core.units import MAX_SIZE, parse_size
+from flowemu.study.results import FIGURES_DIR
 from tests.helpers.cli import one_error_line, run
 
 SWEEP = 'topology = "torus:4x4"\nalgorithm = ["ring", "bucket"]\nsizes = "1KiB,2KiB"\n'
@@ -73,7 +74,7 @@ def dataset(tmp_path, sweep_file):
 def test_plot_filters_need_out(capsys, dataset, extra, option):
     code, _, err = run(capsys, ["plot", str(dataset)] + extra)
     assert code == 2 and one_error_line(err).startswith(f"flowemu: error: {option}: ")
-    assert not (dataset / "figures").exists()
+    assert not (dataset / FIGURES_DIR).exists()
 
 
 def test_gain_curve_needs_a_column_that_varies(capsys, dataset, tmp_path):

@@ -6,6 +6,7 @@ import pytest
 from flowemu.cli.app import main
 from flowemu.core.errors import ConfigError
 from flowemu.study.figures.plots import figures, plot, plot_gain, plot_goodput
+from flowemu.study.results import FIGURES_DIR
 from flowemu.study.sweep import sweep
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -102,8 +103,8 @@ def test_cli_plot(dataset, tmp_path, capsys):
     out = tmp_path / "one.png"
     assert main(["plot", str(dataset), "-o", str(out), "-t", "torus:4x4,torus:8"]) == 0
     assert is_png(out)
-    assert main(["plot", str(dataset)]) == 0            # every figure into DATASET/figures
-    assert len(list((dataset / "figures").glob("*.png"))) == 4
+    assert main(["plot", str(dataset)]) == 0            # every figure into DATASET/_figures
+    assert len(list((dataset / FIGURES_DIR).glob("*.png"))) == 4
 
 
 # ------------------------------------------------------------------ looks and layout

@@ -1,17 +1,32 @@
 """A dataset is exactly its sweep: editing the sweep file between runs reuses,
-computes and sets aside; --prune deletes; another sweep's dataset is refused."""
+computes and sets aside; --prune deletes; another sweep's dataset is refused.
+Pandas, pyarrow and DuckDB, pointed at the directory, read exactly the rows
+:func:`flowemu.load` returns, whatever figures, errors and set-aside rows lie
+beside them; a dataset of the old layout loads as before and is moved to the
+new one by the next sweep run."""
 
 from pathlib import Path
 
+import duckdb
 import pandas as pd
+import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 import pytest
 
 import flowemu
 from flowemu.cli.app import main
 from flowemu.core.errors import ConfigError
-from flowemu.study.results import MANIFEST, compare, load, load_errors
+from flowemu.study.results import (
+    ASIDE_DIR,
+    ERRORS_DIR,
+    FIGURES_DIR,
+    MANIFEST,
+    compare,
+    load,
+    load_errors,
+)
 from flowemu.study.sweep import load_sweep, sweep
+from flowemu.study.sweep.dataset import write_manifest
 
 REPO_ROOT = Path(flowemu.__file__).resolve().parents[1]
 
@@ -54,7 +69,7 @@ def by_config(df):
 
 def rows_on_disk(out: Path) -> pd.DataFrame:
     """Every row in the part files, set aside or not (read without flowemu)."""
-    parts = sorted(out.glob("part-*.parquet"))
+    parts = sorted(out.glob("part-*.parquet")) + sorted((out / ASIDE_DIR).glob("part-*.parquet"))
     return pd.concat([pq.read_table(p).to_pandas() for p in parts], ignore_index=True)
 
 
@@ -85,8 +100,11 @@ def test_edited_sweep_file_reuses_computes_and_sets_aside(tmp_path, capsys):
                                   check_exact=True)
     # compare and plot see only the sweep: one scenario per bandwidth of V2
     assert set(compare(df)["bandwidth_Bps"]) == {200e9 / 8, 400e9 / 8}
-    # the set-aside rows stay on disk ...
+    # the set-aside rows stay on disk, in _aside/, where parquet readers do not look ...
     assert set(rows_on_disk(out)["config_hash"]) == h1_ok | h2
+    assert set(pd.read_parquet(out / ASIDE_DIR)["config_hash"]) == h1_ok - h2
+    pd.testing.assert_frame_equal(by_config(pd.read_parquet(out)), by_config(df),
+                                  check_dtype=False, check_exact=True)
 
     # ... so going back to V1 computes nothing but the failing configuration is
     # still recorded as failed
@@ -102,7 +120,8 @@ def test_edited_sweep_file_reuses_computes_and_sets_aside(tmp_path, capsys):
     assert code == 0 and "pruned: 7 configurations (30 rows)" in text
     on_disk = rows_on_disk(out)
     assert set(on_disk["config_hash"]) == h2 and len(on_disk) == 6 * SIZES
-    assert not list((out / "errors").glob("*.parquet"))
+    assert not list((out / ERRORS_DIR).glob("*.parquet"))
+    assert not list((out / ASIDE_DIR).glob("*.parquet"))
     pd.testing.assert_frame_equal(by_config(load(out)), by_config(df), check_exact=True)
 
 
@@ -153,7 +172,10 @@ def test_dataset_without_manifest_loads_whole(tmp_path):
     sweep(path, out, jobs=1, progress=False)
     sweep(write(path, V2.replace('"200Gb/s", ', "")), out, jobs=1, progress=False)
     assert len(load(out)) == 3 * SIZES
-    (out / MANIFEST).unlink()
+    (out / MANIFEST).unlink()     # the top level: the rows set aside are in _aside/
+    assert len(load(out)) == 3 * SIZES
+    for part in (out / ASIDE_DIR).glob("part-*.parquet"):   # as a dataset of the old layout
+        part.rename(out / f"{part.stem}-aside.parquet")
     assert len(load(out)) == 6 * SIZES
     (out / MANIFEST).write_text("{not json")
     with pytest.raises(ConfigError, match="_manifest.json"):
@@ -178,3 +200,144 @@ def test_demo_runs_after_its_config_is_edited(tmp_path, capsys):
     assert "on torus:4x4: 200Gb/s links" in second and "on torus:4x4: 800Gb/s links" in second
     assert "400Gb/s links" not in second and "recdoub:variant=latency" in second
     assert len(load(out)) == 2 * 5 * 3
+
+
+# ------------------------------------------------------------------ plain parquet readers
+
+def same_rows(read: pd.DataFrame, expected: pd.DataFrame) -> None:
+    """The same rows, with the same values in the columns both have."""
+    cols = [c for c in expected.columns if c in read.columns]
+    assert {"config_hash", "size_bytes", "time_s"} <= set(cols)
+    pd.testing.assert_frame_equal(by_config(read[cols]), by_config(expected[cols]),
+                                  check_dtype=False, check_exact=True)
+
+
+def plain_readers_agree(out: Path) -> pd.DataFrame:
+    """:func:`load`'s rows, checked against pandas, pyarrow and DuckDB reading
+    the directory."""
+    expected = load(out)
+    assert len(expected)
+    same_rows(pd.read_parquet(out), expected)
+    same_rows(pads.dataset(out, format="parquet").to_table().to_pandas(), expected)
+    same_rows(pq.read_table(out).to_pandas(), expected)
+    with duckdb.connect() as con:
+        same_rows(con.sql(f"select * from read_parquet('{out}/*.parquet')").df(), expected)
+    return expected
+
+
+def test_parquet_readers_get_exactly_the_sweeps_rows(tmp_path, capsys):
+    path = write(tmp_path / "s.toml", V1)
+    out = tmp_path / "d"
+    h1 = {c.hash for c in load_sweep(path).configs}
+    s1 = sweep(path, out, jobs=1, progress=False, chunk_size=9)   # one part file
+    assert (s1.computed, s1.failed) == (8, 1) and len(list(out.glob("part-*"))) == 1
+    assert main(["plot", str(out)]) == 0             # figures beside the rows
+    assert list((out / FIGURES_DIR).glob("*.png"))
+    capsys.readouterr()
+    first = plain_readers_agree(out)
+
+    # editing the file splits the part file: 2 of its configurations stay
+    h2 = {c.hash for c in load_sweep(write(path, V2)).configs}
+    s2 = sweep(path, out, jobs=1, progress=False)
+    assert (s2.reused, s2.computed, s2.set_aside) == (2, 4, 7)
+    assert f"their rows in {out / ASIDE_DIR}" in s2.text()
+    df = plain_readers_agree(out)
+    assert set(df["config_hash"]) == h2
+    assert set(pd.read_parquet(out / ASIDE_DIR)["config_hash"]) == set(first.config_hash) - h2
+
+    # listed again, the rows come back (not recomputed) and V2's new ones go aside
+    s3 = sweep(write(path, V1), out, jobs=1, progress=False)
+    assert (s3.reused, s3.computed, s3.failed_earlier, s3.set_aside) == (8, 0, 1, 4)
+    pd.testing.assert_frame_equal(by_config(plain_readers_agree(out)), by_config(first),
+                                  check_exact=True)
+    assert set(pd.read_parquet(out / ASIDE_DIR)["config_hash"]) == h2 - h1
+    assert len(load_errors(out)) == 1 and list((out / ERRORS_DIR).glob("errors-*.parquet"))
+
+
+def test_old_layout_loads_and_is_moved_to_the_new_one_by_the_next_run(tmp_path):
+    path = write(tmp_path / "s.toml", V1)
+    out = tmp_path / "d"
+    sweep(path, out, jobs=1, progress=False, chunk_size=9)
+    first, errors = load(out), load_errors(out)
+    # the old layout, by hand: errors/ and figures/ directories ...
+    (out / ERRORS_DIR).rename(out / "errors")
+    (out / "figures").mkdir()
+    (out / "figures" / "gain.png").write_bytes(b"\x89PNG old figure")
+    pd.testing.assert_frame_equal(load(out), first)
+    pd.testing.assert_frame_equal(load_errors(out), errors)
+    # ... and the sweep file edited: the old sweep run only changed the manifest,
+    # so the part file mixes configurations the sweep lists with set-aside ones
+    h2 = {c.hash for c in load_sweep(write(path, V2)).configs}
+    write_manifest(out, "s", path, h2)
+    [mixed] = out.glob("part-*.parquet")
+    held = set(pq.read_table(mixed).column("config_hash").to_pylist())
+    assert held & h2 and held - h2
+    old = load(out)
+    pd.testing.assert_frame_equal(by_config(old), by_config(first[first.config_hash.isin(h2)]),
+                                  check_exact=True)
+    assert load_errors(out).empty                        # the failing one is set aside
+
+    s = sweep(path, out, jobs=1, progress=False)
+    assert (s.reused, s.computed, s.set_aside) == (2, 4, 7)
+    assert not (out / "errors").exists() and not (out / "figures").exists()
+    assert (out / FIGURES_DIR / "gain.png").read_bytes() == b"\x89PNG old figure"
+    assert list((out / ERRORS_DIR).glob("errors-*.parquet"))
+    df = plain_readers_agree(out)
+    pd.testing.assert_frame_equal(by_config(df[df.config_hash.isin(held)]), by_config(old),
+                                  check_exact=True)
+    # nothing recomputed, nothing lost: V1 again has every row and the error
+    s = sweep(write(path, V1), out, jobs=1, progress=False)
+    assert (s.reused, s.computed, s.failed_earlier) == (8, 0, 1)
+    pd.testing.assert_frame_equal(by_config(plain_readers_agree(out)), by_config(first),
+                                  check_exact=True)
+    pd.testing.assert_frame_equal(load_errors(out), errors)
+
+
+def test_figures_of_both_layouts_join(tmp_path):
+    """A dataset plotted by this flowemu before its first sweep run: the old
+    figures join the new ones; the same name in both is an old drawing."""
+    out = tmp_path / "d"
+    sweep(write(tmp_path / "s.toml", V2), out, jobs=1, progress=False)
+    (out / "figures").mkdir()
+    (out / "figures" / "gain.png").write_bytes(b"old")
+    (out / "figures" / "fig6.png").write_bytes(b"mine")
+    (out / FIGURES_DIR).mkdir()
+    (out / FIGURES_DIR / "gain.png").write_bytes(b"new")
+    s = sweep(tmp_path / "s.toml", out, jobs=1, progress=False)
+    assert s.reused == 6 and not (out / "figures").exists()
+    assert {p.name: p.read_bytes() for p in (out / FIGURES_DIR).iterdir()} == \
+        {"gain.png": b"new", "fig6.png": b"mine"}
+
+
+def test_a_move_killed_halfway_loads_and_the_next_run_finishes_it(tmp_path, monkeypatch):
+    from flowemu.study.sweep import layout
+    path = write(tmp_path / "s.toml", V1)
+    out = tmp_path / "d"
+    sweep(path, out, jobs=1, progress=False, chunk_size=9)   # one part file
+    first = load(out)
+    writes = []
+
+    def killed_after_the_copy(directory, table, name):
+        writes.append(name)
+        if len(writes) == 2:     # the set-aside rows are in _aside/, still at the top too
+            raise KeyboardInterrupt
+        return layout_write(directory, table, name)
+
+    layout_write = layout.write_part
+    monkeypatch.setattr(layout, "write_part", killed_after_the_copy)
+    h2 = {c.hash for c in load_sweep(write(path, V2)).configs}
+    with pytest.raises(KeyboardInterrupt):
+        sweep(path, out, jobs=1, progress=False)
+    monkeypatch.undo()
+    assert writes and all(w == writes[0] for w in writes)
+    pd.testing.assert_frame_equal(by_config(load(out)),
+                                  by_config(first[first.config_hash.isin(h2)]), check_exact=True)
+    s = sweep(path, out, jobs=1, progress=False)
+    assert (s.reused, s.computed, s.set_aside) == (2, 4, 7)
+    plain_readers_agree(out)
+    on_disk = rows_on_disk(out)
+    assert not on_disk.duplicated(["config_hash", "size_bytes"]).any()
+    s = sweep(write(path, V1), out, jobs=1, progress=False)
+    assert (s.reused, s.computed) == (8, 0)
+    pd.testing.assert_frame_equal(by_config(plain_readers_agree(out)), by_config(first),
+                                  check_exact=True)

@@ -13,6 +13,7 @@ from flowemu.core.errors import ConfigError
 from flowemu.study.figures.plots import figures, plot
 from flowemu.study.figures.slowdown import plot_slowdown, slowdown_figure
 from flowemu.study.results import (
+    FIGURES_DIR,
     compare,
     compare_table,
     compare_whatif,
@@ -436,7 +437,7 @@ def test_sweep_dataset_compare_and_figures(tmp_path, capsys):
     assert code == 0 and "fail random:2" in out
     code, out, err = run(capsys, ["plot", str(tmp_path / "wf")])
     assert code == 0 and not err
-    assert is_png(tmp_path / "wf" / "figures" / "slowdown.png")
+    assert is_png(tmp_path / "wf" / FIGURES_DIR / "slowdown.png")
 
 
 def test_slowdown_figure_panels_keep_their_own_axis():

@@ -40,6 +40,7 @@ from matplotlib.ticker import FuncFormatter, NullFormatter
 from ...core.errors import ConfigError
 from ...core.units import format_size, format_time
 from ..results import (
+    FIGURES_DIR,
     SCENARIO_COLUMNS,
     TIE_RTOL,
     compare,
@@ -471,13 +472,14 @@ def plot(dataset, out, kind: str = "goodput", **kwargs) -> Path:
 def figures(dataset, outdir=None) -> list[Path]:
     """Every standard figure of a dataset: ``goodput`` and ``gain`` PNGs, one
     pair per group when the dataset has several (``goodput-<group>.png``), in
-    ``outdir`` (default ``DATASET/figures``); and ``slowdown`` (largest size)
+    ``outdir`` (default ``DATASET/_figures``, which parquet readers of the
+    dataset skip); and ``slowdown`` (largest size)
     where a group holds what-if rows beside healthy ones, whose goodput and
     gain figures then show the healthy network (the title says so)."""
     df = load(dataset)
     if df.empty:
         raise ConfigError(f"plot: {dataset} holds no results")
-    outdir = Path(outdir) if outdir is not None else Path(dataset) / "figures"
+    outdir = Path(outdir) if outdir is not None else Path(dataset) / FIGURES_DIR
     outdir.mkdir(parents=True, exist_ok=True)
     name = str(df["sweep"].iloc[0]) if "sweep" in df.columns else Path(dataset).name
     groups = sorted(df["group"].unique()) if "group" in df.columns else [None]

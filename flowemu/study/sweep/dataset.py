@@ -1,25 +1,42 @@
 """Sweep datasets: the parquet schema, atomic part files, the manifest, loading,
 setting aside and pruning.
 
-A dataset is a directory::
+A dataset is a directory whose parquet files are exactly its sweep's rows::
 
     DATASET/
       part-<run>-<seq>.parquet            result rows: one per (configuration, size)
-      errors/errors-<run>-<seq>.parquet   configurations that failed, with the message
+      _errors/errors-<run>-<seq>.parquet  configurations that failed, with the message
+      _aside/part-<run>-<seq>.parquet     rows of configurations the sweep file no longer lists
+      _figures/                           what ``flowemu plot DATASET`` draws
       _manifest.json                      the sweep it holds: name, file, config hashes
       _config.toml                        the sweep file of the last run
       .lock                               held while a sweep writes (flock)
 
+Parquet readers skip names starting with ``_`` or ``.`` (pyarrow's dataset
+discovery, hence ``pandas.read_parquet(DATASET)``), and a glob such as
+DuckDB's ``read_parquet('DATASET/*.parquet')`` sees only the top level: both
+read exactly the rows :func:`load` returns. Nothing else belongs at the top
+level (a file of another format there breaks ``pandas.read_parquet``).
+
 Each part file is written under a hidden temporary name (``.tmp-*``), synced
-and renamed: a crash (even SIGKILL) leaves either the whole file or nothing,
-and readers ignore names starting with ``.`` or ``_``. Every configuration
-lives in exactly one part file, so resuming skips the hashes already present.
+and renamed: a crash (even SIGKILL) leaves either the whole file or nothing.
+Every configuration lives in exactly one part file, so resuming skips the
+hashes already present.
 
 The manifest makes a dataset exactly its sweep: :func:`load` and
 :func:`load_errors` keep only the configurations whose hash it lists. Rows of
-configurations the sweep file no longer lists stay on disk, *set aside*
-(a later run that lists them again reuses them) until :func:`prune` deletes
-them. A dataset without a manifest (written before it existed) loads whole.
+configurations the sweep file no longer lists are *set aside*: the sweep run
+moves them into ``_aside/`` (splitting a part file that also holds current
+rows), and back when a later run lists them again (never recomputed), until
+:func:`prune` deletes them (:mod:`.layout`). A kill between those moves can
+leave set-aside rows at the top level until the next run; :func:`load` still
+filters them out by the manifest. A dataset without a manifest (written before
+it existed) loads its top-level part files whole.
+
+Datasets written before this layout keep their error records in ``errors/``
+and figures in ``figures/``, and may mix current and set-aside rows in a part
+file: they load the same, and the next sweep run moves them to this layout
+(:func:`flowemu.study.sweep.layout.migrate`).
 
 Result rows hold :data:`flowemu.api.simulation.RESULT_COLUMNS` plus :data:`SWEEP_COLUMNS`
 (sweep name, group, configuration key and hash, comparison label, canonical
@@ -41,7 +58,12 @@ from ...core.outputs import replace_atomically
 from ...core.version import __version__
 from ...whatif.conditions import HEALTHY
 
-ERRORS_DIR = "errors"
+ERRORS_DIR = "_errors"
+ASIDE_DIR = "_aside"
+FIGURES_DIR = "_figures"
+#: the directories of the old layout and the names they moved to
+OLD_ERRORS_DIR = "errors"
+OLD_DIRS = {OLD_ERRORS_DIR: ERRORS_DIR, "figures": FIGURES_DIR}
 MANIFEST = "_manifest.json"
 
 #: columns a sweep adds in front of :data:`flowemu.api.simulation.RESULT_COLUMNS`
@@ -126,7 +148,7 @@ def _arrow(df: pd.DataFrame):
 
 # ------------------------------------------------------------------ atomic files
 
-def _fsync_dir(directory: Path) -> None:
+def fsync_dir(directory: Path) -> None:
     try:
         fd = os.open(directory, os.O_RDONLY)
     except OSError:
@@ -150,7 +172,7 @@ def write_part(directory, table, name: str) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     final = replace_atomically(directory / f"{name}.parquet",
                                lambda fh: pq.write_table(table, fh, compression="zstd"))
-    _fsync_dir(directory)
+    fsync_dir(directory)
     return final
 
 
@@ -165,7 +187,8 @@ def write_errors(directory, rows: list[dict], name: str) -> Path:
 def clean_temp(dataset) -> int:
     """Remove temporary files a killed sweep left behind (call under the lock)."""
     n = 0
-    for d in (Path(dataset), Path(dataset) / ERRORS_DIR):
+    path = Path(dataset)
+    for d in (path, path / ERRORS_DIR, path / ASIDE_DIR, path / OLD_ERRORS_DIR):
         for tmp in d.glob(".tmp-*") if d.is_dir() else ():
             tmp.unlink(missing_ok=True)
             n += 1
@@ -178,6 +201,28 @@ def _parts(directory: Path, prefix: str) -> list[Path]:
     return sorted(directory.glob(f"{prefix}-*.parquet")) if directory.is_dir() else []
 
 
+def result_parts(dataset) -> list[Path]:
+    """The part files of the sweep's rows (the top level), in the order written."""
+    return _parts(Path(dataset), "part")
+
+
+def aside_parts(dataset) -> list[Path]:
+    """The part files of rows set aside."""
+    return _parts(Path(dataset) / ASIDE_DIR, "part")
+
+
+def error_parts(dataset) -> list[Path]:
+    """The error records, in the order written (``errors/`` of the old layout too)."""
+    path = Path(dataset)
+    return sorted(_parts(path / ERRORS_DIR, "errors") + _parts(path / OLD_ERRORS_DIR, "errors"),
+                  key=lambda p: p.name)
+
+
+def read_hashes(path: Path) -> list[str]:
+    """The ``config_hash`` column of one part file."""
+    return _read_column(path, "config_hash")
+
+
 def _read_column(path: Path, column: str) -> list:
     import pyarrow.parquet as pq
     try:
@@ -187,32 +232,35 @@ def _read_column(path: Path, column: str) -> list:
 
 
 def result_hashes(dataset) -> set[str]:
-    """Hashes of the configurations that have result rows."""
+    """Hashes of the configurations that have result rows (set aside or not)."""
     out: set[str] = set()
-    for part in _parts(Path(dataset), "part"):
-        out.update(_read_column(part, "config_hash"))
+    for part in result_parts(dataset) + aside_parts(dataset):
+        out.update(read_hashes(part))
     return out
 
 
 def error_hashes(dataset) -> set[str]:
     """Hashes of the configurations recorded as failed."""
     out: set[str] = set()
-    for part in _parts(Path(dataset) / ERRORS_DIR, "errors"):
-        out.update(_read_column(part, "config_hash"))
+    for part in error_parts(dataset):
+        out.update(read_hashes(part))
     return out
+
+
+def read_part(part: Path):
+    """One part file as a pyarrow table (a ConfigError naming a broken file)."""
+    import pyarrow.parquet as pq
+    try:
+        return pq.read_table(part)
+    except Exception as exc:  # noqa: BLE001
+        raise ConfigError(f"dataset: cannot read {str(part)!r}: {exc}") from None
 
 
 def _read_parts(parts: list[Path]) -> pd.DataFrame | None:
     import pyarrow as pa
-    import pyarrow.parquet as pq
     if not parts:
         return None
-    tables = []
-    for part in parts:
-        try:
-            tables.append(pq.read_table(part))
-        except Exception as exc:  # noqa: BLE001
-            raise ConfigError(f"dataset: cannot read {str(part)!r}: {exc}") from None
+    tables = [read_part(part) for part in parts]
     return pa.concat_tables(tables, promote_options="default").to_pandas()
 
 
@@ -242,7 +290,7 @@ def load(dataset) -> pd.DataFrame:
         except Exception as exc:  # noqa: BLE001
             raise ConfigError(f"dataset: cannot read {str(path)!r}: {exc}") from None
         return with_model(df)
-    df = _current(_read_parts(_parts(path, "part")), path)
+    df = _current(_read_parts(result_parts(path)), path)
     if df is None:
         return pd.DataFrame(columns=SWEEP_COLUMNS + RESULT_COLUMNS)
     return with_model(df)
@@ -295,7 +343,7 @@ def load_errors(dataset) -> pd.DataFrame:
     each, leaving out those that have results now (a retry succeeded) and
     those set aside."""
     path = _dataset_dir(dataset)
-    df = _current(_read_parts(_parts(path / ERRORS_DIR, "errors")), path)
+    df = _current(_read_parts(error_parts(path)), path)
     if df is None:
         return pd.DataFrame(columns=SWEEP_COLUMNS[:4] + ["topology", "error_type", "error"])
     df = df.drop_duplicates("config_hash", keep="last")
@@ -343,17 +391,16 @@ def _current(df: pd.DataFrame | None, path: Path) -> pd.DataFrame | None:
 def sweep_names(dataset) -> set[str]:
     """The sweep names recorded in a dataset's rows and errors (for a dataset
     without manifest, to tell whether it holds another sweep)."""
-    path = Path(dataset)
     out: set[str] = set()
-    for part in _parts(path, "part") + _parts(path / ERRORS_DIR, "errors"):
+    for part in result_parts(dataset) + aside_parts(dataset) + error_parts(dataset):
         out.update(_read_column(part, "sweep"))
     return out
 
 
 def prune(dataset, keep) -> tuple[int, int]:
-    """Delete the rows (and error records) of configurations not in ``keep``:
-    a part file holding none of them is removed, one holding some is
-    rewritten (atomically) with the rows that stay. Call under the lock.
+    """Delete the rows (set aside or not) and error records of configurations
+    not in ``keep``: a part file holding none of them is removed, one holding
+    some is rewritten (atomically) with the rows that stay. Call under the lock.
 
     Returns
     -------
@@ -361,30 +408,28 @@ def prune(dataset, keep) -> tuple[int, int]:
         How many configurations and result rows were deleted.
     """
     import pyarrow.compute as pc
-    import pyarrow.parquet as pq
     keep = set(keep)
     gone: set[str] = set()
     rows = 0
-    path = Path(dataset)
-    for directory, prefix in ((path, "part"), (path / ERRORS_DIR, "errors")):
-        for part in _parts(directory, prefix):
-            hashes = _read_column(part, "config_hash")
-            stale = {h for h in hashes if h not in keep}
-            if not stale:
-                continue
-            gone |= stale
-            if prefix == "part":
-                rows += sum(h in stale for h in hashes)
-            if len(stale) == len(set(hashes)):
-                part.unlink()
-            else:
-                table = pq.read_table(part)
-                mask = pc.is_in(table.column("config_hash"), value_set=_string_array(keep))
-                write_part(directory, table.filter(mask), part.name[:-len(".parquet")])
-        _fsync_dir(directory)
+    results = result_parts(dataset) + aside_parts(dataset)
+    for part in results + error_parts(dataset):
+        hashes = read_hashes(part)
+        stale = {h for h in hashes if h not in keep}
+        if not stale:
+            continue
+        gone |= stale
+        if part in results:
+            rows += sum(h in stale for h in hashes)
+        if len(stale) == len(set(hashes)):
+            part.unlink()
+        else:
+            table = read_part(part)
+            mask = pc.is_in(table.column("config_hash"), value_set=string_array(keep))
+            write_part(part.parent, table.filter(mask), part.stem)
+        fsync_dir(part.parent)
     return len(gone), rows
 
 
-def _string_array(values):
+def string_array(values):
     import pyarrow as pa
     return pa.array(sorted(values), type=pa.string())

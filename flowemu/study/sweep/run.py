@@ -16,6 +16,7 @@ from pathlib import Path
 from ...core import checks
 from ...core.errors import ConfigError, show
 from . import dataset as ds
+from . import layout
 from .dataset import ERRORS_DIR
 from .executor import check_jobs, chunk_configs, default_jobs, open_pool, run_local, run_pool
 from .plan import SweepPlan, load_sweep
@@ -37,7 +38,7 @@ class SweepSummary:
     total: int              # configurations in the sweep file
     skipped: int            # not run: reused, or recorded as failed earlier
     computed: int           # run now, successfully
-    failed: int             # run now and failed (recorded in errors/)
+    failed: int             # run now and failed (recorded in _errors/)
     internal: int           # of which unexpected exceptions (bugs)
     rows: int               # result rows written now
     seconds: float
@@ -64,7 +65,8 @@ class SweepSummary:
             out += f"\n  replaced the results of sweep {self.replaced!r} (--prune)"
         if self.set_aside:
             out += (f"\n  set aside: {self.set_aside} configurations the file no longer lists "
-                    "(kept on disk, not loaded; --prune deletes them)")
+                    f"(kept on disk, not loaded: their rows in {self.path / ds.ASIDE_DIR}; --prune "
+                    "deletes them)")
         if self.pruned:
             out += (f"\n  pruned: {self.pruned} configurations ({self.pruned_rows} rows) no "
                     "longer in the sweep")
@@ -121,7 +123,7 @@ def sweep(config_path, out=None, *, jobs: int | None = None, scheduler=None,
 
     Configurations already in the dataset are reused (their rows are not
     touched), new ones computed; rows of configurations the file no longer
-    lists are set aside (not loaded, kept on disk until ``prune``).
+    lists are set aside (moved to ``_aside/``, not loaded, kept until ``prune``).
 
     Parameters
     ----------
@@ -141,7 +143,7 @@ def sweep(config_path, out=None, *, jobs: int | None = None, scheduler=None,
     scheduler_timeout : float
         Seconds to wait for the scheduler (and for a worker to join it).
     retry_errors : bool
-        Run again the configurations recorded in ``errors/``.
+        Run again the configurations recorded in ``_errors/``.
     prune : bool
         Delete the rows and errors of configurations not in the sweep.
     progress : bool, optional
@@ -206,6 +208,7 @@ def _sweep(plan, out: Path, pool, jobs, retry_errors, prune, progress, chunk_siz
             raise ConfigError(f"out: {str(out)!r} holds the results of sweep {other!r}, not of "
                               f"{plan.name!r} ({plan.path}); choose another --out, or add "
                               f"--prune to replace them")
+        layout.migrate(out)   # a dataset of the old layout: errors/ and figures/ renamed
         if other:
             summary.replaced = other
             summary.pruned, summary.pruned_rows = ds.prune(out, set())
@@ -218,6 +221,7 @@ def _sweep(plan, out: Path, pool, jobs, retry_errors, prune, progress, chunk_siz
             summary.pruned_rows += rows
             summary.set_aside = 0
         ds.write_manifest(out, plan.name, plan.path.resolve(), wanted)
+        layout.place_rows(out, wanted)   # after the manifest: load filters a killed move
         _save_config(plan, out)
         todo = [c for c in plan.configs
                 if c.hash not in done and (retry_errors or c.hash not in failed_before)]
