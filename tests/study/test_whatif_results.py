@@ -314,7 +314,7 @@ def test_slowdown_figure_conditions_on_a_categorical_axis(tmp_path):
     x, y = _panel_lines(fig)[("torus:8x8", "ring")]
     ticks = [t.get_text() for t in fig.axes[0].get_xticklabels()]
     assert ticks == ["healthy", "degrade link:0=0.5", "fail random:1", "fail random:4"]
-    assert list(x) == [0, 1, 2, 3]
+    assert list(np.round(x)) == [0, 1, 2, 3]      # each algorithm a little aside
     assert y == pytest.approx([1.0, 1.5, np.mean(FACTORS[1]), np.mean(FACTORS[4])])
     assert is_png(plot(hand_frame(), tmp_path / "c.png", "slowdown"))
 
@@ -456,4 +456,4 @@ def test_slowdown_figure_panels_keep_their_own_axis():
     assert [t.get_text() for t in tree_ax.get_xticklabels()] == ["healthy",
                                                                   "degrade link:0=0.5"]
     x, y = lines[("fattree:k=4", "ring")]
-    assert list(x) == [0, 1] and y == pytest.approx([1.0, 1.5])
+    assert list(np.round(x)) == [0, 1] and y == pytest.approx([1.0, 1.5])

@@ -25,8 +25,8 @@ from ...core.errors import ConfigError
 from ...core.network import Network
 from ...core.outputs import check_writable, write_atomic
 from ...core.units import format_rate, format_size, format_time
-from ...whatif.conditions import HEALTHY
-from ..results import WHATIF_SCENARIO, query, scenario_columns, with_whatif
+from ...whatif.conditions import CONDITIONS, HEALTHY
+from ..results import SCENARIO_COLUMNS, WHATIF_SCENARIO, query, scenario_columns, with_whatif
 from ..sweep.dataset import NETWORK_COLUMNS
 
 
@@ -45,13 +45,25 @@ def save_figure(fig: Figure, out) -> Path:
                                                                bbox_inches="tight"))
 
 
+#: at most this many distinct sizes get a tick each (at the sizes themselves)
+FEW_SIZES = 8
+
+
 def size_axis(ax, sizes) -> None:
+    """A log2 vector-size axis. With at most :data:`FEW_SIZES` distinct sizes
+    the ticks sit at the sizes drawn (a sparse sweep, 1KiB, 1MiB, 1GiB, or
+    sizes that are no power of two); with more, at evenly spaced powers of
+    two."""
     ax.set_xscale("log", base=2)
-    lo, hi = float(min(sizes)), float(max(sizes))
+    values = sorted({float(v) for v in sizes})
+    lo, hi = values[0], values[-1]
     k_lo, k_hi = math.floor(math.log2(lo)), math.ceil(math.log2(hi))
-    span = max(k_hi - k_lo, 1)
-    step = max(1, math.ceil(span / 6))
-    major = [2.0**k for k in range(k_lo, k_hi + 1, step)]
+    if len(values) <= FEW_SIZES:
+        major = values
+    else:
+        span = max(k_hi - k_lo, 1)
+        step = max(1, math.ceil(span / 6))
+        major = [2.0**k for k in range(k_lo, k_hi + 1, step)]
     ax.set_xticks(major, [format_size(v) for v in major])
     ax.set_xticks([2.0**k for k in range(k_lo, k_hi + 1)], minor=True)
     ax.set_xticklabels([], minor=True)
@@ -60,22 +72,38 @@ def size_axis(ax, sizes) -> None:
 
 
 def scenario_title(row: pd.Series, cols: list[str]) -> str:
-    parts = []
-    for c in cols:
-        v = row[c]
-        if c == "nodes":
-            parts.append(f"{v} nodes")
-        elif c == "bandwidth_Bps":
-            parts.append(format_rate(v))
-        elif c in ("link_latency_s", "hop_latency_s", "alpha_s"):
-            parts.append(f"{c.split('_')[0]} {format_time(v)}")
-        elif c in ("topology", "group"):
-            parts.append(str(v))
-        elif c in _WHATIF_NONE:
-            parts.append(f"{c} {v}" if v else _WHATIF_NONE[c])
-        else:
-            parts.append(f"{c}={v}")
-    return " · ".join(parts)
+    return " · ".join(parameter_text(c, row[c]) for c in cols)
+
+
+def parameter_text(col: str, v) -> str:
+    """One configuration column's value as a reader says it, with its unit:
+    ``64 nodes``, ``400Gb/s``, ``link latency 100ns``, ``gamma 0.02ns/B``,
+    ``ECMP hash``."""
+    if col in ("nodes", "ranks"):
+        return f"{v} {col}"
+    if col == "bandwidth_Bps":
+        return format_rate(v)
+    if col in ("link_latency_s", "hop_latency_s"):
+        return f"{col.split('_')[0]} latency {format_time(v)}"
+    if col == "alpha_s":
+        return f"alpha {format_time(v)}"
+    if col.endswith("_s_per_B"):
+        return f"{col[: -len('_s_per_B')].replace('_', ' ')} {format_time(v)}/B"
+    if col == "incast_threshold":
+        return f"incast threshold {v:g}" if isinstance(v, float) else f"incast threshold {v}"
+    if col == "ecmp":
+        return f"ECMP {v}"
+    if col == "model":
+        return f"{v} model"
+    if col in ("seed", "placement"):
+        return f"{col} {v}"
+    if col == "fail_policy":
+        return f"fail policy {v}"
+    if col in ("topology", "group"):
+        return str(v)
+    if col in _WHATIF_NONE:
+        return f"{col} {v}" if v else _WHATIF_NONE[col]
+    return f"{col}={v}"
 
 
 #: a what-if column's empty value in a title
@@ -101,6 +129,53 @@ def filter_rows(df: pd.DataFrame, group=None, topologies=None, where=None) -> pd
     if df.empty:
         raise ConfigError("plot: no results to plot")
     return with_whatif(df)
+
+
+#: the GenModel terms at the values that switch them off (gamma, delta: no
+#: reduction cost; no incast)
+_TERMS_OFF = {"gamma_s_per_B": 0.0, "delta_s_per_B": 0.0, "incast_threshold": math.inf,
+              "incast_slope_s_per_B": 0.0}
+
+
+def fixed_parameters(df: pd.DataFrame, shown=()) -> str:
+    """Every configuration parameter with a single value in the rows drawn
+    (bandwidth, latencies, ECMP mode, the what-if condition, ...), with its
+    unit, joined by `` · ``: what tells two figures of one dataset apart
+    when ``--where`` or the figure chose the rows. Columns in ``shown``
+    (panel titles, axes) and the topology are left out; a healthy network is
+    said once (``healthy network``), and so are the GenModel reduction and
+    incast terms when all are off (``no reduction or incast cost``)."""
+    parts, fixed = [], {}
+    for c in SCENARIO_COLUMNS:
+        if c not in df.columns or c in shown or c in ("group", "topology") \
+                or c in WHATIF_SCENARIO:
+            continue
+        values = df[c].unique()
+        if len(values) != 1 or pd.isna(values[0]):
+            continue
+        if c == "ranks" and "nodes" in df.columns and (df["nodes"] == values[0]).all():
+            continue
+        fixed[c] = values[0]
+    # the GenModel reduction and incast terms all off (flowemu's default): one part
+    terms_off = all(fixed.get(c) == off for c, off in _TERMS_OFF.items())
+    for c, v in fixed.items():
+        if terms_off and c in _TERMS_OFF:
+            if c == next(iter(_TERMS_OFF)):
+                parts.append("no reduction or incast cost")
+            continue
+        parts.append(parameter_text(c, v))
+    conditions = [c for c in CONDITIONS if c in df.columns and c not in shown]
+    if conditions and all(df[c].nunique(dropna=False) == 1 for c in conditions):
+        value = {c: df[c].iloc[0] for c in conditions}
+        if all(value[c] == HEALTHY[c] for c in conditions):
+            parts.append("healthy network")
+        else:
+            parts += [parameter_text(c, value[c]) for c in conditions
+                      if value[c] != HEALTHY[c]]
+            if value.get("fail") and "fail_policy" in df.columns \
+                    and df["fail_policy"].nunique(dropna=False) == 1:
+                parts.append(parameter_text("fail_policy", df["fail_policy"].iloc[0]))
+    return " · ".join(parts)
 
 
 #: flowemu's defaults (the Swing paper's network), in dataset columns
@@ -180,6 +255,20 @@ def wrap_label(text: str, width: int = LABEL_WRAP_CHARS) -> str:
     return "\n".join(lines)
 
 
-def suptitle(fig: Figure, title: str | None, note: str) -> None:
-    if title or note:
-        fig.suptitle("\n".join(t for t in (title, note) if t), fontsize=11)
+def suptitle(fig: Figure, title: str | None, note: str, fixed: str = "") -> None:
+    """The figure's title: ``title``, then the parameters fixed in the rows
+    drawn (:func:`fixed_parameters`, wrapped to the figure's width; parts
+    the title already says left out), then ``note``."""
+    if fixed:
+        parts = [p for p in fixed.split(" · ") if not title or p not in title]
+        width = max(40, int(fig.get_figwidth() * 72 / (0.6 * 11)))
+        lines = []
+        for part in parts:       # whole parts to a line: 400Gb/s never breaks at its /
+            if lines and len(lines[-1]) + 3 + len(part) <= width:
+                lines[-1] += " · " + part
+            else:
+                lines.append(part)
+        fixed = "\n".join(lines)
+    lines = [t for t in (title, fixed, note) if t]
+    if lines:
+        fig.suptitle("\n".join(lines), fontsize=11)

@@ -19,6 +19,9 @@
 Every figure draws an algorithm in the same colour and marker
 (:func:`~flowemu.study.figures.style.algorithm_style`), whatever else it shows;
 the layout helpers the figures share are in :mod:`flowemu.study.figures.common`.
+Every title states the parameters fixed in the rows drawn
+(:func:`~flowemu.study.figures.common.fixed_parameters`), so two ``--where``
+choices of one dataset never look alike.
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ from ..results import (
 from .common import (
     PANEL_TITLE_CHARS,
     filter_rows,
+    fixed_parameters,
     legend_below,
     limit_scenarios,
     new_figure,
@@ -130,36 +134,117 @@ def goodput_figure(df: pd.DataFrame, *, metric: str = "goodput", title: str | No
     styles = style_map(labels)   # no two labels of the figure alike
     models = _models(df)
     fig, axes = panel_grid(len(scen), ncols)
-    handles = {}
+    handles, covering, switched = {}, set(), False
     for ax, key in zip(axes, scen):
         sub = rows_of(df, cols, key)
+        drawn, equal = [], []    # this panel's flow lines; (label, the line it covers)
         for lab, model in ((lab, m) for lab in labels for m in models):
             s = sub[(_labels(sub).astype(str) == lab)
                     & (_model_of(sub) == model)].sort_values("size_bytes")
             if s.empty:
                 continue
             style = styles[lab]
+            x = s["size_bytes"].to_numpy(dtype=float)
             y = s[column].to_numpy(dtype=float) * scale
             name = lab if model == "flow" else f"{lab} · {model}"
             kwargs = style.line_kwargs() if model == "flow" else {
                 "color": style.color, "linestyle": "--", "marker": "none"}
-            (line,) = ax.plot(s["size_bytes"], y, markersize=3.5, linewidth=1.4, label=name,
-                              **kwargs)
-            handles.setdefault(name, line)
+            markersize, under = 3.5, None
+            if model == "flow":
+                under, where_equal = _equal_line(drawn, x, y)
+                drawn.append((lab, x, y))
+            if under is not None:
+                depth = sum(1 for _, u, _ in equal if u == under) + 1
+                kwargs, markersize = _covering_look(style, depth)
+                equal.append((lab, under, where_equal))
+                entry = (f"{lab}, over an equal line (see the panel)" if depth == 1 else
+                         f"{lab}, over {depth} equal lines (see the panel)")
+                covering.add(entry)
+                handles.setdefault(entry, _proxy(kwargs, markersize))
+            ax.plot(x, y, markersize=markersize, linewidth=1.4, label=name, **kwargs)
+            # the legend shows the algorithm's own look, drawn over an equal line or not
+            handles.setdefault(name, _proxy(style.line_kwargs() if model == "flow" else kwargs,
+                                            3.5))
             if "variant" in s.columns and model == "flow":
                 var = s["variant"].to_numpy()
                 switch = np.flatnonzero(var[1:] != var[:-1]) + 1
                 if len(switch) and s["variant"].nunique() > 1:
-                    ax.plot(s["size_bytes"].iloc[switch], y[switch], "o", color=style.color,
-                            markersize=8, alpha=0.6)
+                    ax.plot(x[switch], y[switch], linestyle="none", color=style.color,
+                            alpha=SWITCH_ALPHA, **SWITCH_MARKER)
+                    switched = True
+        if equal:
+            ax.text(0.98, 0.03, "\n".join(f"{a} = {b}{w}" for a, b, w in equal),
+                    transform=ax.transAxes, ha="right", va="bottom", fontsize=7,
+                    bbox={"facecolor": "white", "alpha": 0.85, "edgecolor": "none",
+                          "pad": 1.5})
         size_axis(ax, sub["size_bytes"])
         ax.grid(True, which="major", alpha=0.3)
         ax.set_title(wrap_label(scenario_title(pd.Series(dict(zip(cols, key))), cols),
                                  PANEL_TITLE_CHARS), fontsize=10)
     _value_axis(axes, df[column].to_numpy(dtype=float) * scale, label, formatter)
-    legend_below(fig, list(handles.values()), list(handles))
-    suptitle(fig, title, note)
+    # the algorithms first, then how a line over an equal one looks
+    names = [n for n in handles if n not in covering] + [n for n in handles if n in covering]
+    lines = [handles[n] for n in names]
+    if switched:
+        lines.append(Line2D([], [], linestyle="none", color="grey", alpha=SWITCH_ALPHA,
+                            **SWITCH_MARKER))
+        names.append("auto: first size of another variant")
+    legend_below(fig, lines, names)
+    suptitle(fig, title, note, fixed_parameters(df, shown=cols))
     return fig
+
+
+#: the large dot where an ``auto`` algorithm switches variant (and its legend entry)
+SWITCH_MARKER = {"marker": "o", "markersize": 8}
+SWITCH_ALPHA = 0.6
+
+#: dash patterns of a line drawn over an equal one (depth 1, 2, ...): the
+#: line beneath shows through the gaps
+_COVERING_DASHES = ((0, (4, 3)), (0, (1.5, 2.5)), (0, (6, 2, 1.5, 2)))
+
+
+def _equal_line(drawn: list, x: np.ndarray, y: np.ndarray) -> tuple[str | None, str]:
+    """``(label, where)`` of the line in ``drawn`` that ``(x, y)`` would hide
+    or be hidden by: equal values (within :data:`~flowemu.results.TIE_RTOL`)
+    at every size, or at two sizes or more (the one equal at the most sizes,
+    the first drawn on a tie). ``where`` is empty when they are equal at
+    every size of the line, else the sizes (`` at 1MiB–1GiB``, or `` at 3
+    of 8 sizes`` when they are not consecutive); ``(None, "")`` when no line
+    is equal."""
+    best, best_mask = None, None
+    for lab, dx, dy in drawn:
+        common, i, j = np.intersect1d(x, dx, return_indices=True)
+        if not len(common):
+            continue
+        same = np.isclose(y[i], dy[j], rtol=TIE_RTOL, atol=0.0)
+        mask = np.zeros(len(x), dtype=bool)
+        mask[i[same]] = True
+        if (mask.all() or mask.sum() >= 2) and (best is None or mask.sum() > best_mask.sum()):
+            best, best_mask = lab, mask
+    if best is None:
+        return None, ""
+    if best_mask.all():
+        return best, ""
+    idx = np.flatnonzero(best_mask)
+    if idx[-1] - idx[0] + 1 == len(idx):
+        return best, f" at {format_size(x[idx[0]])}–{format_size(x[idx[-1]])}"
+    return best, f" at {len(idx)} of {len(x)} sizes"
+
+
+def _covering_look(style, depth: int) -> tuple[dict, float]:
+    """``(plot keywords, marker size)`` of a line drawn over ``depth`` equal
+    ones: dashed, so the line beneath shows in the gaps, and hollow markers
+    larger with each depth, so the markers beneath show inside them (both
+    survive greyscale print, unlike colour alone)."""
+    kwargs = {**style.marker_kwargs(), "fillstyle": "none", "markerfacecolor": "none",
+              "markeredgewidth": 1.1,
+              "linestyle": _COVERING_DASHES[(depth - 1) % len(_COVERING_DASHES)]}
+    return kwargs, 3.5 + 3.0 * depth
+
+
+def _proxy(kwargs: dict, markersize: float) -> Line2D:
+    """A legend handle drawn like a line of the figure."""
+    return Line2D([], [], linewidth=1.4, markersize=markersize, **kwargs)
 
 
 def _model_of(df: pd.DataFrame) -> pd.Series:
@@ -177,7 +262,11 @@ def _models(df: pd.DataFrame) -> list[str]:
 def plot_goodput(df: pd.DataFrame, out, **kwargs) -> Path:
     """Goodput (Gb/s) vs vector size, one line per algorithm label, one panel
     per scenario. Where an ``auto`` algorithm switches variant, a large dot
-    marks the first size of the new variant (as in the paper's Fig. 6). The
+    marks the first size of the new variant (as in the paper's Fig. 6; the
+    legend says so). A line equal to one drawn before it in its panel (at
+    every size, within :data:`~flowemu.results.TIE_RTOL`) is dashed with
+    larger hollow markers, so the one beneath shows, and the panel names the
+    pair (``ring = bucket``). The
     goodput axis is logarithmic when the values span more than two decades.
     Rows of ``model`` genmodel (the analytic GenModel prediction) are drawn
     dashed, without markers, in their algorithm's colour, beside the flow
@@ -320,7 +409,7 @@ def gain_figure(df: pd.DataFrame, *, algorithm: str | None = None, title: str | 
             "title_fontsize": 9}
         fig.legend([h for h, _ in legend], [t for _, t in legend], loc="outside lower center",
                    frameon=False, ncol=min(len(legend), 3), fontsize=9, **kw)
-    suptitle(fig, title, note)
+    suptitle(fig, title, note, fixed_parameters(df, shown=cols))
     return fig
 
 
@@ -431,7 +520,7 @@ def gain_curve_figure(df: pd.DataFrame, *, by: str = "alpha_s", algorithm: str |
              + ["best other algorithm"] + others + [""] * (rows - len(others)))
     fig.legend([blank] + lines + [blank] + marks, texts, loc="outside lower center", ncol=2,
                frameon=False, fontsize=9)
-    suptitle(fig, title, note)
+    suptitle(fig, title, note, fixed_parameters(df, shown=cols + [by]))
     return fig
 
 

@@ -4,9 +4,10 @@ background traffic than on the healthy network.
 
 :func:`slowdown_figure` draws, for one vector size, the slowdown
 (:func:`flowemu.results.compare_whatif`) against the number of failed
-cables — or against the what-if condition when the conditions are not (only)
-failures — one line per algorithm with its min–max band over the Monte-Carlo
-seeds, one panel per topology (scenario). It shares the layout
+cables — one line per algorithm with its min–max band over the Monte-Carlo
+seeds — or against the what-if condition when the conditions are not (only)
+failures — unordered categories: unconnected markers with min–max bars — one
+panel per topology (scenario). It shares the layout
 helpers of :mod:`flowemu.study.figures.common` and the algorithm styles of
 :mod:`flowemu.study.figures.style` with the other figures.
 """
@@ -18,15 +19,18 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from ...core.errors import ConfigError
 from ...core.units import format_size, parse_size
+from ...whatif.conditions import CONDITIONS
 from ..results import WHATIF_SCENARIO, compare_whatif, healthy_rows, query_with_twins, with_whatif
 from .common import (
     PANEL_TITLE_CHARS,
     filter_rows,
+    fixed_parameters,
     legend_below,
     limit_scenarios,
     panel_grid,
@@ -101,7 +105,7 @@ def slowdown_figure(df: pd.DataFrame, *, size=None, title: str | None = None, gr
     labels = sorted(cmp["algorithm"].unique())
     styles = style_map(labels)
     fig, axes = panel_grid(len(scen), ncols, width=5.0, height=3.6, extra_height=1.0)
-    handles, banded = {}, False
+    handles, spreads = {}, set()     # spreads: how min–max over seeds is drawn
     for ax, key in zip(axes, scen):
         sub = rows_of(cmp, cols, key)
         numeric, xpos = _x_positions(sub)   # each panel its own conditions
@@ -115,12 +119,20 @@ def slowdown_figure(df: pd.DataFrame, *, size=None, title: str | None = None, gr
             y, lo, hi = (s[c].to_numpy(dtype=float)[order]
                          for c in ("slowdown", "slowdown_min", "slowdown_max"))
             style = styles[lab]
-            (line,) = ax.plot(x, y, markersize=4, linewidth=1.5, label=lab,
-                              **style.line_kwargs())
-            handles.setdefault(lab, line)
-            if (s["seeds"] > 1).any():
-                ax.fill_between(x, lo, hi, color=style.color, alpha=0.18, linewidth=0)
-                banded = True
+            seeded = bool((s["seeds"] > 1).any())
+            if numeric:        # an ordered count: a line through it, a band around it
+                ax.plot(x, y, markersize=4, linewidth=1.5, label=lab, **style.line_kwargs())
+                if seeded:
+                    ax.fill_between(x, lo, hi, color=style.color, alpha=0.18, linewidth=0)
+                    spreads.add("band")
+            else:              # unordered conditions: markers side by side, no line
+                x = x + _dodge(labels.index(lab), len(labels))
+                ax.plot(x, y, linestyle="none", markersize=5.5, label=lab,
+                        **style.marker_kwargs())
+                if seeded:
+                    ax.vlines(x, lo, hi, color=style.color, alpha=0.45, linewidth=2.5)
+                    spreads.add("bar")
+            handles.setdefault(lab, _proxy(style, numeric))
         ax.axhline(1.0, color="black", linestyle="--", linewidth=0.9, zorder=1)
         ax.grid(True, which="major", alpha=0.3)
         if cols:
@@ -129,14 +141,38 @@ def slowdown_figure(df: pd.DataFrame, *, size=None, title: str | None = None, gr
         _condition_axis(ax, numeric, xpos)
     _slowdown_axis(axes, cmp[["slowdown_min", "slowdown_max"]].to_numpy(dtype=float).ravel())
     names, lines = list(handles), list(handles.values())
-    if banded:
+    if spreads:
         seeds = sorted(set(cmp.loc[cmp["seeds"] > 1, "seeds"]))
-        lines.append(Patch(facecolor="grey", alpha=0.3))
-        names.append(f"min–max over {'/'.join(str(n) for n in seeds)} seeds")
+        spread = f"min–max over {'/'.join(str(n) for n in seeds)} seeds"
+        if "band" in spreads:
+            lines.append(Patch(facecolor="grey", alpha=0.3))
+            names.append(spread + (" (band)" if len(spreads) > 1 else ""))
+        if "bar" in spreads:
+            lines.append(Line2D([], [], color="grey", alpha=0.45, linewidth=2.5))
+            names.append(spread + (" (bar)" if len(spreads) > 1 else ""))
     legend_below(fig, lines, names)
     sized = f"vector size {format_size(nbytes)}"
-    suptitle(fig, f"{title} · {sized}" if title else sized, note)
+    fixed = fixed_parameters(df, shown=cols + list(CONDITIONS))
+    policies = sorted(set(cmp.loc[cmp["fail_policy"] != "", "fail_policy"]))
+    if len(policies) == 1:
+        fixed = " · ".join(p for p in (fixed, f"fail policy {policies[0]}") if p)
+    suptitle(fig, f"{title} · {sized}" if title else sized, note, fixed)
     return fig
+
+
+def _dodge(k: int, n: int) -> float:
+    """The x offset of the ``k``-th of ``n`` algorithms at one categorical
+    condition: side by side within ±0.3, so equal slowdowns stay visible."""
+    step = min(0.15, 0.6 / max(n, 1))
+    return (k - (n - 1) / 2) * step
+
+
+def _proxy(style, numeric: bool) -> Line2D:
+    """A legend handle drawn like the algorithm's line (ordered axis) or
+    marker (categorical axis)."""
+    if numeric:
+        return Line2D([], [], markersize=4, linewidth=1.5, **style.line_kwargs())
+    return Line2D([], [], linestyle="none", markersize=5.5, **style.marker_kwargs())
 
 
 def _panel_columns(cmp: pd.DataFrame) -> list[str]:
@@ -186,7 +222,11 @@ def plot_slowdown(df: pd.DataFrame, out, **kwargs) -> Path:
     on the healthy network (:func:`flowemu.results.compare_whatif`; the
     dashed line at 1 is the healthy network); one line per algorithm label
     through the mean over the Monte-Carlo seeds, a band from the smallest to
-    the largest; one panel per topology (scenario). A dataset without
+    the largest — or, on the conditions, which have no order, one marker per
+    algorithm and condition, side by side, with a bar from the smallest to
+    the largest and no line between conditions; one panel per topology
+    (scenario); the title states the size and every parameter fixed in the
+    rows drawn. A dataset without
     what-if rows, or without the healthy rows to compare them with, is a
     ConfigError. Keywords: those of :func:`slowdown_figure`."""
     return save_figure(slowdown_figure(df, **kwargs), out)

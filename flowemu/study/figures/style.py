@@ -6,9 +6,10 @@ on which other algorithms a figure holds — so Swing is the same red in a
 goodput plot, a gain heatmap and the alpha figure:
 
 - the colour and marker come from the algorithm's *name*: fixed for every
-  registered algorithm (:data:`KNOWN`, one colour each, so two algorithms
-  never look alike), a CRC-32 of the name into :data:`_OTHER_COLORS` (the
-  colours no known algorithm has) and :data:`_OTHER_MARKERS` for others
+  registered algorithm (:data:`KNOWN`, one colour each, every pair at least
+  :data:`MIN_COLOR_DELTA_E` apart in CIEDE2000, so two algorithms never look
+  alike), a CRC-32 of the name into :data:`_OTHER_COLORS` (colours far from
+  every known algorithm's) and :data:`_OTHER_MARKERS` for others
   (deterministic across runs, unlike Python's ``hash``). Two unknown names
   can hash alike: :func:`style_map`, which a figure uses for all its labels,
   then moves the later one (in name order) to a free colour, or marker;
@@ -33,22 +34,32 @@ import numpy as np
 #: neutral colour of a tie in heatmaps (no algorithm uses it)
 TIE_COLOR = "#d0d0d0"
 
-#: fixed (colour, marker) of every registered algorithm, one colour each
-#: (tab10 colours; grey excluded)
+#: fixed (colour, marker) of every registered algorithm, one colour each. Every
+#: pair is at least :data:`MIN_COLOR_DELTA_E` apart in CIEDE2000 (tests check
+#: it), so no two read alike in a legend or in print: tab10 colours for the
+#: paper's algorithms, deep or dark colours for the rest; grey excluded
 KNOWN = {
     "swing": ("#d62728", "o"),              # red
     "bucket": ("#1f77b4", "s"),             # blue
     "ring": ("#2ca02c", "^"),               # green
     "recdoub": ("#ff7f0e", "D"),            # orange
     "cps": ("#9467bd", "v"),                # purple
-    "hcps": ("#e377c2", "<"),               # pink
+    "hcps": ("#ff7fa7", "<"),               # pink
     "acps": ("#17becf", ">"),               # cyan
-    "reduce-broadcast": ("#8c564b", "p"),   # brown
+    "reduce-broadcast": ("#645403", "p"),   # olive brown
     "gentree": ("#bcbd22", "*"),            # olive
+    "binomial": ("#000000", "h"),           # black
+    "butterfly": ("#0504aa", "X"),          # royal blue
+    "dbtree": ("#005249", "P"),             # dark teal
+    "dualroot": ("#750851", "d"),           # plum
 }
-#: colours of other names: none of the known algorithms' (tab20b)
-_OTHER_COLORS = ("#393b79", "#637939", "#843c39", "#7b4173", "#3182bd",
-                 "#6b6ecf", "#8ca252", "#bd9e39", "#ad494a", "#a55194")
+#: the smallest CIEDE2000 colour difference between two registered algorithms
+#: (20: clearly different colours side by side, not shades of one)
+MIN_COLOR_DELTA_E = 20.0
+#: colours of other names: each at least 17 (CIEDE2000) from every known
+#: algorithm's colour and from each other, so a plug-in never passes for one
+_OTHER_COLORS = ("#8ab8fe", "#006400", "#742802", "#ac7e04", "#04d8b2",
+                 "#deb887", "#ceaefa", "#d90166", "#ff00ff", "#0a437a")
 _OTHER_MARKERS = ("v", "<", ">", "p", "h", "X", "*", "P")
 
 #: (line style, marker fill, heatmap hatch) of a variant; entry 0 is the
