@@ -26,6 +26,7 @@ import os
 import re
 import sys
 import threading
+import time
 from collections.abc import Callable, Mapping
 
 from ..core.budget import Limit, limit
@@ -33,6 +34,7 @@ from ..core.errors import ConfigError, FlowEmuError
 from ..core.network import Network
 from ..core.outputs import frame_text, output_format, write_frame, write_text
 from ..core.presets import preset_network
+from ..core.progress import snapshot as progress_snapshot
 from ..core.units import parse_rate, parse_time
 
 #: formats of a result table (run, compare, plan)
@@ -143,7 +145,12 @@ def exit_status(command: Callable[[], int]) -> int:
         return 1
 
 
-def run_interruptible(work: Callable[[], int]) -> int:
+#: seconds a command runs before its progress line appears (on a terminal)
+PROGRESS_AFTER = 3.0
+
+
+def run_interruptible(work: Callable[[], int], stream=None,
+                      progress_after: float = PROGRESS_AFTER) -> int:
     """Run a command's work in a worker thread and wait for it here, in the
     main thread, so that Ctrl-C acts at once.
 
@@ -157,7 +164,14 @@ def run_interruptible(work: Callable[[], int]) -> int:
     half-written is left (a temporary file being renamed at that very moment
     may stay, named ``.tmp-*``). The work's result or exception is the
     caller's, as if it had run here. Not for ``sweep``, which installs its
-    own handlers and saves what its workers finished before it stops."""
+    own handlers and saves what its workers finished before it stops.
+
+    While it waits, once the work has run ``progress_after`` seconds, it
+    shows on ``stream`` (default stderr), if that is a terminal, one line
+    redrawn in place: the time so far and what the engine reports doing
+    (:mod:`flowemu.core.progress`: e.g. ``torus:64x64 swing: distinct steps
+    3/12``); the line is erased when the work ends. Not on a file or pipe,
+    where the output stays what it was."""
     box: dict = {}
 
     def target():
@@ -166,11 +180,18 @@ def run_interruptible(work: Callable[[], int]) -> int:
         except BaseException as exc:  # noqa: BLE001 - handed to the main thread
             box["error"] = exc
 
+    stream = sys.stderr if stream is None else stream
+    shown = _ProgressLine(stream) if _is_terminal(stream) else None
+    start = time.monotonic()
     worker = threading.Thread(target=target, name="flowemu-command", daemon=True)
     worker.start()
     try:
         while worker.is_alive():
             worker.join(0.25)
+            if shown is not None and time.monotonic() - start >= progress_after:
+                shown.draw(time.monotonic() - start, progress_snapshot())
+        if shown is not None:
+            shown.erase()
     except KeyboardInterrupt:
         for stream in (sys.stdout, sys.stderr):
             try:
@@ -181,6 +202,41 @@ def run_interruptible(work: Callable[[], int]) -> int:
     if "error" in box:
         raise box["error"]
     return box["value"]
+
+
+def _is_terminal(stream) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
+class _ProgressLine:
+    """One status line on a terminal, redrawn in place."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.drawn = ""
+
+    def draw(self, elapsed: float, state) -> None:
+        text = f"flowemu: {elapsed:.0f}s"
+        if state.label:
+            text += f", {state.label} {state.done}/{state.total}"
+        if text != self.drawn:
+            self._write(f"\r{text}\x1b[K")
+            self.drawn = text
+
+    def erase(self) -> None:
+        if self.drawn:
+            self._write("\r\x1b[K")
+            self.drawn = ""
+
+    def _write(self, text: str) -> None:
+        try:
+            self.stream.write(text)
+            self.stream.flush()
+        except (OSError, ValueError):
+            pass
 
 
 # ------------------------------------------------------------------ output

@@ -37,7 +37,7 @@ from functools import cached_property
 import numpy as np
 
 from ..algorithms.base import Reduction, Schedule, Traffic
-from ..core import budget, checks
+from ..core import budget, checks, progress
 from ..core.errors import ConfigError, SolverError, show
 from ..core.network import Network
 from ..kernels.maxmin import solve_completion
@@ -401,6 +401,14 @@ def _solve_pattern(ctx: Context, traffic: Traffic, scale: float, label: str,
     the bytes): ``(latency lines, seconds-per-byte lines, congestion)``.
     Reads ``ctx`` only, so several can run at once in threads (the kernels
     release the GIL)."""
+    try:
+        return _solved_pattern(ctx, traffic, scale, label, congestion)
+    finally:
+        progress.advance()
+
+
+def _solved_pattern(ctx: Context, traffic: Traffic, scale: float, label: str,
+                    congestion: bool) -> tuple:
     norm = traffic.share / scale
     # adaptive routes first: a split it keeps is solved exactly as "split" is
     routed = route_step(ctx, traffic) if ctx.adaptive else None
@@ -434,6 +442,7 @@ def _solve_patterns(ctx: Context, schedule: Schedule, congestion: bool, threads:
         key, scale = known_key(ctx, step.traffic)
         if key not in todo and _needs_solve(ctx.cache.get(key), congestion):
             todo[key] = (step.traffic, scale, step.label)
+    progress.begin(f"{ctx.topology.spec} {schedule.algorithm}: distinct steps", len(todo))
     if threads <= 1 or len(todo) <= 1:
         return  # step_profile solves them in order
     from concurrent.futures import ThreadPoolExecutor

@@ -1,4 +1,5 @@
-"""Ctrl-C on ``flowemu run`` acts at once (issue 26, item 8): the command's
+"""Ctrl-C on ``flowemu run`` acts at once (issue 26, item 8), and a long
+command says what it does on a terminal (item 2): the command's
 work runs in a worker thread while the main thread, where Python runs its
 signal handlers, waits for it (``flowemu.cli.options.run_interruptible``).
 
@@ -13,6 +14,7 @@ takes.
 
 from __future__ import annotations
 
+import io
 import os
 import signal
 import subprocess
@@ -24,6 +26,7 @@ import pandas as pd
 import pytest
 
 from flowemu.cli.options import run_interruptible
+from flowemu.core import progress
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -65,3 +68,28 @@ def test_interruptible_work_returns_and_raises_as_if_run_here():
     assert run_interruptible(lambda: 7) == 7
     with pytest.raises(ValueError, match="boom"):
         run_interruptible(lambda: (_ for _ in ()).throw(ValueError("boom")))
+
+
+class _Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def _phases():
+    progress.begin("torus:4x4 ring: distinct steps", 2)
+    time.sleep(0.6)
+    progress.advance()
+    time.sleep(0.6)
+    return 0
+
+
+def test_a_long_command_shows_what_it_does_on_a_terminal_only():
+    shown = _Terminal()
+    assert run_interruptible(_phases, stream=shown, progress_after=0.0) == 0
+    text = shown.getvalue()
+    assert "torus:4x4 ring: distinct steps 0/2" in text
+    assert "torus:4x4 ring: distinct steps 1/2" in text
+    assert text.endswith("\r\x1b[K")          # erased when done
+    quiet = io.StringIO()                     # a file or pipe: nothing
+    assert run_interruptible(_phases, stream=quiet, progress_after=0.0) == 0
+    assert quiet.getvalue() == ""
