@@ -173,3 +173,21 @@ def test_heat_map_refuses_too_many_steps(tmp_path):
     assert not (tmp_path / "x.png").exists()
     tiers = flowemu.link_loads("fattree:k=4", "ring", **FAST)
     assert plot_links(tiers, "fattree:k=4", tmp_path / "t.png").stat().st_size > 0
+
+
+def test_tiers_run_from_the_hosts_up_on_trees_and_dragonflies():
+    tree = parse_topology("tree:4x4")   # depth0 is the root, so depth1 sits below it
+    _, tier, direction = link_names(tree, np.arange(tree.num_links))
+    src = np.asarray(tree.link_src)
+    assert set(tier) == {"host-depth1", "depth1-depth0"}
+    assert (direction[src < tree.num_endpoints] == "up").all()
+    fly = parse_topology("dragonfly:a=4,p=2,h=2")
+    _, tier, _ = link_names(fly, np.arange(fly.num_links))
+    assert {"host-router", "local", "global"} == set(tier)
+
+
+def test_links_plot_alone_writes_only_the_figure(tmp_path, capsys):
+    png = tmp_path / "l.png"
+    code = main(["run", "-t", "tree:4x4", "-a", "ring", "-s", "1MiB", "--links-plot", str(png)])
+    assert code == 0, capsys.readouterr().err
+    assert [p.name for p in tmp_path.iterdir()] == ["l.png"]
