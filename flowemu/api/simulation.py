@@ -125,6 +125,8 @@ _KEYWORDS = {
                  "max_memory", "model", "fail", "degrade", "fail_policy", "slow", "background"),
     "congestion": ("ecmp", "seed", "ranks", "placement", "network", "threads", "max_memory",
                    "fail", "degrade", "fail_policy", "slow", "background"),
+    "link_loads": ("steps", "ecmp", "seed", "ranks", "placement", "network", "threads",
+                   "max_memory", "fail", "degrade", "fail_policy", "slow", "background"),
     "flows": ("traffic", "size", "steps", "ecmp", "seed", "ranks", "placement", "network",
               "threads", "max_memory", "progress", "fail", "degrade", "fail_policy", "slow",
               "background"),

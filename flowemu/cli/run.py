@@ -1,7 +1,8 @@
 """``flowemu run``: time one algorithm (or a traffic file) on one topology.
 
 Prints (or writes) the result table; ``--flows-out`` dumps the flows of one
-size, ``--congestion`` the per-step congestion report; the what-if options
+size, ``--congestion`` the per-step congestion report, ``--links`` every
+link's load per step (and ``--links-plot`` its figure); the what-if options
 (``--fail``, ``--degrade``, ``--slow``, ``--background``) add the slowdown
 against the healthy network. Every option this run would ignore, and every
 output path, is refused before the simulation starts.
@@ -15,10 +16,12 @@ import pandas as pd
 
 from ..api import simulation
 from ..api.flows import write_flows
+from ..api.linkloads import link_loads
 from ..core.errors import ConfigError
 from ..core.outputs import check_distinct, check_writable, output_format, write_frame
 from ..core.units import format_rate, format_size, format_time, parse_size, parse_sizes
 from ..models.genmodel import MODELS
+from ..study.figures.links import plot_links
 from ..study.results import slowdown
 from .options import (
     add_network_options,
@@ -36,6 +39,8 @@ from .options import (
 
 CONGESTION_FORMATS = ("csv", "json", "parquet")
 FLOWS_FORMATS = ("csv", "parquet")
+LINKS_FORMATS = ("csv", "parquet")
+FIGURE_EXTENSIONS = (".png", ".pdf", ".svg")
 
 
 def add_arguments(r) -> None:
@@ -70,6 +75,16 @@ def add_arguments(r) -> None:
                    help="per-step congestion report and the run's Ψ/Ξ (Swing paper §2.2): "
                         "'-' prints it, a path writes .csv (or .json, .parquet) steps and "
                         "a _summary file beside it")
+    r.add_argument("--links", metavar="FILE",
+                   help="every link's load per step (.csv or .parquet): its name, capacity, "
+                        "bytes per byte of n, flows and utilisation (links carrying nothing "
+                        "are left out)")
+    r.add_argument("--links-steps", help="steps for --links/--links-plot: indices and ranges "
+                                         "(0,3,5-7) or step labels; default every step")
+    r.add_argument("--links-plot", metavar="PNG",
+                   help="figure of the link loads (.png, .pdf, .svg): a heat map per "
+                        "direction on 2-D tori and meshes (a row per step, at most 16), "
+                        "utilisation per tier and direction elsewhere")
     w = r.add_argument_group("what-if (the slowdown against the healthy network is reported)")
     w.add_argument("--fail", action="append", metavar="SELECTOR",
                    help="failed links: link:ID, node:V, torus coordinates X,Y-X',Y' (with * "
@@ -112,6 +127,14 @@ def cmd_run(args) -> int:
         outputs["--congestion (its summary file)"] = str(_congestion_paths(args.congestion)[1])
     if args.flows_out:
         output_format(args.flows_out, None, FLOWS_FORMATS, option="--flows-out", default="csv")
+    if args.links:
+        output_format(args.links, None, LINKS_FORMATS, option="--links", default="csv")
+        outputs["--links"] = args.links
+    if args.links_plot:
+        if not args.links_plot.lower().endswith(FIGURE_EXTENSIONS):
+            raise ConfigError(f"--links-plot: {args.links_plot!r} should end in .png (or .pdf, "
+                              ".svg)")
+        outputs["--links-plot"] = args.links_plot
     check_distinct({"--traffic": args.traffic, **outputs})   # never overwrite the input
     for option, path in outputs.items():
         if path is not None:
@@ -133,6 +156,8 @@ def cmd_run(args) -> int:
         note(text)
     if args.congestion:
         _write_congestion(args, net)
+    if args.links or args.links_plot:
+        _write_links(args, net)
     return 0
 
 
@@ -146,11 +171,15 @@ def _check_run_options(args) -> None:
             if given(args, dest):
                 refuse(option, "does not apply to --traffic (the file gives every flow's "
                                "bytes and ranks, and no reduction)")
-        if args.congestion:
-            raise ConfigError("--congestion works with --algorithm, not --traffic")
+        for dest, option in (("congestion", "--congestion"), ("links", "--links"),
+                             ("links_plot", "--links-plot")):
+            if getattr(args, dest):
+                raise ConfigError(f"{option} works with --algorithm, not --traffic")
     for dest, option in (("flows_size", "--flows-size"), ("flows_steps", "--flows-steps")):
         if given(args, dest) and not args.flows_out:
             refuse(option, "applies only with --flows-out")
+    if given(args, "links_steps") and not (args.links or args.links_plot):
+        refuse("--links-steps", "applies only with --links or --links-plot")
     if args.traffic and given(args, "flows_size"):
         refuse("--flows-size", "does not apply to --traffic (its flows carry their own bytes)")
     if args.model != "flow":
@@ -158,7 +187,8 @@ def _check_run_options(args) -> None:
             raise ConfigError(f"--model: {args.model!r} is not allowed; expected "
                               f"{' or '.join(MODELS)}")
         for dest, option in (("traffic", "--traffic"), ("congestion", "--congestion"),
-                             ("flows_out", "--flows-out"), ("ecmp", "--ecmp")):
+                             ("flows_out", "--flows-out"), ("links", "--links"),
+                             ("links_plot", "--links-plot"), ("ecmp", "--ecmp")):
             if getattr(args, dest) and (dest != "ecmp" or given(args, "ecmp")):
                 refuse(option, f"works with --model flow (the flow engine), not --model "
                                f"{args.model}")
@@ -281,3 +311,22 @@ def _write_flows(args, net, size) -> None:
     except ConfigError as exc:   # name the option the user typed
         raise ConfigError(as_options(str(exc), {"steps": "--flows-steps",
                                                 "path": "--flows-out"})) from None
+
+
+def _write_links(args, net) -> None:
+    """``--links``/``--links-plot``: every link's load per step
+    (:func:`flowemu.link_loads`), CSV or parquet by extension, and its figure."""
+    if args.links_steps is not None and not args.links_steps.strip():
+        raise ConfigError("--links-steps: empty; expected indices such as 0,3,5-7 or labels")
+    try:
+        table = link_loads(args.topology, args.algorithm, steps=args.links_steps,
+                           ecmp=args.ecmp, seed=args.seed, ranks=args.ranks,
+                           placement=args.placement, network=net,
+                           max_memory=max_memory(args), **_whatif(args))
+    except ConfigError as exc:   # name the option the user typed
+        raise ConfigError(as_options(str(exc), {"steps": "--links-steps"})) from None
+    if args.links_plot:   # first: a figure refused (too many steps) leaves no table behind
+        plot_links(table, args.topology, args.links_plot, option="--links-plot")
+    if args.links:
+        fmt = output_format(args.links, None, LINKS_FORMATS, option="--links", default="csv")
+        write_frame(args.links, "--links", table, fmt)
