@@ -1,5 +1,5 @@
-"""``flowemu list``: the algorithms and topologies with their parameters, the
-ECMP modes, the what-if options and the network presets.
+"""``flowemu list``: the algorithms and topologies with their parameters, a
+user's own traffic, the ECMP modes, the what-if options and the network presets.
 
 (The module is not named ``list``, which would read as the builtin.)
 """
@@ -28,6 +28,11 @@ WHATIF_DOCS = {
                   "(step,src,dst,bytes: endpoints, bytes/s of demand); LOAD in (0, 1]",
 }
 
+#: ``flowemu list``: what a traffic file holds
+TRAFFIC_DOC = ("a CSV/parquet file with columns step,src,dst,bytes (rank ids, the bytes of "
+               "each flow); its steps run one after another; in a sweep, a path relative to "
+               "the sweep file, rows labelled traffic:FILE")
+
 
 def add_arguments(parser) -> None:
     """``flowemu list`` takes no options."""
@@ -44,6 +49,9 @@ def cmd_list(args) -> int:
             print(f"      {prm.name}={prm.default}{choices}  {prm.doc}")
     for msg in plugin_errors().values():   # a broken plug-in: said, the rest listed
         note(msg)
+    print("your own traffic (run --traffic FILE; sweep field traffic = \"FILE\" or an array, "
+          "in place of algorithm):")
+    print(f"  {'traffic':10s} {TRAFFIC_DOC}")
     print("topologies:")
     modes = topology_modes()
     for fam, doc in sorted(topology_families().items()):
