@@ -25,7 +25,9 @@ WHATIF_DOCS = {
     "slow": "RANKS=F[:compute|:network] joined by ';', RANKS 3 | 3,5 | 7-9 | random:K:SEED, "
             "F in (0, 1] (speed fraction)",
     "background": "perm:LOAD[:SEED] | alltoall:LOAD | hotspot:LOAD[:TARGET] | a traffic file "
-                  "(step,src,dst,bytes: endpoints, bytes/s of demand); LOAD in (0, 1]",
+                  "(step,src,dst,bytes: endpoints, bytes/s of demand); LOAD in (0, 1] is the "
+                  "fraction of each sender's injection bandwidth (all its outgoing links); "
+                  "the average link is offered LOAD x average hops of its capacity",
 }
 
 #: ``flowemu list``: what a traffic file holds
