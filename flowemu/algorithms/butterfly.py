@@ -1,5 +1,5 @@
 """``butterfly``: Kolmakov and Zhang's generalized allreduce for any number
-of ranks (../shared/papers/kolmakov-generalized-allreduce.txt, §5–9).
+of ranks ("A Generalization of the Allreduce Operation", §5–9).
 
 The model (§5)
 --------------

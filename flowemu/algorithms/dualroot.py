@@ -1,5 +1,6 @@
 """``dualroot``: Träff's doubly-pipelined, dual-root reduction-to-all
-(../shared/papers/traff-doubly-pipelined-dual-root.txt).
+(J. L. Träff, "A Doubly-pipelined, Dual-root Reduction-to-all Algorithm and
+Implementation", 2021).
 
 The ``p`` ranks form two post-order numbered binary trees, as balanced and
 complete as possible (§1.1): ranks ``0..⌈p/2⌉−1`` and ``⌈p/2⌉..p−1``; the

@@ -1,5 +1,5 @@
-"""Parameter-server allreduces (GenModel paper, Xiong et al.,
-../shared/papers/genmodel-gentree.txt, §2.1, §3.3 Table 2 and Fig. 5).
+"""Parameter-server allreduces (GenModel paper: Xiong et al., "Revisiting the
+Time Cost Model of AllReduce", §2.1, §3.3 Table 2 and Fig. 5).
 
 Three registered algorithms, each working for any ``p >= 2``:
 

@@ -1,5 +1,5 @@
 """Swing allreduce (De Sensi et al., "Swing: Short-cutting Rings for Higher
-Bandwidth Allreduce", §3, §4 and Appendix A; ``papers/swing-short-cutting-rings.txt``).
+Bandwidth Allreduce", NSDI'24, §3, §4 and Appendix A).
 
 Peers (§3.1.1, eq. 2)
 ---------------------

@@ -1,6 +1,7 @@
 """``flowemu fit``: fit GenModel (α, β+γ/2, δ, ε, w_t) to measured allreduce
 times; print the fit, save it as a network preset (``--save``), plot it
-against the measurements (``--plot``)."""
+against the measurements (``--plot``); with ``--compare``, put flowemu's
+prediction beside the measurements (:mod:`flowemu.study.measured`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 from ..core.errors import ConfigError
 from ..core.outputs import check_distinct, check_writable
 from ..study.fit import fit
+from ..study.measured import compare_measured
 from .options import as_options
 
 
@@ -25,10 +27,33 @@ def add_arguments(ft) -> None:
     ft.add_argument("--save", metavar="PRESET.toml",
                     help="write the fit as a network preset (flowemu run --network FILE)")
     ft.add_argument("--plot", metavar="FIG.png", help="write fit vs measurement (PNG, PDF "
-                                                      "or SVG)")
+                                                      "or SVG); with --compare, flowemu's "
+                                                      "prediction vs measurement")
+    c = ft.add_argument_group("measured against predicted")
+    c.add_argument("--compare", action="store_true",
+                   help="print each measurement beside flowemu's prediction for the same "
+                        "algorithm, ranks and size, with the relative error "
+                        "(predicted/measured - 1)")
+    c.add_argument("--network", metavar="PRESET",
+                   help="with --compare: predict with this network (a preset name or .toml "
+                        "file) instead of the fitted one (no fit is made)")
+    c.add_argument("--topology", "-t",
+                   help="with --compare: run every configuration here (default tree:P, one "
+                        "switch of its P ranks, the fit's setting)")
+    c.add_argument("--model", choices=("flow", "genmodel"), default="flow",
+                   help="with --compare: flowemu's flow engine (default) or GenModel")
 
 
 def cmd_fit(args) -> int:
+    for option, value in (("--network", args.network), ("--topology", args.topology),
+                          ("--model", None if args.model == "flow" else args.model)):
+        if value is not None and not args.compare:
+            raise ConfigError(f"{option} applies with --compare only")
+    if args.network is not None and args.save:
+        raise ConfigError("--save writes the fit; with --network no fit is made")
+    if args.network is not None and args.bandwidth:
+        raise ConfigError("--bandwidth applies to the fit; with --network no fit is made "
+                          "(the network has its bandwidth)")
     outputs = {"--save": args.save, "--plot": args.plot}
     if args.plot and Path(args.plot).suffix.lower() not in (".png", ".pdf", ".svg"):
         raise ConfigError(f"--plot: {args.plot!r} has no figure extension; expected "
@@ -39,15 +64,40 @@ def cmd_fit(args) -> int:
     for option, path in outputs.items():
         if path is not None:
             check_writable(path, option)
+    names = {"bandwidth": "--bandwidth", "ranks": "--ranks", "algorithm": "--algorithm",
+             "network": "--network", "topology": "--topology"}
+    if args.compare:
+        return _compare(args, names)
     try:
         result = fit(args.data, bandwidth=args.bandwidth, algorithm=args.algorithm,
                      ranks=args.ranks)
     except ConfigError as exc:   # name the options the user typed
-        raise ConfigError(as_options(str(exc), {"bandwidth": "--bandwidth", "ranks": "--ranks",
-                                                "algorithm": "--algorithm"})) from None
+        raise ConfigError(as_options(str(exc), names)) from None
     print(result.text())
     if args.save:
         print(f"saved the network preset {result.save(args.save)}")
     if args.plot:
         print(f"wrote {result.plot(args.plot)}")
+    return 0
+
+
+def _compare(args, names: dict) -> int:
+    """``--compare``: the fit (unless ``--network``), then measured beside predicted."""
+    try:
+        result = None if args.network else fit(args.data, bandwidth=args.bandwidth,
+                                               algorithm=args.algorithm, ranks=args.ranks)
+        network = args.network if result is None else result.network()
+        comparison = compare_measured(args.data, network=network, topology=args.topology,
+                                      model=args.model, algorithm=args.algorithm,
+                                      ranks=args.ranks)
+    except ConfigError as exc:   # name the options the user typed
+        raise ConfigError(as_options(str(exc), names)) from None
+    if result is not None:
+        comparison.network_source = "fitted to the measurements"
+        print(result.text() + "\n")
+        if args.save:
+            print(f"saved the network preset {result.save(args.save)}")
+    print(comparison.text())
+    if args.plot:
+        print(f"wrote {comparison.plot(args.plot)}")
     return 0

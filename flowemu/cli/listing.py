@@ -1,5 +1,5 @@
-"""``flowemu list``: the algorithms and topologies with their parameters, the
-ECMP modes, the what-if options and the network presets.
+"""``flowemu list``: the algorithms and topologies with their parameters, a
+user's own traffic, the ECMP modes, the what-if options and the network presets.
 
 (The module is not named ``list``, which would read as the builtin.)
 """
@@ -25,8 +25,15 @@ WHATIF_DOCS = {
     "slow": "RANKS=F[:compute|:network] joined by ';', RANKS 3 | 3,5 | 7-9 | random:K:SEED, "
             "F in (0, 1] (speed fraction)",
     "background": "perm:LOAD[:SEED] | alltoall:LOAD | hotspot:LOAD[:TARGET] | a traffic file "
-                  "(step,src,dst,bytes: endpoints, bytes/s of demand); LOAD in (0, 1]",
+                  "(step,src,dst,bytes: endpoints, bytes/s of demand); LOAD in (0, 1] is the "
+                  "fraction of each sender's injection bandwidth (all its outgoing links); "
+                  "the average link is offered LOAD x average hops of its capacity",
 }
+
+#: ``flowemu list``: what a traffic file holds
+TRAFFIC_DOC = ("a CSV/parquet file with columns step,src,dst,bytes (rank ids, the bytes of "
+               "each flow); its steps run one after another; in a sweep, a path relative to "
+               "the sweep file, rows labelled traffic:FILE")
 
 
 def add_arguments(parser) -> None:
@@ -44,6 +51,9 @@ def cmd_list(args) -> int:
             print(f"      {prm.name}={prm.default}{choices}  {prm.doc}")
     for msg in plugin_errors().values():   # a broken plug-in: said, the rest listed
         note(msg)
+    print("your own traffic (run --traffic FILE; sweep field traffic = \"FILE\" or an array, "
+          "in place of algorithm):")
+    print(f"  {'traffic':10s} {TRAFFIC_DOC}")
     print("topologies:")
     modes = topology_modes()
     for fam, doc in sorted(topology_families().items()):

@@ -102,7 +102,12 @@ def add_arguments(r) -> None:
     w.add_argument("--background", metavar="SPEC|FILE",
                    help="traffic sharing the network for the whole run: perm:LOAD[:SEED], "
                         "alltoall:LOAD, hotspot:LOAD[:TARGET] or a traffic CSV/parquet file "
-                        "(bytes = demand in bytes/s)")
+                        "(bytes = demand in bytes/s). LOAD in (0, 1] is the fraction of each "
+                        "sender's injection bandwidth (all its outgoing links: 1.0 = 4 links' "
+                        "worth on a 2-D torus) it offers; every byte crosses every link of "
+                        "its route, so the average link is offered LOAD x (average hops) of "
+                        "its capacity (perm:0.5 on torus:64x64: 16x, an 11.6x slower "
+                        "collective; see the what-if page, 'Why perm:0.5 slows a torus')")
 
 
 def cmd_run(args) -> int:

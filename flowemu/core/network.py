@@ -1,6 +1,6 @@
 """Network parameters: the α-β link model plus GenModel's γ, δ, ε, w_t.
 
-GenModel (../shared/papers/genmodel-gentree.txt §3, eq. 7–11): a step costs
+GenModel (Xiong et al., "Revisiting the Time Cost Model of AllReduce", §3, eq. 7–11): a step costs
 α + bytes·β (+ reduction γ per byte, memory access δ per byte) and a receiver
 with fan-in w > w_t sees its per-byte cost grow to β + (w − w_t)·ε.
 """

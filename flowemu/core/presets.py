@@ -30,8 +30,8 @@ case-insensitive.
 Built-in presets
 ----------------
 ``genmodel-table5``
-    The "Server" row of GenModel's Table 5 (../shared/papers/genmodel-gentree.txt
-    §5.3), per byte: α = 6.58 ms per message, γ = 6.00e-10/4 s and δ =
+    The "Server" row of Table 5 of the GenModel paper (Xiong et al.,
+    "Revisiting the Time Cost Model of AllReduce", §5.3), per byte: α = 6.58 ms per message, γ = 6.00e-10/4 s and δ =
     1.87e-10/4 s per byte (the table counts 4-byte floats). Read from
     :data:`GENTREE_TABLE5`. The link rows (β, ε, w_t per
     tier) belong to the links, not the hosts: the ``tree:SS24`` ... presets

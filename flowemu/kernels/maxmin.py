@@ -32,7 +32,7 @@ none). Each reports the bytes it moved until then (``Solution.moved``). They
 change no rule above: after an event only flows at or above the finished
 rate can change, persistent ones included.
 
-Incast (GenModel, ../shared/papers/genmodel-gentree.txt, §3.2, eq. 7-10): a
+Incast (GenModel: Xiong et al., "Revisiting the Time Cost Model of AllReduce", §3.2, eq. 7-10): a
 receiver with fan-in ``w`` above the threshold ``w_t`` pays ``max(w - w_t, 0) *
 eps`` extra seconds per byte, i.e. its per-byte cost is ``beta' = beta +
 max(w - w_t, 0) * eps`` (eq. 10). Receivers get *ingress resources* (indices

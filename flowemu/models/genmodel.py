@@ -1,5 +1,5 @@
-"""GenModel: the analytic allreduce cost model of Xiong et al., "GenModel and
-GenTree" (../shared/papers/genmodel-gentree.txt), as a backend beside the
+"""GenModel: the analytic allreduce cost model of Xiong et al., "Revisiting
+the Time Cost Model of AllReduce" (§3), as a backend beside the
 flow-level engine.
 
 GenModel (§3.3, eq. 11) prices one allreduce plan as

@@ -1,5 +1,5 @@
-"""Fitting GenModel to measured allreduce times (GenModel §3.4,
-../shared/papers/genmodel-gentree.txt): ``flowemu fit`` and :func:`fit`.
+"""Fitting GenModel to measured allreduce times (Xiong et al., "Revisiting the
+Time Cost Model of AllReduce", §3.4): ``flowemu fit`` and :func:`fit`.
 
 Model
 -----

@@ -24,7 +24,9 @@ Specs (:func:`parse_background`):
 
 LOAD in (0, 1] is the fraction of each sender's injection bandwidth (the
 sum of its outgoing links' capacities) that it offers, split evenly over
-its flows.
+its flows. Every byte crosses every link of its route, so a permutation
+offers the average link LOAD × (average hops) of its capacity: 16× at
+``perm:0.5`` on torus:64x64 (the what-if page works it through).
 
 The engine's side of a run with background flows (routing them, their rate
 caps, the combined problem each step is solved on) is :mod:`flowemu.engine.load`.

@@ -1,5 +1,6 @@
 """``dualroot``: Träff's doubly-pipelined dual-root allreduce
-(../shared/papers/traff-doubly-pipelined-dual-root.txt): the trees of §1.1
+(J. L. Träff, "A Doubly-pipelined, Dual-root Reduction-to-all Algorithm and
+Implementation"): the trees of §1.1
 against a recursive construction written here, every rank's exchanges in
 the order of Algorithm 1, the block-level verifier, the round count of §1.2
 and the time against the α-β closed form where the network adds no

@@ -1,5 +1,5 @@
-"""GenTree: allreduce plan generation on trees (Xiong et al., "GenModel and
-GenTree", ../shared/papers/genmodel-gentree.txt, §4.2, Algorithms 1 and 2).
+"""GenTree: allreduce plan generation on trees (Xiong et al., "Revisiting the
+Time Cost Model of AllReduce", §4.2, Algorithms 1 and 2).
 
 GenTree builds a *reduce-scatter* plan bottom up, one sub-plan per
 switch-local sub-tree (a switch and its children), and runs the allgather as

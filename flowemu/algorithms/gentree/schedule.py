@@ -1,5 +1,6 @@
-"""``gentree``: the allreduce GenTree generates for a tree (GenModel paper,
-../shared/papers/genmodel-gentree.txt §4.2, Algorithms 1 and 2).
+"""``gentree``: the allreduce GenTree generates for a tree (GenModel paper:
+Xiong et al., "Revisiting the Time Cost Model of AllReduce", §4.2, Algorithms
+1 and 2).
 
 The plan (:mod:`flowemu.algorithms.gentree.planner`) decides, per switch-local sub-tree, the
 plan type (Co-located PS, an ``m×n`` Hierarchical Co-located PS, ring, RHD,

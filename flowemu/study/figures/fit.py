@@ -17,7 +17,7 @@ from .style import algorithm_style
 FIT_PLOT_COLUMNS = 3
 
 
-def fit_figure(rows: pd.DataFrame):
+def fit_figure(rows: pd.DataFrame, what: str = "GenModel fit"):
     """The figure of :func:`plot_fit`: one panel per algorithm, at most
     :data:`FIT_PLOT_COLUMNS` to a row (a row of 7 panels would be 3,000+
     pixels wide). ``rows`` are a fit's :attr:`~flowemu.study.fit.FitResult.rows`
@@ -49,18 +49,19 @@ def fit_figure(rows: pd.DataFrame):
         ax.set_title(alg, fontsize=9)
         ax.grid(True, which="major", alpha=0.3)
         ax.legend(fontsize=7)
-    fig.suptitle("measured (markers) and GenModel fit (lines)", fontsize=10)
+    fig.suptitle(f"measured (markers) and {what} (lines)", fontsize=10)
     return fig
 
 
-def plot_fit(fit, out) -> Path:
+def plot_fit(fit, out, what: str = "GenModel fit") -> Path:
     """Time vs size, one panel per algorithm: measurements as markers, the
     fitted model as a line, one colour per rank count (log–log axes).
     ``fit`` is what :func:`flowemu.study.fit.fit` returned (or its
     ``rows``); ``out`` a .png, .pdf or .svg file (named ``--plot`` in
-    errors). Returns the path written."""
+    errors); ``what`` names the lines (``fit`` holds flowemu's prediction
+    for ``flowemu fit --compare``). Returns the path written."""
     rows = fit if isinstance(fit, pd.DataFrame) else fit.rows
-    fig = fit_figure(rows)
+    fig = fit_figure(rows, what)
     out = check_writable(out, "--plot")
     fmt = out.suffix.lstrip(".").lower() or "png"
     return write_atomic(out, "--plot", lambda fh: fig.savefig(fh, format=fmt,

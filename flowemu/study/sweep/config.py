@@ -24,8 +24,9 @@ WHATIF_FIELDS = ("fail", "degrade", "fail_policy", "failures", "failure_seed", "
 GRID_FIELDS = ("topology", "algorithm", "ranks", "network", "bandwidth", "link_latency",
                "hop_latency", "alpha", "gamma", "delta", "incast_threshold", "incast_slope",
                "ecmp", "seed", "placement", "model", *WHATIF_FIELDS)
-#: every configuration field a sweep file may set
-FIELDS = GRID_FIELDS[:3] + ("sizes",) + GRID_FIELDS[3:]
+#: every configuration field a sweep file may set (``traffic``, a user's traffic
+#: file, takes the place of ``algorithm``: :mod:`flowemu.study.sweep.traffic`)
+FIELDS = GRID_FIELDS[:2] + ("traffic",) + GRID_FIELDS[2:3] + ("sizes",) + GRID_FIELDS[3:]
 NETWORK_FIELDS = Network.field_names()
 GROUP_KEYS = FIELDS + ("where", "exclude", "description")
 TOP_KEYS = GROUP_KEYS + ("groups",)
@@ -97,6 +98,7 @@ class Config:
     background: str = ""
     failures: int = 0
     failure_seed: int = 0
+    traffic: str = ""        # a traffic file timed in place of the algorithm ("" for none)
     key: str = ""
     hash: str = ""
 
@@ -122,13 +124,16 @@ class Config:
         for name in _WHATIF_RUN:   # and healthy ones (written before what-ifs)
             if getattr(self, name) != DEFAULTS[name]:
                 out[name] = getattr(self, name)
+        if self.traffic:   # a traffic file by its name and contents, wherever it lies
+            out["traffic"] = os.path.basename(self.traffic)
         # a network or placement read from a file is identified by its contents too:
         # editing the file makes new configurations, not silently reused rows
         files = {name: file_digest(path) for name, path in (
             ("topology", graph_file(self.topology)),
             ("placement", placement_file(self.placement)),
             ("network", preset_file(self.network_preset)),
-            ("background", background_file(self.background))) if path}
+            ("background", background_file(self.background)),
+            ("traffic", self.traffic)) if path}
         if files:
             out["files"] = files
         return out

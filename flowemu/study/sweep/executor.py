@@ -20,7 +20,16 @@ from .fields import build_topology, topo_info
 
 def run_config(cfg: Config, threads: int | None = None, max_memory=None):
     """Time one configuration: all its sizes from one :func:`flowemu.simulate`
-    call (one profile). Returns the simulate rows (without sweep columns)."""
+    call (one profile), or its traffic file from :func:`flowemu.time_traffic`
+    (as ``flowemu run --traffic``). Returns the result rows (without sweep columns)."""
+    if cfg.traffic:
+        return simulation.time_traffic(build_topology(cfg.topology), cfg.traffic,
+                                       ecmp=cfg.ecmp, seed=cfg.seed, placement=cfg.placement,
+                                       network=cfg.network(), threads=threads,
+                                       max_memory=max_memory, fail=cfg.fail or None,
+                                       degrade=cfg.degrade or None,
+                                       fail_policy=cfg.fail_policy, slow=cfg.slow or None,
+                                       background=cfg.background or None)
     # through the module: a test counting the calls replaces simulation.simulate
     return simulation.simulate(build_topology(cfg.topology), cfg.algorithm, list(cfg.sizes),
                                ecmp=cfg.ecmp, seed=cfg.seed, ranks=cfg.ranks,

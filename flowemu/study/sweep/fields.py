@@ -116,6 +116,7 @@ class Alg:
     options: tuple[tuple[str, object], ...]   # every option, sorted
     spec: str                                 # canonical
     label: str
+    traffic: str = ""   # a traffic file timed in place of an algorithm (sweep/traffic.py)
 
 
 def resolve_algorithm(name: str, raw_opts: dict) -> Alg:

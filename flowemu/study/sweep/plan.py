@@ -44,6 +44,7 @@ from .fields import (
     topo_info,
     type_name,
 )
+from .traffic import check_traffic_config, parse_traffic_field
 from .where import compile_where, eval_where, excluded, parse_exclude, where_env
 
 
@@ -130,7 +131,8 @@ def load_sweep(path) -> SweepPlan:
         if loc not in parsed:
             raw = src[name]
             parsed[loc] = (parse_sizes_field(raw, loc, probs) if name == "sizes"
-                           else parse_field(name, raw, loc, probs))
+                           else parse_traffic_field(raw, loc, probs, path.parent)
+                           if name == "traffic" else parse_field(name, raw, loc, probs))
         return parsed[loc], loc, True
 
     def sources(table, prefix):
@@ -175,7 +177,15 @@ def load_sweep(path) -> SweepPlan:
         seed_loc = ecmp_loc = "seed"
         locs: dict = {}
         explicit = set()   # network fields the file sets: they override a preset's
+        use_traffic = _uses_traffic(doc, table, prefix, probs)
         for f in GRID_FIELDS:
+            if f == "algorithm" and use_traffic is not False:   # traffic files take its place
+                traffic, locs[f], _ = field_values("traffic", table, prefix)
+                if traffic is None or use_traffic is None:
+                    complete = False
+                else:
+                    values[f] = traffic
+                continue
             vals, loc, present = field_values(f, table, prefix)
             locs[f] = loc
             if present and vals is not None and f in WHATIF_FIELDS:
@@ -237,7 +247,8 @@ def load_sweep(path) -> SweepPlan:
             if preset and not _apply_preset(kw, preset, explicit, locs["network"], probs):
                 continue
             cfg = Config(sweep=name, group=gname, algorithm=alg.spec, label=alg.label,
-                         sizes=sizes, network_preset=preset, **kw)
+                         sizes=() if alg.traffic else sizes, network_preset=preset,
+                         traffic=alg.traffic, **kw)
             env = where_env(cfg, alg)
             keep = True
             for code, text, loc in wheres:
@@ -250,7 +261,10 @@ def load_sweep(path) -> SweepPlan:
                 continue
             if not _fits(cfg, locs, misfits, reported):
                 continue
-            if not _runs_on(cfg, alg, locs, misfits):
+            if alg.traffic:
+                if not check_traffic_config(cfg, locs["algorithm"], misfits):
+                    continue
+            elif not _runs_on(cfg, alg, locs, misfits):
                 continue
             cfg = _whatif(cfg, locs, misfits, checked)
             if cfg is None:
@@ -275,6 +289,23 @@ def load_sweep(path) -> SweepPlan:
     if probs.items:
         raise SweepConfigError(str(path), probs.items)
     return plan
+
+
+def _uses_traffic(doc: dict, table: dict, prefix: str, probs: Problems) -> bool | None:
+    """Whether a group times traffic files in place of an algorithm: a
+    ``traffic`` key in the group, or at the top of the file when the group
+    gives no algorithm of its own. None after reporting ``algorithm`` or
+    ``sizes`` set beside ``traffic`` in one table (a traffic file replaces
+    the algorithm and gives every flow's bytes)."""
+    source = table if prefix and "traffic" in table else doc
+    if "traffic" not in source or (source is doc and prefix and "algorithm" in table):
+        return False
+    where = prefix if source is table else ""
+    clash = [key for key in ("algorithm", "sizes") if key in source]
+    for key in clash:
+        probs.add(f"{where}{key}", "does not apply beside traffic (a traffic file takes the "
+                                   "place of the algorithm and gives every flow's bytes)")
+    return None if clash else True
 
 
 def _apply_preset(kw: dict, preset: str, explicit: set, loc: str, probs: Problems) -> bool:

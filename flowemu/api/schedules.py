@@ -1,0 +1,73 @@
+"""The public :func:`schedule`: the Schedule a named algorithm runs, the one
+:func:`flowemu.simulate` profiles, for :func:`flowemu.profile` and friends."""
+
+from __future__ import annotations
+
+from ..algorithms import parse_algorithm_spec
+from ..algorithms.base import Schedule
+from ..core import checks
+from ..core.errors import ConfigError
+from ..core.network import Network
+from .simulation import prepare_run, run_schedules
+
+__all__ = ["schedule"]
+
+
+def schedule(algorithm: str, topology, ranks: int | None = None, *, size=None,
+             network: Network | None = None, **options) -> Schedule:
+    """The Schedule of a named algorithm on a topology: the steps
+    :func:`flowemu.simulate` times, to profile (:func:`flowemu.profile`),
+    verify or inspect yourself.
+
+    Parameters
+    ----------
+    algorithm : str
+        ``"NAME[:key=val,...]"`` as for :func:`flowemu.simulate`
+        (``"swing"``, ``"ring:ports=2"``); see ``flowemu list``.
+    topology : str or Topology
+        The topology the algorithm runs on (the grid a torus algorithm uses,
+        the tree a planner plans on).
+    ranks : int, optional
+        Number of ranks (default: every endpoint).
+    size : int or str, optional
+        The vector size, for the algorithms whose steps depend on it
+        (GenTree's plan, butterfly's ``r``); ignored by the others.
+    network : Network, optional
+        The network a size-dependent plan is made for (default ``Network()``).
+    **options
+        Algorithm options as keywords (``ports=2``), beside or instead of
+        those in the spec; an option given both ways is refused.
+
+    Returns
+    -------
+    Schedule
+        Steps on ranks ``0..p-1`` whose flow bytes are fractions of the
+        vector size n (:class:`~flowemu.algorithms.base.Traffic`).
+
+    Raises
+    ------
+    ConfigError
+        An unknown algorithm or option, an ``auto`` option (it picks a
+        variant per size, so it is not one schedule: name the variant), an
+        algorithm that does not run on the topology.
+
+    Examples
+    --------
+    >>> sched = flowemu.schedule("ring", "torus:4x4")
+    >>> flowemu.profile(sched, "torus:4x4").times([2**20])   # = simulate's time
+    """
+    name, given = parse_algorithm_spec(checks.text("algorithm", algorithm, "ring:ports=2"))
+    both = sorted(set(given) & set(options))
+    if both:
+        raise ConfigError(f"schedule: option(s) {', '.join(both)} given in {algorithm!r} and "
+                          "as keywords; give each once")
+    merged = {**given, **{k: str(v) for k, v in options.items()}}
+    spec_text = name + (":" + ",".join(f"{k}={v}" for k, v in merged.items()) if merged else "")
+    run = prepare_run("congestion", topology, spec_text, ecmp="split", seed=0, ranks=ranks,
+                      network=network, network_params={})
+    if len(run.candidates) > 1:
+        auto = run.spec.auto_param
+        raise ConfigError(f"schedule: {auto}=auto picks a variant per size, not one schedule; "
+                          f"name one: {', '.join(str(c[auto]) for c in run.candidates)}")
+    sizes = None if size is None else checks.sizes(size, "size")[:1]
+    return run_schedules(run, run.candidates[0], sizes)[0][0]
