@@ -122,6 +122,9 @@ def test_sigkill_while_saving_the_journal_loses_and_duplicates_nothing(tmp_path,
         assert time.monotonic() < deadline
         time.sleep(0.002)
     kill(proc)
+    # a plain parquet reader sees the saved part files, not the journal
+    plain, saved = pd.read_parquet(out), load(out)
+    assert len(plain) == len(saved) and set(plain["config_hash"]) == set(saved["config_hash"])
     finished = set(ds.result_hashes(out)) | journaled(out)
     rng = random.Random()
     seed = rng.randrange(10**6)
