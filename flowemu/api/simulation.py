@@ -265,6 +265,24 @@ def simulate(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "split", s
     ConfigError
         Any bad argument, named in the message (an unknown keyword too).
     """
+    return pd.DataFrame(simulate_rows(topology, algorithm, sizes, ecmp=ecmp, seed=seed,
+                                      ranks=ranks, placement=placement, network=network,
+                                      threads=threads, max_memory=max_memory, model=model,
+                                      fail=fail, degrade=degrade, fail_policy=fail_policy,
+                                      slow=slow, background=background, **network_params),
+                        columns=RESULT_COLUMNS)
+
+
+def simulate_rows(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "split",
+                  seed: int = 0, ranks: int | None = None, placement=None,
+                  network: Network | str | None = None, threads: int | None = None,
+                  max_memory=None, model: str = "flow", fail=None, degrade=None,
+                  fail_policy: str = "strict", slow=None, background=None,
+                  **network_params) -> list[dict]:
+    """The rows of :func:`simulate` as dicts, one per size (keys
+    :data:`RESULT_COLUMNS`): for a sweep, which builds one frame per batch of
+    configurations (a frame per configuration would cost about a quarter of
+    the time of a small one)."""
     model = check_model(model)
     whatif = check_whatif(fail, degrade, fail_policy, slow, background)
     if model == "genmodel" and not whatif.healthy:
@@ -302,7 +320,7 @@ def simulate(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "split", s
                      "options": _options_text(cand), "size_bytes": int(size), "time_s": t,
                      "goodput_Bps": size / t if t > 0 else np.inf, "steps": sched.num_steps,
                      "background_Bps": float(carried[best[j]][j]), "note": sched.note})
-    return pd.DataFrame(rows, columns=RESULT_COLUMNS)
+    return rows
 
 
 def run_schedules(run: Run, cand: dict, sizes) -> list:
@@ -330,7 +348,7 @@ def _placement_note(run: Run) -> str:
             f"with placement {run.placement.text} the plan may not suit where the ranks run")
 
 
-def _predicted(run: Run, algorithm: str) -> pd.DataFrame:
+def _predicted(run: Run, algorithm: str) -> list[dict]:
     """The rows of ``model="genmodel"``: the algorithm's GenModel predictor
     (options parsed, ``auto`` left to it) instead of a schedule and a solve."""
     _, raw = parse_algorithm_spec(algorithm)
@@ -348,7 +366,7 @@ def _predicted(run: Run, algorithm: str) -> pd.DataFrame:
              "size_bytes": int(size), "time_s": float(t[j]), "goodput_Bps": float(goodput[j]),
              "steps": per(pred.steps, j), "note": pred.note}
             for j, size in enumerate(n)]
-    return pd.DataFrame(rows, columns=RESULT_COLUMNS)
+    return rows
 
 
 # ------------------------------------------------------------------ user traffic

@@ -17,9 +17,18 @@ import flowemu
 from flowemu.cli.app import main
 from flowemu.core.errors import ConfigError
 from flowemu.study.results import ERRORS_DIR, load, load_errors
-from flowemu.study.sweep import Config, Progress, SweepConfigError, load_sweep, run_sweep, sweep
+from flowemu.study.sweep import (
+    Config,
+    Progress,
+    SweepConfigError,
+    journal,
+    load_sweep,
+    run_sweep,
+    sweep,
+)
 from flowemu.study.sweep.fields import topo_info
 from flowemu.study.sweep.run import DatasetLock
+from tests.helpers.processes import alive, children, start_sweep
 
 REPO_ROOT = Path(flowemu.__file__).resolve().parents[1]
 
@@ -282,13 +291,13 @@ def test_rows_equal_direct_simulate(tmp_path):
 def test_one_simulate_call_per_configuration(tmp_path, monkeypatch):
     from flowemu.api import simulation as api
     calls = []
-    real = api.simulate
+    real = api.simulate_rows
 
     def counting(topology, algorithm, sizes, **kw):
         calls.append((algorithm, tuple(sizes)))
         return real(topology, algorithm, sizes, **kw)
 
-    monkeypatch.setattr(api, "simulate", counting)
+    monkeypatch.setattr(api, "simulate_rows", counting)
     plan = load_sweep(write(tmp_path, SMALL))
     quiet(plan.path, tmp_path / "d", jobs=1)
     assert len(calls) == len(plan.configs)
@@ -334,11 +343,7 @@ def test_sigkill_then_resume_equals_uninterrupted(tmp_path):
     seed = rng.randrange(10**6)
     rng.seed(seed)
     target = rng.randint(1, total // 2)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(REPO_ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
-    proc = subprocess.Popen([sys.executable, "-m", "flowemu", "sweep", str(path), "--out",
-                             str(out), "--jobs", "1", "--chunk-size", "1", "-q"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = start_sweep(path, out, "--jobs", "1", "--chunk-size", "1")
     deadline = time.monotonic() + 120
     while len(list(out.glob("part-*.parquet"))) < target:
         assert proc.poll() is None, proc.stderr.read().decode()
@@ -353,48 +358,37 @@ def test_sigkill_then_resume_equals_uninterrupted(tmp_path):
     assert target <= written < total, f"seed {seed}"
     partial = load(out)
     assert len(partial) == written * 11          # whole parts only
+    # and the configuration finished since, if any, in the journal
+    journaled = {fields["config_hash"] for j in (out / journal.JOURNAL_DIR).glob("*")
+                 for fields, _ in journal.read(j)[0]} - set(partial["config_hash"])
+    assert len(journaled) <= 1, f"seed {seed}"
     res = quiet(path, out, jobs=1)
-    assert res.skipped == written and res.computed == total - written, f"seed {seed}"
+    assert res.skipped == written + len(journaled), f"seed {seed}"
+    assert res.computed == total - written - len(journaled), f"seed {seed}"
     assert not list(out.glob(".tmp-*"))
     final = load(out)
     assert not final.duplicated(["config_hash", "size_bytes"]).any()
     pd.testing.assert_frame_equal(sorted_rows(final), sorted_rows(load(ref)))
 
 
-def _children(pid):
-    path = Path(f"/proc/{pid}/task/{pid}/children")
-    return [int(c) for c in path.read_text().split()] if path.exists() else []
-
-
-def _alive(pid):
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc")
 def test_killed_parent_takes_its_workers_along(tmp_path):
     path = write(tmp_path, SLOW)
     out = tmp_path / "d"
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(REPO_ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
-    proc = subprocess.Popen([sys.executable, "-m", "flowemu", "sweep", str(path), "--out",
-                             str(out), "--jobs", "2", "--chunk-size", "1", "-q"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = start_sweep(path, out, "--jobs", "2", "--chunk-size", "1",
+                       stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     while not list(out.glob("part-*.parquet")):
         assert proc.poll() is None and time.monotonic() < deadline
         time.sleep(0.005)
-    workers = _children(proc.pid)
+    workers = children(proc.pid)
     assert len(workers) == 2
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     deadline = time.monotonic() + 10
-    while any(_alive(w) for w in workers) and time.monotonic() < deadline:
+    while any(alive(w) for w in workers) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not any(_alive(w) for w in workers)
+    assert not any(alive(w) for w in workers)
 
 
 ERRORS = """
@@ -442,14 +436,14 @@ def test_failing_configuration_is_recorded_and_sweep_goes_on(tmp_path, capsys):
 
 def test_unexpected_exception_is_recorded_as_internal(tmp_path, monkeypatch):
     import flowemu.study.sweep.executor as sw
-    real = sw.run_config
+    real = sw.config_rows
 
     def buggy(cfg, threads=None, max_memory=None):
         if cfg.label == "ring":
             raise ZeroDivisionError("oops")
         return real(cfg, threads, max_memory)
 
-    monkeypatch.setattr(sw, "run_config", buggy)
+    monkeypatch.setattr(sw, "config_rows", buggy)
     s = quiet(write(tmp_path, SMALL), tmp_path / "d", jobs=1)
     assert s.failed == s.internal == 4 and s.computed == 8
     errs = load_errors(tmp_path / "d")

@@ -28,7 +28,7 @@ def killer(monkeypatch):
     """Make one configuration kill the process that runs it (as the OOM killer
     would); the pool's workers are forked, so they inherit the patch."""
     from flowemu.study.sweep import executor
-    real = executor.run_config
+    real = executor.config_rows
     victims = set()
 
     def run_config(cfg, threads=None, max_memory=None):
@@ -36,7 +36,7 @@ def killer(monkeypatch):
             os.kill(os.getpid(), signal.SIGKILL)
         return real(cfg, threads, max_memory)
 
-    monkeypatch.setattr(executor, "run_config", run_config)
+    monkeypatch.setattr(executor, "config_rows", run_config)
     return victims
 
 

@@ -8,6 +8,7 @@ A dataset is a directory whose parquet files are exactly its sweep's rows::
       _errors/errors-<run>-<seq>.parquet  configurations that failed, with the message
       _aside/part-<run>-<seq>.parquet     rows of configurations the sweep file no longer lists
       _figures/                           what ``flowemu plot DATASET`` draws
+      _journal/<run>-<seq>.jsonl          configurations finished before their part file
       _manifest.json                      the sweep it holds: name, file, config hashes
       _config.toml                        the sweep file of the last run
       .lock                               held while a sweep writes (flock)
@@ -21,7 +22,8 @@ level (a file of another format there breaks ``pandas.read_parquet``).
 Each part file is written under a hidden temporary name (``.tmp-*``), synced
 and renamed: a crash (even SIGKILL) leaves either the whole file or nothing.
 Every configuration lives in exactly one part file, so resuming skips the
-hashes already present.
+hashes already present. Configurations finished before their part file is
+written are in the journal (:mod:`.journal`), which the next run saves.
 
 The manifest makes a dataset exactly its sweep: :func:`load` and
 :func:`load_errors` keep only the configurations whose hash it lists. Rows of
@@ -92,28 +94,25 @@ NETWORK_COLUMNS = {"bandwidth": "bandwidth_Bps", "link_latency": "link_latency_s
 
 # ------------------------------------------------------------------ rows
 
-def _sweep_fields(cfg) -> dict:
+def sweep_fields(cfg) -> dict:
     """The sweep columns of one configuration (in front of its result rows)."""
     return {"sweep": cfg.sweep, "group": cfg.group, "config_key": cfg.key,
             "config_hash": cfg.hash, "label": cfg.label, "algorithm_spec": cfg.algorithm,
             "sizes_spec": cfg.sizes_text}
 
 
-def add_config_columns(frames: list[pd.DataFrame], configs: list) -> pd.DataFrame:
-    """Concatenate :func:`flowemu.simulate` frames, one per configuration, and
-    put the sweep columns of each configuration in front (built once per batch:
-    per-frame pandas construction would cost more than the simulation)."""
-    counts = np.array([len(f) for f in frames])
-    body = pd.concat(frames, ignore_index=True)
-    fields = [_sweep_fields(c) for c in configs]
-    head = pd.DataFrame({k: np.repeat(np.array([f[k] for f in fields], dtype=object), counts)
-                         for k in fields[0]})
-    return pd.concat([head, body], axis=1)
+def rows_frame(batches) -> pd.DataFrame:
+    """One frame of the result rows of many configurations: ``batches`` holds
+    ``(sweep_fields(cfg), rows)`` per configuration, ``rows`` the dicts of
+    :func:`flowemu.api.simulation.simulate_rows` (built once per batch:
+    a frame per configuration would cost about as much as the simulation)."""
+    return pd.DataFrame([{**fields, **row} for fields, rows in batches for row in rows],
+                        columns=SWEEP_COLUMNS + RESULT_COLUMNS)
 
 
 def error_row(cfg, error_type: str, message: str, internal: bool) -> dict:
     """One row of the errors table: the configuration's fields and the message."""
-    row = {**_sweep_fields(cfg), "topology": cfg.topology, "ranks": cfg.ranks,
+    row = {**sweep_fields(cfg), "topology": cfg.topology, "ranks": cfg.ranks,
            "model": cfg.model, "ecmp": cfg.ecmp, "seed": cfg.seed, "placement": cfg.placement,
            "fail": cfg.fail, "degrade": cfg.degrade, "fail_policy": cfg.fail_policy,
            "slow": cfg.slow, "background": cfg.background}

@@ -9,19 +9,28 @@ import sys
 import traceback
 from concurrent.futures import FIRST_COMPLETED, wait
 
+import pandas as pd
+
 from ...api import simulation
+from ...api.simulation import RESULT_COLUMNS
 from ...core import budget
 from ...core.errors import ConfigError, FlowEmuError
 from ...engine.profiles import available_cores
 from .config import Config
-from .dataset import add_config_columns, error_row
+from .dataset import error_row, rows_frame, sweep_fields
 from .fields import build_topology, topo_info
+from .journal import JournalWriter
 
 
 def run_config(cfg: Config, threads: int | None = None, max_memory=None):
     """Time one configuration: all its sizes from one :func:`flowemu.simulate`
     call (one profile), or its traffic file from :func:`flowemu.time_traffic`
     (as ``flowemu run --traffic``). Returns the result rows (without sweep columns)."""
+    return pd.DataFrame(config_rows(cfg, threads, max_memory), columns=RESULT_COLUMNS)
+
+
+def config_rows(cfg: Config, threads: int | None = None, max_memory=None) -> list[dict]:
+    """:func:`run_config`'s rows as dicts (:func:`flowemu.api.simulation.simulate_rows`)."""
     if cfg.traffic:
         return simulation.time_traffic(build_topology(cfg.topology), cfg.traffic,
                                        ecmp=cfg.ecmp, seed=cfg.seed, placement=cfg.placement,
@@ -29,18 +38,20 @@ def run_config(cfg: Config, threads: int | None = None, max_memory=None):
                                        max_memory=max_memory, fail=cfg.fail or None,
                                        degrade=cfg.degrade or None,
                                        fail_policy=cfg.fail_policy, slow=cfg.slow or None,
-                                       background=cfg.background or None)
-    # through the module: a test counting the calls replaces simulation.simulate
-    return simulation.simulate(build_topology(cfg.topology), cfg.algorithm, list(cfg.sizes),
-                               ecmp=cfg.ecmp, seed=cfg.seed, ranks=cfg.ranks,
-                               placement=cfg.placement, network=cfg.network(),
-                               threads=threads, max_memory=max_memory, model=cfg.model,
-                               fail=cfg.fail or None, degrade=cfg.degrade or None,
-                               fail_policy=cfg.fail_policy, slow=cfg.slow or None,
-                               background=cfg.background or None)
+                                       background=cfg.background or None).to_dict("records")
+    # through the module: a test counting the calls replaces simulation.simulate_rows
+    return simulation.simulate_rows(build_topology(cfg.topology), cfg.algorithm,
+                                    list(cfg.sizes), ecmp=cfg.ecmp, seed=cfg.seed,
+                                    ranks=cfg.ranks, placement=cfg.placement,
+                                    network=cfg.network(), threads=threads,
+                                    max_memory=max_memory, model=cfg.model,
+                                    fail=cfg.fail or None, degrade=cfg.degrade or None,
+                                    fail_policy=cfg.fail_policy, slow=cfg.slow or None,
+                                    background=cfg.background or None)
 
 
-def run_chunk(configs: list[Config], threads: int | None = None, max_memory=None):
+def run_chunk(configs: list[Config], threads: int | None = None, max_memory=None,
+              journal: str | None = None):
     """Worker task: run configurations, never raise for one of them.
     ``threads`` is passed to the engine: pool workers use 1 (the pool already
     keeps every core busy), an in-process run the default (all cores).
@@ -48,21 +59,35 @@ def run_chunk(configs: list[Config], threads: int | None = None, max_memory=None
     share of the machine's limit, so workers running side by side are refused
     before they could exhaust memory together (default: the whole limit).
 
+    ``journal`` (a file path) records each configuration as it finishes
+    (:mod:`.journal`), so a kill loses at most the one running.
+
     Returns ``(rows DataFrame or None, [error dict, ...])``; the rows carry
     the sweep columns (:data:`flowemu.study.sweep.dataset.SWEEP_COLUMNS`).
     """
-    frames, done, errors = [], [], []
-    for cfg in configs:
-        try:
-            frames.append(run_config(cfg, threads, max_memory))
-            done.append(cfg)
-        except FlowEmuError as exc:
-            errors.append(error_row(cfg, type(exc).__name__, str(exc), internal=False))
-        except Exception as exc:  # noqa: BLE001 - a bug must not kill a long sweep
-            tb = "".join(traceback.format_exception(exc, limit=-4))
-            errors.append(error_row(cfg, type(exc).__name__, f"{exc}\n{tb}", internal=True))
-    rows = add_config_columns(frames, done) if frames else None
-    return rows, errors
+    batches, errors = [], []
+    log = JournalWriter(journal) if journal else None
+    try:
+        for cfg in configs:
+            try:
+                rows = config_rows(cfg, threads, max_memory)
+            except FlowEmuError as exc:
+                error = error_row(cfg, type(exc).__name__, str(exc), internal=False)
+            except Exception as exc:  # noqa: BLE001 - a bug must not kill a long sweep
+                tb = "".join(traceback.format_exception(exc, limit=-4))
+                error = error_row(cfg, type(exc).__name__, f"{exc}\n{tb}", internal=True)
+            else:
+                batches.append((sweep_fields(cfg), rows))
+                if log:
+                    log.rows(*batches[-1])
+                continue
+            errors.append(error)
+            if log:
+                log.error(error)
+    finally:
+        if log:
+            log.close()
+    return (rows_frame(batches) if batches else None), errors
 
 
 def chunk_configs(configs: list[Config], workers: int, chunk_size: int | None) -> list[list[Config]]:
@@ -155,8 +180,8 @@ class _LocalPool:
         self.share = budget.Limit(whole.bytes // self.workers,
                            f"1/{self.workers} of the {whole.text()}, one share a worker")
 
-    def submit(self, chunk):
-        fut = self.ex.submit(run_chunk, chunk, 1, self.share)
+    def submit(self, chunk, journal=None):
+        fut = self.ex.submit(run_chunk, chunk, 1, self.share, journal)
         # the pool forgets its processes once broken; keep them to read exit codes
         self._procs.update(getattr(self.ex, "_processes", None) or {})
         return fut
@@ -192,7 +217,8 @@ class _DaskPool:
         self.workers = max(1, sum(client.nthreads().values()))
         self.ex = client.get_executor()
 
-    def submit(self, chunk):
+    def submit(self, chunk, journal=None):
+        # the workers may run on other hosts: the chunk comes back whole
         return self.ex.submit(run_chunk, chunk, 1)
 
     def broken_by(self, exc) -> bool:
@@ -264,19 +290,40 @@ def open_pool(jobs: int | None, scheduler, timeout: float = 10.0):
     return _DaskPool(client, owned=True)
 
 
-def run_local(chunks, on_result):
+class Tasks:
+    """What the runners report to (the sweep implements it): a journal file
+    per task, each task's result, and the journal of a task lost with its
+    worker."""
+
+    def journal(self) -> str | None:
+        """The journal file of a new task (None: none)."""
+        return None
+
+    def done(self, journal, chunk, result) -> None:
+        """The task's ``(rows, errors)``: save them, drop its journal."""
+        raise NotImplementedError
+
+    def lost(self, journal, chunk) -> list:
+        """Save what the journal of a lost task holds; return the
+        configurations of ``chunk`` still to run."""
+        return chunk
+
+
+def run_local(chunks, tasks: Tasks):
     for chunk in chunks:
-        on_result(chunk, run_chunk(chunk))
+        journal = tasks.journal()
+        tasks.done(journal, chunk, run_chunk(chunk, journal=journal))
 
 
-def run_pool(pool, chunks, on_result):
-    """Run chunks on a pool, ``on_result(chunk, (rows, errors))`` as each
-    arrives. A worker that dies (out of memory, SIGKILL) loses the tasks in
-    flight: their configurations are retried one per task; those lost again
-    run one at a time, so the configuration that kills its worker is alone
-    when it does and is recorded as failed with the reason. Every
-    configuration runs at most three times; a pool that keeps breaking with
-    no task lost raises FlowEmuError."""
+def run_pool(pool, chunks, tasks: Tasks):
+    """Run chunks on a pool, ``tasks.done(journal, chunk, (rows, errors))`` as
+    each arrives. A worker that dies (out of memory, SIGKILL) loses the tasks
+    in flight: what their journals hold is saved (``tasks.lost``), the rest is
+    retried one configuration per task; those lost again run one at a time,
+    so the configuration that kills its worker is alone when it does and is
+    recorded as failed with the reason. Every configuration runs at most
+    three times; a pool that keeps breaking with no task lost raises
+    FlowEmuError."""
     from collections import deque
 
     normal, single, serial = deque(chunks), deque(), deque()
@@ -285,8 +332,9 @@ def run_pool(pool, chunks, on_result):
     idle_breaks = 0
 
     def submit(tier, chunk):
+        journal = tasks.journal()
         try:
-            inflight[pool.submit(chunk)] = (tier, chunk)
+            inflight[pool.submit(chunk, journal)] = (tier, chunk, journal)
         except BaseException:
             # back to its queue (the pool broke since the last look)
             if tier == 0:
@@ -315,12 +363,12 @@ def run_pool(pool, chunks, on_result):
         lost = []
         while done:
             for fut in done:
-                tier, chunk = inflight.pop(fut)
+                tier, chunk, journal = inflight.pop(fut)
                 exc = fut.exception()
                 if exc is None:
-                    on_result(chunk, fut.result())
+                    tasks.done(journal, chunk, fut.result())
                 else:
-                    lost.append((tier, chunk, exc))
+                    lost.append((tier, chunk, journal, exc))
                     broken = broken or pool.broken_by(exc)
             # a broken pool fails every task in flight: collect them all
             done = wait(list(inflight))[0] if broken and inflight else ()
@@ -331,12 +379,17 @@ def run_pool(pool, chunks, on_result):
         if idle_breaks > 3:
             raise FlowEmuError(f"sweep: the worker processes keep dying before they run "
                                f"anything ({reason}); try --jobs 1 to see why")
-        for tier, chunk, exc in lost:
+        for tier, chunk, journal, exc in lost:
+            # after the restart: the old workers no longer write the journals
+            chunk = tasks.lost(journal, chunk)
+            if not chunk:
+                continue
             if tier == 0:
                 single.extend(chunk)
             elif tier == 1:
                 serial.extend(chunk)
             else:
                 why = reason or f"worker failed: {type(exc).__name__}: {exc}"
-                on_result(chunk, (None, [error_row(c, "WorkerDied", why, internal=False)
-                                         for c in chunk]))
+                tasks.done(tasks.journal(), chunk,
+                           (None, [error_row(c, "WorkerDied", why, internal=False)
+                                   for c in chunk]))

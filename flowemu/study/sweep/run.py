@@ -1,10 +1,10 @@
 """The sweep: a validated plan run into a dataset directory under a lock,
-each chunk written as it arrives."""
+each configuration journaled as it finishes and each chunk written as it
+arrives; the journals a killed run left are saved first."""
 
 from __future__ import annotations
 
 import fcntl
-import itertools
 import math
 import numbers
 import os
@@ -18,7 +18,16 @@ from ...core.errors import ConfigError, show
 from . import dataset as ds
 from . import layout
 from .dataset import ERRORS_DIR
-from .executor import check_jobs, chunk_configs, default_jobs, open_pool, run_local, run_pool
+from .executor import (
+    Tasks,
+    check_jobs,
+    chunk_configs,
+    default_jobs,
+    open_pool,
+    run_local,
+    run_pool,
+)
+from .journal import Journal, part_names, recover, save
 from .plan import SweepPlan, load_sweep
 from .progress import Progress
 
@@ -201,6 +210,7 @@ def _sweep(plan, out: Path, pool, jobs, retry_errors, prune, progress, chunk_siz
            t0) -> SweepSummary:
     with DatasetLock(out):   # the directory exists: _check_out made it
         ds.clean_temp(out)
+        recover(out)   # what a killed run finished counts as done
         wanted = {c.hash for c in plan.configs}
         summary = SweepSummary(out, plan.name, len(plan.configs), 0, 0, 0, 0, 0, 0.0)
         other = _other_sweep(out, plan)
@@ -233,25 +243,13 @@ def _sweep(plan, out: Path, pool, jobs, retry_errors, prune, progress, chunk_siz
         now = time.time_ns()   # part names sort in the order they were written
         run_id = (time.strftime("%Y%m%dT%H%M%S", time.gmtime(now // 10**9))
                   + f"{now % 10**9:09d}-{os.getpid()}")
-        seq = itertools.count()
-
-        def on_result(chunk, result):
-            rows, errors = result
-            n = next(seq)
-            if rows is not None and len(rows):
-                ds.write_rows(out, rows, f"part-{run_id}-{n:05d}")
-                summary.rows += len(rows)
-            if errors:
-                ds.write_errors(out / ds.ERRORS_DIR, errors, f"errors-{run_id}-{n:05d}")
-                summary.failed += len(errors)
-                summary.internal += sum(bool(e["internal"]) for e in errors)
-            summary.computed += len(chunk) - len(errors)
-            bar.update(len(chunk), len(errors))
-
+        tasks = _Saving(out, Journal(out, run_id), summary, bar)
         try:
-            _run(todo, jobs, pool, chunk_size, on_result)
+            _run(todo, jobs, pool, chunk_size, tasks)
         except KeyboardInterrupt:
             bar.close()
+            # the workers are stopped: what their journals hold is saved now
+            summary.computed += len(recover(out).hashes)
             if progress is not False:
                 print(f"sweep {plan.name}: interrupted; {summary.computed + summary.skipped} of "
                       f"{summary.total} configurations are saved in {out}; run the same "
@@ -259,9 +257,45 @@ def _sweep(plan, out: Path, pool, jobs, retry_errors, prune, progress, chunk_siz
             raise
         finally:
             bar.close()
+        tasks.journal_files.close()
         summary.errors = _failures(out, plan)
         summary.seconds = time.monotonic() - t0
     return summary
+
+
+class _Saving(Tasks):
+    """Each task's rows and errors into part files named after its journal
+    file, which is deleted once they are written (:mod:`.journal`)."""
+
+    def __init__(self, out: Path, journal: Journal, summary: SweepSummary, bar: Progress):
+        self.out, self.journal_files, self.summary, self.bar = out, journal, summary, bar
+
+    def journal(self) -> str:
+        return self.journal_files.task()
+
+    def done(self, journal, chunk, result) -> None:
+        rows, errors = result
+        rows_name, errors_name = part_names(journal)
+        if rows is not None and len(rows):
+            ds.write_rows(self.out, rows, rows_name)
+            self.summary.rows += len(rows)
+        if errors:
+            ds.write_errors(self.out / ds.ERRORS_DIR, errors, errors_name)
+        Path(journal).unlink(missing_ok=True)
+        self._count(len(chunk), errors)
+
+    def lost(self, journal, chunk) -> list:
+        saved = save(self.out, journal, set())
+        self.summary.rows += saved.rows
+        gone = saved.hashes | {e["config_hash"] for e in saved.errors}
+        self._count(len(gone), saved.errors)
+        return [c for c in chunk if c.hash not in gone]
+
+    def _count(self, configs: int, errors: list[dict]) -> None:
+        self.summary.failed += len(errors)
+        self.summary.internal += sum(bool(e["internal"]) for e in errors)
+        self.summary.computed += configs - len(errors)
+        self.bar.update(configs, len(errors))
 
 
 def _count(name: str, value) -> int | None:
@@ -278,24 +312,24 @@ def _seconds(name: str, value) -> float:
     return float(value)
 
 
-def _run(todo, jobs, pool, chunk_size, on_result) -> None:
+def _run(todo, jobs, pool, chunk_size, tasks: Tasks) -> None:
     """The configurations ``todo`` in this process, local processes, or on
     ``pool`` (a Dask cluster)."""
     if pool is None:
         workers = 1 if jobs == 1 else (jobs or default_jobs())
         chunks = chunk_configs(todo, workers, chunk_size)
         if workers == 1 or len(chunks) <= 1:
-            run_local(chunks, on_result)   # in this process, no pool
+            run_local(chunks, tasks)   # in this process, no pool
             return
         pool = open_pool(min(workers, len(chunks)), None)
         try:
-            run_pool(pool, chunks, on_result)
+            run_pool(pool, chunks, tasks)
         except BaseException:
             pool.close(cancel=True)
             raise
         pool.close()
     elif todo:
-        run_pool(pool, chunk_configs(todo, pool.workers, chunk_size), on_result)
+        run_pool(pool, chunk_configs(todo, pool.workers, chunk_size), tasks)
 
 
 def _other_sweep(out: Path, plan: SweepPlan) -> str:
