@@ -28,7 +28,7 @@ from tests.helpers.cli import one_error_line, run
 
 SERVER = GENTREE_TABLE5["Server"]
 #: Table 5's host terms per byte (a float is 4 bytes)
-TABLE5_NET = Network(alpha=SERVER["alpha"], gamma=SERVER["gamma"] / 4,
+TABLE5_NET = Network.from_si(alpha=SERVER["alpha"], gamma=SERVER["gamma"] / 4,
                      delta=SERVER["delta"] / 4)
 #: the paper's sizes, 1e7, 3.2e7 and 1e8 floats, in bytes
 PAPER_SIZES = [4e7, 12.8e7, 4e8]

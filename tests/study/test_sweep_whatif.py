@@ -124,7 +124,7 @@ def test_healthy_configurations_keep_their_hash(tmp_path):
     bandwidth = "400Gb/s"
     """
     (cfg,) = load_sweep(write(tmp_path, text)).configs
-    net = Network(bandwidth=50e9)
+    net = Network.from_si(bandwidth=50e9)
     canonical = {"group": "main", "topology": "torus:4x4", "algorithm": "ring:ports=max",
                  "ranks": None, "sizes": [1024, 65536], "ecmp": "split", "seed": 0,
                  **{k: float(f"{v:.12g}") for k, v in net.as_dict().items()}}

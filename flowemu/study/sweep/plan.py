@@ -10,6 +10,7 @@ from types import SimpleNamespace
 
 from ...algorithms import get_algorithm
 from ...core.errors import ConfigError
+from ...core.network import si_values
 from ...core.placement import parse_placement
 from ...core.presets import load_preset
 from ...core.units import parse_sizes
@@ -281,7 +282,7 @@ def _apply_preset(kw: dict, preset: str, explicit: set, loc: str, probs: Problem
     """Put the preset's network values into ``kw``, the fields the sweep
     file sets (``explicit``) overriding them; a problem is reported."""
     try:
-        net = load_preset(preset).network({f: kw[f] for f in explicit})
+        net = load_preset(preset).network(si_values({f: kw[f] for f in explicit}))
     except ConfigError as exc:
         probs.add(loc, str(exc))
         return False
