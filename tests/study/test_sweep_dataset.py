@@ -12,6 +12,7 @@ from flowemu.cli.app import main
 from flowemu.core.errors import ConfigError
 from flowemu.study.results import MANIFEST, compare, load, load_errors
 from flowemu.study.sweep import load_sweep, sweep
+from tests.helpers.sweeps import fail_when_run
 
 REPO_ROOT = Path(flowemu.__file__).resolve().parents[1]
 
@@ -26,7 +27,7 @@ bandwidth = ["100Gb/s", "400Gb/s"]
 [groups.bad]
 topology = "torus:4x4"
 algorithm = "ring"
-ranks = 32
+ranks = 8                   # fails when it runs (fail_when_run)
 """
 
 # torus:8 removed, an algorithm added, 100Gb/s edited to 200Gb/s, group bad removed:
@@ -58,7 +59,8 @@ def rows_on_disk(out: Path) -> pd.DataFrame:
     return pd.concat([pq.read_table(p).to_pandas() for p in parts], ignore_index=True)
 
 
-def test_edited_sweep_file_reuses_computes_and_sets_aside(tmp_path, capsys):
+def test_edited_sweep_file_reuses_computes_and_sets_aside(tmp_path, capsys, monkeypatch):
+    fail_when_run(monkeypatch, lambda cfg: cfg.group == "bad")
     path = tmp_path / "study.toml"
     out = tmp_path / "d"
     plan1 = load_sweep(write(path, V1))

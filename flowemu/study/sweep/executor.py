@@ -18,17 +18,23 @@ from .dataset import add_config_columns, error_row
 from .fields import build_topology, topo_info
 
 
+def simulate_arguments(cfg: Config) -> tuple[tuple, dict]:
+    """The :func:`flowemu.simulate` arguments of a configuration (positional,
+    keywords; without ``threads`` and ``max_memory``): what it runs, and
+    what the sweep checks before anything runs."""
+    return ((build_topology(cfg.topology), cfg.algorithm, list(cfg.sizes)),
+            {"ecmp": cfg.ecmp, "seed": cfg.seed, "ranks": cfg.ranks, "placement": cfg.placement,
+             "network": cfg.network(), "model": cfg.model, "fail": cfg.fail or None,
+             "degrade": cfg.degrade or None, "fail_policy": cfg.fail_policy,
+             "slow": cfg.slow or None, "background": cfg.background or None})
+
+
 def run_config(cfg: Config, threads: int | None = None, max_memory=None):
     """Time one configuration: all its sizes from one :func:`flowemu.simulate`
     call (one profile). Returns the simulate rows (without sweep columns)."""
+    args, kwargs = simulate_arguments(cfg)
     # through the module: a test counting the calls replaces simulation.simulate
-    return simulation.simulate(build_topology(cfg.topology), cfg.algorithm, list(cfg.sizes),
-                               ecmp=cfg.ecmp, seed=cfg.seed, ranks=cfg.ranks,
-                               placement=cfg.placement, network=cfg.network(),
-                               threads=threads, max_memory=max_memory, model=cfg.model,
-                               fail=cfg.fail or None, degrade=cfg.degrade or None,
-                               fail_policy=cfg.fail_policy, slow=cfg.slow or None,
-                               background=cfg.background or None)
+    return simulation.simulate(*args, threads=threads, max_memory=max_memory, **kwargs)
 
 
 def run_chunk(configs: list[Config], threads: int | None = None, max_memory=None):
