@@ -2,14 +2,22 @@
 
 >>> import flowemu
 >>> df = flowemu.simulate("torus:8x8", "ring", "1KiB..1MiB")
+>>> df = flowemu.simulate("torus:8x8", "ring", "1MiB", bandwidth="100Gb/s")   # with its unit
 
 The heavy parts (numba kernels, pandas) load on first use, so importing a
 submodule such as ``flowemu.core.units`` stays cheap.
 """
 
+import sys
+
+from .api import units
 from .core.errors import ConfigError, FlowEmuError, RoutingError, ScheduleError, SolverError
 from .core.network import Network
 from .core.version import __version__
+
+# flowemu.units is flowemu/api/units.py (the top level holds only the layers);
+# registered under its public name so that `from flowemu.units import Gbps` works
+sys.modules[f"{__name__}.units"] = units
 
 _LAZY = {
     "simulate": "api.simulation", "congestion": "api.simulation",
@@ -51,6 +59,7 @@ __all__ = [
     "simulate",
     "sweep",
     "time_traffic",
+    "units",
     "unregister_algorithm",
     "verify",
 ]

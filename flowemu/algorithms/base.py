@@ -386,6 +386,15 @@ class AlgorithmSpec:
     #: (:func:`flowemu.whatif.faults.check_fail_policy`)
     topology_bound: bool = False
 
+    def check_family(self, topology_spec: str, label: str | None = None) -> None:
+        """A ConfigError when the algorithm does not run on the family of
+        ``topology_spec`` (:attr:`families`); ``label`` names it (default:
+        its name)."""
+        family = topology_spec.split(":", 1)[0]
+        if self.families is not None and family not in self.families:
+            raise ConfigError(f"algorithm: {label or self.name} does not run on "
+                              f"{topology_spec} (it runs on {', '.join(self.families)})")
+
     def parse_options(self, options: dict) -> dict:
         known = {p.name: p for p in self.params}
         unknown = sorted(set(options) - set(known))

@@ -26,14 +26,15 @@ from ..core.network import Network
 from ..core.placement import Placement, parse_placement
 from ..core.version import __version__
 from ..engine.profiles import default_threads, profile
-from ..models.genmodel import check_model, prediction
+from ..models.genmodel import check_model, check_priceable, prediction
 from ..topology import Topology
 from ..topology import checks as topology_checks
 from ..whatif.conditions import HEALTHY, WHATIF_COLUMNS, WhatIf, check_whatif
 from ..whatif.conditions import apply as apply_whatif
 from ..whatif.faults import check_fail_policy
 
-__all__ = ["RESULT_COLUMNS", "congestion", "read_traffic", "simulate", "time_traffic"]
+__all__ = ["RESULT_COLUMNS", "check_simulation", "congestion", "read_traffic", "simulate",
+           "time_traffic"]
 
 #: columns every result table starts with (one row per configuration and size)
 RESULT_COLUMNS = ["topology", "nodes", "ranks", "algorithm", "model", "variant", "options",
@@ -98,6 +99,15 @@ class Run:
     placement: Placement
     mapping: np.ndarray | None
     whatif: object = None    #: :class:`flowemu.whatif.conditions.Applied`, or None (healthy)
+    model: str = "flow"
+
+    def breaks_bound_algorithm(self) -> bool:
+        """Whether the strict failure policy must look at the schedule: links
+        failed, policy strict, a topology-bound algorithm."""
+        w = self.whatif
+        return (w is not None and w.columns["failed_links"] > 0
+                and w.columns["fail_policy"] == "strict"
+                and bool(getattr(self.spec, "topology_bound", False)))
 
     def profile(self, sched: Schedule, **kwargs):
         """:func:`flowemu.engine.profiles.profile` of ``sched`` in this run (its
@@ -160,6 +170,7 @@ def prepare_run(function: str, topology, algorithm, *, ecmp, seed, ranks, networ
                                concurrent, lim)
     with budget.topology_limit(lim):   # a torus/mesh spec was checked just above
         topo = topology_checks.topology(topology)
+    spec.check_family(topo.spec)
     p = checks.ranks(ranks, topo)
     if dims is None:
         _check_schedule_memory(spec, candidates, topo, p, concurrent, lim)
@@ -283,19 +294,12 @@ def simulate_rows(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "spli
     :data:`RESULT_COLUMNS`): for a sweep, which builds one frame per batch of
     configurations (a frame per configuration would cost about a quarter of
     the time of a small one)."""
-    model = check_model(model)
-    whatif = check_whatif(fail, degrade, fail_policy, slow, background)
-    if model == "genmodel" and not whatif.healthy:
-        given = ", ".join(f"{k} {v!r}" for k, v in (("fail", whatif.fail),
-                          ("degrade", whatif.degrade), ("slow", whatif.slow),
-                          ("background", whatif.background)) if v)
-        raise ConfigError(f"model genmodel: {given}: failures, degraded links, slow ranks and "
-                          "background traffic are not in the analytic model; use model='flow' "
-                          "(--model flow)")
-    run = prepare_run("simulate", topology, algorithm, ecmp=ecmp, seed=seed, ranks=ranks,
-                   network=network, network_params=network_params, sizes=sizes,
-                   threads=threads, max_memory=max_memory, placement=placement, whatif=whatif)
-    if model == "genmodel":
+    run = check_simulation(topology, algorithm, sizes, ecmp=ecmp, seed=seed, ranks=ranks,
+                           placement=placement, network=network, threads=threads,
+                           max_memory=max_memory, model=model, fail=fail, degrade=degrade,
+                           fail_policy=fail_policy, slow=slow, background=background,
+                           **network_params)
+    if run.model == "genmodel":
         return _predicted(run, algorithm)
     n, spec = run.sizes, run.spec
     times, scheds, carried = [], [], []
@@ -321,6 +325,56 @@ def simulate_rows(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "spli
                      "goodput_Bps": size / t if t > 0 else np.inf, "steps": sched.num_steps,
                      "background_Bps": float(carried[best[j]][j]), "note": sched.note})
     return rows
+
+
+def check_simulation(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "split",
+                     seed: int = 0, ranks: int | None = None, placement=None,
+                     network: Network | str | None = None, threads: int | None = None,
+                     max_memory=None, model: str = "flow", fail=None, degrade=None,
+                     fail_policy: str = "strict", slow=None, background=None,
+                     **network_params) -> Run:
+    """Every check :func:`simulate` makes before it solves, and nothing more:
+    the arguments, the topology, the ranks on it, the placement, the what-ifs
+    applied (a rank cut off by failures), the memory estimate and, under
+    ``fail_policy="strict"``, a topology-bound algorithm (ring, bucket) that
+    relies on a failed link (its schedule is built for that check only);
+    with ``model="genmodel"``, whether GenModel can price the run. Arguments
+    as for :func:`simulate`.
+
+    Returns
+    -------
+    Run
+        The checked run (``simulate`` times it); ``run.model`` is the model.
+
+    Raises
+    ------
+    ConfigError
+        What ``simulate`` would refuse, named as it names it. What only a
+        solve finds (a SolverError) and the memory of the schedule's real
+        routes are not checked here.
+    """
+    model = check_model(model)
+    whatif = check_whatif(fail, degrade, fail_policy, slow, background)
+    if model == "genmodel" and not whatif.healthy:
+        given = ", ".join(f"{k} {v!r}" for k, v in (("fail", whatif.fail),
+                          ("degrade", whatif.degrade), ("slow", whatif.slow),
+                          ("background", whatif.background)) if v)
+        raise ConfigError(f"model genmodel: {given}: failures, degraded links, slow ranks and "
+                          "background traffic are not in the analytic model; use model='flow' "
+                          "(--model flow)")
+    run = prepare_run("simulate", topology, algorithm, ecmp=ecmp, seed=seed, ranks=ranks,
+                   network=network, network_params=network_params, sizes=sizes,
+                   threads=threads, max_memory=max_memory, placement=placement, whatif=whatif)
+    run = replace(run, model=model)
+    if model == "genmodel":
+        _, raw = parse_algorithm_spec(algorithm)
+        check_priceable(run.topology, run.p, run.spec.name, run.spec.parse_options(raw),
+                        run.network)
+    elif run.breaks_bound_algorithm():
+        for cand in run.candidates:
+            for sched, _ in run_schedules(run, cand, run.sizes):
+                check_fail_policy(sched, run.topology, run.mapping, "strict", run.spec)
+    return run
 
 
 def run_schedules(run: Run, cand: dict, sizes) -> list:

@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping
 
 from ..core.budget import Limit, limit
 from ..core.errors import ConfigError, FlowEmuError
-from ..core.network import Network
+from ..core.network import Network, si_values
 from ..core.outputs import frame_text, output_format, write_frame, write_text
 from ..core.presets import preset_network
 from ..core.progress import snapshot as progress_snapshot
@@ -313,8 +313,8 @@ def network(args) -> Network:
     times = {name: parse_time(getattr(args, name), NETWORK_OPTIONS[name])
              for name in ("link_latency", "hop_latency", "alpha", "gamma", "delta",
                           "incast_slope")}
-    values = {"bandwidth": parse_rate(args.bandwidth, "--bandwidth"),
-              "incast_threshold": args.incast_threshold, **times}
+    values = si_values({"bandwidth": parse_rate(args.bandwidth, "--bandwidth"),
+                        "incast_threshold": args.incast_threshold, **times})
     try:
         if args.network is not None:   # the preset, with the options given overriding it
             net = preset_network(args.network, {k: v for k, v in values.items()

@@ -15,7 +15,7 @@ import numpy as np
 from .errors import ConfigError, show
 from .network import Network
 from .presets import BUILTIN, is_preset, preset_network
-from .units import parse_size, parse_sizes
+from .units import Quantity, parse_size, parse_sizes
 
 #: largest seed (the hash takes 64 bits; result tables store it as int64)
 MAX_SEED = 2**63 - 1
@@ -108,7 +108,8 @@ def network(value, params: dict, function: str, keywords: tuple = ()):
     """The :class:`~flowemu.core.network.Network` of a call: ``value`` itself, a
     preset it names (:mod:`flowemu.core.presets`; ``params`` override its
     values), or one built from keyword arguments ``params`` (numpy scalars
-    become plain numbers). A keyword that is neither a parameter of ``function`` nor a
+    become plain numbers; a rate or time needs its unit, see
+    :class:`~flowemu.core.network.Network`). A keyword that is neither a parameter of ``function`` nor a
     network field is named with what is allowed."""
     fields = Network.field_names()
     unknown = sorted(set(params) - set(fields))
@@ -127,9 +128,10 @@ def network(value, params: dict, function: str, keywords: tuple = ()):
         return value
     plain = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in params.items()}
     for k, v in plain.items():
-        if not isinstance(v, (str, int, float)) or isinstance(v, bool):
-            raise ConfigError(f"{k}: {show(v)} is not allowed; expected a number or a string "
-                              "with a unit (e.g. '400Gb/s', '100ns')")
+        if not isinstance(v, (str, int, float, Quantity)) or isinstance(v, bool):
+            raise ConfigError(f"{k}: {show(v)} is not allowed; expected a string with its "
+                              "unit (e.g. '400Gb/s', '100ns'), a flowemu.units helper "
+                              "(Gbps(400), ns(100)) or, for incast_threshold, a flow count")
     if value is not None:   # a preset: the fields given beside it override its values
         return preset_network(value, plain)
     return Network(**plain)

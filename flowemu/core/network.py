@@ -12,7 +12,7 @@ import numbers
 from dataclasses import dataclass, fields
 
 from .errors import ConfigError, show
-from .units import parse_rate, parse_time
+from .units import Quantity, user_rate, user_time
 
 #: the Network fields that are times (or times per byte)
 TIME_FIELDS = ("link_latency", "hop_latency", "alpha", "gamma", "delta", "incast_slope")
@@ -22,10 +22,13 @@ TIME_FIELDS = ("link_latency", "hop_latency", "alpha", "gamma", "delta", "incast
 class Network:
     """Parameters of the network and the end hosts.
 
-    Numbers are SI (bytes/s, seconds, seconds per byte); strings carry
-    their unit (:mod:`flowemu.core.units`): ``bandwidth="400Gb/s"``,
-    ``link_latency="100ns"``, ``gamma="1ps"`` (1 ps per byte). A string
-    without a unit (``"400"``) is a ConfigError, except ``"0"`` for times.
+    Rates and times carry their unit (:mod:`flowemu.core.units`): a string
+    (``bandwidth="400Gb/s"``, ``link_latency="100ns"``, ``gamma="1ps"``: 1 ps
+    per byte) or a :mod:`flowemu.units` helper (``bandwidth=Gbps(400)``). A
+    bare number (``bandwidth=5e10``, ``link_latency=100``) is a ConfigError
+    naming the field, except 0 for a time; ``incast_threshold`` is a flow
+    count, a number. The attributes hold SI floats; flowemu builds a
+    Network from its own SI floats with :meth:`from_si`.
 
     Attributes
     ----------
@@ -47,9 +50,9 @@ class Network:
         GenModel ε, extra seconds per byte per flow above w_t (default 0 = off).
     """
 
-    bandwidth: float = 400e9 / 8
-    link_latency: float = 100e-9
-    hop_latency: float = 300e-9
+    bandwidth: float = "400Gb/s"
+    link_latency: float = "100ns"
+    hop_latency: float = "300ns"
     alpha: float = 0.0
     gamma: float = 0.0
     delta: float = 0.0
@@ -58,9 +61,9 @@ class Network:
 
     def __post_init__(self):
         set_ = lambda k, v: object.__setattr__(self, k, v)
-        set_("bandwidth", parse_rate(self.bandwidth, "bandwidth"))
+        set_("bandwidth", user_rate(self.bandwidth, "bandwidth"))
         for name in TIME_FIELDS:
-            set_(name, parse_time(getattr(self, name), name))
+            set_(name, user_time(getattr(self, name), name))
         w = self.incast_threshold
         if isinstance(w, str):
             try:
@@ -72,6 +75,13 @@ class Network:
             raise ConfigError(f"incast_threshold: {show(self.incast_threshold)} is not allowed; "
                               "expected a flow count >= 0 or inf (off)")
         set_("incast_threshold", float(w))
+
+    @classmethod
+    def from_si(cls, **values) -> Network:
+        """A Network from SI floats (bytes/s, seconds) flowemu computed or
+        parsed itself (a CLI option, a fit, a sweep's canonical values);
+        a user's numbers go to the constructor, which wants their unit."""
+        return cls(**si_values(values))
 
     @property
     def incast_on(self) -> bool:
@@ -87,3 +97,15 @@ class Network:
 
     def as_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def si_values(values: dict) -> dict:
+    """Network fields with the rates and times given as SI numbers wrapped
+    as :class:`~flowemu.core.units.Quantity` (so the constructor takes them);
+    strings, quantities and the flow count pass as they are."""
+    def wrap(name, v):
+        if isinstance(v, bool) or not isinstance(v, numbers.Real):
+            return v   # a string, a Quantity, or a wrong type the constructor names
+        kind = "rate" if name == "bandwidth" else "time" if name in TIME_FIELDS else None
+        return v if kind is None else Quantity.si(v, kind)
+    return {k: wrap(k, v) for k, v in values.items()}

@@ -49,7 +49,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from .errors import ConfigError, show
-from .network import TIME_FIELDS, Network
+from .network import TIME_FIELDS, Network, si_values
 from .outputs import check_writable, write_text
 from .units import RATE_FORMS, TIME_FORMS, bare_number, shown
 
@@ -135,8 +135,8 @@ def builtin_presets() -> dict[str, str]:
 def _builtin_values(name: str) -> dict:
     if name == "genmodel-table5":
         server = GENTREE_TABLE5["Server"]
-        return {"alpha": server["alpha"], "gamma": server["gamma"] / FLOAT_BYTES,
-                "delta": server["delta"] / FLOAT_BYTES}
+        return si_values({"alpha": server["alpha"], "gamma": server["gamma"] / FLOAT_BYTES,
+                          "delta": server["delta"] / FLOAT_BYTES})
     raise AssertionError(name)
 
 
@@ -296,7 +296,7 @@ def write_preset(path, values: dict, fit: dict | None = None, comment: str = "")
     bad = sorted(set(values) - set(fields_))
     if bad:
         raise ConfigError(f"network: unknown field {bad[0]!r}; allowed: {', '.join(fields_)}")
-    net = Network(**values)   # refuse a bad value before anything is written
+    net = Network.from_si(**values)   # refuse a bad value before anything is written
     lines = [f"# {line}" for line in comment.splitlines()] if comment else []
     lines.append("[network]")
     width = max((len(k) for k in values), default=0)

@@ -1,9 +1,15 @@
 """Parsing and printing of sizes, rates and times — units are never guessed.
 
-A Python number (``int``, ``float``, a numpy scalar) is taken in SI base
-units: bytes, bytes per second, seconds — ``Network(bandwidth=5e10)``. A
-*string* must carry its unit, except where a bare number has only one
-meaning:
+One rule for the Python API, the command line and TOML files: a rate or a
+time a user gives carries its unit — a string (``"400Gb/s"``, ``"100ns"``)
+or a :class:`Quantity` made by a helper (``Gbps(400)``, ``ns(100)``; public as
+:mod:`flowemu.units`). A bare number (``bandwidth=400``: bits or bytes per
+second? ``link_latency=100``: seconds or nanoseconds?) is refused by
+:func:`user_rate` and :func:`user_time`, naming the parameter and the forms
+accepted, except 0 for a time (0 s is 0 ns: no unit is missing). Sizes are
+bytes, so a bare number of bytes is a size. Below the public boundary the
+code keeps SI floats (bytes, bytes/s, seconds): :func:`parse_rate` and
+:func:`parse_time` take them as such. The string forms:
 
 =========  ==========================================  ==========================
 quantity   string forms                                bare number string
@@ -190,7 +196,9 @@ def format_size(nbytes: float) -> str:
 
 
 def parse_rate(text, field: str = "bandwidth") -> float:
-    """Bytes per second (> 0): a number is bytes/s; a string needs its unit.
+    """Bytes per second (> 0): a number is bytes/s (SI, from inside flowemu;
+    a user's value goes through :func:`user_rate`); a string needs its unit;
+    a :class:`Quantity` must be a rate.
 
     Raises
     ------
@@ -198,7 +206,9 @@ def parse_rate(text, field: str = "bandwidth") -> float:
         Naming ``field``, the value and the accepted forms; a string without
         a unit (``"400"``) is refused.
     """
-    if _is_number(text):
+    if isinstance(text, Quantity):
+        value = text.of_kind("rate", field)
+    elif _is_number(text):
         value = _float(text, field, "rate")
     elif isinstance(text, str):
         s = text.strip()
@@ -225,7 +235,9 @@ def format_rate(bytes_per_s: float) -> str:
 
 
 def parse_time(text, field: str = "time") -> float:
-    """Seconds (>= 0): a number is seconds; a string needs its unit (``"0"`` excepted).
+    """Seconds (>= 0): a number is seconds (SI, from inside flowemu; a
+    user's value goes through :func:`user_time`); a string needs its unit
+    (``"0"`` excepted); a :class:`Quantity` must be a time.
 
     Raises
     ------
@@ -233,7 +245,9 @@ def parse_time(text, field: str = "time") -> float:
         Naming ``field``, the value and the accepted forms; a string without
         a unit (``"100"``, ``"1e-7"``) is refused.
     """
-    if _is_number(text):
+    if isinstance(text, Quantity):
+        value = text.of_kind("time", field)
+    elif _is_number(text):
         value = _float(text, field, "time")
     elif isinstance(text, str):
         m = re.fullmatch(_NUM + r"\s*([a-zµμ]*)", text.strip())
@@ -290,3 +304,110 @@ def shown(raw) -> str:
     """A value as the user wrote it: numbers plain, strings quoted."""
     return repr(raw) if isinstance(raw, str) else f"{raw:g}" if isinstance(raw, float) \
         else str(raw)
+
+
+# ------------------------------------------------ quantities: a number and its unit
+
+class Quantity:
+    """A rate or a time with its unit, as a Python user writes it:
+    ``Gbps(400)``, ``GBps(50)``, ``ns(100)``, ``us(1.5)`` (the helpers of
+    :mod:`flowemu.units`). ``value`` is SI (bytes/s or seconds), ``text``
+    the number with its unit as written (``"400Gb/s"``), which is also its
+    ``str`` and how a CLI option or a TOML file would say it.
+
+    Accepted wherever a rate or a time is (``bandwidth=Gbps(400)``,
+    ``link_latency=ns(100)``, ``Network(alpha=us(2))``); a time given for a
+    rate, or the reverse, is a ConfigError naming the parameter.
+    """
+
+    __slots__ = ("kind", "text", "value")
+
+    def __init__(self, value: float, kind: str, text: str):
+        if kind not in ("rate", "time"):
+            raise ConfigError(f"Quantity: kind {kind!r} is not allowed; expected 'rate' or "
+                              "'time'")
+        self.value, self.kind, self.text = float(value), kind, text
+
+    @classmethod
+    def si(cls, value: float, kind: str) -> Quantity:
+        """A value already in SI (bytes/s, seconds): how flowemu hands its own
+        floats to a constructor that takes user values."""
+        unit = "B/s" if kind == "rate" else "s"
+        return cls(value, kind, f"{float(value)!r}{unit}")
+
+    def of_kind(self, kind: str, field: str) -> float:
+        """``value``, or a ConfigError naming ``field`` when this is not a ``kind``."""
+        if self.kind != kind:
+            raise ConfigError(f"{field}: {self.text} is a {self.kind}; expected a {kind} "
+                              f"({_RATE_FORMS if kind == 'rate' else _TIME_FORMS})")
+        return self.value
+
+    def __eq__(self, other):
+        return isinstance(other, Quantity) and (self.kind, self.value) == (other.kind,
+                                                                           other.value)
+
+    def __hash__(self):
+        return hash((self.kind, self.value))
+
+    def __str__(self):
+        return self.text
+
+    def __repr__(self):
+        return f"Quantity({self.text!r})"
+
+
+def quantity(number, unit: str, field: str | None = None) -> Quantity:
+    """``number`` with ``unit`` (``"Gb/s"``, ``"ns"``, ...): the string
+    ``f"{number}{unit}"`` read by :func:`parse_rate` or :func:`parse_time`
+    (the same double as the string), kept as a :class:`Quantity`."""
+    field = field or unit
+    if not _is_number(number):
+        raise ConfigError(f"{field}: {show(number)} is not allowed; expected a number")
+    digits = str(int(number)) if isinstance(number, numbers.Integral) else repr(float(number))
+    text = digits.removesuffix(".0") + unit
+    if unit.endswith("/s"):
+        return Quantity(parse_rate(text, field), "rate", text)
+    return Quantity(parse_time(text, field), "time", text)
+
+
+def _bare(field: str, value, kind: str) -> ConfigError:
+    """The bare-number refusal: the parameter, the value, the forms to write
+    (and what the number would be as SI, for a caller who meant SI)."""
+    n = str(int(value)) if isinstance(value, numbers.Integral) else f"{float(value):g}"
+    try:
+        value = float(value)
+    except OverflowError:   # a huge int: shown shortened, the examples with a usual number
+        value = math.inf
+    if len(n) > 24:
+        return ConfigError(f"{field}={n[:6]}...({len(n)} digits): a bare number has no unit; "
+                           "write it with its unit, e.g. "
+                           + ('"400Gb/s"' if kind == "rate" else '"100ns"'))
+    if kind == "rate":
+        forms = (f'write "{n}Gb/s" (bits per second) or "{n}GB/s" (bytes per second), or '
+                 f"flowemu.units.Gbps({n}) / flowemu.units.GBps({n})")
+        si = format_rate(value) if math.isfinite(value) and value > 0 else None
+        meant = f"; as bytes per second, {n} is \"{si}\"" if si else ""
+    else:
+        forms = (f'write "{n}ns", "{n}us", "{n}ms" or "{n}s", or flowemu.units.ns({n}) '
+                 "(also ps, us, ms, s); 0 may be bare")
+        si = format_time(value) if math.isfinite(value) and value > 0 else None
+        meant = f"; as seconds, {n} is \"{si}\"" if si else ""
+    return ConfigError(f"{field}={n}: a bare number has no unit; {forms}{meant}")
+
+
+def user_rate(value, field: str = "bandwidth") -> float:
+    """A rate a user gave, in bytes/s: a string with its unit or a rate
+    :class:`Quantity`; a bare number (numpy's too) is refused, naming
+    ``field``, the value and the forms accepted."""
+    if _is_number(value):
+        raise _bare(field, value, "rate")
+    return parse_rate(value, field)
+
+
+def user_time(value, field: str = "time") -> float:
+    """A time a user gave, in seconds: a string with its unit or a time
+    :class:`Quantity`; a bare number other than 0 is refused, naming
+    ``field``, the value and the forms accepted."""
+    if _is_number(value) and value != 0:
+        raise _bare(field, value, "time")
+    return parse_time(value, field)

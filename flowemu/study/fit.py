@@ -72,7 +72,7 @@ import pandas as pd
 from ..core.errors import ConfigError
 from ..core.network import Network
 from ..core.presets import write_preset
-from ..core.units import format_rate, format_time, parse_rate
+from ..core.units import format_rate, format_time, user_rate
 from ..models.genmodel import plan_row
 from ..models.measurements import read_measurements
 from .figures.fit import plot_fit
@@ -263,7 +263,7 @@ class FitResult:
         return out
 
     def network(self):
-        return Network(**self.network_values())
+        return Network.from_si(**self.network_values())
 
     def text(self) -> str:
         """The report ``flowemu fit`` prints."""
@@ -348,9 +348,10 @@ def fit(data, *, bandwidth=None, algorithm: str | None = None, ranks: int | None
     data : path, list of paths, or pandas.DataFrame
         CSV files (columns ``algorithm, ranks, size, time``), nccl-tests
         ``all_reduce_perf`` output, or a DataFrame with those columns.
-    bandwidth : str or float, optional
-        Link bandwidth (``"100Gb/s"`` or bytes/s): β = 1/bandwidth and γ =
-        2·(beta_eff − β) are then reported.
+    bandwidth : str or Quantity, optional
+        Link bandwidth with its unit (``"100Gb/s"``, ``flowemu.units.Gbps(100)``;
+        a bare number is refused): β = 1/bandwidth and γ = 2·(beta_eff − β)
+        are then reported.
     algorithm : str, optional
         The algorithm of nccl-tests text (default ``ring``); refused when
         no nccl-tests text is among ``data``.
@@ -368,7 +369,7 @@ def fit(data, *, bandwidth=None, algorithm: str | None = None, ranks: int | None
         Malformed input (naming file, line and field) or fewer measurements
         than unknowns.
     """
-    bw = None if bandwidth is None else parse_rate(bandwidth, "bandwidth")
+    bw = None if bandwidth is None else user_rate(bandwidth, "bandwidth")
     meas = read_measurements(data, algorithm=algorithm, ranks=ranks)
     base, e_all, max_fanin = _coefficients(meas)
     if len(meas) < base.shape[1]:

@@ -12,6 +12,8 @@ import flowemu
 from flowemu.algorithms import get_algorithm
 from flowemu.algorithms.butterfly import build, form, halvings
 from flowemu.algorithms.verify import verify_allreduce
+from flowemu.api.units import Bps
+from flowemu.api.units import s as seconds
 from flowemu.core.errors import ConfigError, ScheduleError
 from tests.helpers.cli import one_error_line, run
 
@@ -248,8 +250,8 @@ def test_time_on_one_switch_is_the_alpha_beta_cost(p):
     for r in forms_of(p):
         if r not in (0, L_of(p)) and wraps(p, r):
             continue
-        df = flowemu.simulate(f"tree:{p}", f"butterfly:r={r}", sizes, alpha=alpha,
-                              bandwidth=bw, link_latency=0, hop_latency=0)
+        df = flowemu.simulate(f"tree:{p}", f"butterfly:r={r}", sizes, alpha=seconds(alpha),
+                              bandwidth=Bps(bw), link_latency=0, hop_latency=0)
         want = [alpha_beta_time(p, r, s, alpha, bw) for s in sizes]
         np.testing.assert_allclose(df["time_s"].to_numpy(), want, rtol=1e-9)
         assert (df["steps"] == (L_of(p) if r == L_of(p) else 2 * L_of(p) - r)).all()
@@ -262,8 +264,8 @@ def test_time_on_a_fat_tree_is_the_alpha_beta_cost(spec, p):
     permutation without congestion."""
     alpha, bw, size = 3e-5, 1e8, 2 ** 20
     for r in (0, 1, L_of(p)):
-        df = flowemu.simulate(spec, f"butterfly:r={r}", [size], ranks=p, alpha=alpha,
-                              bandwidth=bw, link_latency=0, hop_latency=0)
+        df = flowemu.simulate(spec, f"butterfly:r={r}", [size], ranks=p, alpha=seconds(alpha),
+                              bandwidth=Bps(bw), link_latency=0, hop_latency=0)
         assert df["time_s"].iloc[0] == pytest.approx(alpha_beta_time(p, r, size, alpha, bw),
                                                      rel=1e-9)
 
@@ -282,20 +284,20 @@ def test_time_on_a_ring_adds_the_shift_congestion(p):
             s = shift % p
             load = p / 4 if 2 * s == p else min(s, p - s)
             want += alpha + load * len(placements) * u / bw
-        df = flowemu.simulate(f"torus:{p}", f"butterfly:r={r}", [size], alpha=alpha,
-                              bandwidth=bw, link_latency=0, hop_latency=0)
+        df = flowemu.simulate(f"torus:{p}", f"butterfly:r={r}", [size], alpha=seconds(alpha),
+                              bandwidth=Bps(bw), link_latency=0, hop_latency=0)
         assert df["time_s"].iloc[0] == pytest.approx(want, rel=1e-9), (p, r)
 
 
 def test_gamma_time_on_one_switch_bandwidth_optimal():
     p, alpha, bw, gamma = 7, 3e-5, 1e8, 2e-10     # Table 2
-    df = flowemu.simulate("tree:7", "butterfly:r=bandwidth", [4096], alpha=alpha, bandwidth=bw,
-                          gamma=gamma, link_latency=0, hop_latency=0)
+    df = flowemu.simulate("tree:7", "butterfly:r=bandwidth", [4096], alpha=seconds(alpha),
+                          bandwidth=Bps(bw), gamma=seconds(gamma), link_latency=0, hop_latency=0)
     assert df["time_s"].iloc[0] == pytest.approx(alpha_beta_time(p, 0, 4096, alpha, bw, gamma),
                                                  rel=1e-9)
     # latency-optimal at P = 7 reaches eq. (44)'s γ term exactly
-    df = flowemu.simulate("tree:7", "butterfly:r=latency", [4096], alpha=alpha, bandwidth=bw,
-                          gamma=gamma, link_latency=0, hop_latency=0)
+    df = flowemu.simulate("tree:7", "butterfly:r=latency", [4096], alpha=seconds(alpha),
+                          bandwidth=Bps(bw), gamma=seconds(gamma), link_latency=0, hop_latency=0)
     u = 4096 / 7
     want = 3 * alpha + 7 * 3 * u / bw + 7 * (2 * 3 - 2) * u * gamma
     assert df["time_s"].iloc[0] == pytest.approx(want, rel=1e-9)
@@ -306,7 +308,7 @@ def test_auto_takes_the_cheapest_form_per_size():
     bandwidth-optimal one, and each size's time is the minimum over r."""
     p, alpha, bw = 127, 3e-5, 1e8
     sizes = [64, 4096, 2 ** 16, 2 ** 20, 2 ** 26]
-    net = {"alpha": alpha, "bandwidth": bw, "link_latency": 0, "hop_latency": 0}
+    net = {"alpha": seconds(alpha), "bandwidth": Bps(bw), "link_latency": 0, "hop_latency": 0}
     auto = flowemu.simulate(f"tree:{p}", "butterfly", sizes, **net)
     every = np.array([flowemu.simulate(f"tree:{p}", f"butterfly:r={r}", sizes, **net)["time_s"]
                       for r in forms_of(p)])
@@ -353,7 +355,7 @@ def test_registered_with_its_options():
 @pytest.mark.parametrize("algo", ["butterfly", "butterfly:r=1", "butterfly:r=latency",
                                   "butterfly:at=1KiB"])
 def test_genmodel_backend_equals_the_flow_engine_on_one_switch(algo):
-    net = {"alpha": 3e-5, "bandwidth": 1e8, "gamma": 2e-10, "delta": 1e-11}
+    net = {"alpha": "30us", "bandwidth": "100MB/s", "gamma": "0.2ns", "delta": "0.01ns"}
     sizes = [64, 4096, 2 ** 16, 2 ** 22]
     flow = flowemu.simulate("tree:13", algo, sizes, **net)
     model = flowemu.simulate("tree:13", algo, sizes, model="genmodel", **net)

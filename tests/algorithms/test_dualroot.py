@@ -211,7 +211,7 @@ def test_repeated_steps_share_one_traffic():
 
 # --------------------------------------------------------------------------- time
 
-NET = {"alpha": 2e-6, "link_latency": 0, "hop_latency": 0, "bandwidth": 1e9, "gamma": 0,
+NET = {"alpha": "2us", "link_latency": 0, "hop_latency": 0, "bandwidth": "1GB/s", "gamma": 0,
        "delta": 0}
 
 
@@ -249,7 +249,7 @@ def test_reduction_is_charged():
     n, b = 2**20, 8
     base = flowemu.simulate("tree:14", f"dualroot:blocks={b}", [n], **NET)["time_s"].item()
     red = flowemu.simulate("tree:14", f"dualroot:blocks={b}", [n],
-                           **{**NET, "gamma": 1e-10})["time_s"].item()
+                           **{**NET, "gamma": "0.1ns"})["time_s"].item()
     steps = step_count(14, b)
     # a step with reductions costs γ·n/b more (fan-in 2: (f−1)·γ per byte)
     assert base < red <= base + steps * 1e-10 * n / b * (1 + 1e-9)

@@ -142,7 +142,7 @@ def one_switch(alg, n, **net):
     params = {"bandwidth": 1 / BETA, "link_latency": 0, "hop_latency": 0, "alpha": ALPHA,
                   "gamma": GAMMA, "delta": DELTA}
     params.update(net)
-    df = flowemu.simulate(f"tree:{n}", alg, sizes=[S], **params)
+    df = flowemu.simulate(f"tree:{n}", alg, sizes=[S], network=flowemu.Network.from_si(**params))
     return float(df.time_s.iloc[0])
 
 

@@ -18,7 +18,7 @@ from flowemu.cli.app import main
 from flowemu.topology import parse_topology
 
 ROOT = Path(__file__).resolve().parents[2]
-FAST = {"bandwidth": 1e9, "link_latency": 0, "hop_latency": 0}
+FAST = {"bandwidth": "1GB/s", "link_latency": 0, "hop_latency": 0}
 
 
 def run(capsys, argv):

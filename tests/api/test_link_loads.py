@@ -23,7 +23,7 @@ FAST = {"bandwidth": "8Gb/s", "link_latency": "0ns", "hop_latency": "0ns"}   # 1
 def one_step(spec, src, dst, share, ecmp):
     """The PatternLoad of one step of hand-made flows."""
     topo = parse_topology(spec)
-    ctx = make_context(topo, Network(bandwidth=1e9), ecmp)
+    ctx = make_context(topo, Network.from_si(bandwidth=1e9), ecmp)
     tr = Traffic(np.asarray(src, np.int32), np.asarray(dst, np.int32),
                  np.asarray(share, np.float64))
     return topo, pattern_load(ctx, tr)

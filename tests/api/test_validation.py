@@ -18,7 +18,7 @@ from flowemu.topology import parse_topology
 
 TOPO = "torus:4x4"
 #: one link of 1 GB/s, no latency: a flow of b bytes alone on its link takes b/1e9 s
-FAST = {"bandwidth": 1e9, "link_latency": 0, "hop_latency": 0}
+FAST = {"bandwidth": "1GB/s", "link_latency": 0, "hop_latency": 0}
 
 
 def _message(call) -> str:
@@ -139,11 +139,15 @@ def test_numpy_and_pandas_inputs_equal_plain_ones():
 
 
 def test_numpy_network_fields_equal_plain_ones():
-    plain = flowemu.simulate(TOPO, "ring", "1MiB", bandwidth=1e9, incast_threshold=3,
-                             incast_slope=1e-9)
-    got = flowemu.simulate(TOPO, "ring", "1MiB", bandwidth=np.float64(1e9),
-                           incast_threshold=np.int64(3), incast_slope=np.float32(1e-9).item())
+    plain = flowemu.simulate(TOPO, "ring", "1MiB", bandwidth="1GB/s", incast_threshold=3,
+                             incast_slope="1ns")
+    got = flowemu.simulate(TOPO, "ring", "1MiB", bandwidth=np.str_("1GB/s"),
+                           incast_threshold=np.int64(3), incast_slope=np.str_("1ns"))
     pd.testing.assert_frame_equal(got, plain)
+    # a numpy number has no unit either: refused as a plain one is
+    for bare in (np.float64(1e9), 1e9):
+        with pytest.raises(ConfigError, match=r"^bandwidth=1e\+09: a bare number has no unit"):
+            flowemu.simulate(TOPO, "ring", "1MiB", bandwidth=bare)
 
 
 def test_single_size_number():

@@ -26,7 +26,7 @@ from flowemu.engine.profiles import profile
 from flowemu.kernels.maxmin import STATUS_OK, solve_completion
 from flowemu.topology import parse_topology
 
-INCAST = Network(incast_threshold=1, incast_slope=2e-12)
+INCAST = Network.from_si(incast_threshold=1, incast_slope=2e-12)
 
 
 @pytest.fixture(scope="module", autouse=True)

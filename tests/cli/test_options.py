@@ -13,6 +13,7 @@ import pytest
 
 import flowemu
 import flowemu.api.simulation
+from flowemu.api.units import GBps, ns
 from tests.helpers.cli import one_error_line, run
 
 ROOT_DIR = Path(flowemu.__file__).parents[1]
@@ -80,10 +81,14 @@ def test_units_in_bits_and_bytes_agree(capsys, tmp_path):
     assert times[0] == times[1]
 
 
-def test_python_api_numbers_are_si():
-    a = flowemu.simulate("torus:4", "ring", [1024], bandwidth=5e10, link_latency=1e-7)
+def test_python_api_numbers_need_their_unit():
+    a = flowemu.simulate("torus:4", "ring", [1024], bandwidth=GBps(50), link_latency=ns(100))
     b = flowemu.simulate("torus:4", "ring", [1024], bandwidth="400Gb/s", link_latency="100ns")
     assert a.time_s.iloc[0] == b.time_s.iloc[0]
+    for field, bare in (("bandwidth", 5e10), ("link_latency", 1e-7)):
+        with pytest.raises(flowemu.ConfigError, match=f"^{field}=.*: a bare number has no "
+                                                      "unit"):
+            flowemu.simulate("torus:4", "ring", [1024], **{field: bare})
     with pytest.raises(flowemu.ConfigError) as e:
         flowemu.simulate("torus:4", "ring", [1024], bandwidth="400")
     assert str(e.value).startswith("bandwidth: '400' has no unit")

@@ -162,13 +162,16 @@ def test_network_defaults_and_strings():
     assert net.bandwidth == 50e9 and net.link_latency == 100e-9 and net.hop_latency == 300e-9
     assert net.alpha == 0 and net.gamma == 0 and net.delta == 0 and not net.incast_on
     net = Network(bandwidth="100Gb/s", link_latency="1us", incast_threshold="4",
-                  incast_slope=1e-12)
+                  incast_slope="1ps")
     assert net.bandwidth == 12.5e9 and net.link_latency == 1e-6 and net.incast_on
-    # numbers (numpy too) are SI; per-byte costs are written as a time per byte
-    net = Network(bandwidth=np.float64(5e10), link_latency=np.float32(0), gamma="1ps",
+    # a time may be a bare 0 (numpy's too); per-byte costs are a time per byte
+    net = Network(bandwidth="50GB/s", link_latency=np.float32(0), gamma="1ps",
                   incast_threshold=np.int64(4), incast_slope="2ps")
     assert net.bandwidth == 5e10 and net.gamma == 1e-12 and net.incast_threshold == 4.0
-    assert net.incast_slope == 2e-12 and net.incast_on
+    assert net.incast_slope == 2e-12 and net.incast_on and net.link_latency == 0
+    # flowemu's own SI floats, said so explicitly
+    assert Network.from_si(bandwidth=5e10, incast_slope=2e-12, incast_threshold=4) == \
+        Network(bandwidth="400Gb/s", incast_slope="2ps", incast_threshold=4)
 
 
 @pytest.mark.parametrize("field,value", [

@@ -88,12 +88,12 @@ SIZES = np.array([32.0, 1024.0, 2.0**15, 2.0**20, 2.0**24, 2.0**27, 2.0**29, 2.0
 
 @pytest.mark.parametrize("topo,alg,opts,ecmp,net", [
     ("torus:8x8", "ring", {}, "split", Network()),
-    ("torus:8x8", "ring", {"ports": 2}, "hash", Network(alpha=1e-6)),
+    ("torus:8x8", "ring", {"ports": 2}, "hash", Network.from_si(alpha=1e-6)),
     ("torus:4x4", "recdoub", {"variant": "bandwidth"}, "split",
-     Network(gamma=1e-11, delta=3e-12)),
+     Network.from_si(gamma=1e-11, delta=3e-12)),
     ("torus:3x5", "recdoub", {"variant": "latency"}, "dor", Network()),
     ("torus:6x6", "recdoub", {"variant": "bandwidth"}, "split",
-     Network(incast_threshold=1, incast_slope=2e-11)),
+     Network.from_si(incast_threshold=1, incast_slope=2e-11)),
     ("mesh:4x4", "recdoub", {"variant": "latency"}, "split", Network()),
 ])
 def test_profile_equals_direct_solves(topo, alg, opts, ecmp, net):
@@ -130,7 +130,7 @@ def test_reduction_terms_follow_genmodel_rhd():
     t = parse_topology("torus:16")
     sched = build("recdoub", p, variant="bandwidth")
     base = profile(sched, t, Network()).times([2.0**20])[0]
-    with_red = profile(sched, t, Network(gamma=gamma, delta=delta)).times([2.0**20])[0]
+    with_red = profile(sched, t, Network.from_si(gamma=gamma, delta=delta)).times([2.0**20])[0]
     S = 2.0**20
     assert with_red - base == pytest.approx((p - 1) / p * S * (gamma + 3 * delta), rel=1e-9)
 

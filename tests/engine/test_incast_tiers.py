@@ -33,7 +33,7 @@ B = 1e9          # network bandwidth in the closed forms, bytes/s (β = 1 ns/byt
 BETA = 1 / B
 
 #: a network with every latency 0 (fluid times only) and incast off
-QUIET = Network(bandwidth=B, link_latency=0, hop_latency=0)
+QUIET = Network.from_si(bandwidth=B, link_latency=0, hop_latency=0)
 
 
 def close(a, b, rtol=RTOL):
@@ -91,7 +91,7 @@ def convergence_levels(topo) -> dict:
 @pytest.mark.parametrize("spec", ["torus:4x4", "leafspine:4x2x2", "hyperx:3x3", "mesh:3x3"])
 def test_families_without_tiers_have_one_class_with_the_network_terms(spec):
     topo = parse_topology(spec)
-    on = Network(incast_threshold=3, incast_slope=2e-12)
+    on = Network.from_si(incast_threshold=3, incast_slope=2e-12)
     w_t, eps = topo.incast_classes(on)
     assert w_t.tolist() == [3.0] and eps.tolist() == [2e-12]
     w_t, eps = topo.incast_classes(Network())                 # incast off
@@ -102,7 +102,7 @@ def test_families_without_tiers_have_one_class_with_the_network_terms(spec):
 
 def test_tree_classes_are_its_levels_with_the_network_as_fallback():
     topo = parse_topology("tree:2x4,eps=1ns:,wt=:3")
-    w_t, eps = topo.incast_classes(Network(incast_threshold=5, incast_slope=2e-9))
+    w_t, eps = topo.incast_classes(Network.from_si(incast_threshold=5, incast_slope=2e-9))
     assert w_t.tolist() == [5.0, 3.0] and eps.tolist() == [1e-9, 2e-9]
     # a network with incast off falls back to its (off) terms
     w_t, eps = topo.incast_classes(Network())
@@ -216,7 +216,7 @@ def test_level_terms_apply_with_the_network_incast_off_and_override_it():
     flows = [(1, 0), (2, 0), (3, 0)]
     assert close(traffic_time("tree:4,eps=1ns,wt=1", flows, S), 3 * S * (BETA + 2 * 1e-9))
     # the network's terms where the level gives none, the level's elsewhere
-    net = Network(bandwidth=B, link_latency=0, hop_latency=0, incast_threshold=0,
+    net = Network.from_si(bandwidth=B, link_latency=0, hop_latency=0, incast_threshold=0,
                   incast_slope=2e-9)
     assert close(traffic_time("tree:4,wt=1", flows, S, net), 3 * S * (BETA + 2 * 2e-9))
     assert close(traffic_time("tree:4,eps=1ns", flows, S, net), 3 * S * (BETA + 3 * 1e-9))
@@ -341,8 +341,8 @@ def test_random_traffic_matches_the_oracle(spec, seed, n_flows, network_incast):
     pairs = np.unique(np.stack([src, dst], 1), axis=0)
     src, dst = pairs[:, 0].copy(), pairs[:, 1].copy()
     sizes = rng.uniform(0.5, 2.0, len(src)) * 1e6
-    net = (Network(bandwidth=B, incast_threshold=1, incast_slope=1.5e-9) if network_incast
-           else Network(bandwidth=B))
+    net = (Network.from_si(bandwidth=B, incast_threshold=1, incast_slope=1.5e-9) if network_incast
+           else Network.from_si(bandwidth=B))
     routes = topo.route(src, dst)
     w_t, eps = topo.incast_classes(net)
     for method in ("incremental", "screened"):
@@ -410,7 +410,7 @@ def test_one_class_as_an_array_is_the_scalar_path_bit_for_bit():
     keep = src != dst
     src, dst = src[keep], dst[keep]
     routes = topo.route(src, dst)
-    net = Network(incast_threshold=0, incast_slope=1e-11)
+    net = Network.from_si(incast_threshold=0, incast_slope=1e-11)
     cap = topo.link_capacity(net)
     ing = topo.ingress_capacity(net)
     sizes = rng.uniform(1.0, 2.0, len(src)) * 1e6
@@ -429,7 +429,7 @@ def test_families_with_one_class_keep_the_network_wide_model(spec, algorithm, op
     # the engine's times equal a step-by-step solve with the network's
     # scalar terms (the model before per-tier incast)
     topo = parse_topology(spec)
-    net = Network(incast_threshold=1, incast_slope=2e-11, link_latency=0, hop_latency=0)
+    net = Network.from_si(incast_threshold=1, incast_slope=2e-11, link_latency=0, hop_latency=0)
     sched = get_algorithm(algorithm).build(topo.num_endpoints, topo, False, **opts)
     n = 1e6
     got = profile(sched, topo, net, threads=1).times([n])[0]
@@ -494,10 +494,10 @@ def test_cli_runs_a_tree_with_level_incast(capsys):
 
 
 @pytest.mark.parametrize("kwargs,needle", [
-    ({"alpha": 1e308}, "alpha: 1e+308 s is not allowed"),
-    ({"hop_latency": 2e9}, "hop_latency"),
-    ({"gamma": 1e300}, "gamma: 1e+300 s per byte"),
-    ({"bandwidth": 5e-324}, "bandwidth: a link of 5e-324 bytes/s"),
+    ({"alpha": "1e308s"}, "alpha: 1e+308 s is not allowed"),
+    ({"hop_latency": "2e9s"}, "hop_latency"),
+    ({"gamma": "1e300s"}, "gamma: 1e+300 s per byte"),
+    ({"bandwidth": "5e-324B/s"}, "bandwidth: a link of 5e-324 bytes/s"),
 ])
 def test_times_that_would_overflow_are_refused(kwargs, needle):
     # alpha = 1e308 made the total of a ring's steps overflow to inf (a numpy

@@ -217,7 +217,7 @@ def test_orbit_problem_matches_the_full_problem(case):
     topo = parse_topology("torus:" + "x".join(map(str, dims)))
     rng = np.random.default_rng(seed)
     src, dst, share = _invariant_pattern(topo, period, per_cell, rng)
-    net = Network(bandwidth="100Gb/s", incast_threshold=2 if incast else math.inf,
+    net = Network.from_si(bandwidth="100Gb/s", incast_threshold=2 if incast else math.inf,
                   incast_slope="40ps" if incast else 0.0)
     ctx, routes, full = _full_finish(topo, src, dst, share, ecmp, net)
     if math.prod(np.asarray(dims) // np.asarray(_period(topo, src, dst, share))) == 1:

@@ -73,7 +73,7 @@ def _problem(spec, ecmp, n_flows, seed, *, fail=0, degrade=0, incast=False, back
     n = topo.num_endpoints
     src = rng.integers(0, n, n_flows)
     dst = (src + rng.integers(1, n, n_flows)) % n
-    net = Network(bandwidth="100Gb/s", incast_threshold=2 if incast else math.inf,
+    net = Network.from_si(bandwidth="100Gb/s", incast_threshold=2 if incast else math.inf,
                   incast_slope="30ps" if incast else 0.0)
     try:
         faulty = apply_faults(topo, sel_fail, sel_degrade)

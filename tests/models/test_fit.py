@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 import flowemu
+from flowemu.api.units import Bps
 from flowemu.core.errors import ConfigError
 from flowemu.core.network import Network
 from flowemu.core.presets import load_preset
@@ -28,7 +29,7 @@ DATA = __import__("pathlib").Path(__file__).parents[1] / "data"
 ALPHA, BW, GAMMA, DELTA = 2e-5, 1.25e9, 1.6e-9, 5e-10
 W_T, EPS = 4, 2e-10           # flowemu's threshold: flows into a receiver
 BETA_EFF = 1 / BW + GAMMA / 2
-NET = Network(bandwidth=BW, link_latency=0, hop_latency=0, alpha=ALPHA, gamma=GAMMA,
+NET = Network.from_si(bandwidth=BW, link_latency=0, hop_latency=0, alpha=ALPHA, gamma=GAMMA,
               delta=DELTA, incast_threshold=W_T, incast_slope=EPS)
 # CPS on 2..16 ranks has 1..15 flows into a receiver: below, at and above W_T
 PLAN = [("cps", n) for n in (2, 3, 4, 6, 8, 12, 16)] + [
@@ -61,7 +62,7 @@ def rel(a, b):
 # ------------------------------------------------------------------ recovery
 
 def test_fit_recovers_every_parameter(measured):
-    r = fit(measured, bandwidth=BW)
+    r = fit(measured, bandwidth=Bps(BW))
     p = r.params
     assert rel(p["alpha"], ALPHA) < 0.05
     assert rel(p["beta_eff"], BETA_EFF) < 0.05
@@ -77,7 +78,7 @@ def test_fit_recovers_every_parameter(measured):
 
 
 def test_fit_without_noise_is_exact():
-    r = fit(simulate_rows(PLAN, NET, noise=0.0), bandwidth=BW)
+    r = fit(simulate_rows(PLAN, NET, noise=0.0), bandwidth=Bps(BW))
     for name, want in (("alpha", ALPHA), ("beta_eff", BETA_EFF), ("delta", DELTA),
                        ("epsilon", EPS), ("gamma", GAMMA)):
         assert rel(r.params[name], want) < 1e-6, name
@@ -93,7 +94,7 @@ def test_without_bandwidth_only_beta_eff(measured):
 
 @pytest.mark.parametrize("threshold", [2, 7])
 def test_threshold_found_where_it_is(threshold):
-    net = Network(bandwidth=BW, link_latency=0, hop_latency=0, alpha=ALPHA, gamma=GAMMA,
+    net = Network.from_si(bandwidth=BW, link_latency=0, hop_latency=0, alpha=ALPHA, gamma=GAMMA,
                   delta=DELTA, incast_threshold=threshold, incast_slope=EPS)
     r = fit(simulate_rows(PLAN, net, seed=threshold))
     assert r.params["w_t"] == threshold and rel(r.params["epsilon"], EPS) < 0.05
@@ -111,13 +112,13 @@ def test_ring_alone_leaves_delta_and_incast_undetermined(measured):
     # Ring's B = 2(N−1)S/N and D = 3(N−1)S/N: the fitted beta_eff is β + γ/2 + 1.5δ
     assert rel(r.params["beta_eff"], BETA_EFF + 1.5 * DELTA) < 0.05
     assert "delta" not in r.network_values() and "incast_slope" not in r.network_values()
-    with_bw = fit(ring, bandwidth=BW)
+    with_bw = fit(ring, bandwidth=Bps(BW))
     assert with_bw.determined["gamma"] == "stands for gamma + 3·delta"
     assert rel(with_bw.params["gamma"], GAMMA + 3 * DELTA) < 0.05
 
 
 def test_no_incast_seen_is_reported_not_invented():
-    net = Network(bandwidth=BW, link_latency=0, hop_latency=0, alpha=ALPHA, gamma=GAMMA,
+    net = Network.from_si(bandwidth=BW, link_latency=0, hop_latency=0, alpha=ALPHA, gamma=GAMMA,
                   delta=DELTA)
     r = fit(simulate_rows(PLAN, net, seed=3))
     assert r.params["epsilon"] is None and r.params["w_t"] is None
@@ -267,7 +268,7 @@ def test_cli_fit_save_and_run_round_trip(capsys, tmp_path, measured):
     assert rel(net.alpha, ALPHA) < 0.05 and rel(net.gamma, GAMMA) < 0.05
     assert net.bandwidth == BW and net.incast_threshold == W_T
     assert rel(net.incast_slope, EPS) < 0.05 and loaded.fit["w_t_paper"] == W_T + 1
-    expect = fit(data, bandwidth=BW).rows
+    expect = fit(data, bandwidth=Bps(BW)).rows
     for alg, n in (("cps", 12), ("ring", 8), ("hcps:factors=4x2", 8)):
         out_csv = tmp_path / f"{n}.csv"
         code, _, err = run(capsys, ["run", "-t", f"tree:{n}", "-a", alg, "-s", SIZES,
@@ -292,7 +293,7 @@ def test_builtin_preset_is_table5_server_row():
     assert math.isclose(net.gamma, 6.00e-10 / 4) and math.isclose(net.delta, 1.87e-10 / 4)
     assert net.bandwidth == Network().bandwidth and not net.incast_on
     a = flowemu.simulate("tree:8", "cps", "1MiB", network="genmodel-table5")
-    b = flowemu.simulate("tree:8", "cps", "1MiB", network=Network(alpha=6.58e-3,
+    b = flowemu.simulate("tree:8", "cps", "1MiB", network=Network.from_si(alpha=6.58e-3,
                                                                  gamma=6.00e-10 / 4,
                                                                  delta=1.87e-10 / 4))
     assert a["time_s"].iloc[0] == b["time_s"].iloc[0]
@@ -444,7 +445,7 @@ def test_written_preset_reads_back_exactly(tmp_path):
             assert 'bandwidth        = "10Gb/s"' in text and '"6.58ms"' in text
             assert 'link_latency     = "0s"' in text
         net = load_preset(str(f)).network()
-        assert net.as_dict() == Network(**values).as_dict()
+        assert net.as_dict() == Network.from_si(**values).as_dict()
 
 
 @pytest.mark.parametrize("name", ["GENMODEL-TABLE5", "GenModel-Table5", " genmodel-table5 "])

@@ -256,7 +256,7 @@ def test_memory_access_lower_bound(factors):
 
 # ------------------------------------------------------------------- predict
 
-NET = Network(bandwidth=1.25e9, link_latency=0, hop_latency=0, alpha=ALPHA, gamma=GAMMA,
+NET = Network.from_si(bandwidth=1.25e9, link_latency=0, hop_latency=0, alpha=ALPHA, gamma=GAMMA,
               delta=DELTA)
 
 
@@ -273,7 +273,7 @@ def test_predict_maps_names_to_rows():
 
 
 def test_predict_incast_and_hops():
-    net = Network(bandwidth=1.25e9, link_latency="100ns", hop_latency="300ns", alpha=ALPHA,
+    net = Network.from_si(bandwidth=1.25e9, link_latency="100ns", hop_latency="300ns", alpha=ALPHA,
                   gamma=GAMMA, delta=DELTA, incast_threshold=4, incast_slope=EPS)
     S = np.array([1e3, 1e6])
     got = gm.predict("cps", 12, S, net)
@@ -282,7 +282,7 @@ def test_predict_incast_and_hops():
     two = gm.predict("cps", 12, S, net, hops=2)
     assert close(two - got, 2 * 2 * 400e-9, rel=1e-9)
     # incast off when only one of threshold and slope is set
-    off = Network(bandwidth=1.25e9, alpha=ALPHA, gamma=GAMMA, delta=DELTA, incast_threshold=4)
+    off = Network.from_si(bandwidth=1.25e9, alpha=ALPHA, gamma=GAMMA, delta=DELTA, incast_threshold=4)
     assert close(gm.predict("cps", 12, S, off), [tally_cps(12, s) for s in S])
 
 
@@ -374,7 +374,7 @@ def test_flow_backend_equals_ring_and_rhd_rows(N, incast):
     (w_t = 2 flows: ring runs both ways, two flows into each receiver) the
     rows charge none and neither does the engine."""
     extra = {"incast_threshold": 2, "incast_slope": 1e-9} if incast else {}
-    net = Network(bandwidth=5e10, link_latency=0, hop_latency=0, alpha=ALPHA, gamma=GAMMA,
+    net = Network.from_si(bandwidth=5e10, link_latency=0, hop_latency=0, alpha=ALPHA, gamma=GAMMA,
                   delta=DELTA, **extra)
     assert close(flow_times(N, "ring", net, SIM_SIZES),
                  gm.predict("ring", N, SIM_SIZES, net), rel=1e-9)
@@ -387,7 +387,7 @@ def test_flow_backend_ring_any_n_and_rhd_plan_for_other_n(N):
     """Ring's row holds for every N; for N not a power of two the engine runs
     the RHD plan (fold + halving/doubling on P ranks + unfold), which is the
     printed row minus S(1/P − 1/N)(2β + γ + 3δ)."""
-    net = Network(bandwidth=5e10, link_latency=0, hop_latency=0, alpha=ALPHA, gamma=GAMMA,
+    net = Network.from_si(bandwidth=5e10, link_latency=0, hop_latency=0, alpha=ALPHA, gamma=GAMMA,
                   delta=DELTA)
     S = flowemu.core.checks.sizes(SIM_SIZES)
     beta = 1 / net.bandwidth
@@ -405,7 +405,7 @@ def test_flow_backend_counts_incast_fan_in_in_flows():
     ring both ways), the paper's w the number of servers in the group (2 for
     Ring, which it never charges). With w_t = 1 the engine charges ring's two
     flows and the Table 2 row does not: the incast of the test above is live."""
-    net = Network(bandwidth=5e10, link_latency=0, hop_latency=0, alpha=ALPHA, gamma=GAMMA,
+    net = Network.from_si(bandwidth=5e10, link_latency=0, hop_latency=0, alpha=ALPHA, gamma=GAMMA,
                   delta=DELTA, incast_threshold=1, incast_slope=1e-9)
     flow = flow_times(8, "ring", net, SIM_SIZES)
     assert np.all(flow > gm.predict("ring", 8, SIM_SIZES, net) * (1 + 1e-6))

@@ -53,8 +53,8 @@ def preset(tmp_path):
 
 
 def test_given_network_predicts_the_closed_form(measured, preset):
-    for network in (preset, flowemu.Network(alpha=ALPHA, bandwidth=BANDWIDTH,
-                                            link_latency=0, hop_latency=0)):
+    for network in (preset, flowemu.Network.from_si(alpha=ALPHA, bandwidth=BANDWIDTH,
+                                                    link_latency=0, hop_latency=0)):
         rows = compare_measured(measured, network=network).rows
         expected = np.array([ring_time(n) for n in SIZES])
         np.testing.assert_allclose(rows["predicted"], expected, rtol=1e-12)

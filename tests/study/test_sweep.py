@@ -29,6 +29,7 @@ from flowemu.study.sweep import (
 from flowemu.study.sweep.fields import topo_info
 from flowemu.study.sweep.run import DatasetLock
 from tests.helpers.processes import alive, children, start_sweep
+from tests.helpers.sweeps import NO_MEMORY, fail_when_run
 
 REPO_ROOT = Path(flowemu.__file__).resolve().parents[1]
 
@@ -395,18 +396,19 @@ ERRORS = """
 sizes = "1KiB,1MiB"
 topology = "torus:4x4"
 algorithm = ["ring", "recdoub"]
-ranks = [8, 16, 32]           # 32 ranks do not fit on 16 nodes
+ranks = [4, 8, 16]            # 16 ranks: refused when they run (fail_when_run)
 """
 
 
-def test_failing_configuration_is_recorded_and_sweep_goes_on(tmp_path, capsys):
+def test_failing_configuration_is_recorded_and_sweep_goes_on(tmp_path, capsys, monkeypatch):
+    fail_when_run(monkeypatch, lambda cfg: cfg.ranks == 16)
     path = write(tmp_path, ERRORS)
     out = tmp_path / "d"
     s = quiet(path, out, jobs=1, chunk_size=1)
     assert (s.total, s.computed, s.failed, s.internal) == (6, 4, 2, 0)
     errs = load_errors(out)
-    assert len(errs) == 2 and set(errs["ranks"]) == {32}
-    assert errs["error"].str.contains("do not fit").all()
+    assert len(errs) == 2 and set(errs["ranks"]) == {16}
+    assert (errs["error"] == NO_MEMORY).all()
     assert set(errs["error_type"]) == {"ConfigError"}
     assert (out / ERRORS_DIR).is_dir()
     assert len(load(out)) == 4 * 2
@@ -418,15 +420,15 @@ def test_failing_configuration_is_recorded_and_sweep_goes_on(tmp_path, capsys):
     assert (s3.computed, s3.failed, s3.skipped) == (0, 2, 4)
     assert len(load_errors(out)) == 2
     assert [k for k, _ in s3.errors] == [c.key for c in load_sweep(path).configs
-                                         if c.ranks == 32]
-    assert all("do not fit" in m for _, m in s3.errors)
+                                         if c.ranks == 16]
+    assert all(m == NO_MEMORY for _, m in s3.errors)
     # the CLI keeps the results, says how many failed and the first errors, exits 1
     code = main(["sweep", str(path), "--out", str(tmp_path / "e"), "-q", "--jobs", "2"])
     out_text, err = capsys.readouterr()
     assert code == 1 and "2 failed" in out_text
     lines = err.splitlines()
     assert lines[0].startswith("sweep cfg: 2 of 6 configurations failed") and len(lines) == 3
-    assert all("|ranks=32|" in line and "do not fit" in line for line in lines[1:])
+    assert all("|ranks=16|" in line and NO_MEMORY in line for line in lines[1:])
     assert "Traceback" not in err and len(load(tmp_path / "e")) == 4 * 2
     # a re-run still fails (the dataset is incomplete) and says the failures are older
     code = main(["sweep", str(path), "--out", str(tmp_path / "e"), "-q"])

@@ -27,6 +27,7 @@ from flowemu.study.results import (
 )
 from flowemu.study.sweep import load_sweep, sweep
 from flowemu.study.sweep.dataset import write_manifest
+from tests.helpers.sweeps import fail_when_run
 
 REPO_ROOT = Path(flowemu.__file__).resolve().parents[1]
 
@@ -41,7 +42,7 @@ bandwidth = ["100Gb/s", "400Gb/s"]
 [groups.bad]
 topology = "torus:4x4"
 algorithm = "ring"
-ranks = 32
+ranks = 8                   # fails when it runs (fail_when_run)
 """
 
 # torus:8 removed, an algorithm added, 100Gb/s edited to 200Gb/s, group bad removed:
@@ -73,7 +74,8 @@ def rows_on_disk(out: Path) -> pd.DataFrame:
     return pd.concat([pq.read_table(p).to_pandas() for p in parts], ignore_index=True)
 
 
-def test_edited_sweep_file_reuses_computes_and_sets_aside(tmp_path, capsys):
+def test_edited_sweep_file_reuses_computes_and_sets_aside(tmp_path, capsys, monkeypatch):
+    fail_when_run(monkeypatch, lambda cfg: cfg.group == "bad")
     path = tmp_path / "study.toml"
     out = tmp_path / "d"
     plan1 = load_sweep(write(path, V1))
@@ -225,7 +227,8 @@ def plain_readers_agree(out: Path) -> pd.DataFrame:
     return expected
 
 
-def test_parquet_readers_get_exactly_the_sweeps_rows(tmp_path, capsys):
+def test_parquet_readers_get_exactly_the_sweeps_rows(tmp_path, capsys, monkeypatch):
+    fail_when_run(monkeypatch, lambda cfg: cfg.group == "bad")
     path = write(tmp_path / "s.toml", V1)
     out = tmp_path / "d"
     h1 = {c.hash for c in load_sweep(path).configs}
@@ -254,7 +257,8 @@ def test_parquet_readers_get_exactly_the_sweeps_rows(tmp_path, capsys):
     assert len(load_errors(out)) == 1 and list((out / ERRORS_DIR).glob("errors-*.parquet"))
 
 
-def test_old_layout_loads_and_is_moved_to_the_new_one_by_the_next_run(tmp_path):
+def test_old_layout_loads_and_is_moved_to_the_new_one_by_the_next_run(tmp_path, monkeypatch):
+    fail_when_run(monkeypatch, lambda cfg: cfg.group == "bad")
     path = write(tmp_path / "s.toml", V1)
     out = tmp_path / "d"
     sweep(path, out, jobs=1, progress=False, chunk_size=9)
@@ -310,6 +314,7 @@ def test_figures_of_both_layouts_join(tmp_path):
 
 
 def test_a_move_killed_halfway_loads_and_the_next_run_finishes_it(tmp_path, monkeypatch):
+    fail_when_run(monkeypatch, lambda cfg: cfg.group == "bad")
     from flowemu.study.sweep import layout
     path = write(tmp_path / "s.toml", V1)
     out = tmp_path / "d"

@@ -12,6 +12,7 @@ from flowemu.cli.app import main
 from flowemu.core.errors import ConfigError
 from flowemu.study.results import load, load_errors
 from flowemu.study.sweep import load_sweep, sweep
+from tests.helpers.sweeps import fail_when_run
 
 # 2 topologies x 3 algorithms x 2 bandwidths = 12 configurations, 3 sizes each
 SMALL = """
@@ -112,18 +113,19 @@ def test_bad_scheduler_timeout(tmp_path, capsys):
     assert not (tmp_path / "d").exists()
 
 
-def test_many_failures_show_the_first_five(tmp_path, capsys):
+def test_many_failures_show_the_first_five(tmp_path, capsys, monkeypatch):
     path = tmp_path / "many.toml"
-    # 7 rank counts that do not fit on 16 nodes, 1 that does
+    # 7 rank counts that fail when they run (as out of memory would), 1 that runs
     path.write_text('sizes = "1KiB"\ntopology = "torus:4x4"\nalgorithm = "ring"\n'
-                    "ranks = [17, 18, 19, 20, 21, 22, 23, 8]\n")
+                    "ranks = [9, 10, 11, 12, 13, 14, 15, 8]\n")
+    fail_when_run(monkeypatch, lambda cfg: cfg.ranks > 8)
     code = main(["sweep", str(path), "--out", str(tmp_path / "d"), "-q", "--jobs", "1"])
     out, err = capsys.readouterr()
     assert code == 1 and "1 computed (1 rows)" in out and "7 failed" in out
     lines = err.splitlines()
     assert lines[0].startswith("sweep many: 7 of 8 configurations failed")
     assert [line.split("|ranks=")[1].split("|")[0] for line in lines[1:6]] == \
-        ["17", "18", "19", "20", "21"]
+        ["9", "10", "11", "12", "13"]
     assert lines[6] == "  ... and 2 more (flowemu.results.load_errors)" and len(lines) == 7
     s = sweep(path, tmp_path / "d", progress=False)      # the Python summary carries them all
     assert len(s.errors) == 7 and s.failed == 0 and s.failed_earlier == 7

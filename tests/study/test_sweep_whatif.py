@@ -11,7 +11,7 @@ import pytest
 
 import flowemu
 from flowemu.core.network import Network
-from flowemu.study.results import load, load_errors
+from flowemu.study.results import load
 from flowemu.study.sweep import SweepConfigError, config_hash, load_sweep, sweep
 from flowemu.whatif.conditions import WHATIF_COLUMNS
 
@@ -124,7 +124,7 @@ def test_healthy_configurations_keep_their_hash(tmp_path):
     bandwidth = "400Gb/s"
     """
     (cfg,) = load_sweep(write(tmp_path, text)).configs
-    net = Network(bandwidth=50e9)
+    net = Network.from_si(bandwidth=50e9)
     canonical = {"group": "main", "topology": "torus:4x4", "algorithm": "ring:ports=max",
                  "ranks": None, "sizes": [1024, 65536], "ecmp": "split", "seed": 0,
                  **{k: float(f"{v:.12g}") for k, v in net.as_dict().items()}}
@@ -139,9 +139,11 @@ def test_healthy_configurations_keep_their_hash(tmp_path):
     (pol,) = load_sweep(write(tmp_path, text + 'fail_policy = "reroute"\n', "c.toml")).configs
     assert (pol.hash, pol.fail_policy) == (cfg.hash, "strict")
     # a what-if enters the canonical dict (and so the hash) by its canonical text
-    (bad,) = load_sweep(write(tmp_path, text + 'fail = " 0,0 - 1,0 "\n', "d.toml")).configs
+    # (rerouted: under the strict policy the ring on a failed link is refused)
+    (bad,) = load_sweep(write(tmp_path, text + 'fail = " 0,0 - 1,0 "\nfail_policy = "reroute"\n',
+                              "d.toml")).configs
     assert bad.fail == "0,0-1,0"
-    assert bad.hash == config_hash({**canonical, "fail": "0,0-1,0"})
+    assert bad.hash == config_hash({**canonical, "fail": "0,0-1,0", "fail_policy": "reroute"})
 
 
 def test_background_file_is_identified_by_its_contents(tmp_path):
@@ -308,7 +310,7 @@ def test_degrade_slow_background_policy_and_adaptive_run(tmp_path):
     assert t["core:0=0.5"] > t[""]
 
 
-def test_strict_policy_refusal_is_an_error_row_carrying_the_what_ifs(tmp_path):
+def test_strict_policy_refusal_and_cut_off_ranks_fail_the_sweep_up_front(tmp_path):
     text = """
     sizes = "1KiB"
     topology = "torus:4x4"
@@ -316,14 +318,13 @@ def test_strict_policy_refusal_is_an_error_row_carrying_the_what_ifs(tmp_path):
     fail = ["0,0-1,0", "node:5"]
     slow = "2=0.5"
     """
-    summary = quiet(write(tmp_path, text), tmp_path / "d")
-    assert summary.computed == 0 and len(summary.errors) == 2
-    errs = load_errors(tmp_path / "d").set_index("fail")
-    assert set(errs.index) == {"0,0-1,0", "node:5"}
-    assert (errs["slow"] == "2=0.5").all() and (errs["fail_policy"] == "strict").all()
-    assert (errs["degrade"] == "").all() and (errs["background"] == "").all()
-    assert "reroute" in errs.loc["0,0-1,0", "error"]   # strict refuses the bound ring
-    assert "5" in errs.loc["node:5", "error"]          # rank 5 is cut off
+    with pytest.raises(SweepConfigError) as e:
+        quiet(write(tmp_path, text), tmp_path / "d")
+    (loc0, msg0), (loc1, msg1) = e.value.problems
+    assert (loc0, loc1) == ("fail[0]", "fail[1]")
+    assert "|fail=0,0-1,0|slow=2=0.5|" in msg0 and "reroute" in msg0  # strict: the bound ring
+    assert "|fail=node:5|" in msg1 and "cuts off node 5 (rank 5)" in msg1
+    assert not (tmp_path / "d").exists()
 
 
 # ------------------------------------------------------------------ old datasets

@@ -173,7 +173,7 @@ def test_ring_allreduce_non_blocking_closed_form(spec, ports):
     ranks = np.arange(p)
     hops = np.where(ranks // H == (ranks + 1) % p // H, 2, 4).max()
     alpha = 1e-6
-    prof = profile(build("ring", p, ports=ports), t, Network(alpha=alpha))
+    prof = profile(build("ring", p, ports=ports), t, Network.from_si(alpha=alpha))
     expected = 2 * (p - 1) * (alpha + hops * LAT + n / p / B)
     np.testing.assert_allclose(prof.times(n), expected, rtol=1e-9)
 

@@ -288,7 +288,7 @@ def test_ring_on_ss24_closed_form(ports):
     bw = 4 / beta_float                      # bytes/s: β is seconds per 4-byte float
     alpha = 6.58e-3
     n = np.array([64.0, 2.0**20, 4e8])
-    prof = profile(build("ring", p, ports=ports), t, Network(alpha=alpha))
+    prof = profile(build("ring", p, ports=ports), t, Network.from_si(alpha=alpha))
     expected = 2 * (p - 1) * (alpha + 2 * HOP + 2 * lat + n / p / bw)
     np.testing.assert_allclose(prof.times(n), expected, rtol=1e-9)
 

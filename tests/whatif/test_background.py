@@ -215,7 +215,7 @@ def test_one_shared_link_closed_form(load):
 def test_background_throughput_counts_latency_at_the_uncontested_rate():
     """With latency terms the background runs uncontested (L·C) during them."""
     topo = parse_topology("leafspine:2x1x1")
-    net = Network(alpha=2e-6, link_latency=0, hop_latency=0)
+    net = Network.from_si(alpha=2e-6, link_latency=0, hop_latency=0)
     load, c, n = 0.75, net.bandwidth, np.array([1e4, 1e7])
     prof = profiling.profile(one_flow_schedule(), topo, net, background=f"hotspot:{load}:1")
     fluid = n / (c / 2)
@@ -277,7 +277,7 @@ def test_profile_is_exact_with_background(spec, algorithm, bg, ecmp, seed):
     """Profile lines against direct solves at real sizes (times and the
     background's bytes), incast per tier included (tree)."""
     topo = parse_topology(spec)
-    net = Network(gamma=1e-10, delta=2e-11, incast_threshold=2, incast_slope=1e-12)
+    net = Network.from_si(gamma=1e-10, delta=2e-11, incast_threshold=2, incast_slope=1e-12)
     sched = build(algorithm, topo.num_endpoints, topo)
     sizes = np.array([1e3, 7e5, 2e8])
     prof = profiling.profile(sched, topo, net, ecmp=ecmp, seed=seed, background=bg, threads=1)

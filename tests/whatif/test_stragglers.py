@@ -132,7 +132,7 @@ def test_compute_factor_scales_the_reduction(f):
     is (p−1)/p·n·(3δ + γ)·(1/f − 1) longer and the network part unchanged."""
     p, gamma, delta = 8, 3e-10, 1e-10
     topo = parse_topology("torus:8")
-    net = Network(gamma=gamma, delta=delta)
+    net = Network.from_si(gamma=gamma, delta=delta)
     sched = build("ring", p, topo)
     n = np.array([1e3, 1e7])
     healthy = profiling.profile(sched, topo, net).times(n)
@@ -155,7 +155,7 @@ def test_compute_only_keeps_the_default_network_path():
 ])
 def test_profile_is_exact_with_slow_ranks(spec, algorithm, slow):
     topo = parse_topology(spec)
-    net = Network(gamma=1e-10, delta=2e-11)
+    net = Network.from_si(gamma=1e-10, delta=2e-11)
     sched = build(algorithm, 16, topo)
     sizes = np.array([1e3, 7e5, 2e8])
     prof = profiling.profile(sched, topo, net, slow=slow, threads=1)

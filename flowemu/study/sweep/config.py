@@ -107,7 +107,7 @@ class Config:
         return sizes_text(self.sizes)
 
     def network(self) -> Network:
-        return Network(**{f: getattr(self, f) for f in NETWORK_FIELDS})
+        return Network.from_si(**{f: getattr(self, f) for f in NETWORK_FIELDS})
 
     def canonical(self) -> dict:
         """The fields that identify the configuration (hashed)."""

@@ -22,6 +22,17 @@ from .fields import build_topology, topo_info
 from .journal import JournalWriter
 
 
+def simulate_arguments(cfg: Config) -> tuple[tuple, dict]:
+    """The :func:`flowemu.simulate` arguments of a configuration (positional,
+    keywords; without ``threads`` and ``max_memory``): what it runs, and
+    what the sweep checks before anything runs."""
+    return ((build_topology(cfg.topology), cfg.algorithm, list(cfg.sizes)),
+            {"ecmp": cfg.ecmp, "seed": cfg.seed, "ranks": cfg.ranks, "placement": cfg.placement,
+             "network": cfg.network(), "model": cfg.model, "fail": cfg.fail or None,
+             "degrade": cfg.degrade or None, "fail_policy": cfg.fail_policy,
+             "slow": cfg.slow or None, "background": cfg.background or None})
+
+
 def run_config(cfg: Config, threads: int | None = None, max_memory=None):
     """Time one configuration: all its sizes from one :func:`flowemu.simulate`
     call (one profile), or its traffic file from :func:`flowemu.time_traffic`
@@ -39,15 +50,9 @@ def config_rows(cfg: Config, threads: int | None = None, max_memory=None) -> lis
                                        degrade=cfg.degrade or None,
                                        fail_policy=cfg.fail_policy, slow=cfg.slow or None,
                                        background=cfg.background or None).to_dict("records")
+    args, kwargs = simulate_arguments(cfg)
     # through the module: a test counting the calls replaces simulation.simulate_rows
-    return simulation.simulate_rows(build_topology(cfg.topology), cfg.algorithm,
-                                    list(cfg.sizes), ecmp=cfg.ecmp, seed=cfg.seed,
-                                    ranks=cfg.ranks, placement=cfg.placement,
-                                    network=cfg.network(), threads=threads,
-                                    max_memory=max_memory, model=cfg.model,
-                                    fail=cfg.fail or None, degrade=cfg.degrade or None,
-                                    fail_policy=cfg.fail_policy, slow=cfg.slow or None,
-                                    background=cfg.background or None)
+    return simulation.simulate_rows(*args, threads=threads, max_memory=max_memory, **kwargs)
 
 
 def run_chunk(configs: list[Config], threads: int | None = None, max_memory=None,

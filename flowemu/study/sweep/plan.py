@@ -9,7 +9,10 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from ...algorithms import get_algorithm
+from ...api.simulation import check_simulation
+from ...core.budget import Limit
 from ...core.errors import ConfigError
+from ...core.network import si_values
 from ...core.placement import parse_placement
 from ...core.presets import load_preset
 from ...core.units import parse_sizes
@@ -32,6 +35,7 @@ from .config import (
     config_hash,
     config_key,
 )
+from .executor import simulate_arguments
 from .fields import (
     Alg,
     Problems,
@@ -232,6 +236,8 @@ def load_sweep(path) -> SweepPlan:
         configs, seen, total, reported, misfits = [], set(), 0, set(), Problems()
         priced: dict = {}
         checked: dict = {}
+        refused: dict = {}    # (loc, message) -> keys of the configurations refused
+        simulated: dict = {}
         n_problems = len(probs.items)
         for combo in itertools.product(*(values[f] for f in GRID_FIELDS)):
             if len(probs.items) > n_problems:
@@ -266,10 +272,13 @@ def load_sweep(path) -> SweepPlan:
                     continue
             elif not _runs_on(cfg, alg, locs, misfits):
                 continue
+            given = cfg
             cfg = _whatif(cfg, locs, misfits, checked)
             if cfg is None:
                 continue
             if cfg.model == "genmodel" and not _priceable(cfg, alg, locs, misfits, priced):
+                continue
+            if not alg.traffic and not _simulable(cfg, given, locs, refused, simulated):
                 continue
             h = config_hash(cfg.canonical())
             if h in seen:
@@ -278,6 +287,8 @@ def load_sweep(path) -> SweepPlan:
             configs.append(replace(cfg, hash=h, key=config_key(cfg)))
         for loc, msg in misfits.items:   # after the loop: a where failure stops it early
             probs.add(loc, msg)
+        for (loc, msg), keys in refused.items():
+            probs.add(loc, _configurations(keys) + msg)
         if len(probs.items) > n_problems:
             continue
         if not configs:
@@ -312,7 +323,7 @@ def _apply_preset(kw: dict, preset: str, explicit: set, loc: str, probs: Problem
     """Put the preset's network values into ``kw``, the fields the sweep
     file sets (``explicit``) overriding them; a problem is reported."""
     try:
-        net = load_preset(preset).network({f: kw[f] for f in explicit})
+        net = load_preset(preset).network(si_values({f: kw[f] for f in explicit}))
     except ConfigError as exc:
         probs.add(loc, str(exc))
         return False
@@ -343,7 +354,7 @@ def _priceable(cfg: Config, alg: Alg, locs: dict, probs: Problems, priced: dict)
     info = topo_info(cfg.topology)
     p = cfg.ranks if cfg.ranks is not None else info.nodes
     if p > info.nodes:
-        return True    # too many ranks: the run says so (as for model flow)
+        return True    # too many ranks: _simulable reports them (as for model flow)
     key = (info.spec, alg.spec, p)
     if key not in priced:
         try:
@@ -366,8 +377,8 @@ def _whatif(cfg: Config, locs: dict, probs: Problems, checked: dict) -> Config |
     (:func:`flowemu.whatif.stragglers.parse_slow`), a background
     (:func:`flowemu.whatif.background.parse_background`: a missing file too), a
     what-if with ``model = "genmodel"``. Each problem is reported once; a
-    failure that cuts ranks off is left to the run (that configuration's
-    error). ``checked`` caches the outcomes within one plan."""
+    failure that cuts ranks off is reported by :func:`_simulable`. ``checked``
+    caches the outcomes within one plan."""
     if not (cfg.fail or cfg.failures or cfg.degrade or cfg.slow or cfg.background):
         return replace(cfg, fail_policy="strict")   # the policy acts on failed links only
     if cfg.model == "genmodel":
@@ -410,7 +421,7 @@ def _whatif(cfg: Config, locs: dict, probs: Problems, checked: dict) -> Config |
     if cfg.degrade:
         texts["degrade"] = check("degrade", cfg.degrade, at("degrade", cfg.degrade))
         ok &= texts["degrade"] is not None
-    # (too many ranks for the topology fail at run time, as without slow ranks)
+    # (too many ranks for the topology: _simulable reports them, as without slow ranks)
     if cfg.slow and p <= info.nodes:
         ok &= check("slow", cfg.slow, at("slow", cfg.slow)) is not None
     if cfg.background:
@@ -453,26 +464,26 @@ def _runs_on(cfg: Config, alg: Alg, locs: dict, probs: Problems) -> bool:
     """Whether the algorithm runs on the configuration's topology family
     (``AlgorithmSpec.families``, e.g. gentree on trees only); each pair that
     does not is reported once, before anything runs."""
-    families = get_algorithm(alg.name).families
-    info = topo_info(cfg.topology)
-    if families is None or info.family in families:
-        return True
-    probs.add(locs["algorithm"], f"{alg.label} does not run on {info.spec} (it runs on "
-                                 f"{', '.join(families)}); split the group or exclude the pair")
-    return False
+    try:
+        get_algorithm(alg.name).check_family(topo_info(cfg.topology).spec, alg.label)
+    except ConfigError as exc:
+        probs.add(locs["algorithm"], f"{str(exc).removeprefix('algorithm: ')}; split the "
+                                     "group or exclude the pair")
+        return False
+    return True
 
 
 def _fits(cfg: Config, locs: dict, probs: Problems, reported: set) -> bool:
     """Whether the configuration's placement gives each rank an endpoint (a
     placement file is read now); each problem is reported once (by topology,
     ranks and placement), before anything runs. Ranks that do not fit the
-    topology are left to the run (recorded as that configuration's error)."""
+    topology are reported by :func:`_simulable`."""
     info = topo_info(cfg.topology)
     p = cfg.ranks if cfg.ranks is not None else info.nodes
     key = (info.spec, p, cfg.placement)
     if key in reported:
         return False
-    if cfg.placement != "linear" and p <= info.nodes:   # too many ranks fail at run time
+    if cfg.placement != "linear" and p <= info.nodes:   # too many ranks: _simulable
         try:
             parse_placement(cfg.placement).mapping(
                 p, SimpleNamespace(num_endpoints=info.nodes, spec=info.spec))
@@ -481,3 +492,50 @@ def _fits(cfg: Config, locs: dict, probs: Problems, reported: set) -> bool:
             probs.add(locs["placement"], f"{exc} (on {info.spec}, {p} ranks)")
             return False
     return True
+
+
+#: the memory limit of the up-front check: none (memory is checked when a
+#: configuration runs, against the share of the machine its worker has)
+_NO_MEMORY_LIMIT = Limit(2**62, "the sweep's up-front check")
+
+
+def _simulable(cfg: Config, given: Config, locs: dict, refused: dict, cache: dict) -> bool:
+    """Whether :func:`flowemu.api.simulation.check_simulation` (every check
+    ``simulate`` makes before it solves) accepts the configuration; what it
+    refuses is collected in ``refused`` by the field it names (its location
+    in the file) and message, with the configuration's key. ``given`` is the
+    configuration before its what-ifs were made canonical (a failure message
+    is reported at ``failures`` when the random draw is the one at fault)."""
+    args, kwargs = simulate_arguments(cfg)
+    key = (cfg.topology, cfg.algorithm, tuple(sorted((k, str(v)) for k, v in kwargs.items())))
+    if key not in cache:
+        try:
+            check_simulation(*args, max_memory=_NO_MEMORY_LIMIT, **kwargs)
+            cache[key] = None
+        except ConfigError as exc:
+            cache[key] = str(exc)
+    msg = cache[key]
+    if msg is None:
+        return True
+    loc = _location(msg, given, locs)
+    refused.setdefault((loc, msg), []).append(config_key(cfg))
+    return False
+
+
+def _location(msg: str, given: Config, locs: dict) -> str:
+    """The location in the file of the field a library message names (its
+    first word: ``ranks: ...``, ``fail: ...``, ``model genmodel: ...``)."""
+    name = msg.split(":", 1)[0].split(" ", 1)[0]
+    if name == "fail" and given.failures and (
+            not given.fail or f"random:{given.failures}:{given.failure_seed}" in msg):
+        name = "failures"
+    value = getattr(given, name, None)
+    return locs.get((name, value), locs.get(name, locs["topology"]))
+
+
+def _configurations(keys: list[str], shown: int = 3) -> str:
+    """``configuration KEY: `` (or several, the first ``shown`` named)."""
+    if len(keys) == 1:
+        return f"configuration {keys[0]}: "
+    more = f" and {len(keys) - shown} more" if len(keys) > shown else ""
+    return f"{len(keys)} configurations ({', '.join(keys[:shown])}{more}): "

@@ -138,7 +138,8 @@ def sweep(config_path, out=None, *, jobs: int | None = None, scheduler=None,
     ----------
     config_path : path
         A sweep TOML file (see the module doc). It is validated completely
-        before any work: every problem is reported in one ConfigError.
+        before any work, each configuration by the checks ``simulate`` makes
+        before it solves: every problem is reported in one ConfigError.
     out : path, optional
         Dataset directory (default ``results/<file stem>``). A directory
         holding another sweep's results is refused (ConfigError) unless

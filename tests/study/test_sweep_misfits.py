@@ -1,0 +1,130 @@
+"""The sweep's up-front check: every configuration goes through the checks
+simulate makes before it solves (check_simulation), so a misfit the run
+would refuse fails the whole sweep before anything runs, naming each
+configuration and the field at fault."""
+
+import pytest
+
+import flowemu
+from flowemu.api.simulation import check_simulation
+from flowemu.cli.app import main
+from flowemu.core.errors import ConfigError
+from flowemu.study.sweep import SweepConfigError, load_sweep, sweep
+from flowemu.study.sweep.executor import simulate_arguments
+
+TOO_MANY_RANKS = """
+sizes = "1KiB"
+topology = "torus:4x4"
+algorithm = ["ring", "recdoub"]
+ranks = [8, 100]
+"""
+
+STRICT_RING = """
+sizes = "1KiB"
+topology = "torus:4x4"
+algorithm = "ring"
+failures = [0, 4]
+"""
+
+BOTH = """
+sizes = "1KiB"
+[groups.big]
+topology = "torus:4x4"
+algorithm = "ring"
+ranks = [8, 100]
+[groups.cut]
+topology = "torus:4x4"
+algorithm = "ring"
+failures = [0, 4]
+"""
+
+CUT_OFF = """
+sizes = "1KiB"
+topology = "torus:4x4"
+algorithm = "recdoub"
+failures = [0, 20]
+failure_seed = 1
+fail_policy = "reroute"
+"""
+
+
+def write(tmp_path, text, name="m.toml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def cli_error(tmp_path, capsys, text):
+    """Run `flowemu sweep` on ``text``: exit code 2, one ConfigError, and no
+    dataset (nothing ran, no row was written)."""
+    path = write(tmp_path, text)
+    out = tmp_path / "out"
+    code = main(["sweep", str(path), "--out", str(out), "-q", "--jobs", "1"])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    assert not out.exists()
+    return err
+
+
+def test_too_many_ranks_fail_the_sweep_before_it_runs(tmp_path, capsys):
+    err = cli_error(tmp_path, capsys, TOO_MANY_RANKS)
+    assert "m.toml: ranks: 2 configurations (main|torus:4x4|ring:" in err
+    assert "ranks=100" in err and "ranks=8" not in err
+    assert "ranks: 100 ranks do not fit on torus:4x4 (16 endpoints)" in err
+
+
+def test_a_strict_ring_on_a_failed_link_fails_the_sweep_before_it_runs(tmp_path, capsys):
+    err = cli_error(tmp_path, capsys, STRICT_RING)
+    assert "m.toml: failures[1]: configuration main|torus:4x4|ring:" in err
+    assert "fail=random:4:0" in err and "algorithm ring relies on link" in err
+    assert "fail_policy='reroute'" in err
+
+
+def test_every_misfit_is_reported_together(tmp_path):
+    with pytest.raises(SweepConfigError) as e:
+        load_sweep(write(tmp_path, BOTH))
+    locs = [loc for loc, _ in e.value.problems]
+    assert locs == ["groups.big.ranks", "groups.cut.failures[1]"]
+    assert str(e.value).startswith(f"{tmp_path / 'm.toml'}: 2 problems")
+    # the Python sweep refuses it too, before it makes the dataset
+    with pytest.raises(SweepConfigError):
+        sweep(write(tmp_path, BOTH), tmp_path / "d", progress=False)
+    assert not (tmp_path / "d").exists()
+
+
+def test_a_draw_that_cuts_ranks_off_is_found_up_front(tmp_path):
+    with pytest.raises(SweepConfigError) as e:
+        load_sweep(write(tmp_path, CUT_OFF))
+    ((loc, msg),) = e.value.problems
+    assert loc == "failures[1]" and "cuts off" in msg and "fail=random:20:1|" in msg
+
+
+def test_the_sweep_checks_what_simulate_checks(tmp_path):
+    """The refusal is simulate's own, word for word."""
+    with pytest.raises(SweepConfigError) as e:
+        load_sweep(write(tmp_path, STRICT_RING))
+    ((_, msg),) = e.value.problems
+    with pytest.raises(ConfigError) as direct:
+        flowemu.simulate("torus:4x4", "ring", "1KiB", fail="random:4:0")
+    assert msg.endswith(str(direct.value))
+    with pytest.raises(ConfigError) as checked:
+        check_simulation("torus:4x4", "ring", "1KiB", fail="random:4:0")
+    assert str(checked.value) == str(direct.value)
+
+
+def test_a_valid_file_still_runs(tmp_path):
+    text = STRICT_RING.replace("failures = [0, 4]",
+                               'failures = [0, 4]\nfail_policy = "reroute"')
+    path = write(tmp_path, text)
+    configs = load_sweep(path).configs
+    for cfg in configs:   # the check passes each configuration as it will run
+        args, kwargs = simulate_arguments(cfg)
+        check_simulation(*args, **kwargs)
+    s = sweep(path, tmp_path / "d", jobs=1, progress=False)
+    assert (s.total, s.computed, s.failed) == (2, 2, 0)
+
+
+def test_simulate_refuses_an_algorithm_off_its_family():
+    with pytest.raises(ConfigError, match=r"^algorithm: gentree does not run on torus:4x4 "
+                                          r"\(it runs on tree, leafspine, fattree\)"):
+        check_simulation("torus:4x4", "gentree", "1MiB")
