@@ -223,12 +223,16 @@ def topology_limit(lim: Limit | None):
         _TOPOLOGY_LIMIT.reset(token)
 
 
-def reserve_topology(spec: str, links: int, nodes: int = 0) -> None:
+def reserve_topology(spec: str, links: int, nodes: int = 0,
+                     link_bytes: int = LINK_BYTES) -> None:
     """Refuse (ConfigError) a topology of ``links`` links and ``nodes``
-    vertices whose arrays would not fit, before a family allocates them. Every
-    family calls this from its constructor once it knows its size."""
+    vertices whose building would not fit, before a family allocates it:
+    ``link_bytes`` a link (the family's measured peak,
+    :attr:`flowemu.topology.Topology.build_link_bytes`) and
+    :data:`NODE_BYTES` a vertex. Every family calls this from its constructor
+    once it knows its size."""
     lim = _TOPOLOGY_LIMIT.get() or limit(None)
-    check(int(links) * LINK_BYTES + int(nodes) * NODE_BYTES, lim, f"building {spec}")
+    check(int(links) * int(link_bytes) + int(nodes) * NODE_BYTES, lim, f"building {spec}")
 
 
 # ------------------------------------------------------------------ estimates
@@ -308,9 +312,26 @@ def traffic_file_bytes(path: Path, parquet: bool) -> int:
 
 
 def built_topology_bytes(topology) -> int:
-    """:func:`topology_bytes` of a built topology (any family)."""
-    dims = getattr(topology, "dims", None)
-    return topology_bytes(dims) if dims is not None else topology.num_links * LINK_BYTES
+    """Bytes a built topology holds while a run uses it: its family's
+    :attr:`~flowemu.topology.Topology.held_link_bytes` a link and
+    :data:`NODE_BYTES` a vertex. (Not :func:`topology_bytes`, a torus's
+    formula, which charged a HyperX of ``dims`` as a torus of that shape: a
+    thousandth of its links.) A torus or mesh spec's shape, not built yet:
+    :func:`topology_bytes`."""
+    if not hasattr(topology, "num_links"):
+        return topology_bytes(topology.dims)
+    return (topology.num_links * int(getattr(topology, "held_link_bytes", LINK_BYTES))
+            + topology.num_nodes * NODE_BYTES)
+
+
+def topology_build_bytes(topology) -> int:
+    """The peak of building ``topology``, as its constructor reserved it
+    (:func:`reserve_topology`); of a torus or mesh spec's shape,
+    :func:`topology_bytes`."""
+    if not hasattr(topology, "num_links"):
+        return topology_bytes(topology.dims)
+    return (topology.num_links * int(getattr(topology, "build_link_bytes", LINK_BYTES))
+            + topology.num_nodes * NODE_BYTES)
 
 
 def run_bytes(topology, p: int, flows: list[int], entries: list[int], threads: int,
@@ -322,5 +343,8 @@ def run_bytes(topology, p: int, flows: list[int], entries: list[int], threads: i
     solved = flows if solved is None else solved
     work = sorted((solve_bytes(f, e) for f, e in zip(solved, entries, strict=True)),
                   reverse=True)
-    return (built_topology_bytes(topology) + schedule_bytes(sum(flows), p)
-            + sum(work[:max(1, threads)]))
+    # the topology was built first: its building's peak may be the run's
+    # (a HyperX's links grow with the square of its nodes, its flows do not)
+    return max(topology_build_bytes(topology),
+               built_topology_bytes(topology) + schedule_bytes(sum(flows), p)
+               + sum(work[:max(1, threads)]))

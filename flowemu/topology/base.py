@@ -178,6 +178,16 @@ class Topology:
     #: the routing modes (``ecmp=``) this family implements
     ecmp_modes: tuple[str, ...] = ("split", "hash")
 
+    #: bytes a link (its share of the node tables included) that building
+    #: this family peaks at, measured on ~1-16M links with a 20 % margin: what
+    #: the family's constructor reserves before it allocates
+    #: (:func:`flowemu.core.budget.reserve_topology`)
+    build_link_bytes: int = 32
+    #: bytes a link (node tables included) a built topology of this family
+    #: holds while a run uses it, measured likewise
+    #: (:func:`flowemu.core.budget.run_bytes`)
+    held_link_bytes: int = 32
+
     @property
     def engine_modes(self) -> tuple[str, ...]:
         """Every ``ecmp=`` a run on this topology accepts: the family's own

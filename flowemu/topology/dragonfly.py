@@ -105,6 +105,9 @@ class Dragonfly(Topology):
 
     id_word = "host"
     ecmp_modes = ("split", "hash", "valiant")
+    # peak and held bytes a link (80 and 22 measured on dragonfly:a=32,p=16,h=16), with a margin
+    build_link_bytes = 96
+    held_link_bytes = 28
 
     a: int
     p: int
@@ -154,7 +157,7 @@ class Dragonfly(Topology):
             if getattr(self, name) != 1.0:
                 opts.append(f"{key}={fmt(getattr(self, name))}")
         set_(self, "spec", "dragonfly:" + ",".join(opts))
-        reserve_topology(self.spec, links, hosts + g * a)
+        reserve_topology(self.spec, links, hosts + g * a, self.build_link_bytes)
         set_(self, "num_endpoints", hosts)
         set_(self, "num_nodes", hosts + g * a)
         self._build_links()

@@ -105,6 +105,9 @@ class FatTree(Topology):
 
     id_word = "host"   # in messages (a class attribute, not a field)
     ecmp_modes = ("split", "hash", "dmodk")
+    # peak and held bytes a link (49.5 and 16 measured on fattree:k=160), with a margin
+    build_link_bytes = 60
+    held_link_bytes = 20
     split_every_shortest = True   # split: every minimal path, even per vertex
 
     k: int
@@ -153,7 +156,7 @@ class FatTree(Topology):
             opts.append("taper=" + ":".join(fmt(r) for r in shown))
         set_(self, "spec", "fattree:" + ",".join(opts))
         switches = 2 * k * h + h * h if levels == 3 else k + h
-        reserve_topology(self.spec, links, hosts + switches)
+        reserve_topology(self.spec, links, hosts + switches, self.build_link_bytes)
         set_(self, "num_endpoints", hosts)
         set_(self, "num_nodes", hosts + switches)
         set_(self, "oversubscription", float(np.prod(taper)))

@@ -88,6 +88,9 @@ class HammingMesh(GridTopology):
     link_latency_scale : float64[L] or None
         ``board_latency`` on board links, 1 on cables.
     """
+    # peak and held bytes a link (130 and 48 measured on hammingmesh:4x4,256x256), with a margin
+    build_link_bytes = 156
+    held_link_bytes = 58
 
     board: tuple[int, int]
     boards: tuple[int, int]
@@ -127,7 +130,8 @@ class HammingMesh(GridTopology):
         if links > MAX_LINKS:
             raise ConfigError(f"board {a}x{b} with boards {x}x{y} has {links} links; at most "
                               f"{MAX_LINKS} (2**26) are allowed")
-        reserve_topology(f"hammingmesh:{a}x{b},{x}x{y}", links, nodes + 2 * (x * a + y * b))
+        reserve_topology(f"hammingmesh:{a}x{b},{x}x{y}", links, nodes + 2 * (x * a + y * b),
+                         self.build_link_bytes)
         set_ = object.__setattr__
         set_(self, "board", (a, b))
         set_(self, "boards", (x, y))

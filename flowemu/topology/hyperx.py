@@ -67,6 +67,10 @@ class HyperX(GridTopology):
     link_capacity_scale : float64[L]
         ``bw`` of the link's dimension.
     """
+    # peak and held bytes a link (87 and 16 measured on hyperx:30x30x30, 64 and 16
+    # on hyperx:200x200), with a margin
+    build_link_bytes = 104
+    held_link_bytes = 20
 
     dims: tuple[int, ...]
     bw: float | tuple[float, ...] = 1.0
@@ -105,7 +109,7 @@ class HyperX(GridTopology):
         if links > MAX_LINKS:
             raise ConfigError(f"dims: {shape} has {links} links (every node linked to "
                               f"{links // nodes} others); at most {MAX_LINKS} (2**26) are allowed")
-        reserve_topology(f"hyperx:{shape}", links, nodes)
+        reserve_topology(f"hyperx:{shape}", links, nodes, self.build_link_bytes)
         set_ = object.__setattr__
         set_(self, "dims", dims)
         set_(self, "bw", bw[0] if len(set(bw)) == 1 else bw)

@@ -158,6 +158,16 @@ class FaultyTopology(Topology):
             set_(self, name + "_link", readonly(order))
         set_(self, "_num_alive", len(ids))
 
+    # the base's memory figures (the class attributes Topology declares would
+    # hide them from __getattr__)
+    @property
+    def build_link_bytes(self) -> int:
+        return self.base.build_link_bytes
+
+    @property
+    def held_link_bytes(self) -> int:
+        return self.base.held_link_bytes
+
     def __getattr__(self, name):
         # only reached for attributes the wrapper lacks: read them from the base
         if name.startswith("__") or name in ("base", "fail", "degrade"):

@@ -285,6 +285,9 @@ MEASURE = textwrap.dedent("""
     ("torus:128x128", "swing", "split", "run"),
     ("torus:256x256", "ring", "dor", "run"),
     ("torus:64x64", "recdoub:variant=latency", "split", "dump"),
+    # a HyperX's links grow with the square of its nodes: building it is most
+    # of the run (charged as a torus of its shape before, a thousandth of it)
+    ("hyperx:120x120", "ring", "split", "run"),
 ])
 def test_estimate_within_2x_of_measured_peak(spec, alg, ecmp, what):
     out = subprocess.run([sys.executable, "-c", MEASURE, spec, alg, ecmp, what], check=False,
@@ -306,3 +309,48 @@ def test_incremental_entry_cost_follows_the_solvers_choice():
         + 10 * n * budget.SOLVE_ENTRY_BYTES_INCREMENTAL
     assert budget.solve_bytes(10, 10 * n + 1) == 10 * budget.SOLVE_FLOW_BYTES \
         + (10 * n + 1) * budget.SOLVE_ENTRY_BYTES
+
+
+BUILD = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    from flowemu.core import budget
+    from flowemu.topology import parse_topology
+
+    def status(key):
+        with open("/proc/self/status") as fh:
+            line = next(ln for ln in fh if ln.startswith(key + ":"))
+        return int(line.split()[1]) * 1024
+
+    spec, tiny = sys.argv[1:3]
+    parse_topology(tiny)                      # the family's kernels, compiled or loaded
+    with open("/proc/self/clear_refs", "w") as fh:
+        fh.write("5")                         # reset the peak (VmHWM)
+    base = status("VmRSS")
+    topo = parse_topology(spec)
+    held = sum(v.nbytes for v in vars(topo).values() if isinstance(v, np.ndarray))
+    print(json.dumps({"peak": status("VmHWM") - base, "held": held,
+                      "reserve": budget.topology_build_bytes(topo),
+                      "held_estimate": budget.built_topology_bytes(topo)}))
+""")
+
+
+@pytest.mark.parametrize("spec,tiny", [
+    ("torus:512x512", "torus:4x4"), ("fattree:k=96", "fattree:k=4"),
+    ("leafspine:2048x256x32", "leafspine:4x4x2"), ("tree:2048x256", "tree:4x4"),
+    ("hyperx:100x100", "hyperx:4x4"), ("hyperx:20x20x20", "hyperx:4x4x4"),
+    ("hammingmesh:4x4,128x128", "hammingmesh:2x2,2x2"),
+    ("dragonfly:a=24,p=12,h=12", "dragonfly:a=2,p=2,h=1"),
+])
+def test_each_family_builds_within_what_it_reserves(spec, tiny):
+    """Every family's constructor reserves (before it allocates) at least the
+    peak its building reaches, and the run's estimate charges at least the
+    arrays it then holds: ~1M links each (issue 26: a HyperX was charged as a
+    torus, a tree and a HammingMesh at a third of their peak)."""
+    out = subprocess.run([sys.executable, "-c", BUILD, spec, tiny], check=False,
+                         capture_output=True, text=True, cwd=ROOT, timeout=300,
+                         env={"PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    assert got["peak"] <= got["reserve"] <= 2.5 * got["peak"], got
+    assert got["held"] <= got["held_estimate"], got
