@@ -302,7 +302,7 @@ def simulate_rows(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "spli
     if run.model == "genmodel":
         return _predicted(run, algorithm)
     n, spec = run.sizes, run.spec
-    times, scheds, carried = [], [], []
+    times, chosen, carried = [], [], []
     for cand in run.candidates:
         for sched, serves in run_schedules(run, cand, n):
             prof = run.profile(sched)
@@ -310,20 +310,24 @@ def simulate_rows(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "spli
             if serves is not None:   # a plan per size (gentree): only its sizes
                 t = np.where(np.isin(np.arange(len(n)), serves), t, np.inf)
             times.append(t)
-            scheds.append((sched, cand))
+            chosen.append((sched.variant, sched.num_steps, sched.note, cand))
             carried.append(prof.background_throughput(n) if "background_rate" in prof.info
                            else np.full(len(n), np.nan))
+            # what a row needs is kept, not the schedule: an `auto` option's
+            # candidates are built one after the other, each freed before the
+            # next (the memory estimate charges one schedule at a time)
+            del sched, prof
     times = np.vstack(times)
     best = np.argmin(times, axis=0)
     base = run.row
     rows = []
     for j, size in enumerate(n):
-        sched, cand = scheds[best[j]]
+        variant, num_steps, note, cand = chosen[best[j]]
         t = float(times[best[j], j])
-        rows.append({**base, "algorithm": spec.name, "model": "flow", "variant": sched.variant,
+        rows.append({**base, "algorithm": spec.name, "model": "flow", "variant": variant,
                      "options": _options_text(cand), "size_bytes": int(size), "time_s": t,
-                     "goodput_Bps": size / t if t > 0 else np.inf, "steps": sched.num_steps,
-                     "background_Bps": float(carried[best[j]][j]), "note": sched.note})
+                     "goodput_Bps": size / t if t > 0 else np.inf, "steps": num_steps,
+                     "background_Bps": float(carried[best[j]][j]), "note": note})
     return rows
 
 
@@ -531,4 +535,5 @@ def congestion(topology, algorithm, *, ecmp: str = "split", seed: int = 0,
         rows.append({"topology": run.topology.spec, "algorithm": run.spec.name,
                      "variant": sched.variant, "options": _options_text(cand),
                      "steps": sched.num_steps, **summary, "note": sched.note})
+        del sched, prof   # freed before the next candidate is built (see simulate_rows)
     return pd.concat(step_frames, ignore_index=True), pd.DataFrame(rows)
