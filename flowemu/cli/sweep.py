@@ -35,7 +35,8 @@ def add_arguments(s) -> None:
                    help="delete the rows of configurations no longer in the sweep file "
                         "(or another sweep's results in --out)")
     s.add_argument("--chunk-size", type=int, help="configurations per task and part file "
-                                                  "(default: by cost)")
+                                                  "(default: by cost; on a Dask cluster one "
+                                                  "per task)")
     s.add_argument("--dry-run", action="store_true",
                    help="validate and list the configurations, run nothing")
     s.add_argument("--quiet", "-q", action="store_true", help="no progress output")

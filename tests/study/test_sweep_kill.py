@@ -61,6 +61,21 @@ def journal_lines(out: Path) -> int:
     return n
 
 
+def wait_journaled(proc, out: Path, target: int) -> None:
+    """Poll until the journals of the running sweep ``proc`` hold ``target`` lines."""
+    deadline = time.monotonic() + 120
+    while journal_lines(out) < target:
+        assert proc.poll() is None, proc.stderr.read().decode()
+        assert time.monotonic() < deadline
+        time.sleep(0.002)
+
+
+def random_target(most: int = 40) -> tuple[int, int]:
+    """``(seed, configurations to wait for)``: 1 to ``most``, the seed reported on failure."""
+    seed = random.Random().randrange(10**6)
+    return seed, random.Random(seed).randint(1, most)
+
+
 def kill(proc, workers=()):
     """SIGKILL the sweep and wait until it and its workers are gone."""
     proc.send_signal(signal.SIGKILL)
@@ -87,18 +102,11 @@ def clean(tmp_path_factory):
 def test_sigkill_of_the_sweep_loses_at_most_the_running_configurations(tmp_path, clean, jobs):
     path, ref = clean
     total = len(load_sweep(path).configs)
-    rng = random.Random()
-    seed = rng.randrange(10**6)
-    rng.seed(seed)
-    target = rng.randint(1, 40)
+    seed, target = random_target()
     out = tmp_path / "killed"
     # chunks so large that no part file would be written before the kill
     proc = start_sweep(path, out, "--jobs", str(jobs), "--chunk-size", str(total // jobs))
-    deadline = time.monotonic() + 120
-    while journal_lines(out) < target:
-        assert proc.poll() is None, proc.stderr.read().decode()
-        assert time.monotonic() < deadline
-        time.sleep(0.002)
+    wait_journaled(proc, out, target)
     workers = children(proc.pid)   # they write journals: they have started
     assert len(workers) == jobs - (jobs == 1)
     kill(proc, workers)
@@ -235,3 +243,31 @@ def test_a_killed_workers_finished_configurations_are_not_run_again(tmp_path, mo
     df = load(out)
     assert set(df["config_hash"]) == {c.hash for c in configs} - {victim.hash}
     assert not df.duplicated(["config_hash", "size_bytes"]).any()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc")
+def test_sigkill_of_a_dask_sweep_loses_at_most_the_running_configurations(tmp_path, clean):
+    """On a Dask cluster the workers write no journal: the sweep journals each
+    configuration as its task returns, and the next run saves them."""
+    distributed = pytest.importorskip("distributed", reason="dask.distributed not installed")
+    path, ref = clean
+    total = len(load_sweep(path).configs)
+    seed, target = random_target()
+    out = tmp_path / "killed"
+    # tcp: the sweep runs in another process
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                                  protocol="tcp://", dashboard_address=None) as cluster:
+        address = cluster.scheduler_address
+        proc = start_sweep(path, out, "--scheduler", address)
+        wait_journaled(proc, out, target)
+        kill(proc)
+        saved = ds.result_hashes(out)
+        finished = saved | journaled(out)
+        assert target <= len(finished) < total, f"seed {seed}"
+        # part files of many configurations each, not one per configuration
+        parts = list(out.glob("part-*.parquet"))
+        assert len(parts) <= max(1, len(saved) // 10), f"seed {seed}"
+        res = sweep(path, out, scheduler=address, progress=False)
+    assert (res.reused, res.computed) == (len(finished), total - len(finished)), f"seed {seed}"
+    assert len(list(out.glob("part-*.parquet"))) < total // 10
+    same_as_clean(out, ref)

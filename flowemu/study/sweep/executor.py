@@ -55,6 +55,19 @@ def config_rows(cfg: Config, threads: int | None = None, max_memory=None) -> lis
     return simulation.simulate_rows(*args, threads=threads, max_memory=max_memory, **kwargs)
 
 
+def _run_one(cfg: Config, threads, max_memory) -> tuple[tuple[dict, list[dict]] | None, dict | None]:
+    """One configuration, never raising for it: ``((sweep columns, rows), None)``
+    or ``(None, error record)``."""
+    try:
+        rows = config_rows(cfg, threads, max_memory)
+    except FlowEmuError as exc:
+        return None, error_row(cfg, type(exc).__name__, str(exc), internal=False)
+    except Exception as exc:  # noqa: BLE001 - a bug must not kill a long sweep
+        tb = "".join(traceback.format_exception(exc, limit=-4))
+        return None, error_row(cfg, type(exc).__name__, f"{exc}\n{tb}", internal=True)
+    return (sweep_fields(cfg), rows), None
+
+
 def run_chunk(configs: list[Config], threads: int | None = None, max_memory=None,
               journal: str | None = None):
     """Worker task: run configurations, never raise for one of them.
@@ -74,25 +87,34 @@ def run_chunk(configs: list[Config], threads: int | None = None, max_memory=None
     log = JournalWriter(journal) if journal else None
     try:
         for cfg in configs:
-            try:
-                rows = config_rows(cfg, threads, max_memory)
-            except FlowEmuError as exc:
-                error = error_row(cfg, type(exc).__name__, str(exc), internal=False)
-            except Exception as exc:  # noqa: BLE001 - a bug must not kill a long sweep
-                tb = "".join(traceback.format_exception(exc, limit=-4))
-                error = error_row(cfg, type(exc).__name__, f"{exc}\n{tb}", internal=True)
-            else:
-                batches.append((sweep_fields(cfg), rows))
+            batch, error = _run_one(cfg, threads, max_memory)
+            if batch is not None:
+                batches.append(batch)
                 if log:
-                    log.rows(*batches[-1])
-                continue
-            errors.append(error)
-            if log:
-                log.error(error)
+                    log.rows(*batch)
+            else:
+                errors.append(error)
+                if log:
+                    log.error(error)
     finally:
         if log:
             log.close()
     return (rows_frame(batches) if batches else None), errors
+
+
+def run_records(configs: list[Config], threads: int | None = None, max_memory=None):
+    """Worker task of a Dask cluster (whose workers may run on other hosts and
+    write no journal): run configurations, never raise for one of them.
+    Returns ``([(sweep columns, rows), ...], [error dict, ...])``, the records
+    of a journal (:mod:`.journal`), which the sweep appends to its own."""
+    batches, errors = [], []
+    for cfg in configs:
+        batch, error = _run_one(cfg, threads, max_memory)
+        if batch is not None:
+            batches.append(batch)
+        else:
+            errors.append(error)
+    return batches, errors
 
 
 def chunk_configs(configs: list[Config], workers: int, chunk_size: int | None) -> list[list[Config]]:
@@ -170,6 +192,8 @@ class _LocalPool:
     """Worker processes on this machine (fork on Linux); after one died the
     pool is broken, :meth:`restart` replaces it."""
 
+    queue = 2   # tasks in flight per worker
+
     def __init__(self, jobs: int):
         self.workers = jobs
         self._start()
@@ -217,14 +241,19 @@ class _DaskPool:
     """A Dask cluster through ``Client.get_executor()``; Dask itself moves the
     tasks of a lost worker, a task that keeps killing workers raises."""
 
+    # tasks in flight per worker: one-configuration tasks are small, and the
+    # round trip to the scheduler would leave a worker idle between two;
+    # queued tasks have not started, so a kill loses no more
+    queue = 8
+
     def __init__(self, client, owned: bool):
         self.client, self.owned = client, owned
         self.workers = max(1, sum(client.nthreads().values()))
         self.ex = client.get_executor()
 
     def submit(self, chunk, journal=None):
-        # the workers may run on other hosts: the chunk comes back whole
-        return self.ex.submit(run_chunk, chunk, 1)
+        # the workers may run on other hosts: the sweep journals what comes back
+        return self.ex.submit(run_records, chunk, 1)
 
     def broken_by(self, exc) -> bool:
         return False
@@ -333,7 +362,7 @@ def run_pool(pool, chunks, tasks: Tasks):
 
     normal, single, serial = deque(chunks), deque(), deque()
     inflight = {}
-    limit = 2 * pool.workers
+    limit = pool.queue * pool.workers
     idle_breaks = 0
 
     def submit(tier, chunk):

@@ -27,7 +27,7 @@ from .executor import (
     run_local,
     run_pool,
 )
-from .journal import Journal, part_names, recover, save
+from .journal import Journal, JournalWriter, part_names, recover, save
 from .plan import SweepPlan, load_sweep
 from .progress import Progress
 
@@ -148,8 +148,10 @@ def sweep(config_path, out=None, *, jobs: int | None = None, scheduler=None,
         Local worker processes (default: every core). ``1`` runs in this
         process, without a pool.
     scheduler : str or distributed.Client, optional
-        ``tcp://host:port`` of a Dask scheduler: the same chunks go to the
-        cluster through ``Client(address).get_executor()``.
+        ``tcp://host:port`` of a Dask scheduler: tasks go to the cluster
+        through ``Client(address).get_executor()``, one configuration each
+        (unless ``chunk_size``); this process journals each as it returns and
+        writes part files of a chunk's worth.
     scheduler_timeout : float
         Seconds to wait for the scheduler (and for a worker to join it).
     retry_errors : bool
@@ -159,7 +161,8 @@ def sweep(config_path, out=None, *, jobs: int | None = None, scheduler=None,
     progress : bool, optional
         Progress on stderr (default on).
     chunk_size : int, optional
-        Configurations per task (and per part file); default: by cost.
+        Configurations per task (and per part file); default: by cost (on a
+        Dask cluster, one per task and part files of a chunk's worth).
 
     Returns
     -------
@@ -244,13 +247,20 @@ def _sweep(plan, out: Path, pool, jobs, retry_errors, prune, progress, chunk_siz
         now = time.time_ns()   # part names sort in the order they were written
         run_id = (time.strftime("%Y%m%dT%H%M%S", time.gmtime(now // 10**9))
                   + f"{now % 10**9:09d}-{os.getpid()}")
-        tasks = _Saving(out, Journal(out, run_id), summary, bar)
+        journal_files = Journal(out, run_id)
+        if pool is None:
+            tasks = _Saving(out, journal_files, summary, bar)
+        else:
+            tasks = _Journaling(out, journal_files, summary, bar,
+                                _part_size(todo, pool.workers, chunk_size))
         try:
             _run(todo, jobs, pool, chunk_size, tasks)
+            tasks.finish()
         except KeyboardInterrupt:
             bar.close()
             # the workers are stopped: what their journals hold is saved now
-            summary.computed += len(recover(out).hashes)
+            # (the sweep's own journal counted already, as its tasks returned)
+            summary.computed += len(recover(out).hashes - tasks.pending)
             if progress is not False:
                 print(f"sweep {plan.name}: interrupted; {summary.computed + summary.skipped} of "
                       f"{summary.total} configurations are saved in {out}; run the same "
@@ -267,6 +277,8 @@ def _sweep(plan, out: Path, pool, jobs, retry_errors, prune, progress, chunk_siz
 class _Saving(Tasks):
     """Each task's rows and errors into part files named after its journal
     file, which is deleted once they are written (:mod:`.journal`)."""
+
+    pending: set[str] = frozenset()   # configurations counted, in no part file yet
 
     def __init__(self, out: Path, journal: Journal, summary: SweepSummary, bar: Progress):
         self.out, self.journal_files, self.summary, self.bar = out, journal, summary, bar
@@ -285,6 +297,9 @@ class _Saving(Tasks):
         Path(journal).unlink(missing_ok=True)
         self._count(len(chunk), errors)
 
+    def finish(self) -> None:
+        """Write what is left to write (nothing: each task wrote its own)."""
+
     def lost(self, journal, chunk) -> list:
         saved = save(self.out, journal, set())
         self.summary.rows += saved.rows
@@ -297,6 +312,56 @@ class _Saving(Tasks):
         self.summary.internal += sum(bool(e["internal"]) for e in errors)
         self.summary.computed += configs - len(errors)
         self.bar.update(configs, len(errors))
+
+
+class _Journaling(_Saving):
+    """The tasks of a Dask cluster, whose workers may run on other hosts and
+    write no journal: this process appends each task's records to a journal
+    of its own as the task returns (so a kill of the sweep loses only what
+    the workers are running), and turns that journal into part files every
+    ``part_size`` configurations and at the end (:meth:`finish`)."""
+
+    def __init__(self, out: Path, journal: Journal, summary: SweepSummary, bar: Progress,
+                 part_size: int):
+        super().__init__(out, journal, summary, bar)
+        self.part_size = part_size
+        self.writer = None
+        self.batches, self.errors = [], []
+        self.pending = set()   # configurations in the journal, not yet in part files
+
+    def done(self, journal, chunk, result) -> None:
+        batches, errors = result
+        batches = batches or []
+        if self.writer is None:
+            self.writer = JournalWriter(self.journal_files.task())
+        for fields, rows in batches:
+            self.writer.rows(fields, rows)
+        for error in errors:
+            self.writer.error(error)
+        self.batches += batches
+        self.errors += errors
+        self.pending |= {f["config_hash"] for f, _ in batches}
+        self.pending |= {e["config_hash"] for e in errors}
+        self._count(len(chunk), errors)
+        if len(self.batches) + len(self.errors) >= self.part_size:
+            self.finish()
+
+    def finish(self) -> None:
+        """Write the journal's part files (atomically), then delete it."""
+        if self.writer is None:
+            return
+        writer, batches, errors = self.writer, self.batches, self.errors
+        self.writer, self.batches, self.errors = None, [], []
+        writer.close()
+        rows_name, errors_name = part_names(writer.path)
+        if batches:
+            rows = ds.rows_frame(batches)
+            ds.write_rows(self.out, rows, rows_name)
+            self.summary.rows += len(rows)
+        if errors:
+            ds.write_errors(self.out / ds.ERRORS_DIR, errors, errors_name)
+        Path(writer.path).unlink(missing_ok=True)
+        self.pending = set()
 
 
 def _count(name: str, value) -> int | None:
@@ -330,7 +395,18 @@ def _run(todo, jobs, pool, chunk_size, tasks: Tasks) -> None:
             raise
         pool.close()
     elif todo:
-        run_pool(pool, chunk_configs(todo, pool.workers, chunk_size), tasks)
+        # a task of one configuration each (unless chunk_size): the sweep
+        # journals each as it returns, so a kill loses only the running ones
+        chunks = chunk_configs(todo, pool.workers, chunk_size) if chunk_size else [[c] for c in todo]
+        run_pool(pool, chunks, tasks)
+
+
+def _part_size(todo, workers: int, chunk_size: int | None) -> int:
+    """Configurations per part file on a Dask cluster: ``chunk_size``, or as
+    many as the largest chunk of a local run (at most ~100)."""
+    if chunk_size:
+        return chunk_size
+    return max((len(c) for c in chunk_configs(todo, workers, None)), default=1)
 
 
 def _other_sweep(out: Path, plan: SweepPlan) -> str:
