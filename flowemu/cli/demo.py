@@ -3,7 +3,7 @@
 Runs ``configs/demo.toml`` through the sweep path (a resumable parquet
 dataset under ``results/demo``), prints goodput per size and algorithm with
 the best one and Swing's gain over the best other algorithm, and writes a
-goodput plot. The headers state the network read from the rows, so an
+goodput plot (``results/demo/_figures/goodput.png``). The headers state the network read from the rows, so an
 edited ``demo.toml`` (other sizes, bandwidth, algorithms, even several
 topologies) prints what it really ran: one table per scenario.
 """
@@ -17,7 +17,7 @@ import pandas as pd
 
 from ..core.units import format_rate, format_size, format_time
 from ..study.figures.plots import plot_goodput
-from ..study.results import compare, load, scenario_columns
+from ..study.results import FIGURES_DIR, compare, load, scenario_columns
 from ..study.sweep import run_sweep
 
 CONFIG = Path(__file__).resolve().parents[2] / "configs" / "demo.toml"
@@ -68,7 +68,11 @@ def main(config=CONFIG, out: str | Path = "results/demo") -> Path:
         print(f"allreduce goodput (size / time) on {network_text(sub)}")
         print(comparison_table(sub).to_string())
         print()
-    png = plot_goodput(df, Path(dataset) / "goodput.png",
+    # with the dataset's figures, where parquet readers do not look (a PNG beside
+    # the part files stops pd.read_parquet(dataset)); an older demo's goes
+    (Path(dataset) / "goodput.png").unlink(missing_ok=True)
+    (Path(dataset) / FIGURES_DIR).mkdir(exist_ok=True)
+    png = plot_goodput(df, Path(dataset) / FIGURES_DIR / "goodput.png",
                        title=f"allreduce goodput on {_values(df, 'topology', str)}")
     print(f"dataset: {dataset}  ({len(df)} rows, {time.perf_counter() - t0:.1f}s)")
     print(f"plot:    {png}")

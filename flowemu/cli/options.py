@@ -183,6 +183,11 @@ def run_interruptible(work: Callable[[], int], stream=None,
     stream = sys.stderr if stream is None else stream
     shown = _ProgressLine(stream) if _is_terminal(stream) else None
     start = time.monotonic()
+    saved = sys.stdout, sys.stderr
+    if shown is not None:
+        # the command's first output erases the line and ends it (a table
+        # must not start after it, on the same line)
+        sys.stdout, sys.stderr = _Erasing(sys.stdout, shown), _Erasing(sys.stderr, shown)
     worker = threading.Thread(target=target, name="flowemu-command", daemon=True)
     worker.start()
     try:
@@ -190,15 +195,19 @@ def run_interruptible(work: Callable[[], int], stream=None,
             worker.join(0.25)
             if shown is not None and time.monotonic() - start >= progress_after:
                 shown.draw(time.monotonic() - start, progress_snapshot())
+    except KeyboardInterrupt:
         if shown is not None:
             shown.erase()
-    except KeyboardInterrupt:
-        for stream in (sys.stdout, sys.stderr):
+        for stream in (*saved, sys.stdout, sys.stderr):
             try:
                 stream.flush()
             except (OSError, ValueError):
                 pass
         os._exit(130)
+    finally:
+        if shown is not None:
+            sys.stdout, sys.stderr = saved
+            shown.erase()
     if "error" in box:
         raise box["error"]
     return box["value"]
@@ -212,13 +221,26 @@ def _is_terminal(stream) -> bool:
 
 
 class _ProgressLine:
-    """One status line on a terminal, redrawn in place."""
+    """One status line on a terminal, redrawn in place until :meth:`end`."""
 
     def __init__(self, stream):
         self.stream = stream
         self.drawn = ""
+        self.ended = False
+        self.lock = threading.Lock()
+
+    def end(self) -> None:
+        """Erase the line and draw it no more (the command's output begins)."""
+        with self.lock:
+            self._erase()
+            self.ended = True
 
     def draw(self, elapsed: float, state) -> None:
+        with self.lock:
+            if not self.ended:
+                self._draw(elapsed, state)
+
+    def _draw(self, elapsed: float, state) -> None:
         text = f"flowemu: {elapsed:.0f}s"
         if state.label:
             text += f", {state.label} {state.done}/{state.total}"
@@ -227,6 +249,10 @@ class _ProgressLine:
             self.drawn = text
 
     def erase(self) -> None:
+        with self.lock:
+            self._erase()
+
+    def _erase(self) -> None:
         if self.drawn:
             self._write("\r\x1b[K")
             self.drawn = ""
@@ -237,6 +263,21 @@ class _ProgressLine:
             self.stream.flush()
         except (OSError, ValueError):
             pass
+
+
+class _Erasing:
+    """A text stream that ends the progress line before its first write."""
+
+    def __init__(self, stream, line: _ProgressLine):
+        self._stream, self._line = stream, line
+
+    def write(self, text):
+        if text and not self._line.ended:
+            self._line.end()
+        return self._stream.write(text)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
 
 
 # ------------------------------------------------------------------ output

@@ -93,3 +93,22 @@ def test_a_long_command_shows_what_it_does_on_a_terminal_only():
     quiet = io.StringIO()                     # a file or pipe: nothing
     assert run_interruptible(_phases, stream=quiet, progress_after=0.0) == 0
     assert quiet.getvalue() == ""
+
+
+def test_the_commands_output_starts_on_a_clean_line(monkeypatch):
+    """The table a command prints erases the progress line first, and the
+    line is not drawn again after it (both on one terminal)."""
+    term = _Terminal()
+    monkeypatch.setattr(sys, "stdout", term)
+
+    def work():
+        _phases()
+        print("the table")
+        time.sleep(0.6)               # the main thread would redraw here
+        return 0
+
+    assert run_interruptible(work, stream=term, progress_after=0.0) == 0
+    text = term.getvalue()
+    before, after = text.split("the table\n")
+    assert "distinct steps 1/2" in before and before.endswith("\r\x1b[K")
+    assert "distinct steps" not in after

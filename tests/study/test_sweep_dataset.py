@@ -202,6 +202,9 @@ def test_demo_runs_after_its_config_is_edited(tmp_path, capsys):
     assert "on torus:4x4: 200Gb/s links" in second and "on torus:4x4: 800Gb/s links" in second
     assert "400Gb/s links" not in second and "recdoub:variant=latency" in second
     assert len(load(out)) == 2 * 5 * 3
+    # its figure is where parquet readers do not look
+    assert (out / FIGURES_DIR / "goodput.png").is_file() and not (out / "goodput.png").exists()
+    plain_readers_agree(out)
 
 
 # ------------------------------------------------------------------ plain parquet readers
