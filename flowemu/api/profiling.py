@@ -5,6 +5,7 @@ engine (:func:`flowemu.engine.profiles.profile` takes them as objects)."""
 from __future__ import annotations
 
 from ..algorithms.base import Schedule
+from ..core import checks
 from ..core.network import Network
 from ..engine.profiles import Profile, check_profile_args
 from ..engine.profiles import profile as engine_profile
@@ -14,11 +15,15 @@ from ..whatif.stragglers import parse_slow
 
 __all__ = ["profile"]
 
+#: profile's own keywords (named beside the network fields when one is unknown)
+_KEYWORDS = ("schedule", "topology", "network", "ecmp", "seed", "mapping", "congestion",
+             "threads", "max_memory", "background", "slow")
+
 
 def profile(schedule: Schedule, topology: Topology | str, network: Network | None = None, *,
             ecmp: str = "split", seed: int = 0, mapping=None,
             congestion: bool = False, threads: int | None = None,
-            max_memory=None, background=None, slow=None) -> Profile:
+            max_memory=None, background=None, slow=None, **network_params) -> Profile:
     """Profile every step of ``schedule`` on ``topology``.
 
     Parameters
@@ -27,8 +32,12 @@ def profile(schedule: Schedule, topology: Topology | str, network: Network | Non
         Steps on ranks ``0..p-1``.
     topology : Topology or str
         A Topology or a spec such as ``"torus:8x8"``.
-    network : Network, optional
-        Defaults to ``Network()`` (400 Gb/s, 100 ns links, 300 ns per hop).
+    network : Network or str, optional
+        A Network, a preset name or file, or None: ``Network()`` (400 Gb/s,
+        100 ns links, 300 ns per hop), or one of the network fields given as
+        keywords (``bandwidth="200Gb/s"``, ``link_latency="1us"``, ..., each
+        with its unit, as :func:`flowemu.simulate` takes them). An unknown
+        keyword is a ConfigError naming what is allowed.
     ecmp : {"split", "dor", "hash", "dmodk", "valiant", "adaptive"}
         The family's routing mode, or "adaptive" (every family with "split":
         each step's split rebalanced to minimise the most loaded link,
@@ -56,6 +65,8 @@ def profile(schedule: Schedule, topology: Topology | str, network: Network | Non
         Slow ranks (a spec of :func:`flowemu.whatif.stragglers.parse_slow`, or a
         Slow made by it).
     """
+    if network_params or isinstance(network, str):
+        network = checks.network(network, network_params, "profile", _KEYWORDS)
     if background is not None or slow is not None:
         schedule, topology, network = check_profile_args(schedule, topology, network)
         if background is not None:

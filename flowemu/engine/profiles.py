@@ -442,7 +442,9 @@ def _solve_patterns(ctx: Context, schedule: Schedule, congestion: bool, threads:
         key, scale = known_key(ctx, step.traffic)
         if key not in todo and _needs_solve(ctx.cache.get(key), congestion):
             todo[key] = (step.traffic, scale, step.label)
-    progress.begin(f"{ctx.topology.spec} {schedule.algorithm}: distinct steps", len(todo))
+    loaded = " under the background" if ctx.load is not None else ""
+    progress.begin(f"{ctx.topology.spec} {schedule.algorithm}{loaded}: distinct steps",
+                   len(todo))
     if threads <= 1 or len(todo) <= 1:
         return  # step_profile solves them in order
     from concurrent.futures import ThreadPoolExecutor

@@ -31,3 +31,18 @@ def test_ranks_and_refusals():
     with pytest.raises(ConfigError, match="nope"):
         flowemu.schedule("nope", "torus:4x4")
     assert "schedule" in flowemu.__all__
+
+
+def test_profile_takes_network_fields_as_simulate_does():
+    """``profile(..., bandwidth="200Gb/s")`` is ``profile(..., Network(...))``;
+    an unknown keyword or a bare number is a ConfigError naming it."""
+    sched = flowemu.schedule("ring", "torus:4x4")
+    by_field = flowemu.profile(sched, "torus:4x4", bandwidth="200Gb/s", link_latency="1us")
+    by_object = flowemu.profile(sched, "torus:4x4",
+                                flowemu.Network(bandwidth="200Gb/s", link_latency="1us"))
+    sizes = [1024, 2**20]
+    np.testing.assert_array_equal(by_field.times(sizes), by_object.times(sizes))
+    with pytest.raises(flowemu.ConfigError, match=r"profile: unknown keyword.*bandwith.*allowed"):
+        flowemu.profile(sched, "torus:4x4", bandwith="200Gb/s")
+    with pytest.raises(flowemu.ConfigError, match=r"bandwidth=400: a bare number has no unit"):
+        flowemu.profile(sched, "torus:4x4", bandwidth=400)
