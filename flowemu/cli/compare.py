@@ -8,6 +8,7 @@ from ..core.errors import ConfigError
 from ..core.outputs import check_distinct, check_writable
 from ..study import results
 from ..study.results import query_with_twins
+from ..study.sweep.where import unit_hint
 from .options import WHERE_HELP, add_output_options, chosen_format, write_output
 
 #: the values of --by
@@ -43,6 +44,7 @@ def cmd_compare(args) -> int:
         df = results.query(df, args.where)
     if df.empty:
         raise ConfigError(f"compare: no results in {args.dataset}"
-                          + (f" matching {args.where!r}" if args.where else ""))
+                          + (f" matching {args.where!r}{unit_hint(args.where)}"
+                             if args.where else ""))
     write_output(results.compare(df, by=args.by), fmt, args.out, table=results.compare_table)
     return 0

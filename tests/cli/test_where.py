@@ -107,3 +107,17 @@ def test_a_pandas_query_still_works(dataset, compared):
     assert main(["compare", str(dataset), "--where", "topology.str.endswith('4x4')"]) == 0
     df = flowemu.load(dataset)
     assert same_rows(compared[-1], df[df["topology"] == "torus:4x4"])
+
+
+def test_a_bare_number_against_a_rate_gets_a_hint(dataset, capsys):
+    """``bandwidth == 100`` reads 100 B/s and selects nothing: the refusal
+    says so and shows the unit helper (the filter itself stays as typed)."""
+    from flowemu.study.sweep.where import unit_hint
+
+    assert "write bandwidth == rate('100Gb/s')" in unit_hint("bandwidth == 100")
+    assert "link_latency is in s" in unit_hint("topology == 'x' and link_latency < 5")
+    assert unit_hint("bandwidth == rate('100Gb/s')") == "" == unit_hint("ranks == 16")
+    assert unit_hint("bandwidth_Bps == 0") == "" == unit_hint("((")
+    assert main(["compare", str(dataset), "--where", "bandwidth == 100"]) == 2
+    err = capsys.readouterr().err
+    assert "no results" in err and "bandwidth is in B/s" in err and err.count("\n") == 1

@@ -28,6 +28,7 @@ from ...core.units import format_rate, format_size, format_time
 from ...whatif.conditions import CONDITIONS, HEALTHY
 from ..results import SCENARIO_COLUMNS, WHATIF_SCENARIO, query, scenario_columns, with_whatif
 from ..sweep.dataset import NETWORK_COLUMNS
+from ..sweep.where import unit_hint
 
 
 def new_figure(width: float, height: float) -> Figure:
@@ -127,7 +128,8 @@ def filter_rows(df: pd.DataFrame, group=None, topologies=None, where=None) -> pd
                               f"{', '.join(sorted(set(df['topology'])))}")
         df = df[df["topology"].isin(topologies)]
     if df.empty:
-        raise ConfigError("plot: no results to plot")
+        raise ConfigError("plot: no results to plot"
+                          + (f" matching {where!r}{unit_hint(where)}" if where else ""))
     return with_whatif(df)
 
 

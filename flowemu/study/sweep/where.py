@@ -192,6 +192,33 @@ def where_rows(df: pd.DataFrame, text: str) -> pd.Series:
     return pd.Series(matched[codes] if len(df) else np.zeros(0, dtype=bool), index=df.index)
 
 
+#: the where names that hold a rate or a time, and the helper that writes one
+_UNIT_NAMES = {"bandwidth": "rate('100Gb/s')", "link_latency": "time('100ns')",
+               "hop_latency": "time('300ns')", "alpha": "time('2us')"}
+
+
+def unit_hint(text: str) -> str:
+    """For a filter that selected nothing: a hint when it compares a rate or
+    a time with a bare number (``bandwidth == 100`` reads 100 B/s), else ""."""
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError:
+        return ""
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Compare):
+            continue
+        sides = [node.left, *node.comparators]
+        names = [n.id for n in sides if isinstance(n, ast.Name) and n.id in _UNIT_NAMES]
+        bare = any(isinstance(n, ast.Constant) and isinstance(n.value, (int, float))
+                   and not isinstance(n.value, bool) and n.value != 0 for n in sides)
+        if names and bare:
+            name = names[0]
+            unit = "B/s" if name == "bandwidth" else "s"
+            return (f" ({name} is in {unit}: a bare number is read as {unit}; write "
+                    f"{name} == {_UNIT_NAMES[name]})")
+    return ""
+
+
 # ------------------------------------------------------------ exclude entries
 
 @dataclass
