@@ -382,6 +382,9 @@ def _bare(field: str, value, kind: str) -> ConfigError:
         return ConfigError(f"{field}={n[:6]}...({len(n)} digits): a bare number has no unit; "
                            "write it with its unit, e.g. "
                            + ('"400Gb/s"' if kind == "rate" else '"100ns"'))
+    if kind == "rate" and not value > 0:   # no unit makes it a rate: say what is wrong
+        return ConfigError(f"{field}={n}: a rate must be positive, with its unit, e.g. "
+                           '"400Gb/s" or flowemu.units.Gbps(400)')
     if kind == "rate":
         forms = (f'write "{n}Gb/s" (bits per second) or "{n}GB/s" (bytes per second), or '
                  f"flowemu.units.Gbps({n}) / flowemu.units.GBps({n})")

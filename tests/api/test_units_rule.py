@@ -54,7 +54,8 @@ def test_a_time_may_be_a_bare_zero(field):
 
 
 def test_bandwidth_zero_is_refused():
-    with pytest.raises(ConfigError, match=r"^bandwidth=0: a bare number has no unit"):
+    # no unit would make 0 a rate: the message says that, not "write 0Gb/s"
+    with pytest.raises(ConfigError, match=r"^bandwidth=0: a rate must be positive, with its unit"):
         Network(bandwidth=0)
     with pytest.raises(ConfigError, match=r"^bandwidth: rate '0Gb/s' must be positive"):
         Network(bandwidth="0Gb/s")
