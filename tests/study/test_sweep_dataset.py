@@ -349,3 +349,19 @@ def test_a_move_killed_halfway_loads_and_the_next_run_finishes_it(tmp_path, monk
     assert (s.reused, s.computed) == (8, 0)
     pd.testing.assert_frame_equal(by_config(plain_readers_agree(out)), by_config(first),
                                   check_exact=True)
+
+
+def test_plot_moves_an_old_figures_directory_out_of_the_readers_way(tmp_path, monkeypatch):
+    """``flowemu plot`` of a dataset still in the old layout (figures in
+    ``figures/``) moves them to ``_figures/`` with the new ones, so plain
+    readers work before the next sweep run migrates the rest."""
+    fail_when_run(monkeypatch, lambda cfg: cfg.group == "bad")
+    path = write(tmp_path / "s.toml", V1)
+    out = tmp_path / "d"
+    sweep(path, out, jobs=1, progress=False)
+    (out / "figures").mkdir()
+    (out / "figures" / "old.png").write_bytes(b"\x89PNG an old figure")
+    assert main(["plot", str(out)]) == 0
+    assert not (out / "figures").exists()
+    assert (out / FIGURES_DIR / "old.png").is_file() and (out / FIGURES_DIR / "gain.png").is_file()
+    plain_readers_agree(out)

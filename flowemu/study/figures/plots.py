@@ -568,7 +568,12 @@ def figures(dataset, outdir=None) -> list[Path]:
     df = load(dataset)
     if df.empty:
         raise ConfigError(f"plot: {dataset} holds no results")
-    outdir = Path(outdir) if outdir is not None else Path(dataset) / FIGURES_DIR
+    if outdir is None:
+        outdir = Path(dataset) / FIGURES_DIR
+        old = Path(dataset) / "figures"   # where figures went before: parquet readers
+        if old.is_dir() and not outdir.exists():   # of the dataset fail on a PNG there
+            old.rename(outdir)   # (both there: the next sweep run joins them)
+    outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     name = str(df["sweep"].iloc[0]) if "sweep" in df.columns else Path(dataset).name
     groups = sorted(df["group"].unique()) if "group" in df.columns else [None]
