@@ -232,7 +232,7 @@ def reserve_topology(spec: str, links: int, nodes: int = 0,
     :data:`NODE_BYTES` a vertex. Every family calls this from its constructor
     once it knows its size."""
     lim = _TOPOLOGY_LIMIT.get() or limit(None)
-    check(int(links) * int(link_bytes) + int(nodes) * NODE_BYTES, lim, f"building {spec}")
+    check(_links_and_nodes(links, nodes, link_bytes), lim, f"building {spec}")
 
 
 #: bytes of reading a graph file, a byte of it: the parsed document's Python
@@ -331,20 +331,28 @@ def built_topology_bytes(topology) -> int:
     formula, which charged a HyperX of ``dims`` as a torus of that shape: a
     thousandth of its links.) A torus or mesh spec's shape, not built yet:
     :func:`topology_bytes`."""
-    if not hasattr(topology, "num_links"):
-        return topology_bytes(topology.dims)
-    return (topology.num_links * int(getattr(topology, "held_link_bytes", LINK_BYTES))
-            + topology.num_nodes * NODE_BYTES)
+    return _charge(topology, "held_link_bytes")
 
 
 def topology_build_bytes(topology) -> int:
     """The peak of building ``topology``, as its constructor reserved it
     (:func:`reserve_topology`); of a torus or mesh spec's shape,
     :func:`topology_bytes`."""
+    return _charge(topology, "build_link_bytes")
+
+
+def _charge(topology, per_link: str) -> int:
+    """A topology's links at its family's ``per_link`` figure and its
+    vertices at :data:`NODE_BYTES` (a spec's shape not built yet: the torus
+    formula)."""
     if not hasattr(topology, "num_links"):
         return topology_bytes(topology.dims)
-    return (topology.num_links * int(getattr(topology, "build_link_bytes", LINK_BYTES))
-            + topology.num_nodes * NODE_BYTES)
+    return _links_and_nodes(topology.num_links, topology.num_nodes,
+                            getattr(topology, per_link, LINK_BYTES))
+
+
+def _links_and_nodes(links: int, nodes: int, link_bytes: int) -> int:
+    return int(links) * int(link_bytes) + int(nodes) * NODE_BYTES
 
 
 def run_bytes(topology, p: int, flows: list[int], entries: list[int], threads: int,

@@ -192,9 +192,9 @@ def where_rows(df: pd.DataFrame, text: str) -> pd.Series:
     return pd.Series(matched[codes] if len(df) else np.zeros(0, dtype=bool), index=df.index)
 
 
-#: the where names that hold a rate or a time, and the helper that writes one
-_UNIT_NAMES = {"bandwidth": "rate('100Gb/s')", "link_latency": "time('100ns')",
-               "hop_latency": "time('300ns')", "alpha": "time('2us')"}
+#: how a where expression writes a rate and a time (the unit of the network
+#: column a name reads, by its suffix in NETWORK_COLUMNS)
+_WITH_UNIT = {"_Bps": ("B/s", "rate('100Gb/s')"), "_s": ("s", "time('100ns')")}
 
 
 def unit_hint(text: str) -> str:
@@ -208,14 +208,14 @@ def unit_hint(text: str) -> str:
         if not isinstance(node, ast.Compare):
             continue
         sides = [node.left, *node.comparators]
-        names = [n.id for n in sides if isinstance(n, ast.Name) and n.id in _UNIT_NAMES]
+        units = [(n.id, _WITH_UNIT[suffix]) for n in sides if isinstance(n, ast.Name)
+                 for suffix in _WITH_UNIT if NETWORK_COLUMNS.get(n.id, "").endswith(suffix)]
         bare = any(isinstance(n, ast.Constant) and isinstance(n.value, (int, float))
                    and not isinstance(n.value, bool) and n.value != 0 for n in sides)
-        if names and bare:
-            name = names[0]
-            unit = "B/s" if name == "bandwidth" else "s"
+        if units and bare:
+            name, (unit, helper) = units[0]
             return (f" ({name} is in {unit}: a bare number is read as {unit}; write "
-                    f"{name} == {_UNIT_NAMES[name]})")
+                    f"{name} == {helper})")
     return ""
 
 
