@@ -27,7 +27,7 @@ import numpy as np
 from ..algorithms.base import Schedule, Traffic
 from ..topology.base import Routes
 from .context import Context
-from .profiles import route_step, solve_step
+from .profiles import link_totals, route_step, solve_step
 
 
 @dataclass(frozen=True)
@@ -61,10 +61,7 @@ class PatternLoad:
 def routed_loads(routes: Routes, share: np.ndarray, num_links: int):
     """``(link int32[K], load float64[K], flows int32[K])`` of routed flows
     carrying ``share`` bytes each: the links with a positive load."""
-    counts = np.diff(routes.flow_ptr)
-    weight = routes.frac * np.repeat(np.asarray(share, dtype=np.float64), counts)
-    load = np.bincount(routes.link, weights=weight, minlength=num_links)
-    crossing = np.bincount(routes.link, minlength=num_links)
+    load, crossing, _ = link_totals(routes, share, num_links)
     used = np.flatnonzero(load > 0).astype(np.int32)
     return used, load[used], crossing[used].astype(np.int32)
 

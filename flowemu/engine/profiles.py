@@ -111,16 +111,24 @@ class StepCongestion:
         return self.max_link_load / self.ideal_link_load if self.ideal_link_load else 1.0
 
 
+def link_totals(routes: Routes, share: np.ndarray, num_links: int) -> tuple:
+    """``(load float64[L], flows int64[L], entry_load float64[E])`` of routed
+    flows carrying ``share`` bytes each: the bytes on each link (``Σ
+    share·frac``), the flows crossing it, and each route entry's bytes."""
+    entry_load = routes.frac * np.repeat(np.asarray(share, dtype=np.float64),
+                                         np.diff(routes.flow_ptr))
+    return (np.bincount(routes.link, weights=entry_load, minlength=num_links),
+            np.bincount(routes.link, minlength=num_links), entry_load)
+
+
 def step_congestion(topology: Topology, routes: Routes, src_node: np.ndarray,
                     share: np.ndarray) -> StepCongestion:
     """Per-link flow counts and loads of one routed step."""
-    nlinks = topology.num_links
     flow_of = np.repeat(np.arange(routes.num_flows), np.diff(routes.flow_ptr))
-    load = routes.frac * share[flow_of]
-    per_link_flows = np.bincount(routes.link, minlength=nlinks)
-    per_link_load = np.bincount(routes.link, weights=load, minlength=nlinks)
+    per_link_load, per_link_flows, load = link_totals(routes, share, topology.num_links)
     first_hop = topology.link_src[routes.link] == src_node[flow_of]
-    injection = np.bincount(routes.link[first_hop], weights=load[first_hop], minlength=nlinks)
+    injection = np.bincount(routes.link[first_hop], weights=load[first_hop],
+                            minlength=topology.num_links)
     sent = np.bincount(src_node, weights=share, minlength=topology.num_nodes)
     ports = np.bincount(topology.link_src, weights=(topology.link_capacity_scale > 0),
                         minlength=topology.num_nodes)
