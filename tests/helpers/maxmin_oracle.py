@@ -255,3 +255,109 @@ def completion_persistent(flows, capacity, flow_bytes, persistent, n_plain=None,
                 remaining[f] = max(remaining[f] - rates[f] * dt, 0.0)
         t = t_next
     return rate0, finish, moved, OK
+
+
+def dataflow(flows, capacity, flow_bytes, flow_lat, flow_src_stage, flow_dst_stage,
+             stage_flows, stage_delay, stage_next, stage_first, persistent=None,
+             n_plain=None, w_t=math.inf, eps=0.0):
+    """Dataflow completion (the rules of :mod:`flowemu.kernels.dataflow`),
+    re-solving every flow in the solve from scratch at every time.
+
+    ``stage_flows``: per stage the list of flows it starts. A stage ends
+    ``stage_delay`` after its start and the delivery (fluid end +
+    ``flow_lat``) of every flow whose ``flow_src_stage`` or
+    ``flow_dst_stage`` it is; then the rank's next stage (``stage_next``,
+    -1: none) starts. Returns ``(start, finish, end, moved, status)``.
+    """
+    n, n_stages = len(flows), len(stage_delay)
+    n_res = len(capacity)
+    n_plain = n_res if n_plain is None else n_plain
+    n_ingress = n_res - n_plain
+    w_ts = list(w_t) if isinstance(w_t, (list, tuple)) else [w_t] * n_ingress
+    epss = list(eps) if isinstance(eps, (list, tuple)) else [eps] * n_ingress
+    persistent = persistent or [False] * n
+    pending = [1] * n_stages
+    for f in range(n):
+        for s in (flow_src_stage[f], flow_dst_stage[f]):
+            if s >= 0:
+                pending[s] += 1
+    start, finish = [math.inf] * n, [math.inf] * n
+    end, moved = [math.inf] * n_stages, [0.0] * n
+    remaining = [float(b) for b in flow_bytes]
+    active = [False] * n
+    timers = []   # (time, kind, id): kind 0 delivery of a flow, 1 end of a stage
+
+    def count_down(s, t):
+        pending[s] -= 1
+        if pending[s] == 0:
+            timers.append((t + stage_delay[s], 1, s))
+
+    def start_stage(s, t):
+        for f in stage_flows[s]:
+            start[f] = t
+            if flows[f]:
+                active[f] = True
+            else:
+                finish[f] = t
+                timers.append((t + flow_lat[f], 0, f))
+        count_down(s, t)
+
+    for f in range(n):
+        if persistent[f]:
+            start[f] = 0.0
+            active[f] = True
+    for s in range(n_stages):
+        if stage_first[s]:
+            start_stage(s, 0.0)
+    t = 0.0
+    ended = 0
+    while True:
+        while any(tt <= t for tt, _, _ in timers):
+            item = min(timers)
+            timers.remove(item)
+            _, kind, i = item
+            if kind == 0:
+                for s in (flow_src_stage[i], flow_dst_stage[i]):
+                    if s >= 0:
+                        count_down(s, t)
+            else:
+                end[i] = t
+                ended += 1
+                if stage_next[i] >= 0:
+                    start_stage(stage_next[i], t)
+        caps = [float(c) for c in capacity]
+        fan_in = [0] * n_res
+        for f in range(n):
+            if active[f]:
+                for r, _ in flows[f]:
+                    fan_in[r] += 1
+        for r in range(n_plain, n_res):
+            w, e = w_ts[r - n_plain], epss[r - n_plain]
+            if e > 0.0 and math.isfinite(w):
+                caps[r] = incast_capacity(capacity[r], fan_in[r], w, e)
+        rates = progressive_filling(flows, caps, active)
+        if ended == n_stages:
+            break
+        due = {}
+        for f in range(n):
+            if active[f] and not persistent[f]:
+                if remaining[f] <= 0.0:
+                    due[f] = t
+                elif rates[f] > 0.0:
+                    due[f] = t + remaining[f] / rates[f]
+        t_next = min(list(due.values()) + [tt for tt, _, _ in timers], default=math.inf)
+        if t_next == math.inf:
+            return start, finish, end, moved, STALLED
+        dt = t_next - t
+        for f in range(n):
+            if active[f]:
+                if persistent[f]:
+                    moved[f] += rates[f] * dt
+                elif f in due and due[f] <= t_next * (1.0 + TIE):
+                    finish[f] = t_next
+                    active[f] = False
+                    timers.append((t_next + flow_lat[f], 0, f))
+                else:
+                    remaining[f] = max(remaining[f] - rates[f] * dt, 0.0)
+        t = t_next
+    return start, finish, end, moved, OK

@@ -1,0 +1,313 @@
+"""Dataflow completion: flows that start when the stages they depend on end
+(numba kernel). The max-min model is :mod:`flowemu.kernels.maxmin`'s; here
+flows enter the solve when they start and leave it when they finish.
+
+Stages
+------
+A *stage* is one rank's part of one step of a schedule. Stage ``s`` starts
+at ``start[s]``: 0 for a rank's first stage, else the end of the rank's
+previous stage (``stage_next`` links a stage to the rank's next one). At its
+start the flows it sends (``stage_ptr``/``stage_flows``) enter the solve.
+It ends ``stage_delay[s]`` seconds (the rank's reduction work) after the
+last of these has happened: its own start, and the *delivery* of every flow
+it sends or receives. Flow ``f`` is delivered ``flow_lat[f]`` seconds (its
+latency: α, hops, links) after its fluid transfer ends, and counts for its
+sender's stage ``flow_src_stage[f]`` and its receiver's
+``flow_dst_stage[f]``. ``stage_pending[s]`` is the number of those events
+(1 + flows sent + flows received).
+
+A flow's fluid transfer is max-min fair against every flow in the solve at
+the time, with incast at receivers counting the flows in the solve, as in
+:mod:`flowemu.kernels.maxmin`. A flow with an empty path ends its transfer
+when it starts. Persistent flows (background) are in the solve from 0 and
+never finish; the run ends when every stage has ended.
+
+Events
+------
+Time advances to the earliest of the next fluid finish and the next timer
+(a delivery or a stage end). At that time ``T`` the flows whose finish is
+within a relative ``TIE_TOL`` of ``T`` finish at ``T`` together; then every
+timer due at ``T`` or before is handled (those it sets at ``T`` too, so
+zero latencies and delays chain within one time); then the flows that
+started at ``T`` and the capacity the finished ones left are filled by the
+incremental solver's fill (:mod:`flowemu.kernels.refill`: a starting flow is
+a released flow rising from rate 0, so only what it and the finished flows
+reach is solved again).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .fill import (
+    STATUS_ITER_LIMIT,
+    STATUS_NONFINITE,
+    STATUS_OK,
+    STATUS_STALLED,
+    ingress_capacity,
+    transpose,
+)
+from .heaps import heap_pop, heap_set
+from .jit import njit
+from .layout import NUMPY_ERRORS, TIE_TOL
+from .refill import (
+    BNECK,
+    CAP,
+    DONE,
+    HELD_HEAD,
+    LOAD_HI,
+    PHASE,
+    RISE_GEN,
+    RISE_HEAD,
+    add_dd,
+    refill,
+    release,
+    unhold,
+)
+
+
+@njit(**NUMPY_ERRORS)
+def _start_stage(s, t, n_flows, stage_ptr, stage_flows, stage_pending, stage_delay,
+                 stage_start, start, flow_ptr, res, n_plain, incast, capacity, w_t, eps, fan_in,
+                 rs, ri, fl, rate, old_rate, changed, n_changed, stack, n_stack, ev, seeded, seeds, n_seeds,
+                 finish, flow_lat, tk, ti, tpos, tsize):
+    """Stage ``s`` starts at ``t``: its flows enter the solve (rising from
+    rate 0; an empty path is delivered after its latency), and its start
+    counts as one of its pending events. Returns ``(n_changed, n_stack,
+    n_seeds, tsize)``."""
+    stage_start[s] = t
+    for i in range(stage_ptr[s], stage_ptr[s + 1]):
+        g = stage_flows[i]
+        if flow_ptr[g + 1] == flow_ptr[g]:
+            start[g] = t
+            finish[g] = t
+            tsize = heap_set(tk, ti, tpos, tsize, g, t + flow_lat[g])
+            continue
+        n_changed, n_stack = release(g, ev, fl, ri, rate, old_rate, changed, n_changed, stack,
+                                     n_stack)
+        for e in range(flow_ptr[g], flow_ptr[g + 1]):
+            r = res[e]
+            if incast and r >= n_plain:
+                fan_in[r] += 1
+                rs[r, CAP] = ingress_capacity(capacity[r], fan_in[r], w_t[r - n_plain],
+                                              eps[r - n_plain])
+            if seeded[r] != ev:
+                seeded[r] = ev
+                seeds[n_seeds] = r
+                n_seeds += 1
+    stage_pending[s] -= 1
+    if stage_pending[s] == 0:
+        tsize = heap_set(tk, ti, tpos, tsize, n_flows + s, t + stage_delay[s])
+    return n_changed, n_stack, n_seeds, tsize
+
+
+@njit(**NUMPY_ERRORS)
+def _count_down(s, t, n_flows, stage_pending, stage_delay, tk, ti, tpos, tsize):
+    """One pending event of stage ``s`` happened at ``t``: at the last, its
+    end is due after its delay. Returns the timer heap's size."""
+    stage_pending[s] -= 1
+    if stage_pending[s] == 0:
+        tsize = heap_set(tk, ti, tpos, tsize, n_flows + s, t + stage_delay[s])
+    return tsize
+
+
+@njit(**NUMPY_ERRORS)
+def dataflow_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes, persistent,
+                    flow_lat, flow_src_stage, flow_dst_stage, stage_ptr, stage_flows,
+                    stage_pending, stage_delay, stage_next, stage_first):
+    """Dataflow completion (see the module notes). Inputs as
+    :func:`flowemu.kernels.incremental.incremental_completion_kernel`'s
+    (checked by the caller), plus per flow its latency and its sender's and
+    receiver's stages (-1: none, e.g. a persistent flow), and per stage the
+    CSR of the flows it starts, its pending-event count (1 + flows sent +
+    flows received; consumed), its delay, the rank's next stage (-1: none)
+    and whether it is a rank's first stage (starts at 0).
+
+    Returns ``(start, finish, end, moved, status)``: per flow the time it
+    entered the solve and the time its fluid transfer ended (``+inf`` for
+    persistent flows and flows that never started), per stage its end
+    (``+inf``: never), and the bytes each persistent flow moved until the
+    last stage ended. Timer items: ``g`` the delivery of flow ``g``,
+    ``n_flows + s`` the end of stage ``s``."""
+    n_flows = flow_ptr.shape[0] - 1
+    n_res = capacity.shape[0]
+    n_stages = stage_delay.shape[0]
+    start = np.full(n_flows, np.inf)
+    finish = np.full(n_flows, np.inf)
+    moved = np.zeros(n_flows, dtype=np.float64)
+    stage_start = np.full(n_stages, np.inf)
+    end = np.full(n_stages, np.inf)
+    incast = False
+    for i in range(n_res - n_plain):
+        incast |= eps[i] > 0.0 and np.isfinite(w_t[i])
+    fan_in = np.zeros(n_res, dtype=np.int64)
+    res_ptr, res_flow, res_frac = transpose(flow_ptr, res, frac, n_res)
+    row_end = flow_ptr[1:].copy()
+    cand = np.ones(n_res, dtype=np.uint8)
+    lazy = np.zeros(n_flows, dtype=np.float64)
+    lazy_load = np.zeros(n_res, dtype=np.float64)
+    joined = np.empty(n_res, dtype=np.int32)
+    entry_flow = np.empty(res.shape[0], dtype=np.int32)
+    for f in range(n_flows):
+        entry_flow[flow_ptr[f]:flow_ptr[f + 1]] = f
+    rise_next = np.empty(res.shape[0], dtype=np.int32)
+    rise_mark = np.zeros(res.shape[0], dtype=np.int32)
+    rs = np.zeros((n_res, 8), dtype=np.float64)
+    rs[:, CAP] = capacity
+    ri = np.zeros((n_res, 8), dtype=np.int64)
+    ri[:, HELD_HEAD] = -1
+    ri[:, RISE_HEAD] = -1
+    ri[:, RISE_GEN] = 1
+    fl = np.zeros((n_flows, 8), dtype=np.int64)
+    fl[:, BNECK] = -1
+    fl[:, PHASE] = DONE   # (not started: outside the solve)
+    rate = np.zeros(n_flows, dtype=np.float64)
+    old_rate = np.zeros(n_flows, dtype=np.float64)
+    changed = np.empty(n_flows, dtype=np.int32)
+    stack = np.empty(n_flows, dtype=np.int32)
+    remaining = flow_bytes.copy()
+    since = np.zeros(n_flows, dtype=np.float64)
+    seeded = np.zeros(n_res, dtype=np.int64)
+    seeds = np.empty(n_res, dtype=np.int32)
+    hk = np.empty(n_res + n_flows, dtype=np.float64)
+    hi = np.empty(n_res + n_flows, dtype=np.int32)
+    pos = np.full(n_res + n_flows, -1, dtype=np.int32)
+    fk = np.empty(n_flows, dtype=np.float64)
+    fi = np.empty(n_flows, dtype=np.int32)
+    fpos = np.full(n_flows, -1, dtype=np.int32)
+    fsize = 0
+    tk = np.empty(n_flows + n_stages, dtype=np.float64)
+    ti = np.empty(n_flows + n_stages, dtype=np.int32)
+    tpos = np.full(n_flows + n_stages, -1, dtype=np.int32)
+    tsize = 0
+    done = np.empty(n_flows, dtype=np.int32)
+    n_changed = 0
+    n_stack = 0
+    n_seeds = 0
+    n_ended = 0
+
+    ev = 1
+    t = 0.0
+    for f in range(n_flows):
+        if persistent[f]:
+            start[f] = 0.0
+            n_changed, n_stack = release(f, ev, fl, ri, rate, old_rate, changed, n_changed,
+                                         stack, n_stack)
+            for e in range(flow_ptr[f], flow_ptr[f + 1]):
+                r = res[e]
+                if incast and r >= n_plain:
+                    fan_in[r] += 1
+                    rs[r, CAP] = ingress_capacity(capacity[r], fan_in[r], w_t[r - n_plain],
+                                                  eps[r - n_plain])
+                if seeded[r] != ev:
+                    seeded[r] = ev
+                    seeds[n_seeds] = r
+                    n_seeds += 1
+    for s in range(n_stages):
+        if stage_first[s]:
+            n_changed, n_stack, n_seeds, tsize = _start_stage(
+                s, 0.0, n_flows, stage_ptr, stage_flows, stage_pending, stage_delay,
+                stage_start, start, flow_ptr, res, n_plain, incast, capacity, w_t, eps, fan_in, rs,
+                ri, fl, rate, old_rate, changed, n_changed, stack, n_stack, ev, seeded, seeds,
+                n_seeds, finish, flow_lat, tk, ti, tpos, tsize)
+    while True:
+        # --- the timers due now (they may set more at this time)
+        while tsize > 0 and tk[0] <= t:
+            _, item, tsize = heap_pop(tk, ti, tpos, tsize)
+            if item < n_flows:
+                g = item
+                if flow_src_stage[g] >= 0:
+                    tsize = _count_down(flow_src_stage[g], t, n_flows, stage_pending,
+                                        stage_delay, tk, ti, tpos, tsize)
+                if flow_dst_stage[g] >= 0:
+                    tsize = _count_down(flow_dst_stage[g], t, n_flows, stage_pending,
+                                        stage_delay, tk, ti, tpos, tsize)
+                continue
+            s = item - n_flows
+            end[s] = t
+            n_ended += 1
+            s2 = stage_next[s]
+            if s2 >= 0:
+                n_changed, n_stack, n_seeds, tsize = _start_stage(
+                    s2, t, n_flows, stage_ptr, stage_flows, stage_pending, stage_delay,
+                    stage_start, start, flow_ptr, res, n_plain, incast, capacity, w_t, eps, fan_in,
+                    rs, ri, fl, rate, old_rate, changed, n_changed, stack, n_stack, ev, seeded,
+                    seeds, n_seeds, finish, flow_lat, tk, ti, tpos, tsize)
+        # --- fill what the flows that started and finished changed
+        if n_stack > 0 or n_seeds > 0:
+            n_changed = refill(ev, n_stack, n_changed, flow_ptr, res, frac, row_end, res, frac,
+                               entry_flow, res_ptr, res_flow, res_frac, rs, ri, fl, rate,
+                               old_rate, changed, stack, rise_next, rise_mark, seeds, n_seeds,
+                               hk, hi, pos, False, cand, lazy, lazy_load, joined)
+            n_stack = 0
+            n_seeds = 0
+        for i in range(n_changed):
+            g = changed[i]
+            x = rate[g]
+            if not np.isfinite(x):
+                return start, finish, end, moved, STATUS_NONFINITE
+            was = old_rate[g]
+            if start[g] == np.inf:
+                start[g] = t   # (entered the solve now)
+                since[g] = t
+            elif x == was:
+                continue
+            if persistent[g]:
+                moved[g] += was * (t - since[g])
+                since[g] = t
+                continue
+            rem = max(0.0, remaining[g] - was * (t - since[g]))
+            remaining[g] = rem
+            since[g] = t
+            if rem <= 0.0:
+                tf = t
+            elif x <= 0.0:
+                fsize = heap_set(fk, fi, fpos, fsize, g, np.inf)
+                continue   # (stalled unless another flow's finish frees it)
+            else:
+                tf = t + rem / x
+                if not np.isfinite(tf):
+                    return start, finish, end, moved, STATUS_STALLED
+            fsize = heap_set(fk, fi, fpos, fsize, g, tf)
+        n_changed = 0
+        if n_ended == n_stages:
+            break
+        # --- the next time: the earliest finish or timer
+        t_flow = fk[0] if fsize > 0 else np.inf
+        t_timer = tk[0] if tsize > 0 else np.inf
+        t_next = min(t_flow, t_timer)
+        if t_next == np.inf:
+            return start, finish, end, moved, STATUS_STALLED
+        ev += 1
+        if ev > 2 * (n_flows + n_stages) + 2:
+            return start, finish, end, moved, STATUS_ITER_LIMIT
+        t = t_next
+        n_done = 0
+        while fsize > 0 and fk[0] <= t + t * TIE_TOL:
+            _, g, fsize = heap_pop(fk, fi, fpos, fsize)
+            done[n_done] = g
+            n_done += 1
+        for i in range(n_done):
+            g = done[i]
+            fl[g, PHASE] = DONE
+            unhold(g, fl, ri)
+            finish[g] = t
+            remaining[g] = 0.0
+            x = rate[g]
+            for e in range(flow_ptr[g], flow_ptr[g + 1]):
+                r = res[e]
+                add_dd(rs, r, LOAD_HI, -frac[e] * x)
+                if incast and r >= n_plain:
+                    fan_in[r] -= 1
+                    rs[r, CAP] = ingress_capacity(capacity[r], fan_in[r], w_t[r - n_plain],
+                                                  eps[r - n_plain])
+                if seeded[r] != ev:
+                    seeded[r] = ev
+                    seeds[n_seeds] = r
+                    n_seeds += 1
+            rate[g] = 0.0
+            tsize = heap_set(tk, ti, tpos, tsize, g, t + flow_lat[g])
+    for f in range(n_flows):
+        if persistent[f]:
+            moved[f] += rate[f] * (t - since[f])
+    return start, finish, end, moved, STATUS_OK
