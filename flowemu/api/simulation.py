@@ -25,6 +25,7 @@ from ..core.errors import ConfigError
 from ..core.network import Network
 from ..core.placement import Placement, parse_placement
 from ..core.version import __version__
+from ..engine.dataflow import check_sync, dataflow_run
 from ..engine.profiles import default_threads, profile
 from ..models.genmodel import check_model, check_priceable, prediction
 from ..topology import Topology
@@ -41,7 +42,9 @@ RESULT_COLUMNS = ["topology", "nodes", "ranks", "algorithm", "model", "variant",
                   "size_bytes", "time_s", "goodput_Bps", "steps", "ecmp", "seed", "placement",
                   "bandwidth_Bps", "link_latency_s", "hop_latency_s", "alpha_s", "gamma_s_per_B",
                   "delta_s_per_B", "incast_threshold", "incast_slope_s_per_B",
-                  *WHATIF_COLUMNS, "note", "flowemu_version"]
+                  *WHATIF_COLUMNS, "note", "flowemu_version",
+                  # added after the others (every earlier column keeps its place)
+                  "sync"]
 
 
 def build_topology(topology, lim: budget.Limit | None = None) -> Topology:
@@ -100,6 +103,7 @@ class Run:
     mapping: np.ndarray | None
     whatif: object = None    #: :class:`flowemu.whatif.conditions.Applied`, or None (healthy)
     model: str = "flow"
+    sync: str = "barrier"    #: "barrier" (steps end together) or "dataflow" (engine.dataflow)
 
     def breaks_bound_algorithm(self) -> bool:
         """Whether the strict failure policy must look at the schedule: links
@@ -122,17 +126,30 @@ class Run:
                        background=None if w is None else w.background,
                        slow=None if w is None else w.slow, **kwargs)
 
+    def dataflow(self, sched: Schedule):
+        """:func:`flowemu.engine.dataflow.dataflow_run` of ``sched`` in this
+        run (its what-ifs applied, as :meth:`profile`)."""
+        w = self.whatif
+        if w is not None:
+            check_fail_policy(sched, self.topology, self.mapping, w.columns["fail_policy"],
+                              self.spec)
+        return dataflow_run(sched, self.topology, self.network, ecmp=self.ecmp, seed=self.seed,
+                            mapping=self.mapping, max_memory=self.limit,
+                            background=None if w is None else w.background,
+                            slow=None if w is None else w.slow)
+
     @property
     def row(self) -> dict:
         """The configuration columns of this run's result rows."""
-        return _base_row(self.topology, self.p, self.network, self.ecmp, self.seed,
-                         self.placement, None if self.whatif is None else self.whatif.columns)
+        return {**_base_row(self.topology, self.p, self.network, self.ecmp, self.seed,
+                            self.placement, None if self.whatif is None else self.whatif.columns),
+                "sync": self.sync}
 
 
 #: keyword arguments of the entry points (named when an unknown one is passed)
 _KEYWORDS = {
     "simulate": ("sizes", "ecmp", "seed", "ranks", "placement", "network", "threads",
-                 "max_memory", "model", "fail", "degrade", "fail_policy", "slow", "background"),
+                 "max_memory", "model", "sync", "fail", "degrade", "fail_policy", "slow", "background"),
     "congestion": ("ecmp", "seed", "ranks", "placement", "network", "threads", "max_memory",
                    "fail", "degrade", "fail_policy", "slow", "background"),
     "link_loads": ("steps", "ecmp", "seed", "ranks", "placement", "network", "threads",
@@ -198,7 +215,7 @@ def simulate(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "split", s
              ranks: int | None = None, placement=None, network: Network | str | None = None,
              threads: int | None = None, max_memory=None, model: str = "flow",
              fail=None, degrade=None, fail_policy: str = "strict", slow=None,
-             background=None, **network_params) -> pd.DataFrame:
+             background=None, sync: str = "barrier", **network_params) -> pd.DataFrame:
     """Time an allreduce algorithm on a topology for many vector sizes.
 
     Parameters
@@ -256,6 +273,12 @@ def simulate(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "split", s
         Traffic sharing the network for the whole run
         (:mod:`flowemu.whatif.background`): ``"perm:0.5"``, ``"alltoall:0.2"``,
         ``"hotspot:0.8:0"`` or a traffic file.
+    sync : {"barrier", "dataflow"}
+        ``"barrier"`` (default): every step starts when every rank has ended
+        the one before. ``"dataflow"``: a rank starts its next step when its
+        own flows of this step are delivered and its reduction is done; flows
+        enter and leave the max-min solve as they start and finish
+        (:mod:`flowemu.engine.dataflow`; solved once per size).
 
     Returns
     -------
@@ -280,7 +303,8 @@ def simulate(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "split", s
                                       ranks=ranks, placement=placement, network=network,
                                       threads=threads, max_memory=max_memory, model=model,
                                       fail=fail, degrade=degrade, fail_policy=fail_policy,
-                                      slow=slow, background=background, **network_params),
+                                      slow=slow, background=background, sync=sync,
+                                      **network_params),
                         columns=RESULT_COLUMNS)
 
 
@@ -289,7 +313,7 @@ def simulate_rows(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "spli
                   network: Network | str | None = None, threads: int | None = None,
                   max_memory=None, model: str = "flow", fail=None, degrade=None,
                   fail_policy: str = "strict", slow=None, background=None,
-                  **network_params) -> list[dict]:
+                  sync: str = "barrier", **network_params) -> list[dict]:
     """The rows of :func:`simulate` as dicts, one per size (keys
     :data:`RESULT_COLUMNS`): for a sweep, which builds one frame per batch of
     configurations (a frame per configuration would cost about a quarter of
@@ -298,25 +322,30 @@ def simulate_rows(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "spli
                            placement=placement, network=network, threads=threads,
                            max_memory=max_memory, model=model, fail=fail, degrade=degrade,
                            fail_policy=fail_policy, slow=slow, background=background,
-                           **network_params)
+                           sync=sync, **network_params)
     if run.model == "genmodel":
         return _predicted(run, algorithm)
     n, spec = run.sizes, run.spec
     times, chosen, carried = [], [], []
     for cand in run.candidates:
         for sched, serves in run_schedules(run, cand, n):
-            prof = run.profile(sched)
-            t = prof.times(n)
+            if run.sync == "dataflow":
+                t, bg = run.dataflow(sched).times_and_background(n)
+            else:
+                prof = run.profile(sched)
+                t = prof.times(n)
+                bg = prof.background_throughput(n) if "background_rate" in prof.info \
+                    else np.full(len(n), np.nan)
+                del prof
             if serves is not None:   # a plan per size (gentree): only its sizes
                 t = np.where(np.isin(np.arange(len(n)), serves), t, np.inf)
             times.append(t)
             chosen.append((sched.variant, sched.num_steps, sched.note, cand))
-            carried.append(prof.background_throughput(n) if "background_rate" in prof.info
-                           else np.full(len(n), np.nan))
+            carried.append(bg)
             # what a row needs is kept, not the schedule: an `auto` option's
             # candidates are built one after the other, each freed before the
             # next (the memory estimate charges one schedule at a time)
-            del sched, prof
+            del sched
     times = np.vstack(times)
     best = np.argmin(times, axis=0)
     base = run.row
@@ -336,7 +365,7 @@ def check_simulation(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "s
                      network: Network | str | None = None, threads: int | None = None,
                      max_memory=None, model: str = "flow", fail=None, degrade=None,
                      fail_policy: str = "strict", slow=None, background=None,
-                     **network_params) -> Run:
+                     sync: str = "barrier", **network_params) -> Run:
     """Every check :func:`simulate` makes before it solves, and nothing more:
     the arguments, the topology, the ranks on it, the placement, the what-ifs
     applied (a rank cut off by failures), the memory estimate and, under
@@ -358,6 +387,10 @@ def check_simulation(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "s
         routes are not checked here.
     """
     model = check_model(model)
+    sync = check_sync(sync)
+    if model == "genmodel" and sync != "barrier":
+        raise ConfigError(f"sync: {sync!r} needs model='flow' (--model flow): the analytic "
+                          "GenModel prices barrier-synchronised steps only")
     whatif = check_whatif(fail, degrade, fail_policy, slow, background)
     if model == "genmodel" and not whatif.healthy:
         given = ", ".join(f"{k} {v!r}" for k, v in (("fail", whatif.fail),
@@ -369,7 +402,7 @@ def check_simulation(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "s
     run = prepare_run("simulate", topology, algorithm, ecmp=ecmp, seed=seed, ranks=ranks,
                    network=network, network_params=network_params, sizes=sizes,
                    threads=threads, max_memory=max_memory, placement=placement, whatif=whatif)
-    run = replace(run, model=model)
+    run = replace(run, model=model, sync=sync)
     if model == "genmodel":
         _, raw = parse_algorithm_spec(algorithm)
         check_priceable(run.topology, run.p, run.spec.name, run.spec.parse_options(raw),
@@ -451,7 +484,7 @@ def time_traffic(topology, traffic, *, ecmp: str = "split", seed: int = 0, place
                  network: Network | None = None, name: str | None = None,
                  threads: int | None = None, max_memory=None, fail=None, degrade=None,
                  fail_policy: str = "strict", slow=None, background=None,
-                 **network_params) -> pd.DataFrame:
+                 sync: str = "barrier", **network_params) -> pd.DataFrame:
     """Time a user-supplied step-wise traffic matrix.
 
     Parameters
@@ -466,6 +499,9 @@ def time_traffic(topology, traffic, *, ecmp: str = "split", seed: int = 0, place
         As for :func:`simulate` (the placement maps the traffic's ranks).
     fail, degrade, fail_policy, slow, background
         What-ifs, as for :func:`simulate`.
+    sync : {"barrier", "dataflow"}
+        As for :func:`simulate`: under ``"dataflow"`` a rank's step starts
+        when its own flows of the step before are delivered.
     name : str, optional
         The ``variant`` of the result row (default: the file name, or
         ``"traffic"``).
@@ -479,8 +515,10 @@ def time_traffic(topology, traffic, *, ecmp: str = "split", seed: int = 0, place
     lim = budget.limit(max_memory)
     net = checks.network(network, network_params, "time_traffic",
                          ("ecmp", "seed", "placement", "network", "name", "threads",
-                          "max_memory", "fail", "degrade", "fail_policy", "slow", "background"))
+                          "max_memory", "fail", "degrade", "fail_policy", "slow", "background",
+                          "sync"))
     (ecmp, seed), threads = topology_checks.routing(ecmp, seed), checks.threads(threads)
+    sync = check_sync(sync)
     whatif = check_whatif(fail, degrade, fail_policy, slow, background)
     place = parse_placement(placement)
     topo = build_topology(topology, lim)
@@ -488,11 +526,15 @@ def time_traffic(topology, traffic, *, ecmp: str = "split", seed: int = 0, place
     mapping = place.mapping(sched.p, topo)
     applied = None if whatif.healthy else apply_whatif(whatif, topo, sched.p, net, mapping)
     run = Run(topo if applied is None else applied.topology, net, None, sched.p, None, [],
-               ecmp, seed, threads, lim, place, mapping, applied)
-    prof = run.profile(sched)
-    t = float(prof.times([1.0])[0])
-    carried = float(prof.background_throughput([1.0])[0]) if "background_rate" in prof.info \
-        else np.nan
+               ecmp, seed, threads, lim, place, mapping, applied, sync=sync)
+    if sync == "dataflow":
+        times, bg = run.dataflow(sched).times_and_background([1.0])
+        t, carried = float(times[0]), float(bg[0])
+    else:
+        prof = run.profile(sched)
+        t = float(prof.times([1.0])[0])
+        carried = float(prof.background_throughput([1.0])[0]) \
+            if "background_rate" in prof.info else np.nan
     total = float(sum(s.traffic.share.sum() * k
                       for s, k in zip(sched.steps.patterns, sched.steps.counts().tolist())))
     row = {**run.row, "algorithm": "traffic",

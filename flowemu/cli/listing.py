@@ -9,6 +9,7 @@ from __future__ import annotations
 from ..algorithms import algorithm_names, get_algorithm
 from ..algorithms.registry import plugin_errors
 from ..core.presets import builtin_presets
+from ..engine.dataflow import SYNC_DOCS
 from ..topology import MODE_DOCS, topology_families, topology_modes
 from .options import note
 
@@ -63,6 +64,9 @@ def cmd_list(args) -> int:
     print("ecmp modes:")
     for mode, doc in MODE_DOCS.items():
         print(f"  {mode:10s} {doc}")
+    print("synchronisation (run --sync; simulate and sweep field sync):")
+    for name, doc in SYNC_DOCS.items():
+        print(f"  {name:10s} {doc}")
     print("what-ifs (run --fail/--degrade/--fail-policy/--slow/--background; simulate and "
           "sweep fields fail, degrade, fail_policy, slow, background, failures, failure_seed):")
     for name, doc in WHATIF_DOCS.items():

@@ -62,6 +62,10 @@ def add_arguments(r) -> None:
     r.add_argument("--model", default="flow",
                    help="flow (the flow-level engine, default) | genmodel (GenModel's analytic "
                         "prediction: Table 2 on a single switch, e.g. tree:24)")
+    r.add_argument("--sync", default="barrier",
+                   help="barrier (every step starts when every rank ended the one before, "
+                        "default) | dataflow (a rank starts its next step when its own flows "
+                        "are delivered and its reduction is done)")
     add_output_options(r)
     r.add_argument("--flows-out", help="write per-flow detail (CSV or .parquet) for one size")
     r.add_argument("--flows-size", help="vector size for --flows-out (default: largest size)")
@@ -185,6 +189,9 @@ def _check_run_options(args) -> None:
             refuse(option, "applies only with --flows-out")
     if given(args, "links_steps") and not (args.links or args.links_plot):
         refuse("--links-steps", "applies only with --links or --links-plot")
+    if args.flows_out and args.sync != "barrier":
+        refuse("--flows-out", "gives each flow's time within its step at a barrier; it does "
+                              "not apply with --sync dataflow")
     if args.traffic and given(args, "flows_size"):
         refuse("--flows-size", "does not apply to --traffic (its flows carry their own bytes)")
     if args.model != "flow":
@@ -228,6 +235,9 @@ def _table(df) -> str:
     if "model" in df and (df["model"] != "flow").any():
         show["model"] = df["model"]           # an analytic prediction, not the engine's time
         cols.insert(cols.index("algorithm") + 1, "model")
+    if "sync" in df and (df["sync"] == "dataflow").any():
+        show["sync"] = df["sync"]             # ranks not held at a barrier each step
+        cols.insert(cols.index("algorithm") + 1, "sync")
     if "slowdown" in df:   # a what-if run: beside the healthy network's time
         show["healthy"] = df["healthy_time_s"].map(format_time)
         show["slowdown"] = df["slowdown"].map(lambda v: f"{v:.3f}x")
@@ -260,11 +270,11 @@ def _timed(args, net, sizes, whatif: dict):
     if args.traffic:
         return simulation.time_traffic(args.topology, args.traffic, ecmp=args.ecmp,
                                        seed=args.seed, placement=args.placement, network=net,
-                                       max_memory=max_memory(args), **whatif)
+                                       max_memory=max_memory(args), sync=args.sync, **whatif)
     return simulation.simulate(args.topology, args.algorithm, sizes, ecmp=args.ecmp,
                                seed=args.seed, ranks=args.ranks, placement=args.placement,
                                network=net, max_memory=max_memory(args), model=args.model,
-                               **whatif)
+                               sync=args.sync, **whatif)
 
 
 def _congestion_format(path: str) -> str:

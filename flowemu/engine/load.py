@@ -30,7 +30,7 @@ import numpy as np
 from ..core import budget
 from ..core.errors import ConfigError
 from ..kernels.maxmin import Solution
-from ..topology.base import Routes
+from ..topology.base import Routes, concat_routes
 
 
 @dataclass(frozen=True, eq=False)
@@ -298,12 +298,7 @@ def background_throughput(profile, sizes) -> np.ndarray:
 
 
 def _concat(a: Routes, b: Routes) -> Routes:
-    if b.num_flows == 0:
-        return a
-    return Routes(np.concatenate([a.flow_ptr, b.flow_ptr[1:] + a.flow_ptr[-1]]),
-                  np.concatenate([a.link, b.link]).astype(np.int32),
-                  np.concatenate([a.frac, b.frac]),
-                  np.concatenate([a.hops, b.hops]).astype(np.int32))
+    return a if b.num_flows == 0 else concat_routes([a, b])
 
 
 def _append(routes: Routes, extra: list[np.ndarray]) -> Routes:

@@ -330,7 +330,7 @@ def solve_step(ctx: Context, routes: Routes, dst: np.ndarray, flow_bytes: np.nda
         remap[used] = np.arange(len(used), dtype=np.int32)
         routes = Routes(routes.flow_ptr, remap[routes.link], routes.frac, routes.hops)
         capacity = capacity[used]
-    w_t, eps, flow_class = _incast_inputs(ctx, src, dst)
+    w_t, eps, flow_class = incast_inputs(ctx, src, dst)
     sol = solve_completion(
         routes, capacity, flow_bytes, flow_dst=dst,
         ingress_capacity=ctx.ingress_capacity, incast_threshold=w_t, incast_slope=eps,
@@ -341,7 +341,7 @@ def solve_step(ctx: Context, routes: Routes, dst: np.ndarray, flow_bytes: np.nda
     return sol if persistent is None else ctx.load.split(sol, num_flows)
 
 
-def _incast_inputs(ctx: Context, src, dst) -> tuple:
+def incast_inputs(ctx: Context, src, dst) -> tuple:
     """``(w_t, eps, flow_class)`` for the solver: scalars and no classes when
     the topology has one incast class (or incast is off), else the classes'
     terms and each flow's class."""

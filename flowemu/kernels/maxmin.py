@@ -129,6 +129,7 @@ from .completion import (
     first_bad_entry,
     screened_completion_kernel,
 )
+from .dataflow import dataflow_kernel
 from .fill import (
     STATUS_BAD_INPUT,
     STATUS_NAMES,
@@ -410,6 +411,107 @@ def solve_completion(routes, link_capacity, flow_bytes, *, flow_dst=None,
     """
     if method not in METHODS:
         raise ValueError(f"method: {method!r} is not one of {list(METHODS)}")
+    flow_ptr, link, frac, capacity, w_t, eps, n_links, n_ingress, flow_bytes, keep = _prepared(
+        routes, link_capacity, flow_bytes, flow_dst, ingress_capacity, incast_threshold,
+        incast_slope, flow_class, persistent)
+    entries, routed = _entries(flow_ptr)   # (once: both choices below read them)
+    lazy = _screens(entries, routed)
+    if method == "incremental":
+        rate0, finish, moved, status = incremental_completion_kernel(
+            flow_ptr, link, frac, capacity, n_links, w_t[:n_ingress], eps[:n_ingress],
+            flow_bytes, keep, lazy)
+    else:
+        # "auto": the screened solver solves t = 0 and hands a step with many
+        # finish times to the incremental one where the routes allow
+        handoff = method == "auto" and _method(entries, routed) == "incremental"
+        rate0, finish, moved, status = screened_completion_kernel(
+            flow_ptr, link, frac, capacity, n_links, w_t[:n_ingress], eps[:n_ingress],
+            flow_bytes, keep, SCREEN_START, handoff)
+        if status == STATUS_HANDOFF:
+            rate0, finish, moved, status = incremental_events(
+                flow_ptr, link, frac, capacity, n_links, w_t[:n_ingress], eps[:n_ingress],
+                flow_bytes, keep, lazy, rate0.copy(), rate0, finish, moved)
+    if status in (STATUS_BAD_INPUT, STATUS_NONFINITE):
+        _raise_bad_entry(link, frac, n_links)
+    return Solution(rate0=rate0, finish=finish, status=int(status),
+                    moved=None if persistent is None else moved)
+
+
+@dataclass(frozen=True)
+class DataflowSolution:
+    """Result of :func:`solve_dataflow`: per flow the time it entered the
+    solve (``start``) and its fluid transfer ended (``finish``; ``+inf`` for
+    persistent flows), per stage its ``end``, the bytes each persistent flow
+    moved until the last stage ended (``moved``), and the kernel's status."""
+
+    start: np.ndarray
+    finish: np.ndarray
+    end: np.ndarray
+    moved: np.ndarray
+    status: int
+
+
+def solve_dataflow(routes, link_capacity, flow_bytes, flow_latency, src_stage, dst_stage,
+                   stage_ptr, stage_flows, stage_delay, stage_next, stage_first, *,
+                   flow_dst=None, ingress_capacity=None, incast_threshold=float("inf"),
+                   incast_slope=0.0, flow_class=None, persistent=None) -> DataflowSolution:
+    """Max-min completion of flows that start when their stages do
+    (:mod:`flowemu.kernels.dataflow` gives the rules).
+
+    Routes, capacities, bytes and the incast arguments are
+    :func:`solve_completion`'s. Per flow: ``flow_latency`` (seconds from the
+    end of its transfer to its delivery), ``src_stage`` and ``dst_stage``
+    (the sender's and receiver's stage it counts for, -1 for none; a
+    persistent flow has none). Per stage: the flows it starts
+    (``stage_flows[stage_ptr[s]:stage_ptr[s + 1]]``), its ``stage_delay``
+    (seconds of work after its last delivery), the rank's next stage
+    ``stage_next`` (-1: none) and ``stage_first`` (it starts at 0).
+    """
+    flow_ptr, link, frac, capacity, w_t, eps, n_links, n_ingress, flow_bytes, keep = _prepared(
+        routes, link_capacity, flow_bytes, flow_dst, ingress_capacity, incast_threshold,
+        incast_slope, flow_class, persistent)
+    n_flows = flow_ptr.shape[0] - 1
+    lat = _float_array("flow_latency", flow_latency, n_flows, what="flows")
+    delay = _float_array("stage_delay", stage_delay, what="stages")
+    n_stages = delay.shape[0]
+    src_stage = _int_array("src_stage", src_stage, np.int64)
+    dst_stage = _int_array("dst_stage", dst_stage, np.int64)
+    stage_next = _int_array("stage_next", stage_next, np.int64)
+    stage_ptr = _int_array("stage_ptr", stage_ptr, np.int64)
+    stage_flows = _int_array("stage_flows", stage_flows, np.int32)
+    stage_first = np.ascontiguousarray(stage_first, dtype=np.bool_)
+    for name, arr, n in (("src_stage", src_stage, n_flows), ("dst_stage", dst_stage, n_flows),
+                         ("stage_next", stage_next, n_stages),
+                         ("stage_ptr", stage_ptr, n_stages + 1),
+                         ("stage_first", stage_first, n_stages)):
+        if arr.shape[0] != n:
+            raise ValueError(f"{name}: expected {n} entries, got {arr.shape[0]}")
+    for name, arr in (("src_stage", src_stage), ("dst_stage", dst_stage),
+                      ("stage_next", stage_next)):
+        if arr.size and (arr.min() < -1 or arr.max() >= n_stages):
+            raise ValueError(f"{name}: stage ids must be in [-1, {n_stages})")
+    if stage_flows.size and (stage_flows.min() < 0 or stage_flows.max() >= n_flows):
+        raise ValueError(f"stage_flows: flow ids must be in [0, {n_flows})")
+    if stage_ptr[0] != 0 or stage_ptr[-1] != stage_flows.shape[0] or np.any(
+            np.diff(stage_ptr) < 0):
+        raise ValueError("stage_ptr: must rise from 0 to the number of stage_flows")
+    pending = np.ones(n_stages, dtype=np.int64)
+    for arr in (src_stage, dst_stage):
+        pending += np.bincount(arr[arr >= 0], minlength=n_stages)
+    start, finish, end, moved, status = dataflow_kernel(
+        flow_ptr, link, frac, capacity, n_links, w_t[:n_ingress], eps[:n_ingress], flow_bytes,
+        keep, lat, src_stage, dst_stage, stage_ptr, stage_flows, pending, delay, stage_next,
+        stage_first)
+    if status in (STATUS_BAD_INPUT, STATUS_NONFINITE):
+        _raise_bad_entry(link, frac, n_links)
+    return DataflowSolution(start=start, finish=finish, end=end, moved=moved, status=int(status))
+
+
+def _prepared(routes, link_capacity, flow_bytes, flow_dst, ingress_capacity, incast_threshold,
+              incast_slope, flow_class, persistent) -> tuple:
+    """The completion kernels' inputs, checked, with the ingress resources
+    appended when incast is on: ``(flow_ptr, link, frac, capacity, w_t,
+    eps, n_links, n_ingress, flow_bytes, persistent)``."""
     link_capacity = _float_array("link_capacity", link_capacity, what="links")
     n_links = link_capacity.shape[0]
     flow_ptr, link, frac = _check_routes(routes, n_links)
@@ -448,27 +550,7 @@ def solve_completion(routes, link_capacity, flow_bytes, *, flow_dst=None,
             flow_ptr, link, frac, link_capacity, flow_dst, flow_class, ingress_capacity, w_t,
             eps)
         n_ingress = len(w_t)
-    entries, routed = _entries(flow_ptr)   # (once: both choices below read them)
-    lazy = _screens(entries, routed)
-    if method == "incremental":
-        rate0, finish, moved, status = incremental_completion_kernel(
-            flow_ptr, link, frac, capacity, n_links, w_t[:n_ingress], eps[:n_ingress],
-            flow_bytes, keep, lazy)
-    else:
-        # "auto": the screened solver solves t = 0 and hands a step with many
-        # finish times to the incremental one where the routes allow
-        handoff = method == "auto" and _method(entries, routed) == "incremental"
-        rate0, finish, moved, status = screened_completion_kernel(
-            flow_ptr, link, frac, capacity, n_links, w_t[:n_ingress], eps[:n_ingress],
-            flow_bytes, keep, SCREEN_START, handoff)
-        if status == STATUS_HANDOFF:
-            rate0, finish, moved, status = incremental_events(
-                flow_ptr, link, frac, capacity, n_links, w_t[:n_ingress], eps[:n_ingress],
-                flow_bytes, keep, lazy, rate0.copy(), rate0, finish, moved)
-    if status in (STATUS_BAD_INPUT, STATUS_NONFINITE):
-        _raise_bad_entry(link, frac, n_links)
-    return Solution(rate0=rate0, finish=finish, status=int(status),
-                    moved=None if persistent is None else moved)
+    return flow_ptr, link, frac, capacity, w_t, eps, n_links, n_ingress, flow_bytes, keep
 
 
 def completion_method(flow_ptr) -> str:

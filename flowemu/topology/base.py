@@ -70,6 +70,23 @@ class Routes:
         return self.link[a:b], self.frac[a:b]
 
 
+def concat_routes(parts) -> Routes:
+    """The flows of several :class:`Routes`, one after the other."""
+    parts = list(parts)
+    if not parts:
+        return Routes(np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(0),
+                      np.zeros(0, np.int32))
+    if len(parts) == 1:
+        return parts[0]
+    offsets = np.cumsum([0] + [r.num_entries for r in parts[:-1]])
+    ptr = np.concatenate([parts[0].flow_ptr[:1].astype(np.int64)]
+                         + [r.flow_ptr[1:].astype(np.int64) + o
+                            for r, o in zip(parts, offsets, strict=True)])
+    return Routes(ptr, np.concatenate([r.link for r in parts]).astype(np.int32),
+                  np.concatenate([r.frac for r in parts]).astype(np.float64),
+                  np.concatenate([r.hops for r in parts]).astype(np.int32))
+
+
 @dataclass(frozen=True)
 class Orbits:
     """A group of the network's automorphisms that maps a step's flows onto

@@ -348,8 +348,9 @@ def test_old_datasets_load_with_the_healthy_defaults(tmp_path):
     old.mkdir()
     pq.write_table(_old_part(tmp_path, False), old / "part-a-00000.parquet")
     df = load(old)
-    assert list(df.columns[df.columns.get_loc("fail"):]) == WHATIF_COLUMNS + ["note",
-                                                                             "flowemu_version"]
+    assert list(df.columns[df.columns.get_loc("fail"):]) == WHATIF_COLUMNS + [
+        "note", "flowemu_version", "sync"]
+    assert set(df["sync"]) == {"barrier"}   # rows written before dataflow ran at a barrier
     row = df.iloc[0]
     assert (row["fail"], row["degrade"], row["fail_policy"], row["slow"], row["background"]) \
         == ("", "", "strict", "", "")

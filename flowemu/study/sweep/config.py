@@ -23,7 +23,7 @@ WHATIF_FIELDS = ("fail", "degrade", "fail_policy", "failures", "failure_seed", "
                  "background")
 GRID_FIELDS = ("topology", "algorithm", "ranks", "network", "bandwidth", "link_latency",
                "hop_latency", "alpha", "gamma", "delta", "incast_threshold", "incast_slope",
-               "ecmp", "seed", "placement", "model", *WHATIF_FIELDS)
+               "ecmp", "seed", "placement", "model", "sync", *WHATIF_FIELDS)
 #: every configuration field a sweep file may set (``traffic``, a user's traffic
 #: file, takes the place of ``algorithm``: :mod:`flowemu.study.sweep.traffic`)
 FIELDS = GRID_FIELDS[:2] + ("traffic",) + GRID_FIELDS[2:3] + ("sizes",) + GRID_FIELDS[3:]
@@ -43,7 +43,8 @@ def canon_float(v: float) -> float:
 _NET_DEFAULTS = {k: canon_float(v) for k, v in Network().as_dict().items()}
 #: the value of every grid field a sweep file leaves out
 DEFAULTS = {**_NET_DEFAULTS, "ranks": None, "ecmp": "split", "seed": 0,
-            "placement": "linear", "network": "", "model": "flow", "fail": "", "degrade": "",
+            "placement": "linear", "network": "", "model": "flow", "sync": "barrier",
+            "fail": "", "degrade": "",
             "fail_policy": "strict", "failures": 0, "failure_seed": 0, "slow": "",
             "background": ""}
 #: the what-if fields a configuration runs with (``failures`` and
@@ -88,6 +89,7 @@ class Config:
     placement: str = "linear"
     network_preset: str = ""
     model: str = "flow"      # "flow" (the engine) or "genmodel" (flowemu.models.genmodel's prediction)
+    sync: str = "barrier"    # "barrier" or "dataflow" (flowemu.engine.dataflow)
     # what-ifs (flowemu.whatif.conditions), "" for none: selectors in canonical form; ``fail``
     # holds the Monte-Carlo draw random:FAILURES:FAILURE_SEED too (those two
     # fields are kept for where/exclude only, not hashed)
@@ -121,6 +123,8 @@ class Config:
             out["network"] = self.network_preset
         if self.model != "flow":   # so do flow configurations (written before models)
             out["model"] = self.model
+        if self.sync != "barrier":   # and barrier ones (written before dataflow)
+            out["sync"] = self.sync
         for name in _WHATIF_RUN:   # and healthy ones (written before what-ifs)
             if getattr(self, name) != DEFAULTS[name]:
                 out[name] = getattr(self, name)
@@ -227,7 +231,7 @@ def config_key(cfg: Config) -> str:
     parts = [cfg.group, cfg.topology, cfg.algorithm]
     if cfg.network_preset:
         parts.append(f"network={cfg.network_preset}")
-    for name in ("ranks", *NETWORK_FIELDS, "ecmp", "seed", "placement", "model",
+    for name in ("ranks", *NETWORK_FIELDS, "ecmp", "seed", "placement", "model", "sync",
                  *_WHATIF_RUN):
         v = getattr(cfg, name)
         if v != DEFAULTS[name]:

@@ -73,7 +73,7 @@ SWEEP_COLUMNS = ["sweep", "group", "config_key", "config_hash", "label", "algori
                  "sizes_spec"]
 
 _STRING = {"sweep", "group", "config_key", "config_hash", "label", "algorithm_spec",
-           "sizes_spec", "topology", "algorithm", "model", "variant", "options", "ecmp",
+           "sizes_spec", "topology", "algorithm", "model", "sync", "variant", "options", "ecmp",
            "flowemu_version", "error_type", "error", "note", "fail", "degrade", "fail_policy",
            "slow", "background"}
 _INT = {"nodes", "ranks", "size_bytes", "steps", "seed", "failed_links"}
@@ -113,7 +113,7 @@ def rows_frame(batches) -> pd.DataFrame:
 def error_row(cfg, error_type: str, message: str, internal: bool) -> dict:
     """One row of the errors table: the configuration's fields and the message."""
     row = {**sweep_fields(cfg), "topology": cfg.topology, "ranks": cfg.ranks,
-           "model": cfg.model, "ecmp": cfg.ecmp, "seed": cfg.seed, "placement": cfg.placement,
+           "model": cfg.model, "sync": cfg.sync, "ecmp": cfg.ecmp, "seed": cfg.seed, "placement": cfg.placement,
            "fail": cfg.fail, "degrade": cfg.degrade, "fail_policy": cfg.fail_policy,
            "slow": cfg.slow, "background": cfg.background}
     row.update({col: float(getattr(cfg, f)) for f, col in NETWORK_COLUMNS.items()})
@@ -310,6 +310,10 @@ def with_model(df: pd.DataFrame) -> pd.DataFrame:
         df.insert(at, "model", "flow")
     elif df["model"].isna().any():
         df = df.assign(model=df["model"].fillna("flow"))
+    if "sync" not in df.columns:   # rows written before dataflow ran at a barrier
+        df = df.assign(sync="barrier")
+    elif df["sync"].isna().any():
+        df = df.assign(sync=df["sync"].fillna("barrier"))
     return _with_whatif(df)
 
 

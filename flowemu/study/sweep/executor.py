@@ -28,7 +28,8 @@ def simulate_arguments(cfg: Config) -> tuple[tuple, dict]:
     what the sweep checks before anything runs."""
     return ((build_topology(cfg.topology), cfg.algorithm, list(cfg.sizes)),
             {"ecmp": cfg.ecmp, "seed": cfg.seed, "ranks": cfg.ranks, "placement": cfg.placement,
-             "network": cfg.network(), "model": cfg.model, "fail": cfg.fail or None,
+             "network": cfg.network(), "model": cfg.model, "sync": cfg.sync,
+             "fail": cfg.fail or None,
              "degrade": cfg.degrade or None, "fail_policy": cfg.fail_policy,
              "slow": cfg.slow or None, "background": cfg.background or None})
 
@@ -49,7 +50,8 @@ def config_rows(cfg: Config, threads: int | None = None, max_memory=None) -> lis
                                        max_memory=max_memory, fail=cfg.fail or None,
                                        degrade=cfg.degrade or None,
                                        fail_policy=cfg.fail_policy, slow=cfg.slow or None,
-                                       background=cfg.background or None).to_dict("records")
+                                       background=cfg.background or None,
+                                       sync=cfg.sync).to_dict("records")
     args, kwargs = simulate_arguments(cfg)
     # through the module: a test counting the calls replaces simulation.simulate_rows
     return simulation.simulate_rows(*args, threads=threads, max_memory=max_memory, **kwargs)

@@ -23,6 +23,7 @@ from ...core.units import (
     parse_time,
     shown,
 )
+from ...engine.dataflow import SYNCS, check_sync
 from ...models.genmodel import MODELS, check_model
 from ...topology import parse_topology
 from ...topology.base import ECMP_MODES, check_ecmp
@@ -211,17 +212,24 @@ def _parse_scalar(name: str, raw):
     if name == "placement":
         return parse_placement(raw).text
     if name == "model":
-        if not isinstance(raw, str):
-            raise ConfigError(f"expected one of {', '.join(map(repr, MODELS))}, got "
-                              f"{type_name(raw)}")
-        try:
-            return check_model(raw)
-        except ConfigError:
-            raise ConfigError(f"{raw!r} is not allowed; expected one of "
-                              f"{', '.join(map(repr, MODELS))}") from None
+        return _one_of(raw, MODELS, check_model)
+    if name == "sync":
+        return _one_of(raw, SYNCS, check_sync)
     if name in WHATIF_SCALARS:
         return parse_whatif(name, raw)
     raise AssertionError(name)
+
+
+def _one_of(raw, allowed: tuple, check) -> str:
+    """A text field with a fixed set of values, checked by ``check``."""
+    if not isinstance(raw, str):
+        raise ConfigError(f"expected one of {', '.join(map(repr, allowed))}, got "
+                          f"{type_name(raw)}")
+    try:
+        return check(raw)
+    except ConfigError:
+        raise ConfigError(f"{raw!r} is not allowed; expected one of "
+                          f"{', '.join(map(repr, allowed))}") from None
 
 
 #: the what-if fields :func:`parse_whatif` reads

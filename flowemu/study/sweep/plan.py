@@ -276,6 +276,11 @@ def load_sweep(path) -> SweepPlan:
             cfg = _whatif(cfg, locs, misfits, checked)
             if cfg is None:
                 continue
+            if cfg.model == "genmodel" and cfg.sync != "barrier":
+                misfits.add(locs["sync"], f"sync = {cfg.sync!r} needs model = \"flow\": "
+                                          "GenModel prices barrier-synchronised steps only "
+                                          "(split the group or exclude the pair)")
+                continue
             if cfg.model == "genmodel" and not _priceable(cfg, alg, locs, misfits, priced):
                 continue
             if not alg.traffic and not _simulable(cfg, given, locs, refused, simulated):
