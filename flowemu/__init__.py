@@ -24,6 +24,7 @@ _LAZY = {
     "time_traffic": "api.simulation", "read_traffic": "api.simulation",
     "RESULT_COLUMNS": "api.simulation", "flows": "api.flows",
     "link_loads": "api.linkloads", "schedule": "api.schedules",
+    "simulate_jobs": "api.jobs", "JOB_COLUMNS": "api.jobs",
     "profile": "api.profiling", "Profile": "engine.profiles", "StepProfile": "engine.profiles",
     "sweep": "study.sweep", "fit": "study.fit", "plan": "api.planning",
     "load": "study.results", "compare": "study.results", "results": "study.results",
@@ -34,6 +35,7 @@ _LAZY = {
 _MODULES = {"sweep", "fit", "results"}
 
 __all__ = [
+    "JOB_COLUMNS",
     "RESULT_COLUMNS",
     "ConfigError",
     "FlowEmuError",
@@ -57,6 +59,7 @@ __all__ = [
     "results",
     "schedule",
     "simulate",
+    "simulate_jobs",
     "sweep",
     "time_traffic",
     "units",

@@ -28,6 +28,8 @@ from .options import Parser, exit_status, run_interruptible
 COMMANDS = {
     "run": ("run", "time one algorithm (or a traffic file) on one topology"),
     "list": ("listing", "list algorithms and topologies with their parameters"),
+    "jobs": ("jobs", ("time several jobs' allreduces sharing one network: each job's time, "
+                      "its time alone and the slowdown")),
     "sweep": ("sweep", ("run a sweep file (TOML grid) into a parquet dataset; re-running "
                         "resumes; exit 1 if configurations failed")),
     "compare": ("compare", "best algorithm and goodput gains per topology and size"),

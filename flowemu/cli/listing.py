@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..algorithms import algorithm_names, get_algorithm
 from ..algorithms.registry import plugin_errors
+from ..api.jobs import JOB_DOC
 from ..core.presets import builtin_presets
 from ..engine.dataflow import SYNC_DOCS
 from ..topology import MODE_DOCS, topology_families, topology_modes
@@ -67,6 +68,8 @@ def cmd_list(args) -> int:
     print("synchronisation (run --sync; simulate and sweep field sync):")
     for name, doc in SYNC_DOCS.items():
         print(f"  {name:10s} {doc}")
+    print("several jobs at once (flowemu jobs --job '...' --job '...'; flowemu.simulate_jobs):")
+    print(f"  {'job':10s} {JOB_DOC}")
     print("what-ifs (run --fail/--degrade/--fail-policy/--slow/--background; simulate and "
           "sweep fields fail, degrade, fail_policy, slow, background, failures, failure_seed):")
     for name, doc in WHATIF_DOCS.items():

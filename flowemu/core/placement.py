@@ -49,6 +49,11 @@ class Placement:
             return f"random:{self.seed}"
         return self.path if self.kind == "file" else "linear"
 
+    def ranks(self, topology) -> int:
+        """The ranks this placement holds when none are given: a file's
+        endpoint ids, else every endpoint of ``topology``."""
+        return len(_read_ids(self.path)) if self.kind == "file" else topology.num_endpoints
+
     def mapping(self, p: int, topology) -> np.ndarray | None:
         """Endpoint of each of ``p`` ranks, int32[p] (None for ``linear``,
         which the engine treats as rank r on endpoint r).

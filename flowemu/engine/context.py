@@ -46,6 +46,9 @@ class Context:
     adaptive_capacity: np.ndarray | None = None
     #: rank r runs on endpoint r (a flow's ranks are its endpoints)
     identity: bool = False
+    #: (w_t, eps) float64[L] of links that charge incast themselves, or None
+    #: (:meth:`~flowemu.topology.Topology.link_incast`)
+    link_incast: tuple | None = None
 
 
 def make_context(topology: Topology, network: Network, ecmp: str = "split", seed: int = 0,
@@ -78,7 +81,8 @@ def make_context(topology: Topology, network: Network, ecmp: str = "split", seed
     uniform = float(lat[0]) if len(lat) and lat.min() == lat.max() else None
     ctx = Context(topology, network, ecmp, int(seed), mapping, cap, ingress, w_t, eps, lat,
                    uniform, {}, adaptive=adaptive,
-                   identity=bool(np.array_equal(mapping, np.arange(len(mapping)))))
+                   identity=bool(np.array_equal(mapping, np.arange(len(mapping)))),
+                   link_incast=topology.link_incast(network))
     if background is not None or slow is not None:
         background, slow = _load_args(topology, len(mapping), background, slow)
         ctx.load = prepare_load(ctx, background, slow)

@@ -31,6 +31,11 @@ starts each step at the same time and both modes give the same time.
 Latencies do not scale with the size, so unlike a barrier profile (solved
 once, evaluated for every size) a dataflow run is solved once per size,
 all steps in one event-driven solve (:func:`flowemu.kernels.maxmin.solve_dataflow`).
+
+Several jobs (:mod:`flowemu.engine.jobs`) share that solve: each its own
+schedule, ranks, size and start time, and each at a barrier (one stage per
+step: the step ends when all its flows are delivered, plus the slowest
+rank's reduction) or in dataflow (one stage per rank and step).
 """
 
 from __future__ import annotations
@@ -46,7 +51,7 @@ from ..core.network import Network
 from ..kernels.maxmin import solve_dataflow
 from ..topology.base import Routes, Topology, concat_routes
 from .context import Context, make_context
-from .profiles import check_profile_args, flow_latency, incast_inputs, route_step
+from .profiles import check_profile_args, flow_latency, incast_inputs, incast_links, route_step
 
 #: the synchronisations a run may use (``sync=``)
 SYNCS = ("barrier", "dataflow")
@@ -74,66 +79,95 @@ def check_sync(sync) -> str:
 
 
 @dataclass(frozen=True)
+class Part:
+    """One job of a :class:`DataflowRun`: its schedule, the endpoint of each
+    rank, its synchronisation, and its stages ``first .. first + count``
+    (at a barrier one per step, in dataflow ``k·p + r`` for rank r's step k)."""
+
+    schedule: Schedule
+    mapping: np.ndarray
+    sync: str
+    first: int
+    count: int
+
+
+@dataclass(frozen=True)
 class DataflowRun:
-    """A schedule's whole flow problem under dataflow execution, routed once
-    and solved per size (:meth:`times`)."""
+    """The flows of one or more jobs (:class:`Part`) laid out as stages,
+    routed once and solved per size (:meth:`solve`, :meth:`times`)."""
 
     ctx: Context
-    schedule: Schedule
-    routes: Routes            # every step's flows, in step order, then the background's
+    parts: tuple
+    routes: Routes            # every job's flows, in step order, then the background's
     capacity: np.ndarray
     src: np.ndarray           # endpoints of every flow
     dst: np.ndarray
-    share: np.ndarray         # bytes per byte of n of the collective's flows
+    share: np.ndarray         # bytes per byte of its job's size, per collective flow
+    flow_part: np.ndarray     # the job of each collective flow
     latency: np.ndarray       # seconds, per flow (0 for the background's)
     src_stage: np.ndarray
     dst_stage: np.ndarray
     stage_ptr: np.ndarray
     stage_flows: np.ndarray
-    reduce_spb: np.ndarray    # seconds of reduction per byte of n, per stage
+    stage_spb: np.ndarray     # seconds of reduction per byte of its job's size, per stage
+    stage_next: np.ndarray
+    stage_part: np.ndarray
     persistent: np.ndarray | None
-    num_flows: int            # the collective's flows (the background's follow)
+    num_flows: int            # the collective flows (the background's follow)
 
     @property
     def num_stages(self) -> int:
-        return len(self.reduce_spb)
+        return len(self.stage_spb)
 
-    def solve(self, n: float):
-        """The dataflow solution at vector size ``n`` bytes."""
-        p = self.schedule.p
-        stages = self.num_stages
-        nxt = np.arange(p, stages + p, dtype=np.int64)
-        nxt[nxt >= stages] = -1
+    def solve(self, sizes, starts=None):
+        """The solution with job j moving ``sizes[j]`` bytes from ``starts[j]``
+        seconds on (default: every job at 0)."""
+        sizes = np.asarray(sizes, dtype=np.float64).reshape(-1)
+        starts = np.zeros(len(self.parts)) if starts is None else \
+            np.asarray(starts, dtype=np.float64).reshape(-1)
         flow_bytes = np.zeros(self.routes.num_flows)
-        flow_bytes[:self.num_flows] = self.share * n
+        flow_bytes[:self.num_flows] = self.share * sizes[self.flow_part]
+        release = np.full(self.num_stages, -1.0)
+        for j, part in enumerate(self.parts):
+            p = 1 if part.sync == "barrier" else part.schedule.p
+            release[part.first:part.first + min(p, part.count)] = starts[j]
         w_t, eps, flow_class = incast_inputs(self.ctx, self.src, self.dst)
         sol = solve_dataflow(
             self.routes, self.capacity, flow_bytes, self.latency, self.src_stage,
-            self.dst_stage, self.stage_ptr, self.stage_flows, self.reduce_spb * n, nxt,
-            np.arange(stages) < p, flow_dst=self.dst, ingress_capacity=self.ctx.ingress_capacity,
+            self.dst_stage, self.stage_ptr, self.stage_flows,
+            self.stage_spb * sizes[self.stage_part], self.stage_next, release,
+            flow_dst=self.dst, ingress_capacity=self.ctx.ingress_capacity,
             incast_threshold=w_t, incast_slope=eps, flow_class=flow_class,
-            persistent=self.persistent)
+            persistent=self.persistent,
+            link_incast=incast_links(self.ctx, len(self.capacity)))
         if sol.status != 0:
+            what = ", ".join(p.schedule.algorithm for p in self.parts)
             raise SolverError(f"dataflow solver failed (status {sol.status}) on "
-                              f"{self.ctx.topology.spec}, {self.schedule.algorithm}, "
-                              f"size {n:g} B, {self.num_flows} flows")
+                              f"{self.ctx.topology.spec}, {what}, sizes "
+                              f"{', '.join(f'{n:g}' for n in sizes)} B, {self.num_flows} flows")
         return sol
+
+    def ends(self, sol) -> np.ndarray:
+        """Time each job's last stage ended in ``sol`` (0 for a job without
+        stages), float64[jobs]."""
+        return np.array([float(sol.end[p.first:p.first + p.count].max()) if p.count else 0.0
+                         for p in self.parts])
 
     def times(self, sizes) -> np.ndarray:
         """Time from the start until every rank has ended its last step, per
-        size (float64[sizes])."""
-        return np.array([self._time(float(n))[0] for n in np.atleast_1d(sizes)])
+        size (float64[sizes]; one job)."""
+        return self.times_and_background(sizes)[0]
 
     def times_and_background(self, sizes) -> tuple[np.ndarray, np.ndarray]:
-        """``(times, background bytes/s over the run)`` per size (NaN
-        without background flows)."""
+        """``(times, background bytes/s over the run)`` per size (one job;
+        NaN without background flows)."""
         got = [self._time(float(n)) for n in np.atleast_1d(sizes)]
         return np.array([t for t, _ in got]), np.array([b for _, b in got])
 
     def _time(self, n: float) -> tuple[float, float]:
         if self.num_stages == 0:
             return 0.0, float("nan")
-        sol = self.solve(n)
+        sol = self.solve([n])
         t = float(sol.end.max())
         if self.persistent is None:
             return t, float("nan")
@@ -143,84 +177,129 @@ class DataflowRun:
 
 def dataflow_run(schedule: Schedule, topology: Topology, network: Network | None = None, *,
                  ecmp: str = "split", seed: int = 0, mapping=None, max_memory=None,
-                 background=None, slow=None) -> DataflowRun:
+                 background=None, slow=None, sync: str = "dataflow") -> DataflowRun:
     """Route every step of ``schedule`` (each distinct pattern once) and lay
-    out its stages: rank r's step k is stage ``k·p + r``. ``background`` and
-    ``slow`` are the engine's objects, as for
-    :func:`flowemu.engine.profiles.profile`."""
+    out its stages (rank r's step k is stage ``k·p + r``; with
+    ``sync="barrier"``, step k is stage k). ``background`` and ``slow`` are
+    the engine's objects, as for :func:`flowemu.engine.profiles.profile`."""
     schedule, topology, network = check_profile_args(schedule, topology, network)
     ctx = make_context(topology, network, ecmp, seed, mapping, schedule.p, background, slow)
-    p, steps = schedule.p, schedule.steps
-    lim = budget.limit(max_memory)
-    what = f"{topology.spec} {schedule.algorithm} (sync=dataflow)"
-    routed: dict = {}
-    flows = entries = 0
-    for step in steps.patterns:
-        tr = step.traffic
-        if id(tr) not in routed:
-            routed[id(tr)] = _routed(ctx, tr) if tr.num_flows else None
-    counts = steps.counts()
-    for step, count in zip(steps.patterns, counts, strict=True):
-        got = routed[id(step.traffic)]
-        if got is not None:
-            flows += int(count) * got[0].num_flows
-            entries += int(count) * got[0].num_entries
-    stages = len(steps) * p
-    need = 2 * budget.solve_bytes(flows, entries) + flows * FLOW_EXTRA_BYTES \
-        + stages * STAGE_BYTES
-    budget.check(need, lim, what)
+    return layout(ctx, [(schedule, ctx, sync)], budget.limit(max_memory))
 
-    parts, src, dst, share, lat, src_stage, dst_stage = [], [], [], [], [], [], []
-    reduce_spb = np.zeros(stages)
+
+def layout(ctx: Context, jobs, lim: budget.Limit) -> DataflowRun:
+    """The :class:`DataflowRun` of ``jobs``: ``(schedule, its context (the
+    mapping of its ranks), sync)`` each; ``ctx`` carries the background and
+    slow ranks, which every job shares."""
+    routed = []
+    flows = entries = stages = 0
+    for schedule, jctx, sync in jobs:
+        steps = schedule.steps
+        pats = {}
+        reduce = ctx.load is None and not ctx.adaptive and ctx.link_incast is None
+        for step in steps.patterns:
+            tr = step.traffic
+            if id(tr) not in pats:
+                pats[id(tr)] = _routed(jctx, tr, reduce) if tr.num_flows else None
+        for step, count in zip(steps.patterns, steps.counts(), strict=True):
+            got = pats[id(step.traffic)]
+            if got is not None:
+                flows += int(count) * got[0].num_flows
+                entries += int(count) * got[0].num_entries
+        stages += len(steps) * (1 if sync == "barrier" else schedule.p)
+        routed.append(pats)
+    names = ", ".join(schedule.algorithm for schedule, _, _ in jobs)
+    budget.check(2 * budget.solve_bytes(flows, entries) + flows * FLOW_EXTRA_BYTES
+                 + stages * STAGE_BYTES, lim, f"{ctx.topology.spec} {names} (dataflow solve)")
+
+    cols: dict = {k: [] for k in ("routes", "src", "dst", "share", "part", "lat", "s_stage",
+                                  "d_stage")}
+    stage_spb, stage_next, stage_part, parts = [], [], [], []
     net = ctx.network
-    for k, i in enumerate(steps.order.tolist()):
-        step = steps.patterns[i]
-        red = step.reduction
-        if len(red.node) and (net.gamma or net.delta):
-            per = ((red.fanin + 1) * net.delta + (red.fanin - 1) * net.gamma) * red.share
-            tot = np.bincount(red.node, weights=per, minlength=p)
-            reduce_spb[k * p:(k + 1) * p] = tot if ctx.speed is None else tot / ctx.speed
-        got = routed.get(id(step.traffic))
-        if got is None:
-            continue
-        routes, s_end, d_end, latency = got
-        tr = step.traffic
-        parts.append(routes)
-        src.append(s_end)
-        dst.append(d_end)
-        share.append(tr.share)
-        lat.append(latency)
-        src_stage.append(k * p + tr.src.astype(np.int64))
-        dst_stage.append(k * p + tr.dst.astype(np.int64))
-    routes = concat_routes(parts)
+    first = 0
+    for j, ((schedule, jctx, sync), pats) in enumerate(zip(jobs, routed, strict=True)):
+        p, steps = schedule.p, schedule.steps
+        width = 1 if sync == "barrier" else p
+        count = len(steps) * width
+        spb = np.zeros(count)
+        for k, i in enumerate(steps.order.tolist()):
+            step = steps.patterns[i]
+            red = step.reduction
+            if len(red.node) and (net.gamma or net.delta):
+                per = ((red.fanin + 1) * net.delta + (red.fanin - 1) * net.gamma) * red.share
+                tot = np.bincount(red.node, weights=per, minlength=p)
+                if ctx.speed is not None:
+                    tot = tot / ctx.speed
+                spb[k * width:(k + 1) * width] = tot.max() if width == 1 else tot
+            got = pats.get(id(step.traffic))
+            if got is None:
+                continue
+            routes, s_end, d_end, latency, capacity = got
+            tr = step.traffic
+            cols["routes"].append(routes)
+            cols["src"].append(s_end)
+            cols["dst"].append(d_end)
+            cols["share"].append(tr.share)
+            cols["part"].append(np.full(tr.num_flows, j, np.int64))
+            cols["lat"].append(latency)
+            if width == 1:
+                cols["s_stage"].append(np.full(tr.num_flows, first + k, np.int64))
+                cols["d_stage"].append(np.full(tr.num_flows, first + k, np.int64))
+            else:
+                cols["s_stage"].append(first + k * p + tr.src.astype(np.int64))
+                cols["d_stage"].append(first + k * p + tr.dst.astype(np.int64))
+        nxt = np.arange(first + width, first + count + width, dtype=np.int64)
+        nxt[nxt >= first + count] = -1
+        stage_spb.append(spb)
+        stage_next.append(nxt)
+        stage_part.append(np.full(count, j, np.int64))
+        parts.append(Part(schedule, jctx.mapping, sync, first, count))
+        first += count
+
+    def cat(name, dtype):
+        return np.concatenate(cols[name]).astype(dtype) if cols[name] else np.zeros(0, dtype)
+
+    routes = concat_routes(cols["routes"])
     nf = routes.num_flows
-    src_a = np.concatenate(src) if src else np.zeros(0, np.int64)
-    dst_a = np.concatenate(dst) if dst else np.zeros(0, np.int64)
-    share_a = np.concatenate(share) if share else np.zeros(0)
-    lat_a = np.concatenate(lat) if lat else np.zeros(0)
-    s_stage = np.concatenate(src_stage) if src_stage else np.zeros(0, np.int64)
-    d_stage = np.concatenate(dst_stage) if dst_stage else np.zeros(0, np.int64)
+    src, dst = cat("src", np.int64), cat("dst", np.int64)
+    lat = cat("lat", np.float64)
+    s_stage, d_stage = cat("s_stage", np.int64), cat("d_stage", np.int64)
     order = np.argsort(s_stage, kind="stable")
-    stage_ptr = np.zeros(stages + 1, dtype=np.int64)
-    np.cumsum(np.bincount(s_stage, minlength=stages), out=stage_ptr[1:])
+    stage_ptr = np.zeros(first + 1, dtype=np.int64)
+    np.cumsum(np.bincount(s_stage, minlength=first), out=stage_ptr[1:])
     persistent = None
+    capacity = ctx.link_capacity
     if ctx.load is not None:
-        routes, capacity, src_a, dst_a, _, persistent = ctx.load.problem(
-            ctx, routes, src_a, dst_a, np.zeros(nf), reduce=not ctx.adaptive)
+        routes, capacity, src, dst, _, persistent = ctx.load.problem(
+            ctx, routes, src, dst, np.zeros(nf),
+            reduce=not ctx.adaptive and ctx.link_incast is None)
         nb = routes.num_flows - nf
-        lat_a = np.concatenate([lat_a, np.zeros(nb)])
+        lat = np.concatenate([lat, np.zeros(nb)])
         s_stage = np.concatenate([s_stage, np.full(nb, -1, np.int64)])
         d_stage = np.concatenate([d_stage, np.full(nb, -1, np.int64)])
-    elif ctx.adaptive:
-        capacity = ctx.link_capacity
-    else:
-        routes, capacity = topology.solver_problem(routes, ctx.link_capacity, ctx.ecmp)
-    return DataflowRun(ctx, schedule, routes, capacity, src_a, dst_a, share_a, lat_a, s_stage,
-                       d_stage, stage_ptr, order.astype(np.int32), reduce_spb, persistent, nf)
+    else:   # each pattern's routes are already the family's reduced problem
+        capacity = next((got[4] for pats in routed for got in pats.values()
+                         if got is not None), capacity)
+
+    def joined(arrays, dtype):
+        return np.concatenate(arrays).astype(dtype) if arrays else np.zeros(0, dtype)
+
+    return DataflowRun(ctx, tuple(parts), routes, capacity, src, dst, cat("share", np.float64),
+                       cat("part", np.int64), lat, s_stage, d_stage, stage_ptr,
+                       order.astype(np.int32), joined(stage_spb, np.float64),
+                       joined(stage_next, np.int64), joined(stage_part, np.int64), persistent,
+                       nf)
 
 
-def _routed(ctx: Context, traffic) -> tuple:
-    """``(routes, src endpoints, dst endpoints, latency)`` of one pattern."""
+def _routed(ctx: Context, traffic, reduce: bool) -> tuple:
+    """``(routes, src endpoints, dst endpoints, latency, capacity)`` of one
+    pattern; with ``reduce`` the routes are the family's reduced problem
+    (:meth:`~flowemu.topology.Topology.solver_problem`, whose capacities
+    depend on the links only) and ``capacity`` its capacities, else the
+    routes themselves and the link capacities."""
     routes, src, dst = route_step(ctx, traffic)
-    return routes, np.asarray(src, np.int64), np.asarray(dst, np.int64), \
-        flow_latency(ctx, routes)
+    latency = flow_latency(ctx, routes)
+    capacity = ctx.link_capacity
+    if reduce:
+        routes, capacity = ctx.topology.solver_problem(routes, ctx.link_capacity, ctx.ecmp)
+    return routes, np.asarray(src, np.int64), np.asarray(dst, np.int64), latency, capacity

@@ -314,14 +314,16 @@ def solve_step(ctx: Context, routes: Routes, dst: np.ndarray, flow_bytes: np.nda
     the routes are already the family's reduced problem with these link
     capacities."""
     persistent, num_flows = None, routes.num_flows
+    exact = _adapted(routes) or ctx.link_incast is not None   # every link as it is
     if ctx.load is not None:   # background flows and slow ports join (flowemu/background.py)
         routes, capacity, src, dst, flow_bytes, persistent = ctx.load.problem(
-            ctx, routes, src, dst, flow_bytes, reduce=not _adapted(routes))
+            ctx, routes, src, dst, flow_bytes, reduce=not exact)
     elif capacity is None:
         # a family may hand the solver an exact, smaller problem (fat-tree uplink groups);
         # not for adaptive fractions, which break the symmetry it relies on
-        routes, capacity = (routes, ctx.link_capacity) if _adapted(routes) else \
+        routes, capacity = (routes, ctx.link_capacity) if exact else \
             ctx.topology.solver_problem(routes, ctx.link_capacity, ctx.ecmp)
+    link_incast = incast_links(ctx, len(capacity))
     if len(capacity) > 4 * len(routes.link):
         # A step that touches few of many links (a HyperX has N·Σ(d−1)): the
         # solver's per-link work would dominate, so it sees the used links only.
@@ -330,15 +332,30 @@ def solve_step(ctx: Context, routes: Routes, dst: np.ndarray, flow_bytes: np.nda
         remap[used] = np.arange(len(used), dtype=np.int32)
         routes = Routes(routes.flow_ptr, remap[routes.link], routes.frac, routes.hops)
         capacity = capacity[used]
+        if link_incast is not None:
+            link_incast = (link_incast[0][used], link_incast[1][used])
     w_t, eps, flow_class = incast_inputs(ctx, src, dst)
     sol = solve_completion(
         routes, capacity, flow_bytes, flow_dst=dst,
         ingress_capacity=ctx.ingress_capacity, incast_threshold=w_t, incast_slope=eps,
-        flow_class=flow_class, persistent=persistent)
+        flow_class=flow_class, persistent=persistent, link_incast=link_incast)
     if sol.status != 0:
         raise SolverError(f"max-min solver failed (status {sol.status}) on {ctx.topology.spec}, "
                           f"step {label!r}, {routes.num_flows} flows")
     return sol if persistent is None else ctx.load.split(sol, num_flows)
+
+
+def incast_links(ctx: Context, num_resources: int):
+    """The links' own incast terms for a problem of ``num_resources``
+    resources (the links, then virtual ones such as background demands,
+    which have none), or None."""
+    if ctx.link_incast is None:
+        return None
+    w_t, eps = ctx.link_incast
+    extra = num_resources - len(w_t)
+    if extra <= 0:
+        return w_t, eps
+    return np.concatenate([w_t, np.full(extra, np.inf)]), np.concatenate([eps, np.zeros(extra)])
 
 
 def incast_inputs(ctx: Context, src, dst) -> tuple:
@@ -420,7 +437,8 @@ def _solved_pattern(ctx: Context, traffic: Traffic, scale: float, label: str,
     norm = traffic.share / scale
     # adaptive routes first: a split it keeps is solved exactly as "split" is
     routed = route_step(ctx, traffic) if ctx.adaptive else None
-    plain = not congestion and not (routed and _adapted(routed[0]))
+    # (incast on links counts each link's flows: no symmetric or merged-link shortcut)
+    plain = not congestion and not (routed and _adapted(routed[0])) and ctx.link_incast is None
     lines = _orbit_lines(ctx, traffic, norm, label) if plain else None
     if lines is not None:
         return (*lines, None, 0.0)

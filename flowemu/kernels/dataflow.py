@@ -4,9 +4,10 @@ flows enter the solve when they start and leave it when they finish.
 
 Stages
 ------
-A *stage* is one rank's part of one step of a schedule. Stage ``s`` starts
-at ``start[s]``: 0 for a rank's first stage, else the end of the rank's
-previous stage (``stage_next`` links a stage to the rank's next one). At its
+A *stage* is one rank's part of one step of a schedule (or, for a job run
+at a barrier, the whole step). Stage ``s`` starts at ``stage_release[s]``
+if it is a first stage (``>= 0``: a job's start time), else at the end of
+its previous stage (``stage_next`` links a stage to the next one). At its
 start the flows it sends (``stage_ptr``/``stage_flows``) enter the solve.
 It ends ``stage_delay[s]`` seconds (the rank's reduction work) after the
 last of these has happened: its own start, and the *delivery* of every flow
@@ -114,21 +115,22 @@ def _count_down(s, t, n_flows, stage_pending, stage_delay, tk, ti, tpos, tsize):
 @njit(**NUMPY_ERRORS)
 def dataflow_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes, persistent,
                     flow_lat, flow_src_stage, flow_dst_stage, stage_ptr, stage_flows,
-                    stage_pending, stage_delay, stage_next, stage_first):
+                    stage_pending, stage_delay, stage_next, stage_release):
     """Dataflow completion (see the module notes). Inputs as
     :func:`flowemu.kernels.incremental.incremental_completion_kernel`'s
     (checked by the caller), plus per flow its latency and its sender's and
     receiver's stages (-1: none, e.g. a persistent flow), and per stage the
     CSR of the flows it starts, its pending-event count (1 + flows sent +
-    flows received; consumed), its delay, the rank's next stage (-1: none)
-    and whether it is a rank's first stage (starts at 0).
+    flows received; consumed), its delay, the next stage (-1: none) and its
+    release: the time a first stage starts (``< 0``: not a first stage).
 
     Returns ``(start, finish, end, moved, status)``: per flow the time it
     entered the solve and the time its fluid transfer ended (``+inf`` for
     persistent flows and flows that never started), per stage its end
     (``+inf``: never), and the bytes each persistent flow moved until the
     last stage ended. Timer items: ``g`` the delivery of flow ``g``,
-    ``n_flows + s`` the end of stage ``s``."""
+    ``n_flows + s`` the end of stage ``s``, ``n_flows + n_stages + s`` the
+    release of first stage ``s``."""
     n_flows = flow_ptr.shape[0] - 1
     n_res = capacity.shape[0]
     n_stages = stage_delay.shape[0]
@@ -176,9 +178,9 @@ def dataflow_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes
     fi = np.empty(n_flows, dtype=np.int32)
     fpos = np.full(n_flows, -1, dtype=np.int32)
     fsize = 0
-    tk = np.empty(n_flows + n_stages, dtype=np.float64)
-    ti = np.empty(n_flows + n_stages, dtype=np.int32)
-    tpos = np.full(n_flows + n_stages, -1, dtype=np.int32)
+    tk = np.empty(n_flows + 2 * n_stages, dtype=np.float64)
+    ti = np.empty(n_flows + 2 * n_stages, dtype=np.int32)
+    tpos = np.full(n_flows + 2 * n_stages, -1, dtype=np.int32)
     tsize = 0
     done = np.empty(n_flows, dtype=np.int32)
     n_changed = 0
@@ -204,7 +206,9 @@ def dataflow_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes
                     seeds[n_seeds] = r
                     n_seeds += 1
     for s in range(n_stages):
-        if stage_first[s]:
+        if stage_release[s] > 0.0:
+            tsize = heap_set(tk, ti, tpos, tsize, n_flows + n_stages + s, stage_release[s])
+        elif stage_release[s] == 0.0:
             n_changed, n_stack, n_seeds, tsize = _start_stage(
                 s, 0.0, n_flows, stage_ptr, stage_flows, stage_pending, stage_delay,
                 stage_start, start, flow_ptr, res, n_plain, incast, capacity, w_t, eps, fan_in, rs,
@@ -223,10 +227,13 @@ def dataflow_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes
                     tsize = _count_down(flow_dst_stage[g], t, n_flows, stage_pending,
                                         stage_delay, tk, ti, tpos, tsize)
                 continue
-            s = item - n_flows
-            end[s] = t
-            n_ended += 1
-            s2 = stage_next[s]
+            if item >= n_flows + n_stages:
+                s2 = item - n_flows - n_stages   # a first stage's release
+            else:
+                s = item - n_flows
+                end[s] = t
+                n_ended += 1
+                s2 = stage_next[s]
             if s2 >= 0:
                 n_changed, n_stack, n_seeds, tsize = _start_stage(
                     s2, t, n_flows, stage_ptr, stage_flows, stage_pending, stage_delay,

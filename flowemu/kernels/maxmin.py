@@ -354,7 +354,7 @@ def _ingress_problem(flow_ptr, link, frac, link_capacity, flow_dst, flow_class,
 def solve_completion(routes, link_capacity, flow_bytes, *, flow_dst=None,
                      ingress_capacity=None, incast_threshold=float("inf"),
                      incast_slope=0.0, flow_class=None, method="auto",
-                     persistent=None) -> Solution:
+                     persistent=None, link_incast=None) -> Solution:
     """Event-driven max-min completion times of flows that all start at 0.
 
     Parameters
@@ -395,6 +395,11 @@ def solve_completion(routes, link_capacity, flow_bytes, *, flow_dst=None,
         solve, and the run ends when every other flow has finished. Their
         ``finish`` is ``+inf``; ``Solution.moved`` gives the bytes each moved
         until then. Default: none (and ``moved`` is None).
+    link_incast : (float64[L], float64[L]), optional
+        GenModel's ``(w_t, eps)`` per link, for incast where flows converge
+        (a switch's egress port): a link with ``eps > 0`` and a finite
+        ``w_t`` has capacity ``1 / (1 / c + max(w - w_t, 0) * eps)``, ``w``
+        the active flows crossing it. Default: none.
 
     Returns
     -------
@@ -411,25 +416,25 @@ def solve_completion(routes, link_capacity, flow_bytes, *, flow_dst=None,
     """
     if method not in METHODS:
         raise ValueError(f"method: {method!r} is not one of {list(METHODS)}")
-    flow_ptr, link, frac, capacity, w_t, eps, n_links, n_ingress, flow_bytes, keep = _prepared(
+    flow_ptr, link, frac, capacity, n_plain, w_t, eps, n_links, flow_bytes, keep = _prepared(
         routes, link_capacity, flow_bytes, flow_dst, ingress_capacity, incast_threshold,
-        incast_slope, flow_class, persistent)
+        incast_slope, flow_class, persistent, link_incast)
     entries, routed = _entries(flow_ptr)   # (once: both choices below read them)
     lazy = _screens(entries, routed)
     if method == "incremental":
         rate0, finish, moved, status = incremental_completion_kernel(
-            flow_ptr, link, frac, capacity, n_links, w_t[:n_ingress], eps[:n_ingress],
+            flow_ptr, link, frac, capacity, n_plain, w_t, eps,
             flow_bytes, keep, lazy)
     else:
         # "auto": the screened solver solves t = 0 and hands a step with many
         # finish times to the incremental one where the routes allow
         handoff = method == "auto" and _method(entries, routed) == "incremental"
         rate0, finish, moved, status = screened_completion_kernel(
-            flow_ptr, link, frac, capacity, n_links, w_t[:n_ingress], eps[:n_ingress],
+            flow_ptr, link, frac, capacity, n_plain, w_t, eps,
             flow_bytes, keep, SCREEN_START, handoff)
         if status == STATUS_HANDOFF:
             rate0, finish, moved, status = incremental_events(
-                flow_ptr, link, frac, capacity, n_links, w_t[:n_ingress], eps[:n_ingress],
+                flow_ptr, link, frac, capacity, n_plain, w_t, eps,
                 flow_bytes, keep, lazy, rate0.copy(), rate0, finish, moved)
     if status in (STATUS_BAD_INPUT, STATUS_NONFINITE):
         _raise_bad_entry(link, frac, n_links)
@@ -452,9 +457,10 @@ class DataflowSolution:
 
 
 def solve_dataflow(routes, link_capacity, flow_bytes, flow_latency, src_stage, dst_stage,
-                   stage_ptr, stage_flows, stage_delay, stage_next, stage_first, *,
+                   stage_ptr, stage_flows, stage_delay, stage_next, stage_release, *,
                    flow_dst=None, ingress_capacity=None, incast_threshold=float("inf"),
-                   incast_slope=0.0, flow_class=None, persistent=None) -> DataflowSolution:
+                   incast_slope=0.0, flow_class=None, persistent=None,
+                   link_incast=None) -> DataflowSolution:
     """Max-min completion of flows that start when their stages do
     (:mod:`flowemu.kernels.dataflow` gives the rules).
 
@@ -465,11 +471,12 @@ def solve_dataflow(routes, link_capacity, flow_bytes, flow_latency, src_stage, d
     persistent flow has none). Per stage: the flows it starts
     (``stage_flows[stage_ptr[s]:stage_ptr[s + 1]]``), its ``stage_delay``
     (seconds of work after its last delivery), the rank's next stage
-    ``stage_next`` (-1: none) and ``stage_first`` (it starts at 0).
+    ``stage_next`` (-1: none) and ``stage_release`` (a first stage's start
+    time, ``>= 0``; -1 for the others).
     """
-    flow_ptr, link, frac, capacity, w_t, eps, n_links, n_ingress, flow_bytes, keep = _prepared(
+    flow_ptr, link, frac, capacity, n_plain, w_t, eps, n_links, flow_bytes, keep = _prepared(
         routes, link_capacity, flow_bytes, flow_dst, ingress_capacity, incast_threshold,
-        incast_slope, flow_class, persistent)
+        incast_slope, flow_class, persistent, link_incast)
     n_flows = flow_ptr.shape[0] - 1
     lat = _float_array("flow_latency", flow_latency, n_flows, what="flows")
     delay = _float_array("stage_delay", stage_delay, what="stages")
@@ -479,11 +486,11 @@ def solve_dataflow(routes, link_capacity, flow_bytes, flow_latency, src_stage, d
     stage_next = _int_array("stage_next", stage_next, np.int64)
     stage_ptr = _int_array("stage_ptr", stage_ptr, np.int64)
     stage_flows = _int_array("stage_flows", stage_flows, np.int32)
-    stage_first = np.ascontiguousarray(stage_first, dtype=np.bool_)
+    release = _release(stage_release)
     for name, arr, n in (("src_stage", src_stage, n_flows), ("dst_stage", dst_stage, n_flows),
                          ("stage_next", stage_next, n_stages),
                          ("stage_ptr", stage_ptr, n_stages + 1),
-                         ("stage_first", stage_first, n_stages)):
+                         ("stage_release", release, n_stages)):
         if arr.shape[0] != n:
             raise ValueError(f"{name}: expected {n} entries, got {arr.shape[0]}")
     for name, arr in (("src_stage", src_stage), ("dst_stage", dst_stage),
@@ -499,19 +506,43 @@ def solve_dataflow(routes, link_capacity, flow_bytes, flow_latency, src_stage, d
     for arr in (src_stage, dst_stage):
         pending += np.bincount(arr[arr >= 0], minlength=n_stages)
     start, finish, end, moved, status = dataflow_kernel(
-        flow_ptr, link, frac, capacity, n_links, w_t[:n_ingress], eps[:n_ingress], flow_bytes,
+        flow_ptr, link, frac, capacity, n_plain, w_t, eps, flow_bytes,
         keep, lat, src_stage, dst_stage, stage_ptr, stage_flows, pending, delay, stage_next,
-        stage_first)
+        release)
     if status in (STATUS_BAD_INPUT, STATUS_NONFINITE):
         _raise_bad_entry(link, frac, n_links)
     return DataflowSolution(start=start, finish=finish, end=end, moved=moved, status=int(status))
 
 
+def _float_array_inf(name, value, length) -> np.ndarray:
+    """A float64[length] of values ``>= 0`` or ``+inf`` (incast thresholds)."""
+    arr = np.ascontiguousarray(value, dtype=np.float64)
+    if arr.shape != (length,):
+        raise ValueError(f"{name}: expected {length} links, got shape {arr.shape}")
+    bad = np.flatnonzero(np.isnan(arr) | (arr < 0))
+    if len(bad):
+        raise ValueError(f"{name}[{bad[0]}] = {arr[bad[0]]} is not >= 0 (or inf)")
+    return arr
+
+
+def _release(stage_release) -> np.ndarray:
+    """``stage_release`` as float64: finite, ``>= 0`` or exactly -1."""
+    arr = np.ascontiguousarray(stage_release, dtype=np.float64)
+    bad = np.flatnonzero(~np.isfinite(arr) | ((arr < 0) & (arr != -1.0)))
+    if arr.ndim != 1 or len(bad):
+        raise ValueError("stage_release: expected a 1-D array of start times >= 0 or -1, got "
+                         + (f"{arr[bad[0]]!r} at {bad[0]}" if arr.ndim == 1 else str(arr.shape)))
+    return arr
+
+
 def _prepared(routes, link_capacity, flow_bytes, flow_dst, ingress_capacity, incast_threshold,
-              incast_slope, flow_class, persistent) -> tuple:
+              incast_slope, flow_class, persistent, link_incast=None) -> tuple:
     """The completion kernels' inputs, checked, with the ingress resources
-    appended when incast is on: ``(flow_ptr, link, frac, capacity, w_t,
-    eps, n_links, n_ingress, flow_bytes, persistent)``."""
+    appended when incast is on and the links with incast of their own
+    (``link_incast``) moved after the others: ``(flow_ptr, res, frac,
+    capacity, n_plain, w_t, eps, n_links, flow_bytes, persistent)``, where
+    resources ``>= n_plain`` are incast resources with terms ``w_t``, ``eps``
+    (links first, then the receivers' ingress resources)."""
     link_capacity = _float_array("link_capacity", link_capacity, what="links")
     n_links = link_capacity.shape[0]
     flow_ptr, link, frac = _check_routes(routes, n_links)
@@ -550,7 +581,26 @@ def _prepared(routes, link_capacity, flow_bytes, flow_dst, ingress_capacity, inc
             flow_ptr, link, frac, link_capacity, flow_dst, flow_class, ingress_capacity, w_t,
             eps)
         n_ingress = len(w_t)
-    return flow_ptr, link, frac, capacity, w_t, eps, n_links, n_ingress, flow_bytes, keep
+    w_t, eps = w_t[:n_ingress], eps[:n_ingress]
+    n_plain = n_links
+    if link_incast is not None:
+        lw = _float_array_inf("link_incast (w_t)", link_incast[0], n_links)
+        le = _float_array("link_incast (eps)", link_incast[1], n_links, what="links")
+        on = (le > 0) & np.isfinite(lw)
+        if on.any():
+            real = link < n_links if n_ingress else slice(None)
+            _raise_bad_entry(link[real], frac[real], n_links)
+            plain = np.flatnonzero(~on)
+            n_plain = len(plain)
+            remap = np.empty(n_links, dtype=np.int32)
+            remap[plain] = np.arange(n_plain, dtype=np.int32)
+            remap[on] = n_plain + np.arange(n_links - n_plain, dtype=np.int32)
+            link = np.where(link < n_links, remap[np.minimum(link, n_links - 1)],
+                            link).astype(np.int32)
+            capacity = np.concatenate([capacity[plain], capacity[np.flatnonzero(on)],
+                                       capacity[n_links:]])
+            w_t, eps = np.concatenate([lw[on], w_t]), np.concatenate([le[on], eps])
+    return flow_ptr, link, frac, capacity, n_plain, w_t, eps, n_links, flow_bytes, keep
 
 
 def completion_method(flow_ptr) -> str:

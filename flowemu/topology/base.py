@@ -82,9 +82,9 @@ def concat_routes(parts) -> Routes:
     ptr = np.concatenate([parts[0].flow_ptr[:1].astype(np.int64)]
                          + [r.flow_ptr[1:].astype(np.int64) + o
                             for r, o in zip(parts, offsets, strict=True)])
-    return Routes(ptr, np.concatenate([r.link for r in parts]).astype(np.int32),
-                  np.concatenate([r.frac for r in parts]).astype(np.float64),
-                  np.concatenate([r.hops for r in parts]).astype(np.int32))
+    return Routes(ptr, np.concatenate([r.link for r in parts], dtype=np.int32),
+                  np.concatenate([r.frac for r in parts], dtype=np.float64),
+                  np.concatenate([r.hops for r in parts], dtype=np.int32))
 
 
 @dataclass(frozen=True)
@@ -415,6 +415,13 @@ class Topology:
             return (np.array([network.incast_threshold], dtype=np.float64),
                     np.array([network.incast_slope], dtype=np.float64))
         return np.array([np.inf]), np.zeros(1)
+
+    def link_incast(self, network):
+        """GenModel incast terms ``(w_t, eps)`` float64[L] of links that
+        charge it themselves (where flows converge: a switch's egress port,
+        ``w`` the flows crossing the link), or None (the default: incast is
+        charged at receivers only). The tree's ``incast=switch`` sets them."""
+        return
 
     def flow_incast_class(self, src, dst) -> np.ndarray:
         """Incast class of each flow ``src[i] -> dst[i]`` (endpoint ids),

@@ -101,6 +101,9 @@ from .common import (
     time_text,
 )
 from .treepresets import GENTREE_PRESETS, preset_genmodel, preset_params
+
+#: where a tree charges incast (its ``incast=`` option)
+INCAST_AT = ("receiver", "switch")
 from .treeshape import (
     MAX_LEVELS,
     MAX_SITES,
@@ -233,6 +236,9 @@ class Tree(Topology):
     incast_slope: tuple | None = None
     incast_threshold: tuple | None = None
     preset: str | None = None
+    #: where incast is charged: "receiver" (each receiver's ingress, per
+    #: level of convergence) or "switch" (every switch egress link, its level's terms)
+    incast_at: str = "receiver"
 
     def __post_init__(self):
         sites = self.sites
@@ -315,7 +321,12 @@ class Tree(Topology):
         set_(self, "num_endpoints", hosts)
         set_(self, "num_nodes", hosts + switches)
         set_(self, "structure", text)
-        set_(self, "spec", f"tree:{self.preset}" if self.preset else "tree:" + self._options_text())
+        if self.incast_at not in INCAST_AT:
+            raise ConfigError(f"incast: {show(self.incast_at)} is not allowed; expected one of "
+                              f"{', '.join(INCAST_AT)}")
+        where = "" if self.incast_at == "receiver" else f",incast={self.incast_at}"
+        set_(self, "spec", (f"tree:{self.preset}" if self.preset else
+                            "tree:" + self._options_text()) + where)
         reserve_topology(self.spec, links, hosts + switches, self.build_link_bytes)
         self._build()
 
@@ -449,14 +460,15 @@ class Tree(Topology):
         # Ship only the parameters to worker processes; the arrays are rebuilt.
         return (_rebuild, (self.sites, self.uplinks, self.bandwidth, self.capacity_scale,
                            self.latency, self.latency_scale, self.incast_slope,
-                           self.incast_threshold, self.preset))
+                           self.incast_threshold, self.preset, self.incast_at))
 
     # ---------------------------------------------------------------- queries
 
     @property
     def expanded_spec(self) -> str:
         """The spec written out (a preset's structure and options)."""
-        return "tree:" + self._options_text()
+        return "tree:" + self._options_text() + (
+            "" if self.incast_at == "receiver" else f",incast={self.incast_at}")
 
     @property
     def genmodel(self) -> dict | None:
@@ -485,7 +497,7 @@ class Tree(Topology):
                "capacity_scale": list(self.capacity_scale), "latency": list(self.latency),
                "latency_scale": list(self.latency_scale),
                "incast_slope": list(self.incast_slope),
-               "incast_threshold": list(self.incast_threshold)}
+               "incast_threshold": list(self.incast_threshold), "incast_at": self.incast_at}
         if self.preset is not None:
             out["genmodel"] = self.genmodel
         return out
@@ -616,11 +628,31 @@ class Tree(Topology):
         the network's ``incast_threshold`` / ``incast_slope`` where the level
         gives none (genmodel-gentree.txt §3.2, Table 5: ε and w_t per tier).
         A level's terms apply even when the network's incast is off."""
+        w_t, eps = self._level_terms(network)
+        if self.incast_at == "switch":   # charged on the links instead (link_incast)
+            return np.full(len(w_t), np.inf), np.zeros(len(eps))
+        return w_t, eps
+
+    def _level_terms(self, network) -> tuple[np.ndarray, np.ndarray]:
+        """Each level's ``(w_t, eps)``, the network's where it gives none."""
         w_t = np.array([network.incast_threshold if w is None else w
                         for w in self.incast_threshold], dtype=np.float64)
         eps = np.array([network.incast_slope if e is None else e
                         for e in self.incast_slope], dtype=np.float64)
         return w_t, eps
+
+    def link_incast(self, network):
+        """With ``incast=switch``: ``(w_t, eps)`` float64[L], the terms of
+        every switch egress link, where the flows crossing it converge: its
+        level's (the tier whose links, bandwidth and latency it has, as
+        GenModel's Table 5 gives them per tier). A host's own link up is no
+        switch port and has none (inf, 0). Else None (charged at receivers)."""
+        if self.incast_at != "switch":
+            return None
+        w_t, eps = self._level_terms(network)
+        level = np.asarray(self.link_level, dtype=np.int64)
+        host = np.asarray(self.link_src) < self.num_endpoints
+        return (np.where(host, np.inf, w_t[level]), np.where(host, 0.0, eps[level]))
 
     def flow_incast_class(self, src, dst) -> np.ndarray:
         """The level where each flow converges, int64[F]: its sender's and
@@ -707,6 +739,6 @@ def _pick(src, dst, seed, level, side, u) -> np.ndarray:
 
 
 def _rebuild(sites, uplinks, bandwidth, capacity_scale, latency, latency_scale,
-             incast_slope, incast_threshold, preset):
+             incast_slope, incast_threshold, preset, incast_at="receiver"):
     return Tree(sites, uplinks, bandwidth, capacity_scale, latency, latency_scale,
-                incast_slope, incast_threshold, preset)
+                incast_slope, incast_threshold, preset, incast_at)

@@ -12,7 +12,7 @@ import re
 from ..core.errors import ConfigError, show
 from ..core.units import parse_rate, parse_time
 from .common import parse_int
-from .tree import Tree
+from .tree import INCAST_AT, Tree
 from .treepresets import GENTREE_PRESETS, preset_params
 from .treeshape import (
     MAX_LEVELS,
@@ -24,7 +24,8 @@ from .treeshape import (
 
 # --------------------------------------------------------------------- parsing
 
-_OPTIONS = "uplinks=U:..., bw=RATE|Kx:..., lat=TIME|Kx:..., eps=TIME:..., wt=COUNT:..."
+_OPTIONS = ("uplinks=U:..., bw=RATE|Kx:..., lat=TIME|Kx:..., eps=TIME:..., wt=COUNT:..., "
+            "incast=receiver|switch")
 
 
 def _split_levels(key: str, text: str, levels: int, names: list[str]) -> list[str | None]:
@@ -70,10 +71,12 @@ def parse_tree(params: str) -> Tree:
         if name not in GENTREE_PRESETS:
             raise ConfigError(f"unknown preset {head!r}; presets: {', '.join(GENTREE_PRESETS)} "
                               f"(or a structure, {STRUCTURE_EXAMPLE})")
-        if opts:
+        where = _incast_option(opts)
+        if opts and where is None:
             raise ConfigError(f"preset {name} takes no options; write it out to change it: "
-                              f"{preset_tree(name).expanded_spec}")
-        return preset_tree(name)
+                              f"{preset_tree(name).expanded_spec} (only incast= may follow "
+                              "a preset's name)")
+        return preset_tree(name, where or "receiver")
     sites = parse_structure(head)
     sizes = [structure_sizes(sw) for sw in sites]
     cross = len(sites) > 1
@@ -87,6 +90,12 @@ def parse_tree(params: str) -> Tree:
         key, eq, val = (x.strip() for x in opt.partition("="))
         if not eq or not key:
             raise ConfigError(f"option {opt!r} is not key=value; options: {_OPTIONS}")
+        if key == "incast":
+            if key in seen:
+                raise ConfigError(f"option {key!r} is given twice")
+            seen.add(key)
+            kw["incast_at"] = _incast_option([opt])
+            continue
         if key not in ("uplinks", "bw", "lat", "eps", "wt"):
             raise ConfigError(f"unknown option {key!r}; options: {_OPTIONS}")
         if key in seen:
@@ -111,6 +120,22 @@ def parse_tree(params: str) -> Tree:
     return Tree(sites, **kw)
 
 
+def _incast_option(opts: list) -> str | None:
+    """The value of a lone ``incast=receiver|switch`` among ``opts`` (None
+    when ``opts`` is not exactly that one option)."""
+    if len(opts) != 1:
+        return None
+    key, eq, val = (x.strip() for x in opts[0].partition("="))
+    if key != "incast" or not eq:
+        return None
+    val = val.lower()
+    if val not in INCAST_AT:
+        raise ConfigError(f"incast={val!r}; expected one of {', '.join(INCAST_AT)} (where "
+                          "incast is charged: at each receiver, or on every switch egress "
+                          "link where flows converge)")
+    return val
+
+
 def _parse_wt(text: str) -> float:
     try:
         v = float(text)
@@ -121,18 +146,20 @@ def _parse_wt(text: str) -> float:
     return v
 
 
-def preset_tree(name: str) -> Tree:
+def preset_tree(name: str, incast_at: str = "receiver") -> Tree:
     """The GenTree preset ``name`` (SS24, SS32, SYM384, SYM512, ASY384, CDC384)
     with its Table 5 parameters per level: bandwidth ``4/β`` bytes/s, latency
     α, incast slope ``ε/4`` s per byte and threshold w_t of its tier."""
     key = str(name).upper()
     if key not in GENTREE_PRESETS:
         raise ConfigError(f"unknown preset {show(name)}; presets: {', '.join(GENTREE_PRESETS)}")
-    return Tree(preset=key, **preset_params(key))
+    return Tree(preset=key, incast_at=incast_at, **preset_params(key))
 
 
 TREE_DOC = ("STRUCTURE[,uplinks=U:..][,bw=RATE|Kx:..][,lat=TIME|Kx:..][,eps=TIME:..]"
-            "[,wt=N:..] or a GenTree preset: groups COUNT (hosts) or COUNTxCHILD joined by "
+            "[,wt=N:..][,incast=receiver|switch] or a GenTree preset[,incast=...]; incast: "
+            "where the levels' eps/wt are charged, at each receiver (default) or on every "
+            "switch egress link where flows converge; groups COUNT (hosts) or COUNTxCHILD joined by "
             "'+', (..) for a multi-group child, dc(..)+dc(..) for sites whose roots are "
             "joined; per-level values top first; e.g. tree:24, tree:16x24, tree:8x32+8x16, "
             "tree:dc(8x32)+dc(8x16),bw=5Gb/s:50Gb/s:5Gb/s; presets (GenTree Table 5): "

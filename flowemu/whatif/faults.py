@@ -204,6 +204,9 @@ class FaultyTopology(Topology):
     def incast_classes(self, network):
         return self.base.incast_classes(network)
 
+    def link_incast(self, network):
+        return self.base.link_incast(network)
+
     def flow_incast_class(self, src, dst):
         return self.base.flow_incast_class(src, dst)
 

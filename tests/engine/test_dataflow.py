@@ -158,3 +158,28 @@ def test_sync_is_checked_everywhere():
     df = flowemu.simulate("torus:4", "ring", "1KiB", sync="dataflow")
     assert list(df.sync) == ["dataflow"]
     assert list(flowemu.simulate("torus:4", "ring", "1KiB").sync) == ["barrier"]
+
+
+@pytest.mark.parametrize("spec, alg, whatif", [
+    ("torus:4x4", "swing:variant=bandwidth", {"slow": "3=0.5"}),
+    ("fattree:k=4", "ring", {}),
+    ("torus:4x4", "recdoub:variant=bandwidth", {"degrade": "0,0-1,0=0.25"}),
+    ("torus:4x4", "bucket", {"background": "perm:0.5"}),
+    ("tree:2x4,eps=20ps:80ps,wt=2:1", "cps", {}),
+])
+def test_barrier_stages_reproduce_the_barrier_profile(spec, alg, whatif):
+    """A job at a barrier is one stage per step (it ends when every flow of
+    the step is delivered, plus the slowest rank's reduction): the event
+    solve of all steps gives the barrier profile's times, what-ifs, mixed
+    latencies and incast classes included."""
+    net = Network.from_si(bandwidth=B, alpha=A, link_latency=1e-7, hop_latency=3e-7,
+                          gamma=1e-10, delta=2e-11)
+    sizes = [1e3, 1e6, 3e8]
+    want = flowemu.simulate(spec, alg, sizes, network=net, **whatif).time_s.to_numpy()
+    run = flowemu.api.simulation.check_simulation(spec, alg, sizes, network=net, **whatif)
+    sched = run.spec.build(run.p, run.topology, False, **run.candidates[0])
+    w = run.whatif
+    got = dataflow_run(sched, run.topology, net, sync="barrier",
+                       background=None if w is None else w.background,
+                       slow=None if w is None else w.slow).times(sizes)
+    np.testing.assert_allclose(got, want, rtol=RTOL)

@@ -86,11 +86,14 @@ def incast_capacity(base, fan_in, w_t, eps):
     return base
 
 
-def completion(flows, capacity, flow_bytes, n_plain=None, w_t=math.inf, eps=0.0):
+def completion(flows, capacity, flow_bytes, n_plain=None, w_t=math.inf, eps=0.0,
+               incast_at=None):
     """Event-driven completion; returns ``(rate0, finish, status)``.
 
     ``w_t`` and ``eps``: numbers (every ingress resource) or lists with one
-    value per ingress resource ``n_plain, n_plain + 1, ...``. Re-solves every
+    value per ingress resource ``n_plain, n_plain + 1, ...``. ``incast_at``:
+    ``{resource: (w_t, eps)}`` for resources below ``n_plain`` with incast of
+    their own (a switch's egress link where flows converge). Re-solves every
     active flow from scratch at every event.
     """
     n_res = len(capacity)
@@ -100,7 +103,9 @@ def completion(flows, capacity, flow_bytes, n_plain=None, w_t=math.inf, eps=0.0)
     w_ts = list(w_t) if isinstance(w_t, (list, tuple)) else [w_t] * n_ingress
     epss = list(eps) if isinstance(eps, (list, tuple)) else [eps] * n_ingress
     assert len(w_ts) == len(epss) == n_ingress
-    incast = any(e > 0.0 and math.isfinite(w) for w, e in zip(w_ts, epss))
+    terms = {r: (w_ts[r - n_plain], epss[r - n_plain]) for r in range(n_plain, n_res)}
+    terms.update(incast_at or {})
+    incast = any(e > 0.0 and math.isfinite(w) for w, e in terms.values())
     n = len(flows)
     rate0 = [0.0] * n
     finish = [math.inf] * n
@@ -120,8 +125,7 @@ def completion(flows, capacity, flow_bytes, n_plain=None, w_t=math.inf, eps=0.0)
                 if active[f]:
                     for r, _ in flows[f]:
                         fan_in[r] += 1
-            for r in range(n_plain, n_res):
-                w, e = w_ts[r - n_plain], epss[r - n_plain]
+            for r, (w, e) in terms.items():
                 if e > 0.0:
                     caps[r] = incast_capacity(capacity[r], fan_in[r], w, e)
         rates = progressive_filling(flows, caps, active)
@@ -258,7 +262,7 @@ def completion_persistent(flows, capacity, flow_bytes, persistent, n_plain=None,
 
 
 def dataflow(flows, capacity, flow_bytes, flow_lat, flow_src_stage, flow_dst_stage,
-             stage_flows, stage_delay, stage_next, stage_first, persistent=None,
+             stage_flows, stage_delay, stage_next, stage_release, persistent=None,
              n_plain=None, w_t=math.inf, eps=0.0):
     """Dataflow completion (the rules of :mod:`flowemu.kernels.dataflow`),
     re-solving every flow in the solve from scratch at every time.
@@ -267,7 +271,8 @@ def dataflow(flows, capacity, flow_bytes, flow_lat, flow_src_stage, flow_dst_sta
     ``stage_delay`` after its start and the delivery (fluid end +
     ``flow_lat``) of every flow whose ``flow_src_stage`` or
     ``flow_dst_stage`` it is; then the rank's next stage (``stage_next``,
-    -1: none) starts. Returns ``(start, finish, end, moved, status)``.
+    -1: none) starts; a first stage starts at its ``stage_release`` (``>= 0``;
+    -1 for the others). Returns ``(start, finish, end, moved, status)``.
     """
     n, n_stages = len(flows), len(stage_delay)
     n_res = len(capacity)
@@ -285,7 +290,7 @@ def dataflow(flows, capacity, flow_bytes, flow_lat, flow_src_stage, flow_dst_sta
     end, moved = [math.inf] * n_stages, [0.0] * n
     remaining = [float(b) for b in flow_bytes]
     active = [False] * n
-    timers = []   # (time, kind, id): kind 0 delivery of a flow, 1 end of a stage
+    timers = []   # (time, kind, id): 0 delivery of a flow, 1 end of a stage, 2 a release
 
     def count_down(s, t):
         pending[s] -= 1
@@ -307,8 +312,10 @@ def dataflow(flows, capacity, flow_bytes, flow_lat, flow_src_stage, flow_dst_sta
             start[f] = 0.0
             active[f] = True
     for s in range(n_stages):
-        if stage_first[s]:
+        if stage_release[s] == 0.0:
             start_stage(s, 0.0)
+        elif stage_release[s] > 0.0:
+            timers.append((stage_release[s], 2, s))
     t = 0.0
     ended = 0
     while True:
@@ -320,6 +327,8 @@ def dataflow(flows, capacity, flow_bytes, flow_lat, flow_src_stage, flow_dst_sta
                 for s in (flow_src_stage[i], flow_dst_stage[i]):
                     if s >= 0:
                         count_down(s, t)
+            elif kind == 2:
+                start_stage(i, t)
             else:
                 end[i] = t
                 ended += 1

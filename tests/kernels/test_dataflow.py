@@ -22,10 +22,18 @@ RTOL = 1e-12
 def _problem(seed: int, p: int, steps: int, n_res: int, incast: bool, n_bg: int):
     """A random dataflow problem: each step, every rank sends 0-3 flows to
     other ranks over random resources (plus, with ``incast``, its receiver's
-    ingress resource); ``n_bg`` persistent flows."""
+    ingress resource); ``n_bg`` persistent flows. Stages are per rank and
+    step, or (a job at a barrier, one time in three) one per step; first
+    stages start at 0 or later."""
     rng = np.random.default_rng(seed)
+    barrier = rng.random() < 1 / 3
+    n_stages = steps if barrier else p * steps
+
+    def stage(k, r):
+        return k if barrier else k * p + r
+
     paths, byts, lat, src_stage, dst_stage = [], [], [], [], []
-    stage_flows = [[] for _ in range(p * steps)]
+    stage_flows = [[] for _ in range(n_stages)]
     n_plain = n_res
     for k in range(steps):
         for r in range(p):
@@ -41,9 +49,9 @@ def _problem(seed: int, p: int, steps: int, n_res: int, incast: bool, n_bg: int)
                 byts.append(float(rng.choice([0.0, 1.0, rng.uniform(0.1, 3.0)],
                                              p=[0.05, 0.35, 0.6])))
                 lat.append(float(rng.choice([0.0, rng.uniform(0, 0.5)])))
-                src_stage.append(k * p + r)
-                dst_stage.append(k * p + q)
-                stage_flows[k * p + r].append(f)
+                src_stage.append(stage(k, r))
+                dst_stage.append(stage(k, q))
+                stage_flows[stage(k, r)].append(f)
     persistent = [False] * len(paths)
     for _ in range(n_bg):
         res = sorted(set(rng.integers(0, n_res, int(rng.integers(1, 4))).tolist()))
@@ -56,9 +64,11 @@ def _problem(seed: int, p: int, steps: int, n_res: int, incast: bool, n_bg: int)
     cap = rng.choice([1.0, 2.0, 3.0], n_res).tolist()
     if incast:
         cap += [2.0] * p
-    delay = [float(rng.choice([0.0, rng.uniform(0, 0.3)])) for _ in range(p * steps)]
-    nxt = [s + p if s + p < p * steps else -1 for s in range(p * steps)]
-    first = [s < p for s in range(p * steps)]
+    delay = [float(rng.choice([0.0, rng.uniform(0, 0.3)])) for _ in range(n_stages)]
+    step = 1 if barrier else p
+    nxt = [s + step if s + step < n_stages else -1 for s in range(n_stages)]
+    first = [float(rng.choice([0.0, 0.0, rng.uniform(0, 1.0)])) if s < step else -1.0
+             for s in range(n_stages)]
     return {"paths": paths, "cap": cap, "byts": byts, "lat": lat, "src_stage": src_stage,
             "dst_stage": dst_stage, "stage_flows": stage_flows, "delay": delay, "nxt": nxt,
             "first": first, "persistent": persistent, "n_plain": n_plain}

@@ -1,0 +1,83 @@
+"""``flowemu jobs``: several jobs' allreduces sharing one network
+(:func:`flowemu.simulate_jobs`), one row per job with its time alone and the
+slowdown."""
+
+from __future__ import annotations
+
+import re
+
+from ..api.jobs import simulate_jobs
+from ..core.errors import ConfigError
+from ..core.units import format_rate, format_size, format_time
+from .options import (
+    add_network_options,
+    add_output_options,
+    chosen_format,
+    given,
+    max_memory,
+    network,
+    refuse,
+    write_output,
+)
+
+
+def add_arguments(j) -> None:
+    j.add_argument("--topology", "-t", required=True, help="e.g. fattree:k=16, torus:32x32")
+    j.add_argument("--job", "-j", action="append", required=True, metavar="'KEY=VALUE ...'",
+                   help="one job, repeat for each: algorithm=NAME[:opts] size=SIZE "
+                        "[ranks=N] [placement=packed|linear|random:SEED|FILE] [start=TIME], "
+                        "e.g. --job 'algorithm=ring size=64MiB ranks=512' --job "
+                        "'algorithm=swing size=64MiB ranks=512 start=20us' (ranks default: "
+                        "every endpoint left; placement default packed: the next free "
+                        "endpoints; linear or a file may share endpoints with earlier jobs)")
+    j.add_argument("--sync", default="barrier",
+                   help="barrier (each job's step ends when all its flows are delivered, "
+                        "default) | dataflow (each rank goes on when its own are)")
+    add_network_options(j)
+    j.add_argument("--ecmp", default="split", help="split | dor | hash | dmodk | adaptive "
+                                                   "(default split)")
+    j.add_argument("--seed", type=int, default=0, help="seed of --ecmp hash (default 0)")
+    add_output_options(j)
+    j.add_argument("--max-memory", help="refuse a run estimated to need more memory, e.g. 8GiB")
+    w = j.add_argument_group("what-if (every job runs under it, alone and together)")
+    w.add_argument("--fail", action="append", metavar="SELECTOR", help="failed links (as run)")
+    w.add_argument("--degrade", action="append", metavar="SELECTOR=F[:lat=M]",
+                   help="degraded links (as run)")
+    w.add_argument("--fail-policy", default="strict", metavar="{strict,reroute}",
+                   help="as run")
+    w.add_argument("--background", metavar="SPEC|FILE", help="background traffic (as run)")
+
+
+def _table(df) -> str:
+    show = df[["job", "algorithm", "variant", "ranks", "placement"]].copy()
+    show["size"] = df["size_bytes"].map(format_size)
+    show["start"] = df["start_s"].map(format_time)
+    show["time"] = df["time_s"].map(format_time)
+    show["alone"] = df["alone_s"].map(format_time)
+    show["slowdown"] = df["slowdown"].map(lambda v: f"{v:.3f}x")
+    show["goodput"] = df["goodput_Bps"].map(format_rate)
+    text = show.to_string(index=False)
+    return f"{df['topology'].iloc[0]}, sync={df['sync'].iloc[0]}\n{text}"
+
+
+def cmd_jobs(args) -> int:
+    if args.out == "-":
+        args.out = None
+    net = network(args)
+    if given(args, "seed") and args.ecmp != "hash":
+        refuse("--seed", f"applies only to --ecmp hash (this run uses --ecmp {args.ecmp})")
+    if given(args, "fail_policy") and not args.fail:
+        refuse("--fail-policy", "applies only with --fail (no link fails in this run)")
+    fmt = chosen_format(args)
+    try:
+        df = simulate_jobs(args.topology, args.job, sync=args.sync, ecmp=args.ecmp,
+                           seed=args.seed, network=net, max_memory=max_memory(args),
+                           fail=args.fail, degrade=args.degrade, fail_policy=args.fail_policy,
+                           background=args.background)
+    except ConfigError as exc:   # name the option the user typed: jobs[1].ranks -> --job 2, ranks
+        msg = re.sub(r"^jobs\[(\d+)\]\.?(\w*)",
+                     lambda m: f"--job {int(m[1]) + 1}" + (f", {m[2]}" if m[2] else ""),
+                     str(exc))
+        raise ConfigError(msg) from None
+    write_output(df, fmt, args.out, table=_table)
+    return 0
