@@ -101,7 +101,8 @@ def build(p: int, topology=None, blocks: bool = False, collective: str = "allred
     if len(groups) == 1:
         kind = STREAM_REDUCE if reduce else STREAM_ALLREDUCE
         first = root if reduce else 0
-        traffic = _streams([groups[0]] * trees, [first] * trees, kind, trees, shares, rate)
+        traffic = _streams([groups[0]] * trees, [first] * trees, kind, np.arange(trees), shares,
+                           rate)
         return Schedule(NAME, variant, p, (Step(traffic, Reduction.none(), NAME),))
     reps = [root if reduce and root in g else int(g[0]) for g in groups]
     ring, ring_order, ring_parts = _ring_steps(np.asarray(reps, np.int32),
