@@ -13,8 +13,9 @@ share its reduction rate. A stream's time is
 
 as a flow's is (hops = its longest way up plus its longest way down), and no
 host-side reduction (the switches combine). Incast is not charged: each
-host receives one stream. Background flows and slow ranks' ports join the
-problem as they do for flows.
+host receives one stream. Background flows join the problem as they do for
+flows; slow network ports (``slow=…:network``) are refused (a slow port
+binds a stream at every member, not only at a flow's two ends).
 """
 
 from __future__ import annotations
@@ -73,6 +74,13 @@ def stream_problem(ctx: Context, traffic: Traffic) -> StreamProblem:
         raise ConfigError(f"in-network aggregation: {topo.spec} has no aggregation trees (the "
                           "tree, leafspine and fattree families have)")
     mapping, net = ctx.mapping, ctx.network
+    slow = ctx.load.slow_ends if ctx.load is not None else np.zeros(0, np.int64)
+    if len(slow):
+        # a slow port would bind a stream at every member, which the load's
+        # per-flow port resources (at a flow's ends) do not express
+        raise ConfigError(f"in-network aggregation on {topo.spec}: slow network ports "
+                          "(slow=RANKS=F:network) are not modelled for aggregation streams; "
+                          "slow compute (slow=RANKS=F) and degraded links (degrade=) are")
     num_links = topo.num_links
     capped = np.isfinite(streams.switch_rate)
     rows, link_rows, hops, latency = [], [], [], []

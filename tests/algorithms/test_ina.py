@@ -198,9 +198,15 @@ def test_registry_cli_and_refusals(tmp_path):
         flowemu.verify("ina", 8, topology="fattree:k=4")
 
 
-def test_failed_link_on_a_stream_is_refused_by_name():
+def test_failed_link_and_slow_port_on_a_stream_are_refused_by_name():
     with pytest.raises(ConfigError, match="crosses the failed link"):
         flowemu.simulate("fattree:k=4", "ina", "1MiB", fail="link:32", fail_policy="reroute")
+    with pytest.raises(ConfigError, match="slow network ports"):
+        flowemu.simulate("fattree:k=4", "ina", "1MiB", slow="3=0.5:network")
+    # degraded core links: the stream takes their share
+    n = 2.0**30
+    got = flowemu.simulate("fattree:k=4", "ina", [n], degrade="core:*=0.5", **NET).time_s
+    assert got.item() == pytest.approx(lat(6) + 2 * n / B, rel=1e-12)
 
 
 def test_sweep_runs_ina_beside_ring(tmp_path):
@@ -212,3 +218,16 @@ def test_sweep_runs_ina_beside_ring(tmp_path):
     df = flowemu.load(summary)
     assert sorted(df.algorithm) == ["ina", "ring"]
     assert df.set_index("algorithm").variant["ina"] == "allreduce, 2 trees"
+
+
+def test_command_line_lists_and_runs_it(capsys):
+    from tests.helpers.cli import one_error_line, run
+
+    code, out, _ = run(capsys, ["list"])
+    assert code == 0
+    block = out[out.index("\n  ina "):]
+    assert "runs on: tree, leafspine, fattree" in block.splitlines()[2]
+    code, out, _ = run(capsys, ["run", "-t", "fattree:k=4", "-a", "ina:trees=2", "-s", "1MiB"])
+    assert code == 0 and "allreduce, 2 trees" in out
+    code, _, err = run(capsys, ["verify", "-a", "ina", "-t", "fattree:k=4"])
+    assert code != 0 and "cannot express a switch's reduction" in one_error_line(err)
