@@ -1,7 +1,7 @@
 """Allreduce algorithms, registered by name (:mod:`flowemu.algorithms.registry`;
 schedules and specs in :mod:`flowemu.algorithms.base`)."""
 
-from . import bucket, butterfly, dualroot, ps, recdoub, ring, swing, trees  # noqa: F401  (registration)
+from . import bucket, butterfly, dualroot, ina, ps, recdoub, ring, swing, trees  # noqa: F401  (registration)
 from .base import (
     COPY,
     REDUCE,

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..core.errors import ConfigError, ScheduleError, show
 from ..core.units import parse_size
+from .streams import AggregationStreams
 
 #: vector size (bytes) a size-dependent schedule (GenTree's plan, the butterfly's
 #: ``r``) is chosen for when the run has none (congestion, flow dumps without a
@@ -52,6 +53,10 @@ class Traffic:
         it reads, the receiver's buffer it writes and, for a REDUCE, the
         receiver's buffer it adds to (the result is ``base + data``; usually
         the written buffer itself). ``None``: buffer 0 everywhere.
+    aggregation : AggregationStreams or None
+        In-network aggregation: the flows are streams that switches combine
+        (flow ``i`` is stream ``i``, ``src[i] == dst[i]`` its root rank;
+        :mod:`flowemu.algorithms.streams`). ``None``: ordinary flows.
     """
 
     src: np.ndarray
@@ -62,6 +67,7 @@ class Traffic:
     block_idx: np.ndarray | None = None
     op: np.ndarray | None = None
     block_buffers: np.ndarray | None = None
+    aggregation: AggregationStreams | None = None
 
     def __post_init__(self):
         for name, dtype in (("src", np.int32), ("dst", np.int32), ("share", np.float64)):
@@ -82,6 +88,9 @@ class Traffic:
         if self.block_buffers is not None:
             object.__setattr__(self, "block_buffers",
                                np.ascontiguousarray(self.block_buffers, dtype=np.int8))
+        if self.aggregation is not None and self.aggregation.num_streams != n:
+            raise ConfigError(f"Traffic: {n} flows but {self.aggregation.num_streams} "
+                              "aggregation streams; flow i is stream i")
 
     @property
     def num_flows(self) -> int:

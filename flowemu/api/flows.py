@@ -22,7 +22,14 @@ from ..core.errors import ConfigError, show
 from ..core.network import Network
 from ..core.outputs import check_writable, output_format, write_atomic
 from ..core.placement import parse_placement
-from ..engine.profiles import check_memory, flow_latency, make_context, route_step, solve_step
+from ..engine.profiles import (
+    check_memory,
+    flow_latency,
+    make_context,
+    route_step,
+    solve_step,
+    solve_streams,
+)
 from ..topology import checks as topology_checks
 from ..topology.base import Routes, Topology
 from ..whatif.conditions import apply as apply_whatif
@@ -450,17 +457,23 @@ def iter_flow_frames(schedule: Schedule, topology: Topology, network: Network | 
         if tr.num_flows:
             hit = done.get(id(tr))
             if hit is None:
-                routes, src, dst = route_step(ctx, tr)
-                sol = solve_step(ctx, routes, dst, tr.share * size, step.label, src)
-                links, paths = describe_paths(topology, routes, src, ecmp, names)
-                hit = done[id(tr)] = (routes, src, dst, sol, links, paths)
-            routes, src, dst, sol, links, paths = hit
+                if tr.aggregation is not None:   # streams: one row each, its tree's links
+                    sol, streams = solve_streams(ctx, tr, tr.share * size, step.label)
+                    routes, src, dst = streams.link_routes, streams.root, streams.root
+                    latency, how = streams.latency, "split"
+                else:
+                    routes, src, dst = route_step(ctx, tr)
+                    sol = solve_step(ctx, routes, dst, tr.share * size, step.label, src)
+                    latency, how = flow_latency(ctx, routes), ecmp
+                links, paths = describe_paths(topology, routes, src, how, names)
+                hit = done[id(tr)] = (routes, src, dst, sol, links, paths, latency)
+            routes, src, dst, sol, links, paths, latency = hit
             frame = pd.DataFrame({
                 "step": np.full(tr.num_flows, k, dtype=np.int64), "label": step.label,
                 "src": tr.src, "dst": tr.dst, "src_node": src,
                 "dst_node": dst, "bytes": tr.share * size,
                 "hops": routes.hops, "rate_Bps": sol.rate0,
-                "finish_s": flow_latency(ctx, routes) + sol.finish,
+                "finish_s": latency + sol.finish,
                 "links": links, "path": paths,
             })
             if last_use[id(tr)] == i:

@@ -48,6 +48,8 @@ def cmd_list(args) -> int:
         spec = get_algorithm(name)
         first = (spec.doc.strip().splitlines() or [""])[0]
         print(f"  {name:10s} {first}")
+        if spec.families is not None:
+            print(f"      runs on: {', '.join(spec.families)}")
         for prm in spec.params:
             choices = f" one of {', '.join(map(str, prm.choices))}" if prm.choices else ""
             print(f"      {prm.name}={prm.default}{choices}  {prm.doc}")

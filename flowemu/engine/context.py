@@ -187,7 +187,10 @@ def pattern_key(traffic: Traffic) -> tuple[tuple, float]:
         scale = 1.0
     norm = (share / scale).view(np.uint64)
     s1, s2, x2 = multiset_fingerprint(traffic.src, traffic.dst, norm)
-    return (len(share), int(s1), int(s2), int(x2)), scale
+    key = (len(share), int(s1), int(s2), int(x2))
+    if traffic.aggregation is not None:   # streams: their groups and trees too
+        key += traffic.aggregation.key()
+    return key, scale
 
 
 

@@ -199,6 +199,10 @@ def layout(ctx: Context, jobs, lim: budget.Limit) -> DataflowRun:
         reduce = ctx.load is None and not ctx.adaptive and ctx.link_incast is None
         for step in steps.patterns:
             tr = step.traffic
+            if tr.aggregation is not None:
+                raise ConfigError(f"{schedule.algorithm}: in-network aggregation streams are "
+                                  "timed at a barrier, one job at a time (sync='barrier'); "
+                                  "dataflow and several jobs do not lay them out yet")
             if id(tr) not in pats:
                 pats[id(tr)] = _routed(jctx, tr, reduce) if tr.num_flows else None
         for step, count in zip(steps.patterns, steps.counts(), strict=True):

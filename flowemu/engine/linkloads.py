@@ -27,7 +27,7 @@ import numpy as np
 from ..algorithms.base import Schedule, Traffic
 from ..topology.base import Routes
 from .context import Context
-from .profiles import link_totals, route_step, solve_step
+from .profiles import link_totals, route_step, solve_step, solve_streams
 
 
 @dataclass(frozen=True)
@@ -73,8 +73,12 @@ def pattern_load(ctx: Context, traffic: Traffic, label: str = "") -> PatternLoad
     if traffic.num_flows == 0:
         empty = np.zeros(0, dtype=np.int32)
         return PatternLoad(empty, np.zeros(0), empty, 0.0)
-    routes, src, dst = route_step(ctx, traffic)
-    sol = solve_step(ctx, routes, dst, traffic.share, label, src)
+    if traffic.aggregation is not None:   # streams: the links of their trees
+        sol, streams = solve_streams(ctx, traffic, traffic.share, label)
+        routes = streams.link_routes
+    else:
+        routes, src, dst = route_step(ctx, traffic)
+        sol = solve_step(ctx, routes, dst, traffic.share, label, src)
     link, load, flows = routed_loads(routes, traffic.share, ctx.topology.num_links)
     return PatternLoad(link, load, flows, float(np.max(sol.finish)))
 

@@ -44,6 +44,7 @@ from ..kernels.maxmin import solve_completion
 from ..topology import checks as topology_checks
 from ..topology.base import Routes, Topology
 from .adaptive import AdaptedRoutes, adaptive_routes
+from .aggregation import stream_problem
 from .context import (
     Context,
     endpoints,
@@ -308,13 +309,17 @@ def _orbit_lines(ctx: Context, traffic: Traffic, norm: np.ndarray, label: str):
 
 
 def solve_step(ctx: Context, routes: Routes, dst: np.ndarray, flow_bytes: np.ndarray, label: str,
-           src: np.ndarray | None = None, capacity: np.ndarray | None = None):
+           src: np.ndarray | None = None, capacity: np.ndarray | None = None,
+           reducible: bool = True):
     """Solve one routed step (``src``, ``dst``: endpoint ids; ``src`` is
     needed when the topology has several incast classes). ``capacity``:
     the routes are already the family's reduced problem with these link
-    capacities."""
+    capacities. ``reducible=False``: routes the family's
+    :meth:`~flowemu.topology.Topology.solver_problem` must not reduce
+    (aggregation streams)."""
     persistent, num_flows = None, routes.num_flows
-    exact = _adapted(routes) or ctx.link_incast is not None   # every link as it is
+    # every link as it is: adaptive fractions, incast on links, aggregation streams
+    exact = _adapted(routes) or ctx.link_incast is not None or not reducible
     if ctx.load is not None:   # background flows and slow ports join (flowemu/background.py)
         routes, capacity, src, dst, flow_bytes, persistent = ctx.load.problem(
             ctx, routes, src, dst, flow_bytes, reduce=not exact)
@@ -435,6 +440,12 @@ def _solve_pattern(ctx: Context, traffic: Traffic, scale: float, label: str,
 def _solved_pattern(ctx: Context, traffic: Traffic, scale: float, label: str,
                     congestion: bool) -> tuple:
     norm = traffic.share / scale
+    if traffic.aggregation is not None:   # in-network aggregation (engine/aggregation.py)
+        sol, sp = solve_streams(ctx, traffic, norm, label)
+        cong = step_congestion(ctx.topology, sp.link_routes, sp.root, norm) if congestion \
+            else None
+        return (*pareto_lines(sp.latency, sol.finish), cong,
+                getattr(sol, "background_moved", 0.0))
     # adaptive routes first: a split it keeps is solved exactly as "split" is
     routed = route_step(ctx, traffic) if ctx.adaptive else None
     # (incast on links counts each link's flows: no symmetric or merged-link shortcut)
@@ -452,6 +463,14 @@ def _solved_pattern(ctx: Context, traffic: Traffic, scale: float, label: str,
     lat, spb = pareto_lines(flow_latency(ctx, routes), sol.finish)
     cong = step_congestion(ctx.topology, routes, src, norm) if congestion else None
     return lat, spb, cong, getattr(sol, "background_moved", 0.0)
+
+
+def solve_streams(ctx: Context, traffic: Traffic, flow_bytes: np.ndarray, label: str) -> tuple:
+    """``(solution, StreamProblem)`` of a step of aggregation streams
+    carrying ``flow_bytes`` each (:mod:`flowemu.engine.aggregation`)."""
+    sp = stream_problem(ctx, traffic)
+    return solve_step(sp.context, sp.routes, sp.root, flow_bytes, label, sp.root, sp.capacity,
+                      reducible=False), sp
 
 
 def _solve_patterns(ctx: Context, schedule: Schedule, congestion: bool, threads: int) -> None:
@@ -581,6 +600,10 @@ def direct_times(schedule: Schedule, topology: Topology, network: Network | None
                                                   ctx.speed) * n
             if step.traffic.num_flows == 0:
                 total += red
+                continue
+            if step.traffic.aggregation is not None:
+                sol, sp = solve_streams(ctx, step.traffic, step.traffic.share * n, step.label)
+                total += float(np.max(sp.latency + sol.finish)) + red
                 continue
             routes, src, dst = route_step(ctx, step.traffic)
             sol = solve_step(ctx, routes, dst, step.traffic.share * n, step.label, src)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.errors import ConfigError, RoutingError, show
+from .aggregation import tier_ancestors
 
 ECMP_MODES = ("split", "dor", "hash", "valiant", "dmodk", "adaptive")
 
@@ -429,6 +430,24 @@ class Topology:
         flow converges. This default puts every flow in class 0."""
         src, dst = self._check_flows(src, dst)
         return np.zeros(len(src), dtype=np.int64)
+
+    #: whether the family has aggregation trees (:meth:`aggregation_parent`)
+    has_aggregation_trees = False
+
+    def aggregation_parent(self, vertex, tree: int = 0) -> tuple:
+        """In-network aggregation (:mod:`flowemu.topology.aggregation`):
+        ``(parent, up, down)``, int64[K] each, of the vertices ``vertex`` in
+        aggregation tree ``tree``: the parent (-1 at the top) and the link
+        up to it and back down. The tree index chooses among parallel links
+        and spines or cores. Families without such trees refuse."""
+        raise ConfigError(f"in-network aggregation: {self.spec} has no aggregation trees "
+                          "(they are the tree, leafspine and fattree families')")
+
+    def aggregation_tiers(self) -> np.ndarray:
+        """int64[N, T]: each endpoint's switch at every tier ``1..T`` of
+        aggregation tree 0, -1 where it has none
+        (:func:`flowemu.topology.aggregation.tier_ancestors`)."""
+        return tier_ancestors(self)
 
     def describe(self) -> dict:  # pragma: no cover - interface
         """Plain-data description (family and shape parameters)."""

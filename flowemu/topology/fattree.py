@@ -231,6 +231,40 @@ class FatTree(Topology):
                 "links": self.num_links, "taper": list(self.taper),
                 "oversubscription": self.oversubscription}
 
+    # ------------------------------------------------------- aggregation trees
+
+    has_aggregation_trees = True
+
+    def aggregation_parent(self, vertex, tree: int = 0) -> tuple:
+        """Aggregation tree ``tree`` (:meth:`Topology.aggregation_parent`):
+        hosts → their edge (leaf) switch → aggregation switch ``j = tree mod
+        k/2`` of the pod → core ``j·k/2 + m``, ``m = (tree div k/2) mod
+        k/2`` (two levels: leaf → spine ``tree mod k/2``), so the first
+        ``(k/2)²`` (``k/2``) trees use distinct cores (spines)."""
+        v = np.asarray(vertex, dtype=np.int64)
+        k, h, N = self.k, self.half, self.num_endpoints
+        j, m = tree % h, (tree // h) % h
+        parent = np.full(len(v), -1, dtype=np.int64)
+        up = np.full(len(v), -1, dtype=np.int64)
+        down = np.full(len(v), -1, dtype=np.int64)
+        host = v < N
+        parent[host], up[host], down[host] = N + v[host] // h, v[host], N + v[host]
+        edge = (v >= N) & (v < N + k * h) if self.levels == 3 else (v >= N) & (v < N + k)
+        E = v[edge] - N
+        if self.levels == 3:
+            A = (E // h) * h + j
+            parent[edge] = N + k * h + A
+            up[edge], down[edge] = 2 * N + E * h + j, 3 * N + A * h + E % h
+            agg = (v >= N + k * h) & (v < N + 2 * k * h)
+            A = v[agg] - N - k * h
+            C = (A % h) * h + m
+            parent[agg] = N + 2 * k * h + C
+            up[agg], down[agg] = 4 * N + A * h + m, 5 * N + C * k + A // h
+        else:
+            parent[edge] = N + k + j
+            up[edge], down[edge] = 2 * N + E * h + j, 3 * N + j * k + E
+        return parent, up, down
+
     # ---------------------------------------------------------------- routing
 
     def _classes(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:

@@ -155,6 +155,28 @@ class LeafSpine(Topology):
         return (type(self), (self.leaves, self.hosts_per_leaf, self.spines, self.uplinks,
                              self.uplink, self.uplink_latency))
 
+    has_aggregation_trees = True
+
+    def aggregation_parent(self, vertex, tree: int = 0) -> tuple:
+        """Aggregation tree ``tree`` (:meth:`Topology.aggregation_parent`):
+        hosts → their leaf → spine path ``t = tree mod S·uplinks`` (spine
+        ``t div uplinks``, parallel link ``t mod uplinks``), so the first
+        ``S·uplinks`` trees use distinct leaf–spine links."""
+        v = np.asarray(vertex, dtype=np.int64)
+        L, H, U = self.leaves, self.hosts_per_leaf, self.uplinks
+        N, P = L * H, self.spines * U
+        t = tree % P
+        parent = np.full(len(v), -1, dtype=np.int64)
+        up = np.full(len(v), -1, dtype=np.int64)
+        down = np.full(len(v), -1, dtype=np.int64)
+        host = v < N
+        parent[host], up[host], down[host] = N + v[host] // H, v[host], N + v[host]
+        leaf = (v >= N) & (v < N + L)
+        lf = v[leaf] - N
+        parent[leaf] = N + L + t // U
+        up[leaf], down[leaf] = 2 * N + lf * P + t, 2 * N + L * P + lf * P + t
+        return parent, up, down
+
     @property
     def paths(self) -> int:
         """Parallel leaf–spine–leaf paths between two leaves, ``S·uplinks``."""

@@ -464,6 +464,21 @@ class Tree(Topology):
 
     # ---------------------------------------------------------------- queries
 
+    has_aggregation_trees = True
+
+    def aggregation_parent(self, vertex, tree: int = 0) -> tuple:
+        """Aggregation tree ``tree`` (:meth:`Topology.aggregation_parent`):
+        the tree itself, over parallel link ``tree mod U`` of each hop
+        (``U`` its level's ``uplinks``); a site's root is a top (sites are
+        joined by cross-site links, not by a switch)."""
+        v = np.asarray(vertex, dtype=np.int64)
+        parent = np.asarray(self.parent)[v]
+        has = parent >= 0
+        copies = np.asarray(self.uplinks, dtype=np.int64)[self._vertex_up_level[v]]
+        up = np.where(has, self._up0[v] + tree % copies, -1)
+        down = np.where(has, self._num_up + up, -1)
+        return parent, up, down
+
     @property
     def expanded_spec(self) -> str:
         """The spec written out (a preset's structure and options)."""

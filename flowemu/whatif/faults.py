@@ -168,6 +168,14 @@ class FaultyTopology(Topology):
     def held_link_bytes(self) -> int:
         return self.base.held_link_bytes
 
+    # aggregation trees: the base's (the same vertices and link ids)
+    @property
+    def has_aggregation_trees(self) -> bool:
+        return self.base.has_aggregation_trees
+
+    def aggregation_parent(self, vertex, tree: int = 0) -> tuple:
+        return self.base.aggregation_parent(vertex, tree)
+
     def __getattr__(self, name):
         # only reached for attributes the wrapper lacks: read them from the base
         if name.startswith("__") or name in ("base", "fail", "degrade"):

@@ -183,3 +183,12 @@ def test_barrier_stages_reproduce_the_barrier_profile(spec, alg, whatif):
                        background=None if w is None else w.background,
                        slow=None if w is None else w.slow).times(sizes)
     np.testing.assert_allclose(got, want, rtol=RTOL)
+
+
+def test_aggregation_streams_are_refused_by_name():
+    with pytest.raises(ConfigError, match="ina: in-network aggregation streams are timed at a "
+                                          "barrier"):
+        flowemu.simulate("fattree:k=4", "ina", "1MiB", sync="dataflow")
+    with pytest.raises(ConfigError, match="in-network aggregation streams"):
+        flowemu.simulate_jobs("fattree:k=4", ["algorithm=ina size=1MiB ranks=8",
+                                              "algorithm=ring size=1MiB ranks=8"])

@@ -370,3 +370,44 @@ def dataflow(flows, capacity, flow_bytes, flow_lat, flow_src_stage, flow_dst_sta
                     remaining[f] = max(remaining[f] - rates[f] * dt, 0.0)
         t = t_next
     return start, finish, end, moved, OK
+
+
+def stream_links(link_src, link_dst, members, top, kind="allreduce", root=None):
+    """The links an in-network aggregation stream occupies, found from the
+    link lists alone (independently of flowemu's aggregation trees): every
+    member's shortest directed path up to ``top`` (breadth-first; the test
+    picks a ``top`` each member reaches by one shortest path) and the
+    reversed paths down. ``kind``: ``"allreduce"`` (every path up and
+    down), ``"reduce"`` (every path up, ``root``'s down), ``"broadcast"``
+    (``root``'s up, every path down). Returns a sorted list of link ids."""
+    out = {}
+    for lk, (a, b) in enumerate(zip(link_src, link_dst)):
+        out.setdefault(int(a), []).append((int(b), lk))
+    pair = {(int(a), int(b)): lk for lk, (a, b) in enumerate(zip(link_src, link_dst))}
+
+    def path_up(m):
+        prev, frontier = {int(m): None}, [int(m)]
+        while top not in prev and frontier:
+            nxt = []
+            for u in frontier:
+                for v, lk in out.get(u, []):
+                    if v not in prev:
+                        prev[v] = (u, lk)
+                        nxt.append(v)
+            frontier = nxt
+        ups, downs, v = [], [], top
+        while prev[v] is not None:
+            u, lk = prev[v]
+            ups.append(lk)
+            downs.append(pair[(v, u)])
+            v = u
+        return ups, downs
+
+    links = set()
+    for m in members:
+        ups, downs = path_up(m)
+        if kind == "allreduce" or kind == "reduce" or int(m) == root:
+            links.update(ups)
+        if kind == "allreduce" or kind == "broadcast" or int(m) == root:
+            links.update(downs)
+    return sorted(links)

@@ -87,9 +87,10 @@ def test_every_algorithm_runs(family, algorithm):
     spec = example(family)
     topo = parse_topology(spec)
     ranks = min(topo.num_endpoints, 16)
-    if algorithm == "gentree" and family not in ("tree", "leafspine", "fattree"):
-        # GenTree plans on trees only (§4.2); the others are refused by name
-        with pytest.raises(ConfigError, match="gentree does not run on"):
+    if algorithm in ("gentree", "ina") and family not in ("tree", "leafspine", "fattree"):
+        # GenTree plans on trees only (§4.2), in-network aggregation needs switches
+        # that aggregate; the others are refused by name
+        with pytest.raises(ConfigError, match=f"{algorithm} does not run on"):
             flowemu.simulate(spec, algorithm, "1KiB,1MiB", ranks=ranks)
         return
     df = flowemu.simulate(spec, algorithm, "1KiB,1MiB", ranks=ranks)

@@ -52,6 +52,7 @@ KNOWN = {
     "butterfly": ("#0504aa", "X"),          # royal blue
     "dbtree": ("#005249", "P"),             # dark teal
     "dualroot": ("#750851", "d"),           # plum
+    "ina": ("#776666", "8"),                # taupe
 }
 #: the smallest CIEDE2000 colour difference between two registered algorithms
 #: (20: clearly different colours side by side, not shades of one)
