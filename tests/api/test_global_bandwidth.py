@@ -95,3 +95,21 @@ def test_refusals():
         alltoall_loads("torus:4x4", method="fast")
     with pytest.raises(ConfigError, match="unknown keyword"):
         flowemu.global_bandwidth("torus:4x4", bandwith="400Gb/s")
+
+
+@pytest.mark.parametrize("k", [3, 4, 6])
+def test_hx1mesh_row_ports_bound_the_alltoall(k):
+    # 1x1 boards: a node's two row ports (2 links) carry its k − 1 messages to its
+    # row, half of its (k − 1)² to other rows and columns (row first) and half of
+    # the (k − 1)² it forwards from its column into its row: k(k − 1) over 2
+    # links; it sends k² − 1, injects through 4 links: (k + 1)/(2k)
+    row = flowemu.global_bandwidth(f"hammingmesh:1x1,{k}x{k}").iloc[0]
+    assert row["global_bw"] == pytest.approx((k + 1) / (2 * k), rel=1e-12)
+
+
+def test_tapered_leafspine_closed_form():
+    # L leaves of H hosts, U uplinks each: a leaf's uplinks carry H(N − H) messages
+    # over U links, a host's link N − 1: U(N − 1)/(H(N − H)) when below 1
+    n = 7 * 6
+    row = flowemu.global_bandwidth("leafspine:7x6x2").iloc[0]
+    assert row["global_bw"] == pytest.approx(2 * (n - 1) / (6 * (n - 6)), rel=1e-12)

@@ -12,6 +12,7 @@ import pytest
 from flowemu.core.errors import ConfigError
 from flowemu.core.network import Network
 from flowemu.study.bwtable import bandwidth_table, read_table, shift_alltoall
+from flowemu.topology import parse_topology
 from tests.helpers.cli import one_error_line, run
 
 TABLE = """
@@ -92,3 +93,21 @@ def test_command_line(tmp_path, capsys):
     assert code == 2 and "table file or --topology" in one_error_line(err)
     code, out, err = run(capsys, ["global", str(path), "--nic", "1Tb/s"])
     assert code == 2 and "--nic" in one_error_line(err)
+
+
+def test_the_table2_file_reads_and_builds():
+    # configs/hammingmesh-table2.toml: every row checks, and its networks are the
+    # sizes the paper gives (App. C-1)
+    _, rows = read_table("configs/hammingmesh-table2.toml")
+    small = [r for r in rows if r["cluster"] == "small"]
+    large = [r for r in rows if r["cluster"] == "large"]
+    assert len(small) + len(large) == len(rows)
+    sizes = {r["name"]: parse_topology(r["topology"]).num_endpoints for r in small}
+    assert sizes == {"nonbl. FT": 1024, "50% tap. FT": 1050, "75% tap. FT": 1071,
+                     "Dragonfly": 1024, "Dragonfly, Valiant": 1024, "2D HyperX": 1024,
+                     "Hx1Mesh": 1024, "Hx2Mesh": 1024, "Hx4Mesh": 1024,
+                     "Hx2Mesh, board-row switches": 1024,
+                     "Hx4Mesh, board-row switches": 1024, "2D torus": 1024}
+    assert {r["name"] for r in large} == {"nonbl. FT", "50% tap. FT", "75% tap. FT",
+                                          "Dragonfly", "2D HyperX", "Hx2Mesh", "Hx4Mesh",
+                                          "2D torus"}
