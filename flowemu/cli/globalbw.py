@@ -4,8 +4,6 @@ paper's global and allreduce columns beside flowemu's)."""
 
 from __future__ import annotations
 
-import sys
-
 from ..api.globalbw import global_bandwidth
 from ..core.errors import ConfigError
 from ..core.outputs import check_writable
@@ -37,8 +35,7 @@ def cmd_global(args) -> int:
     if args.out:
         check_writable(args.out, "--out")
     if args.table is not None:
-        df = bandwidth_table(args.table,
-                             progress=lambda text: print(f"  {text}", file=sys.stderr))
+        df = bandwidth_table(args.table)
     else:
         df = global_bandwidth(args.topology, ecmp=args.ecmp, injection=args.injection,
                               nic=args.nic, network=network(args))
