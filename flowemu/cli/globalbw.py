@@ -13,7 +13,7 @@ from .options import add_network_options, add_output_options, chosen_format, net
 
 def add_arguments(g) -> None:
     g.add_argument("table", nargs="?",
-                   help="a table file (e.g. configs/hammingmesh-table2.toml): every row's "
+                   help="a table file (e.g. configs/tables/hammingmesh-table2.toml): every row's "
                         "global and allreduce bandwidth beside the paper's; or give -t")
     g.add_argument("--topology", "-t", help="one topology (instead of a table file)")
     g.add_argument("--ecmp", default="split", help="routing of the all-to-all (default split)")

@@ -1,6 +1,6 @@
 """Bandwidth tables: a paper's global (all-to-all) and allreduce bandwidth
 columns beside flowemu's, row by row (``flowemu global TABLE.toml``; the
-HammingMesh paper's Table II is ``configs/hammingmesh-table2.toml``).
+HammingMesh paper's Table II is ``configs/tables/hammingmesh-table2.toml``).
 
 A table file holds defaults at the top and one ``[[rows]]`` table per row::
 
@@ -25,7 +25,10 @@ the allreduce, default ``split``); ``allreduce_ecmp`` (the allreduce's own);
 ``injection`` and ``nic`` (rates, see :func:`flowemu.api.globalbw.global_bandwidth`);
 ``allreduce`` (an algorithm spec); ``allreduce_sizes`` (two sizes);
 ``shift`` (bool); ``cluster``, ``name``, ``paper_global``,
-``paper_allreduce``, ``note`` (kept as given).
+``paper_allreduce``, ``note`` (kept as given). Files a row names (a
+``graph:`` topology) are read relative to the directory the command runs
+in, as in sweep files. Table files live apart from the sweep files
+(``configs/tables/``).
 
 Columns (fractions, 1.0 = the row's injection bandwidth for ``global``, half
 of it for ``allreduce``, as the paper reports them):

@@ -14,6 +14,7 @@ from flowemu.core.network import Network
 from flowemu.study.bwtable import bandwidth_table, read_table, shift_alltoall
 from flowemu.topology import parse_topology
 from tests.helpers.cli import one_error_line, run
+from tests.helpers.processes import REPO_ROOT
 
 TABLE = """
 description = "two rows worked by hand"
@@ -95,10 +96,11 @@ def test_command_line(tmp_path, capsys):
     assert code == 2 and "--nic" in one_error_line(err)
 
 
-def test_the_table2_file_reads_and_builds():
-    # configs/hammingmesh-table2.toml: every row checks, and its networks are the
-    # sizes the paper gives (App. C-1)
-    _, rows = read_table("configs/hammingmesh-table2.toml")
+def test_the_table2_file_reads_and_builds(monkeypatch):
+    # configs/tables/hammingmesh-table2.toml: every row checks, and its networks are the
+    # sizes the paper gives (App. C-1); its graph files are named from the repository
+    monkeypatch.chdir(REPO_ROOT)
+    _, rows = read_table("configs/tables/hammingmesh-table2.toml")
     small = [r for r in rows if r["cluster"] == "small"]
     large = [r for r in rows if r["cluster"] == "large"]
     assert len(small) + len(large) == len(rows)
