@@ -90,12 +90,15 @@ figures: $(STAMP)
 # and the torus-like topologies of §5.4 (Fig. 12-14): configs/toruslike.toml -> results/toruslike/
 # and the fat-tree / leaf-spine tapering what-if: configs/taper.toml -> results/taper/
 # and the GenModel paper's GenTree study (§5.3, Tables 6-7): configs/gentree.toml -> results/gentree/
+# and the HammingMesh paper's Table II (global and allreduce bandwidth): configs/tables/hammingmesh-table2.toml
+# -> results/hammingmesh-table2/table2.csv
 PAPER := $(RESULTS)/paper
 PAPER_FIGS := $(PAPER)/_figures
 ALPHA := $(RESULTS)/alpha
 TORUSLIKE := $(RESULTS)/toruslike
 TAPER := $(RESULTS)/taper
 GENTREE := $(RESULTS)/gentree
+HMTABLE := $(RESULTS)/hammingmesh-table2
 paper: $(STAMP)
 	$(PY) -m flowemu sweep configs/paper.toml --out $(PAPER) $(SWEEP_OPTS)
 	$(PY) -m flowemu plot $(PAPER)
@@ -143,6 +146,8 @@ paper: $(STAMP)
 	$(PY) -m flowemu plot $(ALPHA) --kind gain-curve --by alpha_s \
 	  --title "Swing's gain over the best other, 64x64 torus, per-message overhead alpha" \
 	  --out $(PAPER_FIGS)/alpha-sensitivity-64x64.png
+	mkdir -p $(HMTABLE)
+	$(PY) -m flowemu global configs/tables/hammingmesh-table2.toml --out $(HMTABLE)/table2.csv
 
 # the failure study: Swing, bucket, ring and recursive doubling on torus:64x64 and
 # fattree:k=16 with 0, 1, 4, 16 random failed links over 20 seeds (configs/whatif-failures.toml)

@@ -1,4 +1,4 @@
-"""``flowemu run | list | sweep | compare | plot | plan | fit | verify`` — the command line.
+"""``flowemu run | list | sweep | compare | plot | plan | fit | verify | global`` — the command line.
 
 User mistakes print one line ``flowemu: error: ...`` and exit with code 2;
 other flowemu failures exit with 1; no tracebacks for either.
@@ -40,6 +40,8 @@ COMMANDS = {
                           "exit 1 at the first step that breaks it")),
     "fit": ("fit", ("fit GenModel (α, β+γ/2, δ, ε, w_t) to measured allreduce times; print "
                     "it, save a network preset, plot it")),
+    "global": ("globalbw", ("global (all-to-all) bandwidth of a topology, or a table file's "
+                            "rows beside a paper's (the HammingMesh paper's Table II)")),
 }
 
 
