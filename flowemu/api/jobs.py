@@ -28,7 +28,7 @@ from ..whatif.conditions import HEALTHY, WHATIF_COLUMNS, check_whatif
 from ..whatif.conditions import apply as apply_whatif
 from .simulation import build_topology, expand_algorithm
 
-__all__ = ["JOB_COLUMNS", "simulate_jobs"]
+__all__ = ["JOB_COLUMNS", "check_jobs", "job_text", "simulate_jobs"]
 
 #: the keys of a job (``"algorithm=ring size=64MiB ranks=512"`` or a dict)
 JOB_KEYS = ("algorithm", "size", "ranks", "placement", "start")
@@ -141,6 +141,41 @@ def _mappings(specs: list[JobSpec], topo) -> list[np.ndarray]:
     return out
 
 
+def check_jobs(topo, jobs) -> tuple:
+    """Every check of ``jobs`` on the built topology ``topo`` short of
+    solving: ``(specs, [(algorithm, candidates)], mappings)``; a ConfigError
+    names the job and key."""
+    if isinstance(jobs, (str, dict)) or not hasattr(jobs, "__len__") or len(jobs) == 0:
+        raise ConfigError(f"jobs: {show(jobs)} is not allowed; expected a list of one or more "
+                          "jobs, e.g. ['algorithm=ring size=64MiB ranks=512', ...]")
+    specs = [parse_job(raw, j) for j, raw in enumerate(jobs)]
+    chosen = []
+    for j, spec in enumerate(specs):
+        alg, candidates = expand_algorithm(spec.algorithm)
+        try:
+            alg.check_family(topo.spec)
+        except ConfigError as exc:
+            raise ConfigError(f"jobs[{j}].algorithm: {exc}") from None
+        if alg.sized is not None:
+            raise ConfigError(f"jobs[{j}].algorithm: {alg.name} plans per size and network; "
+                              "it is not offered in several-job runs yet")
+        chosen.append((alg, candidates))
+    return specs, chosen, _mappings(specs, topo)
+
+
+def job_text(spec: JobSpec) -> str:
+    """A job in canonical form, as :func:`parse_job` reads it back (size in
+    bytes, start in seconds; defaults left out)."""
+    parts = [f"algorithm={spec.algorithm}", f"size={spec.size}"]
+    if spec.ranks is not None:
+        parts.append(f"ranks={spec.ranks}")
+    if spec.placement and spec.placement != "packed":
+        parts.append(f"placement={spec.placement}")
+    if spec.start:
+        parts.append(f"start={spec.start!r}s")
+    return " ".join(parts)
+
+
 def simulate_jobs(topology, jobs, *, sync: str = "barrier", ecmp: str = "split",
                   seed: int = 0, network=None, max_memory=None, fail=None, degrade=None,
                   fail_policy: str = "strict", background=None,
@@ -186,24 +221,9 @@ def simulate_jobs(topology, jobs, *, sync: str = "barrier", ecmp: str = "split",
                           "fail_policy", "background"))
     sync = check_sync(sync)
     (ecmp, seed) = topology_checks.routing(ecmp, seed)
-    if isinstance(jobs, (str, dict)) or not hasattr(jobs, "__len__") or len(jobs) == 0:
-        raise ConfigError(f"jobs: {show(jobs)} is not allowed; expected a list of one or more "
-                          "jobs, e.g. ['algorithm=ring size=64MiB ranks=512', ...]")
-    specs = [parse_job(raw, j) for j, raw in enumerate(jobs)]
     whatif = check_whatif(fail, degrade, fail_policy, None, background)
     topo = build_topology(topology, lim)
-    chosen = []
-    for j, spec in enumerate(specs):
-        alg, candidates = expand_algorithm(spec.algorithm)
-        try:
-            alg.check_family(topo.spec)
-        except ConfigError as exc:
-            raise ConfigError(f"jobs[{j}].algorithm: {exc}") from None
-        if alg.sized is not None:
-            raise ConfigError(f"jobs[{j}].algorithm: {alg.name} plans per size and network; "
-                              "it is not offered in several-job runs yet")
-        chosen.append((alg, candidates))
-    mappings = _mappings(specs, topo)
+    specs, chosen, mappings = check_jobs(topo, jobs)
     applied = None if whatif.healthy else apply_whatif(
         whatif, topo, int(sum(len(m) for m in mappings)), net, np.concatenate(mappings))
     run_topo = topo if applied is None else applied.topology

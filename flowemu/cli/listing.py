@@ -70,7 +70,8 @@ def cmd_list(args) -> int:
     print("synchronisation (run --sync; simulate and sweep field sync):")
     for name, doc in SYNC_DOCS.items():
         print(f"  {name:10s} {doc}")
-    print("several jobs at once (flowemu jobs --job '...' --job '...'; flowemu.simulate_jobs):")
+    print("several jobs at once (flowemu jobs --job '...' --job '...'; flowemu.simulate_jobs; "
+          "sweep field jobs):")
     print(f"  {'job':10s} {JOB_DOC}")
     print("what-ifs (run --fail/--degrade/--fail-policy/--slow/--background; simulate and "
           "sweep fields fail, degrade, fail_policy, slow, background, failures, failure_seed):")

@@ -68,10 +68,37 @@ from .refill import (
 
 
 @njit(**NUMPY_ERRORS)
+def _link(g, flow_ptr, res, act_head, act_next, act_prev):
+    """Put flow ``g``'s entries on their resources' lists of flows in the solve."""
+    for e in range(flow_ptr[g], flow_ptr[g + 1]):
+        r = res[e]
+        head = act_head[r]
+        act_prev[e] = -1
+        act_next[e] = head
+        if head >= 0:
+            act_prev[head] = e
+        act_head[r] = e
+
+
+@njit(**NUMPY_ERRORS)
+def _unlink(g, flow_ptr, res, act_head, act_next, act_prev):
+    """Take flow ``g``'s entries off those lists."""
+    for e in range(flow_ptr[g], flow_ptr[g + 1]):
+        p = act_prev[e]
+        n = act_next[e]
+        if p >= 0:
+            act_next[p] = n
+        else:
+            act_head[res[e]] = n
+        if n >= 0:
+            act_prev[n] = p
+
+
+@njit(**NUMPY_ERRORS)
 def _start_stage(s, t, n_flows, stage_ptr, stage_flows, stage_pending, stage_delay,
                  stage_start, start, flow_ptr, res, n_plain, incast, capacity, w_t, eps, fan_in,
                  rs, ri, fl, rate, old_rate, changed, n_changed, stack, n_stack, ev, seeded, seeds, n_seeds,
-                 finish, flow_lat, tk, ti, tpos, tsize):
+                 finish, flow_lat, tk, ti, tpos, tsize, act_head, act_next, act_prev):
     """Stage ``s`` starts at ``t``: its flows enter the solve (rising from
     rate 0; an empty path is delivered after its latency), and its start
     counts as one of its pending events. Returns ``(n_changed, n_stack,
@@ -86,6 +113,7 @@ def _start_stage(s, t, n_flows, stage_ptr, stage_flows, stage_pending, stage_del
             continue
         n_changed, n_stack = release(g, ev, fl, ri, rate, old_rate, changed, n_changed, stack,
                                      n_stack)
+        _link(g, flow_ptr, res, act_head, act_next, act_prev)
         for e in range(flow_ptr[g], flow_ptr[g + 1]):
             r = res[e]
             if incast and r >= n_plain:
@@ -183,6 +211,10 @@ def dataflow_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes
     tpos = np.full(n_flows + 2 * n_stages, -1, dtype=np.int32)
     tsize = 0
     done = np.empty(n_flows, dtype=np.int32)
+    # per resource, a list of the entries of the flows in the solve (refill scans it)
+    act_head = np.full(n_res, -1, dtype=np.int64)
+    act_next = np.full(res.shape[0], -1, dtype=np.int64)
+    act_prev = np.full(res.shape[0], -1, dtype=np.int64)
     n_changed = 0
     n_stack = 0
     n_seeds = 0
@@ -195,6 +227,7 @@ def dataflow_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes
             start[f] = 0.0
             n_changed, n_stack = release(f, ev, fl, ri, rate, old_rate, changed, n_changed,
                                          stack, n_stack)
+            _link(f, flow_ptr, res, act_head, act_next, act_prev)
             for e in range(flow_ptr[f], flow_ptr[f + 1]):
                 r = res[e]
                 if incast and r >= n_plain:
@@ -213,7 +246,7 @@ def dataflow_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes
                 s, 0.0, n_flows, stage_ptr, stage_flows, stage_pending, stage_delay,
                 stage_start, start, flow_ptr, res, n_plain, incast, capacity, w_t, eps, fan_in, rs,
                 ri, fl, rate, old_rate, changed, n_changed, stack, n_stack, ev, seeded, seeds,
-                n_seeds, finish, flow_lat, tk, ti, tpos, tsize)
+                n_seeds, finish, flow_lat, tk, ti, tpos, tsize, act_head, act_next, act_prev)
     while True:
         # --- the timers due now (they may set more at this time)
         while tsize > 0 and tk[0] <= t:
@@ -239,13 +272,15 @@ def dataflow_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes
                     s2, t, n_flows, stage_ptr, stage_flows, stage_pending, stage_delay,
                     stage_start, start, flow_ptr, res, n_plain, incast, capacity, w_t, eps, fan_in,
                     rs, ri, fl, rate, old_rate, changed, n_changed, stack, n_stack, ev, seeded,
-                    seeds, n_seeds, finish, flow_lat, tk, ti, tpos, tsize)
+                    seeds, n_seeds, finish, flow_lat, tk, ti, tpos, tsize, act_head, act_next,
+                    act_prev)
         # --- fill what the flows that started and finished changed
         if n_stack > 0 or n_seeds > 0:
             n_changed = refill(ev, n_stack, n_changed, flow_ptr, res, frac, row_end, res, frac,
                                entry_flow, res_ptr, res_flow, res_frac, rs, ri, fl, rate,
                                old_rate, changed, stack, rise_next, rise_mark, seeds, n_seeds,
-                               hk, hi, pos, False, cand, lazy, lazy_load, joined)
+                               hk, hi, pos, False, cand, lazy, lazy_load, joined, True, act_head,
+                               act_next)
             n_stack = 0
             n_seeds = 0
         for i in range(n_changed):
@@ -298,6 +333,7 @@ def dataflow_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes
             g = done[i]
             fl[g, PHASE] = DONE
             unhold(g, fl, ri)
+            _unlink(g, flow_ptr, res, act_head, act_next, act_prev)
             finish[g] = t
             remaining[g] = 0.0
             x = rate[g]

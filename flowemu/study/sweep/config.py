@@ -26,7 +26,7 @@ GRID_FIELDS = ("topology", "algorithm", "ranks", "network", "bandwidth", "link_l
                "ecmp", "seed", "placement", "model", "sync", *WHATIF_FIELDS)
 #: every configuration field a sweep file may set (``traffic``, a user's traffic
 #: file, takes the place of ``algorithm``: :mod:`flowemu.study.sweep.traffic`)
-FIELDS = GRID_FIELDS[:2] + ("traffic",) + GRID_FIELDS[2:3] + ("sizes",) + GRID_FIELDS[3:]
+FIELDS = GRID_FIELDS[:2] + ("traffic", "jobs") + GRID_FIELDS[2:3] + ("sizes",) + GRID_FIELDS[3:]
 NETWORK_FIELDS = Network.field_names()
 GROUP_KEYS = FIELDS + ("where", "exclude", "description")
 TOP_KEYS = GROUP_KEYS + ("groups",)
@@ -101,6 +101,7 @@ class Config:
     failures: int = 0
     failure_seed: int = 0
     traffic: str = ""        # a traffic file timed in place of the algorithm ("" for none)
+    jobs: tuple = ()         # a job set timed in place of the algorithm (sweep/jobs.py)
     key: str = ""
     hash: str = ""
 

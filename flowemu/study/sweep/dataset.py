@@ -68,6 +68,9 @@ OLD_ERRORS_DIR = "errors"
 OLD_DIRS = {OLD_ERRORS_DIR: ERRORS_DIR, "figures": FIGURES_DIR}
 MANIFEST = "_manifest.json"
 
+#: the columns of a job's row (a ``jobs`` configuration, :mod:`.jobs`) beyond the
+#: result columns: the job's index, start, time alone and slowdown (NaN in other rows)
+JOB_DATASET_COLUMNS = ["job", "job_start_s", "job_alone_s", "job_slowdown"]
 #: columns a sweep adds in front of :data:`flowemu.api.simulation.RESULT_COLUMNS`
 SWEEP_COLUMNS = ["sweep", "group", "config_key", "config_hash", "label", "algorithm_spec",
                  "sizes_spec"]
@@ -79,7 +82,7 @@ _STRING = {"sweep", "group", "config_key", "config_hash", "label", "algorithm_sp
 _INT = {"nodes", "ranks", "size_bytes", "steps", "seed", "failed_links"}
 _FLOAT = {"time_s", "goodput_Bps", "bandwidth_Bps", "link_latency_s", "hop_latency_s",
           "alpha_s", "gamma_s_per_B", "delta_s_per_B", "incast_threshold",
-          "incast_slope_s_per_B", "background_Bps"}
+          "incast_slope_s_per_B", "background_Bps", *JOB_DATASET_COLUMNS}
 #: the what-if columns (:data:`flowemu.whatif.conditions.WHATIF_COLUMNS`) and what rows
 #: written before they existed read as: the healthy network
 WHATIF_DEFAULTS = HEALTHY
@@ -107,7 +110,7 @@ def rows_frame(batches) -> pd.DataFrame:
     :func:`flowemu.api.simulation.simulate_rows` (built once per batch:
     a frame per configuration would cost about as much as the simulation)."""
     return pd.DataFrame([{**fields, **row} for fields, rows in batches for row in rows],
-                        columns=SWEEP_COLUMNS + RESULT_COLUMNS)
+                        columns=SWEEP_COLUMNS + RESULT_COLUMNS + JOB_DATASET_COLUMNS)
 
 
 def error_row(cfg, error_type: str, message: str, internal: bool) -> dict:

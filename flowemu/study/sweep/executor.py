@@ -17,8 +17,9 @@ from ...core import budget
 from ...core.errors import ConfigError, FlowEmuError
 from ...engine.profiles import available_cores
 from .config import Config
-from .dataset import error_row, rows_frame, sweep_fields
+from .dataset import JOB_DATASET_COLUMNS, error_row, rows_frame, sweep_fields
 from .fields import build_topology, topo_info
+from .jobs import job_rows
 from .journal import JournalWriter
 
 
@@ -38,11 +39,14 @@ def run_config(cfg: Config, threads: int | None = None, max_memory=None):
     """Time one configuration: all its sizes from one :func:`flowemu.simulate`
     call (one profile), or its traffic file from :func:`flowemu.time_traffic`
     (as ``flowemu run --traffic``). Returns the result rows (without sweep columns)."""
-    return pd.DataFrame(config_rows(cfg, threads, max_memory), columns=RESULT_COLUMNS)
+    return pd.DataFrame(config_rows(cfg, threads, max_memory),
+                        columns=RESULT_COLUMNS + (JOB_DATASET_COLUMNS if cfg.jobs else []))
 
 
 def config_rows(cfg: Config, threads: int | None = None, max_memory=None) -> list[dict]:
     """:func:`run_config`'s rows as dicts (:func:`flowemu.api.simulation.simulate_rows`)."""
+    if cfg.jobs:
+        return job_rows(cfg, threads, max_memory)
     if cfg.traffic:
         return simulation.time_traffic(build_topology(cfg.topology), cfg.traffic,
                                        ecmp=cfg.ecmp, seed=cfg.seed, placement=cfg.placement,

@@ -118,6 +118,7 @@ class Alg:
     spec: str                                 # canonical
     label: str
     traffic: str = ""   # a traffic file timed in place of an algorithm (sweep/traffic.py)
+    jobs: tuple = ()    # a job set timed in place of an algorithm (sweep/jobs.py)
 
 
 def resolve_algorithm(name: str, raw_opts: dict) -> Alg:

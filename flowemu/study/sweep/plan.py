@@ -48,6 +48,7 @@ from .fields import (
     topo_info,
     type_name,
 )
+from .jobs import check_jobs_config, parse_jobs_field
 from .traffic import check_traffic_config, parse_traffic_field
 from .where import compile_where, eval_where, excluded, parse_exclude, where_env
 
@@ -136,7 +137,8 @@ def load_sweep(path) -> SweepPlan:
             raw = src[name]
             parsed[loc] = (parse_sizes_field(raw, loc, probs) if name == "sizes"
                            else parse_traffic_field(raw, loc, probs, path.parent)
-                           if name == "traffic" else parse_field(name, raw, loc, probs))
+                           if name == "traffic" else parse_jobs_field(raw, loc, probs)
+                           if name == "jobs" else parse_field(name, raw, loc, probs))
         return parsed[loc], loc, True
 
     def sources(table, prefix):
@@ -184,7 +186,7 @@ def load_sweep(path) -> SweepPlan:
         use_traffic = _uses_traffic(doc, table, prefix, probs)
         for f in GRID_FIELDS:
             if f == "algorithm" and use_traffic is not False:   # traffic files take its place
-                traffic, locs[f], _ = field_values("traffic", table, prefix)
+                traffic, locs[f], _ = field_values(use_traffic or "traffic", table, prefix)
                 if traffic is None or use_traffic is None:
                     complete = False
                 else:
@@ -253,8 +255,8 @@ def load_sweep(path) -> SweepPlan:
             if preset and not _apply_preset(kw, preset, explicit, locs["network"], probs):
                 continue
             cfg = Config(sweep=name, group=gname, algorithm=alg.spec, label=alg.label,
-                         sizes=() if alg.traffic else sizes, network_preset=preset,
-                         traffic=alg.traffic, **kw)
+                         sizes=() if alg.traffic or alg.jobs else sizes, network_preset=preset,
+                         traffic=alg.traffic, jobs=alg.jobs, **kw)
             env = where_env(cfg, alg)
             keep = True
             for code, text, loc in wheres:
@@ -270,6 +272,9 @@ def load_sweep(path) -> SweepPlan:
             if alg.traffic:
                 if not check_traffic_config(cfg, locs["algorithm"], misfits):
                     continue
+            elif alg.jobs:
+                if not check_jobs_config(cfg, locs["algorithm"], misfits):
+                    continue
             elif not _runs_on(cfg, alg, locs, misfits):
                 continue
             given = cfg
@@ -283,7 +288,8 @@ def load_sweep(path) -> SweepPlan:
                 continue
             if cfg.model == "genmodel" and not _priceable(cfg, alg, locs, misfits, priced):
                 continue
-            if not alg.traffic and not _simulable(cfg, given, locs, refused, simulated):
+            if not (alg.traffic or alg.jobs) and not _simulable(cfg, given, locs, refused,
+                                                                simulated):
                 continue
             h = config_hash(cfg.canonical())
             if h in seen:
@@ -307,21 +313,26 @@ def load_sweep(path) -> SweepPlan:
     return plan
 
 
-def _uses_traffic(doc: dict, table: dict, prefix: str, probs: Problems) -> bool | None:
-    """Whether a group times traffic files in place of an algorithm: a
-    ``traffic`` key in the group, or at the top of the file when the group
-    gives no algorithm of its own. None after reporting ``algorithm`` or
-    ``sizes`` set beside ``traffic`` in one table (a traffic file replaces
-    the algorithm and gives every flow's bytes)."""
-    source = table if prefix and "traffic" in table else doc
-    if "traffic" not in source or (source is doc and prefix and "algorithm" in table):
-        return False
-    where = prefix if source is table else ""
-    clash = [key for key in ("algorithm", "sizes") if key in source]
-    for key in clash:
-        probs.add(f"{where}{key}", "does not apply beside traffic (a traffic file takes the "
-                                   "place of the algorithm and gives every flow's bytes)")
-    return None if clash else True
+def _uses_traffic(doc: dict, table: dict, prefix: str, probs: Problems) -> str | bool | None:
+    """The key a group times in place of an algorithm: ``"traffic"`` (traffic
+    files) or ``"jobs"`` (job sets), in the group, or at the top of the file
+    when the group gives no algorithm of its own; else False. None after
+    reporting ``algorithm`` or ``sizes`` set beside it in one table (a
+    traffic file or a job set replaces the algorithm and gives the bytes)."""
+    for key in ("traffic", "jobs"):
+        source = table if prefix and key in table else doc
+        if key not in source or (source is doc and prefix and "algorithm" in table):
+            continue
+        where = prefix if source is table else ""
+        other = "jobs" if key == "traffic" else "traffic"
+        clash = [k for k in ("algorithm", "sizes", other) if k in source]
+        what = ("a traffic file takes the place of the algorithm and gives every flow's "
+                "bytes" if key == "traffic" else
+                "a job set takes the place of the algorithm; each job gives its size")
+        for k in clash:
+            probs.add(f"{where}{k}", f"does not apply beside {key} ({what})")
+        return None if clash else key
+    return False
 
 
 def _apply_preset(kw: dict, preset: str, explicit: set, loc: str, probs: Problems) -> bool:
