@@ -279,7 +279,7 @@ def dataflow_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes
             n_changed = refill(ev, n_stack, n_changed, flow_ptr, res, frac, row_end, res, frac,
                                entry_flow, res_ptr, res_flow, res_frac, rs, ri, fl, rate,
                                old_rate, changed, stack, rise_next, rise_mark, seeds, n_seeds,
-                               hk, hi, pos, False, cand, lazy, lazy_load, joined, True, act_head,
+                               hk, hi, pos, False, cand, lazy, lazy_load, joined, act_head,
                                act_next)
             n_stack = 0
             n_seeds = 0

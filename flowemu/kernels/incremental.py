@@ -264,7 +264,6 @@ def incremental_events(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_by
     fpos = np.full(n_flows, -1, dtype=np.int32)
     fsize = 0
     done = np.empty(n_flows, dtype=np.int32)
-    no_list = np.empty(0, dtype=np.int64)   # (refill's lists: dataflow only)
 
     # the loads of the t = 0 rates, and who holds whom (a flow whose holder
     # the tolerances miss is filled again at the first event)
@@ -354,8 +353,7 @@ def incremental_events(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_by
         n_changed = refill(ev, n_stack, n_changed, flow_ptr, res, frac, row_end, pool_res,
                           pool_frac, entry_flow, res_ptr, res_flow, res_frac, rs, ri, fl, rate,
                           old_rate, changed, stack, rise_next, rise_mark, seeds, n_seeds, hk, hi,
-                          pos, screening, cand, lazy, lazy_load, joined, False, no_list,
-                          no_list)
+                          pos, screening, cand, lazy, lazy_load, joined, None, None)
         n_stack = 0
         # the flows whose rate changed: bring their bytes up to date
         for i in range(n_changed):

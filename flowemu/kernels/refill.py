@@ -245,7 +245,7 @@ def _settle_check(h, over, highest, ev, fl, ri, rate, old_rate, changed, n_chang
 def refill(ev, n_stack, n_changed, flow_ptr, res, frac, row_end, pool_res, pool_frac, entry_flow,
           res_ptr, res_flow, res_frac, rs, ri, fl, rate, old_rate, changed, stack, rise_next,
           rise_mark, seeds, n_seeds, hk, hi, pos, screening, cand, lazy, lazy_load, joined,
-          linked, act_head, act_next):
+          act_head, act_next):
     """Fill again what the released flows on ``stack`` and the changed
     resources ``seeds[:n_seeds]`` reach; returns ``n_changed``. Every
     released flow is settled at its new rate on return.
@@ -256,10 +256,11 @@ def refill(ev, n_stack, n_changed, flow_ptr, res, frac, row_end, pool_res, pool_
     a list (through ``rise_next``, over pool entries) of its rising flows'
     entries, appended as they expand and dropped when it saturates or has
     none left. Heap items ``R + g`` are drift events: rising flow ``g``
-    reaching ``1 + DRIFT`` times its lazy rate. With ``linked``, a
-    resource's flows are the entries on its list ``act_head[r]``,
+    reaching ``1 + DRIFT`` times its lazy rate. Unless ``act_head`` is
+    None, a resource's flows are the entries on its list ``act_head[r]``,
     ``act_next[e]`` (the flows in the solve; dataflow) instead of its CSR
-    row (every flow)."""
+    row (every flow); numba compiles each case apart, so the incremental
+    solver's fill has no list code."""
     n_res = rs.shape[0]
     size = 0
     for i in range(n_seeds):
@@ -334,18 +335,22 @@ def refill(ev, n_stack, n_changed, flow_ptr, res, frac, row_end, pool_res, pool_
         if rs[r, TOP] > over:
             # settled flows above this level are not held here: release them
             highest = 0.0
-            if linked:   # the flows in the solve only (dataflow: most are not)
+            if act_head is None:   # (pruned when compiled: None is a type of its own)
+                for j in range(res_ptr[r], res_ptr[r + 1]):
+                    h = res_flow[j]
+                    if fl[h, PHASE] == SETTLED:
+                        if rate[h] > over:
+                            n_changed, n_stack = release(h, ev, fl, ri, rate, old_rate,
+                                                         changed, n_changed, stack, n_stack)
+                        elif rate[h] > highest:
+                            highest = rate[h]
+            else:   # the flows in the solve only (dataflow: most are not)
                 j = act_head[r]
                 while j >= 0:
                     n_changed, n_stack, highest = _settle_check(
                         entry_flow[j], over, highest, ev, fl, ri, rate, old_rate, changed,
                         n_changed, stack, n_stack)
                     j = act_next[j]
-            else:
-                for j in range(res_ptr[r], res_ptr[r + 1]):
-                    n_changed, n_stack, highest = _settle_check(
-                        res_flow[j], over, highest, ev, fl, ri, rate, old_rate, changed,
-                        n_changed, stack, n_stack)
             rs[r, TOP] = highest
             if n_stack > 0:
                 # (it stays in play; its level is computed again)
