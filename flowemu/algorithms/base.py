@@ -394,6 +394,9 @@ class AlgorithmSpec:
     #: in which a failure forces such a flow off its minimal paths
     #: (:func:`flowemu.whatif.faults.check_fail_policy`)
     topology_bound: bool = False
+    #: its steps are timed at a barrier, one job at a time only (in-network
+    #: aggregation streams): ``sync="dataflow"`` and several-job runs refuse it
+    barrier_only: bool = False
 
     def check_family(self, topology_spec: str, label: str | None = None) -> None:
         """A ConfigError when the algorithm does not run on the family of

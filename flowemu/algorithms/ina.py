@@ -222,5 +222,5 @@ SPEC = register(AlgorithmSpec(
     "In-network aggregation (switch-based reduction, SHARP-style): switches of an "
     "aggregation tree reduce, the result is multicast down; one stream per tree at the "
     "max-min share of its tightest link; trees, leaf-spine and fat trees",
-    families=FAMILIES,
+    families=FAMILIES, barrier_only=True,
 ))

@@ -287,7 +287,9 @@ def global_bandwidth(topology, *, ecmp: str = "split", injection=None, nic=None,
     loads, how = alltoall_loads(topo, ecmp, method=method, network=net)
     cap = topo.link_capacity(net)
     n = topo.num_endpoints
-    per_byte = loads / cap
+    # (a mesh keeps its missing wrap-around links at capacity 0: they carry nothing)
+    per_byte = np.where(cap > 0, loads / np.where(cap > 0, cap, 1.0),
+                        np.where(loads > 0, np.inf, 0.0))
     worst = int(np.argmax(per_byte))
     t = float(per_byte[worst])
     name = str(link_names(topo, np.array([worst]))[0][0])
@@ -298,7 +300,9 @@ def global_bandwidth(topology, *, ecmp: str = "split", injection=None, nic=None,
     elif nic_Bps is not None:
         inject = nic_Bps
     else:
-        inject = float(cap[np.asarray(topo.link_src) == 0].sum())
+        # a node's ports, the fullest node's where they differ (a mesh's corners have fewer)
+        out = np.bincount(np.asarray(topo.link_src), weights=cap, minlength=topo.num_nodes)
+        inject = float(out[:topo.num_endpoints].max())   # (endpoints are vertices 0..N-1)
     rate = (n - 1) / t
     row = {"topology": topo.spec, "nodes": n, "ecmp": ecmp, "bandwidth_Bps": net.bandwidth,
            "injection_Bps": inject, "nic_Bps": np.nan if nic_Bps is None else nic_Bps,

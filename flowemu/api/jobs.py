@@ -119,26 +119,50 @@ def _mappings(specs: list[JobSpec], topo) -> list[np.ndarray]:
     out = []
     for j, spec in enumerate(specs):
         free = np.flatnonzero(owner < 0)
-        text = spec.placement
-        place = None if text in ("", "packed") else parse_placement(text)
-        pick = place is None or place.kind == "random"   # from the endpoints left
-        p = spec.ranks if spec.ranks is not None else (len(free) if pick else
-                                                        place.ranks(topo))
-        if p < 2 or (pick and p > len(free)):
-            what = "ranks" if spec.ranks is not None or place is None else "placement"
+        try:
+            ends, p = _endpoints(spec, free, topo)
+        except ConfigError as exc:
+            raise ConfigError(f"jobs[{j}].placement: {exc}") from None
+        if ends is None and not len(free):
+            raise ConfigError(f"jobs[{j}]: no endpoints are left for it (the jobs before it "
+                              f"take all {n} endpoints of {topo.spec}); give the jobs ranks= "
+                              "that leave room, or placement=linear or a file to share them")
+        if p < 2 or (ends is None and p > len(free)):
+            what = "ranks" if spec.ranks is not None or not spec.placement else "placement"
             raise ConfigError(f"jobs[{j}].{what}: {p} ranks do not fit on the {len(free)} "
                               f"endpoints of {topo.spec} the jobs before it leave")
-        if place is None:
-            ends = free[:p]
-        elif place.kind == "random":
-            ends = np.random.default_rng(place.seed).permutation(free)[:p]
-        else:
-            got = place.mapping(p, topo)
-            ends = np.arange(p) if got is None else got
+        if ends is None:   # packed or random: from the endpoints left
+            place = parse_placement(spec.placement) if spec.placement not in ("", "packed") \
+                else None
+            ends = free[:p] if place is None else \
+                np.random.default_rng(place.seed).permutation(free)[:p]
         ends = np.asarray(ends, dtype=np.int64)
         owner[ends] = j
         out.append(ends.astype(np.int32))
     return out
+
+
+def _endpoints(spec: JobSpec, free, topo):
+    """``(endpoints, ranks)`` of a job placed ``linear`` or by a file, or
+    ``(None, ranks)`` for a job that takes endpoints left (packed, random)."""
+    text = spec.placement
+    place = None if text in ("", "packed") else parse_placement(text)
+    if place is None or place.kind == "random":
+        return None, spec.ranks if spec.ranks is not None else len(free)
+    p = spec.ranks if spec.ranks is not None else place.ranks(topo)
+    got = place.mapping(p, topo)
+    return (np.arange(p) if got is None else got), p
+
+
+def _schedules(alg, candidates, p, topo, net, size):
+    """``(options, schedule)`` of every candidate of a job; an algorithm that
+    plans per size and network plans for the job's size."""
+    for cand in candidates:
+        if alg.sized is None:
+            yield cand, alg.build(p, topo, False, **cand)
+        else:
+            for sched, _ in alg.sized(p, topo, net, np.array([float(size)]), cand):
+                yield cand, sched
 
 
 def check_jobs(topo, jobs) -> tuple:
@@ -151,14 +175,15 @@ def check_jobs(topo, jobs) -> tuple:
     specs = [parse_job(raw, j) for j, raw in enumerate(jobs)]
     chosen = []
     for j, spec in enumerate(specs):
-        alg, candidates = expand_algorithm(spec.algorithm)
         try:
+            alg, candidates = expand_algorithm(spec.algorithm)
             alg.check_family(topo.spec)
         except ConfigError as exc:
             raise ConfigError(f"jobs[{j}].algorithm: {exc}") from None
-        if alg.sized is not None:
-            raise ConfigError(f"jobs[{j}].algorithm: {alg.name} plans per size and network; "
-                              "it is not offered in several-job runs yet")
+        if alg.barrier_only:
+            raise ConfigError(f"jobs[{j}].algorithm: {alg.name} times its in-network "
+                              "aggregation streams one job at a time; it is not offered in "
+                              "several-job runs yet")
         chosen.append((alg, candidates))
     return specs, chosen, _mappings(specs, topo)
 
@@ -203,8 +228,8 @@ def simulate_jobs(topology, jobs, *, sync: str = "barrier", ecmp: str = "split",
     ecmp, seed, network, max_memory, **network_params
         As for :func:`flowemu.simulate`.
     fail, degrade, fail_policy, background
-        What-ifs, as for :func:`flowemu.simulate` (slow ranks are per job
-        and not taken here).
+        What-ifs, as for :func:`flowemu.simulate`. Slow ranks are not taken
+        (they name ranks, which each job numbers from 0).
 
     Returns
     -------
@@ -234,8 +259,7 @@ def simulate_jobs(topology, jobs, *, sync: str = "barrier", ecmp: str = "split",
         p = len(ends)
         jctx = make_context(run_topo, net, ecmp, seed, ends, p)
         best = None
-        for cand in candidates:
-            sched = alg.build(p, run_topo, False, **cand)
+        for cand, sched in _schedules(alg, candidates, p, run_topo, net, specs[j].size):
             alone_run = layout(shared, [(sched, jctx, sync)], lim)
             alone = float(alone_run.ends(alone_run.solve([specs[j].size]))[0]) \
                 if alone_run.num_stages else 0.0

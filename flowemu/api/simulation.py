@@ -402,6 +402,9 @@ def check_simulation(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "s
     run = prepare_run("simulate", topology, algorithm, ecmp=ecmp, seed=seed, ranks=ranks,
                    network=network, network_params=network_params, sizes=sizes,
                    threads=threads, max_memory=max_memory, placement=placement, whatif=whatif)
+    if sync != "barrier" and getattr(run.spec, "barrier_only", False):
+        raise ConfigError(f"sync: {sync!r} does not apply to {run.spec.name} (its in-network "
+                          "aggregation streams are timed at a barrier); use sync='barrier'")
     run = replace(run, model=model, sync=sync)
     if model == "genmodel":
         _, raw = parse_algorithm_spec(algorithm)

@@ -57,7 +57,10 @@ def _table(df) -> str:
     show["slowdown"] = df["slowdown"].map(lambda v: f"{v:.3f}x")
     show["goodput"] = df["goodput_Bps"].map(format_rate)
     text = show.to_string(index=False)
-    return f"{df['topology'].iloc[0]}, sync={df['sync'].iloc[0]}\n{text}"
+    head = [df["topology"].iloc[0], f"sync={df['sync'].iloc[0]}"]
+    head += [f"{c}={df[c].iloc[0]}" for c in ("fail", "degrade", "background")
+             if isinstance(df[c].iloc[0], str) and df[c].iloc[0]]
+    return ", ".join(head) + "\n" + text
 
 
 def cmd_jobs(args) -> int:

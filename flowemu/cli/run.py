@@ -56,8 +56,8 @@ def add_arguments(r) -> None:
                         "or a file of endpoint ids, one per rank (default %(default)s)")
     add_network_options(r)
     r.add_argument("--ecmp", default="split",
-                   help="split | dor | hash | dmodk | adaptive (default split; dor on tori and meshes, "
-                   "dmodk on fat trees)")
+                   help="split | dor (tori, meshes, HyperX, HammingMesh) | hash | dmodk (fat "
+                        "trees) | adaptive (default split everywhere)")
     r.add_argument("--seed", type=int, default=0, help="seed of --ecmp hash (default 0)")
     r.add_argument("--model", default="flow",
                    help="flow (the flow-level engine, default) | genmodel (GenModel's analytic "

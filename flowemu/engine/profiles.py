@@ -367,7 +367,9 @@ def incast_inputs(ctx: Context, src, dst) -> tuple:
     """``(w_t, eps, flow_class)`` for the solver: scalars and no classes when
     the topology has one incast class (or incast is off), else the classes'
     terms and each flow's class."""
-    if ctx.ingress_capacity is None or len(ctx.incast_threshold) == 1:
+    if ctx.ingress_capacity is None:   # no receiver charges incast (or its context turns it off)
+        return float("inf"), 0.0, None
+    if len(ctx.incast_threshold) == 1:
         return float(ctx.incast_threshold[0]), float(ctx.incast_slope[0]), None
     if src is None:
         raise ValueError("solve_step: src is needed on a topology with several incast classes")

@@ -579,6 +579,10 @@ def prediction(topology, p: int, algorithm: str, options: dict, sizes, network) 
         No predictor for the algorithm (the ones known are named), or the
         predictor refuses the topology or options.
     """
+    if getattr(topology, "incast_at", "receiver") != "receiver":
+        raise ConfigError(f"model genmodel: {topology.spec}: GenModel charges incast at "
+                          "receivers (its fan-in term); incast=switch is the flow engine's "
+                          "(use model='flow', or the topology without incast=switch)")
     fn = _PREDICTORS.get(algorithm)
     if fn is None:
         raise ConfigError(f"model genmodel: algorithm {algorithm!r} has no GenModel "

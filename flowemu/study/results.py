@@ -296,7 +296,8 @@ WHATIF_RESULT_COLUMNS = ["size_bytes", "algorithm", "condition", "fail", "degrad
 
 #: the columns that identify a scenario apart from its what-ifs (matched by
 #: :func:`slowdown` where present)
-_TWIN_KEYS = ("sweep", "group", "topology", "nodes", "ranks", "algorithm", "model", "options",
+_TWIN_KEYS = ("sweep", "group", "topology", "nodes", "ranks", "algorithm", "model", "sync",
+              "options",
               "size_bytes", "ecmp", "seed", "placement", "bandwidth_Bps", "link_latency_s",
               "hop_latency_s", "alpha_s", "gamma_s_per_B", "delta_s_per_B", "incast_threshold",
               "incast_slope_s_per_B")
@@ -330,7 +331,7 @@ def query_with_twins(df: pd.DataFrame, where: str) -> pd.DataFrame:
 
 def slowdown(df: pd.DataFrame) -> pd.DataFrame:
     """``df`` with ``healthy_time_s`` (the time of the same scenario — topology,
-    ranks, algorithm, model, size, routing, placement, network — on the
+    ranks, algorithm, model, sync, size, routing, placement, network — on the
     healthy network) and ``slowdown`` (``time_s / healthy_time_s``; 1 on
     healthy rows, NaN where the dataset has no healthy twin).
 

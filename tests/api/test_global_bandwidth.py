@@ -86,6 +86,19 @@ def test_reductions_equal_every_pair_routed(spec, ecmp, method):
     np.testing.assert_allclose(fast, slow, rtol=1e-12, atol=1e-9)
 
 
+def test_a_mesh_line_closed_form():
+    """mesh:4 is the line 0-1-2-3 (its wrap-around links have capacity 0):
+    the middle link 1→2 carries the 2·2 flows from {0, 1} to {2, 3}, so the
+    all-to-all takes 4b/B while each endpoint sends 3b: 3B/4 per endpoint,
+    against an inner node's two links, 2B: 0.375 (no NaN from the missing
+    links)."""
+    df = flowemu.global_bandwidth("mesh:4")
+    b = 5e10
+    assert df["alltoall_Bps"].iloc[0] == pytest.approx(0.75 * b, rel=1e-12)
+    assert df["injection_Bps"].iloc[0] == pytest.approx(2 * b, rel=1e-12)
+    assert df["global_bw"].iloc[0] == pytest.approx(0.375, rel=1e-12)
+
+
 def test_refusals():
     with pytest.raises(ConfigError, match="adaptive"):
         flowemu.global_bandwidth("torus:4x4", ecmp="adaptive")

@@ -113,3 +113,14 @@ def test_jobs_on_the_same_endpoints_share_their_links():
                                            "placement=linear")] * 2, alpha="2us", **FLAT)
     assert list(df["time_s"]) == pytest.approx([2 * (A + N / B)] * 2, rel=1e-12)
     assert list(df["alone_s"]) == pytest.approx([2 * A + N / B] * 2, rel=1e-12)
+
+
+def test_algorithms_that_plan_per_size_plan_for_the_jobs_size():
+    """dualroot (blocks=auto) and gentree choose their plan for the size; one
+    job alone is the same run as simulate's."""
+    for alg in ("dualroot", "gentree"):
+        df = flowemu.simulate_jobs("tree:SS24", [f"algorithm={alg} size=64MiB"],
+                                   network="genmodel-table5")
+        want = flowemu.simulate("tree:SS24", alg, "64MiB", network="genmodel-table5")
+        assert df["time_s"].iloc[0] == pytest.approx(want["time_s"].iloc[0], rel=1e-12)
+        assert df["variant"].iloc[0] == want["variant"].iloc[0]

@@ -36,4 +36,11 @@ def test_jobs_table_and_errors(capsys):
     assert "sync=barrier" in out and "slowdown" in out and "random:2" in out
     code, _, err = run(capsys, ["jobs", "-t", "torus:8x8", "--job", "algorithm=ring size=1MiB",
                                 "--job", "algorithm=ring size=1MiB ranks=8"])
-    assert code == 2 and "--job 2, ranks: 8 ranks do not fit on the 0 endpoints" in err
+    assert code == 2 and "--job 2: no endpoints are left for it" in err
+    code, out, err = run(capsys, ["jobs", "-t", "torus:8x8", *JOBS, "--background", "perm:0.2"])
+    assert code == 0 and "background=perm:0.2" in out.splitlines()[0]
+    code, _, err = run(capsys, ["jobs", "-t", "torus:8x8", "--job", "algorithm=nosuch size=1MiB"])
+    assert code == 2 and "--job 1, algorithm:" in err
+    code, _, err = run(capsys, ["jobs", "-t", "torus:8x8", "--job",
+                                "algorithm=ring size=1MiB ranks=4 placement=random:x"])
+    assert code == 2 and "--job 1, placement: placement 'random:x'" in err

@@ -7,6 +7,7 @@ The kernel itself is checked against the pure-Python oracle in
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import flowemu
@@ -185,10 +186,27 @@ def test_barrier_stages_reproduce_the_barrier_profile(spec, alg, whatif):
     np.testing.assert_allclose(got, want, rtol=RTOL)
 
 
-def test_aggregation_streams_are_refused_by_name():
+def test_aggregation_streams_are_refused_by_the_engine():
+    topo = parse_topology("fattree:k=4")
+    sched = get_algorithm("ina").build(16, topo, False)
     with pytest.raises(ConfigError, match="ina: in-network aggregation streams are timed at a "
                                           "barrier"):
-        flowemu.simulate("fattree:k=4", "ina", "1MiB", sync="dataflow")
-    with pytest.raises(ConfigError, match="in-network aggregation streams"):
-        flowemu.simulate_jobs("fattree:k=4", ["algorithm=ina size=1MiB ranks=8",
-                                              "algorithm=ring size=1MiB ranks=8"])
+        dataflow_run(sched, topo, NET)
+
+
+def test_barrier_only_algorithms_are_refused_up_front():
+    with pytest.raises(ConfigError, match="sync: 'dataflow' does not apply to ina"):
+        flowemu.api.simulation.check_simulation("fattree:k=4", "ina", "1MiB", sync="dataflow")
+    with pytest.raises(ConfigError, match=r"jobs\[0\].algorithm: ina times its in-network"):
+        flowemu.simulate_jobs("fattree:k=4", ["algorithm=ina size=1MiB ranks=8"])
+
+
+def test_slowdown_pairs_rows_of_the_same_sync():
+    """A dataflow row's healthy twin is the dataflow run on the healthy network."""
+    rows = [flowemu.simulate("torus:4x4", "swing", "1MiB", sync=s, **w)
+            for s in ("barrier", "dataflow") for w in ({}, {"slow": "3=0.5"})]
+    out = flowemu.results.slowdown(pd.concat(rows, ignore_index=True))
+    for sync in ("barrier", "dataflow"):
+        mine = out[out["sync"] == sync]
+        healthy = mine[mine["slow"] == ""]["time_s"].iloc[0]
+        assert (mine["healthy_time_s"] == healthy).all()

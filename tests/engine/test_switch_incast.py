@@ -97,3 +97,19 @@ def test_cdc384_rearrangement_pays_only_with_incast_at_switches():
             assert ("+r" in df.variant.iloc[0]) == (opt == "auto")
     assert times[",incast=switch", "auto"] < times[",incast=switch", "no"]
     assert times["", "auto"] > times["", "no"]
+
+
+def test_genmodel_refuses_incast_at_switches():
+    with pytest.raises(ConfigError, match="model genmodel: tree:SS24,incast=switch: GenModel "
+                                          "charges incast at receivers"):
+        flowemu.simulate("tree:SS24,incast=switch", "cps", "1MiB", model="genmodel")
+
+
+def test_aggregation_streams_run_when_incast_is_on():
+    """Streams are charged no incast (one stream a link per tree): with the
+    network's incast on, or a preset's levels, ina runs and gives the time it
+    gives with incast off."""
+    on = flowemu.simulate("fattree:k=4", "ina", "8MB", incast_slope="1ps", incast_threshold=2)
+    off = flowemu.simulate("fattree:k=4", "ina", "8MB")
+    assert on.time_s.iloc[0] == off.time_s.iloc[0]
+    assert flowemu.simulate("tree:SS24", "ina", "8MB").time_s.iloc[0] > 0
