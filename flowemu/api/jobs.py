@@ -26,9 +26,10 @@ from ..engine.dataflow import check_sync, layout
 from ..topology import checks as topology_checks
 from ..whatif.conditions import HEALTHY, WHATIF_COLUMNS, check_whatif
 from ..whatif.conditions import apply as apply_whatif
+from ..whatif.faults import check_fail_policy
 from .simulation import build_topology, expand_algorithm
 
-__all__ = ["JOB_COLUMNS", "check_jobs", "job_text", "simulate_jobs"]
+__all__ = ["JOB_COLUMNS", "check_job_failures", "check_jobs", "job_text", "simulate_jobs"]
 
 #: the keys of a job (``"algorithm=ring size=64MiB ranks=512"`` or a dict)
 JOB_KEYS = ("algorithm", "size", "ranks", "placement", "start")
@@ -154,6 +155,31 @@ def _endpoints(spec: JobSpec, free, topo):
     return (np.arange(p) if got is None else got), p
 
 
+def _check_policy(j, sched, topo, ends, policy, alg) -> None:
+    """A topology-bound job a failure breaks is refused under ``strict``."""
+    try:
+        check_fail_policy(sched, topo, ends, policy, alg)
+    except ConfigError as exc:
+        raise ConfigError(f"jobs[{j}]: {exc}") from None
+
+
+def check_job_failures(topology, jobs, network, fail, degrade, fail_policy) -> None:
+    """What :func:`simulate_jobs` refuses about failed links before it solves
+    (a ConfigError naming the job): a rank cut off, a topology-bound job a
+    failure breaks under ``fail_policy="strict"``."""
+    whatif = check_whatif(fail, degrade, fail_policy, None, None)
+    if whatif.healthy:
+        return
+    topo = build_topology(topology)
+    specs, chosen, mappings = check_jobs(topo, jobs)
+    applied = apply_whatif(whatif, topo, int(sum(len(m) for m in mappings)), network,
+                           np.concatenate(mappings))
+    for j, ((alg, candidates), ends) in enumerate(zip(chosen, mappings, strict=True)):
+        for _, sched in _schedules(alg, candidates, len(ends), applied.topology, network,
+                                   specs[j].size):
+            _check_policy(j, sched, applied.topology, ends, whatif.fail_policy, alg)
+
+
 def _schedules(alg, candidates, p, topo, net, size):
     """``(options, schedule)`` of every candidate of a job; an algorithm that
     plans per size and network plans for the job's size."""
@@ -260,6 +286,8 @@ def simulate_jobs(topology, jobs, *, sync: str = "barrier", ecmp: str = "split",
         jctx = make_context(run_topo, net, ecmp, seed, ends, p)
         best = None
         for cand, sched in _schedules(alg, candidates, p, run_topo, net, specs[j].size):
+            if applied is not None:
+                _check_policy(j, sched, run_topo, ends, whatif.fail_policy, alg)
             alone_run = layout(shared, [(sched, jctx, sync)], lim)
             alone = float(alone_run.ends(alone_run.solve([specs[j].size]))[0]) \
                 if alone_run.num_stages else 0.0

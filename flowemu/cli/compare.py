@@ -12,7 +12,7 @@ from ..study.sweep.where import unit_hint
 from .options import WHERE_HELP, add_output_options, chosen_format, write_output
 
 #: the values of --by
-BY = ("label", "algorithm", "model", "whatif")
+BY = ("label", "algorithm", "model", "sync", "whatif")
 
 
 def add_arguments(c) -> None:
@@ -20,7 +20,8 @@ def add_arguments(c) -> None:
     add_output_options(c)
     c.add_argument("--by", default="label",
                    help="label (variants apart, default) | algorithm (best variant) | model "
-                        "(flow vs genmodel time of each configuration and their ratio) | "
+                        "(flow vs genmodel time of each configuration and their ratio) | sync "
+                        "(barrier vs dataflow, likewise) | "
                         "whatif (slowdown of each what-if against the healthy network; "
                         "random failures: mean, min and max over the seeds)")
     c.add_argument("--where", help=WHERE_HELP)
@@ -29,7 +30,7 @@ def add_arguments(c) -> None:
 def cmd_compare(args) -> int:
     if args.by not in BY:
         raise ConfigError(f"--by: {args.by!r} is not allowed; expected label, algorithm, "
-                          "model or whatif")
+                          "model, sync or whatif")
     if args.out == "-":
         args.out = None
     fmt = chosen_format(args)

@@ -116,11 +116,12 @@ def compare(df: pd.DataFrame, by: str = "label") -> pd.DataFrame:
     df : DataFrame
         Rows with ``size_bytes`` and ``goodput_Bps`` (e.g. :func:`load`), and a
         ``label`` or ``algorithm`` column.
-    by : {"label", "algorithm", "model", "whatif"}
+    by : {"label", "algorithm", "model", "sync", "whatif"}
         ``label`` compares algorithm variants (name + options that differ from
         the defaults, e.g. ``ring:ports=2``); ``algorithm`` merges the variants
         of one algorithm, taking the best per size; ``model`` returns
-        :func:`compare_models`, ``whatif`` :func:`compare_whatif`.
+        :func:`compare_models`, ``sync`` :func:`compare_syncs`, ``whatif``
+        :func:`compare_whatif`.
 
     What-if conditions (``fail``, ``degrade``, ``fail_policy``, ``slow``,
     ``background``) are scenario columns: algorithms are ranked within one
@@ -139,11 +140,13 @@ def compare(df: pd.DataFrame, by: str = "label") -> pd.DataFrame:
     """
     if by == "model":
         return compare_models(df)
+    if by == "sync":
+        return compare_syncs(df)
     if by == "whatif":
         return compare_whatif(df)
     if by not in ("label", "algorithm"):
         raise ConfigError(f"compare: by={by!r} is not allowed; expected 'label', 'algorithm', "
-                          "'model' or 'whatif'")
+                          "'model', 'sync' or 'whatif'")
     df = with_whatif(df)
     need = ["size_bytes", "goodput_Bps"]
     missing = [c for c in need if c not in df.columns]
@@ -225,56 +228,76 @@ def compare_models(df: pd.DataFrame) -> pd.DataFrame:
         and ``same_best`` (they agree). Configurations only one model timed
         are left out.
     """
-    need = [c for c in ("model", "size_bytes", "time_s", "goodput_Bps") if c not in df.columns]
+    return _compare_pair(df, "model", "flow", "genmodel",
+                         'sweep field model = ["flow", "genmodel"]')
+
+
+def compare_syncs(df: pd.DataFrame) -> pd.DataFrame:
+    """Barrier against dataflow execution: per configuration (scenario
+    without ``sync``, algorithm label) and size, both times, their ratio
+    (``dataflow_time_s / barrier_time_s``: below 1 dataflow is faster) and
+    the best algorithm under each (``best_barrier``, ``best_dataflow``,
+    ``same_best``), as :func:`compare_models` does for the two models."""
+    d = df if "sync" not in df.columns else df.assign(sync=df["sync"].fillna("barrier"))
+    return _compare_pair(d, "sync", "barrier", "dataflow",
+                         'sweep field sync = ["barrier", "dataflow"]')
+
+
+def _compare_pair(df: pd.DataFrame, column: str, a: str, b: str, how: str) -> pd.DataFrame:
+    """The configurations timed under both values ``a`` and ``b`` of
+    ``column`` side by side: ``{a}_time_s``, ``{b}_time_s``, ``ratio`` (b / a),
+    ``best_{a}``, ``best_{b}`` and ``same_best``."""
+    need = [c for c in (column, "size_bytes", "time_s", "goodput_Bps") if c not in df.columns]
     if need:
         raise ConfigError(f"compare: the data lacks column(s) {', '.join(need)}")
-    models = set(df["model"].fillna("flow"))
-    if not {"flow", "genmodel"} <= models:
-        raise ConfigError(f"compare --by model: the data holds model(s) "
-                          f"{', '.join(sorted(models))} only; it needs rows of flow and "
-                          "genmodel (sweep field model = [\"flow\", \"genmodel\"])")
-    d = df.assign(model=df["model"].fillna("flow"))
-    # the scenario of a configuration is the same under both models
-    keys = [c for c in scenario_columns(d) if c != "model"]
-    # both models rank the same algorithms: those they both timed there
+    values = set(df[column].fillna(a))
+    if not {a, b} <= values:
+        raise ConfigError(f"compare --by {column}: the data holds {column}(s) "
+                          f"{', '.join(sorted(values))} only; it needs rows of {a} and "
+                          f"{b} ({how})")
+    d = df.assign(**{column: df[column].fillna(a)})
+    # the scenario of a configuration is the same under both values
+    keys = [c for c in scenario_columns(d) if c != column]
+    # both rank the same algorithms: those timed under both there
     label = "label" if "label" in d.columns else "algorithm"
-    both = d.groupby(keys + [label, "size_bytes"], dropna=False, sort=False)["model"] \
+    both = d.groupby(keys + [label, "size_bytes"], dropna=False, sort=False)[column] \
         .transform("nunique") == 2
     d = d[both]
+    cols_a, cols_b = f"{a}_time_s", f"{b}_time_s"
     if d.empty:
-        return pd.DataFrame(columns=keys + ["size_bytes", "algorithm", "flow_time_s",
-                                            "genmodel_time_s", "ratio", "best_flow",
-                                            "best_genmodel", "same_best"])
-    per_model = {m: compare(d[d["model"] == m]) for m in ("flow", "genmodel")}
+        return pd.DataFrame(columns=keys + ["size_bytes", "algorithm", cols_a, cols_b,
+                                            "ratio", f"best_{a}", f"best_{b}", "same_best"])
+    per = {m: compare(d[d[column] == m]) for m in (a, b)}
     gk = keys + ["size_bytes", "algorithm"]
     side = []
-    for m, cmp in per_model.items():
+    for m, cmp in per.items():
         missing = [c for c in keys if c not in cmp.columns]
-        if missing:   # a column that varies in the whole data but not in this model's rows
-            cmp = cmp.merge(d[d["model"] == m][missing].drop_duplicates(), how="cross")
+        if missing:   # a column that varies in the whole data but not in this value's rows
+            cmp = cmp.merge(d[d[column] == m][missing].drop_duplicates(), how="cross")
         side.append(cmp[gk + ["time_s", "best"]].rename(
             columns={"time_s": f"{m}_time_s", "best": f"best_{m}"}))
     out = side[0].merge(side[1], on=gk, how="inner")
     with np.errstate(divide="ignore", invalid="ignore"):
-        out["ratio"] = out["genmodel_time_s"] / out["flow_time_s"]
-    out["same_best"] = out["best_flow"] == out["best_genmodel"]
-    cols = gk + ["flow_time_s", "genmodel_time_s", "ratio", "best_flow", "best_genmodel",
-                 "same_best"]
+        out["ratio"] = out[cols_b] / out[cols_a]
+    out["same_best"] = out[f"best_{a}"] == out[f"best_{b}"]
+    cols = gk + [cols_a, cols_b, "ratio", f"best_{a}", f"best_{b}", "same_best"]
     return out[cols].sort_values(gk, kind="stable").reset_index(drop=True)
 
 
 def compare_models_table(cmp: pd.DataFrame) -> str:
-    """A readable table of :func:`compare_models`: times printed with their
-    unit, the ratio to 4 digits; one block per group when there are several."""
+    """A readable table of :func:`compare_models` (or :func:`compare_syncs`):
+    times printed with their unit, the ratio to 4 digits; one block per
+    group when there are several."""
+    a, b = ("flow", "genmodel") if "genmodel_time_s" in cmp.columns else ("barrier", "dataflow")
     if cmp.empty:
-        return "(no configuration timed by both models)"
+        return "(no configuration timed both ways)"
     show = cmp.copy()
     show["size_bytes"] = show["size_bytes"].map(format_size)
-    show["flow_time_s"] = show["flow_time_s"].map(format_time)
-    show["genmodel_time_s"] = show["genmodel_time_s"].map(format_time)
+    show[f"{a}_time_s"] = show[f"{a}_time_s"].map(format_time)
+    show[f"{b}_time_s"] = show[f"{b}_time_s"].map(format_time)
     show["ratio"] = show["ratio"].map(lambda r: f"{r:.4g}")
-    show = show.rename(columns={"size_bytes": "size", "flow_time_s": "flow",
-                                "genmodel_time_s": "genmodel", "ratio": "genmodel/flow"})
+    show = show.rename(columns={"size_bytes": "size", f"{a}_time_s": a,
+                                f"{b}_time_s": b, "ratio": f"{b}/{a}"})
     if "group" in show.columns:
         return "\n\n".join(f"== group {g} ==\n" + sub.drop(columns="group").to_string(index=False)
                            for g, sub in show.groupby("group", sort=True))
@@ -503,7 +526,7 @@ def compare_table(cmp: pd.DataFrame) -> str:
     one block per group when there are several."""
     if cmp.empty:
         return "(no results)"
-    if "genmodel_time_s" in cmp.columns:
+    if "genmodel_time_s" in cmp.columns or "dataflow_time_s" in cmp.columns:
         return compare_models_table(cmp)
     if "slowdown_max" in cmp.columns:
         return compare_whatif_table(cmp)

@@ -124,3 +124,13 @@ def test_algorithms_that_plan_per_size_plan_for_the_jobs_size():
         want = flowemu.simulate("tree:SS24", alg, "64MiB", network="genmodel-table5")
         assert df["time_s"].iloc[0] == pytest.approx(want["time_s"].iloc[0], rel=1e-12)
         assert df["variant"].iloc[0] == want["variant"].iloc[0]
+
+
+def test_failures_follow_the_fail_policy_per_job():
+    """A ring job whose neighbour link fails is refused under the strict
+    policy, naming the job, as simulate refuses it; reroute runs it."""
+    jobs = ["algorithm=ring size=1MiB ranks=8", "algorithm=recdoub size=1MiB ranks=8"]
+    with pytest.raises(ConfigError, match=r"jobs\[0\]: fail: algorithm ring relies on link"):
+        flowemu.simulate_jobs("torus:4x4", jobs, fail="random:2:1")
+    df = flowemu.simulate_jobs("torus:4x4", jobs, fail="random:2:1", fail_policy="reroute")
+    assert list(df["failed_links"]) == [2, 2] and (df["time_s"] > 0).all()

@@ -271,7 +271,7 @@ def test_compare_format_follows_extension(capsys, tmp_path, dataset, ext):
     (["-f", "csv", "-o", "x.parquet"], ["--format csv", "x.parquet"]),
     (["-f", "parquet"], ["--format parquet", "--out"]),
     (["-o", "x.xlsx"], ["--out", ".xlsx"]),
-    (["--by", "colour"], ["--by", "colour", "label, algorithm, model or whatif"]),
+    (["--by", "colour"], ["--by", "colour", "label, algorithm, model, sync or whatif"]),
 ])
 def test_compare_refusals(capsys, tmp_path, dataset, extra, words):
     argv = ["compare", dataset] + [str(tmp_path / a) if a.startswith("x.") else a

@@ -62,3 +62,21 @@ def test_genmodel_cannot_run_dataflow(tmp_path):
     with pytest.raises(SweepConfigError, match="'lockstep' is not allowed; expected one of "
                                                "'barrier', 'dataflow'"):
         load_sweep(path)
+
+
+def test_compare_by_sync_puts_the_two_modes_side_by_side(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text(GRID.replace('algorithm = "swing:variant=bandwidth"',
+                                 'algorithm = ["swing:variant=bandwidth", "ring"]'))
+    out = tmp_path / "out"
+    sweep(path, out, progress=False, jobs=1)
+    cmp = flowemu.compare(load(out), by="sync")
+    assert len(cmp) == 4   # 2 algorithms x 2 sizes
+    for row in cmp.itertuples():
+        want = {s: flowemu.simulate("torus:4x4", row.algorithm, [row.size_bytes], gamma="1ns",
+                                    slow="3=0.5", sync=s).time_s.iloc[0]
+                for s in ("barrier", "dataflow")}
+        assert row.barrier_time_s == pytest.approx(want["barrier"], rel=1e-12)
+        assert row.ratio == pytest.approx(want["dataflow"] / want["barrier"], rel=1e-12)
+    with pytest.raises(flowemu.ConfigError, match="compare --by sync: the data holds sync"):
+        flowemu.compare(load(out)[lambda d: d["sync"] == "barrier"], by="sync")

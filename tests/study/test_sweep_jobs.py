@@ -84,3 +84,14 @@ def test_bad_jobs_are_named(tmp_path):
     text = str(err.value)
     assert "on torus:4x4: jobs[0].ranks: 20 ranks do not fit on the 16 endpoints" in text
     assert "torus:8x8" not in text   # it fits there
+
+
+def test_a_failure_that_breaks_a_ring_job_is_reported_before_running(tmp_path):
+    path = _write(tmp_path, 'topology = "torus:4x4"\n'
+                            'jobs = [["algorithm=ring size=1MiB ranks=8", '
+                            '"algorithm=recdoub size=1MiB ranks=8"]]\n'
+                            'failures = 2\nfailure_seed = 1\n')
+    with pytest.raises(SweepConfigError, match=r"jobs\[0\]: fail: algorithm ring relies on link"):
+        load_sweep(path)
+    path.write_text(path.read_text() + 'fail_policy = "reroute"\n')
+    assert len(load_sweep(path).configs) == 1

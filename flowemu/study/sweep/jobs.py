@@ -13,7 +13,7 @@ the sweep file is read.
 
 from __future__ import annotations
 
-from ...api.jobs import check_jobs, job_text, parse_job, simulate_jobs
+from ...api.jobs import check_job_failures, check_jobs, job_text, parse_job, simulate_jobs
 from ...core.errors import ConfigError
 from .config import Config
 from .fields import Alg, Problems, build_topology, type_name
@@ -79,6 +79,8 @@ def check_jobs_config(cfg: Config, loc: str, probs: Problems) -> bool:
         return False
     try:
         check_jobs(build_topology(cfg.topology), list(cfg.jobs))
+        check_job_failures(build_topology(cfg.topology), list(cfg.jobs), cfg.network(),
+                           cfg.fail or None, cfg.degrade or None, cfg.fail_policy)
     except ConfigError as exc:
         probs.add(loc, f"on {cfg.topology}: {exc}")
         return False

@@ -272,15 +272,14 @@ def load_sweep(path) -> SweepPlan:
             if alg.traffic:
                 if not check_traffic_config(cfg, locs["algorithm"], misfits):
                     continue
-            elif alg.jobs:
-                if not check_jobs_config(cfg, locs["algorithm"], misfits):
-                    continue
-            elif not _runs_on(cfg, alg, locs, misfits):
+            elif not alg.jobs and not _runs_on(cfg, alg, locs, misfits):
                 continue
             given = cfg
             cfg = _whatif(cfg, locs, misfits, checked)
             if cfg is None:
                 continue
+            if alg.jobs and not check_jobs_config(cfg, locs["algorithm"], misfits):
+                continue   # (after the what-ifs: the failures a job must survive)
             if cfg.model == "genmodel" and cfg.sync != "barrier":
                 misfits.add(locs["sync"], f"sync = {cfg.sync!r} needs model = \"flow\": "
                                           "GenModel prices barrier-synchronised steps only "
