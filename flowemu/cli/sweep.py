@@ -54,7 +54,7 @@ def cmd_sweep(args) -> int:
         for cfg in plan.configs:
             print(f"{cfg.hash}  {cfg.key}")
         print(f"{len(plan.configs)} configurations in {len(plan.groups)} group(s), "
-              f"{sum(len(c.sizes) for c in plan.configs)} rows")
+              f"{sum(c.num_rows for c in plan.configs)} rows")
         return 0
 
     def _terminate(signum, frame):   # `kill PID`: stop the workers, keep what is saved

@@ -31,12 +31,14 @@ def test_job_sets_write_a_row_per_job(tmp_path):
                             'sync = ["barrier", "dataflow"]\n')
     sweep(path, tmp_path / "out", progress=False, jobs=1)
     df = load(tmp_path / "out")
-    assert len(df) == 8 and set(df["label"]) == {"jobs:ring+recdoub", "jobs:ring+swing"}
+    assert len(df) == 8 and set(df["label"]) == {"jobs:ring+recdoub#0", "jobs:ring+recdoub#1",
+                                                  "jobs:ring+swing#0", "jobs:ring+swing#1"}
     for sync in ("barrier", "dataflow"):
         for jobs in SETS:
             want = flowemu.simulate_jobs("torus:4x4", jobs, sync=sync)
             label = "jobs:" + "+".join(j.split()[0].split("=")[1] for j in jobs)
-            got = df[(df["sync"] == sync) & (df["label"] == label)].sort_values("job")
+            got = df[(df["sync"] == sync) & df["label"].str.startswith(label + "#")] \
+                .sort_values("job")
             np.testing.assert_allclose(got["time_s"], want["time_s"], rtol=1e-12)
             np.testing.assert_allclose(got["job_slowdown"], want["slowdown"], rtol=1e-12)
             np.testing.assert_allclose(got["job_alone_s"], want["alone_s"], rtol=1e-12)
@@ -82,7 +84,8 @@ def test_bad_jobs_are_named(tmp_path):
     with pytest.raises(SweepConfigError) as err:
         load_sweep(path)
     text = str(err.value)
-    assert "on torus:4x4: jobs[0].ranks: 20 ranks do not fit on the 16 endpoints" in text
+    assert "on torus:4x4, job set jobs:ring: jobs[0].ranks: 20 ranks do not fit on the 16 " \
+        "endpoints" in text
     assert "torus:8x8" not in text   # it fits there
 
 
@@ -95,3 +98,27 @@ def test_a_failure_that_breaks_a_ring_job_is_reported_before_running(tmp_path):
         load_sweep(path)
     path.write_text(path.read_text() + 'fail_policy = "reroute"\n')
     assert len(load_sweep(path).configs) == 1
+
+
+def test_compare_keeps_every_job_and_dry_run_counts_them(tmp_path, capsys):
+    """Jobs of one set on the same placement (both packed) are two rows of
+    compare, not one; --dry-run counts a row per job."""
+    path = _write(tmp_path, 'topology = "torus:4x4"\njobs = [["algorithm=ring size=1MiB '
+                            'ranks=8", "algorithm=swing size=1MiB ranks=8"]]\n')
+    sweep(path, tmp_path / "out", progress=False, jobs=1)
+    cmp = flowemu.compare(load(tmp_path / "out"))
+    assert sorted(cmp["algorithm"]) == ["jobs:ring+swing#0", "jobs:ring+swing#1"]
+    from flowemu.cli.app import main
+    assert main(["sweep", str(path), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "1 configurations in 1 group(s), 2 rows" in out and "sizes=" not in out
+
+
+def test_mixed_job_arrays_and_fractional_ranks_are_named(tmp_path):
+    path = _write(tmp_path, 'topology = "torus:4x4"\njobs = [["algorithm=ring size=1MiB"], '
+                            '"algorithm=swing size=1MiB"]\n')
+    with pytest.raises(SweepConfigError, match="mixes job sets"):
+        load_sweep(path)
+    with pytest.raises(flowemu.ConfigError, match=r"jobs\[0\].ranks: 8.5 is not allowed"):
+        flowemu.simulate_jobs("torus:4x4", [{"algorithm": "ring", "size": "1MiB",
+                                             "ranks": 8.5}])

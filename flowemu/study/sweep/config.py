@@ -106,6 +106,12 @@ class Config:
     hash: str = ""
 
     @property
+    def num_rows(self) -> int:
+        """The result rows the configuration writes: one per size, per job of
+        a job set, or one for a traffic file."""
+        return len(self.jobs) if self.jobs else 1 if self.traffic else len(self.sizes)
+
+    @property
     def sizes_text(self) -> str:
         return sizes_text(self.sizes)
 
@@ -237,5 +243,6 @@ def config_key(cfg: Config) -> str:
         v = getattr(cfg, name)
         if v != DEFAULTS[name]:
             parts.append(f"{name}={_fmt_field(name, v)}")
-    parts.append(f"sizes={cfg.sizes_text}")
+    if not cfg.jobs:   # (each job of a set has its size in the algorithm text)
+        parts.append(f"sizes={cfg.sizes_text}")
     return "|".join(parts)

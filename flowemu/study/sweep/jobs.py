@@ -32,6 +32,10 @@ def parse_jobs_field(raw, loc: str, probs: Problems) -> list[Alg] | None:
                        f"an array of such lists, got {type_name(raw) if raw != [] else '[]'}")
         return None
     nested = all(isinstance(x, list) for x in raw)
+    if not nested and any(isinstance(x, list) for x in raw):
+        probs.add(loc, "mixes job sets (arrays) and jobs (texts or tables); write one job set "
+                       "as a list of jobs, or several as a list of such lists")
+        return None
     sets = raw if nested else [raw]
     out, ok = [], True
     for i, jobs in enumerate(sets):
@@ -82,7 +86,7 @@ def check_jobs_config(cfg: Config, loc: str, probs: Problems) -> bool:
         check_job_failures(build_topology(cfg.topology), list(cfg.jobs), cfg.network(),
                            cfg.fail or None, cfg.degrade or None, cfg.fail_policy)
     except ConfigError as exc:
-        probs.add(loc, f"on {cfg.topology}: {exc}")
+        probs.add(loc, f"on {cfg.topology}, job set {cfg.label}: {exc}")
         return False
     return True
 
@@ -100,7 +104,9 @@ def job_rows(cfg: Config, threads: int | None = None, max_memory=None) -> list[d
     for rec in df.to_dict("records"):
         rec = dict(rec)
         j = rec.pop("job")
-        rows.append({**rec, "model": "flow", "job": float(j), "job_start_s": rec.pop("start_s"),
+        # a label per job: compare keeps each job's row (jobs of a set may share a placement)
+        rows.append({**rec, "label": f"{cfg.label}#{j}", "model": "flow", "job": float(j),
+                     "job_start_s": rec.pop("start_s"),
                      "job_alone_s": rec.pop("alone_s"), "job_slowdown": rec.pop("slowdown"),
                      "note": f"job {j} of {len(df)}; ends at {rec.pop('end_s'):.6g} s"})
     return rows

@@ -327,7 +327,7 @@ def _uses_traffic(doc: dict, table: dict, prefix: str, probs: Problems) -> str |
         clash = [k for k in ("algorithm", "sizes", other) if k in source]
         what = ("a traffic file takes the place of the algorithm and gives every flow's "
                 "bytes" if key == "traffic" else
-                "a job set takes the place of the algorithm; each job gives its size")
+                "a job set takes the place of the algorithm, and each job gives its size")
         for k in clash:
             probs.add(f"{where}{k}", f"does not apply beside {key} ({what})")
         return None if clash else key
