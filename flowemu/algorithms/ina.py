@@ -81,6 +81,9 @@ def build(p: int, topology=None, blocks: bool = False, collective: str = "allred
     if not 0 <= root < p:
         raise ConfigError(f"algorithm {NAME}: option root={root} is not allowed; expected a "
                           f"rank in 0..{p - 1}")
+    if root and collective == "allreduce":
+        raise ConfigError(f"algorithm {NAME}: option root={root} applies to "
+                          "collective=reduce (an allreduce delivers to every rank)")
     if p > topology.num_endpoints:
         raise ConfigError(f"ranks: {p} ranks do not fit on {topology.spec} "
                           f"({topology.num_endpoints} endpoints)")

@@ -40,7 +40,8 @@ _MODES: dict[str, tuple[str, ...]] = {}
 
 #: what each routing mode does, shown by ``flowemu list``
 MODE_DOCS = {
-    "split": "even fractional split over all minimal paths (the fluid limit of ECMP)",
+    "split": "even fractional split over the minimal paths (the fluid limit of ECMP; on "
+             "tori and meshes evenly over the minimal next hops at every hop)",
     "hash": "one minimal path per flow by a seeded hash of (source, destination)",
     "dor": "dimension order: one minimal path, lowest dimension first",
     "dmodk": "destination mod k: one path, each tier's up-port chosen from the destination "

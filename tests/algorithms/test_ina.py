@@ -231,3 +231,9 @@ def test_command_line_lists_and_runs_it(capsys):
     assert code == 0 and "allreduce, 2 trees" in out
     code, _, err = run(capsys, ["verify", "-a", "ina", "-t", "fattree:k=4"])
     assert code != 0 and "cannot express a switch's reduction" in one_error_line(err)
+
+
+def test_root_applies_to_reduce_only():
+    with pytest.raises(ConfigError, match="option root=3 applies to collective=reduce"):
+        flowemu.simulate("fattree:k=4", "ina:root=3", "1MiB")
+    assert flowemu.simulate("fattree:k=4", "ina:collective=reduce,root=3", "1MiB").time_s[0] > 0
