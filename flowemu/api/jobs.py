@@ -166,6 +166,9 @@ def simulate_jobs(topology, jobs, *, sync: str = "barrier", ecmp: str = "split",
                 if alone_run.num_stages else 0.0
             if best is None or alone < best[2]:
                 best = (sched, cand, alone)
+        keep = {id(pat.traffic) for pat in best[0].steps.patterns}   # routes layout memoised
+        jctx.key_of = {k: v for k, v in jctx.key_of.items()
+                       if not (k[0] == "dataflow" and k[1] not in keep)}
         picked.append((best[0], jctx, best[1], best[2]))
     run = layout(shared, [(sched, jctx, sync) for sched, jctx, _, _ in picked], lim)
     sizes = np.array([s.size for s in specs], dtype=np.float64)

@@ -117,22 +117,25 @@ class Run:
         """:func:`flowemu.engine.profiles.profile` of ``sched`` in this run (its
         what-ifs applied; a topology-bound schedule a failure breaks is
         refused under ``fail_policy="strict"``)."""
-        w = self.whatif
-        if w is not None:
-            check_fail_policy(sched, self.topology, self.mapping, w.columns["fail_policy"],
-                              self.spec)
+        w = self._checked(sched)
         return profile(sched, self.topology, self.network, ecmp=self.ecmp, seed=self.seed,
                        mapping=self.mapping, threads=self.threads, max_memory=self.limit,
                        background=None if w is None else w.background,
                        slow=None if w is None else w.slow, **kwargs)
 
-    def dataflow(self, sched: Schedule):
-        """:func:`flowemu.engine.dataflow.dataflow_run` of ``sched`` in this
-        run (its what-ifs applied, as :meth:`profile`)."""
+    def _checked(self, sched: Schedule):
+        """The run's what-ifs, a topology-bound schedule a failure breaks
+        refused under ``fail_policy="strict"``."""
         w = self.whatif
         if w is not None:
             check_fail_policy(sched, self.topology, self.mapping, w.columns["fail_policy"],
                               self.spec)
+        return w
+
+    def dataflow(self, sched: Schedule):
+        """:func:`flowemu.engine.dataflow.dataflow_run` of ``sched`` in this
+        run (its what-ifs applied, as :meth:`profile`)."""
+        w = self._checked(sched)
         return dataflow_run(sched, self.topology, self.network, ecmp=self.ecmp, seed=self.seed,
                             mapping=self.mapping, max_memory=self.limit,
                             background=None if w is None else w.background,

@@ -205,6 +205,7 @@ def layout(ctx: Context, jobs, lim: budget.Limit) -> DataflowRun:
                                   "dataflow and several jobs do not lay them out yet")
             if id(tr) not in pats:
                 pats[id(tr)] = _routed(jctx, tr, reduce) if tr.num_flows else None
+                jctx.key_of[("dataflow", id(tr), reduce)] = (tr, pats[id(tr)])
         for step, count in zip(steps.patterns, steps.counts(), strict=True):
             got = pats[id(step.traffic)]
             if got is not None:
@@ -260,14 +261,12 @@ def layout(ctx: Context, jobs, lim: budget.Limit) -> DataflowRun:
         parts.append(Part(schedule, jctx.mapping, sync, first, count))
         first += count
 
-    def cat(name, dtype):
-        return np.concatenate(cols[name]).astype(dtype) if cols[name] else np.zeros(0, dtype)
 
     routes = concat_routes(cols["routes"])
     nf = routes.num_flows
-    src, dst = cat("src", np.int64), cat("dst", np.int64)
-    lat = cat("lat", np.float64)
-    s_stage, d_stage = cat("s_stage", np.int64), cat("d_stage", np.int64)
+    src, dst = _joined(cols["src"], np.int64), _joined(cols["dst"], np.int64)
+    lat = _joined(cols["lat"], np.float64)
+    s_stage, d_stage = _joined(cols["s_stage"], np.int64), _joined(cols["d_stage"], np.int64)
     order = np.argsort(s_stage, kind="stable")
     stage_ptr = np.zeros(first + 1, dtype=np.int64)
     np.cumsum(np.bincount(s_stage, minlength=first), out=stage_ptr[1:])
@@ -285,14 +284,16 @@ def layout(ctx: Context, jobs, lim: budget.Limit) -> DataflowRun:
         capacity = next((got[4] for pats in routed for got in pats.values()
                          if got is not None), capacity)
 
-    def joined(arrays, dtype):
-        return np.concatenate(arrays).astype(dtype) if arrays else np.zeros(0, dtype)
-
-    return DataflowRun(ctx, tuple(parts), routes, capacity, src, dst, cat("share", np.float64),
-                       cat("part", np.int64), lat, s_stage, d_stage, stage_ptr,
-                       order.astype(np.int32), joined(stage_spb, np.float64),
-                       joined(stage_next, np.int64), joined(stage_part, np.int64), persistent,
+    return DataflowRun(ctx, tuple(parts), routes, capacity, src, dst,
+                       _joined(cols["share"], np.float64), _joined(cols["part"], np.int64), lat, s_stage, d_stage, stage_ptr,
+                       order.astype(np.int32), _joined(stage_spb, np.float64),
+                       _joined(stage_next, np.int64), _joined(stage_part, np.int64), persistent,
                        nf)
+
+
+def _joined(arrays, dtype) -> np.ndarray:
+    """The arrays one after the other as ``dtype`` (empty when there are none)."""
+    return np.concatenate(arrays).astype(dtype) if arrays else np.zeros(0, dtype)
 
 
 def _routed(ctx: Context, traffic, reduce: bool) -> tuple:
@@ -301,6 +302,9 @@ def _routed(ctx: Context, traffic, reduce: bool) -> tuple:
     (:meth:`~flowemu.topology.Topology.solver_problem`, whose capacities
     depend on the links only) and ``capacity`` its capacities, else the
     routes themselves and the link capacities."""
+    known = ctx.key_of.get(("dataflow", id(traffic), reduce))
+    if known is not None and known[0] is traffic:   # a job routed alone, then with the others
+        return known[1]
     routes, src, dst = route_step(ctx, traffic)
     latency = flow_latency(ctx, routes)
     capacity = ctx.link_capacity

@@ -95,6 +95,29 @@ def _unlink(g, flow_ptr, res, act_head, act_next, act_prev):
 
 
 @njit(**NUMPY_ERRORS)
+def _enter(g, ev, flow_ptr, res, n_plain, incast, capacity, w_t, eps, fan_in, rs, ri, fl, rate,
+           old_rate, changed, n_changed, stack, n_stack, seeded, seeds, n_seeds, act_head,
+           act_next, act_prev):
+    """Flow ``g`` (with a path) enters the solve at rate 0, rising: it joins
+    its resources' lists and receivers' fan-in, and its resources seed the
+    next fill. Returns ``(n_changed, n_stack, n_seeds)``."""
+    n_changed, n_stack = release(g, ev, fl, ri, rate, old_rate, changed, n_changed, stack,
+                                 n_stack)
+    _link(g, flow_ptr, res, act_head, act_next, act_prev)
+    for e in range(flow_ptr[g], flow_ptr[g + 1]):
+        r = res[e]
+        if incast and r >= n_plain:
+            fan_in[r] += 1
+            rs[r, CAP] = ingress_capacity(capacity[r], fan_in[r], w_t[r - n_plain],
+                                          eps[r - n_plain])
+        if seeded[r] != ev:
+            seeded[r] = ev
+            seeds[n_seeds] = r
+            n_seeds += 1
+    return n_changed, n_stack, n_seeds
+
+
+@njit(**NUMPY_ERRORS)
 def _start_stage(s, t, n_flows, stage_ptr, stage_flows, stage_pending, stage_delay,
                  stage_start, start, flow_ptr, res, n_plain, incast, capacity, w_t, eps, fan_in,
                  rs, ri, fl, rate, old_rate, changed, n_changed, stack, n_stack, ev, seeded, seeds, n_seeds,
@@ -111,19 +134,10 @@ def _start_stage(s, t, n_flows, stage_ptr, stage_flows, stage_pending, stage_del
             finish[g] = t
             tsize = heap_set(tk, ti, tpos, tsize, g, t + flow_lat[g])
             continue
-        n_changed, n_stack = release(g, ev, fl, ri, rate, old_rate, changed, n_changed, stack,
-                                     n_stack)
-        _link(g, flow_ptr, res, act_head, act_next, act_prev)
-        for e in range(flow_ptr[g], flow_ptr[g + 1]):
-            r = res[e]
-            if incast and r >= n_plain:
-                fan_in[r] += 1
-                rs[r, CAP] = ingress_capacity(capacity[r], fan_in[r], w_t[r - n_plain],
-                                              eps[r - n_plain])
-            if seeded[r] != ev:
-                seeded[r] = ev
-                seeds[n_seeds] = r
-                n_seeds += 1
+        n_changed, n_stack, n_seeds = _enter(
+            g, ev, flow_ptr, res, n_plain, incast, capacity, w_t, eps, fan_in, rs, ri, fl, rate,
+            old_rate, changed, n_changed, stack, n_stack, seeded, seeds, n_seeds, act_head,
+            act_next, act_prev)
     stage_pending[s] -= 1
     if stage_pending[s] == 0:
         tsize = heap_set(tk, ti, tpos, tsize, n_flows + s, t + stage_delay[s])
@@ -225,19 +239,10 @@ def dataflow_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes
     for f in range(n_flows):
         if persistent[f]:
             start[f] = 0.0
-            n_changed, n_stack = release(f, ev, fl, ri, rate, old_rate, changed, n_changed,
-                                         stack, n_stack)
-            _link(f, flow_ptr, res, act_head, act_next, act_prev)
-            for e in range(flow_ptr[f], flow_ptr[f + 1]):
-                r = res[e]
-                if incast and r >= n_plain:
-                    fan_in[r] += 1
-                    rs[r, CAP] = ingress_capacity(capacity[r], fan_in[r], w_t[r - n_plain],
-                                                  eps[r - n_plain])
-                if seeded[r] != ev:
-                    seeded[r] = ev
-                    seeds[n_seeds] = r
-                    n_seeds += 1
+            n_changed, n_stack, n_seeds = _enter(
+                f, ev, flow_ptr, res, n_plain, incast, capacity, w_t, eps, fan_in, rs, ri, fl,
+                rate, old_rate, changed, n_changed, stack, n_stack, seeded, seeds, n_seeds,
+                act_head, act_next, act_prev)
     for s in range(n_stages):
         if stage_release[s] > 0.0:
             tsize = heap_set(tk, ti, tpos, tsize, n_flows + n_stages + s, stage_release[s])

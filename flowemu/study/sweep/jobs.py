@@ -82,9 +82,12 @@ def check_jobs_config(cfg: Config, loc: str, probs: Problems) -> bool:
     if fixed:
         return False
     try:
-        check_jobs(build_topology(cfg.topology), list(cfg.jobs))
-        check_job_failures(build_topology(cfg.topology), list(cfg.jobs), cfg.network(),
-                           cfg.fail or None, cfg.degrade or None, cfg.fail_policy)
+        topo = build_topology(cfg.topology)
+        if cfg.fail or cfg.degrade:   # (checks the jobs too, on the faulted topology)
+            check_job_failures(topo, list(cfg.jobs), cfg.network(), cfg.fail or None,
+                               cfg.degrade or None, cfg.fail_policy)
+        else:
+            check_jobs(topo, list(cfg.jobs))
     except ConfigError as exc:
         probs.add(loc, f"on {cfg.topology}, job set {cfg.label}: {exc}")
         return False

@@ -183,11 +183,11 @@ def load_sweep(path) -> SweepPlan:
         seed_loc = ecmp_loc = "seed"
         locs: dict = {}
         explicit = set()   # network fields the file sets: they override a preset's
-        use_traffic = _uses_traffic(doc, table, prefix, probs)
+        replaced = _replaces_algorithm(doc, table, prefix, probs)
         for f in GRID_FIELDS:
-            if f == "algorithm" and use_traffic is not False:   # traffic files take its place
-                traffic, locs[f], _ = field_values(use_traffic or "traffic", table, prefix)
-                if traffic is None or use_traffic is None:
+            if f == "algorithm" and replaced is not False:   # traffic files or job sets
+                traffic, locs[f], _ = field_values(replaced or "traffic", table, prefix)
+                if traffic is None or replaced is None:
                     complete = False
                 else:
                     values[f] = traffic
@@ -312,7 +312,8 @@ def load_sweep(path) -> SweepPlan:
     return plan
 
 
-def _uses_traffic(doc: dict, table: dict, prefix: str, probs: Problems) -> str | bool | None:
+def _replaces_algorithm(doc: dict, table: dict, prefix: str,
+                        probs: Problems) -> str | bool | None:
     """The key a group times in place of an algorithm: ``"traffic"`` (traffic
     files) or ``"jobs"`` (job sets), in the group, or at the top of the file
     when the group gives no algorithm of its own; else False. None after
