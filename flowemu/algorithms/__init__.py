@@ -1,7 +1,9 @@
-"""Allreduce algorithms, registered by name (:mod:`flowemu.algorithms.registry`;
-schedules and specs in :mod:`flowemu.algorithms.base`)."""
+"""Collective algorithms, registered by collective and name
+(:mod:`flowemu.algorithms.registry`; schedules and specs in
+:mod:`flowemu.algorithms.base`, the collectives in
+:mod:`flowemu.algorithms.collectives`)."""
 
-from . import bucket, butterfly, dualroot, ina, ps, recdoub, ring, swing, trees  # noqa: F401  (registration)
+from . import bucket, butterfly, classic, dualroot, ina, ps, recdoub, ring, swing, trees  # noqa: F401  (registration)
 from .base import (
     COPY,
     REDUCE,

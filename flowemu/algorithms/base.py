@@ -302,6 +302,16 @@ class Schedule:
     #: traffic addresses them through ``Traffic.block_buffers``); the
     #: allreduce's result is buffer 0
     num_buffers: int = 1
+    #: the collective it computes (:mod:`flowemu.algorithms.collectives`)
+    collective: str = "allreduce"
+    #: the root of a rooted collective (broadcast, reduce, gather, scatter)
+    root: int = 0
+    #: int[num_blocks]: the rank each block belongs to, for the collectives
+    #: whose blocks are personalised (None: contiguous, ``B/p`` blocks a rank)
+    block_owner: np.ndarray | None = None
+    #: int[num_blocks]: all-to-all only, the rank each block goes to (None:
+    #: block ``b`` of ``m·p²`` goes to rank ``(b // m) mod p``)
+    block_dest: np.ndarray | None = None
 
     def __post_init__(self):
         if not isinstance(self.steps, Steps):
@@ -397,6 +407,9 @@ class AlgorithmSpec:
     #: its steps are timed at a barrier, one job at a time only (in-network
     #: aggregation streams): ``sync="dataflow"`` and several-job runs refuse it
     barrier_only: bool = False
+    #: the collective it computes (:mod:`flowemu.algorithms.collectives`);
+    #: names are looked up per collective
+    collective: str = "allreduce"
 
     def check_family(self, topology_spec: str, label: str | None = None) -> None:
         """A ConfigError when the algorithm does not run on the family of

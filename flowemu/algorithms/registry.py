@@ -41,6 +41,7 @@ import numpy as np
 
 from ..core.errors import ConfigError, FlowEmuError, ScheduleError, show
 from .base import AlgorithmSpec, Param, Schedule
+from .collectives import get_collective
 
 __all__ = ["ENTRY_POINT_GROUP", "algorithm_names", "get_algorithm", "plugin_errors", "register",
            "register_algorithm", "unregister_algorithm"]
@@ -164,16 +165,29 @@ def plugin_errors() -> dict[str, str]:
 # ------------------------------------------------------------------ the registry
 
 _REGISTRY: dict[str, AlgorithmSpec] = {}
+#: the algorithms of the other collectives: collective -> name -> spec
+_OTHERS: dict[str, dict[str, AlgorithmSpec]] = {}
 
 
 def register(spec: AlgorithmSpec) -> AlgorithmSpec:
-    if spec.name in _REGISTRY:
-        raise ValueError(f"algorithm {spec.name!r} is already registered")
-    _REGISTRY[spec.name] = spec
+    table = _REGISTRY if spec.collective == "allreduce" else \
+        _OTHERS.setdefault(spec.collective, {})
+    if spec.name in table:
+        raise ValueError(f"algorithm {spec.name!r} of {spec.collective} is already registered")
+    table[spec.name] = spec
     return spec
 
 
-def get_algorithm(name: str) -> AlgorithmSpec:
+def get_algorithm(name: str, collective: str = "allreduce") -> AlgorithmSpec:
+    """The algorithm ``name`` of ``collective`` (default allreduce); a
+    ConfigError naming the known ones otherwise."""
+    if collective != "allreduce":
+        table = _OTHERS.get(get_collective(collective).name, {})
+        if name not in table:
+            raise ConfigError(f"algorithm: {name!r} is not an algorithm of "
+                              f"{get_collective(collective).name}; known: "
+                              f"{', '.join(sorted(table)) or '(none)'}")
+        return table[name]
     if name not in _REGISTRY:   # a plug-in's entry point, imported on first use
         lookup(name)
     try:
@@ -184,7 +198,10 @@ def get_algorithm(name: str) -> AlgorithmSpec:
         ) from None
 
 
-def algorithm_names() -> list[str]:
+def algorithm_names(collective: str = "allreduce") -> list[str]:
+    """The algorithms of ``collective`` (default allreduce, plug-ins included)."""
+    if collective != "allreduce":
+        return sorted(_OTHERS.get(get_collective(collective).name, {}))
     load_all()
     return sorted(_REGISTRY)
 

@@ -1,6 +1,9 @@
-"""Block-level proof that a schedule computes an allreduce.
+"""Block-level proof that a schedule computes its collective.
 
-:func:`verify_allreduce` replays a schedule built with ``blocks=True``. The
+:func:`verify` replays a schedule built with ``blocks=True`` and proves the
+postcondition of the collective it declares (``Schedule.collective``; the
+collectives and their blocks are in :mod:`.collectives`);
+:func:`verify_allreduce` proves an allreduce. For an allreduce the
 state is ``count[rank, block, origin]``: how many times the contribution of
 rank ``origin`` to ``block`` is contained in ``rank``'s copy of that block.
 Initially every rank holds only its own contribution to every block
@@ -9,6 +12,24 @@ reads its sender's state as it was when the step started. A REDUCE flow adds
 the sender's counts into the receiver's (a count above 1 means a contribution
 was reduced twice); a COPY flow overwrites them. At the end every rank must
 hold every block with every origin exactly once.
+
+The other collectives start and end elsewhere (``owner(b)`` is the rank
+block ``b`` belongs to, ``dest(b)`` an all-to-all block's receiver):
+
+==============  ===============================  ================================
+collective      initially                        finally (exactly once)
+==============  ===============================  ================================
+reduce_scatter  every rank, every block, own      rank owner(b): block b, every origin
+reduce          every rank, every block, own      the root: every block, every origin
+allgather       owner(b) holds block b            every rank: block b from owner(b)
+gather          owner(b) holds block b            the root: block b from owner(b)
+broadcast       the root holds every block        every rank: block b from the root
+scatter         the root holds every block        rank owner(b): block b from the root
+alltoall        owner(b) holds block b            rank dest(b): block b from owner(b)
+==============  ===============================  ================================
+
+A collective that does not reduce (allgather, gather, broadcast, scatter,
+all-to-all) may not send a REDUCE flow.
 
 A schedule whose ranks keep several partial sums of one block at once
 (``Schedule.num_buffers`` K > 1) addresses them by buffer: the state is
@@ -31,10 +52,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.errors import ScheduleError
+from ..core.errors import ConfigError, ScheduleError
 from .base import COPY, REDUCE, Reduction, Schedule, Step, Traffic
+from .collectives import Collective, get_collective
 
-__all__ = ["StepStats", "VerifyReport", "equivalent_traffic", "verify_allreduce"]
+__all__ = ["StepStats", "VerifyReport", "equivalent_traffic", "verify", "verify_allreduce"]
 
 #: relative tolerance of share comparisons
 RTOL = 1e-12
@@ -71,6 +93,7 @@ class VerifyReport:
     received: np.ndarray
     reduced: np.ndarray
     num_buffers: int = 1   #: partial sums a rank may keep of one block
+    collective: str = "allreduce"   #: the collective proved
 
     @property
     def num_steps(self) -> int:
@@ -119,7 +142,7 @@ class _Checker:
         raise ScheduleError(f"{self.name}: step {i} {label!r}: {msg}")
 
     # -------------------------------------------------------------- partition
-    def block_partition(self) -> np.ndarray:
+    def block_partition(self, total_share: float = 1.0) -> np.ndarray:
         sched = self.schedule
         if self.p < 1:
             self.fail(f"p={self.p} must be >= 1")
@@ -133,8 +156,8 @@ class _Checker:
         if sched.num_blocks < 1 or np.any(~(block_share > 0)):
             self.fail("every block must have a positive share")
         total = block_share.sum()
-        if not _close(total, 1.0):
-            self.fail(f"block shares sum to {total:.17g}, not 1")
+        if not _close(total, total_share):
+            self.fail(f"block shares sum to {total:.17g}, not {total_share:g}")
         return block_share
 
     # -------------------------------------------------------------- one step
@@ -296,33 +319,130 @@ class _Checker:
                       f"({d}) but its REDUCE flows imply ({m})", i, label)
         return implied
 
-    def final_check(self, state: np.ndarray, num_blocks: int):
+    # -------------------------------------------------------------- collectives
+    def placement(self, coll: Collective, num_blocks: int, block_share: np.ndarray):
+        """``(owner, dest)`` int64[num_blocks] of a personalised collective's
+        blocks (``dest`` for all-to-all only, else None), checked: ranks in
+        range, and each rank's (each pair's) blocks worth ``1/p``."""
+        sched, p = self.schedule, self.p
+        per_rank = num_blocks // (p * p if coll.per_rank_total else p)
+        if sched.block_owner is None and (
+                per_rank < 1 or num_blocks % (p * p if coll.per_rank_total else p)):
+            need = "p²·m" if coll.per_rank_total else "p·m"
+            self.fail(f"{num_blocks} blocks cannot be split evenly among {p} ranks "
+                      f"(a {coll.name} needs {need} blocks or a block_owner)")
+        owner = self.ranks_of("block_owner", "belongs to", num_blocks,
+                              np.arange(num_blocks) // max(num_blocks // p, 1))
+        dest = None
+        if coll.per_rank_total:
+            dest = self.ranks_of("block_dest", "goes to", num_blocks,
+                                 (np.arange(num_blocks) // max(num_blocks // (p * p), 1)) % p)
+            part = np.bincount(owner * p + dest, weights=block_share, minlength=p * p)
+            what = "pair (sender, receiver)"
+        else:
+            part = np.bincount(owner, weights=block_share, minlength=p)
+            what = "rank"
+        bad = np.flatnonzero(~_close(part, 1.0 / p))
+        if len(bad):
+            who = divmod(int(bad[0]), p) if coll.per_rank_total else int(bad[0])
+            self.fail(f"the blocks of {what} {who} are worth {part[bad[0]]:.17g} of n, not "
+                      f"1/p = {1.0 / p:.17g} (a {coll.name} gives each {what} an equal part)")
+        return owner, dest
+
+    def ranks_of(self, field: str, verb: str, num_blocks: int, default) -> np.ndarray:
+        """The schedule's ``field`` (a rank a block; ``default`` when None),
+        checked, as int64."""
+        given = getattr(self.schedule, field)
+        if given is None:
+            return np.asarray(default, np.int64)
+        arr = np.asarray(given)
+        if arr.shape != (num_blocks,) or not np.issubdtype(arr.dtype, np.integer):
+            self.fail(f"{field} must be int[{num_blocks}] (a rank for every block), not "
+                      f"{arr.dtype}{list(arr.shape)}")
+        arr = arr.astype(np.int64)
+        bad = np.flatnonzero((arr < 0) | (arr >= self.p))
+        if len(bad):
+            self.fail(f"block {bad[0]} {verb} rank {arr[bad[0]]}, outside 0..{self.p - 1}")
+        return arr
+
+    def initial_state(self, coll: Collective, num_blocks: int, owner) -> np.ndarray:
+        """int16[p·B·K, p]: who holds what before the first step."""
+        p, root = self.p, int(self.schedule.root)
+        blocks = np.arange(num_blocks)
+        if coll.reduces:
+            state = np.zeros((p, num_blocks, self.num_buffers, p), np.int16)
+            ranks = np.arange(p)
+            state[ranks[:, None], blocks[None, :], 0, ranks[:, None]] = 1
+            return state.reshape(p * num_blocks * self.num_buffers, p)
+        # nothing is combined: a block only ever holds its one source's data,
+        # so one count a (rank, block, buffer) is the whole state
+        state = np.zeros((p, num_blocks, self.num_buffers, 1), np.int16)
+        if coll.owned and coll.name != "scatter":
+            state[owner, blocks, 0, 0] = 1
+        else:                       # broadcast, scatter: the root holds everything
+            state[root, blocks, 0, 0] = 1
+        return state.reshape(p * num_blocks * self.num_buffers, 1)
+
+    def final_check(self, state: np.ndarray, num_blocks: int, coll: Collective, owner=None,
+                    dest=None):
+        """Fail unless buffer 0 of the ``(rank, block)`` pairs the collective
+        fills holds what it must, each origin exactly once."""
+        p, root = self.p, int(self.schedule.root)
         steps = self.schedule.steps
         where = (f"after the last step {len(steps) - 1} {steps[-1].label!r} (end of schedule)"
                  if steps else "the schedule has no steps")
-        result = state[::self.num_buffers]    # buffer 0 of every (rank, block)
-        bad_rows = np.flatnonzero(np.any(result != 1, axis=1))
-        if len(bad_rows):
-            row = int(bad_rows[0])
-            node, b = divmod(row, num_blocks)
-            missing = np.flatnonzero(result[row] == 0)
-            extra = np.flatnonzero(result[row] > 1)
+        result = state[::self.num_buffers].reshape(p, num_blocks, -1)   # buffer 0
+        blocks = np.arange(num_blocks)
+        name = coll.name
+        if name in ("allreduce", "allgather", "broadcast"):
+            ranks, blk = np.repeat(np.arange(p), num_blocks), np.tile(blocks, p)
+        elif name in ("reduce", "gather"):
+            ranks, blk = np.full(num_blocks, root), blocks
+        elif name in ("reduce_scatter", "scatter"):
+            ranks, blk = owner, blocks
+        else:                       # alltoall
+            ranks, blk = dest, blocks
+        got = result[ranks, blk]
+        bad = np.flatnonzero(np.any(got != 1, axis=1))
+        if not len(bad):
+            return
+        i = int(bad[0])
+        if coll.reduces:
+            missing = np.flatnonzero(got[i] == 0)
+            extra = np.flatnonzero(got[i] > 1)
             what = []
             if len(missing):
                 what.append(f"lacks the contribution of origin(s) [{_list(missing)}]")
             if len(extra):
                 what.append(f"holds origin(s) [{_list(extra)}] more than once")
-            self.fail(f"{where}: rank {node} block {b} {' and '.join(what)}; "
-                      f"{len(bad_rows)} (rank, block) pair(s) are not fully reduced")
+            what, done = " and ".join(what), "fully reduced"
+        else:
+            source = root if name in ("broadcast", "scatter") else int(owner[blk[i]])
+            what = (f"lacks the data of rank {source}" if got[i, 0] == 0
+                    else f"holds the data of rank {source} {got[i, 0]} times")
+            done = "delivered"
+        of = "" if name == "allreduce" else f" of the {name}"
+        self.fail(f"{where}: rank {int(ranks[i])} block {int(blk[i])} {what}; {len(bad)} "
+                  f"(rank, block) pair(s){of} are not {done}")
 
 
 def verify_allreduce(schedule: Schedule) -> VerifyReport:
-    """Prove that ``schedule`` (built with ``blocks=True``) is an allreduce.
+    """Prove that ``schedule`` (built with ``blocks=True``) is an allreduce
+    (:func:`verify` with ``collective="allreduce"``, whatever the schedule
+    declares)."""
+    return verify(schedule, "allreduce")
+
+
+def verify(schedule: Schedule, collective: str | None = None) -> VerifyReport:
+    """Prove that ``schedule`` (built with ``blocks=True``) computes its
+    collective (``collective``, default ``schedule.collective``).
 
     Parameters
     ----------
     schedule : Schedule
         Steps with block content (``block_ptr``/``block_idx``/``op``).
+    collective : str, optional
+        One of :data:`flowemu.algorithms.collectives.COLLECTIVES`.
 
     Returns
     -------
@@ -336,24 +456,33 @@ def verify_allreduce(schedule: Schedule) -> VerifyReport:
         of the first violation: malformed flows (rank out of range, src ==
         dst, block out of range or listed twice, share != sum of its blocks'
         shares), a contribution reduced twice, two COPYs (or a COPY and a
-        REDUCE) into one block in one step, a declared Reduction that differs
-        from the REDUCE flows' work, or a final state in which some rank lacks
-        some contribution to some block.
+        REDUCE) into one block in one step, a REDUCE in a collective that
+        does not reduce, a declared Reduction that differs from the REDUCE
+        flows' work, blocks that do not give each rank an equal part, or a
+        final state that misses the collective's postcondition.
+    ConfigError
+        An unknown collective.
     """
+    coll = get_collective(schedule.collective if collective is None else collective)
     chk = _Checker(schedule)
-    block_share = chk.block_partition()
-    p, num_blocks = chk.p, len(block_share)
+    p = chk.p
+    block_share = chk.block_partition(float(p) if coll.per_rank_total else 1.0)
+    num_blocks = len(block_share)
     if chk.num_buffers < 1:
         chk.fail(f"num_buffers={chk.num_buffers} must be >= 1")
+    if coll.rooted and not 0 <= int(schedule.root) < p:
+        raise ConfigError(f"root: {schedule.root} is not a rank of {p} (0..{p - 1})")
+    owner, dest = chk.placement(coll, num_blocks, block_share) if coll.owned else (None, None)
     # int16 counts: every count is 0 or 1 between steps (more fails at once)
-    state = np.zeros((p, num_blocks, chk.num_buffers, p), np.int16)
-    ranks = np.arange(p)
-    state[ranks[:, None], np.arange(num_blocks)[None, :], 0, ranks[:, None]] = 1
-    state = state.reshape(p * num_blocks * chk.num_buffers, p)
+    state = chk.initial_state(coll, num_blocks, owner)
 
     stats, sent, received, reduced = [], np.zeros(p), np.zeros(p), np.zeros(p)
     for i, step in enumerate(schedule.steps):
         entries = chk.entries(i, step, block_share)
+        if not coll.reduces and np.any(step.traffic.op == REDUCE):
+            f = int(np.flatnonzero(step.traffic.op == REDUCE)[0])
+            chk.fail(f"flow {f} ({step.traffic.src[f]}→{step.traffic.dst[f]}) is a REDUCE; a "
+                     f"{coll.name} reduces nothing (its flows are COPY)", i, step.label)
         targets, fanin = chk.replay(i, step, state, entries, num_blocks)
         total, gamma, delta = chk.check_reduction(i, step, targets, fanin, block_share)
         tr = step.traffic
@@ -365,8 +494,9 @@ def verify_allreduce(schedule: Schedule) -> VerifyReport:
         stats.append(StepStats(step.label, tr.num_flows, float(s_node.max()),
                                float(r_node.max()), float(total.max()), float(gamma.max()),
                                float(delta.max())))
-    chk.final_check(state, num_blocks)
-    return VerifyReport(p, num_blocks, tuple(stats), sent, received, reduced, chk.num_buffers)
+    chk.final_check(state, num_blocks, coll, owner, dest)
+    return VerifyReport(p, num_blocks, tuple(stats), sent, received, reduced, chk.num_buffers,
+                        coll.name)
 
 
 def _sorted_flows(tr: Traffic):

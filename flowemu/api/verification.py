@@ -1,5 +1,6 @@
 """``flowemu verify`` and :func:`verify`: build an algorithm with block content
-and prove it computes an allreduce (:func:`flowemu.algorithms.verify.verify_allreduce`).
+and prove it computes its collective, an allreduce unless another is named
+(:func:`flowemu.algorithms.verify.verify`).
 
 The proof replays the schedule block by block: after the last step every rank
 must hold every block with every rank's contribution exactly once; no step may
@@ -24,7 +25,8 @@ import numpy as np
 
 from ..algorithms import get_algorithm, parse_algorithm_spec
 from ..algorithms.base import DEFAULT_AT
-from ..algorithms.verify import verify_allreduce
+from ..algorithms.collectives import COLLECTIVES, get_collective
+from ..algorithms.verify import verify as verify_schedule
 from ..core import budget, checks
 from ..core.errors import ConfigError, show
 from ..core.network import Network
@@ -39,12 +41,15 @@ MAX_STEPS_SHOWN = 40
 _PER_RANK_BLOCKS = ("acps", "bucket", "cps", "hcps", "ring")
 
 
-def min_blocks(name: str, options: dict, p: int) -> int:
+def min_blocks(name: str, options: dict, p: int, collective: str = "allreduce") -> int:
     """Blocks the block build of a built-in has at least (1 for the others:
     checked exactly once built): p for the reduce-scatter/allgather
     algorithms, the largest power of two <= p for recdoub's bandwidth
     variant, p for swing's, the segments of binomial (twice for dbtree's two
     trees), dualroot's fixed blocks; one for the latency variants."""
+    if collective != "allreduce":
+        coll = COLLECTIVES[collective]
+        return p * p if coll.per_rank_total else (p if coll.owned else 1)
     if name in _PER_RANK_BLOCKS:
         return p
     if name == "recdoub" and options.get("variant") == "bandwidth":
@@ -81,20 +86,23 @@ class Verification:
     size: float | None
     auto: str | None
     variants: tuple[VerifiedVariant, ...]
+    collective: str = "allreduce"
 
     def text(self, all_steps: bool = False) -> str:
         return "\n".join(_variant_text(self, v, all_steps) for v in self.variants)
 
 
 def verify(algorithm, ranks=None, topology=None, *, size=None, network=None,
-           max_memory=None) -> Verification:
-    """Prove that an algorithm's schedule computes an allreduce.
+           max_memory=None, collective="allreduce") -> Verification:
+    """Prove that an algorithm's schedule computes its collective (default
+    an allreduce).
 
     Parameters
     ----------
     algorithm : str
-        ``NAME[:key=val,...]`` of a registered algorithm (plug-ins too). With
-        an ``auto`` option (``recdoub:variant=auto``) every choice is verified.
+        ``NAME[:key=val,...]`` of a registered algorithm of ``collective``
+        (plug-ins too). With an ``auto`` option (``recdoub:variant=auto``)
+        every choice is verified.
     ranks : int, optional
         Number of ranks (default: every endpoint of ``topology``; required
         without one).
@@ -109,6 +117,10 @@ def verify(algorithm, ranks=None, topology=None, *, size=None, network=None,
         The network a sized algorithm plans for (default: Network()).
     max_memory : str or int, optional
         Memory limit (as for :func:`flowemu.simulate`).
+    collective : str
+        allreduce (default), reduce_scatter, allgather, broadcast, reduce,
+        gather, scatter or alltoall (:mod:`flowemu.algorithms.collectives`):
+        the postcondition proved.
 
     Returns
     -------
@@ -122,23 +134,28 @@ def verify(algorithm, ranks=None, topology=None, *, size=None, network=None,
     ConfigError
         A bad argument, or a verifier state that would not fit in memory.
     """
-    head, variants = _prepare(algorithm, ranks, topology, size, network, max_memory)
+    head, variants = _prepare(algorithm, ranks, topology, size, network, max_memory,
+                              collective=collective)
     return Verification(**head, variants=tuple(variants))
 
 
 def verify_each(algorithm, ranks=None, topology=None, *, size=None, network=None,
-                max_memory=None) -> tuple[dict, Iterator[VerifiedVariant]]:
+                max_memory=None, collective="allreduce"
+                ) -> tuple[dict, Iterator[VerifiedVariant]]:
     """:func:`verify` one schedule at a time (the command line prints each
     proof before the next schedule is built): ``(head, iterator)``, ``head``
     the :class:`Verification` fields but ``variants``."""
-    head, variants = _prepare(algorithm, ranks, topology, size, network, max_memory, lazy=True)
+    head, variants = _prepare(algorithm, ranks, topology, size, network, max_memory, lazy=True,
+                              collective=collective)
     return head, variants
 
 
-def _prepare(algorithm, ranks, topology, size, network, max_memory, lazy=False):
+def _prepare(algorithm, ranks, topology, size, network, max_memory, lazy=False,
+             collective="allreduce"):
     lim = budget.limit(max_memory)
+    coll = get_collective(collective)
     name, raw = parse_algorithm_spec(checks.text("algorithm", algorithm, "ring"))
-    spec = get_algorithm(name)
+    spec = get_algorithm(name, coll.name)
     opts = spec.parse_options(raw)
     auto = spec.auto_param if spec.auto_param and opts.get(spec.auto_param) == "auto" else None
     candidates = ([dict(opts, **{auto: c}) for c in spec.auto_choices()] if auto else [opts])
@@ -182,15 +199,17 @@ def _prepare(algorithm, ranks, topology, size, network, max_memory, lazy=False):
     elif network is not None:
         raise ConfigError(f"network: algorithm {name} does not plan for a network; "
                           "give it only for a size-dependent algorithm such as gentree")
+    width = p if coll.reduces else 1   # origins a (rank, block) row counts
+    origins = "·p" if coll.reduces else ""
     for cand in candidates:   # every schedule refused before any is built
-        least = min_blocks(name, cand, p)
-        budget.check(_state_bytes(p, least, 0), lim,
-                     f"verifying {name} on {p} ranks (a state of p·blocks·p = {p}·{least}·{p} "
-                     "counts at least)")
+        least = min_blocks(name, cand, p, coll.name)
+        budget.check(_state_bytes(p, least, 0, width), lim,
+                     f"verifying {name} on {p} ranks (a state of p·blocks{origins} = "
+                     f"{p}·{least}{origins and '·' + str(p)} counts at least)")
     head = {"algorithm": spec.name if not raw else f"{spec.name}:"
             + ",".join(f"{k}={v}" for k, v in raw.items()),
             "topology": None if topo is None else topo.spec, "p": p, "size": size,
-            "auto": auto}
+            "auto": auto, "collective": coll.name}
 
     def schedules():
         for cand in candidates:
@@ -205,12 +224,13 @@ def _prepare(algorithm, ranks, topology, size, network, max_memory, lazy=False):
             blocks, bufs = int(sched.num_blocks or 1), int(sched.num_buffers)
             entries = max((len(s.traffic.block_idx) for s in sched.steps
                            if s.traffic.has_blocks), default=0)
-            shape = f"p·blocks·p = {p}·{blocks}·{p}" if bufs == 1 else \
-                f"p·blocks·buffers·p = {p}·{blocks}·{bufs}·{p}"
-            budget.check(_state_bytes(sched.p, blocks * bufs, entries), lim,
+            tail = f"·{p}" if coll.reduces else ""
+            shape = f"p·blocks{origins} = {p}·{blocks}{tail}" if bufs == 1 else \
+                f"p·blocks·buffers{origins} = {p}·{blocks}·{bufs}{tail}"
+            budget.check(_state_bytes(sched.p, blocks * bufs, entries, width), lim,
                          f"verifying {name} on {p} ranks (a state of {shape} counts and "
                          f"{entries} block entries in a step)")
-            report = verify_allreduce(sched)
+            report = verify_schedule(sched, coll.name)
             yield VerifiedVariant(sched.variant, cand, sched.num_steps, sched.note, report)
 
     return head, (proofs() if lazy else list(proofs()))
@@ -220,11 +240,13 @@ def _count(n: int, what: str) -> str:
     return f"{n} {what}" + ("" if n == 1 else "s")
 
 
-def _state_bytes(p: int, blocks: int, entries: int) -> int:
+def _state_bytes(p: int, blocks: int, entries: int, width: int | None = None) -> int:
     """The verifier's peak: int16 counts of every (rank, block·buffer,
-    origin), and per block entry of a step the senders' rows it gathers
-    (three copies, int32 at most)."""
-    return 2 * p * blocks * p + 3 * 4 * entries * p
+    origin) — one origin a block (``width`` 1) for a collective that
+    combines nothing — and per block entry of a step the senders' rows it
+    gathers (three copies, int32 at most)."""
+    width = p if width is None else width
+    return 2 * p * blocks * width + 3 * 4 * entries * width
 
 
 def _variant_text(ver: Verification, v: VerifiedVariant, all_steps: bool) -> str:
@@ -237,11 +259,14 @@ def _variant_text(ver: Verification, v: VerifiedVariant, all_steps: bool) -> str
         lines[0] += f" [{ver.auto}=auto: every choice is verified]"
     if ver.size is not None:
         lines.append(f"  vector size n = {ver.size:.0f} bytes")
-    lines.append(f"  proved: {_count(rep.num_steps, 'step')}, {_count(rep.num_blocks, 'block')}"
+    proved = ("every rank holds every block with the contribution of each of the "
+              f"{ver.p} ranks exactly once" if ver.collective == "allreduce"
+              else COLLECTIVES[ver.collective].computes + ", exactly once")
+    which = "" if ver.collective == "allreduce" else f" ({ver.collective})"
+    lines.append(f"  proved{which}: {_count(rep.num_steps, 'step')}, "
+                 f"{_count(rep.num_blocks, 'block')}"
                  + (f" ({rep.num_buffers} buffers each)" if rep.num_buffers > 1 else "") + "; "
-                 "after the last "
-                 f"step every rank holds every block with the contribution of each of the "
-                 f"{ver.p} ranks exactly once; no contribution is reduced twice; no block "
+                 f"after the last step {proved}; no contribution is reduced twice; no block "
                  "receives two copies in a step; each step's declared reduction work equals "
                  "its REDUCE flows'")
     if v.note:

@@ -7,6 +7,7 @@ user's own traffic, the ECMP modes, the what-if options and the network presets.
 from __future__ import annotations
 
 from ..algorithms import algorithm_names, get_algorithm
+from ..algorithms.collectives import COLLECTIVES
 from ..algorithms.registry import plugin_errors
 from ..api.jobs import JOB_DOC
 from ..core.presets import builtin_presets
@@ -55,6 +56,16 @@ def cmd_list(args) -> int:
             print(f"      {prm.name}={prm.default}{choices}  {prm.doc}")
     for msg in plugin_errors().values():   # a broken plug-in: said, the rest listed
         note(msg)
+    print("collectives (verify --collective C; the algorithms above are allreduce's; n is the "
+          "size a run names):")
+    for coll in COLLECTIVES.values():
+        if coll.name == "allreduce":
+            continue
+        print(f"  {coll.name:14s} {coll.computes}; n: {coll.size}")
+        for name in algorithm_names(coll.name):
+            spec = get_algorithm(name, coll.name)
+            params = "".join(f" [{prm.name}={prm.default}]" for prm in spec.params)
+            print(f"      {name}{params}  {spec.doc}")
     print("your own traffic (run --traffic FILE; sweep field traffic = \"FILE\" or an array, "
           "in place of algorithm):")
     print(f"  {'traffic':10s} {TRAFFIC_DOC}")

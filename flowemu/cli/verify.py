@@ -1,11 +1,12 @@
-"""``flowemu verify``: prove an algorithm's schedule is an allreduce, block by
-block; each schedule's proof is printed as it is done, and the first step that
+"""``flowemu verify``: prove an algorithm's schedule computes its collective
+(an allreduce unless ``--collective`` names another), block by block; each schedule's proof is printed as it is done, and the first step that
 breaks one is named on stderr (exit 1)."""
 
 from __future__ import annotations
 
 import sys
 
+from ..algorithms.collectives import COLLECTIVES
 from ..api.verification import Verification, verify_each
 from ..core.errors import ConfigError, ScheduleError
 from .options import as_options, max_memory
@@ -15,6 +16,9 @@ def add_arguments(vf) -> None:
     vf.add_argument("--algorithm", "-a", required=True,
                     help="NAME[:key=val,...] (plug-ins too); an auto option verifies every "
                          "choice")
+    vf.add_argument("--collective", "-c", default="allreduce",
+                    help="what the schedule must compute: " + ", ".join(COLLECTIVES)
+                         + " (default allreduce; flowemu list shows each one's algorithms)")
     vf.add_argument("--ranks", type=int, help="number of ranks (default: every endpoint of "
                                               "--topology; required without it)")
     vf.add_argument("--topology", "-t", help="arrange ranks on it (grid algorithms, gentree); "
@@ -37,10 +41,11 @@ def cmd_verify(args) -> int:
     stderr (its step named), exit 1."""
     try:
         head, proofs = verify_each(args.algorithm, args.ranks, args.topology, size=args.size,
-                                   network=args.network, max_memory=max_memory(args))
+                                   network=args.network, max_memory=max_memory(args),
+                                   collective=args.collective)
     except ConfigError as exc:   # name the option the user typed
         msg = as_options(str(exc), {"ranks": "--ranks", "size": "--size",
-                                    "network": "--network"})
+                                    "network": "--network", "collective": "--collective"})
         raise ConfigError(msg.replace("topology= (--topology)", "--topology")) from None
     try:
         for i, proof in enumerate(proofs):

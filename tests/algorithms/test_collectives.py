@@ -1,0 +1,227 @@
+"""The collectives other than allreduce (issue 28): every algorithm proves its
+collective's postcondition on p = 2..64, 100, a prime and (where the state
+fits) 1000; the byte totals the verifier reports are the algorithms'
+closed forms; the verifier rejects schedules that miss a postcondition,
+naming the rank and block."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+import flowemu
+from flowemu.algorithms import algorithm_names, get_algorithm
+from flowemu.algorithms.base import COPY, REDUCE, Schedule, Step, Traffic
+from flowemu.algorithms.collectives import COLLECTIVES, get_collective
+from flowemu.algorithms.verify import verify
+from flowemu.core.errors import ConfigError, ScheduleError
+from tests.helpers.cli import one_error_line, run
+
+OTHERS = [c for c in COLLECTIVES if c != "allreduce"]
+ALGORITHMS = [(c, n) for c in OTHERS for n in algorithm_names(c)]
+POW2_ONLY = {"rechalving", "recdoub"}
+P_VALUES = list(range(2, 65)) + [100, 101]
+
+
+def build(collective, name, p, root=None, blocks=True) -> Schedule:
+    spec = get_algorithm(name, collective)
+    opts = spec.parse_options({} if root is None else {"root": root})
+    return spec.build(p, None, blocks, **opts)
+
+
+def roots(collective, p):
+    return sorted({0, p - 1, p // 3}) if COLLECTIVES[collective].rooted else [None]
+
+
+def test_every_collective_has_algorithms_and_allreduce_keeps_its_own():
+    assert set(OTHERS) == {"reduce_scatter", "allgather", "broadcast", "reduce", "gather",
+                           "scatter", "alltoall"}
+    for c in OTHERS:
+        assert algorithm_names(c), c
+        for n in algorithm_names(c):
+            assert get_algorithm(n, c).collective == c
+    assert "swing" in algorithm_names() and get_algorithm("ring").collective == "allreduce"
+    assert algorithm_names("alltoall") == ["linear", "pairwise"]
+    assert get_collective("reduce-scatter").name == "reduce_scatter"
+
+
+@pytest.mark.parametrize("collective, name", ALGORITHMS)
+def test_every_algorithm_proves_its_collective(collective, name):
+    for p in P_VALUES:
+        if name in POW2_ONLY and p & (p - 1):
+            continue
+        for root in roots(collective, p):
+            sched = build(collective, name, p, root)
+            assert sched.collective == collective
+            rep = verify(sched)
+            assert rep.collective == collective and rep.p == p
+
+
+@pytest.mark.parametrize("collective, name", [("allgather", "ring"), ("broadcast", "binomial"),
+                                              ("reduce", "binomial"), ("gather", "binomial"),
+                                              ("scatter", "linear"), ("alltoall", "pairwise")])
+def test_p_1000(collective, name):
+    """A thousand ranks fit: a collective that combines nothing keeps one
+    count a (rank, block); broadcast and reduce move one block."""
+    rep = verify(build(collective, name, 1000, 999 if COLLECTIVES[collective].rooted else None))
+    assert rep.p == 1000
+
+
+@pytest.mark.parametrize("p", [2, 3, 7, 8, 13, 16, 100])
+def test_byte_totals_are_the_closed_forms(p):
+    """What each rank sends and receives (fractions of n, the collective's
+    own size), against the textbook counts."""
+    share = (p - 1) / p
+    for coll in ("reduce_scatter", "allgather"):
+        rep = verify(build(coll, "ring", p))
+        assert rep.num_steps == p - 1
+        np.testing.assert_allclose(rep.sent, share, rtol=1e-12)
+        np.testing.assert_allclose(rep.received, share, rtol=1e-12)
+        np.testing.assert_allclose(rep.reduced, share if coll == "reduce_scatter" else 0,
+                                   rtol=1e-12, atol=0)
+    logp = (p - 1).bit_length()                      # ⌈log₂p⌉
+    bc = verify(build("broadcast", "binomial", p, p - 1))
+    assert bc.num_steps == logp and bc.sent_path == logp        # ⌈log₂p⌉ · n on the path
+    np.testing.assert_allclose(np.delete(bc.received, p - 1), 1.0)   # each non-root once
+    assert bc.received[p - 1] == 0
+    red = verify(build("reduce", "binomial", p, 0))
+    assert red.num_steps == logp and red.received_path == logp
+    np.testing.assert_allclose(red.reduced.sum(), p - 1)       # p − 1 combinations of n
+    for name in ("linear", "binomial"):
+        ga = verify(build("gather", name, p, 1))
+        np.testing.assert_allclose(ga.received[1], share, rtol=1e-12)   # root gets (p−1)/p
+        sc = verify(build("scatter", name, p, 1))
+        np.testing.assert_allclose(sc.sent[1], share, rtol=1e-12)
+        np.testing.assert_allclose(np.delete(sc.received, 1).min(), 1 / p, rtol=1e-12)
+    assert verify(build("gather", "linear", p, 0)).num_steps == 1
+    assert verify(build("gather", "binomial", p, 0)).num_steps == logp
+    for name, steps in (("linear", 1), ("pairwise", p - 1)):
+        a2a = verify(build("alltoall", name, p))
+        assert a2a.num_steps == steps
+        np.testing.assert_allclose(a2a.sent, share, rtol=1e-12)
+        np.testing.assert_allclose(a2a.received, share, rtol=1e-12)
+    if p & (p - 1) == 0:
+        for coll, name in (("reduce_scatter", "rechalving"), ("allgather", "recdoub")):
+            rep = verify(build(coll, name, p))
+            assert rep.num_steps == logp
+            np.testing.assert_allclose(rep.sent, share, rtol=1e-12)
+            # halving sends n/2, n/4, …; doubling the reverse
+            sizes = [s.max_sent for s in rep.steps]
+            expect = [2.0 ** -(k + 1) for k in range(logp)]
+            assert sizes == (expect if coll == "reduce_scatter" else expect[::-1])
+
+
+def _replace_step(sched: Schedule, i: int, keep) -> Schedule:
+    """``sched`` with step ``i`` keeping only the flows where ``keep``."""
+    steps = list(sched.steps)
+    tr = steps[i].traffic
+    f = np.flatnonzero(keep)
+    lens = np.diff(tr.block_ptr)[f]
+    idx = np.concatenate([tr.block_idx[tr.block_ptr[g]:tr.block_ptr[g + 1]] for g in f])
+    new = Traffic(tr.src[f], tr.dst[f], tr.share[f], None,
+                  np.concatenate([[0], np.cumsum(lens)]).astype(np.int64), idx, tr.op[f])
+    steps[i] = Step(new, steps[i].reduction, steps[i].label)
+    return dataclasses.replace(sched, steps=steps)
+
+
+def test_a_missing_flow_is_named():
+    sched = build("allgather", "ring", 5)
+    last = sched.steps[-1].traffic
+    broken = _replace_step(sched, 3, last.src != 2)        # rank 2 → 3 dropped
+    with pytest.raises(ScheduleError, match=r"rank 3 block \d lacks the data of rank \d; 1 "
+                                            r"\(rank, block\) pair\(s\) of the allgather"):
+        verify(broken)
+
+
+def test_a_reduce_in_an_allgather_is_refused():
+    sched = build("allgather", "ring", 4)
+    steps = list(sched.steps)
+    tr = steps[0].traffic
+    steps[0] = Step(dataclasses.replace(tr, op=np.full(tr.num_flows, REDUCE, np.int8)),
+                    steps[0].reduction, steps[0].label)
+    with pytest.raises(ScheduleError, match="is a REDUCE; a allgather reduces nothing"):
+        verify(dataclasses.replace(sched, steps=steps))
+
+
+def test_the_wrong_root_or_owner_fails():
+    bc = build("broadcast", "binomial", 6, root=2)
+    with pytest.raises(ScheduleError, match="rank 0 block 0 lacks the data of rank 0; 6 "):
+        verify(dataclasses.replace(bc, root=0))
+    rs = build("reduce_scatter", "ring", 4)
+    shifted = np.roll(np.arange(4), 1)
+    with pytest.raises(ScheduleError, match="not fully reduced"):
+        verify(dataclasses.replace(rs, block_owner=shifted))
+    uneven = np.array([0, 0, 1, 2])
+    with pytest.raises(ScheduleError, match=r"the blocks of rank 0 are worth 0.5 of n, not 1/p = 0.25"):
+        verify(dataclasses.replace(rs, block_owner=uneven))
+    with pytest.raises(ScheduleError, match=r"block 3 belongs to rank 4, outside 0..3"):
+        verify(dataclasses.replace(rs, block_owner=np.array([0, 1, 2, 4])))
+    with pytest.raises(ScheduleError, match=r"5 blocks cannot be split evenly among 4 ranks"):
+        verify(dataclasses.replace(rs, num_blocks=5, block_share=np.full(5, 0.2)))
+    a2a = build("alltoall", "linear", 3)
+    dest = (np.arange(9) % 3).copy()
+    dest[[1, 2]] = dest[[2, 1]]                           # (0→1) and (0→2) swapped
+    with pytest.raises(ScheduleError, match=r"rank 2 block 1 lacks the data of rank 0; 2 "):
+        verify(dataclasses.replace(a2a, block_dest=dest))
+
+
+def test_an_allreduce_is_not_a_reduce_scatter_the_other_way_round():
+    """A reduce-scatter leaves the other blocks partial: it is no allreduce;
+    a ring allreduce ends with every block everywhere, so it is also a
+    reduce-scatter once its blocks are labelled by the rank that ends with them."""
+    rs = build("reduce_scatter", "ring", 5)
+    with pytest.raises(ScheduleError, match="not fully reduced"):
+        verify(rs, "allreduce")
+    ar = get_algorithm("ring").build(5, None, True, ports=1)
+    assert verify(ar, "reduce_scatter").collective == "reduce_scatter"
+
+
+def test_bad_arguments():
+    with pytest.raises(ConfigError, match="collective: 'bcast' is not one of allreduce"):
+        verify(build("allgather", "ring", 4), "bcast")
+    with pytest.raises(ConfigError, match="'recdoub' is not an algorithm of broadcast; known: "
+                                          "binomial"):
+        get_algorithm("recdoub", "broadcast")
+    with pytest.raises(ConfigError, match=r"root=7 must be a rank of the 4 ranks \(0..3\)"):
+        build("broadcast", "binomial", 4, 7)
+    with pytest.raises(ConfigError, match="p=6 ranks must be a power of two"):
+        build("allgather", "recdoub", 6)
+
+
+def test_verify_command_and_api(capsys):
+    ver = flowemu.verify("binomial:root=2", 7, collective="scatter")
+    (v,) = ver.variants
+    assert v.report.collective == "scatter" and v.report.num_steps == 3
+    code, out, err = run(capsys, ["verify", "-c", "scatter", "-a", "binomial:root=2",
+                                  "--ranks", "7"])
+    assert code == 0 and err == ""
+    assert out.rstrip("\n") == ver.text()
+    assert "proved (scatter): 3 steps, 7 blocks; after the last step rank r holds its " \
+           "blocks of the root's buffer, exactly once" in out
+    code, out, err = run(capsys, ["verify", "-c", "bcast", "-a", "binomial", "--ranks", "7"])
+    assert code == 2 and one_error_line(err) == (
+        "flowemu: error: --collective: 'bcast' is not one of allreduce, reduce_scatter, "
+        "allgather, broadcast, reduce, gather, scatter, alltoall")
+    # allreduce output is unchanged
+    code, out, _ = run(capsys, ["verify", "-a", "ring:ports=1", "--ranks", "4"])
+    assert code == 0 and "proved: 6 steps, 4 blocks" in out
+
+
+def test_bus_bandwidth_factors_are_nccl_tests():
+    p = 8
+    f = {c: COLLECTIVES[c].busbw_factor(p) for c in COLLECTIVES}
+    assert f["allreduce"] == 2 * 7 / 8
+    assert f["broadcast"] == f["reduce"] == 1.0
+    for c in ("reduce_scatter", "allgather", "gather", "scatter", "alltoall"):
+        assert f[c] == 7 / 8
+
+
+def test_copy_ops_are_copy():
+    """The builders mark every flow of a combining-free collective COPY and
+    every flow of reduce-scatter and reduce REDUCE."""
+    for coll, name in ALGORITHMS:
+        for step in build(coll, name, 8, 0 if COLLECTIVES[coll].rooted else None).steps:
+            want = REDUCE if COLLECTIVES[coll].reduces else COPY
+            assert np.all(step.traffic.op == want), (coll, name)
