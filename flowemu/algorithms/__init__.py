@@ -18,5 +18,11 @@ from .base import (
 from .gentree import schedule as gentree  # noqa: F401  (registration)
 from .registry import algorithm_names, get_algorithm, register
 
+# isort: off
+from . import halves  # noqa: F401  (registration: after the allreduces it halves)
+from . import bine  # noqa: F401  (registration: after the halves it names)
+from . import selectors  # noqa: F401  (registration: after what it selects among)
+# isort: on
+
 __all__ = ["COPY", "REDUCE", "AlgorithmSpec", "Param", "Reduction", "Schedule", "Step",
            "Traffic", "algorithm_names", "get_algorithm", "parse_algorithm_spec", "register"]

@@ -1,8 +1,11 @@
-"""The textbook algorithms of the collectives other than allreduce, on the
-logical ranks ``0..p−1`` (R. Thakur, R. Rabenseifner and W. Gropp,
-"Optimization of Collective Communication Operations in MPICH", IJHPCA 19(1),
-2005, §3–4; the all-to-all's pairwise exchange as MPICH's
-``MPIR_Alltoall_pairwise``, for any ``p``).
+"""The textbook algorithms of broadcast, reduce, gather, scatter and
+all-to-all, on the logical ranks ``0..p−1`` (R. Thakur, R. Rabenseifner and
+W. Gropp, "Optimization of Collective Communication Operations in MPICH",
+IJHPCA 19(1), 2005, §3–4: binomial trees, van de Geijn's scatter + allgather
+broadcast, Rabenseifner's reduce-scatter + gather reduce, Bruck's allgather
+and all-to-all (J. Bruck et al., IEEE TPDS 8(11), 1997); the all-to-all's
+pairwise exchange as MPICH's ``MPIR_Alltoall_pairwise``, for any ``p``). Reduce-scatter and allgather are
+the halves of the allreduces (:mod:`.halves`).
 
 Sizes are those of :mod:`.collectives` (block ``b`` belongs to rank ``b``:
 ``p`` blocks of ``n/p``, or ``p²`` for all-to-all, block ``i·p + j`` from
@@ -13,14 +16,17 @@ without contention (one message a rank a step, links of bandwidth ``B``):
 ================  ==============  ====================================  ==========================
 collective        name            steps                                 time
 ================  ==============  ====================================  ==========================
-reduce_scatter    ring            p − 1: r sends block r − s − 1 to r+1  (p−1)(α + n/(pB))
-reduce_scatter    rechalving      log₂p: halves exchanged with r ^ d     log₂p·α + (p−1)/p · n/B
-allgather         ring            p − 1: r sends block r − s to r + 1    (p−1)(α + n/(pB))
-allgather         recdoub         log₂p: doubled ranges with r ^ d       log₂p·α + (p−1)/p · n/B
 broadcast         binomial        ⌈log₂p⌉: v − 2^k sends to v, top bit   ⌈log₂p⌉(α + n/B)
 reduce            binomial        ⌈log₂p⌉: the same tree, leaves first  ⌈log₂p⌉(α + n/B)
 gather, scatter   linear          1: every rank ↔ the root               α + (p−1)/p · n/B at the root
 gather, scatter   binomial        ⌈log₂p⌉: subtrees' blocks              ⌈log₂p⌉α + (p−1)/p · n/B (p = 2^k)
+broadcast         vandegeijn      binomial scatter + ring (or recursive  the two added
+                                  doubling) allgather
+reduce_scatter    pairwise        p − 1: r sends block r + s to r + s    (p−1)(α + n/(pB))
+broadcast/reduce  chain           k + p − 2: k segments along the chain  (k + p − 2)(α + n/(kB))
+reduce            rabenseifner    recursive halving + binomial gather    2(log₂p α + (p−1)/p · n/B)
+allgather         bruck           ⌈log₂p⌉: r sends min(2^k, p−2^k) blocks ⌈log₂p⌉α + (p−1)/p · n/B
+alltoall          bruck           ⌈log₂p⌉: offsets with bit k set move   ⌈log₂p⌉α + ≈ n/(2B) a step
 alltoall          linear          1: every pair at once                  α + (p−1)/p · n/B per rank port
 alltoall          pairwise        p − 1: r sends to r + s, gets r − s    (p−1)(α + n/(pB))
 ================  ==============  ====================================  ==========================
@@ -30,7 +36,7 @@ tree's parent of ``v`` is ``v − 2^k`` for ``2^k`` the lowest set bit of
 ``v``, and its subtree the ranks ``v … v + 2^k − 1``: step ``k`` of a
 broadcast or scatter (``k`` from the top bit down) sends to every ``v`` whose
 lowest set bit is ``2^k``, a reduce or gather (``k`` from 0 up) sends from
-them. Recursive halving and doubling need ``p`` a power of two.)
+them.)
 """
 
 from __future__ import annotations
@@ -51,14 +57,6 @@ def _root(name: str, p: int, root) -> int:
         raise ConfigError(f"algorithm {name}: root={root!r} must be a rank of the {p} ranks "
                           f"(0..{p - 1})")
     return int(root)
-
-
-def _pow2(name: str, collective: str, p: int) -> int:
-    if p & (p - 1):
-        raise ConfigError(f"algorithm {name} ({collective}): p={p} ranks must be a power of "
-                          "two (recursive halving and doubling pair rank r with r XOR 2^k); "
-                          "use ring")
-    return p.bit_length() - 1
 
 
 def _traffic(src, dst, share, blocks, lists, op) -> Traffic:
@@ -82,41 +80,6 @@ def _step(tr: Traffic, reduces: bool, label: str) -> Step:
 
 
 # ------------------------------------------------------------------ the builders
-
-def _ring(p, collective, blocks):
-    r = np.arange(p)
-    steps = []
-    for s in range(p - 1):
-        if collective == "reduce_scatter":
-            blk = (r - s - 1) % p
-        else:
-            blk = (r - s) % p
-        tr = _traffic(r, (r + 1) % p, np.full(p, 1.0 / p), blocks, blk[:, None],
-                      REDUCE if collective == "reduce_scatter" else COPY)
-        steps.append(_step(tr, collective == "reduce_scatter",
-                           f"{'rs' if collective == 'reduce_scatter' else 'ag'}{s}"))
-    return steps, p
-
-
-def _halving_doubling(p, collective, blocks):
-    logp = _pow2("rechalving" if collective == "reduce_scatter" else "recdoub", collective, p)
-    r = np.arange(p)
-    steps = []
-    ks = range(logp)
-    for k in ks:
-        if collective == "reduce_scatter":
-            d = p >> (k + 1)          # range of 2d blocks around r, send the half not holding r
-            lo = r & ~(2 * d - 1)
-            start = np.where(r & d, lo, lo + d)
-        else:
-            d = 1 << k                # send the range of d blocks holding r
-            start = r & ~(d - 1)
-        lists = [np.arange(a, a + d) for a in start] if blocks else []
-        tr = _traffic(r, r ^ d, np.full(p, d / p), blocks, lists,
-                      REDUCE if collective == "reduce_scatter" else COPY)
-        steps.append(_step(tr, collective == "reduce_scatter", f"d{d}"))
-    return steps, p
-
 
 def _binomial_rounds(p):
     return max(1, (p - 1).bit_length())
@@ -166,11 +129,12 @@ def _linear(p, collective, blocks, root):
 
 def _alltoall(p, blocks, pairwise):
     r = np.arange(p)
-    if pairwise:
+    if pairwise:   # every step its own pattern; the senders and shares are shared
+        src, share = r.astype(np.int32), np.full(p, 1.0 / p)
         steps = []
         for s in range(1, p):
             dst = (r + s) % p
-            tr = _traffic(r, dst, np.full(p, 1.0 / p), blocks, (r * p + dst)[:, None], COPY)
+            tr = _traffic(src, dst, share, blocks, (r * p + dst)[:, None], COPY)
             steps.append(_step(tr, False, f"s{s}"))
         return steps, p * p
     i, j = np.divmod(np.arange(p * p), p)
@@ -180,45 +144,162 @@ def _alltoall(p, blocks, pairwise):
     return [_step(tr, False, "all")], p * p
 
 
+def _bruck_allgather(p, blocks):
+    """Bruck et al.: step k, rank r sends the min(2^k, p − 2^k) blocks it
+    holds, r … r + 2^k − 1, to r − 2^k."""
+    r = np.arange(p)
+    steps, k = [], 0
+    while (1 << k) < p:
+        m = 1 << k
+        cnt = min(m, p - m)
+        lists = (r[:, None] + np.arange(cnt)[None, :]) % p if blocks else None
+        tr = _traffic(r, (r - m) % p, np.full(p, cnt / p), blocks,
+                      lists if blocks else [], COPY)
+        steps.append(_step(tr, False, f"k{k}"))
+        k += 1
+    return steps, p
+
+
+def _bruck_alltoall(p, blocks):
+    """Bruck et al.: step k, every block whose offset o = dest − src has bit
+    k set moves 2^k on (its holder then is src + (o mod 2^k))."""
+    r = np.arange(p)
+    steps, k = [], 0
+    while (1 << k) < p:
+        m = 1 << k
+        offs = np.array([o for o in range(1, p) if o & m], np.int64)
+        lists = []
+        if blocks:
+            src = (r[:, None] - (offs[None, :] & (m - 1))) % p      # each block's sender
+            lists = src * p + (src + offs[None, :]) % p
+        tr = _traffic(r, (r + m) % p, np.full(p, len(offs) / p), blocks, lists, COPY)
+        steps.append(_step(tr, False, f"k{k}"))
+        k += 1
+    return steps, p * p
+
+
+def _halving(p, blocks, name):
+    """Recursive halving, rank r ending with block r (p a power of two)."""
+    if p & (p - 1):
+        raise ConfigError(f"algorithm {name}: p={p} ranks must be a power of two (its "
+                          "reduce-scatter halves the vector between r and r XOR d); use "
+                          "binomial")
+    r = np.arange(p)
+    steps = []
+    d = p >> 1
+    while d >= 1:
+        lo = r & ~(2 * d - 1)
+        start = np.where(r & d, lo, lo + d)          # the half without block r
+        lists = [np.arange(a, a + d) for a in start] if blocks else []
+        tr = _traffic(r, r ^ d, np.full(p, d / p), blocks, lists, REDUCE)
+        steps.append(_step(tr, True, f"rs{d}"))
+        d >>= 1
+    return steps
+
+
+def _doubling(p, blocks, name):
+    """Recursive doubling allgather, rank r starting with block r (p a
+    power of two): step k, r and r XOR 2^k swap their ranges of 2^k blocks."""
+    if p & (p - 1):
+        raise ConfigError(f"algorithm {name}: allgather=recdoub needs p a power of two "
+                          f"(p={p}); use allgather=ring")
+    r = np.arange(p)
+    steps, d = [], 1
+    while d < p:
+        start = r & ~(d - 1)
+        lists = [np.arange(a, a + d) for a in start] if blocks else []
+        steps.append(_step(_traffic(r, r ^ d, np.full(p, d / p), blocks, lists, COPY), False,
+                           f"ag{d}"))
+        d <<= 1
+    return steps
+
+
+def _pairwise_reduce_scatter(p, blocks):
+    """Step s: rank r sends its part of block r + s to r + s, which adds it."""
+    r = np.arange(p)
+    return [_step(_traffic(r, (r + s) % p, np.full(p, 1.0 / p), blocks,
+                           ((r + s) % p)[:, None], REDUCE), True, f"s{s}")
+            for s in range(1, p)]
+
+
+def _ring_allgather(p, blocks):
+    """Rank r forwards block r − s to r + 1 in step s (p − 1 steps)."""
+    r = np.arange(p)
+    return [_step(_traffic(r, (r + 1) % p, np.full(p, 1.0 / p), blocks,
+                           ((r - s) % p)[:, None], COPY), False, f"ag{s}")
+            for s in range(p - 1)]
+
+
+def _chain(p, collective, blocks, root, segments):
+    """The vector in ``segments`` pieces down (broadcast) or up (reduce) the
+    chain of relative ranks 0 → 1 → … → p − 1: step t, rank v sends
+    segment t − v to v + 1 (broadcast), rank p − 1 − v its partial sum of
+    segment t − v to p − 2 − v (reduce)."""
+    if isinstance(segments, bool) or not isinstance(segments, (int, np.integer)) \
+            or not 1 <= segments <= 65536:
+        raise ConfigError(f"algorithm chain: segments={segments!r} must be an integer "
+                          "1..65536")
+    k = int(segments)
+    absolute = (np.arange(p) + root) % p
+    steps = []
+    for t in range(k + p - 2):
+        v = np.arange(max(0, t - k + 1), min(t, p - 2) + 1)
+        seg = t - v
+        if collective == "broadcast":
+            src, dst = absolute[v], absolute[v + 1]
+        else:
+            src, dst = absolute[p - 1 - v], absolute[p - 2 - v]
+        reduces = collective == "reduce"
+        tr = _traffic(src, dst, np.full(len(v), 1.0 / k), blocks,
+                      seg[:, None] if blocks else [], REDUCE if reduces else COPY)
+        steps.append(_step(tr, reduces, f"t{t}"))
+    return steps, k
+
+
 def build_classic(name: str, collective: str, p: int, blocks: bool = False,
-                  root: int = 0) -> Schedule:
+                  root: int = 0, segments: int = 1, allgather: str = "ring") -> Schedule:
     """The schedule of algorithm ``name`` for ``collective`` on ``p`` ranks
     (module table)."""
     p = check_ranks(name, p)
     if collective in ("broadcast", "reduce", "gather", "scatter"):
         root = _root(name, p, root)
-    if name == "ring":
-        steps, nb = _ring(p, collective, blocks)
-    elif name in ("rechalving", "recdoub"):
-        steps, nb = _halving_doubling(p, collective, blocks)
-    elif name == "binomial":
+    if name == "binomial":
         steps, nb = _binomial(p, collective, blocks, root)
+    elif name == "bruck":
+        steps, nb = (_bruck_alltoall(p, blocks) if collective == "alltoall"
+                     else _bruck_allgather(p, blocks))
+    elif name == "vandegeijn":      # binomial scatter, then the allgather
+        steps = _binomial(p, "scatter", blocks, root)[0] + (
+            _ring_allgather(p, blocks) if allgather == "ring" else _doubling(p, blocks, name))
+        nb = p
+    elif name == "pairwise" and collective == "reduce_scatter":
+        steps, nb = _pairwise_reduce_scatter(p, blocks), p
+    elif name == "rabenseifner":    # recursive halving, then the binomial gather
+        steps = _halving(p, blocks, name) + _binomial(p, "gather", blocks, root)[0]
+        nb = p
+    elif name == "chain":
+        steps, nb = _chain(p, collective, blocks, root, segments)
     elif name == "linear" and collective != "alltoall":
         steps, nb = _linear(p, collective, blocks, root)
     else:
         steps, nb = _alltoall(p, blocks, name == "pairwise")
-    if nb == p * p:
-        block_share = np.full(nb, 1.0 / p)
-    else:
-        block_share = equal_block_share(nb)
+    block_share = None
+    if blocks:   # (an all-to-all's p² blocks only when asked for)
+        block_share = np.full(nb, 1.0 / p) if nb == p * p else equal_block_share(nb)
     return Schedule(name, "", p, steps, nb if blocks else None,
-                    block_share if blocks else None, {"p_eff": p}, collective=collective,
+                    block_share, {"p_eff": p}, collective=collective,
                     root=root if collective in ("broadcast", "reduce", "gather", "scatter")
                     else 0)
 
 
 _ROOT = Param("root", int, 0, None, "the root rank")
+_SEGMENTS = Param("segments", int, 1, None, "pieces the vector is pipelined in (1..65536)")
+_ALLGATHER = Param("allgather", str, "ring", ("ring", "recdoub"),
+                   "the allgather after the scatter: ring (p − 1 steps) or recdoub (recursive "
+                   "doubling, log₂p steps, p a power of two)")
 
 #: (collective, name, doc) of every algorithm here
 TABLE = (
-    ("reduce_scatter", "ring", ("Ring reduce-scatter: p−1 steps, rank r sends block r−s−1 to "
-     "r+1, which adds it (n/p a step)")),
-    ("reduce_scatter", "rechalving", ("Recursive halving: log₂p steps, rank r sends the half "
-     "of its range without block r to r XOR d, d = p/2 … 1 (p a power of two)")),
-    ("allgather", "ring", ("Ring allgather: p−1 steps, rank r forwards block r−s to r+1 (n/p "
-     "a step)")),
-    ("allgather", "recdoub", ("Recursive doubling: log₂p steps, ranks r and r XOR d swap their "
-     "ranges of d blocks, d = 1 … p/2 (p a power of two)")),
     ("broadcast", "binomial", ("Binomial tree: ⌈log₂p⌉ steps, relative rank v gets the vector "
      "from v − 2^k, 2^k its lowest set bit, top bit first")),
     ("reduce", "binomial", ("Binomial tree: ⌈log₂p⌉ steps, relative rank v sends its partial "
@@ -227,6 +308,20 @@ TABLE = (
     ("gather", "binomial", "Binomial tree: ⌈log₂p⌉ steps, each subtree's blocks go up once"),
     ("scatter", "linear", "Linear: the root sends each rank its block in one step"),
     ("scatter", "binomial", "Binomial tree: ⌈log₂p⌉ steps, each subtree's blocks go down once"),
+    ("broadcast", "vandegeijn", ("Van de Geijn: a binomial scatter of n/p blocks, then the "
+     "ring allgather: ⌈log₂p⌉ + p − 1 steps, about 2n on the busiest link")),
+    ("reduce_scatter", "pairwise", ("Pairwise exchange: p−1 steps, rank r sends its part of "
+     "block r+s to r+s, which adds it (n/p a step)")),
+    ("broadcast", "chain", ("Pipelined chain: the vector in segments down relative ranks "
+     "0 → 1 → … → p−1, segments + p − 2 steps of n/segments")),
+    ("reduce", "rabenseifner", ("Rabenseifner: recursive halving (a reduce-scatter), then a "
+     "binomial gather of the reduced blocks: 2 log₂p steps (p a power of two)")),
+    ("reduce", "chain", ("Pipelined chain: partial sums in segments up relative ranks "
+     "p−1 → … → 0, segments + p − 2 steps of n/segments")),
+    ("allgather", "bruck", ("Bruck: ⌈log₂p⌉ steps, rank r sends the min(2^k, p−2^k) blocks "
+     "it holds to r − 2^k")),
+    ("alltoall", "bruck", ("Bruck: ⌈log₂p⌉ steps, each block moves 2^k on when bit k of "
+     "its offset dest − src is set (about n/2 a step)")),
     ("alltoall", "linear", "Linear: every rank sends every other rank its block at once"),
     ("alltoall", "pairwise", ("Pairwise exchange: p−1 steps, rank r sends block (r, r+s) to "
      "r+s and gets (r−s, r) from r−s")),
@@ -235,11 +330,13 @@ TABLE = (
 
 def _spec(collective: str, name: str, doc: str) -> AlgorithmSpec:
     rooted = collective in ("broadcast", "reduce", "gather", "scatter")
+    params = ((_ROOT,) if rooted else ()) + ((_SEGMENTS,) if name == "chain" else ()) \
+        + ((_ALLGATHER,) if name == "vandegeijn" else ())
 
     def build(p, topology=None, blocks=False, **options):
         return build_classic(name, collective, p, blocks, **options)
 
-    return AlgorithmSpec(name=name, build=build, params=(_ROOT,) if rooted else (), doc=doc,
+    return AlgorithmSpec(name=name, build=build, params=params, doc=doc,
                          collective=collective)
 
 

@@ -25,16 +25,24 @@ def _ports(topology) -> int:
     return max(2, int(degree[:topology.num_endpoints].max()))
 
 
-def schedule_shape(name: str, options: dict, p: int, topology) -> tuple[int, int]:
+def schedule_shape(name: str, options: dict, p: int, topology,
+                   collective: str = "allreduce") -> tuple[int, int]:
     """``(flows per step, distinct steps)`` an algorithm's schedule has at
     most, before it is built (measured on the builders: a rank sends one flow
     per port and step; ring and bucket repeat one traffic pattern (per
-    dimension), the log-step algorithms have a new one every step)."""
+    dimension), the log-step algorithms have a new one every step; the other
+    collectives' algorithms as :mod:`.classic` builds them)."""
+    logp = max(1, math.ceil(math.log2(max(p, 2))))
+    if collective in ("reduce_scatter", "allgather"):   # a half of the allreduce's
+        return schedule_shape(name, options, p, topology)
+    if collective != "allreduce":
+        return {"binomial": (p, logp), "pairwise": (p, p - 1),
+                "linear": (p * (p - 1), 1) if collective == "alltoall" else (p - 1, 1),
+                }.get(name, (p * (p - 1), 2 * logp))
     ports = _ports(topology)
     opt = options.get("ports")
     if isinstance(opt, int) and not isinstance(opt, bool):
         ports = min(ports, opt)
-    logp = max(1, math.ceil(math.log2(max(p, 2))))
     ndim = len(getattr(topology, "grid", None) or getattr(topology, "dims", None) or (1,))
     if name in ("cps", "hcps", "acps", "reduce-broadcast"):   # full meshes: p(p−1) flows a step
         return ps_shape(name, options, p, topology)

@@ -45,7 +45,7 @@ def flows(topology, algorithm=None, *, traffic=None, size=None, steps=None,
           ecmp: str = "split", seed: int = 0, ranks: int | None = None, placement=None,
           network=None, threads: int | None = None, max_memory=None, progress=None,
           fail=None, degrade=None, fail_policy: str = "strict", slow=None, background=None,
-          **network_params):
+          collective: str = "allreduce", **network_params):
     """Per-flow detail of an algorithm (at one vector size) or of user traffic.
 
     Parameters
@@ -65,6 +65,9 @@ def flows(topology, algorithm=None, *, traffic=None, size=None, steps=None,
         mixed freely; listed order, duplicates dropped.
     ecmp, seed, ranks, placement, network, threads, max_memory, **network_params
         As for :func:`flowemu.simulate` (``ranks`` only with an algorithm).
+    collective : str
+        The collective the algorithm computes (default ``"allreduce"``), as
+        for :func:`flowemu.simulate`.
     fail, degrade, fail_policy, slow, background
         What-ifs, as for :func:`flowemu.simulate`; the dump lists the
         collective's flows (a background shares the links, unlisted).
@@ -89,7 +92,7 @@ def flows(topology, algorithm=None, *, traffic=None, size=None, steps=None,
     """
     whatif = check_whatif(fail, degrade, fail_policy, slow, background)
     plan = _plan(topology, algorithm, traffic, size, steps, ecmp, seed, ranks, placement,
-                 network, threads, max_memory, progress, network_params, whatif)
+                 network, threads, max_memory, progress, network_params, whatif, collective)
     budget.check(budget.flow_dump_bytes(plan.rows, plan.pattern_rows, plan.entries,
                                         plan.largest_entries), plan.limit, plan.what)
 
@@ -106,7 +109,7 @@ def write_flows(path, topology, algorithm=None, *, traffic=None, size=None, step
                 ecmp: str = "split", seed: int = 0, ranks: int | None = None, placement=None,
                 network=None, threads: int | None = None, max_memory=None, progress=None,
                 fail=None, degrade=None, fail_policy: str = "strict", slow=None,
-                background=None, **network_params) -> int:
+                background=None, collective: str = "allreduce", **network_params) -> int:
     """Write the flow dump of :func:`flows` to ``path`` step by step.
 
     CSV, or parquet for a ``.parquet``/``.pq`` name; written to a temporary
@@ -127,7 +130,7 @@ def write_flows(path, topology, algorithm=None, *, traffic=None, size=None, step
     target = check_writable(path, "path")
     whatif = check_whatif(fail, degrade, fail_policy, slow, background)
     plan = _plan(topology, algorithm, traffic, size, steps, ecmp, seed, ranks, placement,
-                 network, threads, max_memory, progress, network_params, whatif)
+                 network, threads, max_memory, progress, network_params, whatif, collective)
     budget.check(budget.flow_dump_bytes(plan.largest_rows, plan.pattern_rows, plan.entries,
                                         plan.largest_entries), plan.limit, plan.what)
     report = plan.progress()
@@ -219,7 +222,8 @@ class _Plan:
 
 
 def _plan(topology, algorithm, traffic, size, steps, ecmp, seed, ranks, placement, network,
-          threads, max_memory, progress, network_params, whatif) -> _Plan:
+          threads, max_memory, progress, network_params, whatif,
+          collective="allreduce") -> _Plan:
     """Check every argument of a dump, build its schedule, select its steps
     and count its rows and route entries (nothing routed yet)."""
 
@@ -234,6 +238,9 @@ def _plan(topology, algorithm, traffic, size, steps, ecmp, seed, ranks, placemen
         if size is not None:
             raise ConfigError("size: applies to an algorithm, not to traffic (its flows carry "
                               "absolute bytes)")
+        if collective != "allreduce":
+            raise ConfigError(f"collective: {collective!r} applies to an algorithm, not to "
+                              "traffic (the file gives every flow)")
         lim = budget.limit(max_memory)
         net = checks.network(network, network_params, "flows",
                              ("traffic", "steps", "ecmp", "seed", "placement", "network",
@@ -252,7 +259,7 @@ def _plan(topology, algorithm, traffic, size, steps, ecmp, seed, ranks, placemen
         run = prepare_run("flows", topology, algorithm, ecmp=ecmp, seed=seed, ranks=ranks,
                        network=network, network_params=network_params, sizes=sizes,
                        threads=threads, max_memory=max_memory, placement=placement,
-                       whatif=whatif)
+                       whatif=whatif, collective=collective)
         topo, net, lim, ecmp, seed = run.topology, run.network, run.limit, run.ecmp, run.seed
         applied = run.whatif
         mapping = run.mapping

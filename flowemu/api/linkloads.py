@@ -39,7 +39,7 @@ def link_loads(topology, algorithm, *, steps=None, ecmp: str = "split", seed: in
                ranks: int | None = None, placement=None, network: Network | None = None,
                threads: int | None = None, max_memory=None, fail=None, degrade=None,
                fail_policy: str = "strict", slow=None, background=None,
-               **network_params) -> pd.DataFrame:
+               collective: str = "allreduce", **network_params) -> pd.DataFrame:
     """Every link's load in each step of an algorithm.
 
     Parameters
@@ -56,6 +56,9 @@ def link_loads(topology, algorithm, *, steps=None, ecmp: str = "split", seed: in
         selection no variant has is refused.
     ecmp, seed, ranks, placement, network, threads, max_memory, **network_params
         As for :func:`flowemu.simulate`.
+    collective : str
+        The collective the algorithm computes (default ``"allreduce"``), as
+        for :func:`flowemu.simulate`.
     fail, degrade, fail_policy, slow, background
         What-ifs, as for :func:`flowemu.simulate`: failed links carry
         nothing, degraded ones have their lower capacity; a background
@@ -98,7 +101,8 @@ def link_loads(topology, algorithm, *, steps=None, ecmp: str = "split", seed: in
     whatif = check_whatif(fail, degrade, fail_policy, slow, background)
     run = prepare_run("link_loads", topology, algorithm, ecmp=ecmp, seed=seed, ranks=ranks,
                       network=network, network_params=network_params, threads=threads,
-                      max_memory=max_memory, placement=placement, whatif=whatif)
+                      max_memory=max_memory, placement=placement, whatif=whatif,
+                      collective=collective)
     threads = run.threads if run.threads is not None else default_threads()
     w = run.whatif
     parts, rows = [], 0

@@ -18,6 +18,7 @@ import pandas as pd
 
 from ..algorithms import get_algorithm, parse_algorithm_spec
 from ..algorithms.base import DEFAULT_AT, Reduction, Schedule, Step
+from ..algorithms.collectives import get_collective
 from ..algorithms.shapes import schedule_shape
 from ..algorithms.usertraffic import read_traffic, traffic_steps
 from ..core import budget, checks
@@ -44,7 +45,7 @@ RESULT_COLUMNS = ["topology", "nodes", "ranks", "algorithm", "model", "variant",
                   "delta_s_per_B", "incast_threshold", "incast_slope_s_per_B",
                   *WHATIF_COLUMNS, "note", "flowemu_version",
                   # added after the others (every earlier column keeps its place)
-                  "sync"]
+                  "sync", "collective", "algbw_Bps", "busbw_Bps"]
 
 
 def build_topology(topology, lim: budget.Limit | None = None) -> Topology:
@@ -73,12 +74,13 @@ def _base_row(topo: Topology, p: int, net: Network, ecmp: str, seed: int,
     }
 
 
-def expand_algorithm(algorithm) -> tuple:
+def expand_algorithm(algorithm, collective: str = "allreduce") -> tuple:
     """``"NAME[:key=val,...]"`` -> ``(spec, candidates)``: the registered
-    algorithm and its parsed options, one dict per variant to run (every
-    choice of the auto option when it is ``auto``, else just the one)."""
+    algorithm of ``collective`` and its parsed options, one dict per variant
+    to run (every choice of the auto option when it is ``auto``, else just
+    the one)."""
     name, raw = parse_algorithm_spec(checks.text("algorithm", algorithm, "recdoub:variant=auto"))
-    spec = get_algorithm(name)
+    spec = get_algorithm(name, collective)
     opts = spec.parse_options(raw)
     if spec.auto_param and opts.get(spec.auto_param) == "auto":
         return spec, [dict(opts, **{spec.auto_param: c}) for c in spec.auto_choices()]
@@ -104,6 +106,7 @@ class Run:
     whatif: object = None    #: :class:`flowemu.whatif.conditions.Applied`, or None (healthy)
     model: str = "flow"
     sync: str = "barrier"    #: "barrier" (steps end together) or "dataflow" (engine.dataflow)
+    collective: str = "allreduce"   #: what the algorithm computes (algorithms.collectives)
 
     def breaks_bound_algorithm(self) -> bool:
         """Whether the strict failure policy must look at the schedule: links
@@ -146,19 +149,19 @@ class Run:
         """The configuration columns of this run's result rows."""
         return {**_base_row(self.topology, self.p, self.network, self.ecmp, self.seed,
                             self.placement, None if self.whatif is None else self.whatif.columns),
-                "sync": self.sync}
+                "sync": self.sync, "collective": self.collective}
 
 
 #: keyword arguments of the entry points (named when an unknown one is passed)
 _KEYWORDS = {
     "simulate": ("sizes", "ecmp", "seed", "ranks", "placement", "network", "threads",
-                 "max_memory", "model", "sync", "fail", "degrade", "fail_policy", "slow", "background"),
+                 "max_memory", "model", "sync", "collective", "fail", "degrade", "fail_policy", "slow", "background"),
     "congestion": ("ecmp", "seed", "ranks", "placement", "network", "threads", "max_memory",
-                   "fail", "degrade", "fail_policy", "slow", "background"),
+                   "collective", "fail", "degrade", "fail_policy", "slow", "background"),
     "link_loads": ("steps", "ecmp", "seed", "ranks", "placement", "network", "threads",
-                   "max_memory", "fail", "degrade", "fail_policy", "slow", "background"),
+                   "max_memory", "collective", "fail", "degrade", "fail_policy", "slow", "background"),
     "flows": ("traffic", "size", "steps", "ecmp", "seed", "ranks", "placement", "network",
-              "threads", "max_memory", "progress", "fail", "degrade", "fail_policy", "slow",
+              "threads", "max_memory", "progress", "collective", "fail", "degrade", "fail_policy", "slow",
               "background"),
 }
 
@@ -169,7 +172,7 @@ _NO_SIZES = object()
 
 def prepare_run(function: str, topology, algorithm, *, ecmp, seed, ranks, network, network_params,
              sizes=_NO_SIZES, threads=None, max_memory=None, placement=None,
-             whatif: WhatIf | None = None) -> Run:
+             whatif: WhatIf | None = None, collective: str = "allreduce") -> Run:
     """Check every argument of an algorithm run (cheap checks first, then
     the topology, then the memory the schedule will need before it is built)."""
     lim = budget.limit(max_memory)
@@ -178,7 +181,8 @@ def prepare_run(function: str, topology, algorithm, *, ecmp, seed, ranks, networ
     (ecmp, seed), threads = topology_checks.routing(ecmp, seed), checks.threads(threads)
     n = None if sizes is _NO_SIZES else checks.sizes(sizes)
     place = parse_placement(placement)
-    spec, candidates = expand_algorithm(algorithm)
+    collective = get_collective(collective).name
+    spec, candidates = expand_algorithm(algorithm, collective)
     concurrent = threads if threads is not None else default_threads()
     dims = budget.spec_dims(topology) if isinstance(topology, str) else None
     if dims is not None:
@@ -199,7 +203,7 @@ def prepare_run(function: str, topology, algorithm, *, ecmp, seed, ranks, networ
     if applied is not None:
         topo = applied.topology
     return Run(topo, net, n, p, spec, candidates, ecmp, seed, threads, lim, place, mapping,
-                applied)
+                applied, collective=collective)
 
 
 def _check_schedule_memory(spec, candidates, topology, p: int, concurrent: int,
@@ -209,7 +213,7 @@ def _check_schedule_memory(spec, candidates, topology, p: int, concurrent: int,
     entry per flow (:func:`flowemu.engine.profiles.profile` counts the real entries
     before routing)."""
     for cand in candidates:
-        flows, distinct = schedule_shape(spec.name, cand, p, topology)
+        flows, distinct = schedule_shape(spec.name, cand, p, topology, spec.collective)
         need = budget.run_bytes(topology, p, [flows] * distinct, [flows] * distinct, concurrent)
         budget.check(need, lim, f"{topology.spec} {spec.name}")
 
@@ -218,18 +222,24 @@ def simulate(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "split", s
              ranks: int | None = None, placement=None, network: Network | str | None = None,
              threads: int | None = None, max_memory=None, model: str = "flow",
              fail=None, degrade=None, fail_policy: str = "strict", slow=None,
-             background=None, sync: str = "barrier", **network_params) -> pd.DataFrame:
-    """Time an allreduce algorithm on a topology for many vector sizes.
+             background=None, sync: str = "barrier", collective: str = "allreduce",
+             **network_params) -> pd.DataFrame:
+    """Time a collective algorithm (an allreduce unless ``collective`` names
+    another) on a topology for many sizes.
 
     Parameters
     ----------
     topology : str or Topology
         e.g. ``"torus:16x16"``.
     algorithm : str
-        ``NAME[:key=val,...]``, e.g. ``"recdoub:variant=auto"``.
+        ``NAME[:key=val,...]`` of an algorithm of ``collective``, e.g.
+        ``"recdoub:variant=auto"`` (``flowemu list`` shows each collective's).
     sizes : str, int, list, numpy array or pandas Series
         ``"32B..512MiB"`` (every power of two), ``"1KiB,1MiB"``, one byte
-        count, or a sequence of byte counts / size strings.
+        count, or a sequence of byte counts / size strings: the size ``n``
+        as the collective reads it (:mod:`flowemu.algorithms.collectives`,
+        nccl-tests' meaning: allgather the gathered vector, all-to-all what
+        each rank sends in all, ...).
     ecmp : {"split", "dor", "hash", "dmodk"}
     seed : int
         Seed of ``ecmp="hash"`` (0..2**63-1; numpy integers are fine).
@@ -282,12 +292,18 @@ def simulate(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "split", s
         own flows of this step are delivered and its reduction is done; flows
         enter and leave the max-min solve as they start and finish
         (:mod:`flowemu.engine.dataflow`; solved once per size).
+    collective : str
+        ``"allreduce"`` (default), ``"reduce_scatter"``, ``"allgather"``,
+        ``"broadcast"``, ``"reduce"``, ``"gather"``, ``"scatter"`` or
+        ``"alltoall"``.
 
     Returns
     -------
     pandas.DataFrame
         One row per size with :data:`RESULT_COLUMNS`; ``goodput_Bps`` is
-        size / time, ``model`` the model that timed it. With an ``auto``
+        size / time (so is ``algbw_Bps``, nccl-tests' algorithm bandwidth;
+        ``busbw_Bps`` is it times nccl-tests' factor of the collective,
+        2(p−1)/p for allreduce), ``model`` the model that timed it. With an ``auto``
         option the fastest variant per size is reported in ``variant``
         (model genmodel: the variant its predictor priced). The what-if
         columns hold the failures and degradation in canonical form, the
@@ -307,7 +323,7 @@ def simulate(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "split", s
                                       threads=threads, max_memory=max_memory, model=model,
                                       fail=fail, degrade=degrade, fail_policy=fail_policy,
                                       slow=slow, background=background, sync=sync,
-                                      **network_params),
+                                      collective=collective, **network_params),
                         columns=RESULT_COLUMNS)
 
 
@@ -316,7 +332,8 @@ def simulate_rows(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "spli
                   network: Network | str | None = None, threads: int | None = None,
                   max_memory=None, model: str = "flow", fail=None, degrade=None,
                   fail_policy: str = "strict", slow=None, background=None,
-                  sync: str = "barrier", **network_params) -> list[dict]:
+                  sync: str = "barrier", collective: str = "allreduce",
+                  **network_params) -> list[dict]:
     """The rows of :func:`simulate` as dicts, one per size (keys
     :data:`RESULT_COLUMNS`): for a sweep, which builds one frame per batch of
     configurations (a frame per configuration would cost about a quarter of
@@ -325,7 +342,7 @@ def simulate_rows(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "spli
                            placement=placement, network=network, threads=threads,
                            max_memory=max_memory, model=model, fail=fail, degrade=degrade,
                            fail_policy=fail_policy, slow=slow, background=background,
-                           sync=sync, **network_params)
+                           sync=sync, collective=collective, **network_params)
     if run.model == "genmodel":
         return _predicted(run, algorithm)
     n, spec = run.sizes, run.spec
@@ -352,14 +369,17 @@ def simulate_rows(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "spli
     times = np.vstack(times)
     best = np.argmin(times, axis=0)
     base = run.row
+    factor = get_collective(run.collective).busbw_factor(run.p)
     rows = []
     for j, size in enumerate(n):
         variant, num_steps, note, cand = chosen[best[j]]
         t = float(times[best[j], j])
+        algbw = size / t if t > 0 else np.inf
         rows.append({**base, "algorithm": spec.name, "model": "flow", "variant": variant,
                      "options": _options_text(cand), "size_bytes": int(size), "time_s": t,
-                     "goodput_Bps": size / t if t > 0 else np.inf, "steps": num_steps,
-                     "background_Bps": float(carried[best[j]][j]), "note": note})
+                     "goodput_Bps": algbw, "steps": num_steps,
+                     "background_Bps": float(carried[best[j]][j]), "note": note,
+                     "algbw_Bps": algbw, "busbw_Bps": algbw * factor})
     return rows
 
 
@@ -368,7 +388,8 @@ def check_simulation(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "s
                      network: Network | str | None = None, threads: int | None = None,
                      max_memory=None, model: str = "flow", fail=None, degrade=None,
                      fail_policy: str = "strict", slow=None, background=None,
-                     sync: str = "barrier", **network_params) -> Run:
+                     sync: str = "barrier", collective: str = "allreduce",
+                     **network_params) -> Run:
     """Every check :func:`simulate` makes before it solves, and nothing more:
     the arguments, the topology, the ranks on it, the placement, the what-ifs
     applied (a rank cut off by failures), the memory estimate and, under
@@ -391,6 +412,10 @@ def check_simulation(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "s
     """
     model = check_model(model)
     sync = check_sync(sync)
+    collective = get_collective(collective).name
+    if model == "genmodel" and collective != "allreduce":
+        raise ConfigError(f"collective: {collective!r} needs model='flow' (--model flow): "
+                          "GenModel prices allreduce algorithms only")
     if model == "genmodel" and sync != "barrier":
         raise ConfigError(f"sync: {sync!r} needs model='flow' (--model flow): the analytic "
                           "GenModel prices barrier-synchronised steps only")
@@ -404,7 +429,8 @@ def check_simulation(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "s
                           "(--model flow)")
     run = prepare_run("simulate", topology, algorithm, ecmp=ecmp, seed=seed, ranks=ranks,
                    network=network, network_params=network_params, sizes=sizes,
-                   threads=threads, max_memory=max_memory, placement=placement, whatif=whatif)
+                   threads=threads, max_memory=max_memory, placement=placement, whatif=whatif,
+                   collective=collective)
     if sync != "barrier" and getattr(run.spec, "barrier_only", False):
         raise ConfigError(f"sync: {sync!r} does not apply to {run.spec.name} (its in-network "
                           "aggregation streams are timed at a barrier); use sync='barrier'")
@@ -532,7 +558,8 @@ def time_traffic(topology, traffic, *, ecmp: str = "split", seed: int = 0, place
     mapping = place.mapping(sched.p, topo)
     applied = None if whatif.healthy else apply_whatif(whatif, topo, sched.p, net, mapping)
     run = Run(topo if applied is None else applied.topology, net, None, sched.p, None, [],
-               ecmp, seed, threads, lim, place, mapping, applied, sync=sync)
+               ecmp, seed, threads, lim, place, mapping, applied, sync=sync,
+               collective="")   # (a user's traffic is no collective)
     if sync == "dataflow":
         times, bg = run.dataflow(sched).times_and_background([1.0])
         t, carried = float(times[0]), float(bg[0])
@@ -554,6 +581,7 @@ def congestion(topology, algorithm, *, ecmp: str = "split", seed: int = 0,
                ranks: int | None = None, placement=None, network: Network | None = None,
                threads: int | None = None, max_memory=None, fail=None, degrade=None,
                fail_policy: str = "strict", slow=None, background=None,
+               collective: str = "allreduce",
                **network_params) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Per-step congestion of an algorithm and its deficiencies (Swing paper §2.2).
 
@@ -572,7 +600,8 @@ def congestion(topology, algorithm, *, ecmp: str = "split", seed: int = 0,
     whatif = check_whatif(fail, degrade, fail_policy, slow, background)
     run = prepare_run("congestion", topology, algorithm, ecmp=ecmp, seed=seed, ranks=ranks,
                    network=network, network_params=network_params, threads=threads,
-                   max_memory=max_memory, placement=placement, whatif=whatif)
+                   max_memory=max_memory, placement=placement, whatif=whatif,
+                   collective=collective)
     step_frames, rows = [], []
     for cand in run.candidates:
         sched = run_schedules(run, cand, None)[0][0]

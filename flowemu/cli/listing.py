@@ -56,8 +56,9 @@ def cmd_list(args) -> int:
             print(f"      {prm.name}={prm.default}{choices}  {prm.doc}")
     for msg in plugin_errors().values():   # a broken plug-in: said, the rest listed
         note(msg)
-    print("collectives (verify --collective C; the algorithms above are allreduce's; n is the "
-          "size a run names):")
+    print("collectives (run and verify --collective C; simulate(collective=...); sweep field "
+          "collective; the algorithms above are allreduce's; n is the size a run names, as "
+          "nccl-tests reads it):")
     for coll in COLLECTIVES.values():
         if coll.name == "allreduce":
             continue

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..algorithms.collectives import COLLECTIVES
 from ..api import simulation
 from ..api.flows import write_flows
 from ..api.linkloads import link_loads
@@ -48,6 +49,10 @@ def add_arguments(r) -> None:
     g = r.add_mutually_exclusive_group(required=True)
     g.add_argument("--algorithm", "-a", help="NAME[:key=val,...], e.g. recdoub:variant=auto")
     g.add_argument("--traffic", help="CSV/parquet with columns step,src,dst,bytes")
+    r.add_argument("--collective", "-c", default="allreduce",
+                   help="what --algorithm computes: " + ", ".join(COLLECTIVES) + " (default "
+                        "allreduce; flowemu list shows each one's algorithms and what its "
+                        "size means)")
     r.add_argument("--sizes", "-s", default="32B..512MiB",
                    help="32B..512MiB (powers of two) or a comma list (default %(default)s)")
     r.add_argument("--ranks", type=int, help="number of ranks (default: every endpoint)")
@@ -176,7 +181,7 @@ def _check_run_options(args) -> None:
         # the traffic file fixes the bytes of every flow and the ranks (its ids), and it
         # has no reduction work for γ and δ to cost
         for dest, option in (("sizes", "--sizes"), ("ranks", "--ranks"), ("gamma", "--gamma"),
-                             ("delta", "--delta")):
+                             ("delta", "--delta"), ("collective", "--collective")):
             if given(args, dest):
                 refuse(option, "does not apply to --traffic (the file gives every flow's "
                                "bytes and ranks, and no reduction)")
@@ -238,6 +243,11 @@ def _table(df) -> str:
     if "sync" in df and (df["sync"] == "dataflow").any():
         show["sync"] = df["sync"]             # ranks not held at a barrier each step
         cols.insert(cols.index("algorithm") + 1, "sync")
+    if "collective" in df and (df["collective"] != "allreduce").any():
+        show["collective"] = df["collective"]   # what the size and the times are of
+        cols.insert(cols.index("algorithm"), "collective")
+        show["busbw"] = df["busbw_Bps"].map(format_rate)   # nccl-tests' bus bandwidth
+        cols.insert(cols.index("goodput") + 1, "busbw")
     if "slowdown" in df:   # a what-if run: beside the healthy network's time
         show["healthy"] = df["healthy_time_s"].map(format_time)
         show["slowdown"] = df["slowdown"].map(lambda v: f"{v:.3f}x")
@@ -274,7 +284,7 @@ def _timed(args, net, sizes, whatif: dict):
     return simulation.simulate(args.topology, args.algorithm, sizes, ecmp=args.ecmp,
                                seed=args.seed, ranks=args.ranks, placement=args.placement,
                                network=net, max_memory=max_memory(args), model=args.model,
-                               sync=args.sync, **whatif)
+                               sync=args.sync, collective=args.collective, **whatif)
 
 
 def _congestion_format(path: str) -> str:
@@ -291,7 +301,7 @@ def _write_congestion(args, net) -> None:
     steps, summary = simulation.congestion(args.topology, args.algorithm, ecmp=args.ecmp,
                                            seed=args.seed, ranks=args.ranks,
                                            placement=args.placement, network=net,
-                                           **_whatif(args))
+                                           collective=args.collective, **_whatif(args))
     if args.congestion == "-":
         print("\ncongestion per step (loads in bytes per byte of n):")
         print(steps.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
@@ -322,7 +332,7 @@ def _write_flows(args, net, size) -> None:
             write_flows(args.flows_out, args.topology, traffic=args.traffic, **common)
         else:
             write_flows(args.flows_out, args.topology, args.algorithm, size=size,
-                        ranks=args.ranks, **common)
+                        ranks=args.ranks, collective=args.collective, **common)
     except ConfigError as exc:   # name the option the user typed
         raise ConfigError(as_options(str(exc), {"steps": "--flows-steps",
                                                 "path": "--flows-out"})) from None
@@ -337,7 +347,8 @@ def _write_links(args, net) -> None:
         table = link_loads(args.topology, args.algorithm, steps=args.links_steps,
                            ecmp=args.ecmp, seed=args.seed, ranks=args.ranks,
                            placement=args.placement, network=net,
-                           max_memory=max_memory(args), **_whatif(args))
+                           max_memory=max_memory(args), collective=args.collective,
+                           **_whatif(args))
     except ConfigError as exc:   # name the option the user typed
         raise ConfigError(as_options(str(exc), {"steps": "--links-steps"})) from None
     if args.links_plot:   # first: a figure refused (too many steps) leaves no table behind

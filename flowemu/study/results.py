@@ -38,7 +38,7 @@ WHATIF_SCENARIO = [c for c in WHATIF_COLUMNS if c not in ("failed_links", "backg
 SCENARIO_COLUMNS = ["group", "topology", "nodes", "ranks", "bandwidth_Bps", "link_latency_s",
                     "hop_latency_s", "alpha_s", "gamma_s_per_B", "delta_s_per_B",
                     "incast_threshold", "incast_slope_s_per_B", "ecmp", "seed", "placement",
-                    "model", "sync"] + WHATIF_SCENARIO
+                    "model", "sync", "collective"] + WHATIF_SCENARIO
 
 
 def with_whatif(df: pd.DataFrame) -> pd.DataFrame:

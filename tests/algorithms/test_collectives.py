@@ -21,13 +21,20 @@ from tests.helpers.cli import one_error_line, run
 
 OTHERS = [c for c in COLLECTIVES if c != "allreduce"]
 ALGORITHMS = [(c, n) for c in OTHERS for n in algorithm_names(c)]
-POW2_ONLY = {"rechalving", "recdoub"}
+POW2_ONLY = {"recdoub", "rabenseifner"}   # (recdoub's halves: ranks folded in otherwise)
+
+
+def pow2_only(collective, name):
+    """Algorithms defined for p a power of two only (Bine's trees and
+    all-to-all; its reduce-scatter and allgather are Swing's, any p)."""
+    return name in POW2_ONLY or (name == "bine"
+                                 and collective not in ("reduce_scatter", "allgather"))
 P_VALUES = list(range(2, 65)) + [100, 101]
 
 
-def build(collective, name, p, root=None, blocks=True) -> Schedule:
+def build(collective, name, p, root=None, blocks=True, **options) -> Schedule:
     spec = get_algorithm(name, collective)
-    opts = spec.parse_options({} if root is None else {"root": root})
+    opts = spec.parse_options({**options, **({} if root is None else {"root": root})})
     return spec.build(p, None, blocks, **opts)
 
 
@@ -43,14 +50,17 @@ def test_every_collective_has_algorithms_and_allreduce_keeps_its_own():
         for n in algorithm_names(c):
             assert get_algorithm(n, c).collective == c
     assert "swing" in algorithm_names() and get_algorithm("ring").collective == "allreduce"
-    assert algorithm_names("alltoall") == ["linear", "pairwise"]
+    assert algorithm_names("alltoall") == ["bine", "bruck", "linear", "mpich", "pairwise"]
+    halves = ["bucket", "butterfly", "recdoub", "ring", "swing"]
+    assert algorithm_names("reduce_scatter") == sorted(["bine", "mpich", "pairwise", *halves])
+    assert algorithm_names("allgather") == sorted(["bine", "bruck", "mpich", *halves])
     assert get_collective("reduce-scatter").name == "reduce_scatter"
 
 
 @pytest.mark.parametrize("collective, name", ALGORITHMS)
 def test_every_algorithm_proves_its_collective(collective, name):
     for p in P_VALUES:
-        if name in POW2_ONLY and p & (p - 1):
+        if pow2_only(collective, name) and p & (p - 1):
             continue
         for root in roots(collective, p):
             sched = build(collective, name, p, root)
@@ -75,7 +85,7 @@ def test_byte_totals_are_the_closed_forms(p):
     own size), against the textbook counts."""
     share = (p - 1) / p
     for coll in ("reduce_scatter", "allgather"):
-        rep = verify(build(coll, "ring", p))
+        rep = verify(build(coll, "ring", p))          # both ways: two flows of n/(2p) a step
         assert rep.num_steps == p - 1
         np.testing.assert_allclose(rep.sent, share, rtol=1e-12)
         np.testing.assert_allclose(rep.received, share, rtol=1e-12)
@@ -103,7 +113,7 @@ def test_byte_totals_are_the_closed_forms(p):
         np.testing.assert_allclose(a2a.sent, share, rtol=1e-12)
         np.testing.assert_allclose(a2a.received, share, rtol=1e-12)
     if p & (p - 1) == 0:
-        for coll, name in (("reduce_scatter", "rechalving"), ("allgather", "recdoub")):
+        for coll, name in (("reduce_scatter", "recdoub"), ("allgather", "recdoub")):
             rep = verify(build(coll, name, p))
             assert rep.num_steps == logp
             np.testing.assert_allclose(rep.sent, share, rtol=1e-12)
@@ -127,7 +137,7 @@ def _replace_step(sched: Schedule, i: int, keep) -> Schedule:
 
 
 def test_a_missing_flow_is_named():
-    sched = build("allgather", "ring", 5)
+    sched = build("allgather", "ring", 5, ports=1)
     last = sched.steps[-1].traffic
     broken = _replace_step(sched, 3, last.src != 2)        # rank 2 → 3 dropped
     with pytest.raises(ScheduleError, match=r"rank 3 block \d lacks the data of rank \d; 1 "
@@ -149,8 +159,8 @@ def test_the_wrong_root_or_owner_fails():
     bc = build("broadcast", "binomial", 6, root=2)
     with pytest.raises(ScheduleError, match="rank 0 block 0 lacks the data of rank 0; 6 "):
         verify(dataclasses.replace(bc, root=0))
-    rs = build("reduce_scatter", "ring", 4)
-    shifted = np.roll(np.arange(4), 1)
+    rs = build("reduce_scatter", "ring", 4, ports=1)
+    shifted = np.roll(rs.block_owner, 1)
     with pytest.raises(ScheduleError, match="not fully reduced"):
         verify(dataclasses.replace(rs, block_owner=shifted))
     uneven = np.array([0, 0, 1, 2])
@@ -159,7 +169,8 @@ def test_the_wrong_root_or_owner_fails():
     with pytest.raises(ScheduleError, match=r"block 3 belongs to rank 4, outside 0..3"):
         verify(dataclasses.replace(rs, block_owner=np.array([0, 1, 2, 4])))
     with pytest.raises(ScheduleError, match=r"5 blocks cannot be split evenly among 4 ranks"):
-        verify(dataclasses.replace(rs, num_blocks=5, block_share=np.full(5, 0.2)))
+        verify(dataclasses.replace(rs, num_blocks=5, block_share=np.full(5, 0.2),
+                                   block_owner=None))
     a2a = build("alltoall", "linear", 3)
     dest = (np.arange(9) % 3).copy()
     dest[[1, 2]] = dest[[2, 1]]                           # (0→1) and (0→2) swapped
@@ -182,11 +193,11 @@ def test_bad_arguments():
     with pytest.raises(ConfigError, match="collective: 'bcast' is not one of allreduce"):
         verify(build("allgather", "ring", 4), "bcast")
     with pytest.raises(ConfigError, match="'recdoub' is not an algorithm of broadcast; known: "
-                                          "binomial"):
+                                          "bine, binomial, chain, mpich, vandegeijn"):
         get_algorithm("recdoub", "broadcast")
     with pytest.raises(ConfigError, match=r"root=7 must be a rank of the 4 ranks \(0..3\)"):
         build("broadcast", "binomial", 4, 7)
-    with pytest.raises(ConfigError, match="p=6 ranks must be a power of two"):
+    with pytest.raises(ConfigError, match="on 6 ranks is not a reduce-scatter .* it has steps pre, post"):
         build("allgather", "recdoub", 6)
 
 
@@ -219,9 +230,102 @@ def test_bus_bandwidth_factors_are_nccl_tests():
 
 
 def test_copy_ops_are_copy():
-    """The builders mark every flow of a combining-free collective COPY and
-    every flow of reduce-scatter and reduce REDUCE."""
+    """The builders mark every flow of a combining-free collective COPY; a
+    reduce-scatter or reduce has REDUCE flows (Rabenseifner's reduce then
+    gathers with COPY)."""
     for coll, name in ALGORITHMS:
-        for step in build(coll, name, 8, 0 if COLLECTIVES[coll].rooted else None).steps:
-            want = REDUCE if COLLECTIVES[coll].reduces else COPY
-            assert np.all(step.traffic.op == want), (coll, name)
+        sched = build(coll, name, 8, 0 if COLLECTIVES[coll].rooted else None)
+        ops = np.concatenate([step.traffic.op for step in sched.steps])
+        if COLLECTIVES[coll].reduces:
+            assert np.any(ops == REDUCE), (coll, name)
+        else:
+            assert np.all(ops == COPY), (coll, name)
+
+
+def test_list_names_each_collectives_algorithms(capsys):
+    code, out, _ = run(capsys, ["list"])
+    assert code == 0
+    section = out[out.index("collectives ("):out.index("your own traffic")]
+    for coll in OTHERS:
+        line = next(x for x in section.splitlines() if x.startswith(f"  {coll} "))
+        assert COLLECTIVES[coll].size in line
+        for name in algorithm_names(coll):
+            assert any(x.startswith(f"      {name}") for x in section.splitlines()), (coll, name)
+    assert "      binomial [root=0]  Binomial tree" in section
+
+
+HALVES = [(c, n) for c in ("reduce_scatter", "allgather") for n in algorithm_names(c)]
+
+
+@pytest.mark.parametrize("collective, name", HALVES)
+@pytest.mark.parametrize("spec", ["torus:4x4", "torus:8x8", "torus:6x6", "torus:4x4x4",
+                                  "torus:8x4", "mesh:4x4"])
+def test_halves_prove_their_collective_on_tori(collective, name, spec):
+    """The halves keep the allreduce's torus forms (Hamiltonian cycles and
+    ports, Swing's and bucket's multiport collectives, recdoub's layout)."""
+    from flowemu.topology import parse_topology
+    topo = parse_topology(spec)
+    p = topo.num_endpoints
+    spec_ = get_algorithm(name, collective)
+    if name == "recdoub" and p & (p - 1):
+        with pytest.raises(ConfigError, match="it has steps pre, post"):
+            spec_.build(p, topo, True)
+        return
+    try:
+        sched = spec_.build(p, topo, True)
+    except ConfigError as exc:   # an allreduce that does not run there refuses its halves too
+        with pytest.raises(ConfigError, match=str(exc)[:40].replace("(", r"\(")
+                           .replace(")", r"\)")):
+            get_algorithm(name).build(p, topo, True)
+        return
+    rep = verify(sched)
+    assert rep.collective == collective
+    np.testing.assert_allclose(rep.sent.sum(), (p - 1), rtol=1e-12)   # (p−1)/p of n a rank
+
+
+@pytest.mark.parametrize("collective, name", ALGORITHMS)
+def test_block_and_plain_builds_are_the_same_traffic(collective, name):
+    from flowemu.algorithms.verify import equivalent_traffic
+    for p in (2, 7, 8, 12):
+        if pow2_only(collective, name) and p & (p - 1):
+            continue
+        root = 1 if COLLECTIVES[collective].rooted else None
+        equivalent_traffic(build(collective, name, p, root, blocks=False),
+                           build(collective, name, p, root, blocks=True))
+
+
+BINE = [c for c in OTHERS if "bine" in algorithm_names(c)]
+
+
+def test_bine_serves_every_other_collective():
+    assert sorted(BINE) == sorted(OTHERS)
+
+
+@pytest.mark.parametrize("collective", BINE)
+def test_bine_proves_its_collective(collective):
+    spec = get_algorithm("bine", collective)
+    for p in (2, 4, 8, 16, 32, 64, 128):
+        for root in roots(collective, p):
+            opts = spec.parse_options({} if root is None else {"root": root})
+            assert verify(spec.build(p, None, True, **opts)).collective == collective
+    if collective not in ("reduce_scatter", "allgather"):
+        with pytest.raises(ConfigError, match="p=12 ranks must be a power of two"):
+            spec.build(12, None, False, **spec.parse_options({}))
+
+
+def test_bine_peers_and_subtrees():
+    """π(r, k) = r ± ρ_k with ρ = 1, −1, 3, −5, 11 (even +, odd −), and the
+    subtrees halve at every step (R(r, k) = R(r, k+1) ∪ R(π(r, k), k+1))."""
+    from flowemu.algorithms.bine import bine_peer, bine_subtrees
+    r = np.arange(32)
+    for k, rho in enumerate((1, -1, 3, -5, 11)):
+        np.testing.assert_array_equal(bine_peer(r, k, 32),
+                                      np.where(r % 2 == 0, r + rho, r - rho) % 32)
+    label = bine_subtrees(32)
+    for k in range(6):
+        sizes = np.bincount(np.unique(label[k], return_inverse=True)[1])
+        assert set(sizes) == {32 >> k}
+    for k in range(5):
+        peer = bine_peer(r, k, 32)
+        assert np.all(label[k + 1] != label[k + 1][peer])    # the two halves differ
+        assert np.all(label[k] == label[k][peer])            # and make one subtree

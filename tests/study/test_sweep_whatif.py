@@ -349,8 +349,9 @@ def test_old_datasets_load_with_the_healthy_defaults(tmp_path):
     pq.write_table(_old_part(tmp_path, False), old / "part-a-00000.parquet")
     df = load(old)
     assert list(df.columns[df.columns.get_loc("fail"):]) == WHATIF_COLUMNS + [
-        "note", "flowemu_version", "sync"]
+        "note", "flowemu_version", "sync", "collective", "algbw_Bps", "busbw_Bps"]
     assert set(df["sync"]) == {"barrier"}   # rows written before dataflow ran at a barrier
+    assert set(df["collective"]) == {"allreduce"}   # and before collectives, allreduces
     row = df.iloc[0]
     assert (row["fail"], row["degrade"], row["fail_policy"], row["slow"], row["background"]) \
         == ("", "", "strict", "", "")

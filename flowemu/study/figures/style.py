@@ -53,6 +53,7 @@ KNOWN = {
     "dbtree": ("#005249", "P"),             # dark teal
     "dualroot": ("#750851", "d"),           # plum
     "ina": ("#776666", "8"),                # taupe
+    "mpich": ("#22ff11", "H"),              # lime: what MPICH picks
 }
 #: the smallest CIEDE2000 colour difference between two registered algorithms
 #: (20: clearly different colours side by side, not shades of one)

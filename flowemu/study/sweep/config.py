@@ -26,7 +26,8 @@ GRID_FIELDS = ("topology", "algorithm", "ranks", "network", "bandwidth", "link_l
                "ecmp", "seed", "placement", "model", "sync", *WHATIF_FIELDS)
 #: every configuration field a sweep file may set (``traffic``, a user's traffic
 #: file, takes the place of ``algorithm``: :mod:`flowemu.study.sweep.traffic`)
-FIELDS = GRID_FIELDS[:2] + ("traffic", "jobs") + GRID_FIELDS[2:3] + ("sizes",) + GRID_FIELDS[3:]
+FIELDS = (GRID_FIELDS[:2] + ("collective", "traffic", "jobs") + GRID_FIELDS[2:3] + ("sizes",)
+          + GRID_FIELDS[3:])
 NETWORK_FIELDS = Network.field_names()
 GROUP_KEYS = FIELDS + ("where", "exclude", "description")
 TOP_KEYS = GROUP_KEYS + ("groups",)
@@ -44,6 +45,7 @@ _NET_DEFAULTS = {k: canon_float(v) for k, v in Network().as_dict().items()}
 #: the value of every grid field a sweep file leaves out
 DEFAULTS = {**_NET_DEFAULTS, "ranks": None, "ecmp": "split", "seed": 0,
             "placement": "linear", "network": "", "model": "flow", "sync": "barrier",
+            "collective": "allreduce",
             "fail": "", "degrade": "",
             "fail_policy": "strict", "failures": 0, "failure_seed": 0, "slow": "",
             "background": ""}
@@ -90,6 +92,7 @@ class Config:
     network_preset: str = ""
     model: str = "flow"      # "flow" (the engine) or "genmodel" (flowemu.models.genmodel's prediction)
     sync: str = "barrier"    # "barrier" or "dataflow" (flowemu.engine.dataflow)
+    collective: str = "allreduce"   # what the algorithm computes (flowemu.algorithms.collectives)
     # what-ifs (flowemu.whatif.conditions), "" for none: selectors in canonical form; ``fail``
     # holds the Monte-Carlo draw random:FAILURES:FAILURE_SEED too (those two
     # fields are kept for where/exclude only, not hashed)
@@ -132,6 +135,8 @@ class Config:
             out["model"] = self.model
         if self.sync != "barrier":   # and barrier ones (written before dataflow)
             out["sync"] = self.sync
+        if self.collective != "allreduce":   # and allreduce ones (written before collectives)
+            out["collective"] = self.collective
         for name in _WHATIF_RUN:   # and healthy ones (written before what-ifs)
             if getattr(self, name) != DEFAULTS[name]:
                 out[name] = getattr(self, name)
@@ -236,6 +241,8 @@ def _fmt_field(name: str, v) -> str:
 def config_key(cfg: Config) -> str:
     """``group|topology|algorithm[|field=value for non-defaults]|sizes=...``."""
     parts = [cfg.group, cfg.topology, cfg.algorithm]
+    if cfg.collective != "allreduce":
+        parts.append(f"collective={cfg.collective}")
     if cfg.network_preset:
         parts.append(f"network={cfg.network_preset}")
     for name in ("ranks", *NETWORK_FIELDS, "ecmp", "seed", "placement", "model", "sync",

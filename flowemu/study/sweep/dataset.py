@@ -76,13 +76,15 @@ SWEEP_COLUMNS = ["sweep", "group", "config_key", "config_hash", "label", "algori
                  "sizes_spec"]
 
 _STRING = {"sweep", "group", "config_key", "config_hash", "label", "algorithm_spec",
-           "sizes_spec", "topology", "algorithm", "model", "sync", "variant", "options", "ecmp",
+           "sizes_spec", "topology", "algorithm", "model", "sync", "collective", "variant",
+           "options", "ecmp",
            "flowemu_version", "error_type", "error", "note", "fail", "degrade", "fail_policy",
            "slow", "background"}
 _INT = {"nodes", "ranks", "size_bytes", "steps", "seed", "failed_links"}
 _FLOAT = {"time_s", "goodput_Bps", "bandwidth_Bps", "link_latency_s", "hop_latency_s",
           "alpha_s", "gamma_s_per_B", "delta_s_per_B", "incast_threshold",
-          "incast_slope_s_per_B", "background_Bps", *JOB_DATASET_COLUMNS}
+          "incast_slope_s_per_B", "background_Bps", "algbw_Bps", "busbw_Bps",
+          *JOB_DATASET_COLUMNS}
 #: the what-if columns (:data:`flowemu.whatif.conditions.WHATIF_COLUMNS`) and what rows
 #: written before they existed read as: the healthy network
 WHATIF_DEFAULTS = HEALTHY
@@ -116,7 +118,7 @@ def rows_frame(batches) -> pd.DataFrame:
 def error_row(cfg, error_type: str, message: str, internal: bool) -> dict:
     """One row of the errors table: the configuration's fields and the message."""
     row = {**sweep_fields(cfg), "topology": cfg.topology, "ranks": cfg.ranks,
-           "model": cfg.model, "sync": cfg.sync, "ecmp": cfg.ecmp, "seed": cfg.seed, "placement": cfg.placement,
+           "model": cfg.model, "sync": cfg.sync, "collective": cfg.collective, "ecmp": cfg.ecmp, "seed": cfg.seed, "placement": cfg.placement,
            "fail": cfg.fail, "degrade": cfg.degrade, "fail_policy": cfg.fail_policy,
            "slow": cfg.slow, "background": cfg.background}
     row.update({col: float(getattr(cfg, f)) for f, col in NETWORK_COLUMNS.items()})
@@ -317,7 +319,31 @@ def with_model(df: pd.DataFrame) -> pd.DataFrame:
         df = df.assign(sync="barrier")
     elif df["sync"].isna().any():
         df = df.assign(sync=df["sync"].fillna("barrier"))
-    return _with_whatif(df)
+    return _with_whatif(_with_collective(df))
+
+
+def _with_collective(df: pd.DataFrame) -> pd.DataFrame:
+    """Rows written before collectives timed allreduces: ``collective``
+    reads as ``"allreduce"``, ``algbw_Bps`` as the goodput and
+    ``busbw_Bps`` as it times 2(p−1)/p. A user's traffic (algorithm
+    ``traffic``) is no collective: ``""``."""
+    traffic = df["algorithm"] == "traffic" if "algorithm" in df.columns else False
+    if "collective" not in df.columns:
+        df = df.assign(collective=np.where(traffic, "", "allreduce"))
+    elif df["collective"].isna().any():
+        df = df.assign(collective=df["collective"].where(
+            df["collective"].notna(), np.where(traffic, "", "allreduce")))
+    for col in ("algbw_Bps", "busbw_Bps"):
+        if col not in df.columns:
+            df = df.assign(**{col: np.nan})
+    if "goodput_Bps" not in df.columns:
+        return df
+    old = df["algbw_Bps"].isna() & (df["collective"] == "allreduce") & df["goodput_Bps"].notna()
+    if old.any() and "ranks" in df.columns:
+        p = df["ranks"].astype(float)
+        df = df.assign(algbw_Bps=df["algbw_Bps"].where(~old, df["goodput_Bps"]),
+                       busbw_Bps=df["busbw_Bps"].where(~old, df["goodput_Bps"] * 2 * (p - 1) / p))
+    return df
 
 
 def _with_whatif(df: pd.DataFrame) -> pd.DataFrame:

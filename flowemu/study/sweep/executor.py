@@ -30,6 +30,7 @@ def simulate_arguments(cfg: Config) -> tuple[tuple, dict]:
     return ((build_topology(cfg.topology), cfg.algorithm, list(cfg.sizes)),
             {"ecmp": cfg.ecmp, "seed": cfg.seed, "ranks": cfg.ranks, "placement": cfg.placement,
              "network": cfg.network(), "model": cfg.model, "sync": cfg.sync,
+             "collective": cfg.collective,
              "fail": cfg.fail or None,
              "degrade": cfg.degrade or None, "fail_policy": cfg.fail_policy,
              "slow": cfg.slow or None, "background": cfg.background or None})

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ...algorithms import get_algorithm, parse_algorithm_spec
+from ...algorithms.collectives import COLLECTIVES, get_collective
 from ...core import checks
 from ...core.errors import ConfigError
 from ...core.network import TIME_FIELDS, Network
@@ -119,25 +120,28 @@ class Alg:
     label: str
     traffic: str = ""   # a traffic file timed in place of an algorithm (sweep/traffic.py)
     jobs: tuple = ()    # a job set timed in place of an algorithm (sweep/jobs.py)
+    collective: str = "allreduce"   # the collective it is an algorithm of
 
 
-def resolve_algorithm(name: str, raw_opts: dict) -> Alg:
-    spec = get_algorithm(name)
+def resolve_algorithm(name: str, raw_opts: dict, collective: str = "allreduce") -> Alg:
+    spec = get_algorithm(name, collective)
     opts = spec.parse_options(raw_opts)
     items = tuple(sorted(opts.items()))
     defaults = {p.name: p.default for p in spec.params}
     text = name + (":" + ",".join(f"{k}={v}" for k, v in items) if items else "")
     diff = [(k, v) for k, v in items if v != defaults.get(k)]
     label = name + (":" + ",".join(f"{k}={v}" for k, v in diff) if diff else "")
-    return Alg(name, items, text, label)
+    return Alg(name, items, text, label, collective=collective)
 
 
-def _parse_algorithm_value(raw, loc: str, probs: Problems) -> list[Alg]:
-    """A string spec or a table ``{name = ..., option = value | [values]}``."""
+def _parse_algorithm_value(raw, loc: str, probs: Problems,
+                           collective: str = "allreduce") -> list[Alg]:
+    """A string spec or a table ``{name = ..., option = value | [values]}``
+    of an algorithm of ``collective``."""
     try:
         if isinstance(raw, str):
             name, opts = parse_algorithm_spec(raw)
-            return [resolve_algorithm(name, opts)]
+            return [resolve_algorithm(name, opts, collective)]
         if isinstance(raw, dict):
             if "name" not in raw or not isinstance(raw["name"], str):
                 probs.add(loc, "an algorithm table needs name = \"NAME\" (and options as "
@@ -157,7 +161,7 @@ def _parse_algorithm_value(raw, loc: str, probs: Problems) -> list[Alg]:
                     lists.append([v])
             out = []
             for combo in itertools.product(*lists):
-                out.append(resolve_algorithm(name, dict(zip(keys, combo))))
+                out.append(resolve_algorithm(name, dict(zip(keys, combo)), collective))
             return out
         probs.add(loc, f"expected an algorithm spec string such as \"recdoub:variant=auto\" "
                        f"or a table {{ name = ..., option = ... }}, got {type_name(raw)}")
@@ -216,6 +220,8 @@ def _parse_scalar(name: str, raw):
         return _one_of(raw, MODELS, check_model)
     if name == "sync":
         return _one_of(raw, SYNCS, check_sync)
+    if name == "collective":
+        return _one_of(raw, tuple(COLLECTIVES), lambda v: get_collective(v).name)
     if name in WHATIF_SCALARS:
         return parse_whatif(name, raw)
     raise AssertionError(name)
@@ -266,9 +272,11 @@ def parse_whatif(name: str, raw):
     return raw.strip()
 
 
-def parse_field(name: str, raw, loc: str, probs: Problems) -> list | None:
+def parse_field(name: str, raw, loc: str, probs: Problems,
+                collective: str = "allreduce") -> list | None:
     """Canonical values of a grid field (a scalar is a one-element list);
-    None when any element is bad (the problems are recorded)."""
+    None when any element is bad (the problems are recorded). Algorithms
+    are looked up among ``collective``'s."""
     items = raw if isinstance(raw, list) else [raw]
     if isinstance(raw, list) and not raw:
         probs.add(loc, "empty array; give at least one value")
@@ -284,7 +292,7 @@ def parse_field(name: str, raw, loc: str, probs: Problems) -> list | None:
             ok = False
             continue
         if name == "algorithm":
-            vals = _parse_algorithm_value(item, iloc, probs)
+            vals = _parse_algorithm_value(item, iloc, probs, collective)
             ok = ok and bool(vals)
             out.extend(vals)
             continue

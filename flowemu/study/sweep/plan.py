@@ -129,17 +129,18 @@ def load_sweep(path) -> SweepPlan:
 
     parsed: dict[str, object] = {}   # location -> parsed values (a top-level key once)
 
-    def field_values(name, table, prefix):
+    def field_values(name, table, prefix, collective="allreduce"):
         src, loc = (table, f"{prefix}{name}") if name in table else (doc, name)
         if name not in src:
             return None, loc, False
-        if loc not in parsed:
+        key = (loc, collective) if name == "algorithm" else loc   # (an algorithm's collective)
+        if key not in parsed:
             raw = src[name]
-            parsed[loc] = (parse_sizes_field(raw, loc, probs) if name == "sizes"
+            parsed[key] = (parse_sizes_field(raw, loc, probs) if name == "sizes"
                            else parse_traffic_field(raw, loc, probs, path.parent)
                            if name == "traffic" else parse_jobs_field(raw, loc, probs)
-                           if name == "jobs" else parse_field(name, raw, loc, probs))
-        return parsed[loc], loc, True
+                           if name == "jobs" else parse_field(name, raw, loc, probs, collective))
+        return parsed[key], loc, True
 
     def sources(table, prefix):
         # top-level exclude/where apply to every group, then the group's own
@@ -184,6 +185,15 @@ def load_sweep(path) -> SweepPlan:
         locs: dict = {}
         explicit = set()   # network fields the file sets: they override a preset's
         replaced = _replaces_algorithm(doc, table, prefix, probs)
+        colls, locs["collective"], given_coll = field_values("collective", table, prefix)
+        if not given_coll:
+            colls = ["allreduce"]
+        elif colls is None:
+            complete, colls = False, []
+        elif replaced is not False and colls != ["allreduce"]:
+            probs.add(locs["collective"], "applies to algorithms; traffic files and job sets "
+                                          "are timed as they are")
+            complete = False
         for f in GRID_FIELDS:
             if f == "algorithm" and replaced is not False:   # traffic files or job sets
                 traffic, locs[f], _ = field_values(replaced or "traffic", table, prefix)
@@ -192,7 +202,13 @@ def load_sweep(path) -> SweepPlan:
                 else:
                     values[f] = traffic
                 continue
-            vals, loc, present = field_values(f, table, prefix)
+            if f == "algorithm":   # the algorithms of each collective
+                vals, present = ([], False) if colls else (None, True)   # (None: said)
+                for coll in colls:
+                    found, loc, present = field_values(f, table, prefix, coll)
+                    vals = None if found is None or vals is None else vals + found
+            else:
+                vals, loc, present = field_values(f, table, prefix)
             locs[f] = loc
             if present and vals is not None and f in WHATIF_FIELDS:
                 locs.update(_element_locs(f, table.get(f, doc.get(f)), loc))
@@ -256,7 +272,7 @@ def load_sweep(path) -> SweepPlan:
                 continue
             cfg = Config(sweep=name, group=gname, algorithm=alg.spec, label=alg.label,
                          sizes=() if alg.traffic or alg.jobs else sizes, network_preset=preset,
-                         traffic=alg.traffic, jobs=alg.jobs, **kw)
+                         traffic=alg.traffic, jobs=alg.jobs, collective=alg.collective, **kw)
             env = where_env(cfg, alg)
             keep = True
             for code, text, loc in wheres:
@@ -280,6 +296,11 @@ def load_sweep(path) -> SweepPlan:
                 continue
             if alg.jobs and not check_jobs_config(cfg, locs["algorithm"], misfits):
                 continue   # (after the what-ifs: the failures a job must survive)
+            if cfg.model == "genmodel" and cfg.collective != "allreduce":
+                misfits.add(locs["collective"], f"collective = {cfg.collective!r} needs model "
+                                                "= \"flow\": GenModel prices allreduce only "
+                                                "(split the group or exclude the pair)")
+                continue
             if cfg.model == "genmodel" and cfg.sync != "barrier":
                 misfits.add(locs["sync"], f"sync = {cfg.sync!r} needs model = \"flow\": "
                                           "GenModel prices barrier-synchronised steps only "
@@ -481,7 +502,8 @@ def _runs_on(cfg: Config, alg: Alg, locs: dict, probs: Problems) -> bool:
     (``AlgorithmSpec.families``, e.g. gentree on trees only); each pair that
     does not is reported once, before anything runs."""
     try:
-        get_algorithm(alg.name).check_family(topo_info(cfg.topology).spec, alg.label)
+        get_algorithm(alg.name, alg.collective).check_family(topo_info(cfg.topology).spec,
+                                                             alg.label)
     except ConfigError as exc:
         probs.add(locs["algorithm"], f"{str(exc).removeprefix('algorithm: ')}; split the "
                                      "group or exclude the pair")

@@ -77,6 +77,7 @@ def where_env(cfg: Config, alg: Alg) -> dict:
                dims=info.dims, ndims=len(info.dims), algorithm=alg.name,
                algorithm_spec=alg.spec, label=alg.label, options=dict(alg.options))
     env["ranks"] = cfg.ranks if cfg.ranks is not None else info.nodes
+    env["collective"] = cfg.collective
     return env
 
 

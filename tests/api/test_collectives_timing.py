@@ -1,0 +1,255 @@
+"""Timing the collectives other than allreduce (issue 28): on one switch and
+on a 1-D torus without contention every algorithm takes its α-β closed form
+(to 1e-9); the result columns carry the collective, nccl-tests' algorithm and
+bus bandwidth; the CLI, the sweep field and compare take the collective; an
+allreduce configuration keeps the hash it had before the field existed."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import flowemu
+from flowemu.api.simulation import RESULT_COLUMNS
+from flowemu.core.errors import ConfigError
+from flowemu.study.results import compare, load
+from flowemu.study.sweep import SweepConfigError, load_sweep, sweep
+from tests.helpers.cli import one_error_line, run
+
+ALPHA = 1e-6
+B = 400e9 / 8          # the default 400 Gb/s in bytes/s
+N = np.array([1024.0, 2.0**20, 2.0**30])
+FREE = {"link_latency": 0, "hop_latency": 0, "alpha": "1us"}   # α only: no path latency
+
+
+def times(topology, collective, algorithm, ranks=None):
+    df = flowemu.simulate(topology, algorithm, N, collective=collective, ranks=ranks, **FREE)
+    assert (df["collective"] == collective).all()
+    return df["time_s"].to_numpy()
+
+
+@pytest.mark.parametrize("p", [5, 8, 12])
+def test_one_switch_closed_forms(p):
+    """``tree:P`` is one switch: each host's link carries what the host
+    sends (and receives), at B each way."""
+    topo = f"tree:{p}"
+    logp = math.ceil(math.log2(p))
+    ring = (p - 1) * (ALPHA + N / (p * B))
+    for coll in ("allgather", "reduce_scatter"):
+        np.testing.assert_allclose(times(topo, coll, "ring"), ring, rtol=1e-9)
+    np.testing.assert_allclose(times(topo, "alltoall", "pairwise"), ring, rtol=1e-9)
+    tree = logp * (ALPHA + N / B)
+    np.testing.assert_allclose(times(topo, "broadcast", "binomial:root=1"), tree, rtol=1e-9)
+    np.testing.assert_allclose(times(topo, "reduce", "binomial"), tree, rtol=1e-9)
+    # one step, the root's (every sender's) link carries (p − 1)/p of n
+    once = ALPHA + (p - 1) / p * N / B
+    for coll in ("gather", "scatter"):
+        np.testing.assert_allclose(times(topo, coll, "linear:root=2"), once, rtol=1e-9)
+    np.testing.assert_allclose(times(topo, "alltoall", "linear"), once, rtol=1e-9)
+    # Bruck: step k moves min(2^k, p − 2^k) blocks (allgather), the blocks whose
+    # offset has bit k set (all-to-all: about n/2)
+    np.testing.assert_allclose(times(topo, "allgather", "bruck"),
+                               logp * ALPHA + (p - 1) / p * N / B, rtol=1e-9)
+    moved = sum(sum(1 for o in range(1, p) if o >> k & 1) for k in range(logp))
+    np.testing.assert_allclose(times(topo, "alltoall", "bruck"),
+                               logp * ALPHA + moved / p * N / B, rtol=1e-9)
+    # pipelined chain: segments + p − 2 steps of n/segments
+    for k in (1, 4):
+        np.testing.assert_allclose(times(topo, "broadcast", f"chain:segments={k}"),
+                                   (k + p - 2) * (ALPHA + N / (k * B)), rtol=1e-9)
+        np.testing.assert_allclose(times(topo, "reduce", f"chain:segments={k},root=3"),
+                                   (k + p - 2) * (ALPHA + N / (k * B)), rtol=1e-9)
+    if p & (p - 1) == 0:
+        # Bine: log₂p steps of Swing's peers; the tree moves n a step (broadcast,
+        # reduce) or each subtree's blocks (scatter, gather); all-to-all n/2 a step
+        bine_tree = logp * (ALPHA + N / B)
+        np.testing.assert_allclose(times(topo, "broadcast", "bine:root=3"), bine_tree,
+                                   rtol=1e-9)
+        np.testing.assert_allclose(times(topo, "reduce", "bine"), bine_tree, rtol=1e-9)
+        for coll in ("gather", "scatter"):
+            np.testing.assert_allclose(times(topo, coll, "bine:root=1"),
+                                       logp * ALPHA + (p - 1) / p * N / B, rtol=1e-9)
+        np.testing.assert_allclose(times(topo, "alltoall", "bine"),
+                                   logp * (ALPHA + N / (2 * B)), rtol=1e-9)
+        # van de Geijn: binomial scatter (log₂p steps, (p−1)/p of n from the root)
+        # then the ring allgather; Rabenseifner: recursive halving then the
+        # binomial gather, each log₂p·α + (p−1)/p·n/B
+        scatter = logp * ALPHA + (p - 1) / p * N / B
+        np.testing.assert_allclose(times(topo, "broadcast", "vandegeijn"), scatter + ring,
+                                   rtol=1e-9)
+        np.testing.assert_allclose(times(topo, "reduce", "rabenseifner:root=5"), 2 * scatter,
+                                   rtol=1e-9)
+        # log₂p steps of n/2, n/4, ... (halving) or the reverse (doubling), and the
+        # binomial gather/scatter: the subtrees' halves, quarters, ...
+        halving = logp * ALPHA + (p - 1) / p * N / B
+        np.testing.assert_allclose(times(topo, "reduce_scatter", "recdoub"), halving,
+                                   rtol=1e-9)
+        np.testing.assert_allclose(times(topo, "allgather", "recdoub"), halving, rtol=1e-9)
+        for coll in ("gather", "scatter"):
+            np.testing.assert_allclose(times(topo, coll, "binomial"), halving, rtol=1e-9)
+
+
+def test_one_dimensional_torus_closed_forms():
+    """On ``torus:12`` the ring's steps are neighbour exchanges and the
+    binomial tree's flows of a step cross disjoint stretches (distances 1,
+    2, 4 and 8 = 4 the other way; none is 6, which would split)."""
+    p = 12
+    for coll in ("allgather", "reduce_scatter"):
+        np.testing.assert_allclose(times("torus:12", coll, "ring:ports=1"),
+                                   (p - 1) * (ALPHA + N / (p * B)), rtol=1e-9)
+        # both ways round (the default): half the vector each way, on its own links
+        np.testing.assert_allclose(times("torus:12", coll, "ring"),
+                                   (p - 1) * (ALPHA + N / (2 * p * B)), rtol=1e-9)
+    for coll in ("broadcast", "reduce"):
+        np.testing.assert_allclose(times("torus:12", coll, "binomial"), 4 * (ALPHA + N / B),
+                                   rtol=1e-9)
+
+
+def test_bandwidth_columns():
+    df = flowemu.simulate("tree:8", "ring", "1MiB", collective="allgather")
+    assert list(df.columns) == RESULT_COLUMNS and RESULT_COLUMNS[-4:] == [
+        "sync", "collective", "algbw_Bps", "busbw_Bps"]
+    row = df.iloc[0]
+    assert row["algbw_Bps"] == row["goodput_Bps"] == row["size_bytes"] / row["time_s"]
+    assert row["busbw_Bps"] == pytest.approx(row["algbw_Bps"] * 7 / 8, rel=1e-15)
+    ar = flowemu.simulate("tree:8", "ring", "1MiB").iloc[0]
+    assert ar["collective"] == "allreduce"
+    assert ar["busbw_Bps"] == pytest.approx(ar["goodput_Bps"] * 2 * 7 / 8, rel=1e-15)
+    bc = flowemu.simulate("tree:8", "binomial", "1MiB", collective="broadcast").iloc[0]
+    assert bc["busbw_Bps"] == bc["algbw_Bps"]
+
+
+def test_refusals():
+    with pytest.raises(ConfigError, match="collective: 'bcast' is not one of allreduce"):
+        flowemu.simulate("tree:8", "binomial", "1MiB", collective="bcast")
+    with pytest.raises(ConfigError, match="'dualroot' is not an algorithm of allgather; known: "
+                                          "bine, bruck, bucket, butterfly, mpich, recdoub, "
+                                          "ring, swing"):
+        flowemu.simulate("tree:8", "dualroot", "1MiB", collective="allgather")
+    with pytest.raises(ConfigError, match="collective: 'gather' needs model='flow'"):
+        flowemu.simulate("tree:8", "linear", "1MiB", collective="gather", model="genmodel")
+    with pytest.raises(ConfigError, match="it has steps pre, post; recursive doubling folds"):
+        flowemu.simulate("tree:8", "recdoub", "1MiB", collective="allgather", ranks=6)
+
+
+def test_other_doors_take_the_collective():
+    steps, summary = flowemu.congestion("tree:8", "pairwise", collective="alltoall")
+    assert len(steps) == 7 and summary["steps"].iloc[0] == 7
+    loads = flowemu.link_loads("tree:8", "linear", collective="gather")
+    # 7 senders' host links up and the root's link down, which carries 7/8 of n
+    into_root = loads[loads["dst_node"] == 0]
+    assert len(loads) == 8 and into_root["bytes_per_n"].iloc[0] == pytest.approx(7 / 8)
+    fl = flowemu.flows("tree:8", "binomial", size="1MiB", collective="broadcast")
+    assert len(fl) == 7          # a flow to every rank but the root, the whole vector each
+    assert (fl["bytes"] == 2**20).all() and sorted(fl["dst"]) == list(range(1, 8))
+
+
+def test_dataflow_and_what_ifs_time_other_collectives():
+    """A broadcast under dataflow: rank v waits only for its parent, so the
+    time equals the barrier's on one switch (every step's flows end
+    together); with a slow network rank the two differ."""
+    base = flowemu.simulate("tree:8", "binomial", "1MiB", collective="broadcast", **FREE)
+    flow = flowemu.simulate("tree:8", "binomial", "1MiB", collective="broadcast",
+                            sync="dataflow", **FREE)
+    assert flow["time_s"].iloc[0] == pytest.approx(base["time_s"].iloc[0], rel=1e-12)
+    slow = flowemu.simulate("tree:8", "binomial", "1MiB", collective="broadcast",
+                            slow="1=0.5:network", **FREE)
+    assert slow["time_s"].iloc[0] > base["time_s"].iloc[0]
+
+
+def test_cli_run(capsys):
+    code, out, err = run(capsys, ["run", "-t", "tree:8", "-c", "allgather", "-a", "ring",
+                                  "-s", "1MiB"])
+    assert code == 0
+    head = out.splitlines()[0].split()
+    assert head[:3] == ["topology", "collective", "algorithm"] and "busbw" in head
+    assert "allgather" in out.splitlines()[1]
+    code, _, err = run(capsys, ["run", "-t", "tree:8", "-c", "allgather", "--traffic",
+                                "x.csv"])
+    assert code == 2 and "--collective" in one_error_line(err)
+    code, _, err = run(capsys, ["run", "-t", "tree:8", "-c", "alltoall", "-a", "ring"])
+    assert code == 2 and one_error_line(err) == (
+        "flowemu: error: algorithm: 'ring' is not an algorithm of alltoall; known: bine, bruck, "
+        "linear, mpich, pairwise")
+
+
+GRID = """
+topology = "tree:8"
+sizes = "1KiB,1MiB"
+[groups.ag]
+collective = "allgather"
+algorithm = ["ring", "recdoub"]
+[groups.ar]
+algorithm = ["ring", "recdoub"]
+"""
+
+
+def test_sweep_field_and_compare(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text(GRID)
+    out = tmp_path / "out"
+    sweep(path, out, progress=False, jobs=1)
+    df = load(out)
+    ag = df[df["group"] == "ag"]
+    assert set(ag["collective"]) == {"allgather"}
+    assert set(df[df["group"] == "ar"]["collective"]) == {"allreduce"}
+    want = flowemu.simulate("tree:8", "ring", [1024, 2**20], collective="allgather")
+    got = ag[ag["algorithm"] == "ring"].sort_values("size_bytes")
+    np.testing.assert_allclose(got["time_s"], want["time_s"], rtol=1e-12)
+    assert all("collective=allgather" in k for k in ag["config_key"])
+    # compare ranks a collective's algorithms among themselves
+    cmp = compare(df)
+    assert set(cmp[cmp["group"] == "ag"]["collective"]) == {"allgather"}
+
+
+def test_allreduce_configurations_keep_their_hash(tmp_path):
+    """The hash of an allreduce configuration is the one written before the
+    field existed: sha256 of the same canonical fields (computed here from
+    the fields by hand, not by flowemu)."""
+    path = tmp_path / "s.toml"
+    path.write_text('topology = "tree:8"\nalgorithm = "recdoub:variant=latency"\n'
+                    'sizes = "1KiB"\n')
+    cfg = load_sweep(path).configs[0]
+    canonical = {"group": "main", "topology": "tree:8", "algorithm": cfg.algorithm,
+                 "ranks": None, "sizes": [1024], "ecmp": "split", "seed": 0,
+                 "bandwidth": 5e10, "link_latency": 1e-7, "hop_latency": 3e-7, "alpha": 0.0,
+                 "gamma": 0.0, "delta": 0.0, "incast_threshold": float("inf"),
+                 "incast_slope": 0.0}
+    text = json.dumps(canonical, sort_keys=True, separators=(",", ":"))
+    assert cfg.hash == hashlib.sha256(text.encode()).hexdigest()[:12]
+    assert "collective" not in cfg.key
+
+
+def test_sweep_refusals(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text('topology = "tree:8"\nsizes = "1KiB"\ncollective = ["allgather", '
+                    '"alltoall"]\nalgorithm = ["ring", "pairwise"]\n')
+    with pytest.raises(SweepConfigError) as exc:
+        load_sweep(path)
+    text = str(exc.value)
+    assert "'pairwise' is not an algorithm of allgather" in text
+    assert "'ring' is not an algorithm of alltoall" in text
+    path.write_text('topology = "tree:8"\ncollective = "bcast"\nalgorithm = "ring"\n')
+    with pytest.raises(SweepConfigError, match="collective: 'bcast' is not allowed") as exc:
+        load_sweep(path)
+    assert "missing required key" not in str(exc.value)
+    path.write_text('topology = "tree:8"\nsizes = "1KiB"\ncollective = "gather"\n'
+                    'model = "genmodel"\nalgorithm = "linear"\n')
+    with pytest.raises(SweepConfigError, match="needs model = \"flow\": GenModel prices "
+                                               "allreduce only"):
+        load_sweep(path)
+
+
+def test_datasets_from_before_read_as_allreduce():
+    from flowemu.study.sweep.dataset import with_model
+    old = pd.DataFrame({"topology": ["tree:8"], "algorithm": ["ring"], "ranks": [8],
+                        "size_bytes": [1024], "time_s": [1e-5], "goodput_Bps": [1.024e8]})
+    new = with_model(old)
+    assert new["collective"].iloc[0] == "allreduce"
+    assert new["algbw_Bps"].iloc[0] == 1.024e8
+    assert new["busbw_Bps"].iloc[0] == pytest.approx(1.024e8 * 2 * 7 / 8)
