@@ -22,6 +22,7 @@ __all__ = [
     "check_ranks",
     "equal_block_share",
     "make_traffic",
+    "ragged_traffic",
     "reduce_step_reduction",
     "uniform_block_lists",
     "whole_vector_blocks",
@@ -73,6 +74,21 @@ def make_traffic(src, dst, share, tag=None, blocks2d=None, op=None) -> Traffic:
     block_ptr, block_idx = uniform_block_lists(blocks2d)
     op_arr = np.broadcast_to(np.asarray(op, dtype=np.int8), (len(src),))
     return Traffic(src, dst, share, tag, block_ptr, block_idx, op_arr)
+
+
+def ragged_traffic(src, dst, share, lists=None, op=COPY) -> Traffic:
+    """Traffic from flow arrays; with ``lists`` (one sequence of block ids a
+    flow, of any lengths) it also carries block content, every flow ``op``."""
+    src = np.asarray(src, np.int32)
+    dst = np.asarray(dst, np.int32)
+    share = np.asarray(share, np.float64)
+    if lists is None:
+        return Traffic(src, dst, share)
+    ptr = np.zeros(len(src) + 1, np.int64)
+    ptr[1:] = np.cumsum([len(x) for x in lists])
+    idx = (np.concatenate([np.asarray(x, np.int64) for x in lists]) if len(lists)
+           else np.zeros(0, np.int64)).astype(np.int32)
+    return Traffic(src, dst, share, None, ptr, idx, np.full(len(src), op, np.int8))
 
 
 def reduce_step_reduction(traffic: Traffic, reduces: bool) -> Reduction:

@@ -40,8 +40,15 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.errors import ConfigError
-from ._blocks import COPY, REDUCE, check_ranks, equal_block_share, reduce_step_reduction
-from .base import AlgorithmSpec, Param, Schedule, Step, Traffic
+from ._blocks import (
+    COPY,
+    REDUCE,
+    check_ranks,
+    equal_block_share,
+    ragged_traffic,
+    reduce_step_reduction,
+)
+from .base import AlgorithmSpec, Param, Schedule, Step
 from .registry import get_algorithm, register
 
 __all__ = ["bine_peer", "bine_subtrees", "build_bine"]
@@ -75,19 +82,6 @@ def _check(p: int, name: str) -> int:
     return p
 
 
-def _traffic(src, dst, share, lists, op) -> Traffic:
-    src = np.asarray(src, np.int32)
-    dst = np.asarray(dst, np.int32)
-    share = np.asarray(share, np.float64)
-    if lists is None:
-        return Traffic(src, dst, share)
-    ptr = np.zeros(len(src) + 1, np.int64)
-    ptr[1:] = np.cumsum([len(x) for x in lists])
-    idx = (np.concatenate([np.asarray(x, np.int64) for x in lists]) if len(lists)
-           else np.zeros(0, np.int64)).astype(np.int32)
-    return Traffic(src, dst, share, None, ptr, idx, np.full(len(src), op, np.int8))
-
-
 def _tree(p: int, collective: str, blocks: bool, root: int) -> list[Step]:
     steps_n = p.bit_length() - 1
     label = bine_subtrees(p)
@@ -115,7 +109,7 @@ def _tree(p: int, collective: str, blocks: bool, root: int) -> list[Step]:
             share = np.array([len(m) / p for m in members])
             lists = [(m + root) % p for m in members] if blocks else None
         reduces = collective == "reduce"
-        tr = _traffic((src + root) % p, (dst + root) % p, share, lists,
+        tr = ragged_traffic((src + root) % p, (dst + root) % p, share, lists,
                       REDUCE if reduces else COPY)
         out.append(Step(tr, reduce_step_reduction(tr, reduces), f"k{k}"))
     return out
@@ -139,7 +133,7 @@ def _alltoall(p: int, blocks: bool) -> list[Step]:
             moved = np.flatnonzero(moves)[order]
             lists = np.split(moved, np.cumsum(np.bincount(pos[moved], minlength=p))[:-1])
             pos[moves] = q[moves]
-        tr = _traffic(r, peer, np.full(p, 0.5), lists, COPY)
+        tr = ragged_traffic(r, peer, np.full(p, 0.5), lists, COPY)
         out.append(Step(tr, reduce_step_reduction(tr, False), f"k{k}"))
     return out
 

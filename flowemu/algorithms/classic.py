@@ -44,7 +44,14 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.errors import ConfigError
-from ._blocks import COPY, REDUCE, check_ranks, equal_block_share, reduce_step_reduction
+from ._blocks import (
+    COPY,
+    REDUCE,
+    check_ranks,
+    equal_block_share,
+    ragged_traffic,
+    reduce_step_reduction,
+)
 from .base import AlgorithmSpec, Param, Schedule, Step, Traffic
 from .registry import register
 
@@ -60,19 +67,8 @@ def _root(name: str, p: int, root) -> int:
 
 
 def _traffic(src, dst, share, blocks, lists, op) -> Traffic:
-    """Flows with their block lists (one list a flow, any lengths) when
-    ``blocks``."""
-    src = np.asarray(src, np.int32)
-    dst = np.asarray(dst, np.int32)
-    share = np.asarray(share, np.float64)
-    if not blocks:
-        return Traffic(src, dst, share)
-    ptr = np.zeros(len(src) + 1, np.int64)
-    ptr[1:] = np.cumsum([len(x) for x in lists])
-    idx = np.concatenate([np.asarray(x, np.int32) for x in lists]) if len(lists) else \
-        np.zeros(0, np.int32)
-    return Traffic(src, dst, share, None, ptr, idx.astype(np.int32),
-                   np.full(len(src), op, np.int8))
+    """Flows with their block lists when ``blocks``."""
+    return ragged_traffic(src, dst, share, lists if blocks else None, op)
 
 
 def _step(tr: Traffic, reduces: bool, label: str) -> Step:

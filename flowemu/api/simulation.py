@@ -45,7 +45,7 @@ RESULT_COLUMNS = ["topology", "nodes", "ranks", "algorithm", "model", "variant",
                   "delta_s_per_B", "incast_threshold", "incast_slope_s_per_B",
                   *WHATIF_COLUMNS, "note", "flowemu_version",
                   # added after the others (every earlier column keeps its place)
-                  "sync", "collective", "algbw_Bps", "busbw_Bps"]
+                  "sync", "collective", "algbw_Bps", "busbw_Bps", "cross_group_bytes"]
 
 
 def build_topology(topology, lim: budget.Limit | None = None) -> Topology:
@@ -206,6 +206,23 @@ def prepare_run(function: str, topology, algorithm, *, ecmp, seed, ranks, networ
                 applied, collective=collective)
 
 
+def cross_group_share(sched: Schedule, topology: Topology, mapping) -> float:
+    """Bytes, per byte of the size, that the schedule's flows carry between
+    ranks in different groups of ``topology``
+    (:meth:`~flowemu.topology.Topology.endpoint_groups`: Dragonfly groups,
+    fat-tree pods, leaf-spine leaves, HammingMesh boards); NaN for a family
+    without groups."""
+    found = topology.endpoint_groups()
+    if found is None:
+        return float("nan")
+    group = found[0] if mapping is None else found[0][np.asarray(mapping)]
+    total = 0.0
+    for pattern, count in zip(sched.steps.patterns, sched.steps.counts().tolist()):
+        tr = pattern.traffic
+        total += count * float(tr.share[group[tr.src] != group[tr.dst]].sum())
+    return total
+
+
 def _check_schedule_memory(spec, candidates, topology, p: int, concurrent: int,
                            lim: budget.Limit) -> None:
     """Refuse a run whose schedule and solve would not fit, before the
@@ -360,7 +377,8 @@ def simulate_rows(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "spli
             if serves is not None:   # a plan per size (gentree): only its sizes
                 t = np.where(np.isin(np.arange(len(n)), serves), t, np.inf)
             times.append(t)
-            chosen.append((sched.variant, sched.num_steps, sched.note, cand))
+            chosen.append((sched.variant, sched.num_steps, sched.note, cand,
+                           cross_group_share(sched, run.topology, run.mapping)))
             carried.append(bg)
             # what a row needs is kept, not the schedule: an `auto` option's
             # candidates are built one after the other, each freed before the
@@ -372,14 +390,15 @@ def simulate_rows(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "spli
     factor = get_collective(run.collective).busbw_factor(run.p)
     rows = []
     for j, size in enumerate(n):
-        variant, num_steps, note, cand = chosen[best[j]]
+        variant, num_steps, note, cand, cross = chosen[best[j]]
         t = float(times[best[j], j])
         algbw = size / t if t > 0 else np.inf
         rows.append({**base, "algorithm": spec.name, "model": "flow", "variant": variant,
                      "options": _options_text(cand), "size_bytes": int(size), "time_s": t,
                      "goodput_Bps": algbw, "steps": num_steps,
                      "background_Bps": float(carried[best[j]][j]), "note": note,
-                     "algbw_Bps": algbw, "busbw_Bps": algbw * factor})
+                     "algbw_Bps": algbw, "busbw_Bps": algbw * factor,
+                     "cross_group_bytes": cross * size})
     return rows
 
 
@@ -571,6 +590,7 @@ def time_traffic(topology, traffic, *, ecmp: str = "split", seed: int = 0, place
     total = float(sum(s.traffic.share.sum() * k
                       for s, k in zip(sched.steps.patterns, sched.steps.counts().tolist())))
     row = {**run.row, "algorithm": "traffic",
+           "cross_group_bytes": cross_group_share(sched, run.topology, mapping),
            "model": "flow", "variant": sched.variant, "options": "", "size_bytes": total,
            "time_s": t, "goodput_Bps": total / t if t > 0 else np.inf, "steps": sched.num_steps,
            "background_Bps": carried, "note": sched.note}

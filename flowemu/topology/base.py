@@ -244,6 +244,13 @@ class Topology:
     def num_links(self) -> int:
         return len(self.link_src)
 
+    def endpoint_groups(self) -> tuple[np.ndarray, str] | None:
+        """``(group of each endpoint, what a group is)`` for the families
+        whose endpoints come in groups a collective's locality is measured
+        against (Dragonfly groups, fat-tree pods, leaf-spine leaves,
+        HammingMesh boards); None for the others."""
+        return None
+
     def _check_flows(self, src, dst) -> tuple[np.ndarray, np.ndarray]:
         """``(src, dst)`` as contiguous int64 endpoint ids of equal length;
         ConfigError for a wrong shape or dtype, RoutingError naming the first

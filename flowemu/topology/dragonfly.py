@@ -220,6 +220,10 @@ class Dragonfly(Topology):
     def groups(self) -> int:
         return self.g
 
+    def endpoint_groups(self) -> tuple[np.ndarray, str]:
+        """Groups (host ``i`` on router ``i // p``, in group ``i // (p·a)``)."""
+        return np.arange(self.num_endpoints) // (self.p * self.a), "group"
+
     def describe(self) -> dict:
         """Plain-data description: family, a, p, h, g, parallel global links
         per group pair, hosts, routers, nodes, links, per-class scales."""

@@ -219,6 +219,15 @@ class FatTree(Topology):
         # Ship only the parameters to worker processes; the arrays are rebuilt.
         return (type(self), (self.k, self.levels, self.taper))
 
+    def endpoint_groups(self) -> tuple[np.ndarray, str]:
+        """Pods (host ``i`` in pod ``i // (k/2)²``); a two-level tree's edge
+        switches (host ``i`` under edge ``i // (k/2)``)."""
+        h = self.k // 2
+        hosts = np.arange(self.num_endpoints)
+        if self.levels == 2:
+            return hosts // h, "edge switch"
+        return hosts // (h * h), "pod"
+
     def describe(self) -> dict:
         """Plain-data description: family, k, levels, pods, hosts, switches per
         tier, nodes, links, taper (one ratio per tier with uplinks) and

@@ -153,6 +153,13 @@ class HammingMesh(GridTopology):
         """One fat tree (switch) per global row and per global column."""
         return self.num_nodes - self.num_endpoints
 
+    def endpoint_groups(self) -> tuple[np.ndarray, str]:
+        """Boards (node ``(X·a + i, Y·b + j)``, row-major, on board ``(X, Y)``)."""
+        (a, b), (_, y) = self.board, self.boards
+        node = np.arange(self.num_endpoints)
+        row, col = np.divmod(node, y * b)
+        return (row // a) * y + col // b, "board"
+
     def describe(self) -> dict:
         """Plain-data description: family, board, boards, grid, board_bw,
         board_latency, nodes, switches, links."""

@@ -182,6 +182,10 @@ class LeafSpine(Topology):
         """Parallel leaf–spine–leaf paths between two leaves, ``S·uplinks``."""
         return self.spines * self.uplinks
 
+    def endpoint_groups(self) -> tuple[np.ndarray, str]:
+        """Leaves (host ``h`` on leaf ``h // hosts_per_leaf``)."""
+        return np.arange(self.num_endpoints) // self.hosts_per_leaf, "leaf"
+
     def describe(self) -> dict:
         """Plain-data description: family, leaves, hosts_per_leaf, spines,
         uplinks, uplink, uplink_latency (None: the network's), hosts, nodes,

@@ -173,6 +173,10 @@ class FaultyTopology(Topology):
     def has_aggregation_trees(self) -> bool:
         return self.base.has_aggregation_trees
 
+    def endpoint_groups(self):
+        """The healthy topology's groups (failures do not move endpoints)."""
+        return self.base.endpoint_groups()
+
     def aggregation_parent(self, vertex, tree: int = 0) -> tuple:
         return self.base.aggregation_parent(vertex, tree)
 

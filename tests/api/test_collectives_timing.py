@@ -112,8 +112,8 @@ def test_one_dimensional_torus_closed_forms():
 
 def test_bandwidth_columns():
     df = flowemu.simulate("tree:8", "ring", "1MiB", collective="allgather")
-    assert list(df.columns) == RESULT_COLUMNS and RESULT_COLUMNS[-4:] == [
-        "sync", "collective", "algbw_Bps", "busbw_Bps"]
+    assert list(df.columns) == RESULT_COLUMNS and RESULT_COLUMNS[-5:] == [
+        "sync", "collective", "algbw_Bps", "busbw_Bps", "cross_group_bytes"]
     row = df.iloc[0]
     assert row["algbw_Bps"] == row["goodput_Bps"] == row["size_bytes"] / row["time_s"]
     assert row["busbw_Bps"] == pytest.approx(row["algbw_Bps"] * 7 / 8, rel=1e-15)
@@ -253,3 +253,58 @@ def test_datasets_from_before_read_as_allreduce():
     assert new["collective"].iloc[0] == "allreduce"
     assert new["algbw_Bps"].iloc[0] == 1.024e8
     assert new["busbw_Bps"].iloc[0] == pytest.approx(1.024e8 * 2 * 7 / 8)
+
+
+# ------------------------------------------------------------------ locality
+
+def test_endpoint_groups_follow_the_links():
+    """A group is what the wiring says: hosts of one leaf are 2 links apart
+    (4 otherwise), of one pod at most 4 (6 across pods); two hosts of one
+    Dragonfly group are joined without a global link."""
+    from flowemu.topology import parse_topology
+    for spec, inside in (("leafspine:4x3x2", 2), ("fattree:k=4", 4)):
+        topo = parse_topology(spec)
+        group, _ = topo.endpoint_groups()
+        src, dst = np.divmod(np.arange(topo.num_endpoints ** 2), topo.num_endpoints)
+        keep = src != dst
+        hops = topo.route(src[keep], dst[keep], "split").hops
+        np.testing.assert_array_equal(hops <= inside, group[src[keep]] == group[dst[keep]])
+    topo = parse_topology("dragonfly:a=4,p=2,h=2")
+    group, kind = topo.endpoint_groups()
+    n, g, a = topo.num_endpoints, 9, 4
+    first_global = 2 * n + g * a * (a - 1)
+    src, dst = np.divmod(np.arange(n * n), n)
+    keep = src != dst
+    routes = topo.route(src[keep], dst[keep], "split")
+    flow = np.repeat(np.arange(keep.sum()), np.diff(routes.flow_ptr))
+    crosses = np.bincount(flow, weights=routes.link >= first_global,
+                          minlength=keep.sum()) > 0
+    assert kind == "group"
+    np.testing.assert_array_equal(crosses, group[src[keep]] != group[dst[keep]])
+    # HammingMesh: node (r, c) of the 4x6 grid of hx2mesh:2x3 is on board (r//2, c//2)
+    group, kind = parse_topology("hx2mesh:2x3").endpoint_groups()
+    assert kind == "board" and group[7] == group[0] != group[8] and group[6] == group[1]
+    assert parse_topology("torus:4x4").endpoint_groups() is None
+
+
+def test_cross_group_bytes():
+    """pairwise all-to-all on 16 hosts of 4 leaves: every rank sends n/16 to
+    each of the 12 ranks on other leaves, 12n in all; a ring placed so that
+    consecutive ranks sit on different leaves crosses with every flow."""
+    ls = "leafspine:4x4x2"
+    a2a = flowemu.simulate(ls, "pairwise", "1MiB", collective="alltoall")
+    assert a2a["cross_group_bytes"].iloc[0] == 12 * 2**20
+    ring = flowemu.simulate(ls, "ring:ports=1", "1MiB", collective="allgather")
+    assert ring["cross_group_bytes"].iloc[0] == pytest.approx(15 * 4 / 16 * 2**20)
+    import os
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "spread.txt")
+        with open(path, "w") as fh:   # rank r on host 4(r mod 4) + r div 4
+            fh.write("\n".join(str(4 * (r % 4) + r // 4) for r in range(16)))
+        spread = flowemu.simulate(ls, "ring:ports=1", "1MiB", collective="allgather",
+                                  placement=path)
+    # rank r sits on leaf r mod 4, so every flow r → r+1 (15 → 0 too) crosses leaves:
+    # 16 flows of n/16 in each of the 15 steps
+    assert spread["cross_group_bytes"].iloc[0] == pytest.approx(15 * 2**20)
+    assert np.isnan(flowemu.simulate("torus:4x4", "ring", "1MiB")["cross_group_bytes"].iloc[0])

@@ -83,7 +83,7 @@ _STRING = {"sweep", "group", "config_key", "config_hash", "label", "algorithm_sp
 _INT = {"nodes", "ranks", "size_bytes", "steps", "seed", "failed_links"}
 _FLOAT = {"time_s", "goodput_Bps", "bandwidth_Bps", "link_latency_s", "hop_latency_s",
           "alpha_s", "gamma_s_per_B", "delta_s_per_B", "incast_threshold",
-          "incast_slope_s_per_B", "background_Bps", "algbw_Bps", "busbw_Bps",
+          "incast_slope_s_per_B", "background_Bps", "algbw_Bps", "busbw_Bps", "cross_group_bytes",
           *JOB_DATASET_COLUMNS}
 #: the what-if columns (:data:`flowemu.whatif.conditions.WHATIF_COLUMNS`) and what rows
 #: written before they existed read as: the healthy network
