@@ -410,6 +410,10 @@ class AlgorithmSpec:
     #: the collective it computes (:mod:`flowemu.algorithms.collectives`);
     #: names are looked up per collective
     collective: str = "allreduce"
+    #: ``check(p, options)``: the ConfigError the build would raise for these
+    #: ranks and options, raised without building (a run and a sweep check
+    #: every configuration up front with it)
+    check: Callable[[int, dict], None] | None = None
 
     def check_family(self, topology_spec: str, label: str | None = None) -> None:
         """A ConfigError when the algorithm does not run on the family of

@@ -73,13 +73,25 @@ def bine_subtrees(p: int) -> np.ndarray:
     return label
 
 
-def _check(p: int, name: str) -> int:
-    p = check_ranks(name, p)
+#: what to run instead of Bine on a p that is not a power of two
+_INSTEAD = {"broadcast": "binomial, vandegeijn or chain", "reduce": "binomial or chain",
+            "gather": "binomial or linear", "scatter": "binomial or linear",
+            "alltoall": "bruck, pairwise or linear"}
+
+
+def check_bine(collective: str, p: int, root: int = 0) -> None:
+    """The ConfigError :func:`build_bine` raises for these ranks and root."""
+    if collective in ("reduce_scatter", "allgather"):
+        return
     if p & (p - 1):
-        raise ConfigError(f"algorithm {name}: p={p} ranks must be a power of two (Bine's "
-                          "trees pair ranks by Swing's peers over log₂p steps); use binomial, "
-                          "bruck or pairwise")
-    return p
+        raise ConfigError(f"algorithm bine ({collective}): p={p} ranks must be a power of "
+                          "two (Bine's trees pair ranks by Swing's peers over log₂p steps); "
+                          f"use {_INSTEAD[collective]}")
+    if collective in ("broadcast", "reduce", "gather", "scatter") and (
+            isinstance(root, bool) or not isinstance(root, (int, np.integer))
+            or not 0 <= root < p):
+        raise ConfigError(f"algorithm bine: root={root!r} must be a rank of the {p} ranks "
+                          f"(0..{p - 1})")
 
 
 def _tree(p: int, collective: str, blocks: bool, root: int) -> list[Step]:
@@ -146,12 +158,9 @@ def build_bine(collective: str, p: int, topology=None, blocks: bool = False, roo
         return Schedule("bine", sched.variant, sched.p, sched.steps, sched.num_blocks,
                         sched.block_share, dict(sched.info), sched.note, sched.num_buffers,
                         collective=collective, block_owner=sched.block_owner)
-    p = _check(p, "bine")
+    p = check_ranks("bine", p)
+    check_bine(collective, p, root)
     rooted = collective in ("broadcast", "reduce", "gather", "scatter")
-    if rooted and (isinstance(root, bool) or not isinstance(root, (int, np.integer))
-                   or not 0 <= root < p):
-        raise ConfigError(f"algorithm bine: root={root!r} must be a rank of the {p} ranks "
-                          f"(0..{p - 1})")
     if collective == "alltoall":
         steps, nb = _alltoall(p, blocks), p * p
     else:
@@ -190,8 +199,11 @@ def _spec(collective: str) -> AlgorithmSpec:
     def build(p, topology=None, blocks=False, **options):
         return build_bine(collective, p, topology, blocks, **options)
 
+    def check(p, options):
+        check_bine(collective, p, options.get("root", 0))
+
     return AlgorithmSpec(name="bine", build=build, params=params, doc=_DOCS[collective],
-                         collective=collective)
+                         collective=collective, check=check)
 
 
 for _collective in _DOCS:

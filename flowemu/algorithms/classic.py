@@ -174,12 +174,16 @@ def _bruck_alltoall(p, blocks):
     return steps, p * p
 
 
+def _need_pow2(name: str, p: int, why: str, instead: str) -> None:
+    if p & (p - 1):
+        raise ConfigError(f"algorithm {name}: p={p} ranks must be a power of two ({why}); "
+                          f"use {instead}")
+
+
 def _halving(p, blocks, name):
     """Recursive halving, rank r ending with block r (p a power of two)."""
-    if p & (p - 1):
-        raise ConfigError(f"algorithm {name}: p={p} ranks must be a power of two (its "
-                          "reduce-scatter halves the vector between r and r XOR d); use "
-                          "binomial")
+    _need_pow2(name, p, "its reduce-scatter halves the vector between r and r XOR d",
+               "binomial or chain")
     r = np.arange(p)
     steps = []
     d = p >> 1
@@ -196,9 +200,7 @@ def _halving(p, blocks, name):
 def _doubling(p, blocks, name):
     """Recursive doubling allgather, rank r starting with block r (p a
     power of two): step k, r and r XOR 2^k swap their ranges of 2^k blocks."""
-    if p & (p - 1):
-        raise ConfigError(f"algorithm {name}: allgather=recdoub needs p a power of two "
-                          f"(p={p}); use allgather=ring")
+    _need_pow2(name, p, "allgather=recdoub pairs rank r with r XOR 2^k", "allgather=ring")
     r = np.arange(p)
     steps, d = [], 1
     while d < p:
@@ -252,13 +254,31 @@ def _chain(p, collective, blocks, root, segments):
     return steps, k
 
 
+def check_classic(name: str, collective: str, p: int, root: int = 0, segments: int = 1,
+                  allgather: str = "ring") -> int:
+    """The ConfigError :func:`build_classic` would raise, without building;
+    returns the root."""
+    if collective in ("broadcast", "reduce", "gather", "scatter"):
+        root = _root(name, p, root)
+    if name == "rabenseifner":
+        _need_pow2(name, p, "its reduce-scatter halves the vector between r and r XOR d",
+                   "binomial or chain")
+    if name == "vandegeijn" and allgather == "recdoub":
+        _need_pow2(name, p, "allgather=recdoub pairs rank r with r XOR 2^k", "allgather=ring")
+    if name == "chain" and (isinstance(segments, bool)
+                            or not isinstance(segments, (int, np.integer))
+                            or not 1 <= segments <= 65536):
+        raise ConfigError(f"algorithm chain: segments={segments!r} must be an integer "
+                          "1..65536")
+    return root
+
+
 def build_classic(name: str, collective: str, p: int, blocks: bool = False,
                   root: int = 0, segments: int = 1, allgather: str = "ring") -> Schedule:
     """The schedule of algorithm ``name`` for ``collective`` on ``p`` ranks
     (module table)."""
     p = check_ranks(name, p)
-    if collective in ("broadcast", "reduce", "gather", "scatter"):
-        root = _root(name, p, root)
+    root = check_classic(name, collective, p, root, segments, allgather)
     if name == "binomial":
         steps, nb = _binomial(p, collective, blocks, root)
     elif name == "bruck":
@@ -332,8 +352,11 @@ def _spec(collective: str, name: str, doc: str) -> AlgorithmSpec:
     def build(p, topology=None, blocks=False, **options):
         return build_classic(name, collective, p, blocks, **options)
 
+    def check(p, options):
+        check_classic(name, collective, p, **options)
+
     return AlgorithmSpec(name=name, build=build, params=params, doc=doc,
-                         collective=collective)
+                         collective=collective, check=check)
 
 
 for _collective, _name, _doc in TABLE:

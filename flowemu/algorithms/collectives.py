@@ -100,5 +100,6 @@ def get_collective(name) -> Collective:
     ``reduce_scatter``)."""
     key = name.replace("-", "_") if isinstance(name, str) else name
     if key not in COLLECTIVES:
-        raise ConfigError(f"collective: {name!r} is not one of {', '.join(COLLECTIVES)}")
+        raise ConfigError(f"collective: {name!r} is not one of {', '.join(COLLECTIVES)} "
+                          "(reduce-scatter is read as reduce_scatter)")
     return COLLECTIVES[key]

@@ -77,10 +77,20 @@ def _owners(half: Steps, num_blocks: int) -> np.ndarray:
     return owner
 
 
+def check_half(name: str, collective: str, p: int) -> None:
+    """Recursive doubling has halves only on a power of two."""
+    if name == "recdoub" and p & (p - 1):
+        raise ConfigError(f"algorithm recdoub ({collective}): p={p} ranks must be a power of "
+                          "two (recursive doubling folds the other ranks in with steps of "
+                          "their own, which neither half has); use ring, swing or "
+                          + ("pairwise" if collective == "reduce_scatter" else "bruck"))
+
+
 def half_schedule(name: str, collective: str, p: int, topology=None, blocks: bool = False,
                   **options) -> Schedule:
     """The ``collective`` half (reduce_scatter or allgather) of allreduce
     ``name`` on ``p`` ranks (module notes)."""
+    check_half(name, collective, p)
     full = get_algorithm(name).build(p, topology, blocks, **HALVES[name], **options)
     k = _split(name, collective, full)
     n = full.num_steps
@@ -112,9 +122,12 @@ def _spec(name: str, collective: str) -> AlgorithmSpec:
     def build(p, topology=None, blocks=False, **opts):
         return half_schedule(name, collective, p, topology, blocks, **opts)
 
+    def check(p, _options):
+        check_half(name, collective, p)
+
     return AlgorithmSpec(name=name, build=build, params=params, doc=doc,
                          families=allreduce.families, topology_bound=allreduce.topology_bound,
-                         collective=collective)
+                         collective=collective, check=check)
 
 
 for _name in HALVES:

@@ -45,6 +45,7 @@ the streams always follow where the ranks really run.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -106,7 +107,8 @@ def build(p: int, topology=None, blocks: bool = False, collective: str = "allred
         first = root if reduce else 0
         traffic = _streams([groups[0]] * trees, [first] * trees, kind, np.arange(trees), shares,
                            rate)
-        return Schedule(NAME, variant, p, (Step(traffic, Reduction.none(), NAME),))
+        return Schedule(NAME, variant, p, (Step(traffic, Reduction.none(), NAME),),
+                        collective=collective, root=root if reduce else 0)
     reps = [root if reduce and root in g else int(g[0]) for g in groups]
     ring, ring_order, ring_parts = _ring_steps(np.asarray(reps, np.int32),
                                                _group_of(groups, root) if reduce else -1)
@@ -128,7 +130,8 @@ def build(p: int, topology=None, blocks: bool = False, collective: str = "allred
     labels = StepLabels(((f"{NAME}-up", len(before)), *ring_parts,
                          (f"{NAME}-down", len(after))))
     variant += f", tiers={cut}: {len(groups)} groups and a ring"
-    return Schedule(NAME, variant, p, Steps((*before, *ring, *after), order, labels))
+    return Schedule(NAME, variant, p, Steps((*before, *ring, *after), order, labels),
+                    collective=collective, root=root if reduce else 0)
 
 
 def _groups(table: np.ndarray) -> list[np.ndarray]:
@@ -227,3 +230,15 @@ SPEC = register(AlgorithmSpec(
     "max-min share of its tightest link; trees, leaf-spine and fat trees",
     families=FAMILIES, barrier_only=True,
 ))
+
+
+def _build_reduce(p: int, topology=None, blocks: bool = False, **options) -> Schedule:
+    return build(p, topology, blocks, collective="reduce", **options)
+
+
+#: the same algorithm as a reduce (``--collective reduce -a ina``)
+REDUCE_SPEC = register(dataclasses.replace(
+    SPEC, build=_build_reduce, collective="reduce",
+    params=tuple(prm for prm in SPEC.params if prm.name != "collective"),
+    doc="In-network aggregation (switch-based reduction, SHARP-style): switches of an "
+        "aggregation tree reduce, the root gets the result; trees, leaf-spine and fat trees"))

@@ -193,6 +193,12 @@ def get_algorithm(name: str, collective: str = "allreduce") -> AlgorithmSpec:
     try:
         return _REGISTRY[name]
     except KeyError:
+        serves = [c for c, table in _OTHERS.items() if name in table]
+        if serves:
+            raise ConfigError(
+                f"algorithm: {name!r} is not an algorithm of allreduce; it serves "
+                f"{', '.join(serves)} (give the collective: --collective, collective=); "
+                f"allreduce's: {', '.join(sorted(_REGISTRY))}") from None
         raise ConfigError(
             f"algorithm: unknown name {name!r}; known: {', '.join(sorted(_REGISTRY))}"
         ) from None

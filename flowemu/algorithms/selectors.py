@@ -1,11 +1,12 @@
 """What MPICH would pick: ``mpich``, for every collective, chooses among
 flowemu's algorithms by the size and rank-count thresholds of MPICH's
-selection logic (its documented defaults, as R. Thakur, R. Rabenseifner and
-W. Gropp describe them in "Optimization of Collective Communication
-Operations in MPICH", IJHPCA 2005, and as SimGrid's
-``smpi_mpich_selector.cpp`` quotes them), for a flat communicator (no
-shared-memory two-level variants). The chosen algorithm is the row's
-``variant``.
+selection logic (its default ``MPIR_CVAR_*`` values and MPICH's own
+comparisons, as R. Thakur, R. Rabenseifner and W. Gropp describe the logic in
+"Optimization of Collective Communication Operations in MPICH", IJHPCA 2005;
+SimGrid's ``smpi_mpich_selector.cpp`` quotes the same logic with a few
+boundaries the other way, e.g. broadcast's ``p <= 8``), for a flat
+communicator (no shared-memory two-level variants). The chosen algorithm is
+the row's ``variant``.
 
 Sizes are in bytes of n (:mod:`.collectives`); MPICH's element counts are
 read as 4-byte elements (``count = n / 4``). ``pof2`` is the largest power
@@ -16,20 +17,20 @@ collective      condition                                              flowemu's
 ==============  =====================================================  ==============================
 allreduce       n > 2048 and count >= pof2                             recdoub:variant=bandwidth (Rabenseifner)
 allreduce       otherwise                                              recdoub:variant=latency
-broadcast       n < 12288 or p <= 8                                    binomial
+broadcast       n < 12288 or p < 8                                     binomial
 broadcast       n < 524288 and p a power of two                        vandegeijn:allgather=recdoub
 broadcast       otherwise                                              vandegeijn (ring allgather)
-reduce          count < pof2 or n < 2048, or p not a power of two       binomial
+reduce          count < pof2 or n <= 2048, or p not a power of two      binomial
 reduce          otherwise                                              rabenseifner
-reduce_scatter  n > 524288                                             pairwise
+reduce_scatter  n >= 524288                                            pairwise
 reduce_scatter  otherwise, p a power of two                            recdoub (recursive halving)
 reduce_scatter  otherwise                                              ring
 allgather       n < 524288 and p a power of two                        recdoub (recursive doubling)
-allgather       n <= 81920                                             bruck
+allgather       n < 81920                                              bruck
 allgather       otherwise                                              ring
 gather,scatter  always                                                 binomial
-alltoall        n/p < 256 and p >= 8                                   bruck
-alltoall        n/p < 32768                                            linear (every isend at once)
+alltoall        n/p <= 256 and p >= 8                                  bruck
+alltoall        n/p <= 32768                                           linear (every isend at once)
 alltoall        otherwise                                              pairwise
 ==============  =====================================================  ==============================
 
@@ -46,6 +47,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from ..core.errors import ConfigError
 from .base import DEFAULT_AT, AlgorithmSpec, Param, parse_algorithm_spec
 from .collectives import COLLECTIVES
 from .registry import get_algorithm, register
@@ -71,13 +73,13 @@ def mpich_choice(collective: str, p: int, n: float) -> tuple[str, str]:
             return "recdoub:variant=bandwidth", ""
         return "recdoub:variant=latency", ""
     if collective == "broadcast":
-        if n < 12288 or p <= 8:
+        if n < 12288 or p < 8:
             return "binomial", ""
         if n < 524288 and pow2:
             return "vandegeijn:allgather=recdoub", ""
         return "vandegeijn", ""
     if collective == "reduce":
-        if count < _pof2(p) or n < 2048:
+        if count < _pof2(p) or n <= 2048:
             return "binomial", ""
         if not pow2:
             return "binomial", ("MPICH folds the ranks above a power of two into "
@@ -85,7 +87,7 @@ def mpich_choice(collective: str, p: int, n: float) -> tuple[str, str]:
                                 "runs the binomial tree")
         return "rabenseifner", ""
     if collective == "reduce_scatter":
-        if n > 524288:
+        if n >= 524288:
             return "pairwise", ""
         if pow2:
             return "recdoub", ""
@@ -94,16 +96,16 @@ def mpich_choice(collective: str, p: int, n: float) -> tuple[str, str]:
     if collective == "allgather":
         if n < 524288 and pow2:
             return "recdoub", ""
-        if n <= 81920:
+        if n < 81920:
             return "bruck", ""
         return "ring", ""
     if collective in ("gather", "scatter"):
         return "binomial", ""
     if collective == "alltoall":
         block = n / p
-        if block < 256 and p >= 8:
+        if block <= 256 and p >= 8:
             return "bruck", ""
-        if block < 32768:
+        if block <= 32768:
             return "linear", ""
         return "pairwise", ""
     raise AssertionError(collective)
@@ -131,8 +133,15 @@ def _spec(collective: str) -> AlgorithmSpec:
         return plan(p, topology, None, [DEFAULT_AT], options, blocks)[0][0]
 
     params = (Param("root", int, 0, None, "the root rank"),) if rooted else ()
+    def check(p, options):
+        root = options.get("root", 0)
+        if rooted and not 0 <= root < p:
+            raise ConfigError(f"algorithm mpich: root={root!r} must be a rank of the {p} "
+                              f"ranks (0..{p - 1})")
+
     return AlgorithmSpec(
         name="mpich", build=build, params=params, sized=plan, collective=collective,
+        check=check,
         doc=f"What MPICH picks for {collective} by its size and rank-count thresholds "
             "(flowemu.algorithms.selectors); the choice is the variant")
 

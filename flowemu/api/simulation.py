@@ -196,6 +196,9 @@ def prepare_run(function: str, topology, algorithm, *, ecmp, seed, ranks, networ
         topo = topology_checks.topology(topology)
     spec.check_family(topo.spec)
     p = checks.ranks(ranks, topo)
+    if spec.check is not None:   # (what its build would refuse, without building)
+        for cand in candidates:
+            spec.check(p, cand)
     if dims is None:
         _check_schedule_memory(spec, candidates, topo, p, concurrent, lim)
     mapping = place.mapping(p, topo)
@@ -378,7 +381,8 @@ def simulate_rows(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "spli
                 t = np.where(np.isin(np.arange(len(n)), serves), t, np.inf)
             times.append(t)
             chosen.append((sched.variant, sched.num_steps, sched.note, cand,
-                           cross_group_share(sched, run.topology, run.mapping)))
+                           cross_group_share(sched, run.topology, run.mapping),
+                           sched.collective))
             carried.append(bg)
             # what a row needs is kept, not the schedule: an `auto` option's
             # candidates are built one after the other, each freed before the
@@ -387,17 +391,18 @@ def simulate_rows(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "spli
     times = np.vstack(times)
     best = np.argmin(times, axis=0)
     base = run.row
-    factor = get_collective(run.collective).busbw_factor(run.p)
     rows = []
     for j, size in enumerate(n):
-        variant, num_steps, note, cand, cross = chosen[best[j]]
+        variant, num_steps, note, cand, cross, collective = chosen[best[j]]
+        # (an allreduce algorithm may compute another collective: ina:collective=reduce)
+        factor = get_collective(collective).busbw_factor(run.p)
         t = float(times[best[j], j])
         algbw = size / t if t > 0 else np.inf
         rows.append({**base, "algorithm": spec.name, "model": "flow", "variant": variant,
                      "options": _options_text(cand), "size_bytes": int(size), "time_s": t,
                      "goodput_Bps": algbw, "steps": num_steps,
                      "background_Bps": float(carried[best[j]][j]), "note": note,
-                     "algbw_Bps": algbw, "busbw_Bps": algbw * factor,
+                     "algbw_Bps": algbw, "busbw_Bps": algbw * factor, "collective": collective,
                      "cross_group_bytes": cross * size})
     return rows
 
@@ -630,6 +635,7 @@ def congestion(topology, algorithm, *, ecmp: str = "split", seed: int = 0,
         steps.insert(0, "variant", sched.variant)
         step_frames.append(steps)
         rows.append({"topology": run.topology.spec, "algorithm": run.spec.name,
+                     "collective": sched.collective,
                      "variant": sched.variant, "options": _options_text(cand),
                      "steps": sched.num_steps, **summary, "note": sched.note})
         del sched, prof   # freed before the next candidate is built (see simulate_rows)

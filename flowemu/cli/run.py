@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..algorithms.collectives import COLLECTIVES
+from ..algorithms.collectives import COLLECTIVES, get_collective
 from ..api import simulation
 from ..api.flows import write_flows
 from ..api.linkloads import link_loads
@@ -161,9 +161,13 @@ def cmd_run(args) -> int:
         both = slowdown(pd.concat([df, _timed(args, net, sizes, {})], ignore_index=True))
         df = both.iloc[:len(df)].reset_index(drop=True)
     write_output(df, fmt, args.out, table=_table)
-    if args.slow and not (df["gamma_s_per_B"] > 0).any() and not (df["delta_s_per_B"] > 0).any() \
-            and not all(item.strip().endswith(":network") for value in args.slow
-                        for item in value.split(";") if item.strip()):
+    computes = not all(item.strip().endswith(":network") for value in args.slow or ()
+                       for item in value.split(";") if item.strip())
+    if args.slow and computes and not get_collective(args.collective).reduces:
+        note(f"--slow: a slower reduction costs nothing here ({args.collective} reduces "
+             "nothing); only the ranks' network slowdown counts")
+    elif args.slow and computes and not (df["gamma_s_per_B"] > 0).any() \
+            and not (df["delta_s_per_B"] > 0).any():
         note("--slow: a slower reduction costs nothing here (gamma and delta are 0; give "
              "--gamma/--delta); only the ranks' network slowdown counts")
     for text in _notes(df):   # fallbacks, said once
@@ -246,6 +250,9 @@ def _table(df) -> str:
     if "collective" in df and (df["collective"] != "allreduce").any():
         show["collective"] = df["collective"]   # what the size and the times are of
         cols.insert(cols.index("algorithm"), "collective")
+        if (df["options"] != "").any() and (df["variant"] == "").any():
+            show["options"] = df["options"]     # root=, segments=: what tells rows apart
+            cols.insert(cols.index("variant") + 1, "options")
         show["busbw"] = df["busbw_Bps"].map(format_rate)   # nccl-tests' bus bandwidth
         cols.insert(cols.index("goodput") + 1, "busbw")
     if "slowdown" in df:   # a what-if run: beside the healthy network's time

@@ -20,7 +20,9 @@ from flowemu.core.errors import ConfigError, ScheduleError
 from tests.helpers.cli import one_error_line, run
 
 OTHERS = [c for c in COLLECTIVES if c != "allreduce"]
-ALGORITHMS = [(c, n) for c in OTHERS for n in algorithm_names(c)]
+#: every algorithm of the other collectives the verifier can replay (ina's switches
+#: reduce, which blocks moved between ranks cannot express: tests/algorithms/test_ina.py)
+ALGORITHMS = [(c, n) for c in OTHERS for n in algorithm_names(c) if n != "ina"]
 POW2_ONLY = {"recdoub", "rabenseifner"}   # (recdoub's halves: ranks folded in otherwise)
 
 
@@ -197,7 +199,7 @@ def test_bad_arguments():
         get_algorithm("recdoub", "broadcast")
     with pytest.raises(ConfigError, match=r"root=7 must be a rank of the 4 ranks \(0..3\)"):
         build("broadcast", "binomial", 4, 7)
-    with pytest.raises(ConfigError, match="on 6 ranks is not a reduce-scatter .* it has steps pre, post"):
+    with pytest.raises(ConfigError, match=r"recdoub \(allgather\): p=6 ranks must be a power of two"):
         build("allgather", "recdoub", 6)
 
 
@@ -214,7 +216,8 @@ def test_verify_command_and_api(capsys):
     code, out, err = run(capsys, ["verify", "-c", "bcast", "-a", "binomial", "--ranks", "7"])
     assert code == 2 and one_error_line(err) == (
         "flowemu: error: --collective: 'bcast' is not one of allreduce, reduce_scatter, "
-        "allgather, broadcast, reduce, gather, scatter, alltoall")
+        "allgather, broadcast, reduce, gather, scatter, alltoall (reduce-scatter is read as "
+        "reduce_scatter)")
     # allreduce output is unchanged
     code, out, _ = run(capsys, ["verify", "-a", "ring:ports=1", "--ranks", "4"])
     assert code == 0 and "proved: 6 steps, 4 blocks" in out
@@ -251,6 +254,7 @@ def test_list_names_each_collectives_algorithms(capsys):
         assert COLLECTIVES[coll].size in line
         for name in algorithm_names(coll):
             assert any(x.startswith(f"      {name}") for x in section.splitlines()), (coll, name)
+    assert "      ina [root=0]" in section
     assert "      binomial [root=0]  Binomial tree" in section
 
 
@@ -268,7 +272,7 @@ def test_halves_prove_their_collective_on_tori(collective, name, spec):
     p = topo.num_endpoints
     spec_ = get_algorithm(name, collective)
     if name == "recdoub" and p & (p - 1):
-        with pytest.raises(ConfigError, match="it has steps pre, post"):
+        with pytest.raises(ConfigError, match="ranks must be a power of two"):
             spec_.build(p, topo, True)
         return
     try:

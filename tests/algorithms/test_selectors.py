@@ -1,8 +1,8 @@
 """``mpich``: what MPICH picks, by the thresholds of its selection logic
-(Thakur, Rabenseifner and Gropp 2005; the values below are the ones MPICH
-documents: 2048 B, 12288 B, 524288 B, 81920 B, 256 B and 32768 B a block),
-checked on both sides of each threshold; a run with ``mpich`` is the chosen
-algorithm's run, named in ``variant``."""
+(Thakur, Rabenseifner and Gropp 2005; MPICH's default ``MPIR_CVAR_*`` values
+2048 B, 12288 B and 8 ranks, 524288 B, 81920 B, 256 B and 32768 B a block,
+with MPICH's own comparisons), checked on both sides of each threshold; a
+run with ``mpich`` is the chosen algorithm's run, named in ``variant``."""
 
 from __future__ import annotations
 
@@ -20,27 +20,28 @@ CASES = [
     ("allreduce", 16, 2048, "recdoub:variant=latency"),          # n > 2048 needed
     ("allreduce", 16, 2049, "recdoub:variant=bandwidth"),
     ("allreduce", 2048, 4096, "recdoub:variant=latency"),        # 1024 elements < pof2 2048
-    ("broadcast", 8, 2**30, "binomial"),                         # p <= 8
+    ("broadcast", 7, 2**30, "binomial"),                         # p < 8
+    ("broadcast", 8, 12288, "vandegeijn:allgather=recdoub"),     # p = 8 is not fewer
     ("broadcast", 16, 12287, "binomial"),
     ("broadcast", 16, 12288, "vandegeijn:allgather=recdoub"),    # medium, p a power of two
     ("broadcast", 12, 12288, "vandegeijn"),                      # medium, p not
     ("broadcast", 16, 524288, "vandegeijn"),                     # long
-    ("reduce", 16, 2047, "binomial"),
-    ("reduce", 16, 2048, "rabenseifner"),
-    ("reduce_scatter", 16, 524288, "recdoub"),
-    ("reduce_scatter", 16, 524289, "pairwise"),
+    ("reduce", 16, 2048, "binomial"),                            # n > 2048 needed
+    ("reduce", 16, 2052, "rabenseifner"),
+    ("reduce_scatter", 16, 524287, "recdoub"),
+    ("reduce_scatter", 16, 524288, "pairwise"),
     ("reduce_scatter", 12, 1024, "ring"),
     ("allgather", 16, 524287, "recdoub"),
     ("allgather", 16, 524288, "ring"),
-    ("allgather", 12, 81920, "bruck"),
-    ("allgather", 12, 81921, "ring"),
+    ("allgather", 12, 81919, "bruck"),
+    ("allgather", 12, 81920, "ring"),
     ("gather", 12, 2**30, "binomial"),
     ("scatter", 5, 1, "binomial"),
-    ("alltoall", 8, 8 * 255, "bruck"),                           # block < 256, p >= 8
-    ("alltoall", 7, 7 * 255, "linear"),                          # p < 8
-    ("alltoall", 8, 8 * 256, "linear"),
-    ("alltoall", 8, 8 * 32767, "linear"),
-    ("alltoall", 8, 8 * 32768, "pairwise"),
+    ("alltoall", 8, 8 * 256, "bruck"),                           # block <= 256, p >= 8
+    ("alltoall", 7, 7 * 256, "linear"),                          # p < 8
+    ("alltoall", 8, 8 * 257, "linear"),
+    ("alltoall", 8, 8 * 32768, "linear"),
+    ("alltoall", 8, 8 * 32769, "pairwise"),
 ]
 
 

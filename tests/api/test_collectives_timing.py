@@ -133,7 +133,7 @@ def test_refusals():
         flowemu.simulate("tree:8", "dualroot", "1MiB", collective="allgather")
     with pytest.raises(ConfigError, match="collective: 'gather' needs model='flow'"):
         flowemu.simulate("tree:8", "linear", "1MiB", collective="gather", model="genmodel")
-    with pytest.raises(ConfigError, match="it has steps pre, post; recursive doubling folds"):
+    with pytest.raises(ConfigError, match=r"recdoub \(allgather\): p=6 ranks must be a power of two"):
         flowemu.simulate("tree:8", "recdoub", "1MiB", collective="allgather", ranks=6)
 
 
@@ -308,3 +308,45 @@ def test_cross_group_bytes():
     # 16 flows of n/16 in each of the 15 steps
     assert spread["cross_group_bytes"].iloc[0] == pytest.approx(15 * 2**20)
     assert np.isnan(flowemu.simulate("torus:4x4", "ring", "1MiB")["cross_group_bytes"].iloc[0])
+
+
+# ------------------------------------------------------------------ trial fixes
+
+def test_ina_reduce_is_a_reduce():
+    """in-network aggregation as a reduce: through either door the row says
+    reduce and its bus bandwidth is the algorithm bandwidth (factor 1)."""
+    a = flowemu.simulate("fattree:k=4", "ina:collective=reduce,root=3", "1MiB").iloc[0]
+    b = flowemu.simulate("fattree:k=4", "ina:root=3", "1MiB", collective="reduce").iloc[0]
+    assert a["collective"] == b["collective"] == "reduce"
+    assert a["time_s"] == b["time_s"] and a["busbw_Bps"] == a["algbw_Bps"]
+
+
+def test_sweep_refuses_bad_roots_and_rank_counts_up_front(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text('sizes = "1KiB"\ntopology = ["torus:4x4", "torus:3x4"]\n'
+                    '[groups.e]\ncollective = "broadcast"\nalgorithm = "binomial:root=15"\n'
+                    '[groups.c]\ncollective = "alltoall"\nalgorithm = "bine"\n'
+                    '[groups.g]\ncollective = "allgather"\nalgorithm = "recdoub"\n')
+    with pytest.raises(SweepConfigError) as exc:
+        load_sweep(path)
+    text = str(exc.value)
+    assert "3 problems" in text
+    assert "root=15 must be a rank of the 12 ranks (0..11)" in text
+    assert "bine (alltoall): p=12 ranks must be a power of two" in text
+    assert "use bruck, pairwise or linear" in text
+    assert "recdoub (allgather): p=12 ranks must be a power of two" in text
+
+
+def test_an_algorithm_of_another_collective_is_named_as_such():
+    with pytest.raises(ConfigError, match="'pairwise' is not an algorithm of allreduce; it "
+                                          "serves reduce_scatter, alltoall"):
+        flowemu.simulate("tree:8", "pairwise", "1MiB")
+    with pytest.raises(ConfigError, match="unknown name 'nosuch'"):
+        flowemu.simulate("tree:8", "nosuch", "1MiB")
+
+
+def test_slow_note_says_the_collective_reduces_nothing(capsys):
+    code, out, err = run(capsys, ["run", "-t", "tree:8", "-c", "gather", "-a",
+                                  "binomial:root=5", "-s", "1MiB", "--slow", "3=0.5"])
+    assert code == 0 and "gather reduces nothing" in err
+    assert "root=5" in out.splitlines()[1]         # options tell such rows apart
