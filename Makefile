@@ -98,6 +98,17 @@ ALPHA := $(RESULTS)/alpha
 TORUSLIKE := $(RESULTS)/toruslike
 TAPER := $(RESULTS)/taper
 GENTREE := $(RESULTS)/gentree
+BINE := $(RESULTS)/bine
+# the Bine study's locality table: bytes between groups per byte of n at 128 MiB,
+# per algorithm and placement (docs/reproductions.md)
+define BINE_LOCALITY
+import sys, flowemu.study.results as r
+df = r.load(sys.argv[1]); df = df[(df.size_bytes == 2**27) & (df.group != "alltoall")]
+t = df.pivot_table(index=["group", "topology", "label"], columns="placement",
+                   values="cross_group_bytes") / 2**27
+t.round(2).to_csv(sys.argv[2]); print(t.round(2).to_string())
+endef
+export BINE_LOCALITY
 HMTABLE := $(RESULTS)/hammingmesh-table2
 paper: $(STAMP)
 	$(PY) -m flowemu sweep configs/paper.toml --out $(PAPER) $(SWEEP_OPTS)
@@ -148,6 +159,11 @@ paper: $(STAMP)
 	  --out $(PAPER_FIGS)/alpha-sensitivity-64x64.png
 	mkdir -p $(HMTABLE)
 	$(PY) -m flowemu global configs/tables/hammingmesh-table2.toml --out $(HMTABLE)/table2.csv
+	$(PY) -m flowemu sweep configs/bine.toml --out $(BINE) $(SWEEP_OPTS)
+	$(PY) -m flowemu plot $(BINE) --group alltoall \
+	  --title "All-to-all: Bine, Bruck, pairwise, linear" --out $(PAPER_FIGS)/bine-alltoall.png
+	$(PY) -m flowemu compare $(BINE) --format csv --out $(BINE)/_compare.csv
+	$(PY) -c "$$BINE_LOCALITY" $(BINE) $(BINE)/_locality.csv
 
 # the failure study: Swing, bucket, ring and recursive doubling on torus:64x64 and
 # fattree:k=16 with 0, 1, 4, 16 random failed links over 20 seeds (configs/whatif-failures.toml)

@@ -13,15 +13,18 @@ negabinary number of ``k + 1`` ones (``libbine``'s ``pi`` and ``rhos``).
 Subtrees. ``R(r, k)``, the ranks ``r`` reaches through the steps ``k …
 log₂p − 1`` (itself included), has ``2^{log₂p − k}`` ranks, and ``R(r, k)``
 is ``R(r, k + 1)`` and ``R(π(r, k), k + 1)`` side by side (the butterfly's
-halves). That is all the trees need:
+halves; the all-to-all routes by them). A tree's subtree is the ranks below
+a rank in it:
 
-- ``broadcast``: in step ``k`` every rank that holds the vector sends it to
-  its peer (``bcast_bine_lat``): ``log₂p`` steps of n, a binomial tree whose
-  edges have Swing's distances (short ones last);
+- ``broadcast``: in step ``j`` every rank that holds the vector sends it to
+  its peer of index ``k = log₂p − 1 − j`` (``bcast_bine_lat_new``: the far
+  peers first, as a binomial tree takes its top bit first): ``log₂p`` steps
+  of n, a binomial tree whose edges have Swing's distances ``|ρ_k|`` = …, 11,
+  5, 3, 1, 1 — the many edges of the last steps are the short ones;
 - ``reduce``: the same tree leaves first (step ``log₂p − 1`` down to 0), each
   child's partial sum to its parent;
-- ``scatter``: in step ``k`` a holder sends its peer ``q`` the blocks of the
-  ranks of ``R(q, k + 1)``; ``gather`` the same up;
+- ``scatter``: down the broadcast's tree, each rank gets the blocks of its
+  subtree from its parent; ``gather`` the same up;
 - ``alltoall`` (``alltoall_bine``): in step ``k`` every rank sends its peer
   the blocks it holds whose destination is in ``R(peer, k + 1)`` — half of
   what it holds, n/2 a step, ``log₂p`` steps, as Bruck's but to Swing's
@@ -62,8 +65,9 @@ def bine_peer(r: np.ndarray, k: int, p: int) -> np.ndarray:
 
 
 def bine_subtrees(p: int) -> np.ndarray:
-    """int64[L + 1, p]: row ``k`` labels each rank with its subtree R(r, k)
-    (its smallest member); row L is every rank alone, row 0 one label."""
+    """int64[L + 1, p]: row ``k`` labels each rank with its butterfly subtree
+    R(r, k) (its smallest member); row L is every rank alone, row 0 one
+    label."""
     steps = p.bit_length() - 1
     label = np.empty((steps + 1, p), np.int64)
     ranks = np.arange(p)
@@ -96,19 +100,29 @@ def check_bine(collective: str, p: int, root: int = 0) -> None:
 
 def _tree(p: int, collective: str, blocks: bool, root: int) -> list[Step]:
     steps_n = p.bit_length() - 1
-    label = bine_subtrees(p)
+    # far peers first (libbine's bcast_bine_lat_new: the mask from the top bit
+    # down): step j pairs ranks by peer index L − 1 − j
+    order = list(range(steps_n - 1, -1, -1))
     v = np.arange(p)
     # the step each relative rank receives in (root: never): a broadcast's holders
     got = np.full(p, steps_n, np.int64)
     got[0] = -1
     for k in range(steps_n):
         holders = v[got < k]
-        got[bine_peer(holders, k, p)] = k
-    edges = []   # (k, parent, child) of the tree
+        got[bine_peer(holders, order[k], p)] = k
+    edges = []   # (step, parent, child) of the tree
     for k in range(steps_n):
         child = v[got == k]
-        parent = bine_peer(child, k, p)
+        parent = bine_peer(child, order[k], p)
         edges.append((k, parent, child))
+    # each rank's subtree: itself and its children's (who receive from it later)
+    size = np.ones(p, np.int64)
+    members = [[int(x)] for x in v] if blocks else None
+    for _, parent, child in edges[::-1]:
+        np.add.at(size, parent, size[child])
+        if blocks:
+            for q, c in zip(parent.tolist(), child.tolist()):
+                members[q].extend(members[c])
     down = collective in ("broadcast", "scatter")
     out = []
     for k, parent, child in (edges if down else edges[::-1]):
@@ -116,10 +130,9 @@ def _tree(p: int, collective: str, blocks: bool, root: int) -> list[Step]:
         if collective in ("broadcast", "reduce"):
             share = np.ones(len(child))
             lists = [[0]] * len(child) if blocks else None
-        else:   # the child's subtree R(child, k + 1), as absolute ranks = blocks
-            members = [v[label[k + 1] == label[k + 1][c]] for c in child]
-            share = np.array([len(m) / p for m in members])
-            lists = [(m + root) % p for m in members] if blocks else None
+        else:   # the child's subtree, as absolute ranks = blocks
+            share = size[child] / p
+            lists = [(np.array(members[c]) + root) % p for c in child] if blocks else None
         reduces = collective == "reduce"
         tr = ragged_traffic((src + root) % p, (dst + root) % p, share, lists,
                       REDUCE if reduces else COPY)

@@ -333,3 +333,15 @@ def test_bine_peers_and_subtrees():
         peer = bine_peer(r, k, 32)
         assert np.all(label[k + 1] != label[k + 1][peer])    # the two halves differ
         assert np.all(label[k] == label[k][peer])            # and make one subtree
+
+
+def test_bine_tree_sends_far_first():
+    """Bine's broadcast tree takes its peers from the far one down (libbine's
+    bcast_bine_lat_new): on 256 ranks step j's edges have distance
+    |ρ_{7−j}| = 85, 43, 21, 11, 5, 3, 1, 1, and step j has 2^j of them."""
+    sched = get_algorithm("bine", "broadcast").build(256, None, False)
+    for j, step in enumerate(sched.steps):
+        tr = step.traffic
+        d = np.abs((tr.dst.astype(int) - tr.src.astype(int) + 128) % 256 - 128)
+        assert len(tr.src) == 2 ** j
+        assert set(d) == {(85, 43, 21, 11, 5, 3, 1, 1)[j]}
