@@ -24,6 +24,8 @@ broadcast         vandegeijn      binomial scatter + ring (or recursive  the two
                                   doubling) allgather
 reduce_scatter    pairwise        p − 1: r sends block r + s to r + s    (p−1)(α + n/(pB))
 broadcast/reduce  chain           k + p − 2: k segments along the chain  (k + p − 2)(α + n/(kB))
+broadcast/reduce  bintree         k + D − 1: k segments, binary tree     (k + D − 1)(α + 2n/(kB)), D = ⌊log₂p⌋
+                                                                        (a deepest parent with 2 children)
 reduce            rabenseifner    recursive halving + binomial gather    2(log₂p α + (p−1)/p · n/B)
 allgather         bruck           ⌈log₂p⌉: r sends min(2^k, p−2^k) blocks ⌈log₂p⌉α + (p−1)/p · n/B
 alltoall          bruck           ⌈log₂p⌉: offsets with bit k set move   ⌈log₂p⌉α + ≈ n/(2B) a step
@@ -52,7 +54,7 @@ from ._blocks import (
     ragged_traffic,
     reduce_step_reduction,
 )
-from .base import AlgorithmSpec, Param, Schedule, Step, Traffic
+from .base import AlgorithmSpec, Param, Reduction, Schedule, Step, Traffic
 from .registry import register
 
 __all__ = ["build_classic"]
@@ -220,6 +222,49 @@ def _pairwise_reduce_scatter(p, blocks):
             for s in range(1, p)]
 
 
+def _bintree(p, collective, blocks, root, segments):
+    """The vector in ``segments`` pieces down (broadcast) or up (reduce) the
+    binary tree of relative ranks (children of v: 2v + 1, 2v + 2; depth of
+    v: ⌊log₂(v + 1)⌋, D the deepest): step t, every rank of depth d sends
+    segment t − d to both its children (broadcast), every rank of depth d
+    sends its partial sum of segment t − (D − d) to its parent (reduce)."""
+    k = _segments(segments, "bintree")
+    v = np.arange(p)
+    depth = np.floor(np.log2(v + 1)).astype(np.int64)
+    deepest = int(depth.max())
+    absolute = (v + root) % p
+    steps = []
+    for t in range(k + deepest - 1):
+        if collective == "broadcast":
+            child = v[1:]
+            seg = t - depth[(child - 1) // 2]
+        else:
+            child = v[1:]
+            seg = t - (deepest - depth[child])
+        keep = (seg >= 0) & (seg < k)
+        child, seg = child[keep], seg[keep]
+        parent = (child - 1) // 2
+        src, dst = (parent, child) if collective == "broadcast" else (child, parent)
+        reduces = collective == "reduce"
+        tr = _traffic(absolute[src], absolute[dst], np.full(len(child), 1.0 / k), blocks,
+                      seg[:, None] if blocks else [], REDUCE if reduces else COPY)
+        if reduces:   # a parent adds both children's sums of one segment: fan-in 3
+            node, count = np.unique(absolute[dst], return_counts=True)
+            red = Reduction(node, np.full(len(node), 1.0 / k), count + 1)
+            steps.append(Step(tr, red, f"t{t}"))
+        else:
+            steps.append(_step(tr, False, f"t{t}"))
+    return steps, k
+
+
+def _segments(segments, name):
+    if isinstance(segments, bool) or not isinstance(segments, (int, np.integer)) \
+            or not 1 <= segments <= 65536:
+        raise ConfigError(f"algorithm {name}: segments={segments!r} must be an integer "
+                          "1..65536")
+    return int(segments)
+
+
 def _ring_allgather(p, blocks):
     """Rank r forwards block r − s to r + 1 in step s (p − 1 steps)."""
     r = np.arange(p)
@@ -233,11 +278,7 @@ def _chain(p, collective, blocks, root, segments):
     chain of relative ranks 0 → 1 → … → p − 1: step t, rank v sends
     segment t − v to v + 1 (broadcast), rank p − 1 − v its partial sum of
     segment t − v to p − 2 − v (reduce)."""
-    if isinstance(segments, bool) or not isinstance(segments, (int, np.integer)) \
-            or not 1 <= segments <= 65536:
-        raise ConfigError(f"algorithm chain: segments={segments!r} must be an integer "
-                          "1..65536")
-    k = int(segments)
+    k = _segments(segments, "chain")
     absolute = (np.arange(p) + root) % p
     steps = []
     for t in range(k + p - 2):
@@ -265,11 +306,8 @@ def check_classic(name: str, collective: str, p: int, root: int = 0, segments: i
                    "binomial or chain")
     if name == "vandegeijn" and allgather == "recdoub":
         _need_pow2(name, p, "allgather=recdoub pairs rank r with r XOR 2^k", "allgather=ring")
-    if name == "chain" and (isinstance(segments, bool)
-                            or not isinstance(segments, (int, np.integer))
-                            or not 1 <= segments <= 65536):
-        raise ConfigError(f"algorithm chain: segments={segments!r} must be an integer "
-                          "1..65536")
+    if name in ("chain", "bintree"):
+        _segments(segments, name)
     return root
 
 
@@ -295,6 +333,8 @@ def build_classic(name: str, collective: str, p: int, blocks: bool = False,
         nb = p
     elif name == "chain":
         steps, nb = _chain(p, collective, blocks, root, segments)
+    elif name == "bintree":
+        steps, nb = _bintree(p, collective, blocks, root, segments)
     elif name == "linear" and collective != "alltoall":
         steps, nb = _linear(p, collective, blocks, root)
     else:
@@ -332,6 +372,11 @@ TABLE = (
      "0 → 1 → … → p−1, segments + p − 2 steps of n/segments")),
     ("reduce", "rabenseifner", ("Rabenseifner: recursive halving (a reduce-scatter), then a "
      "binomial gather of the reduced blocks: 2 log₂p steps (p a power of two)")),
+    ("broadcast", "bintree", ("Pipelined binary tree: the vector in segments down the tree "
+     "whose children of v are 2v+1 and 2v+2, each rank to both children at once; "
+     "segments + ⌊log₂p⌋ − 1 steps")),
+    ("reduce", "bintree", ("Pipelined binary tree: partial sums in segments up the same "
+     "tree, both children into their parent at once; segments + ⌊log₂p⌋ − 1 steps")),
     ("reduce", "chain", ("Pipelined chain: partial sums in segments up relative ranks "
      "p−1 → … → 0, segments + p − 2 steps of n/segments")),
     ("allgather", "bruck", ("Bruck: ⌈log₂p⌉ steps, rank r sends the min(2^k, p−2^k) blocks "
@@ -346,7 +391,8 @@ TABLE = (
 
 def _spec(collective: str, name: str, doc: str) -> AlgorithmSpec:
     rooted = collective in ("broadcast", "reduce", "gather", "scatter")
-    params = ((_ROOT,) if rooted else ()) + ((_SEGMENTS,) if name == "chain" else ()) \
+    params = ((_ROOT,) if rooted else ()) \
+        + ((_SEGMENTS,) if name in ("chain", "bintree") else ()) \
         + ((_ALLGATHER,) if name == "vandegeijn" else ())
 
     def build(p, topology=None, blocks=False, **options):

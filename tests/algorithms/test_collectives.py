@@ -195,7 +195,7 @@ def test_bad_arguments():
     with pytest.raises(ConfigError, match="collective: 'bcast' is not one of allreduce"):
         verify(build("allgather", "ring", 4), "bcast")
     with pytest.raises(ConfigError, match="'recdoub' is not an algorithm of broadcast; known: "
-                                          "bine, binomial, chain, mpich, vandegeijn"):
+                                          "bine, binomial, bintree, chain, mpich, vandegeijn"):
         get_algorithm("recdoub", "broadcast")
     with pytest.raises(ConfigError, match=r"root=7 must be a rank of the 4 ranks \(0..3\)"):
         build("broadcast", "binomial", 4, 7)

@@ -350,3 +350,17 @@ def test_slow_note_says_the_collective_reduces_nothing(capsys):
                                   "binomial:root=5", "-s", "1MiB", "--slow", "3=0.5"])
     assert code == 0 and "gather reduces nothing" in err
     assert "root=5" in out.splitlines()[1]         # options tell such rows apart
+
+
+@pytest.mark.parametrize("p", [7, 12])
+def test_pipelined_binary_tree(p):
+    """k segments down (up) a binary tree of depth D = ⌊log₂p⌋: k + D − 1
+    steps, each sender feeding two children (two parents' sums meeting) on
+    one link: (k + D − 1)(α + 2n/(kB)) on one switch (p = 7 and 12: the
+    deepest level has a parent with two children)."""
+    depth = p.bit_length() - 1
+    for k in (1, 4):
+        want = (k + depth - 1) * (ALPHA + 2 * N / (k * B))
+        for coll in ("broadcast", "reduce"):
+            np.testing.assert_allclose(times(f"tree:{p}", coll, f"bintree:segments={k}"),
+                                       want, rtol=1e-9)
