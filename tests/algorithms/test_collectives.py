@@ -345,3 +345,14 @@ def test_bine_tree_sends_far_first():
         d = np.abs((tr.dst.astype(int) - tr.src.astype(int) + 128) % 256 - 128)
         assert len(tr.src) == 2 ** j
         assert set(d) == {(85, 43, 21, 11, 5, 3, 1, 1)[j]}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("collective, name", [(c, n) for c, n in ALGORITHMS
+                                              if not pow2_only(c, n)])
+def test_every_algorithm_proves_its_collective_on_1000_ranks(collective, name):
+    """The acceptance's p = 1000 for every algorithm defined there (a
+    reduce-scatter keeps every origin: ~2 GB and most of a minute each; make
+    test-all runs these)."""
+    for root in ([0, 999] if COLLECTIVES[collective].rooted else [None]):
+        assert verify(build(collective, name, 1000, root)).p == 1000
