@@ -20,6 +20,7 @@ __all__ = [
     "COPY",
     "REDUCE",
     "check_ranks",
+    "check_root",
     "equal_block_share",
     "make_traffic",
     "ragged_traffic",
@@ -42,6 +43,15 @@ def check_ranks(algorithm: str, p) -> int:
     if value < 2:
         raise ConfigError(f"algorithm {algorithm}: ranks p={value} must be >= 2")
     return value
+
+
+def check_root(algorithm: str, p: int, root) -> int:
+    """``root`` as an int; a ConfigError unless it is one of the ``p`` ranks."""
+    if isinstance(root, bool) or not isinstance(root, (int, np.integer)) \
+            or not 0 <= root < p:
+        raise ConfigError(f"algorithm {algorithm}: root={root!r} must be a rank of the {p} "
+                          f"ranks (0..{p - 1})")
+    return int(root)
 
 
 def equal_block_share(num_blocks: int) -> np.ndarray:

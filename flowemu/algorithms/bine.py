@@ -47,6 +47,7 @@ from ._blocks import (
     COPY,
     REDUCE,
     check_ranks,
+    check_root,
     equal_block_share,
     ragged_traffic,
     reduce_step_reduction,
@@ -91,11 +92,8 @@ def check_bine(collective: str, p: int, root: int = 0) -> None:
         raise ConfigError(f"algorithm bine ({collective}): p={p} ranks must be a power of "
                           "two (Bine's trees pair ranks by Swing's peers over log₂p steps); "
                           f"use {_INSTEAD[collective]}")
-    if collective in ("broadcast", "reduce", "gather", "scatter") and (
-            isinstance(root, bool) or not isinstance(root, (int, np.integer))
-            or not 0 <= root < p):
-        raise ConfigError(f"algorithm bine: root={root!r} must be a rank of the {p} ranks "
-                          f"(0..{p - 1})")
+    if collective in ("broadcast", "reduce", "gather", "scatter"):
+        check_root("bine", p, root)
 
 
 def _tree(p: int, collective: str, blocks: bool, root: int) -> list[Step]:

@@ -50,6 +50,7 @@ from ._blocks import (
     COPY,
     REDUCE,
     check_ranks,
+    check_root,
     equal_block_share,
     ragged_traffic,
     reduce_step_reduction,
@@ -58,14 +59,6 @@ from .base import AlgorithmSpec, Param, Reduction, Schedule, Step, Traffic
 from .registry import register
 
 __all__ = ["build_classic"]
-
-
-def _root(name: str, p: int, root) -> int:
-    if isinstance(root, bool) or not isinstance(root, (int, np.integer)) \
-            or not 0 <= root < p:
-        raise ConfigError(f"algorithm {name}: root={root!r} must be a rank of the {p} ranks "
-                          f"(0..{p - 1})")
-    return int(root)
 
 
 def _traffic(src, dst, share, blocks, lists, op) -> Traffic:
@@ -300,7 +293,7 @@ def check_classic(name: str, collective: str, p: int, root: int = 0, segments: i
     """The ConfigError :func:`build_classic` would raise, without building;
     returns the root."""
     if collective in ("broadcast", "reduce", "gather", "scatter"):
-        root = _root(name, p, root)
+        root = check_root(name, p, root)
     if name == "rabenseifner":
         _need_pow2(name, p, "its reduce-scatter halves the vector between r and r XOR d",
                    "binomial or chain")

@@ -47,7 +47,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..core.errors import ConfigError
+from ._blocks import check_root
 from .base import DEFAULT_AT, AlgorithmSpec, Param, parse_algorithm_spec
 from .collectives import COLLECTIVES
 from .registry import get_algorithm, register
@@ -134,10 +134,8 @@ def _spec(collective: str) -> AlgorithmSpec:
 
     params = (Param("root", int, 0, None, "the root rank"),) if rooted else ()
     def check(p, options):
-        root = options.get("root", 0)
-        if rooted and not 0 <= root < p:
-            raise ConfigError(f"algorithm mpich: root={root!r} must be a rank of the {p} "
-                              f"ranks (0..{p - 1})")
+        if rooted:
+            check_root("mpich", p, options.get("root", 0))
 
     return AlgorithmSpec(
         name="mpich", build=build, params=params, sized=plan, collective=collective,

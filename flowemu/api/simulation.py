@@ -27,6 +27,7 @@ from ..core.network import Network
 from ..core.placement import Placement, parse_placement
 from ..core.version import __version__
 from ..engine.dataflow import check_sync, dataflow_run
+from ..engine.locality import cross_group_share
 from ..engine.profiles import default_threads, profile
 from ..models.genmodel import check_model, check_priceable, prediction
 from ..topology import Topology
@@ -207,23 +208,6 @@ def prepare_run(function: str, topology, algorithm, *, ecmp, seed, ranks, networ
         topo = applied.topology
     return Run(topo, net, n, p, spec, candidates, ecmp, seed, threads, lim, place, mapping,
                 applied, collective=collective)
-
-
-def cross_group_share(sched: Schedule, topology: Topology, mapping) -> float:
-    """Bytes, per byte of the size, that the schedule's flows carry between
-    ranks in different groups of ``topology``
-    (:meth:`~flowemu.topology.Topology.endpoint_groups`: Dragonfly groups,
-    fat-tree pods, leaf-spine leaves, HammingMesh boards); NaN for a family
-    without groups."""
-    found = topology.endpoint_groups()
-    if found is None:
-        return float("nan")
-    group = found[0] if mapping is None else found[0][np.asarray(mapping)]
-    total = 0.0
-    for pattern, count in zip(sched.steps.patterns, sched.steps.counts().tolist()):
-        tr = pattern.traffic
-        total += count * float(tr.share[group[tr.src] != group[tr.dst]].sum())
-    return total
 
 
 def _check_schedule_memory(spec, candidates, topology, p: int, concurrent: int,
