@@ -3,7 +3,10 @@ all-to-all, on the logical ranks ``0..p−1`` (R. Thakur, R. Rabenseifner and
 W. Gropp, "Optimization of Collective Communication Operations in MPICH",
 IJHPCA 19(1), 2005, §3–4: binomial trees, van de Geijn's scatter + allgather
 broadcast, Rabenseifner's reduce-scatter + gather reduce, Bruck's allgather
-and all-to-all (J. Bruck et al., IEEE TPDS 8(11), 1997); the all-to-all's
+and all-to-all (J. Bruck et al., IEEE TPDS 8(11), 1997); Sparbit's allgather
+(W. Loch and G. Koslovski, "Sparbit: a new logarithmic-cost and data
+locality-aware MPI Allgather algorithm", SBAC-PAD 2021, as Open MPI's
+``ompi_coll_base_allgather_intra_sparbit`` runs it); the all-to-all's
 pairwise exchange as MPICH's ``MPIR_Alltoall_pairwise``, for any ``p``). Reduce-scatter and allgather are
 the halves of the allreduces (:mod:`.halves`).
 
@@ -28,6 +31,8 @@ broadcast/reduce  bintree         k + D − 1: k segments, binary tree     (k + 
                                                                         (a deepest parent with 2 children)
 reduce            rabenseifner    recursive halving + binomial gather    2(log₂p α + (p−1)/p · n/B)
 allgather         bruck           ⌈log₂p⌉: r sends min(2^k, p−2^k) blocks ⌈log₂p⌉α + (p−1)/p · n/B
+allgather         sparbit         ⌈log₂p⌉: r sends to r + d, d = 2^(L−1)  ⌈log₂p⌉α + (p−1)/p · n/B
+                                  … 1, the blocks r, r − 2d, r − 4d, …
 alltoall          bruck           ⌈log₂p⌉: offsets with bit k set move   ⌈log₂p⌉α + ≈ n/(2B) a step
 alltoall          linear          1: every pair at once                  α + (p−1)/p · n/B per rank port
 alltoall          pairwise        p − 1: r sends to r + s, gets r − s    (p−1)(α + n/(pB))
@@ -58,7 +63,7 @@ from ._blocks import (
 from .base import AlgorithmSpec, Param, Reduction, Schedule, Step, Traffic
 from .registry import register
 
-__all__ = ["build_classic"]
+__all__ = ["build_classic", "sparbit_counts"]
 
 
 def _traffic(src, dst, share, blocks, lists, op) -> Traffic:
@@ -148,6 +153,37 @@ def _bruck_allgather(p, blocks):
                       lists if blocks else [], COPY)
         steps.append(_step(tr, False, f"k{k}"))
         k += 1
+    return steps, p
+
+
+def sparbit_counts(p: int) -> list[tuple[int, int]]:
+    """``(d, c)`` of each of Sparbit's steps: rank r sends the blocks
+    ``r − 2td`` (``t < c``) to ``r + d``. ``d`` runs from ``2^(L−1)`` down to 1
+    (``L = ⌈log₂p⌉``); ``c`` doubles each step but drops one on the steps
+    whose distance is a bit of ``ignore_steps`` (Open MPI's
+    ``(~(p >> z) | 1) << z``, ``z`` the trailing zeros of ``p``): those
+    would bring a block a second time."""
+    steps = (p - 1).bit_length()
+    z = (p & -p).bit_length() - 1
+    ignore = ((~(p >> z) | 1) << z) & 0xFFFFFFFF
+    out, expected = [], 1
+    for i in range(steps):
+        d = 1 << (steps - 1 - i)
+        exclusion = int((d & ignore) == d)
+        out.append((d, expected - exclusion))
+        expected = 2 * expected - exclusion
+    return out
+
+
+def _sparbit(p, blocks):
+    """Sparbit (Loch and Koslovski): Bruck's step count with the distances
+    reversed (far first) and the exchanged data non-decreasing."""
+    r = np.arange(p)
+    steps = []
+    for d, cnt in sparbit_counts(p):
+        lists = (r[:, None] - 2 * d * np.arange(cnt)[None, :]) % p if blocks else []
+        tr = _traffic(r, (r + d) % p, np.full(p, cnt / p), blocks, lists, COPY)
+        steps.append(_step(tr, False, f"d{d}"))
     return steps, p
 
 
@@ -315,6 +351,8 @@ def build_classic(name: str, collective: str, p: int, blocks: bool = False,
     elif name == "bruck":
         steps, nb = (_bruck_alltoall(p, blocks) if collective == "alltoall"
                      else _bruck_allgather(p, blocks))
+    elif name == "sparbit":
+        steps, nb = _sparbit(p, blocks)
     elif name == "vandegeijn":      # binomial scatter, then the allgather
         steps = _binomial(p, "scatter", blocks, root)[0] + (
             _ring_allgather(p, blocks) if allgather == "ring" else _doubling(p, blocks, name))
@@ -374,6 +412,9 @@ TABLE = (
      "p−1 → … → 0, segments + p − 2 steps of n/segments")),
     ("allgather", "bruck", ("Bruck: ⌈log₂p⌉ steps, rank r sends the min(2^k, p−2^k) blocks "
      "it holds to r − 2^k")),
+    ("allgather", "sparbit", ("Sparbit: ⌈log₂p⌉ steps, rank r sends to r + d, d from "
+     "2^(⌈log₂p⌉−1) down to 1, the blocks r, r − 2d, r − 4d, … it holds (one block "
+     "first, about half the vector last)")),
     ("alltoall", "bruck", ("Bruck: ⌈log₂p⌉ steps, each block moves 2^k on when bit k of "
      "its offset dest − src is set (about n/2 a step)")),
     ("alltoall", "linear", "Linear: every rank sends every other rank its block at once"),

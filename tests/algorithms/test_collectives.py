@@ -7,6 +7,7 @@ naming the rank and block."""
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 import pytest
@@ -55,7 +56,8 @@ def test_every_collective_has_algorithms_and_allreduce_keeps_its_own():
     assert algorithm_names("alltoall") == ["bine", "bruck", "linear", "mpich", "pairwise"]
     halves = ["bucket", "butterfly", "recdoub", "ring", "swing"]
     assert algorithm_names("reduce_scatter") == sorted(["bine", "mpich", "pairwise", *halves])
-    assert algorithm_names("allgather") == sorted(["bine", "bruck", "mpich", *halves])
+    assert algorithm_names("allgather") == sorted(["bine", "bruck", "mpich", "sparbit",
+                                                   *halves])
     assert get_collective("reduce-scatter").name == "reduce_scatter"
 
 
@@ -356,3 +358,42 @@ def test_every_algorithm_proves_its_collective_on_1000_ranks(collective, name):
     test-all runs these)."""
     for root in ([0, 999] if COLLECTIVES[collective].rooted else [None]):
         assert verify(build(collective, name, 1000, root)).p == 1000
+
+
+def _sparbit_oracle(p):
+    """Open MPI's ``ompi_coll_base_allgather_intra_sparbit``, loop for loop:
+    per step, every (rank, sendto, block sent)."""
+    comm_log = math.ceil(math.log(p) / math.log(2))
+    distance = 1 << (comm_log - 1)
+    last_ignore = (p & -p).bit_length() - 1                   # __builtin_ctz
+    ignore_steps = ((~(p >> last_ignore) | 1) << last_ignore) & 0xFFFFFFFF
+    data_expected, steps = 1, []
+    for _ in range(comm_log):
+        exclusion = 1 if (distance & ignore_steps) == distance else 0
+        sent = set()
+        for rank in range(p):
+            sendto = (rank + distance) % p
+            for transfer_count in range(data_expected - exclusion):
+                sent.add((rank, sendto, (rank - 2 * transfer_count * distance + p) % p))
+        steps.append(sent)
+        distance >>= 1
+        data_expected = (data_expected << 1) - exclusion
+    return steps
+
+
+@pytest.mark.parametrize("p", [2, 3, 5, 6, 7, 8, 12, 13, 16, 100])
+def test_sparbit_follows_open_mpi(p):
+    """Sparbit's flows are Open MPI's sends (one block a message there, a
+    flow of all of them here), and the block counts are 1, then doubling,
+    one fewer where Open MPI excludes a step (p = 6: 1, 1, 3)."""
+    sched = build("allgather", "sparbit", p)
+    want = _sparbit_oracle(p)
+    assert len(sched.steps) == len(want)
+    for step, sent in zip(sched.steps, want):
+        tr = step.traffic
+        got = {(int(tr.src[f]), int(tr.dst[f]), int(b)) for f in range(tr.num_flows)
+               for b in tr.block_idx[tr.block_ptr[f]:tr.block_ptr[f + 1]]}
+        assert got == sent
+        np.testing.assert_allclose(tr.share, len(sent) / p / p)
+    if p == 6:
+        assert [len(s) // p for s in want] == [1, 1, 3]
