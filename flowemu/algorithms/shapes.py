@@ -25,6 +25,46 @@ def _ports(topology) -> int:
     return max(2, int(degree[:topology.num_endpoints].max()))
 
 
+#: what a selector may pick, per collective (:mod:`.selectors`)
+SELECTOR_CHOICES = {
+    "mpich": {"broadcast": ("binomial", "vandegeijn"), "reduce": ("binomial", "rabenseifner"),
+              "gather": ("binomial",), "scatter": ("binomial",),
+              "alltoall": ("bruck", "linear", "pairwise"),
+              "reduce_scatter": ("pairwise", "recdoub", "ring"),
+              "allgather": ("recdoub", "bruck", "ring")},
+}
+
+
+def _segments(options) -> int:
+    k = options.get("segments", 1)
+    return k if isinstance(k, int) and not isinstance(k, bool) and k >= 1 else 1
+
+
+def _collective_shape(name: str, options: dict, p: int, collective: str,
+                      logp: int) -> tuple[int, int]:
+    """The shapes of :mod:`.classic`'s, :mod:`.trees`' and :mod:`.bine`'s
+    builders (the pipelined ones: a flow per tree edge at most, segments +
+    depth steps); a selector takes its largest choice's."""
+    k = _segments(options)
+    shapes = {
+        "binomial": (p, logp), "bine": (p, logp), "bruck": (p, logp), "sparbit": (p, logp),
+        "pairwise": (p, p - 1), "rabenseifner": (p, 2 * logp),
+        "linear": (p * (p - 1), 1) if collective == "alltoall" else (p - 1, 1),
+        "vandegeijn": (p, logp + p - 1),
+        "chain": (min(k, p - 1), k + p - 2),
+        "bintree": (p - 1, k + logp),
+        "dbtree": (2 * (p - 1), k + 4 * logp),     # two trees, one hung from the root
+        "ring": (2 * p, 1), "recdoub": (p, logp),  # (the halves: one pattern; log₂p)
+    }
+    if name in shapes:
+        return shapes[name]
+    if name in SELECTOR_CHOICES:      # the most of any of its choices
+        picks = [shapes[c] for c in SELECTOR_CHOICES[name].get(collective, ()) if c in shapes]
+        if picks:
+            return max(f for f, _ in picks), max(d for _, d in picks)
+    return (p * (p - 1), 2 * logp)
+
+
 def schedule_shape(name: str, options: dict, p: int, topology,
                    collective: str = "allreduce") -> tuple[int, int]:
     """``(flows per step, distinct steps)`` an algorithm's schedule has at
@@ -33,12 +73,13 @@ def schedule_shape(name: str, options: dict, p: int, topology,
     dimension), the log-step algorithms have a new one every step; the other
     collectives' algorithms as :mod:`.classic` builds them)."""
     logp = max(1, math.ceil(math.log2(max(p, 2))))
-    if collective in ("reduce_scatter", "allgather"):   # a half of the allreduce's
-        return schedule_shape(name, options, p, topology)
+    if collective in ("reduce_scatter", "allgather"):
+        if name in ("pairwise", "bruck", "sparbit", "mpich", "nccl"):
+            return _collective_shape(name, options, p, collective, logp)
+        # a half of the allreduce's (Bine's are Swing's)
+        return schedule_shape("swing" if name == "bine" else name, options, p, topology)
     if collective != "allreduce":
-        return {"binomial": (p, logp), "pairwise": (p, p - 1),
-                "linear": (p * (p - 1), 1) if collective == "alltoall" else (p - 1, 1),
-                }.get(name, (p * (p - 1), 2 * logp))
+        return _collective_shape(name, options, p, collective, logp)
     ports = _ports(topology)
     opt = options.get("ports")
     if isinstance(opt, int) and not isinstance(opt, bool):
@@ -52,7 +93,9 @@ def schedule_shape(name: str, options: dict, p: int, topology,
         return (2 * p, 2 * (k + logp))
     if name == "gentree":   # a co-located PS over a switch's children at worst
         return (p * min(p - 1, 128), 4 * logp)
-    shape = {"ring": (ports * p, 1), "swing": (ports * p, logp), "recdoub": (p, logp),
+    # (swing on odd p: a rank of the odd one out sends twice a step)
+    shape = {"ring": (ports * p, 1), "swing": (ports * p * (1 + p % 2), logp),
+             "recdoub": (p, logp),
              "bucket": (ports * p, ndim),
              # one exchange per rank and step; fill and drain ≈ 8h steps, then 3
              "dualroot": (p, 8 * logp + 6)}

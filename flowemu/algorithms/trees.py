@@ -24,6 +24,22 @@ when ``p`` is even (``ncclGetDtree``), so a rank that is a leaf of one tree
 is an inner node of the other (for p even) and both halves use each rank's
 links in both directions. The two trees run at the same time.
 
+``dbtree`` for ``broadcast`` and ``reduce`` (``root=R``, ``segments=K``) — the
+same two trees on ranks relative to the root (``v = (r − R) mod p``), each
+carrying half the vector in ``K`` pipelined segments: down the trees
+(broadcast) or up them (reduce) only. The first tree has the root on top,
+as NCCL's rank 0 is. The second tree's top is another rank (``p − 1`` or 1),
+so it is hung from the root instead: the path from the root to its top is
+turned round (``reroot``) and every other edge kept, so each tree keeps its
+edges — a rank that is a leaf of one is an inner node of the other, as in
+NCCL's allreduce — and both start at the root. (NCCL itself runs broadcast
+and reduce on rings: flowemu's ``chain``.) A step sends segment ``s`` over an
+edge when ``s`` plus the height of the edge's lower end (broadcast: reversed)
+says so, as the allreduce's halves do; a step costs α plus the most any
+link carries, and on one switch that is about two segments a step (the
+root feeds both trees, an inner node its two children): about
+``(K + H − 1)(α + n/(KB))``, ``H`` the taller hung tree's height.
+
 In both, a receiving node adds the segments from its children into its own
 (fan-in 1 + the children that send in that step); the broadcast copies. A
 segment's steps are bulk synchronous like every flowemu schedule: a step is
@@ -34,12 +50,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._blocks import COPY, REDUCE, check_ranks, equal_block_share
+from ..core.errors import ConfigError
+from ._blocks import COPY, REDUCE, check_ranks, check_root, equal_block_share
 from .base import AlgorithmSpec, Param, Reduction, Schedule, Step, Traffic
 from .registry import register
 
 __all__ = ["binomial_parents", "binomial_rounds", "btree_parents", "dtree_parents",
-           "pipelined_tree_steps"]
+           "hung_dtree_parents", "pipelined_tree_steps", "reroot"]
 
 #: most segments a pipelined tree may be cut into
 MAX_SEGMENTS = 1 << 16
@@ -101,13 +118,28 @@ def binomial_rounds(p: int) -> np.ndarray:
     return np.log2(low).astype(np.int64)
 
 
+def reroot(parent: np.ndarray, root: int) -> np.ndarray:
+    """The same tree hung from ``root``: the edges of the path from ``root``
+    to the old top point the other way, every other edge is kept."""
+    parent = np.array(parent, np.int64)
+    prev, v = -1, int(root)
+    while v != -1:          # (a walk up one path: at most the tree's height)
+        up = int(parent[v])
+        parent[v] = prev
+        prev, v = v, up
+    return parent
+
+
 def pipelined_tree_steps(parents: list[np.ndarray], segments: int, blocks: bool,
-                         num_blocks: int, levels: list | None = None) -> list[Step]:
+                         num_blocks: int, levels: list | None = None,
+                         parts: str = "both") -> list[Step]:
     """Steps of reduce (up every tree, pipelined) and broadcast (down),
     tree ``i`` carrying blocks ``i·segments .. (i+1)·segments − 1`` of
     ``num_blocks`` equal blocks (one block = one segment). A node sends
     segment ``s`` up in step ``s + level`` (``levels[i]``, default its height:
-    every child has sent it one step before at the latest)."""
+    every child has sent it one step before at the latest). ``parts``:
+    ``"both"`` (the allreduce), ``"up"`` (a reduce) or ``"down"`` (a
+    broadcast: the up steps reversed, every flow turned round)."""
     share = 1.0 / num_blocks
     ups, T = [], 0
     for i, parent in enumerate(parents):
@@ -136,7 +168,8 @@ def pipelined_tree_steps(parents: list[np.ndarray], segments: int, blocks: bool,
         ag.append(_step(dst, src, blk, share, blocks, COPY, f"bcast{t}"))
         if key is not None:
             seen[key] = (rs[-1], ag[-1])
-    return [s for s in rs + ag[::-1] if s.traffic.num_flows]
+    chosen = {"both": rs + ag[::-1], "up": rs, "down": ag[::-1]}[parts]
+    return [s for s in chosen if s.traffic.num_flows]
 
 
 def _step(src, dst, blk, share, blocks: bool, op: int, label: str) -> Step:
@@ -200,6 +233,51 @@ def build_dbtree(p: int, topology=None, blocks: bool = False, **options) -> Sche
     return _schedule("dbtree", p, list(dtree_parents(p)), k, blocks)
 
 
+def hung_dtree_parents(p: int, root: int) -> list[np.ndarray]:
+    """NCCL's two trees on ranks relative to ``root``, the second hung from
+    the root (module docstring), in absolute ranks."""
+    v = np.arange(p, dtype=np.int64)
+    absolute = (v + root) % p
+    out = []
+    for parent in dtree_parents(p):
+        hung = reroot(parent, 0)
+        par = np.full(p, -1, np.int64)
+        par[absolute] = np.where(hung < 0, -1, absolute[np.maximum(hung, 0)])
+        out.append(par)
+    return out
+
+
+def build_rooted_dbtree(collective: str, p: int, blocks: bool = False, root: int = 0,
+                        segments: int = 1) -> Schedule:
+    """``broadcast`` or ``reduce`` over NCCL's two trees, each half the
+    vector in ``segments`` pipelined pieces (module docstring).
+
+    Returns
+    -------
+    Schedule
+        ``K + H − 1`` steps (``H`` the taller hung tree's height), with
+        ``2K`` blocks: tree ``i`` carries blocks ``iK … iK + K − 1``.
+    """
+    p = check_ranks("dbtree", p)
+    root = check_root("dbtree", p, root)
+    k = _convert_dbtree_segments(segments)
+    num_blocks = 2 * k
+    steps = pipelined_tree_steps(hung_dtree_parents(p, root), k, blocks, num_blocks,
+                                 parts="down" if collective == "broadcast" else "up")
+    return Schedule("dbtree", f"segments={k}", p, tuple(steps),
+                    num_blocks if blocks else None,
+                    equal_block_share(num_blocks) if blocks else None,
+                    {"p_eff": p, "segments": k}, collective=collective, root=root)
+
+
+def _convert_dbtree_segments(raw) -> int:
+    try:
+        return _convert_segments(raw)
+    except (TypeError, ValueError):
+        raise ConfigError(f"algorithm dbtree: segments={raw!r} must be an integer "
+                          f"1..{MAX_SEGMENTS}") from None
+
+
 def _convert_segments(raw):
     if isinstance(raw, (bool, np.bool_)):
         raise TypeError(raw)
@@ -222,3 +300,26 @@ DBTREE = register(AlgorithmSpec(
     (Param("segments", int, 1, None, _SEG_DOC, convert=_convert_segments),),
     "NCCL's double binary tree: two complementary binary trees (ncclGetDtree), each "
     "reducing and broadcasting half the vector, pipelined in segments"))
+
+
+def _rooted_spec(collective: str) -> AlgorithmSpec:
+    def build(p, topology=None, blocks=False, **options):
+        return build_rooted_dbtree(collective, p, blocks, **options)
+
+    def check(p, options):
+        check_root("dbtree", p, options.get("root", 0))
+        _convert_dbtree_segments(options.get("segments", 1))
+
+    way = "down" if collective == "broadcast" else "up"
+    return AlgorithmSpec(
+        "dbtree", build,
+        (Param("root", int, 0, None, "the root rank"),
+         Param("segments", int, 1, None, _SEG_DOC, convert=_convert_segments)),
+        f"NCCL's double binary tree (ncclGetDtree) on ranks relative to the root, the "
+        f"second tree hung from the root: half the vector {way} each tree, pipelined in "
+        "segments; about segments + height − 1 steps of n/segments on the busiest link",
+        collective=collective, check=check)
+
+
+for _collective in ("broadcast", "reduce"):
+    register(_rooted_spec(_collective))

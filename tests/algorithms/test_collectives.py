@@ -197,7 +197,8 @@ def test_bad_arguments():
     with pytest.raises(ConfigError, match="collective: 'bcast' is not one of allreduce"):
         verify(build("allgather", "ring", 4), "bcast")
     with pytest.raises(ConfigError, match="'recdoub' is not an algorithm of broadcast; known: "
-                                          "bine, binomial, bintree, chain, mpich, vandegeijn"):
+                                          "bine, binomial, bintree, chain, dbtree, mpich, "
+                                          "vandegeijn"):
         get_algorithm("recdoub", "broadcast")
     with pytest.raises(ConfigError, match=r"root=7 must be a rank of the 4 ranks \(0..3\)"):
         build("broadcast", "binomial", 4, 7)
@@ -397,3 +398,31 @@ def test_sparbit_follows_open_mpi(p):
         np.testing.assert_allclose(tr.share, len(sent) / p / p)
     if p == 6:
         assert [len(s) // p for s in want] == [1, 1, 3]
+
+
+@pytest.mark.parametrize("collective, name", ALGORITHMS)
+def test_memory_shape_bounds_the_schedule(collective, name):
+    """The memory check's shape (most flows a step, distinct steps) is an
+    upper bound of what the builder makes, so no run is refused for a
+    wrong estimate, nor let through (chain and bintree at 16,384 ranks
+    were estimated at p(p − 1) flows a step and refused)."""
+    from flowemu.algorithms.shapes import schedule_shape
+    from flowemu.topology import parse_topology
+    for p in (7, 16, 100, 101):
+        if pow2_only(collective, name) and p & (p - 1):
+            continue
+        topo = parse_topology(f"tree:{p}")
+        for options in ({}, {"segments": 5}):
+            if options and name not in ("chain", "bintree", "dbtree"):
+                continue
+            sched = build(collective, name, p, 1 if COLLECTIVES[collective].rooted else None,
+                          blocks=False, **options)
+            flows, distinct = schedule_shape(name, options, p, topo, collective)
+            most = max(s.traffic.num_flows for s in sched.steps)
+            assert most <= flows, (p, options)
+            steps = len({id(s.traffic) for s in sched.steps})
+            assert most * steps <= flows * distinct, (p, options)
+    if name in ("chain", "bintree", "dbtree"):   # linear in p, not quadratic
+        flows, distinct = schedule_shape(name, {"segments": 64}, 16384,
+                                         parse_topology("tree:4"), collective)
+        assert flows * distinct < 2 * 16384 * (64 + 16384)

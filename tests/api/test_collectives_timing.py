@@ -130,7 +130,7 @@ def test_refusals():
         flowemu.simulate("tree:8", "binomial", "1MiB", collective="bcast")
     with pytest.raises(ConfigError, match="'dualroot' is not an algorithm of allgather; known: "
                                           "bine, bruck, bucket, butterfly, mpich, recdoub, "
-                                          "ring, swing"):
+                                          "ring, sparbit, swing"):
         flowemu.simulate("tree:8", "dualroot", "1MiB", collective="allgather")
     with pytest.raises(ConfigError, match="collective: 'gather' needs model='flow'"):
         flowemu.simulate("tree:8", "linear", "1MiB", collective="gather", model="genmodel")
@@ -365,3 +365,101 @@ def test_pipelined_binary_tree(p):
         for coll in ("broadcast", "reduce"):
             np.testing.assert_allclose(times(f"tree:{p}", coll, f"bintree:segments={k}"),
                                        want, rtol=1e-9)
+
+
+def _nccl_btree(nranks, rank):
+    """NCCL's ``ncclGetBtree``, line for line: (up, down0, down1)."""
+    bit = 1
+    while bit < nranks:
+        if bit & rank:
+            break
+        bit <<= 1
+    if rank == 0:
+        return -1, -1, (bit >> 1 if nranks > 1 else -1)
+    up = (rank ^ bit) | (bit << 1)
+    if up >= nranks:
+        up = rank ^ bit
+    lowbit = bit >> 1
+    down0 = -1 if lowbit == 0 else rank - lowbit
+    down1 = -1 if lowbit == 0 else rank + lowbit
+    while down1 >= nranks:
+        down1 = -1 if lowbit == 0 else rank + lowbit
+        lowbit >>= 1
+    return up, down0, down1
+
+
+def _nccl_dtree_edges(p):
+    """The edges {a, b} of NCCL's two trees (``ncclGetDtree``: the second
+    shifted by one for odd p, mirrored for even p)."""
+    trees = [set(), set()]
+    for rank in range(p):
+        up, _, _ = _nccl_btree(p, rank)
+        if up >= 0:
+            trees[0].add(frozenset((rank, up)))
+        if p % 2 == 1:
+            u, _, _ = _nccl_btree(p, (rank - 1 + p) % p)
+            u = -1 if u == -1 else (u + 1) % p
+        else:
+            u, _, _ = _nccl_btree(p, p - 1 - rank)
+            u = -1 if u == -1 else p - 1 - u
+        if u >= 0:
+            trees[1].add(frozenset((rank, u)))
+    return trees
+
+
+def _hung_tree_time(p, root, k, alpha, n, bw):
+    """One switch: each tree (its edge set, on ranks relative to ``root``)
+    hung from the root; a child of height h gets segment s in step
+    T − 1 − (s + h), T = k + the tallest child's height + 1; a step costs α +
+    the busiest host link's bytes / B (every flow of a step is n/(2k))."""
+    plans = []
+    for edges in _nccl_dtree_edges(p):
+        adj = {v: set() for v in range(p)}
+        for e in edges:
+            a, b = tuple(e)
+            adj[a].add(b)
+            adj[b].add(a)
+        parent, order, todo = {0: None}, [], [0]      # breadth first from the root
+        while todo:
+            v = todo.pop(0)
+            order.append(v)
+            for w in adj[v]:
+                if w not in parent:
+                    parent[w] = v
+                    todo.append(w)
+        height = {v: 0 for v in range(p)}
+        for v in reversed(order):
+            if parent[v] is not None:
+                height[parent[v]] = max(height[parent[v]], height[v] + 1)
+        plans.append([(parent[v], v, height[v]) for v in order if parent[v] is not None])
+    T = max(k + max(h for _, _, h in plan) for plan in plans)
+    total = 0.0
+    for t in range(T):
+        out, inn = [0] * p, [0] * p
+        for plan in plans:
+            for a, b, h in plan:
+                if 0 <= T - 1 - t - h < k:
+                    out[a] += 1
+                    inn[b] += 1
+        busiest = max(max(out), max(inn))
+        if busiest:
+            total += alpha + busiest * n / (2 * k) / bw
+    return total
+
+
+@pytest.mark.parametrize("p", [2, 4, 7, 8, 12])
+def test_double_binary_tree_broadcast_and_reduce(p):
+    """dbtree as a broadcast (reduce): NCCL's two trees, each hung from the
+    root, half the vector down (up) each in k segments; on one switch every
+    step costs α + its busiest host link's segments, counted here from a
+    line-for-line copy of ncclGetBtree. p = 4 by hand: 0→2→{1,3} and
+    0→1→{2,3}: k + 1 steps, the root or an inner node sending two
+    segments in each, (k + 1)(α + n/(kB))."""
+    for k in (1, 4):
+        want = np.array([_hung_tree_time(p, 0, k, ALPHA, n, B) for n in N])
+        for coll in ("broadcast", "reduce"):
+            root = p // 2
+            got = times(f"tree:{p}", coll, f"dbtree:segments={k},root={root}")
+            np.testing.assert_allclose(got, want, rtol=1e-9)
+        if p == 4:
+            np.testing.assert_allclose(want, (k + 1) * (ALPHA + N / (k * B)), rtol=1e-12)
