@@ -65,13 +65,20 @@ def test_one_switch_closed_forms(p):
                                    (k + p - 2) * (ALPHA + N / (k * B)), rtol=1e-9)
         np.testing.assert_allclose(times(topo, "reduce", f"chain:segments={k},root=3"),
                                    (k + p - 2) * (ALPHA + N / (k * B)), rtol=1e-9)
+    # Bine's broadcast and reduce (the MPICH port's forms for any p): with q =
+    # 2^⌊log₂p⌋, log₂q tree steps in which every sender sends n to one peer and
+    # every receiver gets n once, and for p ≠ q one more step of n over disjoint
+    # pairs (the broadcast's v → v + q after the tree, the reduce's fold of odd
+    # v < 2(p − q) into v − 1 before it): ⌊log₂p⌋ + 1 = ⌈log₂p⌉ steps of α + n/B
+    # (p = 5: q = 4, 2 + 1 steps; p = 12: q = 8, 3 + 1)
+    bine_tree = logp * (ALPHA + N / B)
+    np.testing.assert_allclose(times(topo, "broadcast", "bine:root=3"), bine_tree, rtol=1e-9)
+    np.testing.assert_allclose(times(topo, "reduce", "bine"), bine_tree, rtol=1e-9)
+    np.testing.assert_allclose(times(topo, "reduce", f"bine:root={p - 1}"), bine_tree,
+                               rtol=1e-9)
     if p & (p - 1) == 0:
-        # Bine: log₂p steps of Swing's peers; the tree moves n a step (broadcast,
-        # reduce) or each subtree's blocks (scatter, gather); all-to-all n/2 a step
-        bine_tree = logp * (ALPHA + N / B)
-        np.testing.assert_allclose(times(topo, "broadcast", "bine:root=3"), bine_tree,
-                                   rtol=1e-9)
-        np.testing.assert_allclose(times(topo, "reduce", "bine"), bine_tree, rtol=1e-9)
+        # Bine: log₂p steps of Swing's peers; the tree moves each subtree's blocks
+        # (scatter, gather); all-to-all n/2 a step
         for coll in ("gather", "scatter"):
             np.testing.assert_allclose(times(topo, coll, "bine:root=1"),
                                        logp * ALPHA + (p - 1) / p * N / B, rtol=1e-9)
@@ -330,11 +337,13 @@ def test_sweep_refuses_bad_roots_and_rank_counts_up_front(tmp_path):
         tmp_path, 'sizes = "1KiB"\ntopology = ["torus:4x4", "torus:3x4"]\n'
         '[groups.e]\ncollective = "broadcast"\nalgorithm = "binomial:root=15"\n'
         '[groups.c]\ncollective = "alltoall"\nalgorithm = "bine"\n'
+        '[groups.b]\ncollective = "broadcast"\nalgorithm = "bine:root=11"\n'
         '[groups.g]\ncollective = "allgather"\nalgorithm = "recdoub"\n')
-    assert "3 problems" in text
+    assert "3 problems" in text      # Bine's broadcast runs on 12 ranks (its other-p form)
+    assert "bine (broadcast)" not in text
     assert "root=15 must be a rank of the 12 ranks (0..11)" in text
     assert "bine (alltoall): p=12 ranks must be a power of two" in text
-    assert "use bruck, pairwise or linear" in text
+    assert "use mpich (that fallback), bruck, pairwise or linear" in text
     assert "recdoub (allgather): p=12 ranks must be a power of two" in text
 
 
