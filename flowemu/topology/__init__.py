@@ -161,19 +161,40 @@ def split_specs(text: str, canonical: bool = True) -> list[str]:
     return out
 
 
+def _grid_factory(family: str, params: str) -> Topology:
+    """``D0xD1x...[,groups=G0xG1x...]``: a torus or mesh, with the sub-blocks
+    a collective's locality is measured against."""
+    shape, *options = (part.strip() for part in params.split(","))
+    groups = None
+    for option in options:
+        key, eq, value = option.partition("=")
+        if key.strip() != "groups" or not eq:
+            raise ConfigError(f"option {option!r} is not known; {family} takes groups=G0xG1x... "
+                              f"(the locality sub-blocks), e.g. {family}:16x16,groups=4x4")
+        parts = [p.strip() for p in value.split("x")]
+        if not all(p.isascii() and p.isdigit() for p in parts):
+            raise ConfigError(f"groups: {value.strip()!r} is not block sizes separated by 'x', "
+                              f"e.g. {family}:16x16,groups=4x4")
+        groups = tuple(int(p) for p in parts)
+    return Torus(parse_dims(family, shape), wrap=family == "torus", groups=groups)
+
+
 def _torus_factory(params: str) -> Topology:
-    return Torus(parse_dims("torus", params), wrap=True)
+    return _grid_factory("torus", params)
 
 
 def _mesh_factory(params: str) -> Topology:
-    return Torus(parse_dims("mesh", params), wrap=False)
+    return _grid_factory("mesh", params)
 
 
 register_topology("torus", _torus_factory,
-                  "D0xD1x...: torus with wraparound links, each dim >= 2; torus:16 is a ring, "
-                  "e.g. torus:8x8, torus:8x8x8x8", Torus.ecmp_modes)
+                  "D0xD1x...[,groups=G0xG1x...]: torus with wraparound links, each dim >= 2; "
+                  "torus:16 is a ring; groups: the sub-blocks cross_group_bytes counts "
+                  "against, e.g. torus:8x8, torus:8x8x8x8, torus:16x16,groups=4x4",
+                  Torus.ecmp_modes)
 register_topology("mesh", _mesh_factory,
-                  "D0xD1x...: mesh (torus without wraparound), each dim >= 2, e.g. mesh:4x4",
+                  "D0xD1x...[,groups=G0xG1x...]: mesh (torus without wraparound), each dim "
+                  ">= 2, e.g. mesh:4x4",
                   Torus.ecmp_modes)
 register_topology("leafspine", parse_leafspine,
                   "LxHxS[,uplinks=U][,uplink=B][,uplink_latency=T]: L leaves of H hosts, S "

@@ -64,6 +64,12 @@ class Torus(Topology):
         Size of each dimension, each ``>= 2``; at most ``2**24`` nodes.
     wrap : bool
         True for a torus (wraparound links), False for a mesh.
+    groups : tuple of int, optional
+        The shape of the sub-blocks a collective's locality is measured
+        against (``cross_group_bytes``), one size per dimension, each
+        dividing its dimension: ``(4, 4)`` on ``(16, 16)`` cuts the torus
+        into 16 blocks of 4x4 nodes. None (default): no groups. Routing is
+        the same either way.
 
     Attributes
     ----------
@@ -85,6 +91,7 @@ class Torus(Topology):
 
     dims: tuple[int, ...]
     wrap: bool = True
+    groups: tuple[int, ...] | None = None
 
     ecmp_modes = ("split", "dor", "hash")   # a class attribute, not a field
     # peak and held bytes a link (28 and 19 measured on torus:1024x1024), with a margin
@@ -119,7 +126,10 @@ class Torus(Topology):
         set_(self, "dims", dims)
         set_(self, "wrap", wrap)
         set_(self, "grid", dims if wrap else None)
-        set_(self, "spec", f"{'torus' if wrap else 'mesh'}:{'x'.join(map(str, dims))}")
+        groups = self._check_groups(dims)
+        set_(self, "groups", groups)
+        set_(self, "spec", f"{'torus' if wrap else 'mesh'}:{'x'.join(map(str, dims))}"
+             + (f",groups={'x'.join(map(str, groups))}" if groups else ""))
         set_(self, "num_nodes", nodes)
         set_(self, "num_endpoints", nodes)
         strides = np.ones(len(dims), dtype=np.int64)
@@ -127,6 +137,38 @@ class Torus(Topology):
             strides[i] = strides[i + 1] * dims[i + 1]
         set_(self, "strides", _readonly(strides))
         self._build_links()
+
+    def _check_groups(self, dims: tuple) -> tuple | None:
+        groups = self.groups
+        if groups is None:
+            return None
+        if isinstance(groups, (int, np.integer)) and not isinstance(groups, (bool, np.bool_)):
+            groups = (groups,)
+        shape = "x".join(map(str, dims))
+        if not isinstance(groups, (tuple, list)) or len(groups) != len(dims) \
+                or not all(_is_int(g) for g in groups):
+            given = "x".join(map(str, groups)) if isinstance(groups, (tuple, list)) \
+                else show(groups)
+            raise ConfigError(f"groups: {given} is not allowed; expected one block "
+                              f"size per dimension of {shape}, each dividing it, e.g. "
+                              f"groups={'x'.join(str(max(1, d // 2)) for d in dims)}")
+        for i, (g, d) in enumerate(zip(groups, dims)):
+            if g < 1 or d % g:
+                raise ConfigError(f"groups: block size {g} of dimension {i} does not divide "
+                                  f"{d}; each block size must divide its dimension of {shape}")
+        return tuple(int(g) for g in groups)
+
+    def endpoint_groups(self) -> tuple[np.ndarray, str] | None:
+        """The sub-blocks of shape :attr:`groups` (numbered row-major over
+        the blocks, as nodes are over the grid); None without ``groups``."""
+        if self.groups is None:
+            return None
+        block = self.coords(np.arange(self.num_nodes)) // np.asarray(self.groups)
+        per = np.asarray(self.dims) // np.asarray(self.groups)
+        ids = np.zeros(self.num_nodes, np.int64)
+        for i in range(self.ndim):       # (a loop over dimensions)
+            ids = ids * per[i] + block[:, i]
+        return ids, "sub-block"
 
     def _build_links(self) -> None:
         # int32 throughout: L = N·2D < 2**31 for N <= 2**24, and a 2**24-node
@@ -160,7 +202,7 @@ class Torus(Topology):
 
     def __reduce__(self):
         # Ship only the shape to worker processes; the arrays are rebuilt.
-        return (type(self), (self.dims, self.wrap))
+        return (type(self), (self.dims, self.wrap, self.groups))
 
     # ------------------------------------------------------------------ shape
 
@@ -247,10 +289,14 @@ class Torus(Topology):
         return o.sum(axis=-1)
 
     def describe(self) -> dict:
-        """Plain-data description: family, dims, wrap, nodes, links (existing)."""
-        return {"family": "torus" if self.wrap else "mesh", "dims": list(self.dims),
-                "wrap": self.wrap, "nodes": self.num_nodes,
-                "links": int(np.count_nonzero(self.link_exists))}
+        """Plain-data description: family, dims, wrap, nodes, links (existing),
+        and the locality groups' block shape when set."""
+        out = {"family": "torus" if self.wrap else "mesh", "dims": list(self.dims),
+               "wrap": self.wrap, "nodes": self.num_nodes,
+               "links": int(np.count_nonzero(self.link_exists))}
+        if self.groups:
+            out["groups"] = list(self.groups)
+        return out
 
     # ---------------------------------------------------------------- routing
 

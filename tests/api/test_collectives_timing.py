@@ -472,3 +472,35 @@ def test_double_binary_tree_broadcast_and_reduce(p):
             np.testing.assert_allclose(got, want, rtol=1e-9)
         if p == 4:
             np.testing.assert_allclose(want, (k + 1) * (ALPHA + N / (k * B)), rtol=1e-12)
+
+
+def test_torus_sub_blocks():
+    """``torus:...,groups=AxB`` cuts the torus into blocks of AxB nodes:
+    node (r, c) is in block (r // A, c // B); pairwise all-to-all on
+    torus:4x4,groups=2x2 sends n/16 from every rank to the 12 outside its
+    block (12n); a one-way ring allgather on torus:8,groups=4 crosses at
+    3 → 4 and 7 → 0, two flows of n/8 in each of 7 steps (1.75n). Routing,
+    and so every time, is the torus's own."""
+    from flowemu.topology import parse_topology
+    topo = parse_topology("torus:4x6,groups=2x3")
+    group, kind = topo.endpoint_groups()
+    r, c = np.divmod(np.arange(24), 6)
+    assert kind == "sub-block" and topo.spec == "torus:4x6,groups=2x3"
+    np.testing.assert_array_equal(group, (r // 2) * 2 + c // 3)
+    mib = 2.0**20
+    a2a = flowemu.simulate("torus:4x4,groups=2x2", "pairwise", "1MiB", collective="alltoall")
+    assert a2a["cross_group_bytes"].iloc[0] == 12 * mib
+    ring = flowemu.simulate("torus:8,groups=4", "ring:ports=1", "1MiB", collective="allgather")
+    assert ring["cross_group_bytes"].iloc[0] == pytest.approx(1.75 * mib)
+    plain = flowemu.simulate("torus:8x8", "swing", N)
+    grouped = flowemu.simulate("torus:8x8,groups=4x4", "swing", N)
+    np.testing.assert_array_equal(plain["time_s"], grouped["time_s"])
+    assert np.isnan(plain["cross_group_bytes"]).all() and (grouped["cross_group_bytes"] > 0).all()
+    assert parse_topology("mesh:8,groups=4").endpoint_groups()[0].tolist() == [0] * 4 + [1] * 4
+    refusals = {"torus:4x4,groups=3x2": "block size 3 of dimension 0 does not divide 4",
+                "torus:4x4,groups=2": "groups: 2 is not allowed; expected one block size",
+                "torus:4x4,group=2x2": "option 'group=2x2' is not known; torus takes groups=",
+                "mesh:4x4,groups=2xa": "groups: '2xa' is not block sizes"}
+    for spec, message in refusals.items():
+        with pytest.raises(ConfigError, match=message):
+            parse_topology(spec)
