@@ -32,7 +32,13 @@ SELECTOR_CHOICES = {
               "alltoall": ("bruck", "linear", "pairwise"),
               "reduce_scatter": ("pairwise", "recdoub", "ring"),
               "allgather": ("recdoub", "bruck", "ring")},
+    "nccl": {"broadcast": ("chain",), "reduce": ("chain",), "gather": ("linear",),
+             "scatter": ("linear",), "alltoall": ("linear",),
+             "reduce_scatter": ("ring",), "allgather": ("sparbit", "ring")},
 }
+#: segments ``nccl``'s chain is taken to have at most (NCCL's chunks of the
+#: largest channel part: 256 for 512 MiB on Simple)
+NCCL_CHAIN_SEGMENTS = 512
 
 
 def _segments(options) -> int:
@@ -45,7 +51,7 @@ def _collective_shape(name: str, options: dict, p: int, collective: str,
     """The shapes of :mod:`.classic`'s, :mod:`.trees`' and :mod:`.bine`'s
     builders (the pipelined ones: a flow per tree edge at most, segments +
     depth steps); a selector takes its largest choice's."""
-    k = _segments(options)
+    k = NCCL_CHAIN_SEGMENTS if name == "nccl" else _segments(options)
     shapes = {
         "binomial": (p, logp), "bine": (p, logp), "bruck": (p, logp), "sparbit": (p, logp),
         "pairwise": (p, p - 1), "rabenseifner": (p, 2 * logp),

@@ -55,10 +55,11 @@ def test_every_collective_has_algorithms_and_allreduce_keeps_its_own():
         for n in algorithm_names(c):
             assert get_algorithm(n, c).collective == c
     assert "swing" in algorithm_names() and get_algorithm("ring").collective == "allreduce"
-    assert algorithm_names("alltoall") == ["bine", "bruck", "linear", "mpich", "pairwise"]
+    assert algorithm_names("alltoall") == ["bine", "bruck", "linear", "mpich", "nccl", "pairwise"]
     halves = ["bucket", "butterfly", "recdoub", "ring", "swing"]
-    assert algorithm_names("reduce_scatter") == sorted(["bine", "mpich", "pairwise", *halves])
-    assert algorithm_names("allgather") == sorted(["bine", "bruck", "mpich", "sparbit",
+    assert algorithm_names("reduce_scatter") == sorted(["bine", "mpich", "nccl", "pairwise",
+                                                        *halves])
+    assert algorithm_names("allgather") == sorted(["bine", "bruck", "mpich", "nccl", "sparbit",
                                                    *halves])
     assert get_collective("reduce-scatter").name == "reduce_scatter"
 
@@ -200,7 +201,7 @@ def test_bad_arguments():
         verify(build("allgather", "ring", 4), "bcast")
     with pytest.raises(ConfigError, match="'recdoub' is not an algorithm of broadcast; known: "
                                           "bine, binomial, bintree, chain, dbtree, mpich, "
-                                          "vandegeijn"):
+                                          "nccl, vandegeijn"):
         get_algorithm("recdoub", "broadcast")
     with pytest.raises(ConfigError, match=r"root=7 must be a rank of the 4 ranks \(0..3\)"):
         build("broadcast", "binomial", 4, 7)

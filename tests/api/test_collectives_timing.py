@@ -136,8 +136,8 @@ def test_refusals():
     with pytest.raises(ConfigError, match="collective: 'bcast' is not one of allreduce"):
         flowemu.simulate("tree:8", "binomial", "1MiB", collective="bcast")
     with pytest.raises(ConfigError, match="'dualroot' is not an algorithm of allgather; known: "
-                                          "bine, bruck, bucket, butterfly, mpich, recdoub, "
-                                          "ring, sparbit, swing"):
+                                          "bine, bruck, bucket, butterfly, mpich, nccl, "
+                                          "recdoub, ring, sparbit, swing"):
         flowemu.simulate("tree:8", "dualroot", "1MiB", collective="allgather")
     with pytest.raises(ConfigError, match="collective: 'gather' needs model='flow'"):
         flowemu.simulate("tree:8", "linear", "1MiB", collective="gather", model="genmodel")
@@ -183,7 +183,7 @@ def test_cli_run(capsys):
     code, _, err = run(capsys, ["run", "-t", "tree:8", "-c", "alltoall", "-a", "ring"])
     assert code == 2 and one_error_line(err) == (
         "flowemu: error: algorithm: 'ring' is not an algorithm of alltoall; known: bine, bruck, "
-        "linear, mpich, pairwise")
+        "linear, mpich, nccl, pairwise")
 
 
 GRID = """

@@ -54,6 +54,7 @@ KNOWN = {
     "dualroot": ("#750851", "d"),           # plum
     "ina": ("#776666", "8"),                # taupe
     "mpich": ("#22ff11", "H"),              # lime: what MPICH picks
+    "nccl": ("#708070", "D"),               # sage grey: what NCCL runs
 }
 #: the smallest CIEDE2000 colour difference between two registered algorithms
 #: (20: clearly different colours side by side, not shades of one)
