@@ -23,6 +23,7 @@ from flowemu.algorithms.selectors import (
 from flowemu.algorithms.verify import verify
 from flowemu.core.network import Network
 from flowemu.topology import parse_topology
+from tests.helpers.selectors import assert_runs_are_the_choices
 
 GBPS400 = 50e9          # bytes/s of a 400 Gb/s NIC
 
@@ -140,18 +141,7 @@ def test_the_networks_bandwidth_moves_the_choice():
 
 @pytest.mark.parametrize("collective", list(COLLECTIVES))
 def test_a_run_is_the_chosen_algorithms_run(collective):
-    p = 16
-    sizes = [1024, 40_000, 2**20, 2**26]
-    opts = ":root=3" if COLLECTIVES[collective].rooted else ""
-    df = flowemu.simulate(f"tree:{p}", f"nccl{opts}", sizes, collective=collective)
-    for size, row in zip(sizes, df.itertuples()):
-        want, _ = nccl_choice(collective, p, size, GBPS400)
-        assert row.variant == want and row.algorithm == "nccl"
-        name, _, raw = want.partition(":")
-        spec = ",".join(filter(None, (raw, opts.lstrip(":"))))
-        alone = flowemu.simulate(f"tree:{p}", name + (":" + spec if spec else ""), [size],
-                                 collective=collective)
-        assert row.time_s == alone["time_s"].iloc[0]
+    assert_runs_are_the_choices("nccl", lambda n: nccl_choice(collective, 16, n, GBPS400), collective)
 
 
 @pytest.mark.parametrize("collective", list(COLLECTIVES))

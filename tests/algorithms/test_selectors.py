@@ -9,11 +9,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import flowemu
 from flowemu.algorithms import get_algorithm
 from flowemu.algorithms.collectives import COLLECTIVES
 from flowemu.algorithms.selectors import mpich_choice
 from flowemu.algorithms.verify import verify
+from tests.helpers.selectors import assert_runs_are_the_choices
 
 CASES = [
     # collective, p, n bytes, MPICH's choice
@@ -65,18 +65,7 @@ def test_folded_cases_say_so():
 
 @pytest.mark.parametrize("collective", list(COLLECTIVES))
 def test_a_run_is_the_chosen_algorithms_run(collective):
-    p = 16
-    sizes = [1024, 40_000, 2**20, 2**26]
-    opts = ":root=3" if COLLECTIVES[collective].rooted else ""
-    df = flowemu.simulate(f"tree:{p}", f"mpich{opts}", sizes, collective=collective)
-    for size, row in zip(sizes, df.itertuples()):
-        want, _ = mpich_choice(collective, p, size)
-        assert row.variant == want and row.algorithm == "mpich"
-        name, _, raw = want.partition(":")
-        spec = ",".join(filter(None, (raw, opts.lstrip(":"))))
-        alone = flowemu.simulate(f"tree:{p}", name + (":" + spec if spec else ""), [size],
-                                 collective=collective)
-        assert row.time_s == alone["time_s"].iloc[0]
+    assert_runs_are_the_choices("mpich", lambda n: mpich_choice(collective, 16, n), collective)
 
 
 @pytest.mark.parametrize("collective", list(COLLECTIVES))
