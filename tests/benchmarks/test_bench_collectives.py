@@ -17,6 +17,7 @@ from flowemu.topology import parse_topology
 from tests.benchmarks.yardstick import copy_1gib_ms
 
 SIZES = 2.0 ** np.arange(5, 30)
+PIPELINED = ["chain:segments=64", "dbtree:segments=64", "bintree:segments=64", "sparbit"]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -25,6 +26,10 @@ def warm_jit():
     for name in ("pairwise", "bruck", "bine"):
         sched = get_algorithm(name, "alltoall").build(16, topo, False)
         profile(sched, topo, Network(), threads=1).times(SIZES)
+    import flowemu
+    for algorithm in PIPELINED:
+        flowemu.simulate("torus:4x4", algorithm, SIZES, threads=1,
+                         collective="allgather" if algorithm == "sparbit" else "broadcast")
 
 
 @pytest.mark.parametrize("spec", [
@@ -44,3 +49,22 @@ def test_bench_alltoall_full_profile(benchmark, spec, name):
         benchmark.extra_info.update(copy_1gib_ms=copy_1gib_ms(), ranks=topo.num_endpoints,
                                     steps=sched.num_steps,
                                     patterns=len(sched.steps.patterns))
+
+
+@pytest.mark.parametrize("spec", [
+    "torus:32x32",
+    pytest.param("torus:128x128", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("algorithm", PIPELINED)
+def test_bench_pipelined_full_profile(benchmark, spec, algorithm):
+    """Pipelined broadcasts (chain: segments + p − 2 distinct steps) and
+    Sparbit's allgather through ``flowemu.simulate`` (its memory check
+    included: at 16,384 ranks the pipelined trees were refused before their
+    shapes were known), full profile."""
+    import flowemu
+    collective = "allgather" if algorithm == "sparbit" else "broadcast"
+    df = benchmark.pedantic(lambda: flowemu.simulate(spec, algorithm, SIZES,
+                                                     collective=collective, threads=1),
+                            rounds=1, iterations=1)
+    assert len(df) == len(SIZES) and (df["time_s"] > 0).all()
+    if getattr(benchmark, "stats", None) is not None:
+        benchmark.extra_info.update(copy_1gib_ms=copy_1gib_ms())
