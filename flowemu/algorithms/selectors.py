@@ -46,7 +46,7 @@ flowemu's setting as NCCL sees it: ``p`` nodes of one GPU and one NIC each
 (``nNodes = nRanks = p``), the NIC as fast as the slowest link leaving a
 rank's endpoint (:func:`nic_bandwidth`; without a topology the network's
 bandwidth, and the default network's 400 Gb/s where a door gives none: the
-builder, ``verify``). For allreduce, allgather, reduce-scatter, broadcast
+builder, ``verify`` without ``--network``). For allreduce, allgather, reduce-scatter, broadcast
 and reduce it evaluates NCCL's own time estimate of every algorithm and
 protocol NCCL weighs (``src/graph/tuning.cc`` ``ncclTopoTuneModel`` fills
 the latencies and bandwidths, ``ncclTopoGetAlgoTime`` times a size,
@@ -150,6 +150,18 @@ it while the part holds too few chunks, to 16-32 KiB at least
 (enqueue.cc:2286-2294); a multiple of
 the protocol's grain (device.h:328). Elements are nccl-tests' 4-byte floats.
 
+On LL and LL128 NCCL forwards every 8-byte (128-byte) line as soon as it
+lands, so a chunk is no store-and-forward unit there; flowemu's steps pay
+their latency each, so a door with a network (run, simulate, sweep) gives
+those pipelines the segment count a step schedule comes closest with:
+``K* = √((D − 1)·n / (ℓ·B))`` minimises ``(K + D − 1)(ℓ + n/(KB))``, ``D``
+the pipeline's depth (``p − 1`` for the chain, ``⌈log2 p⌉ + 1`` for the
+trees), ``ℓ`` the network's α and one switch's two links and hop
+(:func:`nccl_step_latency`), at most 65536 and n / 4 KiB
+(:func:`line_segments`). Simple keeps NCCL's chunks (its slices are
+store-and-forward units); :func:`nccl_choice` without a latency gives
+NCCL's chunks for every protocol.
+
 Not modelled: the protocols' own costs (LL's flag words halve its
 bandwidth, LL128 loses 1/16; flowemu moves the bytes at the links' speed:
 the protocol enters only through the choice and the segments), NVLink
@@ -161,6 +173,7 @@ go root+1 → … → root, ``chain`` reduces up relative ranks p−1 → … �
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import numpy as np
@@ -171,7 +184,8 @@ from .base import DEFAULT_AT, AlgorithmSpec, Param, parse_algorithm_spec
 from .collectives import COLLECTIVES
 from .registry import get_algorithm, register
 
-__all__ = ["mpich_choice", "nccl_choice", "nccl_segments", "nccl_times", "nic_bandwidth"]
+__all__ = ["line_segments", "mpich_choice", "nccl_choice", "nccl_segments", "nccl_step_latency",
+           "nccl_times", "nic_bandwidth"]
 
 #: bytes of an element (MPICH thresholds on counts read n / ELEMENT elements)
 ELEMENT = 4
@@ -452,24 +466,52 @@ def nccl_segments(collective: str, algo: str, protocol: str, p: int, n: float,
     return min(max(_cdiv(part, chunk), 1), _MAX_SEGMENTS)
 
 
-def nccl_choice(collective: str, p: int, n: float,
-                bandwidth: float = 50e9) -> tuple[str, str]:
+def line_segments(depth: int, n: float, bandwidth: float, step_latency: float) -> int:
+    """Segments of a pipeline of ``depth`` stages that an LL or LL128
+    protocol, which forwards every line as it lands, comes closest to in
+    flowemu's steps: the ``K`` minimising ``(K + depth − 1)(ℓ + n/(KB))``,
+    ``K* = √((depth − 1)·n / (ℓ·B))`` (``ℓ`` a step's latency), rounded, at
+    least 1 and at most 65536 and ``n`` / 4 KiB."""
+    if depth <= 1 or n <= 0:
+        return 1
+    most = max(1, min(_MAX_SEGMENTS, int(n) // 4096))
+    if step_latency <= 0:
+        return most
+    best = math.sqrt((depth - 1) * n / (step_latency * bandwidth))
+    return int(min(most, max(1, round(best))))
+
+
+def nccl_step_latency(network) -> float:
+    """Seconds a step of a pipeline pays before its bytes flow, as
+    :func:`line_segments` counts it: the network's α and one switch's two
+    links and hop."""
+    network = Network() if network is None else network
+    return float(network.alpha + 2 * network.link_latency + network.hop_latency)
+
+
+def nccl_choice(collective: str, p: int, n: float, bandwidth: float = 50e9,
+                step_latency: float | None = None) -> tuple[str, str]:
     """``(algorithm spec, note)``: what NCCL runs for ``collective`` of ``n``
     bytes on ``p`` nodes of one GPU and one NIC of ``bandwidth`` bytes/s
     (module table); the note names NCCL's algorithm and protocol and where
-    flowemu departs from it."""
+    flowemu departs from it. With ``step_latency`` (seconds) the pipelines
+    of the LL and LL128 protocols take :func:`line_segments` (NCCL forwards
+    their lines as they land; a chunk is no store-and-forward unit there),
+    else NCCL's chunks (:func:`nccl_segments`)."""
     if collective in ("alltoall", "gather", "scatter"):
         return "linear", (f"NCCL {NCCL_VERSION} posts a send and a receive to every peer "
                           "in one group")
     times = nccl_times(collective, p, n, bandwidth)
     algo, protocol = min(times, key=times.get)
     note = f"NCCL {NCCL_VERSION}: {algo} {protocol}"
-    if algo == "tree":
-        k = nccl_segments(collective, algo, protocol, p, n, bandwidth)
-        return f"dbtree:segments={k}", note
-    if collective in ("broadcast", "reduce"):
-        k = nccl_segments(collective, algo, protocol, p, n, bandwidth)
-        return f"chain:segments={k}", note
+    if algo == "tree" or collective in ("broadcast", "reduce"):
+        if protocol != "Simple" and step_latency is not None:
+            depth = p - 1 if algo == "ring" else (p - 1).bit_length() + 1
+            k = line_segments(depth, n, bandwidth, step_latency)
+            note += f" (lines forwarded as they land: {k} segments)"
+        else:
+            k = nccl_segments(collective, algo, protocol, p, n, bandwidth)
+        return f"{'dbtree' if algo == 'tree' else 'chain'}:segments={k}", note
     if algo == "pat" and collective == "allgather":
         return "sparbit", note + (" (PAT: Bruck's allgather with the far distances first, "
                                   "as Sparbit's)")
@@ -531,7 +573,8 @@ def _nccl_doc(collective: str) -> str:
 def _nccl(collective: str):
     def choose(p, topology, network, sizes):
         bandwidth = nic_bandwidth(topology, network)
-        return [nccl_choice(collective, p, float(n), bandwidth) for n in sizes]
+        latency = nccl_step_latency(network)
+        return [nccl_choice(collective, p, float(n), bandwidth, latency) for n in sizes]
     return choose
 
 

@@ -7,7 +7,7 @@ user's own traffic, the ECMP modes, the what-if options and the network presets.
 from __future__ import annotations
 
 from ..algorithms import algorithm_names, get_algorithm
-from ..algorithms.collectives import COLLECTIVES
+from ..algorithms.collectives import COLLECTIVES, get_collective
 from ..algorithms.registry import plugin_errors
 from ..api.jobs import JOB_DOC
 from ..core.presets import builtin_presets
@@ -40,10 +40,15 @@ TRAFFIC_DOC = ("a CSV/parquet file with columns step,src,dst,bytes (rank ids, th
 
 
 def add_arguments(parser) -> None:
-    """``flowemu list`` takes no options."""
+    """``flowemu list [--collective C]``: everything, or one collective's
+    algorithms."""
+    parser.add_argument("--collective", "-c", default=None,
+                        help="list only this collective's algorithms (allreduce, "
+                             "reduce_scatter, allgather, broadcast, reduce, gather, scatter, "
+                             "alltoall)")
 
 
-def cmd_list(args) -> int:
+def _allreduce_algorithms() -> None:
     print("algorithms:")
     for name in algorithm_names():
         spec = get_algorithm(name)
@@ -56,17 +61,32 @@ def cmd_list(args) -> int:
             print(f"      {prm.name}={prm.default}{choices}  {prm.doc}")
     for msg in plugin_errors().values():   # a broken plug-in: said, the rest listed
         note(msg)
+
+
+def _collective_algorithms(coll) -> None:
+    print(f"  {coll.name:14s} {coll.computes}; n: {coll.size}")
+    for name in algorithm_names(coll.name):
+        spec = get_algorithm(name, coll.name)
+        params = "".join(f" [{prm.name}={prm.default}]" for prm in spec.params)
+        print(f"      {name}{params}  {spec.doc}")
+
+
+def cmd_list(args) -> int:
+    only = getattr(args, "collective", None)
+    if only is not None:
+        coll = get_collective(only)
+        if coll.name == "allreduce":
+            _allreduce_algorithms()
+        else:
+            _collective_algorithms(coll)
+        return 0
+    _allreduce_algorithms()
     print("collectives (run and verify --collective C; simulate(collective=...); sweep field "
           "collective; the algorithms above are allreduce's; n is the size a run names, as "
-          "nccl-tests reads it):")
+          "nccl-tests reads it; list -c C lists one):")
     for coll in COLLECTIVES.values():
-        if coll.name == "allreduce":
-            continue
-        print(f"  {coll.name:14s} {coll.computes}; n: {coll.size}")
-        for name in algorithm_names(coll.name):
-            spec = get_algorithm(name, coll.name)
-            params = "".join(f" [{prm.name}={prm.default}]" for prm in spec.params)
-            print(f"      {name}{params}  {spec.doc}")
+        if coll.name != "allreduce":
+            _collective_algorithms(coll)
     print("your own traffic (run --traffic FILE; sweep field traffic = \"FILE\" or an array, "
           "in place of algorithm):")
     print(f"  {'traffic':10s} {TRAFFIC_DOC}")

@@ -250,8 +250,8 @@ def _table(df) -> str:
     if "collective" in df and (df["collective"] != "allreduce").any():
         show["collective"] = df["collective"]   # what the size and the times are of
         cols.insert(cols.index("algorithm"), "collective")
-        if (df["options"] != "").any() and (df["variant"] == "").any():
-            show["options"] = df["options"]     # root=, segments=: what tells rows apart
+        if ((df["options"] != "") & (df["options"] != df["variant"])).any():
+            show["options"] = df["options"]     # root=, segments=: what the variant omits
             cols.insert(cols.index("variant") + 1, "options")
         show["busbw"] = df["busbw_Bps"].map(format_rate)   # nccl-tests' bus bandwidth
         cols.insert(cols.index("goodput") + 1, "busbw")

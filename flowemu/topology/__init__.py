@@ -171,6 +171,8 @@ def _grid_factory(family: str, params: str) -> Topology:
         if key.strip() != "groups" or not eq:
             raise ConfigError(f"option {option!r} is not known; {family} takes groups=G0xG1x... "
                               f"(the locality sub-blocks), e.g. {family}:16x16,groups=4x4")
+        if groups is not None:
+            raise ConfigError("option 'groups' is given twice")
         parts = [p.strip() for p in value.split("x")]
         if not all(p.isascii() and p.isdigit() for p in parts):
             raise ConfigError(f"groups: {value.strip()!r} is not block sizes separated by 'x', "

@@ -153,7 +153,11 @@ class Torus(Topology):
                               f"size per dimension of {shape}, each dividing it, e.g. "
                               f"groups={'x'.join(str(max(1, d // 2)) for d in dims)}")
         for i, (g, d) in enumerate(zip(groups, dims)):
-            if g < 1 or d % g:
+            if g < 1:
+                raise ConfigError(f"groups: block size {g} of dimension {i} is not allowed; "
+                                  f"each block size is an integer >= 1 dividing its "
+                                  f"dimension of {shape}")
+            if d % g:
                 raise ConfigError(f"groups: block size {g} of dimension {i} does not divide "
                                   f"{d}; each block size must divide its dimension of {shape}")
         return tuple(int(g) for g in groups)

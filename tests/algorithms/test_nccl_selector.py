@@ -14,9 +14,11 @@ import flowemu
 from flowemu.algorithms import get_algorithm
 from flowemu.algorithms.collectives import COLLECTIVES
 from flowemu.algorithms.selectors import (
+    line_segments,
     nccl_channels,
     nccl_choice,
     nccl_segments,
+    nccl_step_latency,
     nccl_times,
     nic_bandwidth,
 )
@@ -141,7 +143,45 @@ def test_the_networks_bandwidth_moves_the_choice():
 
 @pytest.mark.parametrize("collective", list(COLLECTIVES))
 def test_a_run_is_the_chosen_algorithms_run(collective):
-    assert_runs_are_the_choices("nccl", lambda n: nccl_choice(collective, 16, n, GBPS400), collective)
+    latency = nccl_step_latency(Network())
+    assert_runs_are_the_choices(
+        "nccl", lambda n: nccl_choice(collective, 16, n, GBPS400, latency), collective)
+
+
+def test_line_protocols_take_the_best_step_pipeline():
+    """LL and LL128 forward lines as they land: the doors give their
+    pipelines the segment count that minimises (K + D − 1)(ℓ + n/(KB)),
+    checked against a search over K; Simple keeps NCCL's chunks."""
+    ell = nccl_step_latency(Network())
+    assert ell == pytest.approx(0 + 2 * 100e-9 + 300e-9)     # α + one switch's links and hop
+    for depth, n in ((15, 2**20), (63, 2**20), (5, 2**23), (1000, 2**26)):
+        cost = [(k + depth - 1) * (ell + n / (k * GBPS400)) for k in range(1, 20000)]
+        best = 1 + int(np.argmin(cost))
+        k = line_segments(depth, n, GBPS400, ell)
+        assert abs(k - best) <= 1
+        assert cost[k - 1] <= cost[best - 1] * (1 + 1e-3)
+    assert line_segments(15, 2**20, GBPS400, 0.0) == 2**20 // 4096   # no latency: the cap
+    assert line_segments(1, 2**20, GBPS400, ell) == 1
+    # broadcast 1 MiB on 16 nodes is a ring LL128 (chain): D = 15 with the latency,
+    # NCCL's one chunk without it; 64 MiB on Simple keeps its 32 chunks either way
+    text, note = nccl_choice("broadcast", 16, 2**20, GBPS400, ell)
+    assert text == f"chain:segments={line_segments(15, 2**20, GBPS400, ell)}"
+    assert "lines forwarded as they land" in note
+    assert nccl_choice("broadcast", 16, 2**26, GBPS400, ell)[0] == "chain:segments=32"
+    # the tree's depth is ⌈log2 p⌉ + 1
+    text, _ = nccl_choice("allreduce", 16, 2**20, GBPS400, ell)
+    assert text == f"dbtree:segments={line_segments(5, 2**20, GBPS400, ell)}"
+
+
+def test_nccl_times_grow_with_the_size():
+    """What NCCL runs takes longer for more bytes (with NCCL's chunks as
+    store-and-forward units an 8 MiB tree took longer than a 16 MiB ring)."""
+    sizes = 2.0 ** np.arange(10, 29)
+    for topo in ("fattree:k=4", "tree:16"):
+        t = flowemu.simulate(topo, "nccl", sizes)["time_s"].to_numpy()
+        assert (np.diff(t) > 0).all(), topo
+    t = flowemu.simulate("fattree:k=4", "nccl", sizes, bandwidth="200Gb/s")["time_s"].to_numpy()
+    assert (np.diff(t) > 0).all()
 
 
 @pytest.mark.parametrize("collective", list(COLLECTIVES))
@@ -150,7 +190,8 @@ def test_every_choice_verifies(collective):
     sizes = np.array([64, 1024, 40_000, 2**20, 2**23, 2**26], dtype=float)
     for p in (8, 12, 16):
         opts = spec.parse_options({"root": 1} if COLLECTIVES[collective].rooted else {})
-        chosen = {nccl_choice(collective, p, n, GBPS400)[0] for n in sizes}
+        latency = nccl_step_latency(None)          # (no network given: the default's)
+        chosen = {nccl_choice(collective, p, n, GBPS400, latency)[0] for n in sizes}
         built = spec.sized(p, None, None, sizes, opts, blocks=True)
         assert {sched.variant for sched, _ in built} == chosen
         for sched, _ in built:

@@ -355,6 +355,17 @@ def test_an_algorithm_of_another_collective_is_named_as_such():
         flowemu.simulate("tree:8", "nosuch", "1MiB")
 
 
+def test_the_table_shows_the_root_beside_a_variant(capsys):
+    """An option the variant does not show (the root) gets the options column."""
+    code, out, _ = run(capsys, ["run", "-t", "tree:4", "-c", "reduce", "-a",
+                                "dbtree:segments=4,root=2", "-s", "1MiB"])
+    head, row = out.splitlines()[:2]
+    assert code == 0 and "options" in head and "root=2,segments=4" in row
+    code, out, _ = run(capsys, ["run", "-t", "tree:4", "-c", "allgather", "-a", "bruck",
+                                "-s", "1MiB"])   # (no options at all: no column)
+    assert "options" not in out.splitlines()[0]
+
+
 def test_slow_note_says_the_collective_reduces_nothing(capsys):
     code, out, err = run(capsys, ["run", "-t", "tree:8", "-c", "gather", "-a",
                                   "binomial:root=5", "-s", "1MiB", "--slow", "3=0.5"])
@@ -500,7 +511,22 @@ def test_torus_sub_blocks():
     refusals = {"torus:4x4,groups=3x2": "block size 3 of dimension 0 does not divide 4",
                 "torus:4x4,groups=2": "groups: 2 is not allowed; expected one block size",
                 "torus:4x4,group=2x2": "option 'group=2x2' is not known; torus takes groups=",
-                "mesh:4x4,groups=2xa": "groups: '2xa' is not block sizes"}
+                "mesh:4x4,groups=2xa": "groups: '2xa' is not block sizes",
+                "torus:4x4,groups=2x2,groups=4x4": "option 'groups' is given twice",
+                "torus:4x4,groups=0x2": "block size 0 of dimension 0 is not allowed; each "
+                                        "block size is an integer >= 1"}
     for spec, message in refusals.items():
         with pytest.raises(ConfigError, match=message):
             parse_topology(spec)
+
+
+def test_list_one_collective(capsys):
+    """``flowemu list -c C`` lists only that collective's algorithms."""
+    code, out, _ = run(capsys, ["list", "-c", "broadcast"])
+    names = [line.split()[0] for line in out.splitlines()[1:]]
+    assert code == 0 and out.startswith("  broadcast")
+    assert names == flowemu.algorithms.algorithm_names("broadcast")
+    code, out, _ = run(capsys, ["list", "-c", "allreduce"])
+    assert code == 0 and out.startswith("algorithms:") and "\n  broadcast " not in out
+    code, _, err = run(capsys, ["list", "-c", "bcast"])
+    assert code == 2 and "collective: 'bcast' is not one of allreduce" in one_error_line(err)
