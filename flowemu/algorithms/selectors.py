@@ -306,7 +306,8 @@ def nic_bandwidth(topology, network) -> float:
     if topology is None:
         return float(network.bandwidth)
     cap = topology.link_capacity(network)
-    own = np.asarray(topology.link_src) < topology.num_endpoints
+    # (a link of no capacity is one that does not exist: a mesh's edges, a failure)
+    own = (np.asarray(topology.link_src) < topology.num_endpoints) & (cap > 0)
     return float(cap[own].min()) if own.any() else float(network.bandwidth)
 
 
@@ -472,7 +473,7 @@ def line_segments(depth: int, n: float, bandwidth: float, step_latency: float) -
     flowemu's steps: the ``K`` minimising ``(K + depth − 1)(ℓ + n/(KB))``,
     ``K* = √((depth − 1)·n / (ℓ·B))`` (``ℓ`` a step's latency), rounded, at
     least 1 and at most 65536 and ``n`` / 4 KiB."""
-    if depth <= 1 or n <= 0:
+    if depth <= 1 or n <= 0 or not bandwidth > 0:
         return 1
     most = max(1, min(_MAX_SEGMENTS, int(n) // 4096))
     if step_latency <= 0:

@@ -127,6 +127,9 @@ def test_the_nic_is_the_slowest_link_leaving_an_endpoint():
     assert nic_bandwidth(None, Network(bandwidth="200Gb/s")) == 25e9
     topo = parse_topology("tree:4x4,bw=100Gb/s:25Gb/s")
     assert nic_bandwidth(topo, Network()) == pytest.approx(25e9 / 8)
+    # a mesh's missing edge links (capacity 0) are not the NIC
+    assert nic_bandwidth(parse_topology("mesh:4x4"), Network()) == Network().bandwidth
+    assert line_segments(5, 2**20, 0.0, 1e-6) == 1
 
 
 def test_the_networks_bandwidth_moves_the_choice():
