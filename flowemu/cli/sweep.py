@@ -60,7 +60,7 @@ def cmd_sweep(args) -> int:
     def _terminate(signum, frame):   # `kill PID`: stop the workers, keep what is saved
         raise KeyboardInterrupt
 
-    signal.signal(signal.SIGTERM, _terminate)
+    before = signal.signal(signal.SIGTERM, _terminate)
     try:
         summary = sweep(args.config, args.out, jobs=args.jobs, scheduler=args.scheduler,
                         scheduler_timeout=args.scheduler_timeout,
@@ -71,6 +71,8 @@ def cmd_sweep(args) -> int:
         if msg != str(exc):
             raise ConfigError(msg) from None
         raise
+    finally:   # (called in a process that goes on, e.g. flowemu.cli.main in Python)
+        signal.signal(signal.SIGTERM, before)
     print(summary.text())
     if summary.errors:   # the results are kept, but the dataset is incomplete
         print(summary.failure_text(), file=sys.stderr)

@@ -44,9 +44,14 @@ def test_ctrl_c_stops_a_run_inside_a_long_kernel(tmp_path):
     pd.DataFrame({"step": 0, "src": np.arange(16384)[keep], "dst": dst[keep],
                   "bytes": rng.integers(1000, 2_000_000, keep.sum())}).to_csv(traffic,
                                                                               index=False)
+    # (a child inherits an ignored SIGINT and keeps ignoring it, as Unix has it:
+    # the run starts with Python's own handler whatever this process has)
+    start = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+             "sys.argv = ['flowemu'] + sys.argv[1:]; runpy.run_module('flowemu', "
+             "run_name='__main__', alter_sys=True)")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "flowemu", "run", "-t", "torus:128x128", "--traffic",
-         str(traffic)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        [sys.executable, "-c", start, "run", "-t", "torus:128x128", "--traffic", str(traffic)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         while proc.poll() is None and _cpu_seconds(proc.pid) < 8.0:
             time.sleep(0.2)
@@ -112,3 +117,16 @@ def test_the_commands_output_starts_on_a_clean_line(monkeypatch):
     before, after = text.split("the table\n")
     assert "distinct steps 1/2" in before and before.endswith("\r\x1b[K")
     assert "distinct steps" not in after
+
+
+def test_a_sweep_in_process_leaves_the_signal_handlers_as_it_found_them(tmp_path, capsys):
+    """``flowemu sweep`` catches SIGTERM while it runs (to keep what is
+    saved); called in a process that goes on (``flowemu.cli.main``), it puts
+    the handler back, so the process and its children see what they had."""
+    from tests.helpers.cli import run
+    cfg = tmp_path / "s.toml"
+    cfg.write_text('sizes = "1KiB"\ntopology = "torus:4x4"\nalgorithm = "ring"\n')
+    before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+    code, _, _ = run(capsys, ["sweep", str(cfg), "--out", str(tmp_path / "out"), "--jobs", "1"])
+    assert code == 0
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == before
