@@ -504,12 +504,12 @@ def nccl_choice(collective: str, p: int, n: float, bandwidth: float = 50e9,
                           "in one group")
     times = nccl_times(collective, p, n, bandwidth)
     algo, protocol = min(times, key=times.get)
-    note = f"NCCL {NCCL_VERSION}: {algo} {protocol}"
+    note = f"NCCL {NCCL_VERSION}: {'PAT' if algo == 'pat' else algo} {protocol}"
     if algo == "tree" or collective in ("broadcast", "reduce"):
         if protocol != "Simple" and step_latency is not None:
             depth = p - 1 if algo == "ring" else (p - 1).bit_length() + 1
             k = line_segments(depth, n, bandwidth, step_latency)
-            note += f" (lines forwarded as they land: {k} segments)"
+            note += f" (lines forwarded as they land: {k} segment{'s' if k > 1 else ''})"
         else:
             k = nccl_segments(collective, algo, protocol, p, n, bandwidth)
         return f"{'dbtree' if algo == 'tree' else 'chain'}:segments={k}", note
