@@ -17,7 +17,7 @@ import pandas as pd
 
 from ..core.units import format_rate, format_size, format_time
 from ..study.figures.plots import plot_goodput
-from ..study.results import FIGURES_DIR, compare, load, scenario_columns
+from ..study.results import FIGURES_DIR, compare, format_gain, load, scenario_columns
 from ..study.sweep import run_sweep
 
 CONFIG = Path(__file__).resolve().parents[2] / "configs" / "demo.toml"
@@ -33,7 +33,7 @@ def comparison_table(df: pd.DataFrame, focus: str = "swing") -> pd.DataFrame:
     table["best"] = best.reindex(good.index)
     if focus in good.columns:
         gain = cmp[cmp.algorithm == focus].set_index("size_bytes")["gain"]
-        table[f"{focus} gain"] = gain.reindex(good.index).map(lambda g: f"{g:+.0%}")
+        table[f"{focus} gain"] = gain.reindex(good.index).map(format_gain)
     table.index = [format_size(s) for s in table.index]
     table.index.name = "size"
     table.columns.name = None

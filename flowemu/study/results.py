@@ -542,7 +542,7 @@ def _wide_table(cmp: pd.DataFrame) -> str:
     gk = [c for c in cmp.columns if c not in (
         "algorithm", "goodput_Bps", "time_s", "variant", "best", "best_goodput_Bps",
         "best_other", "best_other_goodput_Bps", "gain", "is_best", "tie")]
-    gain = cmp["gain"].map(lambda g: "" if pd.isna(g) else f" ({g:+.0%})")
+    gain = cmp["gain"].map(_gain_text)
     if "tie" in cmp.columns:      # a tied best: "(tie)", not "(+0%)" that reads as a win
         gain = gain.where(~(cmp["tie"] & cmp["is_best"]), " (tie)")
     cell = cmp["goodput_Bps"].map(format_rate) + gain
@@ -560,6 +560,24 @@ def _wide_table(cmp: pd.DataFrame) -> str:
         wide["bandwidth_Bps"] = wide["bandwidth_Bps"].map(format_rate)
         wide = wide.rename(columns={"bandwidth_Bps": "bandwidth"})
     return wide.to_string(index=False)
+
+
+def format_gain(g) -> str:
+    """``+12%``; under 1 % one significant digit (``-0.5%``, not ``-0%``,
+    which reads as a tie), under 0.01 % ``-<0.01%``; empty for NaN."""
+    if pd.isna(g):
+        return ""
+    if abs(g) >= 0.01 or g == 0:
+        return f"{g:+.0%}"
+    if abs(g) < 1e-4:
+        return f"{'+' if g > 0 else '-'}<0.01%"
+    return f"{100 * g:+.1g}%"
+
+
+def _gain_text(g) -> str:
+    """`` (gain)`` of :func:`format_gain`, empty for NaN."""
+    text = format_gain(g)
+    return f" ({text})" if text else ""
 
 
 def _same_goodput(a: np.ndarray, b: np.ndarray) -> np.ndarray:
