@@ -226,8 +226,22 @@ def _check_run_options(args) -> None:
 
 
 def _notes(df) -> list[str]:
-    """The distinct fallback notes of a result table, in order."""
-    return list(dict.fromkeys(n for n in df.get("note", []) if isinstance(n, str) and n))
+    """The distinct fallback notes of a result table, in order; when rows
+    differ in their notes (a selector's choice per size), each says the
+    sizes it is of (``4MiB, 8MiB: ...``)."""
+    if "note" not in df:
+        return []
+    sizes: dict = {}
+    for text, size in zip(df["note"], df.get("size_bytes", [None] * len(df))):
+        if isinstance(text, str) and text:
+            sizes.setdefault(text, []).append(size)
+    if len(sizes) <= 1:
+        return list(sizes)
+    out = []
+    for text, of in sizes.items():
+        shown = [format_size(s) for s in dict.fromkeys(of) if s is not None and not pd.isna(s)]
+        out.append(f"{', '.join(shown)}: {text}" if shown else text)
+    return out
 
 
 def _table(df) -> str:

@@ -530,3 +530,18 @@ def test_list_one_collective(capsys):
     assert code == 0 and out.startswith("algorithms:") and "\n  broadcast " not in out
     code, _, err = run(capsys, ["list", "-c", "bcast"])
     assert code == 2 and "collective: 'bcast' is not one of allreduce" in one_error_line(err)
+
+
+def test_notes_that_differ_by_size_say_their_sizes(capsys):
+    """nccl's note names NCCL's protocol per size: each note line says the
+    sizes it is of; one note for every row has none."""
+    code, out, _ = run(capsys, ["run", "-t", "torus:8x8", "-c", "broadcast", "-a",
+                                "nccl:root=3", "-s", "1MiB,4MiB,8MiB"])
+    notes = [line for line in out.splitlines() if line.startswith("note: ")]
+    assert code == 0 and len(notes) == 2
+    assert notes[0].startswith("note: 1MiB: NCCL") and "LL128" in notes[0]
+    assert notes[1].startswith("note: 4MiB, 8MiB: NCCL") and notes[1].endswith("ring Simple")
+    code, out, _ = run(capsys, ["run", "-t", "torus:8x8", "-c", "broadcast", "-a",
+                                "nccl:root=3", "-s", "4MiB,8MiB"])
+    assert [line for line in out.splitlines() if line.startswith("note: ")] == [
+        "note: NCCL 2.30.7: ring Simple"]
