@@ -18,11 +18,14 @@ from .base import COPY, REDUCE, Reduction, Traffic
 
 __all__ = [
     "COPY",
+    "MAX_SEGMENTS",
     "REDUCE",
     "check_ranks",
     "check_root",
+    "check_segments",
     "equal_block_share",
     "make_traffic",
+    "pof2",
     "ragged_traffic",
     "reduce_step_reduction",
     "uniform_block_lists",
@@ -52,6 +55,25 @@ def check_root(algorithm: str, p: int, root) -> int:
         raise ConfigError(f"algorithm {algorithm}: root={root!r} must be a rank of the {p} "
                           f"ranks (0..{p - 1})")
     return int(root)
+
+
+#: most segments a pipelined schedule (chain, trees) may cut the vector into
+MAX_SEGMENTS = 1 << 16
+
+
+def check_segments(algorithm: str, segments) -> int:
+    """``segments`` as an int; a ConfigError unless it is an integer
+    1..:data:`MAX_SEGMENTS`."""
+    if isinstance(segments, (bool, np.bool_)) or not isinstance(segments, (int, np.integer)) \
+            or not 1 <= segments <= MAX_SEGMENTS:
+        raise ConfigError(f"algorithm {algorithm}: segments={segments!r} must be an integer "
+                          f"1..{MAX_SEGMENTS}")
+    return int(segments)
+
+
+def pof2(p: int) -> int:
+    """2^⌊log₂p⌋, the largest power of two <= ``p``."""
+    return 1 << (int(p).bit_length() - 1)
 
 
 def equal_block_share(num_blocks: int) -> np.ndarray:

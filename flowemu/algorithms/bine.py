@@ -80,6 +80,7 @@ from ._blocks import (
     check_ranks,
     check_root,
     equal_block_share,
+    pof2,
     ragged_traffic,
     reduce_step_reduction,
 )
@@ -107,11 +108,6 @@ def bine_subtrees(p: int) -> np.ndarray:
     for k in range(steps - 1, -1, -1):
         label[k] = np.minimum(label[k + 1], label[k + 1][bine_peer(ranks, k, p)])
     return label
-
-
-def _pof2(p: int) -> int:
-    """2^⌊log₂p⌋, the largest power of two <= p (MPICH's ``MPL_pof2``)."""
-    return 1 << (p.bit_length() - 1)
 
 
 #: why Bine's gather, scatter and all-to-all stop at power-of-two p ...
@@ -176,7 +172,7 @@ def _whole(p: int, collective: str, blocks: bool, root: int) -> list[Step]:
     """Broadcast or reduce of the whole vector on any p (module notes; for p
     not a power of two ``MPIR_Bcast_intra_bine_lat`` and
     ``MPIR_Reduce_intra_bine_lat`` of HLC-Lab/mpich)."""
-    q = _pof2(p)
+    q = pof2(p)
     extra = p - q
     edges = _tree_edges(q)
 
@@ -262,7 +258,7 @@ def build_bine(collective: str, p: int, topology=None, blocks: bool = False, roo
         steps, nb = _alltoall(p, blocks), p * p
     elif collective in ("broadcast", "reduce"):
         steps, nb = _whole(p, collective, blocks, int(root)), 1
-        info = {"p_eff": _pof2(p), "extra_ranks": p - _pof2(p)}
+        info = {"p_eff": pof2(p), "extra_ranks": p - pof2(p)}
     else:
         steps, nb = _tree(p, collective, blocks, int(root)), p
     share = None

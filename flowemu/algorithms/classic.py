@@ -53,9 +53,11 @@ import numpy as np
 from ..core.errors import ConfigError
 from ._blocks import (
     COPY,
+    MAX_SEGMENTS,
     REDUCE,
     check_ranks,
     check_root,
+    check_segments,
     equal_block_share,
     ragged_traffic,
     reduce_step_reduction,
@@ -257,7 +259,7 @@ def _bintree(p, collective, blocks, root, segments):
     v: ⌊log₂(v + 1)⌋, D the deepest): step t, every rank of depth d sends
     segment t − d to both its children (broadcast), every rank of depth d
     sends its partial sum of segment t − (D − d) to its parent (reduce)."""
-    k = _segments(segments, "bintree")
+    k = check_segments("bintree", segments)
     v = np.arange(p)
     depth = np.floor(np.log2(v + 1)).astype(np.int64)
     deepest = int(depth.max())
@@ -286,14 +288,6 @@ def _bintree(p, collective, blocks, root, segments):
     return steps, k
 
 
-def _segments(segments, name):
-    if isinstance(segments, bool) or not isinstance(segments, (int, np.integer)) \
-            or not 1 <= segments <= 65536:
-        raise ConfigError(f"algorithm {name}: segments={segments!r} must be an integer "
-                          "1..65536")
-    return int(segments)
-
-
 def _ring_allgather(p, blocks):
     """Rank r forwards block r − s to r + 1 in step s (p − 1 steps)."""
     r = np.arange(p)
@@ -307,7 +301,7 @@ def _chain(p, collective, blocks, root, segments):
     chain of relative ranks 0 → 1 → … → p − 1: step t, rank v sends
     segment t − v to v + 1 (broadcast), rank p − 1 − v its partial sum of
     segment t − v to p − 2 − v (reduce)."""
-    k = _segments(segments, "chain")
+    k = check_segments("chain", segments)
     absolute = (np.arange(p) + root) % p
     steps = []
     for t in range(k + p - 2):
@@ -336,7 +330,7 @@ def check_classic(name: str, collective: str, p: int, root: int = 0, segments: i
     if name == "vandegeijn" and allgather == "recdoub":
         _need_pow2(name, p, "allgather=recdoub pairs rank r with r XOR 2^k", "allgather=ring")
     if name in ("chain", "bintree"):
-        _segments(segments, name)
+        check_segments(name, segments)
     return root
 
 
@@ -380,7 +374,8 @@ def build_classic(name: str, collective: str, p: int, blocks: bool = False,
 
 
 _ROOT = Param("root", int, 0, None, "the root rank")
-_SEGMENTS = Param("segments", int, 1, None, "pieces the vector is pipelined in (1..65536)")
+_SEGMENTS = Param("segments", int, 1, None,
+                  f"pieces the vector is pipelined in (1..{MAX_SEGMENTS})")
 _ALLGATHER = Param("allgather", str, "ring", ("ring", "recdoub"),
                    "the allgather after the scatter: ring (p − 1 steps) or recdoub (recursive "
                    "doubling, log₂p steps, p a power of two)")

@@ -100,6 +100,7 @@ from ._blocks import (
     check_ranks,
     equal_block_share,
     make_traffic,
+    pof2,
     reduce_step_reduction,
     whole_vector_blocks,
 )
@@ -112,8 +113,8 @@ LAYOUTS = ("auto", "torus", "linear")
 
 
 def largest_power_of_two(p: int) -> int:
-    """Largest power of two ``<= p`` (``p >= 1``)."""
-    return 1 << (int(p).bit_length() - 1)
+    """Largest power of two ``<= p`` (``p >= 1``; :func:`._blocks.pof2`)."""
+    return pof2(p)
 
 
 def _is_pow2(x: int) -> bool:

@@ -179,7 +179,7 @@ from dataclasses import replace
 import numpy as np
 
 from ..core.network import Network
-from ._blocks import check_root
+from ._blocks import MAX_SEGMENTS, check_root, pof2
 from .base import DEFAULT_AT, AlgorithmSpec, Param, parse_algorithm_spec
 from .collectives import COLLECTIVES
 from .registry import get_algorithm, register
@@ -191,10 +191,6 @@ __all__ = ["line_segments", "mpich_choice", "nccl_choice", "nccl_segments", "ncc
 ELEMENT = 4
 
 
-def _pof2(p: int) -> int:
-    return 1 << (p.bit_length() - 1)
-
-
 def mpich_choice(collective: str, p: int, n: float) -> tuple[str, str]:
     """``(algorithm spec, note)``: what MPICH picks for ``collective`` on
     ``p`` ranks and ``n`` bytes (module table); the note says where flowemu
@@ -202,7 +198,7 @@ def mpich_choice(collective: str, p: int, n: float) -> tuple[str, str]:
     pow2 = p & (p - 1) == 0
     count = n / ELEMENT
     if collective == "allreduce":
-        if n > 2048 and count >= _pof2(p):
+        if n > 2048 and count >= pof2(p):
             return "recdoub:variant=bandwidth", ""
         return "recdoub:variant=latency", ""
     if collective == "broadcast":
@@ -212,7 +208,7 @@ def mpich_choice(collective: str, p: int, n: float) -> tuple[str, str]:
             return "vandegeijn:allgather=recdoub", ""
         return "vandegeijn", ""
     if collective == "reduce":
-        if count < _pof2(p) or n <= 2048:
+        if count < pof2(p) or n <= 2048:
             return "binomial", ""
         if not pow2:
             return "binomial", ("MPICH folds the ranks above a power of two into "
@@ -286,8 +282,6 @@ _GRAIN = (16, 3840, 512)
 _CHUNK_STEPS = {"allreduce": 4, "allgather": 4, "reduce_scatter": 4, "broadcast": 1, "reduce": 1}
 #: bytes of a 4-byte element (nccl-tests' float); n is cut into elements
 _NCCL_ELEMENT = 4
-#: most segments flowemu's pipelined algorithms take
-_MAX_SEGMENTS = 65536
 
 
 def _log2i(x: int) -> int:
@@ -464,7 +458,7 @@ def nccl_segments(collective: str, algo: str, protocol: str, p: int, n: float,
     nc = _active_channels(algo, proto, p, nbytes, channels, speed)
     part = _largest_part(collective, proto, nbytes, nc, _comm_channels(channels, speed))
     chunk = _chunk(collective, algo, proto, p, part)
-    return min(max(_cdiv(part, chunk), 1), _MAX_SEGMENTS)
+    return min(max(_cdiv(part, chunk), 1), MAX_SEGMENTS)
 
 
 def line_segments(depth: int, n: float, bandwidth: float, step_latency: float) -> int:
@@ -475,7 +469,7 @@ def line_segments(depth: int, n: float, bandwidth: float, step_latency: float) -
     least 1 and at most 65536 and ``n`` / 4 KiB."""
     if depth <= 1 or n <= 0 or not bandwidth > 0:
         return 1
-    most = max(1, min(_MAX_SEGMENTS, int(n) // 4096))
+    most = max(1, min(MAX_SEGMENTS, int(n) // 4096))
     if step_latency <= 0:
         return most
     best = math.sqrt((depth - 1) * n / (step_latency * bandwidth))

@@ -50,17 +50,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.errors import ConfigError
-from ._blocks import COPY, REDUCE, check_ranks, check_root, equal_block_share
+from ._blocks import (
+    COPY,
+    MAX_SEGMENTS,
+    REDUCE,
+    check_ranks,
+    check_root,
+    check_segments,
+    equal_block_share,
+)
 from .base import AlgorithmSpec, Param, Reduction, Schedule, Step, Traffic
 from .registry import register
 
 __all__ = ["binomial_parents", "binomial_rounds", "btree_parents", "dtree_parents",
            "hung_dtree_parents", "pipelined_tree_steps", "reroot"]
-
-#: most segments a pipelined tree may be cut into
-MAX_SEGMENTS = 1 << 16
-
 
 def binomial_parents(p: int) -> np.ndarray:
     """Parent of every rank in the binomial tree rooted at 0 (−1 at the
@@ -260,7 +263,7 @@ def build_rooted_dbtree(collective: str, p: int, blocks: bool = False, root: int
     """
     p = check_ranks("dbtree", p)
     root = check_root("dbtree", p, root)
-    k = _convert_dbtree_segments(segments)
+    k = check_segments("dbtree", segments)
     num_blocks = 2 * k
     steps = pipelined_tree_steps(hung_dtree_parents(p, root), k, blocks, num_blocks,
                                  parts="down" if collective == "broadcast" else "up")
@@ -268,14 +271,6 @@ def build_rooted_dbtree(collective: str, p: int, blocks: bool = False, root: int
                     num_blocks if blocks else None,
                     equal_block_share(num_blocks) if blocks else None,
                     {"p_eff": p, "segments": k}, collective=collective, root=root)
-
-
-def _convert_dbtree_segments(raw) -> int:
-    try:
-        return _convert_segments(raw)
-    except (TypeError, ValueError):
-        raise ConfigError(f"algorithm dbtree: segments={raw!r} must be an integer "
-                          f"1..{MAX_SEGMENTS}") from None
 
 
 def _convert_segments(raw):
@@ -308,7 +303,7 @@ def _rooted_spec(collective: str) -> AlgorithmSpec:
 
     def check(p, options):
         check_root("dbtree", p, options.get("root", 0))
-        _convert_dbtree_segments(options.get("segments", 1))
+        check_segments("dbtree", options.get("segments", 1))
 
     way = "down" if collective == "broadcast" else "up"
     return AlgorithmSpec(
