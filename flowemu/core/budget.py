@@ -259,12 +259,13 @@ def topology_bytes(dims) -> int:
 
 def spec_dims(spec: str) -> tuple[int, ...] | None:
     """The shape of a ``torus:``/``mesh:`` spec without building it (None for
-    other families or a spec the parser will refuse anyway)."""
+    other families or a spec the parser will refuse anyway); options after
+    the shape (``,groups=…``) change neither."""
     family, _, params = spec.strip().partition(":")
     if family.strip() not in ("torus", "mesh"):
         return None
     try:
-        dims = tuple(int(part) for part in params.split("x"))
+        dims = tuple(int(part) for part in params.partition(",")[0].split("x"))
     except ValueError:
         return None
     return dims if dims and all(d >= 2 for d in dims) else None

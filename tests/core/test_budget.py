@@ -14,6 +14,7 @@ import pytest
 
 import flowemu
 from flowemu import ConfigError
+from flowemu.api import simulation
 from flowemu.cli.app import main
 from flowemu.core import budget
 from flowemu.kernels.maxmin import SCREEN_ENTRIES
@@ -162,6 +163,22 @@ def test_huge_runs_are_refused_fast_with_the_default_limit(spec, alg, monkeypatc
     msg = _refusal(lambda: flowemu.simulate(spec, alg, "1MiB"))
     assert time.monotonic() - start < 2.0   # nothing was allocated
     assert "80 % of available memory" in msg and "13 GiB limit" in msg
+
+
+def test_a_torus_with_sub_blocks_is_checked_before_it_is_built(monkeypatch):
+    """``groups=`` changes neither the shape nor the routes: the schedule's
+    memory is refused before the torus is built, as without it."""
+    assert budget.spec_dims("torus:16x8,groups=4x4") == (16, 8)
+    assert budget.spec_dims("mesh:6x6, groups=3x3") == (6, 6)
+
+    def built(spec):
+        raise AssertionError(f"{spec} was built before the memory check")
+
+    monkeypatch.setattr(simulation.topology_checks, "topology", built)
+    msgs = [_refusal(lambda: flowemu.simulate(spec, "linear", "1MiB", collective="alltoall",
+                                              max_memory="8GiB"))
+            for spec in ("torus:2048x2048", "torus:2048x2048,groups=2x2")]
+    assert msgs[1] == msgs[0].replace("torus:2048x2048", "torus:2048x2048,groups=2x2")
 
 
 def test_huge_run_through_the_cli_in_a_subprocess():
