@@ -175,8 +175,9 @@ def test_a_torus_with_sub_blocks_is_checked_before_it_is_built(monkeypatch):
         raise AssertionError(f"{spec} was built before the memory check")
 
     monkeypatch.setattr(simulation.topology_checks, "topology", built)
-    msgs = [_refusal(lambda: flowemu.simulate(spec, "linear", "1MiB", collective="alltoall",
-                                              max_memory="8GiB"))
+    msgs = [_refusal(lambda spec=spec: flowemu.simulate(spec, "linear", "1MiB",
+                                                        collective="alltoall",
+                                                        max_memory="8GiB"))
             for spec in ("torus:2048x2048", "torus:2048x2048,groups=2x2")]
     assert msgs[1] == msgs[0].replace("torus:2048x2048", "torus:2048x2048,groups=2x2")
 
