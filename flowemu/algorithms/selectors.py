@@ -280,8 +280,6 @@ _STEP_BYTES = (65536, 614400, 524288)
 _GRAIN = (16, 3840, 512)
 #: collectives.h *_CHUNKSTEPS of a ring on Simple
 _CHUNK_STEPS = {"allreduce": 4, "allgather": 4, "reduce_scatter": 4, "broadcast": 1, "reduce": 1}
-#: bytes of a 4-byte element (nccl-tests' float); n is cut into elements
-_NCCL_ELEMENT = 4
 
 
 def _log2i(x: int) -> int:
@@ -493,7 +491,7 @@ def nccl_choice(collective: str, p: int, n: float, bandwidth: float = 50e9,
     of the LL and LL128 protocols take :func:`line_segments` (NCCL forwards
     their lines as they land; a chunk is no store-and-forward unit there),
     else NCCL's chunks (:func:`nccl_segments`)."""
-    if collective in ("alltoall", "gather", "scatter"):
+    if collective not in _NCCL_ALGORITHMS:   # (all-to-all, gather, scatter)
         return "linear", (f"NCCL {NCCL_VERSION} posts a send and a receive to every peer "
                           "in one group")
     times = nccl_times(collective, p, n, bandwidth)
@@ -556,7 +554,7 @@ def _mpich(collective: str):
 
 
 def _nccl_doc(collective: str) -> str:
-    if collective in ("alltoall", "gather", "scatter"):
+    if collective not in _NCCL_ALGORITHMS:
         how = "a send and a receive to every peer at once (linear)"
     else:
         how = ("by NCCL's tuning model for one GPU and one NIC a node at the network's "

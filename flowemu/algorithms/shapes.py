@@ -94,9 +94,7 @@ def schedule_shape(name: str, options: dict, p: int, topology,
     if name in ("cps", "hcps", "acps", "reduce-broadcast"):   # full meshes: p(p−1) flows a step
         return ps_shape(name, options, p, topology)
     if name in ("binomial", "dbtree"):   # a flow per child (two trees), K pipelined segments
-        k = options.get("segments", 1)
-        k = k if isinstance(k, int) and not isinstance(k, bool) else 1
-        return (2 * p, 2 * (k + logp))
+        return (2 * p, 2 * (_segments(options) + logp))
     if name == "gentree":   # a co-located PS over a switch's children at worst
         return (p * min(p - 1, 128), 4 * logp)
     # (swing on odd p: a rank of the odd one out sends twice a step)

@@ -150,6 +150,7 @@ def pipelined_tree_steps(parents: list[np.ndarray], segments: int, blocks: bool,
         child = np.flatnonzero(parent >= 0)
         ups.append((child, parent[child], h[child]))
         T = max(T, segments + int(h[child].max()) if len(child) else 0)
+    up_wanted, down_wanted = parts != "down", parts != "up"
     rs, ag = [], []
     seen: dict = {}   # without blocks, a repeated pattern reuses its Steps (engine caches by id)
     for t in range(T):
@@ -164,15 +165,21 @@ def pipelined_tree_steps(parents: list[np.ndarray], segments: int, blocks: bool,
         key = None if blocks else (src.tobytes(), dst.tobytes())
         if key is not None and key in seen:
             up, down = seen[key]
-            rs.append(Step(up.traffic, up.reduction, f"reduce{t}"))
-            ag.append(Step(down.traffic, down.reduction, f"bcast{t}"))
+            if up_wanted:
+                rs.append(Step(up.traffic, up.reduction, f"reduce{t}"))
+            if down_wanted:
+                ag.append(Step(down.traffic, down.reduction, f"bcast{t}"))
             continue
-        rs.append(_step(src, dst, blk, share, blocks, REDUCE, f"reduce{t}"))
-        ag.append(_step(dst, src, blk, share, blocks, COPY, f"bcast{t}"))
+        # (only the part asked for is built: a reduce step's reduction is the costly one)
+        up = _step(src, dst, blk, share, blocks, REDUCE, f"reduce{t}") if up_wanted else None
+        down = _step(dst, src, blk, share, blocks, COPY, f"bcast{t}") if down_wanted else None
+        if up_wanted:
+            rs.append(up)
+        if down_wanted:
+            ag.append(down)
         if key is not None:
-            seen[key] = (rs[-1], ag[-1])
-    chosen = {"both": rs + ag[::-1], "up": rs, "down": ag[::-1]}[parts]
-    return [s for s in chosen if s.traffic.num_flows]
+            seen[key] = (up, down)
+    return [s for s in rs + ag[::-1] if s.traffic.num_flows]
 
 
 def _step(src, dst, blk, share, blocks: bool, op: int, label: str) -> Step:
@@ -196,13 +203,15 @@ def _step(src, dst, blk, share, blocks: bool, op: int, label: str) -> Step:
 
 
 def _schedule(name: str, p: int, parents: list, segments: int, blocks: bool,
-              levels: list | None = None) -> Schedule:
+              levels: list | None = None, parts: str = "both", **extra) -> Schedule:
+    """The pipelined trees' schedule (``extra``: the collective and root of
+    a rooted one)."""
     num_blocks = segments * len(parents)
-    steps = pipelined_tree_steps(parents, segments, blocks, num_blocks, levels)
+    steps = pipelined_tree_steps(parents, segments, blocks, num_blocks, levels, parts)
     return Schedule(name, f"segments={segments}", p, tuple(steps),
                     num_blocks if blocks else None,
                     equal_block_share(num_blocks) if blocks else None,
-                    {"p_eff": p, "segments": segments})
+                    {"p_eff": p, "segments": segments}, **extra)
 
 
 def build_binomial(p: int, topology=None, blocks: bool = False, **options) -> Schedule:
@@ -264,13 +273,9 @@ def build_rooted_dbtree(collective: str, p: int, blocks: bool = False, root: int
     p = check_ranks("dbtree", p)
     root = check_root("dbtree", p, root)
     k = check_segments("dbtree", segments)
-    num_blocks = 2 * k
-    steps = pipelined_tree_steps(hung_dtree_parents(p, root), k, blocks, num_blocks,
-                                 parts="down" if collective == "broadcast" else "up")
-    return Schedule("dbtree", f"segments={k}", p, tuple(steps),
-                    num_blocks if blocks else None,
-                    equal_block_share(num_blocks) if blocks else None,
-                    {"p_eff": p, "segments": k}, collective=collective, root=root)
+    return _schedule("dbtree", p, hung_dtree_parents(p, root), k, blocks,
+                     parts="down" if collective == "broadcast" else "up",
+                     collective=collective, root=root)
 
 
 def _convert_segments(raw):
