@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core import budget
+from ..core import budget, checks
 from ..core.errors import ConfigError, show
-from .base import Traffic
+from .base import Reduction, Schedule, Step, Traffic
 
 #: the columns of a traffic table, in this order
 COLUMNS = ("step", "src", "dst", "bytes")
@@ -209,3 +209,21 @@ def traffic_steps(traffic, max_memory=None) -> tuple[str | None, np.ndarray, lis
         return None, steps, tr
     tr = check_traffic_list(traffic)
     return None, np.arange(len(tr), dtype=np.int64), tr
+
+
+def traffic_schedule(topology, traffic, name, max_memory) -> Schedule:
+    """User traffic (a path, DataFrame, Traffic or list of them) as a Schedule
+    on ``topology`` (a :class:`flowemu.topology.Topology`); step labels are
+    ``step<number>`` with the table's step numbers. The schedule's variant is
+    ``name`` (default: the file name, or ``"traffic"``)."""
+    file_name, numbers, steps = traffic_steps(traffic, max_memory)
+    if name is None:
+        name = file_name or "traffic"
+    name = checks.text("name", name, "my-traffic")
+    p = max(int(max(t.src.max(), t.dst.max())) for t in steps if t.num_flows) + 1
+    if p > topology.num_endpoints:
+        raise ConfigError(f"traffic: rank {p - 1} does not exist on {topology.spec} "
+                          f"({topology.num_endpoints} endpoints)")
+    return Schedule("traffic", name, p,
+                    tuple(Step(t, Reduction.none(), f"step{int(k)}")
+                          for k, t in zip(numbers.tolist(), steps, strict=True)))

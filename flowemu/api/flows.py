@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..algorithms.base import Schedule
+from ..algorithms.usertraffic import traffic_schedule
 from ..core import budget, checks
 from ..core.errors import ConfigError, show
 from ..core.network import Network
@@ -35,7 +36,8 @@ from ..topology.base import Routes, Topology
 from ..whatif.conditions import apply as apply_whatif
 from ..whatif.conditions import check_whatif
 from ..whatif.faults import check_fail_policy
-from .simulation import build_topology, prepare_run, run_schedules, simulate, traffic_schedule
+from .run import build_topology, prepare_run, run_schedules
+from .simulation import simulate
 
 #: rows above which a dump reports progress on stderr even when it is not a tty
 PROGRESS_ROWS = 100_000

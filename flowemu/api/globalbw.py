@@ -51,7 +51,7 @@ from ..core.units import user_rate
 from ..topology import Topology
 from ..topology import checks as topology_checks
 from .linknames import link_names
-from .simulation import build_topology
+from .run import build_topology
 
 __all__ = ["GLOBAL_COLUMNS", "alltoall_loads", "global_bandwidth"]
 

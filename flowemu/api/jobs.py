@@ -24,7 +24,7 @@ from ..whatif.conditions import HEALTHY, WHATIF_COLUMNS, check_whatif
 from ..whatif.conditions import apply as apply_whatif
 from ..whatif.faults import check_fail_policy
 from ..whatif.jobs import JOB_KEYS, JobSpec, job_mappings, job_text, parse_job
-from .simulation import build_topology, expand_algorithm
+from .run import build_topology, expand_algorithm
 
 __all__ = ["JOB_COLUMNS", "JOB_KEYS", "JobSpec", "check_job_failures", "check_jobs",
            "job_text", "parse_job", "simulate_jobs"]

@@ -20,7 +20,7 @@ from ..whatif.conditions import check_whatif
 from ..whatif.faults import check_fail_policy
 from .flows import select_steps
 from .linknames import link_names
-from .simulation import prepare_run, run_schedules
+from .run import prepare_run, run_schedules
 
 __all__ = ["LINK_COLUMNS", "NAME_BYTES", "ROW_BYTES", "link_loads"]
 

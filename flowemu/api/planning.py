@@ -12,7 +12,7 @@ from ..algorithms.gentree.planner import Plan, make_plan
 from ..algorithms.gentree.treeview import TreeView, switches_bottom_up, tree_view
 from ..core import checks
 from ..core.errors import ConfigError, show
-from .simulation import build_topology
+from .run import build_topology
 
 __all__ = ["PLAN_COLUMNS", "plan", "plan_table", "table6"]
 

@@ -8,7 +8,7 @@ from ..algorithms.base import Schedule
 from ..core import checks
 from ..core.errors import ConfigError
 from ..core.network import Network
-from .simulation import prepare_run, run_schedules
+from .run import prepare_run, run_schedules
 
 __all__ = ["schedule"]
 

@@ -252,7 +252,7 @@ MEASURE = textwrap.dedent("""
     import flowemu
     from flowemu.core import budget
     from flowemu.algorithms import get_algorithm
-    from flowemu.api.simulation import expand_algorithm
+    from flowemu.api.run import expand_algorithm
     from flowemu.engine.profiles import check_memory, make_context, profile
     from flowemu.core.network import Network
     from flowemu.topology import parse_topology

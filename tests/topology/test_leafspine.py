@@ -10,7 +10,7 @@ import pytest
 
 import flowemu
 from flowemu.algorithms import get_algorithm, shapes
-from flowemu.api.simulation import expand_algorithm
+from flowemu.api.run import expand_algorithm
 from flowemu.cli.app import main
 from flowemu.core.errors import ConfigError
 from flowemu.core.network import Network
