@@ -212,7 +212,7 @@ def build(p: int, topology=None, blocks: bool = False, **options) -> Schedule:
     p = check_ranks(NAME, p)
     SPEC.require_concrete(opts)
     layout, dims = resolve_layout(p, topology, opts["layout"])
-    p_eff = largest_power_of_two(p)
+    p_eff = pof2(p)
     fields = bit_fields(layout, dims, p_eff)
     if opts["mirrored"]:
         collectives = [(level_sequence(fields, t), False) for t in range(len(fields))]

@@ -26,6 +26,7 @@ import numpy as np
 from ..algorithms import get_algorithm, parse_algorithm_spec
 from ..algorithms.base import DEFAULT_AT
 from ..algorithms.collectives import COLLECTIVES, get_collective
+from ..algorithms.recdoub import largest_power_of_two
 from ..algorithms.verify import verify as verify_schedule
 from ..core import budget, checks
 from ..core.errors import ConfigError, show
@@ -53,7 +54,7 @@ def min_blocks(name: str, options: dict, p: int, collective: str = "allreduce") 
     if name in _PER_RANK_BLOCKS:
         return p
     if name == "recdoub" and options.get("variant") == "bandwidth":
-        return 1 << (p.bit_length() - 1)
+        return largest_power_of_two(p)
     if name == "swing" and options.get("variant") == "bandwidth":
         return p
     if name in ("binomial", "dbtree"):      # a block per segment (per tree)
