@@ -32,7 +32,7 @@ def heap_set(hk, hi, pos, size, item, key):
     last used on one branch only, keeps them. With the sifts as calls those
     counts took a quarter of the incremental solver's time on a tapered fat
     tree (measured with perf); there are none left in this function or in
-    :func:`heap_pop` (``tests/kernels/test_heaps.py`` reads the compiled
+    :func:`heap_pop` (``tests/kernels/test_refcounts.py`` reads the compiled
     code)."""
     i = pos[item]
     if key == np.inf:

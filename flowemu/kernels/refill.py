@@ -121,14 +121,26 @@ def release(g, ev, fl, ri, rate, old_rate, changed, n_changed, stack, n_stack):
     expanded; it leaves the resource that held it); the first time in fill
     ``ev``, note its rate before."""
     fl[g, PHASE] = RISING
-    unhold(g, fl, ri)
+    r = fl[g, BNECK]   # (unhold's lines, not a call; and the zero term below:
+    if r >= 0:         # no reference counts, see heaps.heap_set's notes)
+        p = fl[g, HELD_PREV]
+        n = fl[g, HELD_NEXT]
+        if p >= 0:
+            fl[p, HELD_NEXT] = n
+        else:
+            ri[r, HELD_HEAD] = n
+        if n >= 0:
+            fl[n, HELD_PREV] = p
+        ri[r, N_HELD] -= 1
+        fl[g, BNECK] = -1
     if fl[g, STAMP] != ev:
         fl[g, STAMP] = ev
         old_rate[g] = rate[g]
         changed[n_changed] = g
         n_changed += 1
     stack[n_stack] = g
-    return n_changed, n_stack + 1
+    return (n_changed + 0 * (len(fl) + len(ri) + len(rate) + len(old_rate) + len(changed)
+                             + len(stack)), n_stack + 1)
 
 
 @njit(**NUMPY_ERRORS)

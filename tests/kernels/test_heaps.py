@@ -4,15 +4,11 @@ changes up and down, removals (key ``+inf``) and pops, with ties."""
 
 from __future__ import annotations
 
-import re
-
-import numba
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from flowemu.kernels.heaps import heap_pop, heap_set
-from flowemu.kernels.layout import NUMPY_ERRORS
 
 N_ITEMS = 12
 #: few distinct keys, so ties are common
@@ -62,30 +58,3 @@ def test_indexed_heap_matches_a_dict_of_keys(ops):
         out.append(key)
         assert keys.pop(int(item)) == key
     assert out == sorted(out) and not keys
-
-
-def _native_body(dispatcher, *args) -> str:
-    """The LLVM IR of the compiled function itself (not its Python wrapper),
-    compiled afresh: numba shows no IR for code it loaded from its cache."""
-    fresh = numba.njit(**NUMPY_ERRORS)(dispatcher.py_func)
-    fresh(*args)
-    ir = fresh.inspect_llvm(fresh.signatures[0])
-    name = dispatcher.py_func.__name__
-    heads = [(b.split("(", 1)[0], b) for b in re.split(r"\ndefine ", ir)[1:]]
-    bodies = [b for head, b in heads
-              if name in head and "cpython" not in head and "@cfunc." not in head]
-    assert len(bodies) == 1
-    return bodies[0]
-
-
-def test_heap_functions_count_no_array_references():
-    """heap_set and heap_pop are the incremental solver's most frequent calls:
-    numba's atomic reference counts in them cost more than the heap work
-    (see heap_set's notes), so none may be left in their compiled code."""
-    hk = np.zeros(4)
-    hi = np.zeros(4, dtype=np.int32)
-    pos = np.full(4, -1, dtype=np.int32)
-    for dispatcher, args in ((heap_set, (hk, hi, pos, 0, 1, 2.0)),
-                             (heap_pop, (hk, hi, pos, 1))):
-        body = _native_body(dispatcher, *args)
-        assert "@NRT_incref" not in body and "@NRT_decref" not in body, dispatcher
