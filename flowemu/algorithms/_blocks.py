@@ -116,10 +116,13 @@ def ragged_traffic(src, dst, share, lists=None, op=COPY) -> Traffic:
     share = np.asarray(share, np.float64)
     if lists is None:
         return Traffic(src, dst, share)
-    ptr = np.zeros(len(src) + 1, np.int64)
-    ptr[1:] = np.cumsum([len(x) for x in lists])
-    idx = (np.concatenate([np.asarray(x, np.int64) for x in lists]) if len(lists)
-           else np.zeros(0, np.int64)).astype(np.int32)
+    if isinstance(lists, np.ndarray) and lists.ndim == 2:   # every flow as many blocks
+        ptr, idx = uniform_block_lists(lists)
+    else:
+        ptr = np.zeros(len(src) + 1, np.int64)
+        ptr[1:] = np.cumsum([len(x) for x in lists])
+        idx = (np.concatenate([np.asarray(x, np.int64) for x in lists]) if len(lists)
+               else np.zeros(0, np.int64)).astype(np.int32)
     return Traffic(src, dst, share, None, ptr, idx, np.full(len(src), op, np.int8))
 
 
