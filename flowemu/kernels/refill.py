@@ -46,6 +46,7 @@ CHECKED = 2   # fill in which its held level was checked
 HELD_HEAD = 3  # first of the flows it holds (list through fl[:, HELD_NEXT/PREV])
 RISE_HEAD = 4  # first entry of its rising flows' list (through rise_next)
 RISE_GEN = 5  # number of that list (an entry is on it when rise_mark == it)
+TOUCHED = 6   # 1 while listed for a key update after an expansion
 # fl: int64[F, 8] per flow
 PHASE = 0     # SETTLED, RISING or DONE
 STAMP = 1     # fill in which it was last released
@@ -279,7 +280,9 @@ def refill(ev, n_stack, n_changed, flow_ptr, res, frac, row_end, pool_res, pool_
         r = seeds[i]
         size = heap_set(hk, hi, pos, size, r, attention(r, ev, rs, ri))
     while True:
-        # expand the released flows: their loads leave, their weights rise
+        # expand the released flows: their loads leave, their weights rise;
+        # each resource they cross (listed once in seeds) gets its key after
+        n_touched = 0
         while n_stack > 0:
             n_stack -= 1
             g = stack[n_stack]
@@ -295,12 +298,19 @@ def refill(ev, n_stack, n_changed, flow_ptr, res, frac, row_end, pool_res, pool_
                     rise_mark[e] = ri[r, RISE_GEN]
                     rise_next[e] = ri[r, RISE_HEAD]
                     ri[r, RISE_HEAD] = e
-                k = attention(r, ev, rs, ri)
-                p = pos[r]
-                if p < 0 or k < hk[p]:
-                    size = heap_set(hk, hi, pos, size, r, k)
+                if ri[r, TOUCHED] == 0:
+                    ri[r, TOUCHED] = 1
+                    seeds[n_touched] = r
+                    n_touched += 1
             if screening and row_end[g] < flow_ptr[g + 1]:
                 size = heap_set(hk, hi, pos, size, n_res + g, lazy[g] * (1.0 + DRIFT))
+        for i in range(n_touched):
+            r = seeds[i]
+            ri[r, TOUCHED] = 0
+            k = attention(r, ev, rs, ri)
+            p = pos[r]
+            if p < 0 or k < hk[p]:
+                size = heap_set(hk, hi, pos, size, r, k)
         if size == 0:
             break
         key, r, size = heap_pop(hk, hi, pos, size)
