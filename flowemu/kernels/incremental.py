@@ -146,8 +146,21 @@ def _t0_capacities(flow_ptr, res, capacity, n_plain, w_t, eps, persistent):
 
 
 @njit(**NUMPY_ERRORS)
+def screening_pays(events, moved, switch_after, switch_changes):
+    """Whether the incremental solver, not screening yet, starts to after
+    ``events`` events that changed ``moved`` rates: from event
+    ``switch_after`` on (``-1``: never), once those events changed more than
+    ``switch_changes`` rates each on average. Where a finish moves many
+    rates (flows coupled through shared, saturated groups of links: a
+    tapered fat tree's pods, a tree's switches) most of a moved flow's
+    entries lie on links far from capacity, which screening stops walking;
+    where it moves few, screening's drift events would cost more."""
+    return 0 <= switch_after <= events and moved > switch_changes * events
+
+
+@njit(**NUMPY_ERRORS)
 def incremental_completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes,
-                                  persistent, screen=False):
+                                  persistent, screen=False, switch_after=-1, switch_changes=0.0):
     """Event-driven max-min completion of flows that all start at ``t = 0``,
     each event filling again only what its finished flows reach; with
     ``screen``, after the ``t = 0`` fill only over the resources that are,
@@ -158,7 +171,10 @@ def incremental_completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, e
     results it equals to rounding): the CSR ``flow_ptr``, ``res``,
     ``frac``; ``capacity`` per resource (``>= n_plain``: ingress resources
     with incast terms ``w_t``, ``eps``); ``flow_bytes``; ``persistent``
-    flows that never finish. Returns ``(rate0, finish, moved, status)``.
+    flows that never finish. Without ``screen``, screening starts after
+    event ``switch_after`` (``-1``: never) if the events so far changed
+    more than ``switch_changes`` rates each on average. Returns ``(rate0,
+    finish, moved, status)``.
     """
     n_flows = flow_ptr.shape[0] - 1
     rate0, finish, moved, status, _ = start_completion(
@@ -209,17 +225,22 @@ def incremental_completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, e
                     finish[f] = t_first
         return rate0, finish, moved, STATUS_OK
     return incremental_events(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes,
-                              persistent, screen, rate, rate0, finish, moved)
+                              persistent, screen, rate, rate0, finish, moved, switch_after,
+                              switch_changes)
 
 
 @njit(**NUMPY_ERRORS)
 def incremental_events(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes, persistent,
-                       screen, rate, rate0, finish, moved):
+                       screen, rate, rate0, finish, moved, switch_after=-1, switch_changes=0.0):
     """The event loop of :func:`incremental_completion_kernel` from the
     max-min rates at ``t = 0`` (``rate``, with ``rate0``, ``finish`` and
     ``moved`` as far as they are known; inputs checked): each flow is held
     by a saturated resource on which no flow is faster (the resource that
-    would have frozen it). Returns ``(rate0, finish, moved, status)``."""
+    would have frozen it). Screening starts at ``t = 0`` with ``screen``,
+    else after event ``switch_after`` when the events so far changed more
+    than ``switch_changes`` rates each on average (between two events every
+    flow is settled and every load exact, as after the ``t = 0`` fill).
+    Returns ``(rate0, finish, moved, status)``."""
     n_flows = flow_ptr.shape[0] - 1
     n_res = capacity.shape[0]
     cap0, fan_in, active, n_finite, incast = _t0_capacities(flow_ptr, res, capacity, n_plain,
@@ -302,6 +323,7 @@ def incremental_events(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_by
 
     t = 0.0
     ev = 1
+    n_moved = 0   # rate changes so far
     while True:
         # --- next event: the earliest finish, with those tied to it
         t_next = np.inf
@@ -364,6 +386,7 @@ def incremental_events(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_by
             was = old_rate[g]
             if x == was:
                 continue
+            n_moved += 1
             if persistent[g]:
                 moved[g] += was * (t - since[g])
                 since[g] = t
@@ -381,6 +404,14 @@ def incremental_events(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_by
                     return rate0, finish, moved, STATUS_STALLED
             fsize = heap_set(fk, fi, fpos, fsize, g, tf)
         n_changed = 0
+        if not screening and screening_pays(ev - 1, n_moved, switch_after, switch_changes):
+            # many rates move an event: from now on count each flow lazily
+            # on the resources far from capacity (its pool gets its own copy)
+            pool_res = res.copy()
+            pool_frac = frac.copy()
+            start_screening(flow_ptr, res, frac, row_end, pool_res, pool_frac, rs, fl, rate,
+                             rise_mark, n_plain, cand, lazy, lazy_load)
+            screening = True
     for f in range(n_flows):
         if persistent[f] and fl[f, PHASE] != DONE:
             moved[f] += rate[f] * (t - since[f])

@@ -76,7 +76,10 @@ its flows have at most ``SCREEN_ENTRIES`` route entries on average.
   resources far from capacity, which the fill then never touches; a rising
   flow that passes ``1 + DRIFT`` times its lazy rate is counted again there
   (a drift event in the same heap), and a resource that may come near
-  capacity is admitted with its exact load. Used up to ``SCREEN_ENTRIES``
+  capacity is admitted with its exact load. With fewer entries it starts to
+  screen between two events once the events so far have moved more than
+  ``SWITCH_CHANGES`` rates each (after ``SWITCH_EVENTS`` events at least):
+  a measurement of the problem, not of its topology. Used up to ``SCREEN_ENTRIES``
   entries a flow (single paths, the fat tree's reduced problem, HyperX,
   Dragonfly, tori with hashed or dimension-order paths up to ~30 hops).
 * **screened** (:mod:`.completion`, ``screened_completion_kernel``): every
@@ -145,6 +148,13 @@ SCREEN_ENTRIES = 30
 #: mean route entries a flow above which the incremental solver screens:
 #: it counts flows lazily on the resources far from capacity
 LAZY_ENTRIES = 8
+#: ... and below which it starts to once ``SWITCH_EVENTS`` events or more
+#: have changed more than ``SWITCH_CHANGES`` rates an event on average
+#: (:func:`flowemu.kernels.incremental.screening_pays`; a random permutation
+#: with mixed sizes on fattree:k=32,taper=2, split: ~220 an event; with
+#: dmodk routes: ~1)
+SWITCH_EVENTS = 32
+SWITCH_CHANGES = 16.0
 #: the event-driven solvers (:func:`solve_completion`'s ``method``)
 METHODS = ("auto", "incremental", "screened")
 
@@ -421,10 +431,11 @@ def solve_completion(routes, link_capacity, flow_bytes, *, flow_dst=None,
         incast_slope, flow_class, persistent, link_incast)
     entries, routed = _entries(flow_ptr)   # (once: both choices below read them)
     lazy = _screens(entries, routed)
+    switch_after = -1 if lazy else SWITCH_EVENTS
     if method == "incremental":
         rate0, finish, moved, status = incremental_completion_kernel(
             flow_ptr, link, frac, capacity, n_plain, w_t, eps,
-            flow_bytes, keep, lazy)
+            flow_bytes, keep, lazy, switch_after, SWITCH_CHANGES)
     else:
         # "auto": the screened solver solves t = 0 and hands a step with many
         # finish times to the incremental one where the routes allow
@@ -435,7 +446,8 @@ def solve_completion(routes, link_capacity, flow_bytes, *, flow_dst=None,
         if status == STATUS_HANDOFF:
             rate0, finish, moved, status = incremental_events(
                 flow_ptr, link, frac, capacity, n_plain, w_t, eps,
-                flow_bytes, keep, lazy, rate0.copy(), rate0, finish, moved)
+                flow_bytes, keep, lazy, rate0.copy(), rate0, finish, moved, switch_after,
+                SWITCH_CHANGES)
     if status in (STATUS_BAD_INPUT, STATUS_NONFINITE):
         _raise_bad_entry(link, frac, n_links)
     return Solution(rate0=rate0, finish=finish, status=int(status),

@@ -5,14 +5,13 @@ torus:128x128 ≤ 20 ms; a random permutation with random sizes on torus:64x64
 (event-driven, thousands of distinct finish times) ≤ 2 s.
 """
 
-import numpy as np
 import pytest
 
 from flowemu.algorithms import Reduction, get_algorithm
-from flowemu.algorithms.base import Traffic
 from flowemu.core.network import Network
 from flowemu.engine.profiles import make_context, step_profile
 from flowemu.topology import parse_topology
+from tests.helpers.traffic import random_permutation
 
 
 def _route_and_solve(topo, traffic, ecmp="split"):
@@ -44,13 +43,8 @@ def test_random_permutation_64x64(benchmark, ecmp):
     above the finished rate (~680 on average) over their entries on the
     links near capacity only (~14 a flow with split routes)."""
     topo = parse_topology("torus:64x64")
-    rng = np.random.default_rng(2026)
-    p = topo.num_endpoints
-    dst = rng.permutation(p)
-    src = np.arange(p)
-    keep = src != dst
-    traffic = Traffic(src[keep], dst[keep], rng.uniform(0.1, 1.0, keep.sum()))
+    traffic = random_permutation(topo)
     _route_and_solve(topo, traffic, ecmp)
     prof = benchmark.pedantic(_route_and_solve, args=(topo, traffic, ecmp), rounds=3,
                               iterations=1)
-    assert prof.num_flows == keep.sum()
+    assert prof.num_flows == traffic.num_flows

@@ -26,6 +26,7 @@ from flowemu.core.network import Network
 from flowemu.engine.profiles import make_context, profile, step_profile
 from flowemu.topology import parse_topology
 from tests.benchmarks.yardstick import best_seconds, copy_1gib_ms, record_target
+from tests.helpers.traffic import random_permutation
 
 MODES = ["split", "hash", "dmodk"]
 TARGET_S = {"split": 2.0, "hash": 1.0, "dmodk": 1.0}
@@ -100,15 +101,10 @@ def test_random_permutation_k32(benchmark, ecmp):
     reach it as one merged resource per uplink group (6 entries a flow, not
     2 + k + 2(k/2)²)."""
     topo = parse_topology("fattree:k=32")
-    rng = np.random.default_rng(2026)
-    p = topo.num_endpoints
-    dst = rng.permutation(p)
-    src = np.arange(p)
-    keep = src != dst
-    traffic = Traffic(src[keep], dst[keep], rng.uniform(0.1, 1.0, keep.sum()))
+    traffic = random_permutation(topo)
     prof = benchmark.pedantic(_route_and_solve, args=(topo, traffic, ecmp), rounds=3,
                               iterations=1)
-    assert prof.num_flows == keep.sum()
+    assert prof.num_flows == traffic.num_flows
     best = _min_s(benchmark)
     if best is None:
         return
@@ -129,12 +125,7 @@ def test_random_permutation_k32_tapered(benchmark, spec, ecmp):
     solver follows one by one. Issue 25 asks <= 40 ms at a 95 ms copy for
     taper=2 (recorded for both modes)."""
     topo = parse_topology(spec)
-    rng = np.random.default_rng(2026)
-    p = topo.num_endpoints
-    dst = rng.permutation(p)
-    src = np.arange(p)
-    keep = src != dst
-    traffic = Traffic(src[keep], dst[keep], rng.uniform(0.1, 1.0, keep.sum()))
+    traffic = random_permutation(topo)
     benchmark.pedantic(_route_and_solve, args=(topo, traffic, ecmp), rounds=1 if ecmp == "split"
                        else 3, iterations=1)
     if spec.endswith("taper=2"):

@@ -30,6 +30,7 @@ from flowemu.kernels.completion import (
     few_finish_times,
     screened_completion_kernel,
 )
+from flowemu.kernels.incremental import screening_pays
 from flowemu.kernels.maxmin import solve_completion
 from flowemu.topology import parse_topology
 from flowemu.whatif.faults import apply_faults
@@ -193,6 +194,45 @@ def test_incremental_screening_matches_screened_with_thousands_of_events(monkeyp
                                                                          ecmp):
     monkeypatch.setattr(maxmin, "LAZY_ENTRIES", 0)
     test_incremental_matches_screened_with_thousands_of_events(spec, ecmp)
+
+
+def _switch_at_first_move(monkeypatch):
+    """The incremental solver without screening starts to screen after the
+    first event that moves a rate (the engine waits for 32 events moving 16
+    rates each on average)."""
+    monkeypatch.setattr(maxmin, "SWITCH_EVENTS", 0)
+    monkeypatch.setattr(maxmin, "SWITCH_CHANGES", 0.0)
+
+
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(small_problems())
+def test_incremental_switching_to_screening_matches_oracle(monkeypatch, problem):
+    """The same with screening started between two events (every flow
+    counted lazily from the rates and loads then, its pool copied from its
+    row)."""
+    _switch_at_first_move(monkeypatch)
+    test_incremental_matches_oracle_on_every_family.hypothesis.inner_test(problem)
+
+
+@pytest.mark.parametrize("spec, ecmp", LARGE)
+def test_incremental_switching_to_screening_matches_screened_with_thousands_of_events(
+        monkeypatch, spec, ecmp):
+    _switch_at_first_move(monkeypatch)
+    test_incremental_matches_screened_with_thousands_of_events(spec, ecmp)
+
+
+def test_screening_pays_where_finishes_move_many_rates():
+    """The rule: from event ``switch_after`` on, once the events so far
+    moved more than ``switch_changes`` rates each on average; never with
+    ``switch_after = -1``."""
+    assert not screening_pays(31, 10**6, 32, 16.0)      # too early
+    assert not screening_pays(32, 32 * 16, 32, 16.0)    # 16 an event: not more
+    assert screening_pays(32, 32 * 16 + 1, 32, 16.0)
+    assert screening_pays(100, 1601, 32, 16.0)
+    assert not screening_pays(100, 1600, 32, 16.0)
+    assert not screening_pays(10**6, 10**9, -1, 0.0)
+    assert screening_pays(1, 1, 0, 0.0) and not screening_pays(1, 0, 0, 0.0)
 
 
 def test_screening_follows_route_entries():
