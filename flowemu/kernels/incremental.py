@@ -108,6 +108,9 @@ from .refill import (
     unhold,
 )
 
+#: (not an error) the step goes on in the screened re-solves: ``state``
+STATUS_BULK = -3
+
 #: a resource within this (relative) of capacity, and a flow within it of
 #: the fastest on a resource, count as saturated / fastest when the t = 0
 #: rates are given their holders (a false one is checked at its level)
@@ -231,7 +234,8 @@ def incremental_completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, e
 
 @njit(**NUMPY_ERRORS)
 def incremental_events(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes, persistent,
-                       screen, rate, rate0, finish, moved, switch_after=-1, switch_changes=0.0):
+                       screen, rate, rate0, finish, moved, switch_after=-1, switch_changes=0.0,
+                       bulk_after=-1, bulk_share=0.0, state=None):
     """The event loop of :func:`incremental_completion_kernel` from the
     max-min rates at ``t = 0`` (``rate``, with ``rate0``, ``finish`` and
     ``moved`` as far as they are known; inputs checked): each flow is held
@@ -240,7 +244,14 @@ def incremental_events(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_by
     else after event ``switch_after`` when the events so far changed more
     than ``switch_changes`` rates each on average (between two events every
     flow is settled and every load exact, as after the ``t = 0`` fill).
-    Returns ``(rate0, finish, moved, status)``."""
+
+    With ``state`` (float64[F + 1]), from event ``bulk_after`` on, once
+    the events so far moved more than ``bulk_share`` times the flows that
+    finish rates each on average, it stops between two events with
+    ``STATUS_BULK`` for the screened re-solves to go on: ``state[F]`` is the
+    time then, ``state[g]`` the bytes left of each unfinished flow (0 for a
+    persistent one, whose ``moved`` counts up to then), -1 for a finished
+    one (``finish`` set). Returns ``(rate0, finish, moved, status)``."""
     n_flows = flow_ptr.shape[0] - 1
     n_res = capacity.shape[0]
     cap0, fan_in, active, n_finite, incast = _t0_capacities(flow_ptr, res, capacity, n_plain,
@@ -324,6 +335,7 @@ def incremental_events(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_by
     t = 0.0
     ev = 1
     n_moved = 0   # rate changes so far
+    n_finite0 = n_finite   # flows that finish
     while True:
         # --- next event: the earliest finish, with those tied to it
         t_next = np.inf
@@ -404,6 +416,20 @@ def incremental_events(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_by
                     return rate0, finish, moved, STATUS_STALLED
             fsize = heap_set(fk, fi, fpos, fsize, g, tf)
         n_changed = 0
+        if state is not None and screening_pays(ev - 1, n_moved, bulk_after,
+                                                bulk_share * n_finite0):
+            # a finish moves a good share of all rates: re-solving the flows
+            # in bulk costs less than following each change
+            for g in range(n_flows):
+                if fl[g, PHASE] == DONE:
+                    state[g] = -1.0
+                elif persistent[g]:
+                    moved[g] += rate[g] * (t - since[g])
+                    state[g] = 0.0
+                else:
+                    state[g] = max(0.0, remaining[g] - rate[g] * (t - since[g]))
+            state[n_flows] = t
+            return rate0, finish, moved, STATUS_BULK
         if not screening and screening_pays(ev - 1, n_moved, switch_after, switch_changes):
             # many rates move an event: from now on count each flow lazily
             # on the resources far from capacity (its pool gets its own copy)

@@ -30,7 +30,7 @@ from flowemu.kernels.completion import (
     few_finish_times,
     screened_completion_kernel,
 )
-from flowemu.kernels.incremental import screening_pays
+from flowemu.kernels.incremental import STATUS_BULK, incremental_events, screening_pays
 from flowemu.kernels.maxmin import solve_completion
 from flowemu.topology import parse_topology
 from flowemu.whatif.faults import apply_faults
@@ -149,9 +149,13 @@ def small_problems(draw):
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(small_problems())
 def test_incremental_matches_oracle_on_every_family(problem):
+    _matches_oracle(problem, "incremental")
+
+
+def _matches_oracle(problem, method):
     spec, ecmp, n_flows, seed, opts = problem
     routes, cap, flow_bytes, kwargs = _problem(spec, ecmp, n_flows, seed, **opts)
-    sol = solve_completion(routes, cap, flow_bytes, method="incremental", **kwargs)
+    sol = solve_completion(routes, cap, flow_bytes, method=method, **kwargs)
     rate0, finish, moved, status = _oracle(routes, cap, flow_bytes, kwargs)
     assert sol.status == status
     if status == 0:
@@ -196,12 +200,17 @@ def test_incremental_screening_matches_screened_with_thousands_of_events(monkeyp
     test_incremental_matches_screened_with_thousands_of_events(spec, ecmp)
 
 
-def _switch_at_first_move(monkeypatch):
-    """The incremental solver without screening starts to screen after the
-    first event that moves a rate (the engine waits for 32 events moving 16
-    rates each on average)."""
-    monkeypatch.setattr(maxmin, "SWITCH_EVENTS", 0)
-    monkeypatch.setattr(maxmin, "SWITCH_CHANGES", 0.0)
+def _at_first_move(monkeypatch, what):
+    """Make the solver act on the first event that moves a rate: ``what``
+    "SWITCH", the incremental solver without screening starts to screen
+    (the engine waits for 32 events moving 16 rates each on average);
+    "BULK", "auto" hands a step the incremental solver took on to the
+    screened re-solves (it waits for 32 events moving a tenth of the flows'
+    rates each)."""
+    after, share = {"SWITCH": ("SWITCH_EVENTS", "SWITCH_CHANGES"),
+                    "BULK": ("BULK_AFTER", "BULK_SHARE")}[what]
+    monkeypatch.setattr(maxmin, after, 0)
+    monkeypatch.setattr(maxmin, share, 0.0)
 
 
 @settings(max_examples=150, deadline=None,
@@ -211,15 +220,70 @@ def test_incremental_switching_to_screening_matches_oracle(monkeypatch, problem)
     """The same with screening started between two events (every flow
     counted lazily from the rates and loads then, its pool copied from its
     row)."""
-    _switch_at_first_move(monkeypatch)
+    _at_first_move(monkeypatch, "SWITCH")
     test_incremental_matches_oracle_on_every_family.hypothesis.inner_test(problem)
 
 
 @pytest.mark.parametrize("spec, ecmp", LARGE)
 def test_incremental_switching_to_screening_matches_screened_with_thousands_of_events(
         monkeypatch, spec, ecmp):
-    _switch_at_first_move(monkeypatch)
+    _at_first_move(monkeypatch, "SWITCH")
     test_incremental_matches_screened_with_thousands_of_events(spec, ecmp)
+
+
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(small_problems())
+def test_auto_handing_on_to_bulk_resolves_matches_oracle(monkeypatch, problem):
+    """"auto" (the screened solver at ``t = 0``, the incremental one for a
+    step with many finish times, the screened re-solves again for the rest
+    of it from the time and the bytes left then) against the oracle."""
+    _at_first_move(monkeypatch, "BULK")
+    _matches_oracle(problem, "auto")
+
+
+@pytest.mark.parametrize("spec, ecmp", LARGE)
+def test_auto_handing_on_to_bulk_resolves_matches_screened(monkeypatch, spec, ecmp):
+    _at_first_move(monkeypatch, "BULK")
+    n = parse_topology(spec).num_endpoints
+    routes, cap, flow_bytes, kwargs = _problem(spec, ecmp, max(2000, 8 * n), 7, fail=2,
+                                               degrade=6, incast=True, background=0.05)
+    auto = solve_completion(routes, cap, flow_bytes, method="auto", **kwargs)
+    scr = solve_completion(routes, cap, flow_bytes, method="screened", **kwargs)
+    assert auto.status == scr.status == 0
+    _close(auto.rate0, scr.rate0)
+    _close(auto.finish, scr.finish)
+    _close(auto.moved, scr.moved)
+
+
+def test_incremental_solver_stops_for_bulk_resolves_with_the_bytes_left():
+    """Three flows of 1, 2 and 3 bytes on one link of 1 byte/s (and a
+    persistent one on it): rates 1/4 each until the first finishes at
+    t = 4, which moves the others' rates; told to stop at the first event
+    that moves a rate, the solver returns that time and the bytes left,
+    ``size - t / 4``; the screened re-solves of the rest give the closed
+    form's times: 4, then 2 - 1 = 1 byte at 1/3 (t = 7), then 3 - 1 - 1 = 1
+    byte at 1/2 (t = 9)."""
+    flow_ptr = np.arange(5, dtype=np.int64)
+    res, frac, cap = np.zeros(4, np.int32), np.ones(4), np.ones(1)
+    sizes = np.array([1.0, 2.0, 3.0, 0.0])
+    keep = np.array([False, False, False, True])
+    none = np.zeros(0)
+    rate = np.full(4, 0.25)
+    state = np.empty(5)
+    _, finish, moved, status = incremental_events(
+        flow_ptr, res, frac, cap, 1, none, none, sizes, keep, False, rate.copy(), rate.copy(),
+        np.zeros(4), np.zeros(4), -1, 0.0, 0, 0.0, state)
+    assert status == STATUS_BULK
+    assert state[4] == 4.0 and finish[0] == 4.0
+    np.testing.assert_array_equal(state[:4], [-1.0, 1.0, 2.0, 0.0])
+    assert moved[3] == 1.0   # the persistent flow at 1/4 for 4 s
+    # the screened re-solves go on from there: the persistent flow moves
+    # 1 byte more at 1/3 until t = 7 and 1 more at 1/2 until t = 9
+    assert maxmin._bulk_rest(flow_ptr, res, frac, cap, 1, none, none, keep, state, finish,
+                             moved) == 0
+    np.testing.assert_allclose(finish[:3], [4.0, 7.0, 9.0], rtol=RTOL)
+    np.testing.assert_allclose(moved[3], 3.0, rtol=RTOL)
 
 
 def test_screening_pays_where_finishes_move_many_rates():
