@@ -149,16 +149,19 @@ def _t0_capacities(flow_ptr, res, capacity, n_plain, w_t, eps, persistent):
 
 
 @njit(**NUMPY_ERRORS)
-def screening_pays(events, moved, switch_after, switch_changes):
-    """Whether the incremental solver, not screening yet, starts to after
-    ``events`` events that changed ``moved`` rates: from event
-    ``switch_after`` on (``-1``: never), once those events changed more than
-    ``switch_changes`` rates each on average. Where a finish moves many
+def moved_enough(events, moved, after, per_event):
+    """Whether ``events`` events that moved ``moved`` rates call for a
+    change of method: from event ``after`` on (``-1``: never), once they
+    moved more than ``per_event`` rates each on average. The event loop
+    asks it twice. Screening (``per_event`` 16): where a finish moves many
     rates (flows coupled through shared, saturated groups of links: a
     tapered fat tree's pods, a tree's switches) most of a moved flow's
     entries lie on links far from capacity, which screening stops walking;
-    where it moves few, screening's drift events would cost more."""
-    return 0 <= switch_after <= events and moved > switch_changes * events
+    where it moves few, screening's drift events would cost more. The bulk
+    re-solves (a tenth of the flows that finish): where a finish moves a
+    good share of all rates, re-solving them together costs less than
+    following each change."""
+    return 0 <= after <= events and moved > per_event * events
 
 
 @njit(**NUMPY_ERRORS)
@@ -246,8 +249,8 @@ def incremental_events(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_by
     flow is settled and every load exact, as after the ``t = 0`` fill).
 
     With ``state`` (float64[F + 1]), from event ``bulk_after`` on, once
-    the events so far moved more than ``bulk_share`` times the flows that
-    finish rates each on average, it stops between two events with
+    the events so far moved the rates of more than ``bulk_share`` of the
+    flows that finish, each on average, it stops between two events with
     ``STATUS_BULK`` for the screened re-solves to go on: ``state[F]`` is the
     time then, ``state[g]`` the bytes left of each unfinished flow (0 for a
     persistent one, whose ``moved`` counts up to then), -1 for a finished
@@ -416,7 +419,7 @@ def incremental_events(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_by
                     return rate0, finish, moved, STATUS_STALLED
             fsize = heap_set(fk, fi, fpos, fsize, g, tf)
         n_changed = 0
-        if state is not None and screening_pays(ev - 1, n_moved, bulk_after,
+        if state is not None and moved_enough(ev - 1, n_moved, bulk_after,
                                                 bulk_share * n_finite0):
             # a finish moves a good share of all rates: re-solving the flows
             # in bulk costs less than following each change
@@ -430,7 +433,7 @@ def incremental_events(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_by
                     state[g] = max(0.0, remaining[g] - rate[g] * (t - since[g]))
             state[n_flows] = t
             return rate0, finish, moved, STATUS_BULK
-        if not screening and screening_pays(ev - 1, n_moved, switch_after, switch_changes):
+        if not screening and moved_enough(ev - 1, n_moved, switch_after, switch_changes):
             # many rates move an event: from now on count each flow lazily
             # on the resources far from capacity (its pool gets its own copy)
             pool_res = res.copy()

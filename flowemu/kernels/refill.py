@@ -273,7 +273,8 @@ def refill(ev, n_stack, n_changed, flow_ptr, res, frac, row_end, pool_res, pool_
     None, a resource's flows are the entries on its list ``act_head[r]``,
     ``act_next[e]`` (the flows in the solve; dataflow) instead of its CSR
     row (every flow); numba compiles each case apart, so the incremental
-    solver's fill has no list code."""
+    solver's fill has no list code. Once the seeds have their keys,
+    ``seeds`` is reused to list the resources an expansion touched."""
     n_res = rs.shape[0]
     size = 0
     for i in range(n_seeds):

@@ -30,7 +30,7 @@ from flowemu.kernels.completion import (
     few_finish_times,
     screened_completion_kernel,
 )
-from flowemu.kernels.incremental import STATUS_BULK, incremental_events, screening_pays
+from flowemu.kernels.incremental import STATUS_BULK, incremental_events, moved_enough
 from flowemu.kernels.maxmin import solve_completion
 from flowemu.topology import parse_topology
 from flowemu.whatif.faults import apply_faults
@@ -286,17 +286,17 @@ def test_incremental_solver_stops_for_bulk_resolves_with_the_bytes_left():
     np.testing.assert_allclose(moved[3], 3.0, rtol=RTOL)
 
 
-def test_screening_pays_where_finishes_move_many_rates():
-    """The rule: from event ``switch_after`` on, once the events so far
-    moved more than ``switch_changes`` rates each on average; never with
-    ``switch_after = -1``."""
-    assert not screening_pays(31, 10**6, 32, 16.0)      # too early
-    assert not screening_pays(32, 32 * 16, 32, 16.0)    # 16 an event: not more
-    assert screening_pays(32, 32 * 16 + 1, 32, 16.0)
-    assert screening_pays(100, 1601, 32, 16.0)
-    assert not screening_pays(100, 1600, 32, 16.0)
-    assert not screening_pays(10**6, 10**9, -1, 0.0)
-    assert screening_pays(1, 1, 0, 0.0) and not screening_pays(1, 0, 0, 0.0)
+def test_moved_enough_where_finishes_move_many_rates():
+    """The rule: from event ``after`` on, once the events so far moved
+    more than ``per_event`` rates each on average; never with ``after =
+    -1``."""
+    assert not moved_enough(31, 10**6, 32, 16.0)      # too early
+    assert not moved_enough(32, 32 * 16, 32, 16.0)    # 16 an event: not more
+    assert moved_enough(32, 32 * 16 + 1, 32, 16.0)
+    assert moved_enough(100, 1601, 32, 16.0)
+    assert not moved_enough(100, 1600, 32, 16.0)
+    assert not moved_enough(10**6, 10**9, -1, 0.0)
+    assert moved_enough(1, 1, 0, 0.0) and not moved_enough(1, 0, 0, 0.0)
 
 
 def test_screening_follows_route_entries():
