@@ -104,6 +104,8 @@ from .refill import (
     hold,
     refill,
     release,
+    rescreen,
+    stale_pools,
     start_screening,
     unhold,
 )
@@ -166,7 +168,8 @@ def moved_enough(events, moved, after, per_event):
 
 @njit(**NUMPY_ERRORS)
 def incremental_completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes,
-                                  persistent, screen=False, switch_after=-1, switch_changes=0.0):
+                                  persistent, screen=False, switch_after=-1, switch_changes=0.0,
+                                  rescreen_walk=-1.0, rescreen_stale=0.5):
     """Event-driven max-min completion of flows that all start at ``t = 0``,
     each event filling again only what its finished flows reach; with
     ``screen``, after the ``t = 0`` fill only over the resources that are,
@@ -179,8 +182,10 @@ def incremental_completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, e
     with incast terms ``w_t``, ``eps``); ``flow_bytes``; ``persistent``
     flows that never finish. Without ``screen``, screening starts after
     event ``switch_after`` (``-1``: never) if the events so far changed
-    more than ``switch_changes`` rates each on average. Returns ``(rate0,
-    finish, moved, status)``.
+    more than ``switch_changes`` rates each on average. While screening,
+    it screens again between two events where the pools have gone stale
+    (``rescreen_walk``, ``rescreen_stale``: :func:`incremental_events`).
+    Returns ``(rate0, finish, moved, status)``.
     """
     n_flows = flow_ptr.shape[0] - 1
     rate0, finish, moved, status, _ = start_completion(
@@ -232,13 +237,14 @@ def incremental_completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, e
         return rate0, finish, moved, STATUS_OK
     return incremental_events(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes,
                               persistent, screen, rate, rate0, finish, moved, switch_after,
-                              switch_changes)
+                              switch_changes, -1, 0.0, None, rescreen_walk, rescreen_stale)
 
 
 @njit(**NUMPY_ERRORS)
 def incremental_events(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes, persistent,
                        screen, rate, rate0, finish, moved, switch_after=-1, switch_changes=0.0,
-                       bulk_after=-1, bulk_share=0.0, state=None):
+                       bulk_after=-1, bulk_share=0.0, state=None, rescreen_walk=-1.0,
+                       rescreen_stale=0.5):
     """The event loop of :func:`incremental_completion_kernel` from the
     max-min rates at ``t = 0`` (``rate``, with ``rate0``, ``finish`` and
     ``moved`` as far as they are known; inputs checked): each flow is held
@@ -254,7 +260,16 @@ def incremental_events(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_by
     ``STATUS_BULK`` for the screened re-solves to go on: ``state[F]`` is the
     time then, ``state[g]`` the bytes left of each unfinished flow (0 for a
     persistent one, whose ``moved`` counts up to then), -1 for a finished
-    one (``finish`` set). Returns ``(rate0, finish, moved, status)``."""
+    one (``finish`` set).
+
+    While screening, once the fills have walked ``rescreen_walk`` times as
+    many entries as there are entries and resources (``-1``: never) since
+    the pools were last looked at, it screens again if more than
+    ``rescreen_stale`` of the candidates' entries lie on resources now far
+    from capacity: the pools were screened at loads that may have fallen
+    since (a collective's flows finishing under a background load leave the
+    links they saturated).
+    Returns ``(rate0, finish, moved, status)``."""
     n_flows = flow_ptr.shape[0] - 1
     n_res = capacity.shape[0]
     cap0, fan_in, active, n_finite, incast = _t0_capacities(flow_ptr, res, capacity, n_plain,
@@ -339,6 +354,7 @@ def incremental_events(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_by
     ev = 1
     n_moved = 0   # rate changes so far
     n_finite0 = n_finite   # flows that finish
+    walked = 0   # pool entries the fills walked since the pools were last looked at
     while True:
         # --- next event: the earliest finish, with those tied to it
         t_next = np.inf
@@ -395,6 +411,7 @@ def incremental_events(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_by
         # the flows whose rate changed: bring their bytes up to date
         for i in range(n_changed):
             g = changed[i]
+            walked += row_end[g] - flow_ptr[g]
             x = rate[g]
             if not np.isfinite(x):
                 return rate0, finish, moved, STATUS_NONFINITE
@@ -433,6 +450,13 @@ def incremental_events(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_by
                     state[g] = max(0.0, remaining[g] - rate[g] * (t - since[g]))
             state[n_flows] = t
             return rate0, finish, moved, STATUS_BULK
+        if screening and 0.0 <= rescreen_walk and \
+                walked >= rescreen_walk * (flow_ptr[n_flows] + n_res):
+            # stale pools? (a look costs O(R), a screening O(E + R))
+            walked = 0
+            if stale_pools(res_ptr, rs, cand, n_plain, rescreen_stale):
+                rescreen(flow_ptr, res, frac, row_end, pool_res, pool_frac, rs, fl, rate,
+                         rise_mark, n_plain, cand, lazy, lazy_load)
         if not screening and moved_enough(ev - 1, n_moved, switch_after, switch_changes):
             # many rates move an event: from now on count each flow lazily
             # on the resources far from capacity (its pool gets its own copy)

@@ -63,7 +63,8 @@ few levels) shows when the flows would finish; a step whose flows finish in
 at most ``BULK_EVENTS`` groups (a collective's step, where a finish changes
 most rates) goes on with the screened re-solves, one with more (random
 traffic, background load, tapered trees) with the incremental solver when
-its flows have at most ``SCREEN_ENTRIES`` route entries on average.
+the flows that finish (not the persistent ones) have at most
+``SCREEN_ENTRIES`` route entries on average.
 
 * **incremental** (:mod:`.incremental`, ``incremental_completion_kernel``):
   each flow is held by the resource that froze it; after an event only what
@@ -83,9 +84,18 @@ its flows have at most ``SCREEN_ENTRIES`` route entries on average.
   they have moved more than ``BULK_SHARE`` of all the flows' rates each
   (after ``BULK_AFTER`` events), it stops and the screened re-solves go on
   from that time with the bytes left (a tree's root couples every flow:
-  following each change costs more than re-solving in bulk). Used up to ``SCREEN_ENTRIES``
-  entries a flow (single paths, the fat tree's reduced problem, HyperX,
-  Dragonfly, tori with hashed or dimension-order paths up to ~30 hops).
+  following each change costs more than re-solving in bulk). While it
+  screens, it looks at its pools each time its fills have walked
+  ``RESCREEN_WALK`` times as many entries as the problem has entries and
+  resources, and screens again from the loads then if more than
+  ``RESCREEN_STALE`` of the candidates' entries lie on resources now far
+  from capacity (a collective's step under a background load saturates
+  every link at ``t = 0``; once most of its flows have finished, the
+  background's long routes cross few links near capacity). Used up to
+  ``SCREEN_ENTRIES`` entries a flow that finishes (single paths, the fat
+  tree's reduced problem, HyperX, Dragonfly, tori with hashed or
+  dimension-order paths up to ~30 hops; with those, a background of split
+  routes).
 * **screened** (:mod:`.completion`, ``screened_completion_kernel``): every
   flow at or above the finished rate is re-solved by the progressive fill of
   :mod:`.fill` (only those can change: progressive filling below the finished
@@ -154,8 +164,8 @@ from .problem import (
     release_times,
 )
 
-#: mean route entries a flow above which :func:`solve_completion` uses the
-#: screened re-solves (see "Speed" above for the measurements)
+#: mean route entries a flow that finishes above which
+#: :func:`solve_completion` uses the screened re-solves (see "Speed" above)
 SCREEN_ENTRIES = 30
 #: mean route entries a flow above which the incremental solver screens:
 #: it counts flows lazily on the resources far from capacity
@@ -175,6 +185,14 @@ SWITCH_CHANGES = 16.0
 #: fattree:k=32,taper=2 with split routes ~3 %, 3.3 s against 0.83 s)
 BULK_AFTER = 32
 BULK_SHARE = 0.1
+#: while it screens, the incremental solver looks at its pools each time its
+#: fills have walked ``RESCREEN_WALK`` times all the route entries, and
+#: screens again if more than ``RESCREEN_STALE`` of the candidates' entries
+#: lie on resources now far from capacity (Swing's steps on torus:64x64
+#: under perm:0.5: every link is saturated at t = 0 and ~4 % are near
+#: capacity once most of the step's flows have finished)
+RESCREEN_WALK = 0.25
+RESCREEN_STALE = 0.5
 #: the event-driven solvers (:func:`solve_completion`'s ``method``)
 METHODS = ("auto", "incremental", "screened")
 
@@ -326,17 +344,18 @@ def solve_completion(routes, link_capacity, flow_bytes, *, flow_dst=None,
     flow_ptr, link, frac, capacity, n_plain, w_t, eps, n_links, flow_bytes, keep = prepared_problem(
         routes, link_capacity, flow_bytes, flow_dst, ingress_capacity, incast_threshold,
         incast_slope, flow_class, persistent, link_incast)
-    entries, routed = _entries(flow_ptr)   # (once: both choices below read them)
-    lazy = _screens(entries, routed)
+    lazy = _screens(*_entries(flow_ptr))
     switch_after = -1 if lazy else SWITCH_EVENTS
     if method == "incremental":
         rate0, finish, moved, status = incremental_completion_kernel(
             flow_ptr, link, frac, capacity, n_plain, w_t, eps,
-            flow_bytes, keep, lazy, switch_after, SWITCH_CHANGES)
+            flow_bytes, keep, lazy, switch_after, SWITCH_CHANGES, RESCREEN_WALK,
+            RESCREEN_STALE)
     else:
         # "auto": the screened solver solves t = 0 and hands a step with many
-        # finish times to the incremental one where the routes allow
-        handoff = method == "auto" and _method(entries, routed) == "incremental"
+        # finish times to the incremental one where the routes of the flows
+        # that finish allow
+        handoff = method == "auto" and completion_method(flow_ptr, keep) == "incremental"
         rate0, finish, moved, status = screened_completion_kernel(
             flow_ptr, link, frac, capacity, n_plain, w_t, eps,
             flow_bytes, keep, SCREEN_START, handoff)
@@ -345,7 +364,7 @@ def solve_completion(routes, link_capacity, flow_bytes, *, flow_dst=None,
             rate0, finish, moved, status = incremental_events(
                 flow_ptr, link, frac, capacity, n_plain, w_t, eps,
                 flow_bytes, keep, lazy, rate0.copy(), rate0, finish, moved, switch_after,
-                SWITCH_CHANGES, BULK_AFTER, BULK_SHARE, state)
+                SWITCH_CHANGES, BULK_AFTER, BULK_SHARE, state, RESCREEN_WALK, RESCREEN_STALE)
             if status == STATUS_BULK:
                 status = _bulk_rest(flow_ptr, link, frac, capacity, n_plain, w_t, eps, keep,
                                     state, finish, moved)
@@ -449,16 +468,19 @@ def solve_dataflow(routes, link_capacity, flow_bytes, flow_latency, src_stage, d
     return DataflowSolution(start=start, finish=finish, end=end, moved=moved, status=int(status))
 
 
-def completion_method(flow_ptr) -> str:
+def completion_method(flow_ptr, persistent=None) -> str:
     """The event-driven solver for routes with these row pointers:
     ``"screened"`` above ``SCREEN_ENTRIES`` entries a flow on average (of the
-    flows with a path) or from 2**31 entries on, else ``"incremental"``."""
-    return _method(*_entries(flow_ptr))
+    flows with a path that finish: not the ``persistent`` ones, whose rates
+    the events move but which never finish) or from 2**31 entries on, else
+    ``"incremental"``."""
+    flow_ptr = np.asarray(flow_ptr)
+    return _method(*_entries(flow_ptr, persistent), int(flow_ptr[-1] - flow_ptr[0]))
 
 
-def _method(entries: int, routed: int) -> str:
+def _method(entries: int, routed: int, total: int) -> str:
     # (the incremental solver links entries with int32)
-    return "screened" if entries > SCREEN_ENTRIES * routed or entries >= 2**31 else \
+    return "screened" if entries > SCREEN_ENTRIES * routed or total >= 2**31 else \
         "incremental"
 
 
@@ -472,9 +494,11 @@ def _screens(entries: int, routed: int) -> bool:
     return entries > LAZY_ENTRIES * routed
 
 
-def _entries(flow_ptr) -> tuple[int, int]:
-    """``(route entries, flows with a path)``."""
+def _entries(flow_ptr, persistent=None) -> tuple[int, int]:
+    """``(route entries, flows with a path)``, of the flows not
+    ``persistent`` (bool[F]) where given."""
     flow_ptr = np.asarray(flow_ptr)
-    return int(flow_ptr[-1] - flow_ptr[0]), int(np.count_nonzero(np.diff(flow_ptr)))
-
-
+    counts = np.diff(flow_ptr)
+    if persistent is not None:
+        counts = counts[~np.asarray(persistent, dtype=bool)]
+    return int(counts.sum()), int(np.count_nonzero(counts))

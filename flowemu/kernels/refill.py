@@ -240,6 +240,48 @@ def start_screening(flow_ptr, res, frac, row_end, pool_res, pool_frac, rs, fl, r
 
 
 @njit(**NUMPY_ERRORS)
+def stale_pools(res_ptr, rs, cand, n_plain, share):
+    """Whether more than ``share`` of the entries on candidate resources lie
+    on resources now far enough from capacity to be screened (counting every
+    flow that crosses them, finished ones included: an estimate of O(R))."""
+    stale = 0
+    total = 0
+    for r in range(n_plain):
+        if not cand[r]:
+            continue
+        n = res_ptr[r + 1] - res_ptr[r]
+        total += n
+        if screenable(rs[r, LOAD_HI] + rs[r, LOAD_LO], rs[r, CAP]):
+            stale += n
+    return stale > share * total
+
+
+@njit(**NUMPY_ERRORS)
+def rescreen(flow_ptr, res, frac, row_end, pool_res, pool_frac, rs, fl, rate, rise_mark,
+             n_plain, cand, lazy, lazy_load):
+    """:func:`start_screening` again between two events (every flow settled,
+    every candidate's load exact): the loads of the resources screened so
+    far are made exact from the flows' rates first."""
+    n_flows = flow_ptr.shape[0] - 1
+    for r in range(rs.shape[0]):
+        if not cand[r]:
+            rs[r, LOAD_HI] = 0.0
+            rs[r, LOAD_LO] = 0.0
+            rs[r, TOP] = 0.0
+    for g in range(n_flows):
+        if fl[g, PHASE] == DONE:
+            continue
+        x = rate[g]
+        for e in range(flow_ptr[g], flow_ptr[g + 1]):
+            r = res[e]
+            if not cand[r]:
+                add_dd(rs, r, LOAD_HI, frac[e] * x)
+                rs[r, TOP] = max(rs[r, TOP], x)
+    start_screening(flow_ptr, res, frac, row_end, pool_res, pool_frac, rs, fl, rate, rise_mark,
+                    n_plain, cand, lazy, lazy_load)
+
+
+@njit(**NUMPY_ERRORS)
 def _settle_check(h, over, highest, ev, fl, ri, rate, old_rate, changed, n_changed, stack,
                   n_stack):
     """A resource saturating at ``over`` (with tolerance) releases settled

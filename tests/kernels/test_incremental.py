@@ -32,6 +32,7 @@ from flowemu.kernels.completion import (
 )
 from flowemu.kernels.incremental import STATUS_BULK, incremental_events, moved_enough
 from flowemu.kernels.maxmin import solve_completion
+from flowemu.kernels.refill import CAP, LOAD_HI, stale_pools
 from flowemu.topology import parse_topology
 from flowemu.whatif.faults import apply_faults
 from tests.helpers.maxmin_oracle import completion, completion_persistent, csr_to_lists
@@ -254,6 +255,56 @@ def test_auto_handing_on_to_bulk_resolves_matches_screened(monkeypatch, spec, ec
     _close(auto.rate0, scr.rate0)
     _close(auto.finish, scr.finish)
     _close(auto.moved, scr.moved)
+
+
+def _rescreen_at_every_event(monkeypatch):
+    """Screening from the start, and screening again at every event (the
+    engine looks at the pools once its fills have walked a quarter of all
+    entries and screens again where half of them went stale)."""
+    monkeypatch.setattr(maxmin, "LAZY_ENTRIES", 0)
+    monkeypatch.setattr(maxmin, "RESCREEN_WALK", 0.0)
+    monkeypatch.setattr(maxmin, "RESCREEN_STALE", -1.0)
+
+
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(small_problems())
+def test_incremental_screening_again_matches_oracle(monkeypatch, problem):
+    """The same with the pools screened again between every two events (the
+    loads of the resources screened so far made exact from the rates, every
+    flow counted at its rate again, the candidates and pools from those
+    loads)."""
+    _rescreen_at_every_event(monkeypatch)
+    test_incremental_matches_oracle_on_every_family.hypothesis.inner_test(problem)
+
+
+@pytest.mark.parametrize("spec, ecmp", LARGE)
+def test_incremental_screening_again_matches_screened_with_thousands_of_events(
+        monkeypatch, spec, ecmp):
+    _rescreen_at_every_event(monkeypatch)
+    test_incremental_matches_screened_with_thousands_of_events(spec, ecmp)
+
+
+def test_stale_pools_counts_the_candidates_entries_far_from_capacity():
+    """Three candidate resources of capacity 1 crossed by 1, 2 and 3 flows
+    (loads 1.0, 0.5, 0.2; the last two are far from capacity: 5 of the 6
+    entries) and a screened one (not counted): stale below a share of 5/6
+    only; resources from ``n_plain`` on (ingress) are not looked at."""
+    res_ptr = np.array([0, 1, 3, 6, 16])
+    rs = np.zeros((4, 8))
+    rs[:, CAP] = 1.0
+    rs[:, LOAD_HI] = [1.0, 0.5, 0.2, 0.0]
+    cand = np.array([1, 1, 1, 0], np.uint8)
+    assert stale_pools(res_ptr, rs, cand, 4, 0.5)
+    assert stale_pools(res_ptr, rs, cand, 4, 0.83)
+    assert not stale_pools(res_ptr, rs, cand, 4, 5 / 6)
+    # the first resource alone (n_plain = 1): full, then 1 % below capacity
+    # (within the drift room: still a candidate), then 5 % below (stale)
+    assert not stale_pools(res_ptr, rs, cand, 1, 0.0)
+    rs[0, LOAD_HI] = 0.99
+    assert not stale_pools(res_ptr, rs, cand, 1, 0.0)
+    rs[0, LOAD_HI] = 0.95
+    assert stale_pools(res_ptr, rs, cand, 1, 0.0)
 
 
 def test_incremental_solver_stops_for_bulk_resolves_with_the_bytes_left():

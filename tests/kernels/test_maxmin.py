@@ -591,6 +591,17 @@ def test_completion_method_threshold():
     assert maxmin.completion_method(np.array([0, 0])) == "incremental"
 
 
+def test_completion_method_counts_the_flows_that_finish():
+    """Persistent flows never finish: their entries do not count (a
+    collective's step of 1-entry flows under a background of long split
+    routes goes to the incremental solver; the background alone would not)."""
+    n = maxmin.SCREEN_ENTRIES
+    ptr = np.array([0, 1, 2, 2 + 10 * n])   # two 1-entry flows and a long one
+    assert maxmin.completion_method(ptr) == "screened"   # (10n + 2) / 3 entries a flow
+    assert maxmin.completion_method(ptr, np.array([False, False, True])) == "incremental"
+    assert maxmin.completion_method(ptr, np.array([True, False, False])) == "screened"
+
+
 @pytest.mark.parametrize("method", METHODS)
 def test_screened_link_that_comes_to_bind(method):
     """Flows A and B share link 0 (capacity 1); A also crosses link 1
