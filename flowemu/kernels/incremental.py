@@ -48,13 +48,16 @@ resource cannot fill up, so it constrains nothing and the fill need not
 count it. The fill walks each flow's *pool* (its entries on the other,
 candidate, resources). The bound is kept by *drift events* in the same heap:
 when the fill level reaches ``1 + DRIFT`` times a rising flow's lazy rate,
-the flow is counted again on its screened resources at that level (its rate
-is at least that now), and a resource that may then fill up is *admitted*:
-its exact load and rising weight are summed from its flows, each of which
-gets the entry in its pool. At that level every flow on it is within the
-bound, so it is still below capacity and its own level lies ahead: the heap
-order stays the fill's level order. A flow that settles far below its lazy
-rate is counted lower (freeing room); a finished flow's lazy load leaves.
+the flow is counted again on its screened resources one drift step above that
+level (its rate is at least that level now; counted ahead, a rate that keeps
+rising, as a background flow's does while a step's last flows finish, is
+counted again half as often), and a resource that may then fill up is
+*admitted*: its exact load and rising weight are summed from its flows, each
+of which gets the entry in its pool. At that level every flow on it is within
+the bound, so it is still below capacity and its own level lies ahead: the
+heap order stays the fill's level order. A flow that settles far below its lazy
+rate (more than two drift steps) is counted lower (freeing room); a finished
+flow's lazy load leaves.
 
 Numbers
 -------

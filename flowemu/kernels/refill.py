@@ -359,17 +359,20 @@ def refill(ev, n_stack, n_changed, flow_ptr, res, frac, row_end, pool_res, pool_
         key, r, size = heap_pop(hk, hi, pos, size)
         if r >= n_res:
             # a rising flow reached the drift bound of its lazy rate: count it
-            # at this level where it is screened (admitting what may fill up)
+            # where it is screened one drift step ahead of this level (a rate
+            # that keeps rising is counted again half as often), admitting
+            # what may fill up
             g = r - n_res
             if fl[g, PHASE] == RISING:
-                n_joined = relazy(g, key, flow_ptr, res, frac, row_end, pool_res, pool_frac,
+                ahead = key * (1.0 + DRIFT)
+                n_joined = relazy(g, ahead, flow_ptr, res, frac, row_end, pool_res, pool_frac,
                                    res_ptr, res_flow, res_frac, rs, ri, fl, rate, rise_next,
                                    rise_mark, cand, lazy, lazy_load, joined)
                 for i in range(n_joined):
                     r2 = joined[i]
                     size = heap_set(hk, hi, pos, size, r2, attention(r2, ev, rs, ri))
                 if row_end[g] < flow_ptr[g + 1]:
-                    size = heap_set(hk, hi, pos, size, r, key * (1.0 + DRIFT))
+                    size = heap_set(hk, hi, pos, size, r, ahead * (1.0 + DRIFT))
             continue
         k = attention(r, ev, rs, ri)
         if k == np.inf:
@@ -448,8 +451,9 @@ def refill(ev, n_stack, n_changed, flow_ptr, res, frac, row_end, pool_res, pool_
                         add_dd(rs, r2, W_HI, -pool_frac[e2])
                 if screening and row_end[g] < flow_ptr[g + 1]:
                     size = heap_set(hk, hi, pos, size, n_res + g, np.inf)
-                    if lam * (1.0 + DRIFT) * (1.0 + DRIFT) < lazy[g]:
-                        # far below its lazy rate: count it lower (frees room)
+                    if lam * (1.0 + DRIFT) ** 3 < lazy[g]:
+                        # far below its lazy rate (more than two drift steps:
+                        # not just counted ahead): count it lower (frees room)
                         relazy(g, lam, flow_ptr, res, frac, row_end, pool_res, pool_frac,
                                 res_ptr, res_flow, res_frac, rs, ri, fl, rate, rise_next,
                                 rise_mark, cand, lazy, lazy_load, joined)
