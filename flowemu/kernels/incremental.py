@@ -104,6 +104,7 @@ from .refill import (
     RISE_HEAD,
     TOP,
     add_dd,
+    count_load,
     hold,
     refill,
     release,
@@ -326,11 +327,7 @@ def incremental_events(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_by
         if not active[f]:
             fl[f, PHASE] = DONE
             continue
-        x = rate[f]
-        for e in range(flow_ptr[f], flow_ptr[f + 1]):
-            r = res[e]
-            add_dd(rs, r, LOAD_HI, frac[e] * x)
-            rs[r, TOP] = max(rs[r, TOP], x)
+        count_load(f, rate[f], flow_ptr, res, frac, rs, None)
     for f in range(n_flows):
         if not active[f]:
             continue

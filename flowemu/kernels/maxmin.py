@@ -344,7 +344,8 @@ def solve_completion(routes, link_capacity, flow_bytes, *, flow_dst=None,
     flow_ptr, link, frac, capacity, n_plain, w_t, eps, n_links, flow_bytes, keep = prepared_problem(
         routes, link_capacity, flow_bytes, flow_dst, ingress_capacity, incast_threshold,
         incast_slope, flow_class, persistent, link_incast)
-    lazy = _screens(*_entries(flow_ptr))
+    counts = np.diff(flow_ptr)   # (once: both choices below read them)
+    lazy = _screens(*_entries(counts))
     switch_after = -1 if lazy else SWITCH_EVENTS
     if method == "incremental":
         rate0, finish, moved, status = incremental_completion_kernel(
@@ -355,7 +356,8 @@ def solve_completion(routes, link_capacity, flow_bytes, *, flow_dst=None,
         # "auto": the screened solver solves t = 0 and hands a step with many
         # finish times to the incremental one where the routes of the flows
         # that finish allow
-        handoff = method == "auto" and completion_method(flow_ptr, keep) == "incremental"
+        handoff = method == "auto" and \
+            _method(*_entries(counts, keep), int(flow_ptr[-1])) == "incremental"
         rate0, finish, moved, status = screened_completion_kernel(
             flow_ptr, link, frac, capacity, n_plain, w_t, eps,
             flow_bytes, keep, SCREEN_START, handoff)
@@ -475,7 +477,7 @@ def completion_method(flow_ptr, persistent=None) -> str:
     the events move but which never finish) or from 2**31 entries on, else
     ``"incremental"``."""
     flow_ptr = np.asarray(flow_ptr)
-    return _method(*_entries(flow_ptr, persistent), int(flow_ptr[-1] - flow_ptr[0]))
+    return _method(*_entries(np.diff(flow_ptr), persistent), int(flow_ptr[-1] - flow_ptr[0]))
 
 
 def _method(entries: int, routed: int, total: int) -> str:
@@ -487,18 +489,16 @@ def _method(entries: int, routed: int, total: int) -> str:
 def incremental_screens(flow_ptr) -> bool:
     """Whether the incremental solver screens these routes (more than
     ``LAZY_ENTRIES`` entries a flow on average)."""
-    return _screens(*_entries(flow_ptr))
+    return _screens(*_entries(np.diff(np.asarray(flow_ptr))))
 
 
 def _screens(entries: int, routed: int) -> bool:
     return entries > LAZY_ENTRIES * routed
 
 
-def _entries(flow_ptr, persistent=None) -> tuple[int, int]:
-    """``(route entries, flows with a path)``, of the flows not
-    ``persistent`` (bool[F]) where given."""
-    flow_ptr = np.asarray(flow_ptr)
-    counts = np.diff(flow_ptr)
+def _entries(counts, persistent=None) -> tuple[int, int]:
+    """``(route entries, flows with a path)`` from each flow's entry count,
+    of the flows not ``persistent`` (bool[F]) where given."""
     if persistent is not None:
         counts = counts[~np.asarray(persistent, dtype=bool)]
     return int(counts.sum()), int(np.count_nonzero(counts))

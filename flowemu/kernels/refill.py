@@ -240,6 +240,18 @@ def start_screening(flow_ptr, res, frac, row_end, pool_res, pool_frac, rs, fl, r
 
 
 @njit(**NUMPY_ERRORS)
+def count_load(g, x, flow_ptr, res, frac, rs, skip):
+    """Count flow ``g`` at rate ``x`` in the load (and ``TOP``) of each
+    resource it crosses, but those with ``skip[r]`` (``skip`` None: none)."""
+    for e in range(flow_ptr[g], flow_ptr[g + 1]):
+        r = res[e]
+        if skip is not None and skip[r]:
+            continue
+        add_dd(rs, r, LOAD_HI, frac[e] * x)
+        rs[r, TOP] = max(rs[r, TOP], x)
+
+
+@njit(**NUMPY_ERRORS)
 def stale_pools(res_ptr, rs, cand, n_plain, share):
     """Whether more than ``share`` of the entries on candidate resources lie
     on resources now far enough from capacity to be screened (counting every
@@ -269,14 +281,8 @@ def rescreen(flow_ptr, res, frac, row_end, pool_res, pool_frac, rs, fl, rate, ri
             rs[r, LOAD_LO] = 0.0
             rs[r, TOP] = 0.0
     for g in range(n_flows):
-        if fl[g, PHASE] == DONE:
-            continue
-        x = rate[g]
-        for e in range(flow_ptr[g], flow_ptr[g + 1]):
-            r = res[e]
-            if not cand[r]:
-                add_dd(rs, r, LOAD_HI, frac[e] * x)
-                rs[r, TOP] = max(rs[r, TOP], x)
+        if fl[g, PHASE] != DONE:
+            count_load(g, rate[g], flow_ptr, res, frac, rs, cand)
     start_screening(flow_ptr, res, frac, row_end, pool_res, pool_frac, rs, fl, rate, rise_mark,
                     n_plain, cand, lazy, lazy_load)
 
