@@ -189,7 +189,7 @@ def dataflow_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes
     row_end = flow_ptr[1:].copy()
     cand = np.ones(n_res, dtype=np.uint8)
     lazy = np.zeros(n_flows, dtype=np.float64)
-    lazy_load = np.zeros(n_res, dtype=np.float64)
+    room = np.full(n_res, np.inf)
     joined = np.empty(n_res, dtype=np.int32)
     entry_flow = np.empty(res.shape[0], dtype=np.int32)
     for f in range(n_flows):
@@ -284,7 +284,7 @@ def dataflow_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes
             n_changed = refill(ev, n_stack, n_changed, flow_ptr, res, frac, row_end, res, frac,
                                entry_flow, res_ptr, res_flow, res_frac, rs, ri, fl, rate,
                                old_rate, changed, stack, rise_next, rise_mark, seeds, n_seeds,
-                               hk, hi, pos, False, cand, lazy, lazy_load, joined, act_head,
+                               hk, hi, pos, False, cand, lazy, room, joined, act_head,
                                act_next)
             n_stack = 0
             n_seeds = 0

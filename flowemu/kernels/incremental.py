@@ -286,7 +286,7 @@ def incremental_events(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_by
     screening = False
     cand = np.ones(n_res, dtype=np.uint8)
     lazy = np.zeros(n_flows, dtype=np.float64)
-    lazy_load = np.zeros(n_res, dtype=np.float64)
+    room = np.full(n_res, np.inf)   # screened resources: lazy_room
     joined = np.empty(n_res, dtype=np.int32)
     entry_flow = np.empty(res.shape[0], dtype=np.int32)
     for f in range(n_flows):
@@ -347,7 +347,7 @@ def incremental_events(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_by
             fsize = heap_set(fk, fi, fpos, fsize, f, tf)
     if screen:
         start_screening(flow_ptr, res, frac, row_end, pool_res, pool_frac, rs, fl, rate,
-                         rise_mark, n_plain, cand, lazy, lazy_load)
+                         rise_mark, n_plain, cand, lazy, room)
         screening = True
 
     t = 0.0
@@ -392,7 +392,7 @@ def incremental_events(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_by
             for e in range(flow_ptr[g], flow_ptr[g + 1]):
                 r = res[e]
                 if not cand[r]:
-                    lazy_load[r] -= frac[e] * lazy[g]
+                    room[r] += frac[e] * lazy[g]
                     continue
                 add_dd(rs, r, LOAD_HI, -frac[e] * x)
                 if incast and r >= n_plain:
@@ -406,7 +406,7 @@ def incremental_events(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_by
         n_changed = refill(ev, n_stack, n_changed, flow_ptr, res, frac, row_end, pool_res,
                           pool_frac, entry_flow, res_ptr, res_flow, res_frac, rs, ri, fl, rate,
                           old_rate, changed, stack, rise_next, rise_mark, seeds, n_seeds, hk, hi,
-                          pos, screening, cand, lazy, lazy_load, joined, None, None)
+                          pos, screening, cand, lazy, room, joined, None, None)
         n_stack = 0
         # the flows whose rate changed: bring their bytes up to date
         for i in range(n_changed):
@@ -456,14 +456,14 @@ def incremental_events(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_by
             walked = 0
             if stale_pools(res_ptr, rs, cand, n_plain, rescreen_stale):
                 rescreen(flow_ptr, res, frac, row_end, pool_res, pool_frac, rs, fl, rate,
-                         rise_mark, n_plain, cand, lazy, lazy_load)
+                         rise_mark, n_plain, cand, lazy, room)
         if not screening and moved_enough(ev - 1, n_moved, switch_after, switch_changes):
             # many rates move an event: from now on count each flow lazily
             # on the resources far from capacity (its pool gets its own copy)
             pool_res = res.copy()
             pool_frac = frac.copy()
             start_screening(flow_ptr, res, frac, row_end, pool_res, pool_frac, rs, fl, rate,
-                             rise_mark, n_plain, cand, lazy, lazy_load)
+                             rise_mark, n_plain, cand, lazy, room)
             screening = True
     for f in range(n_flows):
         if persistent[f] and fl[f, PHASE] != DONE:

@@ -146,11 +146,12 @@ def release(g, ev, fl, ri, rate, old_rate, changed, n_changed, stack, n_stack):
 
 @njit(**NUMPY_ERRORS)
 def admit(r, row_end, pool_res, pool_frac, res_ptr, res_flow, res_frac, rs, ri, fl, rate,
-           rise_next, rise_mark, cand):
+          rise_next, rise_mark, cand, room):
     """Make screened resource ``r`` a candidate during a fill (no released
     flow is waiting to be expanded): its exact load and rising weight from
     its flows, an entry in each one's pool (and in its rising list)."""
     cand[r] = 1
+    room[r] = np.inf
     rs[r, LOAD_HI] = 0.0
     rs[r, LOAD_LO] = 0.0
     rs[r, W_HI] = 0.0
@@ -181,21 +182,24 @@ def admit(r, row_end, pool_res, pool_frac, res_ptr, res_flow, res_frac, rs, ri, 
 
 @njit(**NUMPY_ERRORS)
 def relazy(g, new, flow_ptr, res, frac, row_end, pool_res, pool_frac, res_ptr, res_flow,
-            res_frac, rs, ri, fl, rate, rise_next, rise_mark, cand, lazy, lazy_load, joined):
+           res_frac, rs, ri, fl, rate, rise_next, rise_mark, cand, lazy, room, joined):
     """Count flow ``g`` at the lazy rate ``new`` on its screened resources;
     those that may come near capacity are admitted (listed in ``joined``).
-    Returns how many."""
+    Returns how many. (A candidate's ``room`` is ``+inf``: the walk needs
+    no test to leave it alone.)"""
     d = new - lazy[g]
     lazy[g] = new
     admitted = 0
+    if d <= 0.0:
+        for e in range(flow_ptr[g], flow_ptr[g + 1]):
+            room[res[e]] -= frac[e] * d
+        return 0
     for e in range(flow_ptr[g], flow_ptr[g + 1]):
         r = res[e]
-        if cand[r]:
-            continue
-        lazy_load[r] += frac[e] * d
-        if d > 0.0 and not screenable(lazy_load[r], rs[r, CAP]):
+        room[r] -= frac[e] * d
+        if room[r] <= 0.0:
             admit(r, row_end, pool_res, pool_frac, res_ptr, res_flow, res_frac, rs, ri, fl,
-                   rate, rise_next, rise_mark, cand)
+                  rate, rise_next, rise_mark, cand, room)
             joined[admitted] = r
             admitted += 1
     return admitted
@@ -205,21 +209,29 @@ def relazy(g, new, flow_ptr, res, frac, row_end, pool_res, pool_frac, res_ptr, r
 def screenable(lazy_load, cap):
     """Whether a resource whose flows run within ``DRIFT`` of the lazy rates
     that load it with ``lazy_load`` stays below capacity ``cap``."""
-    return lazy_load * (1.0 + DRIFT) < cap * (1.0 - MARGIN)
+    return lazy_room(lazy_load, cap) > 0.0
+
+
+@njit(**NUMPY_ERRORS)
+def lazy_room(lazy_load, cap):
+    """A screened resource's *room*: how much more lazy load it takes while
+    it is :func:`screenable` (it is while the room is ``> 0``)."""
+    return cap * (1.0 - MARGIN) / (1.0 + DRIFT) - lazy_load
 
 
 @njit(**NUMPY_ERRORS)
 def start_screening(flow_ptr, res, frac, row_end, pool_res, pool_frac, rs, fl, rate, rise_mark,
-                     n_plain, cand, lazy, lazy_load):
+                     n_plain, cand, lazy, room):
     """After the ``t = 0`` fill (every flow settled, every load exact): count
     each flow at its rate as its lazy rate, keep as candidates the resources
     that may come near capacity (ingress resources, whose capacity moves,
-    always), and pool each flow's entries on them."""
+    always), and pool each flow's entries on them. ``room``: each screened
+    resource's :func:`lazy_room`, ``+inf`` for a candidate."""
     n_flows = flow_ptr.shape[0] - 1
     n_res = rs.shape[0]
     for r in range(n_res):
-        lazy_load[r] = rs[r, LOAD_HI] + rs[r, LOAD_LO]
-        cand[r] = 1 if r >= n_plain or not screenable(lazy_load[r], rs[r, CAP]) else 0
+        room[r] = lazy_room(rs[r, LOAD_HI] + rs[r, LOAD_LO], rs[r, CAP])
+        cand[r] = 1 if r >= n_plain or room[r] <= 0.0 else 0
     for g in range(n_flows):
         if fl[g, PHASE] == DONE:
             continue
@@ -228,6 +240,9 @@ def start_screening(flow_ptr, res, frac, row_end, pool_res, pool_frac, rs, fl, r
             # (no drift bound holds at rate 0: every resource it crosses stays)
             for e in range(flow_ptr[g], flow_ptr[g + 1]):
                 cand[res[e]] = 1
+    for r in range(n_res):
+        if cand[r]:
+            room[r] = np.inf
     for g in range(n_flows):
         p = flow_ptr[g]
         for e in range(flow_ptr[g], flow_ptr[g + 1]):
@@ -270,7 +285,7 @@ def stale_pools(res_ptr, rs, cand, n_plain, share):
 
 @njit(**NUMPY_ERRORS)
 def rescreen(flow_ptr, res, frac, row_end, pool_res, pool_frac, rs, fl, rate, rise_mark,
-             n_plain, cand, lazy, lazy_load):
+             n_plain, cand, lazy, room):
     """:func:`start_screening` again between two events (every flow settled,
     every candidate's load exact): the loads of the resources screened so
     far are made exact from the flows' rates first."""
@@ -284,7 +299,7 @@ def rescreen(flow_ptr, res, frac, row_end, pool_res, pool_frac, rs, fl, rate, ri
         if fl[g, PHASE] != DONE:
             count_load(g, rate[g], flow_ptr, res, frac, rs, cand)
     start_screening(flow_ptr, res, frac, row_end, pool_res, pool_frac, rs, fl, rate, rise_mark,
-                    n_plain, cand, lazy, lazy_load)
+                    n_plain, cand, lazy, room)
 
 
 @njit(**NUMPY_ERRORS)
@@ -305,7 +320,7 @@ def _settle_check(h, over, highest, ev, fl, ri, rate, old_rate, changed, n_chang
 @njit(**NUMPY_ERRORS)
 def refill(ev, n_stack, n_changed, flow_ptr, res, frac, row_end, pool_res, pool_frac, entry_flow,
           res_ptr, res_flow, res_frac, rs, ri, fl, rate, old_rate, changed, stack, rise_next,
-          rise_mark, seeds, n_seeds, hk, hi, pos, screening, cand, lazy, lazy_load, joined,
+          rise_mark, seeds, n_seeds, hk, hi, pos, screening, cand, lazy, room, joined,
           act_head, act_next):
     """Fill again what the released flows on ``stack`` and the changed
     resources ``seeds[:n_seeds]`` reach; returns ``n_changed``. Every
@@ -373,7 +388,7 @@ def refill(ev, n_stack, n_changed, flow_ptr, res, frac, row_end, pool_res, pool_
                 ahead = key * (1.0 + DRIFT)
                 n_joined = relazy(g, ahead, flow_ptr, res, frac, row_end, pool_res, pool_frac,
                                    res_ptr, res_flow, res_frac, rs, ri, fl, rate, rise_next,
-                                   rise_mark, cand, lazy, lazy_load, joined)
+                                   rise_mark, cand, lazy, room, joined)
                 for i in range(n_joined):
                     r2 = joined[i]
                     size = heap_set(hk, hi, pos, size, r2, attention(r2, ev, rs, ri))
@@ -462,6 +477,6 @@ def refill(ev, n_stack, n_changed, flow_ptr, res, frac, row_end, pool_res, pool_
                         # not just counted ahead): count it lower (frees room)
                         relazy(g, lam, flow_ptr, res, frac, row_end, pool_res, pool_frac,
                                 res_ptr, res_flow, res_frac, rs, ri, fl, rate, rise_next,
-                                rise_mark, cand, lazy, lazy_load, joined)
+                                rise_mark, cand, lazy, room, joined)
             e = nxt
     return n_changed
