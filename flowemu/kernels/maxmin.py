@@ -56,8 +56,14 @@ resources keep ``base``); incast is off when every class's is.
 
 Speed
 -----
-Two exact event-driven solvers; :func:`solve_completion` picks one from the
-problem itself (``method="auto"``), never from the topology: the ``t = 0``
+A step whose flows all have one size, without persistent flows (a
+collective's step), needs no events: no flow ever changes rate, since a
+finish moves no rate below the finished flow's and equal sizes finish
+fastest first, so each flow ends at ``bytes / rate0``
+(:func:`flowemu.kernels.incremental.finish_in_rate_order`; "auto" takes it).
+
+Otherwise two exact event-driven solvers; :func:`solve_completion` picks one
+from the problem itself (``method="auto"``), never from the topology: the ``t = 0``
 solve (the progressive fill of :mod:`.fill`, fast where a step's flows share
 few levels) shows when the flows would finish; a step whose flows finish in
 at most ``BULK_EVENTS`` groups (a collective's step, where a finish changes
@@ -312,8 +318,10 @@ def solve_completion(routes, link_capacity, flow_bytes, *, flow_dst=None,
         incremental one, the screened re-solves, or (``"auto"``, the default)
         the screened solver's ``t = 0`` solve, then the incremental solver for
         a step whose flows finish in more than ``BULK_EVENTS`` groups, where
-        :func:`completion_method` allows it. Results are the same (to
-        rounding); only the time differs.
+        :func:`completion_method` allows it; flows all of one size without
+        persistent ones end at the ``t = 0`` solve (none changes rate, see
+        :func:`flowemu.kernels.incremental.finish_in_rate_order`). Results
+        are the same (to rounding); only the time differs.
     persistent : bool[F], optional
         Flows that never finish (steady background traffic, each with a
         non-empty path; their ``flow_bytes`` are ignored): they share every
@@ -347,11 +355,14 @@ def solve_completion(routes, link_capacity, flow_bytes, *, flow_dst=None,
     counts = np.diff(flow_ptr)   # (once: both choices below read them)
     lazy = _screens(*_entries(counts))
     switch_after = -1 if lazy else SWITCH_EVENTS
-    if method == "incremental":
+    # "auto": flows of one size (a collective's step) and no background end
+    # at the t = 0 solve (incremental.finish_in_rate_order says why)
+    equal_ends = method == "auto" and _one_size(flow_bytes, counts, keep)
+    if method == "incremental" or equal_ends:
         rate0, finish, moved, status = incremental_completion_kernel(
             flow_ptr, link, frac, capacity, n_plain, w_t, eps,
             flow_bytes, keep, lazy, switch_after, SWITCH_CHANGES, RESCREEN_WALK,
-            RESCREEN_STALE)
+            RESCREEN_STALE, equal_ends)
     else:
         # "auto": the screened solver solves t = 0 and hands a step with many
         # finish times to the incremental one where the routes of the flows
@@ -494,6 +505,15 @@ def incremental_screens(flow_ptr) -> bool:
 
 def _screens(entries: int, routed: int) -> bool:
     return entries > LAZY_ENTRIES * routed
+
+
+def _one_size(flow_bytes, counts, persistent) -> bool:
+    """Whether no flow is ``persistent`` and every flow with a path has the
+    same size."""
+    if persistent.any():
+        return False
+    sizes = flow_bytes[counts > 0]
+    return bool(sizes.size) and bool(np.all(sizes == sizes[0]))
 
 
 def _entries(counts, persistent=None) -> tuple[int, int]:

@@ -183,6 +183,56 @@ def test_incremental_matches_screened_with_thousands_of_events(spec, ecmp):
     _close(inc.moved, scr.moved)
 
 
+@pytest.mark.parametrize("background", [0.0, 0.2])
+@pytest.mark.parametrize("method", ["incremental", "screened", "auto"])
+@pytest.mark.parametrize("spec, ecmp", LARGE)
+def test_equal_sizes_finish_at_their_first_rate(spec, ecmp, method, background):
+    """A closed form, as in a collective's step under a background load: when
+    every flow that finishes has the same bytes ``B``, each finishes at ``B /
+    (its rate at t = 0)`` however the persistent flows' rates move.
+
+    (A finish leaves every rate below the finished flow's unchanged: each
+    resource the flow crossed saturated at or above its rate, and without it,
+    with the same loads below that level, less weight and no less capacity,
+    saturates no earlier; with equal bytes the fastest flows finish first,
+    those tied in rate together, so no flow still running ever sees a finish
+    below its rate.) Tens to thousands of events (equal sizes tie many
+    flows), with a background whose rates they move or without (where "auto"
+    solves ``t = 0`` only and the others go through every event), on
+    failed, degraded and incast-limited resources."""
+    n = parse_topology(spec).num_endpoints
+    routes, cap, flow_bytes, kwargs = _problem(spec, ecmp, max(2000, 8 * n), 11, fail=2,
+                                               degrade=6, incast=True, background=background)
+    flow_bytes[:] = 3e6
+    sol = solve_completion(routes, cap, flow_bytes, method=method, **kwargs)
+    assert sol.status == 0
+    done = ~kwargs.get("persistent", np.zeros(len(flow_bytes), dtype=bool))
+    assert len(np.unique(sol.finish[done])) >= 20
+    if background:
+        assert np.all(sol.moved[~done] > 0)
+    # (flows within the tie tolerance of a faster one finish with it: 1e-12)
+    np.testing.assert_allclose(sol.finish[done], flow_bytes[done] / sol.rate0[done],
+                               rtol=2e-12, atol=0)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_problems(), st.sampled_from([0.0, 1e6, 3e6]))
+def test_auto_ends_flows_of_one_size_at_the_first_solve_as_the_oracle(problem, size):
+    """"auto" with flows of one size and no background: every finish time
+    from the ``t = 0`` rates (grouped to the tie tolerance as the events
+    would), against the oracle's event-by-event filling."""
+    spec, ecmp, n_flows, seed, opts = problem
+    routes, cap, flow_bytes, kwargs = _problem(spec, ecmp, n_flows, seed,
+                                               **dict(opts, background=0.0))
+    flow_bytes[:] = size
+    sol = solve_completion(routes, cap, flow_bytes, **kwargs)
+    rate0, finish, _, status = _oracle(routes, cap, flow_bytes, kwargs)
+    assert sol.status == status
+    if status == 0:
+        _close(sol.rate0, rate0)
+        _close(sol.finish, finish)
+
+
 @settings(max_examples=150, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(small_problems())
