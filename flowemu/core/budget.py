@@ -66,6 +66,10 @@ SCHEDULE_FLOW_BYTES = 24
 SCHEDULE_RANK_BYTES = 600
 #: per flow of a step being routed and solved
 SOLVE_FLOW_BYTES = 300
+#: ... when the solver ends it at its t = 0 solve (flows of one size, no
+#: background: no event state); ~157 B a flow measured over a ring step on
+#: torus:256x256 (262,144 flows of one entry each; 214 B event by event)
+SOLVE_FLOW_BYTES_STATIC = 200
 #: per route entry of a step being routed and solved (link, fraction, the
 #: solver's link-major transpose and its per-entry state)
 SOLVE_ENTRY_BYTES = 24
@@ -277,12 +281,15 @@ def schedule_bytes(flows: int, p: int) -> int:
     return int(flows) * SCHEDULE_FLOW_BYTES + int(p) * SCHEDULE_RANK_BYTES
 
 
-def solve_bytes(flows: int, entries: int) -> int:
+def solve_bytes(flows: int, entries: int, events: bool = True) -> int:
     """Routing and solver workspace of one step of ``flows`` flows with
-    ``entries`` route entries."""
-    per_entry = SOLVE_ENTRY_BYTES_INCREMENTAL if entries <= INCREMENTAL_ENTRIES * flows \
-        else SOLVE_ENTRY_BYTES
-    return int(flows) * SOLVE_FLOW_BYTES + int(entries) * per_entry
+    ``entries`` route entries; ``events=False``: a step the solver ends at
+    its ``t = 0`` solve (flows of one size, no background: no incremental
+    state)."""
+    per_entry = SOLVE_ENTRY_BYTES_INCREMENTAL \
+        if events and entries <= INCREMENTAL_ENTRIES * flows else SOLVE_ENTRY_BYTES
+    per_flow = SOLVE_FLOW_BYTES if events else SOLVE_FLOW_BYTES_STATIC
+    return int(flows) * per_flow + int(entries) * per_entry
 
 
 def flow_dump_bytes(rows: int, pattern_rows: int, pattern_entries: int,
@@ -357,14 +364,17 @@ def _links_and_nodes(links: int, nodes: int, link_bytes: int) -> int:
 
 
 def run_bytes(topology, p: int, flows: list[int], entries: list[int], threads: int,
-              solved: list[int] | None = None) -> int:
+              solved: list[int] | None = None, events: list[bool] | None = None) -> int:
     """Peak of a run of ``p`` ranks: the topology, its schedule and the
     ``threads`` largest step workspaces (``flows[k]``, ``entries[k]`` per
     distinct step) solved at once. ``solved[k]``: the flows step ``k``'s
-    solve holds when fewer than its own (one per orbit of a symmetry)."""
+    solve holds when fewer than its own (one per orbit of a symmetry);
+    ``events[k]``: whether it may be solved event by event (default: all,
+    see :func:`solve_bytes`)."""
     solved = flows if solved is None else solved
-    work = sorted((solve_bytes(f, e) for f, e in zip(solved, entries, strict=True)),
-                  reverse=True)
+    events = [True] * len(flows) if events is None else events
+    work = sorted((solve_bytes(f, e, ev)
+                   for f, e, ev in zip(solved, entries, events, strict=True)), reverse=True)
     # the topology was built first: its building's peak may be the run's
     # (a HyperX's links grow with the square of its nodes, its flows do not)
     return max(topology_build_bytes(topology),

@@ -17,6 +17,14 @@ def distinct_steps(schedule: Schedule) -> list[Traffic]:
     return [t for t in seen.values() if t.num_flows]
 
 
+def one_size(traffic: Traffic) -> bool:
+    """Whether every flow of a step carries the same bytes (the solver then
+    needs no events for it: :mod:`flowemu.kernels.incremental`'s
+    ``finish_in_rate_order``)."""
+    share = traffic.share
+    return bool(share.size) and bool((share == share[0]).all())
+
+
 def check_memory(ctx: Context, schedule: Schedule, threads: int, lim,
                  exact: bool = False, reduced: bool = False) -> int:
     """Refuse (ConfigError) a schedule whose solve would not fit in ``lim``.
@@ -37,6 +45,8 @@ def check_memory(ctx: Context, schedule: Schedule, threads: int, lim,
     for t in steps:
         check_ranks(ctx, t)
     flows = [t.num_flows for t in steps]
+    # a step of flows of one size, without background, ends at its t = 0 solve
+    events = [ctx.load is not None or not one_size(t) for t in steps]
     what = f"{ctx.topology.spec} {schedule.algorithm}"
     solved = list(flows)
     entries = [0] * len(steps)
@@ -45,7 +55,8 @@ def check_memory(ctx: Context, schedule: Schedule, threads: int, lim,
     def need_with(counts) -> int:
         for k, c in zip(rest, counts, strict=True):
             entries[k] = c
-        return budget.run_bytes(ctx.topology, schedule.p, flows, entries, threads, solved)
+        return budget.run_bytes(ctx.topology, schedule.p, flows, entries, threads, solved,
+                                events)
 
     if reduced and ctx.uniform_latency is not None and not exact and not ctx.adaptive:
         small = [ctx.topology.solver_route_entries(*endpoints(ctx, t), ctx.ecmp)

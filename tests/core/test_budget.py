@@ -342,6 +342,20 @@ def test_incremental_entry_cost_follows_the_solvers_choice():
         + 10 * n * budget.SOLVE_ENTRY_BYTES_INCREMENTAL
     assert budget.solve_bytes(10, 10 * n + 1) == 10 * budget.SOLVE_FLOW_BYTES \
         + (10 * n + 1) * budget.SOLVE_ENTRY_BYTES
+    # a step without events (flows of one size, no background): no incremental state
+    assert budget.solve_bytes(10, 10 * n, events=False) == 10 * budget.SOLVE_FLOW_BYTES_STATIC \
+        + 10 * n * budget.SOLVE_ENTRY_BYTES
+
+
+def test_steps_of_one_size_are_charged_without_event_state():
+    """A step whose flows all carry the same bytes ends at its t = 0 solve
+    (flowemu.kernels.incremental.finish_in_rate_order) unless a background
+    joins it; check_memory charges it so."""
+    from flowemu.algorithms.base import Traffic
+    from flowemu.engine.memory import one_size
+    src = np.arange(8)
+    assert one_size(Traffic(src, (src + 1) % 8, np.full(8, 0.25)))
+    assert not one_size(Traffic(src, (src + 1) % 8, np.linspace(0.1, 0.8, 8)))
 
 
 BUILD = textwrap.dedent("""
