@@ -19,7 +19,7 @@ def distinct_steps(schedule: Schedule) -> list[Traffic]:
 
 def one_size(traffic: Traffic) -> bool:
     """Whether every flow of a step carries the same bytes (the solver then
-    needs no events for it: :mod:`flowemu.kernels.incremental`'s
+    needs no events for it: :mod:`flowemu.kernels.completion`'s
     ``finish_in_rate_order``)."""
     share = traffic.share
     return bool(share.size) and bool((share == share[0]).all())
@@ -39,30 +39,41 @@ def check_memory(ctx: Context, schedule: Schedule, threads: int, lim,
     straight into its reduced problem (:meth:`Topology.solver_routes`)
     counts those entries, and when the worst case does not fit, a step with
     a symmetry is charged for its representatives' routes
-    (:meth:`Topology.orbits`, found here and kept for the solve). Returns
-    the estimate."""
+    (:meth:`Topology.orbits`, found here and kept for the solve). A step of
+    flows of one size without background, which the solver ends at its
+    ``t = 0`` solve, is charged without event state where that decides
+    (:func:`one_size` reads every flow: only for an estimate that would
+    refuse, and always with ``exact``). Returns the estimate."""
     steps = distinct_steps(schedule)
     for t in steps:
         check_ranks(ctx, t)
     flows = [t.num_flows for t in steps]
-    # a step of flows of one size, without background, ends at its t = 0 solve
-    events = [ctx.load is not None or not one_size(t) for t in steps]
     what = f"{ctx.topology.spec} {schedule.algorithm}"
     solved = list(flows)
     entries = [0] * len(steps)
     rest = list(range(len(steps)))
+    events = [True] * len(steps)   # (may a step be solved event by event)
+    sharp = [False]
 
-    def need_with(counts) -> int:
+    def need_with(counts, last: bool = False) -> int:
+        """The estimate with these entry counts; ``last``: it decides."""
         for k, c in zip(rest, counts, strict=True):
             entries[k] = c
-        return budget.run_bytes(ctx.topology, schedule.p, flows, entries, threads, solved,
+        need = budget.run_bytes(ctx.topology, schedule.p, flows, entries, threads, solved,
                                 events)
+        if (exact or (last and need > lim.bytes)) and not sharp[0]:
+            # a step of flows of one size, without background, ends at its t = 0 solve
+            sharp[0] = True
+            events[:] = [ctx.load is not None or not one_size(t) for t in steps]
+            need = budget.run_bytes(ctx.topology, schedule.p, flows, entries, threads,
+                                    solved, events)
+        return need
 
     if reduced and ctx.uniform_latency is not None and not exact and not ctx.adaptive:
         small = [ctx.topology.solver_route_entries(*endpoints(ctx, t), ctx.ecmp)
                  for t in steps]
         if all(r is not None for r in small):   # routed straight in reduced form
-            need = need_with(small)
+            need = need_with(small, last=True)
             budget.check(need, lim, what)
             return need
     worst = ctx.topology.max_route_entries(ctx.ecmp)
@@ -82,6 +93,6 @@ def check_memory(ctx: Context, schedule: Schedule, threads: int, lim,
             if need <= lim.bytes:
                 return need
     need = need_with([ctx.topology.route_entries(*endpoints(ctx, steps[k]), ctx.ecmp)
-                      for k in rest])
+                      for k in rest], last=True)
     budget.check(need, lim, what)
     return need

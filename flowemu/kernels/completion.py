@@ -91,8 +91,57 @@ def few_finish_times(flow_ptr, flow_bytes, persistent, rate, most, sample=4096):
 
 
 @njit(**NUMPY_ERRORS)
+def _one_size(act, n_act, flow_bytes, persistent):
+    """Whether the flows ``act[:n_act]`` all have the same size and none is
+    persistent."""
+    for i in range(n_act):
+        f = act[i]
+        if persistent[f] or flow_bytes[f] != flow_bytes[act[0]]:
+            return False
+    return True
+
+
+@njit(**NUMPY_ERRORS)
+def finish_in_rate_order(flow_bytes, rate, active, finish):
+    """The finish times of active flows that all have the same size and
+    never change rate, in the events' groups: each at ``bytes / rate``, the
+    flows within ``TIE_TOL`` of an earlier one at that one's time (as the
+    event loops end them together).
+
+    Why no rate changes: a finish leaves every rate below the finished
+    flow's as it was (each resource the flow crossed saturated at or above
+    its rate; without it, with the same loads below that level, less weight
+    and no less capacity -- a receiver's ingress capacity grows back -- it
+    saturates no earlier, so the filling below that level is the same).
+    With equal sizes the fastest flows finish first, those tied with them
+    together, so a flow still running never sees a finish below its own
+    rate: every flow keeps its ``t = 0`` rate to its end (a collective's
+    step on an irregular network: failed or tapered links, incast)."""
+    n = 0
+    for f in range(rate.shape[0]):
+        if active[f]:
+            n += 1
+    idx = np.empty(n, dtype=np.int64)
+    times = np.empty(n, dtype=np.float64)
+    n = 0
+    for f in range(rate.shape[0]):
+        if active[f]:
+            idx[n] = f
+            times[n] = flow_bytes[f] / rate[f] if flow_bytes[f] > 0.0 else 0.0
+            n += 1
+    order = np.argsort(times, kind="mergesort")
+    start = 0.0
+    for i in range(n):
+        tf = times[order[i]]
+        if i == 0 or tf > start + start * TIE_TOL:
+            start = tf
+        finish[idx[order[i]]] = start
+
+
+@njit(**NUMPY_ERRORS)
 def screened_completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes,
-                               persistent, screen_from=SCREEN_START, handoff=False):
+                               persistent, screen_from=SCREEN_START, handoff=False,
+                               equal_ends=False):
     """Event-driven max-min completion of flows that all start at ``t = 0``,
     re-solving after each event every flow at or above the finished rate
     (over its candidate entries only from event ``screen_from`` on).
@@ -130,6 +179,9 @@ def screened_completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps,
         ``BULK_EVENTS`` groups, for the incremental solver to go on
         (:func:`flowemu.kernels.incremental.incremental_events`): there each
         finish changes few rates.
+    equal_ends : bool
+        Where the flows all have the same size and none is persistent, end
+        the step at the ``t = 0`` solve (:func:`finish_in_rate_order`).
 
     Returns
     -------
@@ -325,6 +377,14 @@ def screened_completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps,
             t_next = min(t_next, tf)
             t_last = max(t_last, tf)
         thr = t_next + t_next * TIE_TOL
+        if ev == 1 and equal_ends and t_last > thr and _one_size(act, n_act, flow_bytes,
+                                                                 persistent):
+            # no flow will change rate: each ends at its size / its rate
+            mask = np.zeros(n_flows, dtype=np.bool_)
+            for i in range(n_act):
+                mask[act[i]] = True
+            finish_in_rate_order(flow_bytes, rates, mask, finish)
+            return rate0, finish, moved, STATUS_OK
         if ev == 1 and handoff and t_last > thr and not few_finish_times(
                 flow_ptr, flow_bytes, persistent, rates, BULK_EVENTS):
             return rate0, finish, moved, STATUS_HANDOFF

@@ -155,43 +155,6 @@ def _t0_capacities(flow_ptr, res, capacity, n_plain, w_t, eps, persistent):
 
 
 @njit(**NUMPY_ERRORS)
-def finish_in_rate_order(flow_bytes, rate, active, finish):
-    """The finish times of active flows that all have the same size and
-    never change rate, in the events' groups: each at ``bytes / rate``, the
-    flows within ``TIE_TOL`` of an earlier one at that one's time (as
-    :func:`incremental_events` pops them).
-
-    Why no rate changes: a finish leaves every rate below the finished
-    flow's as it was (each resource the flow crossed saturated at or above
-    its rate; without it, with the same loads below that level, less weight
-    and no less capacity -- a receiver's ingress capacity grows back -- it
-    saturates no earlier, so the filling below that level is the same).
-    With equal sizes the fastest flows finish first, those tied with them
-    together, so a flow still running never sees a finish below its own
-    rate: every flow keeps its ``t = 0`` rate to its end (a collective's
-    step on an irregular network: failed or tapered links, incast)."""
-    n = 0
-    for f in range(rate.shape[0]):
-        if active[f]:
-            n += 1
-    idx = np.empty(n, dtype=np.int64)
-    times = np.empty(n, dtype=np.float64)
-    n = 0
-    for f in range(rate.shape[0]):
-        if active[f]:
-            idx[n] = f
-            times[n] = flow_bytes[f] / rate[f] if flow_bytes[f] > 0.0 else 0.0
-            n += 1
-    order = np.argsort(times, kind="mergesort")
-    start = 0.0
-    for i in range(n):
-        tf = times[order[i]]
-        if i == 0 or tf > start + start * TIE_TOL:
-            start = tf
-        finish[idx[order[i]]] = start
-
-
-@njit(**NUMPY_ERRORS)
 def moved_enough(events, moved, after, per_event):
     """Whether ``events`` events that moved ``moved`` rates call for a
     change of method: from event ``after`` on (``-1``: never), once they
@@ -210,7 +173,7 @@ def moved_enough(events, moved, after, per_event):
 @njit(**NUMPY_ERRORS)
 def incremental_completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes,
                                   persistent, screen=False, switch_after=-1, switch_changes=0.0,
-                                  rescreen_walk=-1.0, rescreen_stale=0.5, equal_ends=False):
+                                  rescreen_walk=-1.0, rescreen_stale=0.5):
     """Event-driven max-min completion of flows that all start at ``t = 0``,
     each event filling again only what its finished flows reach; with
     ``screen``, after the ``t = 0`` fill only over the resources that are,
@@ -226,8 +189,6 @@ def incremental_completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, e
     more than ``switch_changes`` rates each on average. While screening,
     it screens again between two events where the pools have gone stale
     (``rescreen_walk``, ``rescreen_stale``: :func:`incremental_events`).
-    With ``equal_ends``, flows of equal sizes and no persistent flow end
-    at the ``t = 0`` solve (:func:`finish_in_rate_order`).
     Returns ``(rate0, finish, moved, status)``.
     """
     n_flows = flow_ptr.shape[0] - 1
@@ -249,7 +210,6 @@ def incremental_completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, e
         return rate0, finish, moved, status
     t_first = np.inf
     t_last = 0.0
-    size = -1.0      # the flows' size while they all have the same
     for f in range(n_flows):
         if not active[f]:
             continue
@@ -258,12 +218,7 @@ def incremental_completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, e
         if not np.isfinite(x):
             return rate0, finish, moved, STATUS_NONFINITE
         if persistent[f]:
-            equal_ends = False
             continue
-        if size < 0.0:
-            size = flow_bytes[f]
-        elif flow_bytes[f] != size:
-            equal_ends = False
         if flow_bytes[f] <= 0.0:
             tf = 0.0
         elif x <= 0.0:
@@ -283,9 +238,6 @@ def incremental_completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, e
                     moved[f] = rate[f] * t_first
                 else:
                     finish[f] = t_first
-        return rate0, finish, moved, STATUS_OK
-    if equal_ends:
-        finish_in_rate_order(flow_bytes, rate, active, finish)
         return rate0, finish, moved, STATUS_OK
     return incremental_events(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes,
                               persistent, screen, rate, rate0, finish, moved, switch_after,

@@ -60,7 +60,7 @@ A step whose flows all have one size, without persistent flows (a
 collective's step), needs no events: no flow ever changes rate, since a
 finish moves no rate below the finished flow's and equal sizes finish
 fastest first, so each flow ends at ``bytes / rate0``
-(:func:`flowemu.kernels.incremental.finish_in_rate_order`; "auto" takes it).
+(:func:`flowemu.kernels.completion.finish_in_rate_order`; "auto" takes it).
 
 Otherwise two exact event-driven solvers; :func:`solve_completion` picks one
 from the problem itself (``method="auto"``), never from the topology: the ``t = 0``
@@ -320,7 +320,7 @@ def solve_completion(routes, link_capacity, flow_bytes, *, flow_dst=None,
         a step whose flows finish in more than ``BULK_EVENTS`` groups, where
         :func:`completion_method` allows it; flows all of one size without
         persistent ones end at the ``t = 0`` solve (none changes rate, see
-        :func:`flowemu.kernels.incremental.finish_in_rate_order`). Results
+        :func:`flowemu.kernels.completion.finish_in_rate_order`). Results
         are the same (to rounding); only the time differs.
     persistent : bool[F], optional
         Flows that never finish (steady background traffic, each with a
@@ -355,23 +355,22 @@ def solve_completion(routes, link_capacity, flow_bytes, *, flow_dst=None,
     counts = np.diff(flow_ptr)   # (once: both choices below read them)
     lazy = _screens(*_entries(counts))
     switch_after = -1 if lazy else SWITCH_EVENTS
-    # "auto": flows of one size (a collective's step) and no background end
-    # at the t = 0 solve (incremental.finish_in_rate_order says why)
-    equal_ends = method == "auto" and _one_size(flow_bytes, counts, keep)
-    if method == "incremental" or equal_ends:
+    if method == "incremental":
         rate0, finish, moved, status = incremental_completion_kernel(
             flow_ptr, link, frac, capacity, n_plain, w_t, eps,
             flow_bytes, keep, lazy, switch_after, SWITCH_CHANGES, RESCREEN_WALK,
-            RESCREEN_STALE, equal_ends)
+            RESCREEN_STALE)
     else:
         # "auto": the screened solver solves t = 0 and hands a step with many
         # finish times to the incremental one where the routes of the flows
         # that finish allow
+        # ("auto": flows of one size without persistent ones end at the
+        # t = 0 solve, completion.finish_in_rate_order says why)
         handoff = method == "auto" and \
             _method(*_entries(counts, keep), int(flow_ptr[-1])) == "incremental"
         rate0, finish, moved, status = screened_completion_kernel(
             flow_ptr, link, frac, capacity, n_plain, w_t, eps,
-            flow_bytes, keep, SCREEN_START, handoff)
+            flow_bytes, keep, SCREEN_START, handoff, method == "auto")
         if status == STATUS_HANDOFF:
             state = np.empty(len(flow_bytes) + 1)
             rate0, finish, moved, status = incremental_events(
@@ -505,15 +504,6 @@ def incremental_screens(flow_ptr) -> bool:
 
 def _screens(entries: int, routed: int) -> bool:
     return entries > LAZY_ENTRIES * routed
-
-
-def _one_size(flow_bytes, counts, persistent) -> bool:
-    """Whether no flow is ``persistent`` and every flow with a path has the
-    same size."""
-    if persistent.any():
-        return False
-    sizes = flow_bytes[counts > 0]
-    return bool(sizes.size) and bool(np.all(sizes == sizes[0]))
 
 
 def _entries(counts, persistent=None) -> tuple[int, int]:

@@ -349,7 +349,7 @@ def test_incremental_entry_cost_follows_the_solvers_choice():
 
 def test_steps_of_one_size_are_charged_without_event_state():
     """A step whose flows all carry the same bytes ends at its t = 0 solve
-    (flowemu.kernels.incremental.finish_in_rate_order) unless a background
+    (flowemu.kernels.completion.finish_in_rate_order) unless a background
     joins it; check_memory charges it so."""
     from flowemu.algorithms.base import Traffic
     from flowemu.engine.memory import one_size
