@@ -53,17 +53,18 @@ def check_memory(ctx: Context, schedule: Schedule, threads: int, lim,
     entries = [0] * len(steps)
     rest = list(range(len(steps)))
     events = [True] * len(steps)   # (may a step be solved event by event)
-    sharp = [False]
+    sharp = False   # (events read from the steps' sizes)
 
     def need_with(counts, last: bool = False) -> int:
         """The estimate with these entry counts; ``last``: it decides."""
+        nonlocal sharp
         for k, c in zip(rest, counts, strict=True):
             entries[k] = c
         need = budget.run_bytes(ctx.topology, schedule.p, flows, entries, threads, solved,
                                 events)
-        if (exact or (last and need > lim.bytes)) and not sharp[0]:
+        if (exact or (last and need > lim.bytes)) and not sharp:
             # a step of flows of one size, without background, ends at its t = 0 solve
-            sharp[0] = True
+            sharp = True
             events[:] = [ctx.load is not None or not one_size(t) for t in steps]
             need = budget.run_bytes(ctx.topology, schedule.p, flows, entries, threads,
                                     solved, events)

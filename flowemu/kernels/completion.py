@@ -102,11 +102,12 @@ def _one_size(act, n_act, flow_bytes, persistent):
 
 
 @njit(**NUMPY_ERRORS)
-def finish_in_rate_order(flow_bytes, rate, active, finish):
-    """The finish times of active flows that all have the same size and
-    never change rate, in the events' groups: each at ``bytes / rate``, the
-    flows within ``TIE_TOL`` of an earlier one at that one's time (as the
-    event loops end them together).
+def finish_in_rate_order(act, n_act, times, finish):
+    """The finish times of the flows ``act[:n_act]``, which all have the
+    same size and never change rate, in the events' groups: each at its
+    ``times[f]`` (``bytes / rate``, 0 for 0 bytes), the flows within
+    ``TIE_TOL`` of an earlier one at that one's time (as the event loops end
+    them together).
 
     Why no rate changes: a finish leaves every rate below the finished
     flow's as it was (each resource the flow crossed saturated at or above
@@ -117,25 +118,16 @@ def finish_in_rate_order(flow_bytes, rate, active, finish):
     together, so a flow still running never sees a finish below its own
     rate: every flow keeps its ``t = 0`` rate to its end (a collective's
     step on an irregular network: failed or tapered links, incast)."""
-    n = 0
-    for f in range(rate.shape[0]):
-        if active[f]:
-            n += 1
-    idx = np.empty(n, dtype=np.int64)
-    times = np.empty(n, dtype=np.float64)
-    n = 0
-    for f in range(rate.shape[0]):
-        if active[f]:
-            idx[n] = f
-            times[n] = flow_bytes[f] / rate[f] if flow_bytes[f] > 0.0 else 0.0
-            n += 1
-    order = np.argsort(times, kind="mergesort")
+    own = np.empty(n_act, dtype=np.float64)
+    for i in range(n_act):
+        own[i] = times[act[i]]
+    order = np.argsort(own, kind="mergesort")
     start = 0.0
-    for i in range(n):
-        tf = times[order[i]]
+    for i in range(n_act):
+        tf = own[order[i]]
         if i == 0 or tf > start + start * TIE_TOL:
             start = tf
-        finish[idx[order[i]]] = start
+        finish[act[order[i]]] = start
 
 
 @njit(**NUMPY_ERRORS)
@@ -380,10 +372,7 @@ def screened_completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps,
         if ev == 1 and equal_ends and t_last > thr and _one_size(act, n_act, flow_bytes,
                                                                  persistent):
             # no flow will change rate: each ends at its size / its rate
-            mask = np.zeros(n_flows, dtype=np.bool_)
-            for i in range(n_act):
-                mask[act[i]] = True
-            finish_in_rate_order(flow_bytes, rates, mask, finish)
+            finish_in_rate_order(act, n_act, t_fin, finish)
             return rate0, finish, moved, STATUS_OK
         if ev == 1 and handoff and t_last > thr and not few_finish_times(
                 flow_ptr, flow_bytes, persistent, rates, BULK_EVENTS):

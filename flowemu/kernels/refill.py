@@ -206,16 +206,11 @@ def relazy(g, new, flow_ptr, res, frac, row_end, pool_res, pool_frac, res_ptr, r
 
 
 @njit(**NUMPY_ERRORS)
-def screenable(lazy_load, cap):
-    """Whether a resource whose flows run within ``DRIFT`` of the lazy rates
-    that load it with ``lazy_load`` stays below capacity ``cap``."""
-    return lazy_room(lazy_load, cap) > 0.0
-
-
-@njit(**NUMPY_ERRORS)
 def lazy_room(lazy_load, cap):
     """A screened resource's *room*: how much more lazy load it takes while
-    it is :func:`screenable` (it is while the room is ``> 0``)."""
+    it stays below capacity ``cap`` with its flows within ``DRIFT`` of the
+    lazy rates that load it with ``lazy_load`` (it may be screened while the
+    room is ``> 0``)."""
     return cap * (1.0 - MARGIN) / (1.0 + DRIFT) - lazy_load
 
 
@@ -278,7 +273,7 @@ def stale_pools(res_ptr, rs, cand, n_plain, share):
             continue
         n = res_ptr[r + 1] - res_ptr[r]
         total += n
-        if screenable(rs[r, LOAD_HI] + rs[r, LOAD_LO], rs[r, CAP]):
+        if lazy_room(rs[r, LOAD_HI] + rs[r, LOAD_LO], rs[r, CAP]) > 0.0:
             stale += n
     return stale > share * total
 
