@@ -172,13 +172,14 @@ def load_preset(value, option: str = "network") -> Preset:
             raise ConfigError(f"{option}: {text!r} is neither a built-in preset "
                               f"({', '.join(BUILTIN)}) nor a file")
         why = "is a directory" if path.is_dir() else "file not found"
-        raise ConfigError(f"{option}: {text}: {why}; expected a preset file with a [network] "
-                          "table")
+        raise ConfigError(f"{option}: {_path_text(text)}: {why}; expected a preset file with "
+                          "a [network] table")
     try:
         st = path.stat()
         return _load_file(str(path.resolve()), st.st_mtime_ns, st.st_size, text)
     except OSError as exc:
-        raise ConfigError(f"{option}: {text}: cannot read: {exc.strerror or exc}") from None
+        raise ConfigError(f"{option}: {_path_text(text)}: cannot read: "
+                          f"{exc.strerror or exc}") from None
 
 
 def _unit_problem(key: str, raw) -> str | None:
@@ -232,6 +233,12 @@ def _load_file(resolved: str, mtime_ns: int, size: int, shown: str) -> Preset:
         except ConfigError as exc:
             raise ConfigError(f"network preset {shown}: network.{exc}") from None
     return Preset(shown, dict(net), dict(fit), resolved)
+
+
+def _path_text(text: str) -> str:
+    """A file name for a one-line message: as written, or quoted (escapes
+    shown) when it holds a newline or another unprintable character."""
+    return text if text.isprintable() else repr(text)
 
 
 def preset_network(value, overrides: dict | None = None, option: str = "network") -> Network:

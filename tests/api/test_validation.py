@@ -330,6 +330,18 @@ ANY = st.one_of(
 )
 
 
+@pytest.mark.parametrize("name", ["/\n", "a\tb/net.toml", "missing.toml"])
+def test_a_preset_file_name_is_shown_on_one_line(name):
+    """(hypothesis drew network="/\n": the file name went into the message
+    as it was, newline included)"""
+    with pytest.raises(ConfigError) as info:
+        flowemu.simulate("torus:4", "ring", "1KiB", network=name, threads=1)
+    text = str(info.value)
+    assert "\n" not in text and "\t" not in text
+    assert text.startswith("network: ") and "file not found" in text
+    assert (repr(name) if not name.isprintable() else name) in text
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(arg=st.sampled_from(["topology", "algorithm", "sizes", "ecmp", "seed", "ranks",
                             "network", "threads", "max_memory", "bandwidth", "alpha",
