@@ -298,6 +298,55 @@ def rescreen(flow_ptr, res, frac, row_end, pool_res, pool_frac, rs, fl, rate, ri
 
 
 @njit(**NUMPY_ERRORS)
+def water_level(r, lam, over, res_ptr, res_flow, res_frac, fl, rate, rs):
+    """The rate above which resource ``r``'s settled flows must rise again
+    (with ``OVER_TOL``), given that its rising flows would saturate it at
+    ``lam`` (``over`` is ``lam`` with ``OVER_TOL``): the level ``l`` at
+    which ``r`` saturates when the settled flows above ``l`` rise with its
+    rising flows and the others keep their rates. It is the weighted mean of
+    ``lam`` (weight: the rising flows') and the released flows' rates
+    (weight: their fractions on ``r``), so dropping from the released set
+    the flows at or below the mean raises it; repeated, this stops at ``l``.
+
+    A flow at or below ``l`` held elsewhere would, released, rise past its
+    rate before ``r`` stopped it, and freeze again where it is held, at its
+    rate give or take rounding: it need not move. Should another resource
+    now stop it lower, that resource's own check releases it, as it does
+    any settled flow faster than its level. The flows ``r`` holds above
+    ``lam`` rise in any case: ``r`` is what stops them, and it now
+    saturates higher."""
+    w = rs[r, W_HI] + rs[r, W_LO]
+    base = lam * w
+    cut = over
+    before = over
+    for _ in range(64):
+        wa = 0.0
+        la = 0.0
+        lowest = np.inf   # (of the released flows r does not hold)
+        for j in range(res_ptr[r], res_ptr[r + 1]):
+            h = res_flow[j]
+            if fl[h, PHASE] == SETTLED and rate[h] > over:
+                x = rate[h]
+                if fl[h, BNECK] == r:
+                    a = res_frac[j]
+                    wa += a
+                    la += a * x
+                elif x > cut:
+                    a = res_frac[j]
+                    wa += a
+                    la += a * x
+                    lowest = min(lowest, x)
+        if wa == 0.0:
+            return before   # (rounding emptied the set: the last one goes)
+        level = (base + la) / (w + wa)
+        if not lowest <= level:
+            return cut   # every flow released is above r's level with them
+        before = cut
+        cut = level
+    return before
+
+
+@njit(**NUMPY_ERRORS)
 def _settle_check(h, over, highest, ev, fl, ri, rate, old_rate, changed, n_changed, stack,
                   n_stack):
     """A resource saturating at ``over`` (with tolerance) releases settled
@@ -420,10 +469,13 @@ def refill(ev, n_stack, n_changed, flow_ptr, res, frac, row_end, pool_res, pool_
             # settled flows above this level are not held here: release them
             highest = 0.0
             if act_head is None:   # (pruned when compiled: None is a type of its own)
+                # (those up to the level at which r saturates once the
+                # others rise with its rising flows stay: see water_level)
+                cut = water_level(r, lam, over, res_ptr, res_flow, res_frac, fl, rate, rs)
                 for j in range(res_ptr[r], res_ptr[r + 1]):
                     h = res_flow[j]
                     if fl[h, PHASE] == SETTLED:
-                        if rate[h] > over:
+                        if rate[h] > cut or (fl[h, BNECK] == r and rate[h] > over):
                             n_changed, n_stack = release(h, ev, fl, ri, rate, old_rate,
                                                          changed, n_changed, stack, n_stack)
                         elif rate[h] > highest:
