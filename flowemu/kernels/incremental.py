@@ -21,8 +21,12 @@ Work starts at the finished flows' resources and spreads only through change:
   when the fill reaches that level) releases them: they *rise* again from
   there, taking their load out of every resource they cross;
 * a resource whose rising flows would saturate it at ``lam`` releases the
-  settled flows on it above ``lam`` (they were held elsewhere, higher, and
-  now cannot get that much), then freezes its rising flows at ``lam``;
+  settled flows on it above its *water level* (the level at which it
+  saturates once those rise with its rising flows; they were held
+  elsewhere, higher, and now cannot get that much) and the flows it holds
+  above ``lam``, then freezes its rising flows where it saturates; a
+  settled flow at or below the water level keeps its rate, as it would
+  freeze again at it (:func:`flowemu.kernels.refill.water_level`);
 * a flow that is not released keeps its rate: it is a fixed load.
 
 The levels come out of an indexed min-heap in increasing order (a resource's
