@@ -327,15 +327,13 @@ def water_level(r, lam, over, res_ptr, res_flow, res_frac, fl, rate, rs):
             h = res_flow[j]
             if fl[h, PHASE] == SETTLED and rate[h] > over:
                 x = rate[h]
-                if fl[h, BNECK] == r:
+                held = fl[h, BNECK] == r
+                if held or x > cut:
                     a = res_frac[j]
                     wa += a
                     la += a * x
-                elif x > cut:
-                    a = res_frac[j]
-                    wa += a
-                    la += a * x
-                    lowest = min(lowest, x)
+                    if not held:
+                        lowest = min(lowest, x)
         if wa == 0.0:
             return before   # (rounding emptied the set: the last one goes)
         level = (base + la) / (w + wa)
