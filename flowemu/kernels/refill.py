@@ -30,6 +30,15 @@ OVER_TOL = TIE_TOL
 DRIFT = 0.03
 #: a screened resource stays this far (relative) below capacity
 MARGIN = 1e-9
+#: a resource's load is known to within this (relative to its capacity):
+#: each flow's share of it is a rounded product. Its level is the room
+#: over the weight of its rising flows, so a small weight (a flow with an
+#: ECMP fraction of 1e-17 on it) makes that rounding a level far from the
+#: one the full filling would give. When the level of the flows it holds
+#: fills it to within this, that is its level: in exact numbers a resource
+#: that holds flows at a level and has no room more freezes its rising
+#: flows there, and the flows it holds keep being its fastest
+SNAP = 16.0 * 2.0 ** -53
 
 # rs: float64[R, 8] per resource
 CAP = 0       # capacity now (ingress: after incast)
@@ -67,10 +76,15 @@ def add_dd(rs, r, col, a):
 
 
 @njit(**NUMPY_ERRORS)
-def level_of(rs, r):
-    """Level at which ``r`` saturates with its rising weight."""
-    lam = ((rs[r, CAP] - rs[r, LOAD_HI]) - rs[r, LOAD_LO]) / (rs[r, W_HI] + rs[r, W_LO])
-    return max(0.0, lam)
+def level_of(rs, ri, r):
+    """Level at which ``r`` saturates with its rising weight: the level of
+    the flows it holds when that fills it to within ``SNAP`` of its
+    capacity (see ``SNAP``)."""
+    s = (rs[r, CAP] - rs[r, LOAD_HI]) - rs[r, LOAD_LO]
+    w = rs[r, W_HI] + rs[r, W_LO]
+    if ri[r, N_HELD] > 0 and abs(s - rs[r, HELD_AT] * w) <= rs[r, CAP] * SNAP:
+        return rs[r, HELD_AT]
+    return max(0.0, s / w)
 
 
 @njit(**NUMPY_ERRORS)
@@ -78,7 +92,7 @@ def attention(r, ev, rs, ri):
     """Level at which resource ``r`` needs the fill's attention: the level of
     the flows it holds if it is not yet checked in fill ``ev`` and sooner,
     else where its rising flows would saturate it (``+inf``: never)."""
-    lam = level_of(rs, r) if ri[r, N_RISING] > 0 else np.inf
+    lam = level_of(rs, ri, r) if ri[r, N_RISING] > 0 else np.inf
     if ri[r, N_HELD] > 0 and ri[r, CHECKED] != ev and rs[r, HELD_AT] < lam:
         return rs[r, HELD_AT]
     return lam
@@ -445,7 +459,7 @@ def refill(ev, n_stack, n_changed, flow_ptr, res, frac, row_end, pool_res, pool_
             size = heap_set(hk, hi, pos, size, r, k)
             continue
         n_up = ri[r, N_RISING]
-        lam = level_of(rs, r) if n_up > 0 else np.inf
+        lam = level_of(rs, ri, r) if n_up > 0 else np.inf
         if ri[r, N_HELD] > 0 and ri[r, CHECKED] != ev:
             ri[r, CHECKED] = ev
             level = rs[r, HELD_AT]

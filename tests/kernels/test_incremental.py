@@ -34,6 +34,7 @@ from flowemu.kernels.incremental import STATUS_BULK, incremental_events, moved_e
 from flowemu.kernels.maxmin import solve_completion
 from flowemu.kernels.refill import CAP, LOAD_HI, stale_pools
 from flowemu.topology import parse_topology
+from flowemu.topology.base import Routes
 from flowemu.whatif.faults import apply_faults
 from tests.helpers.maxmin_oracle import completion, completion_persistent, csr_to_lists
 
@@ -333,6 +334,34 @@ def test_incremental_screening_again_matches_screened_with_thousands_of_events(
         monkeypatch, spec, ecmp):
     _rescreen_at_every_event(monkeypatch)
     test_incremental_matches_screened_with_thousands_of_events(spec, ecmp)
+
+
+def test_a_flow_with_a_tiny_share_stops_at_the_level_of_the_flows_its_link_holds():
+    """Link 0 (capacity 1) holds three flows at h = 1/3; flow B crosses it
+    with a fraction of 2**-60 and is held, at the same rate, by link 1 with
+    flow D (which also crosses link 0 with 2**-70). When D finishes, link 1
+    has room and B rises again; link 0 has none: its flows fill it exactly,
+    so B stays at h (1/(3 + 2**-60), rounded) and every flow of 10 bytes
+    ends at 10/h, with the oracle. Link 0's load is a sum of rounded
+    products, 2**-54 short of its capacity; over B's weight that made
+    link 0's level 64, so link 1 alone stopped B, at 2h (finished at 15 s,
+    not 30 s). A resource whose held flows' level fills it to rounding now
+    freezes its rising flows at that level (``refill.SNAP``)."""
+    h = 1.0 / 3.0
+    paths = [[(0, 1.0)]] * 3 + [[(1, 1.0), (0, 2.0 ** -60)], [(0, 2.0 ** -70), (1, 1.0)]]
+    routes = Routes(np.array([0, 1, 2, 3, 5, 7], dtype=np.int64),
+                    np.array([r for p in paths for r, _ in p], dtype=np.int32),
+                    np.array([a for p in paths for _, a in p]),
+                    np.array([len(p) for p in paths], dtype=np.int32))
+    cap = np.array([1.0, 2.0 * h])
+    sizes = np.array([10.0, 10.0, 10.0, 10.0, 0.01])
+    expected = np.array([10.0 / h] * 4 + [0.01 / h])
+    _, oracle, status = completion(paths, [1.0, 2.0 * h], list(sizes))
+    assert status == 0
+    np.testing.assert_allclose(oracle, expected, rtol=1e-15)
+    for method in ("incremental", "screened"):
+        sol = solve_completion(routes, cap, sizes, method=method)
+        np.testing.assert_allclose(sol.finish, expected, rtol=1e-15, err_msg=method)
 
 
 def test_stale_pools_counts_the_candidates_entries_far_from_capacity():
