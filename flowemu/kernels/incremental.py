@@ -72,9 +72,9 @@ exactly, and ECMP fractions from 0.5 down to 1e-30 keep their digits. The
 products themselves are rounded, so a load is known to a few units in the
 last place of the capacity; a resource whose rising weight is tiny (a flow
 with a fraction of 1e-17 on it) would make that a level far from the one
-of the flows it holds, so a resource that holds flows and has no room
-beyond rounding at their level freezes its rising flows there
-(``refill.SNAP``). Each
+of the flows it holds, so a resource with no room beyond rounding at
+the level of the flows it holds (or of its fastest settled flow) freezes
+its rising flows there (``refill.SNAP``). Each
 flow's remaining bytes are brought up to date only when its rate changes, and
 its finish time (``t + remaining / rate``) is its key in a second indexed
 heap. Nothing is allocated per event.

@@ -35,9 +35,11 @@ MARGIN = 1e-9
 #: over the weight of its rising flows, so a small weight (a flow with an
 #: ECMP fraction of 1e-17 on it) makes that rounding a level far from the
 #: one the full filling would give. When the level of the flows it holds
-#: fills it to within this, that is its level: in exact numbers a resource
-#: that holds flows at a level and has no room more freezes its rising
-#: flows there, and the flows it holds keep being its fastest
+#: (or, holding none, the rate of its fastest settled flow) fills it to
+#: within this, that is its level: in exact numbers a resource full at that
+#: level freezes its rising flows there (a rising flow slower before rises
+#: to it, the others giving up a share below rounding), and the flows it
+#: holds keep being its fastest
 SNAP = 16.0 * 2.0 ** -53
 
 # rs: float64[R, 8] per resource
@@ -78,12 +80,13 @@ def add_dd(rs, r, col, a):
 @njit(**NUMPY_ERRORS)
 def level_of(rs, ri, r):
     """Level at which ``r`` saturates with its rising weight: the level of
-    the flows it holds when that fills it to within ``SNAP`` of its
-    capacity (see ``SNAP``)."""
+    the flows it holds (of its fastest settled flow if it holds none) when
+    that fills it to within ``SNAP`` of its capacity."""
     s = (rs[r, CAP] - rs[r, LOAD_HI]) - rs[r, LOAD_LO]
     w = rs[r, W_HI] + rs[r, W_LO]
-    if ri[r, N_HELD] > 0 and abs(s - rs[r, HELD_AT] * w) <= rs[r, CAP] * SNAP:
-        return rs[r, HELD_AT]
+    ref = rs[r, HELD_AT] if ri[r, N_HELD] > 0 else rs[r, TOP]
+    if abs(s - ref * w) <= rs[r, CAP] * SNAP:
+        return ref
     return max(0.0, s / w)
 
 

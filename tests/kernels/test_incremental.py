@@ -336,31 +336,35 @@ def test_incremental_screening_again_matches_screened_with_thousands_of_events(
     test_incremental_matches_screened_with_thousands_of_events(spec, ecmp)
 
 
-def test_a_flow_with_a_tiny_share_stops_at_the_level_of_the_flows_its_link_holds():
-    """Link 0 (capacity 1) holds three flows at h = 1/3; flow B crosses it
-    with a fraction of 2**-60 and is held, at the same rate, by link 1 with
-    flow D (which also crosses link 0 with 2**-70). When D finishes, link 1
-    has room and B rises again; link 0 has none: its flows fill it exactly,
-    so B stays at h (1/(3 + 2**-60), rounded) and every flow of 10 bytes
-    ends at 10/h, with the oracle. Link 0's load is a sum of rounded
-    products, 2**-54 short of its capacity; over B's weight that made
-    link 0's level 64, so link 1 alone stopped B, at 2h (finished at 15 s,
-    not 30 s). A resource whose held flows' level fills it to rounding now
-    freezes its rising flows at that level (``refill.SNAP``)."""
+@pytest.mark.parametrize("elsewhere", [False, True])
+def test_a_flow_with_a_tiny_share_stops_at_the_level_of_the_flows_on_its_link(elsewhere):
+    """Link 0 (capacity 1) is full with three flows at h = 1/3: it holds
+    them, or (``elsewhere``) each is held, at the same rate, by a link of
+    its own that it crosses first. Flow B crosses link 0 with a fraction of
+    2**-60 and is held, at h too, by link 1 with flow D (which also crosses
+    link 0 with 2**-70). When D finishes, link 1 has room and B rises
+    again; link 0 has none, so B stays at h (1/(3 + 2**-60), rounded) and
+    every flow of 10 bytes ends at 10/h, with the oracle. Link 0's load is a
+    sum of rounded products, 2**-54 short of its capacity; over B's weight
+    that made link 0's level 64, so link 1 alone stopped B, at 2h (finished
+    at 15 s, not 30 s). A resource full to rounding at the level of the
+    flows it holds, or of its fastest settled flow, now freezes its rising
+    flows there (``refill.SNAP``)."""
     h = 1.0 / 3.0
-    paths = [[(0, 1.0)]] * 3 + [[(1, 1.0), (0, 2.0 ** -60)], [(0, 2.0 ** -70), (1, 1.0)]]
-    routes = Routes(np.array([0, 1, 2, 3, 5, 7], dtype=np.int64),
+    own = [[(2 + i, 1.0), (0, 1.0)] for i in range(3)] if elsewhere else [[(0, 1.0)]] * 3
+    paths = own + [[(1, 1.0), (0, 2.0 ** -60)], [(0, 2.0 ** -70), (1, 1.0)]]
+    routes = Routes(np.cumsum([0] + [len(p) for p in paths]).astype(np.int64),
                     np.array([r for p in paths for r, _ in p], dtype=np.int32),
                     np.array([a for p in paths for _, a in p]),
                     np.array([len(p) for p in paths], dtype=np.int32))
-    cap = np.array([1.0, 2.0 * h])
-    sizes = np.array([10.0, 10.0, 10.0, 10.0, 0.01])
+    cap = [1.0, 2.0 * h] + ([h] * 3 if elsewhere else [])
+    sizes = [10.0, 10.0, 10.0, 10.0, 0.01]
     expected = np.array([10.0 / h] * 4 + [0.01 / h])
-    _, oracle, status = completion(paths, [1.0, 2.0 * h], list(sizes))
+    _, oracle, status = completion(paths, cap, sizes)
     assert status == 0
     np.testing.assert_allclose(oracle, expected, rtol=1e-15)
     for method in ("incremental", "screened"):
-        sol = solve_completion(routes, cap, sizes, method=method)
+        sol = solve_completion(routes, np.array(cap), np.array(sizes), method=method)
         np.testing.assert_allclose(sol.finish, expected, rtol=1e-15, err_msg=method)
 
 
