@@ -315,7 +315,8 @@ def rescreen(flow_ptr, res, frac, row_end, pool_res, pool_frac, rs, fl, rate, ri
 
 
 @njit(**NUMPY_ERRORS)
-def water_level(r, lam, over, res_ptr, res_flow, res_frac, fl, rate, rs):
+def water_level(r, lam, over, res_ptr, res_flow, res_frac, fl, rate, rs, act_head, act_next,
+                entry_flow, frac):
     """The rate above which resource ``r``'s settled flows must rise again
     (with ``OVER_TOL``), given that its rising flows would saturate it at
     ``lam`` (``over`` is ``lam`` with ``OVER_TOL``): the level ``l`` at
@@ -324,6 +325,8 @@ def water_level(r, lam, over, res_ptr, res_flow, res_frac, fl, rate, rs):
     ``lam`` (weight: the rising flows') and the released flows' rates
     (weight: their fractions on ``r``), so dropping from the released set
     the flows at or below the mean raises it; repeated, this stops at ``l``.
+    ``r``'s flows are its CSR row, or with ``act_head`` its list of entries
+    in the solve (as in :func:`refill`).
 
     A flow at or below ``l`` held elsewhere would, released, rise past its
     rate before ``r`` stopped it, and freeze again where it is held, at its
@@ -340,13 +343,23 @@ def water_level(r, lam, over, res_ptr, res_flow, res_frac, fl, rate, rs):
         wa = 0.0
         la = 0.0
         lowest = np.inf   # (of the released flows r does not hold)
-        for j in range(res_ptr[r], res_ptr[r + 1]):
-            h = res_flow[j]
+        # (r's CSR row, or its list; one loop, no call per flow: a call
+        # here cost the incremental solver ~20 % on Swing's background steps)
+        j = res_ptr[r] if act_head is None else act_head[r]
+        while j >= 0:
+            if act_head is None:
+                if j == res_ptr[r + 1]:
+                    break
+                h = res_flow[j]
+                a = res_frac[j]
+            else:
+                h = entry_flow[j]
+                a = frac[j]
+            j = j + 1 if act_head is None else act_next[j]
             if fl[h, PHASE] == SETTLED and rate[h] > over:
                 x = rate[h]
                 held = fl[h, BNECK] == r
                 if held or x > cut:
-                    a = res_frac[j]
                     wa += a
                     la += a * x
                     if not held:
@@ -362,13 +375,14 @@ def water_level(r, lam, over, res_ptr, res_flow, res_frac, fl, rate, rs):
 
 
 @njit(**NUMPY_ERRORS)
-def _settle_check(h, over, highest, ev, fl, ri, rate, old_rate, changed, n_changed, stack,
-                  n_stack):
-    """A resource saturating at ``over`` (with tolerance) releases settled
-    flow ``h`` if it runs faster; returns ``(n_changed, n_stack, the highest
-    rate of the settled flows it keeps)``."""
+def _settle_check(h, r, cut, over, highest, ev, fl, ri, rate, old_rate, changed, n_changed,
+                  stack, n_stack):
+    """Resource ``r``, saturating at ``over`` (with tolerance), releases
+    settled flow ``h`` if it runs faster than ``cut`` (its water level), or
+    than ``over`` if ``r`` holds it; returns ``(n_changed, n_stack, the
+    highest rate of the settled flows it keeps)``."""
     if fl[h, PHASE] == SETTLED:
-        if rate[h] > over:
+        if rate[h] > cut or (fl[h, BNECK] == r and rate[h] > over):
             n_changed, n_stack = release(h, ev, fl, ri, rate, old_rate, changed, n_changed,
                                          stack, n_stack)
         elif rate[h] > highest:
@@ -483,10 +497,11 @@ def refill(ev, n_stack, n_changed, flow_ptr, res, frac, row_end, pool_res, pool_
         if rs[r, TOP] > over:
             # settled flows above this level are not held here: release them
             highest = 0.0
+            # (those up to the level at which r saturates once the others
+            # rise with its rising flows stay: see water_level)
+            cut = water_level(r, lam, over, res_ptr, res_flow, res_frac, fl, rate, rs,
+                              act_head, act_next, entry_flow, frac)
             if act_head is None:   # (pruned when compiled: None is a type of its own)
-                # (those up to the level at which r saturates once the
-                # others rise with its rising flows stay: see water_level)
-                cut = water_level(r, lam, over, res_ptr, res_flow, res_frac, fl, rate, rs)
                 for j in range(res_ptr[r], res_ptr[r + 1]):
                     h = res_flow[j]
                     if fl[h, PHASE] == SETTLED:
@@ -499,8 +514,8 @@ def refill(ev, n_stack, n_changed, flow_ptr, res, frac, row_end, pool_res, pool_
                 j = act_head[r]
                 while j >= 0:
                     n_changed, n_stack, highest = _settle_check(
-                        entry_flow[j], over, highest, ev, fl, ri, rate, old_rate, changed,
-                        n_changed, stack, n_stack)
+                        entry_flow[j], r, cut, over, highest, ev, fl, ri, rate, old_rate,
+                        changed, n_changed, stack, n_stack)
                     j = act_next[j]
             rs[r, TOP] = highest
             if n_stack > 0:

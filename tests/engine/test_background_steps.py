@@ -83,10 +83,11 @@ def test_dataflow_swing_step_under_a_background_keeps_its_first_rates():
 
 @pytest.mark.slow
 def test_dataflow_swing_step_under_a_background_keeps_its_first_rates_on_torus_128x128():
-    """Before ``refill.SNAP``, the dataflow solver (which releases every
-    settled flow above a resource's level, not only those above its water
-    level) ended 618 of the 65,536 flows beyond this test's tolerance, by
-    up to 5.4e-5; the incremental solver's fill had the same fault."""
+    """Before ``refill.SNAP``, the dataflow solver (which then released
+    every settled flow above a resource's level, not only those above its
+    water level) ended 618 of the 65,536 flows beyond this test's
+    tolerance, by up to 5.4e-5; the incremental solver's fill had the same
+    fault."""
     sol, flow_bytes, finish = _first_step("torus:128x128", dataflow=True)
     assert len(np.unique(finish)) >= 60000
     np.testing.assert_allclose(finish, flow_bytes / sol.rate0, rtol=2e-12, atol=0)
