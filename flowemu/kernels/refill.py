@@ -36,10 +36,12 @@ MARGIN = 1e-9
 #: ECMP fraction of 1e-17 on it) makes that rounding a level far from the
 #: one the full filling would give. When the level of the flows it holds
 #: (or, holding none, the rate of its fastest settled flow) fills it to
-#: within this, that is its level: in exact numbers a resource full at that
-#: level freezes its rising flows there (a rising flow slower before rises
-#: to it, the others giving up a share below rounding), and the flows it
-#: holds keep being its fastest
+#: within this, that is its level. For the flows it holds that is exact: a
+#: resource full at their level freezes its rising flows there (one slower
+#: before rises to it, the others giving up a share below rounding), and
+#: they stay its fastest. Holding none, it settles a tie within rounding:
+#: such flows freeze with the others there, as in the full filling when
+#: the resource comes first among equal levels
 SNAP = 16.0 * 2.0 ** -53
 
 # rs: float64[R, 8] per resource

@@ -349,7 +349,11 @@ def test_a_flow_with_a_tiny_share_stops_at_the_level_of_the_flows_on_its_link(el
     that made link 0's level 64, so link 1 alone stopped B, at 2h (finished
     at 15 s, not 30 s). A resource full to rounding at the level of the
     flows it holds, or of its fastest settled flow, now freezes its rising
-    flows there (``refill.SNAP``)."""
+    flows there (``refill.SNAP``). With ``elsewhere`` the case is a tie
+    within rounding (the three links' capacity is 1/3 rounded down, which
+    leaves link 0 the room of 2**-54): the full filling and the oracle
+    freeze B with the three at link 0, and so does the incremental solver
+    now."""
     h = 1.0 / 3.0
     own = [[(2 + i, 1.0), (0, 1.0)] for i in range(3)] if elsewhere else [[(0, 1.0)]] * 3
     paths = own + [[(1, 1.0), (0, 2.0 ** -60)], [(0, 2.0 ** -70), (1, 1.0)]]
