@@ -377,22 +377,6 @@ def water_level(r, lam, over, res_ptr, res_flow, res_frac, fl, rate, rs, act_hea
 
 
 @njit(**NUMPY_ERRORS)
-def _settle_check(h, r, cut, over, highest, ev, fl, ri, rate, old_rate, changed, n_changed,
-                  stack, n_stack):
-    """Resource ``r``, saturating at ``over`` (with tolerance), releases
-    settled flow ``h`` if it runs faster than ``cut`` (its water level), or
-    than ``over`` if ``r`` holds it; returns ``(n_changed, n_stack, the
-    highest rate of the settled flows it keeps)``."""
-    if fl[h, PHASE] == SETTLED:
-        if rate[h] > cut or (fl[h, BNECK] == r and rate[h] > over):
-            n_changed, n_stack = release(h, ev, fl, ri, rate, old_rate, changed, n_changed,
-                                         stack, n_stack)
-        elif rate[h] > highest:
-            highest = rate[h]
-    return n_changed, n_stack, highest
-
-
-@njit(**NUMPY_ERRORS)
 def refill(ev, n_stack, n_changed, flow_ptr, res, frac, row_end, pool_res, pool_frac, entry_flow,
           res_ptr, res_flow, res_frac, rs, ri, fl, rate, old_rate, changed, stack, rise_next,
           rise_mark, seeds, n_seeds, hk, hi, pos, screening, cand, lazy, room, joined,
@@ -503,22 +487,23 @@ def refill(ev, n_stack, n_changed, flow_ptr, res, frac, row_end, pool_res, pool_
             # rise with its rising flows stay: see water_level)
             cut = water_level(r, lam, over, res_ptr, res_flow, res_frac, fl, rate, rs,
                               act_head, act_next, entry_flow, frac)
-            if act_head is None:   # (pruned when compiled: None is a type of its own)
-                for j in range(res_ptr[r], res_ptr[r + 1]):
+            # (r's CSR row, or with act_head its flows in the solve only,
+            # dataflow: most are not; one loop, as in water_level)
+            j = res_ptr[r] if act_head is None else act_head[r]
+            while j >= 0:
+                if act_head is None:   # (pruned when compiled: None is a type of its own)
+                    if j == res_ptr[r + 1]:
+                        break
                     h = res_flow[j]
-                    if fl[h, PHASE] == SETTLED:
-                        if rate[h] > cut or (fl[h, BNECK] == r and rate[h] > over):
-                            n_changed, n_stack = release(h, ev, fl, ri, rate, old_rate,
-                                                         changed, n_changed, stack, n_stack)
-                        elif rate[h] > highest:
-                            highest = rate[h]
-            else:   # the flows in the solve only (dataflow: most are not)
-                j = act_head[r]
-                while j >= 0:
-                    n_changed, n_stack, highest = _settle_check(
-                        entry_flow[j], r, cut, over, highest, ev, fl, ri, rate, old_rate,
-                        changed, n_changed, stack, n_stack)
-                    j = act_next[j]
+                else:
+                    h = entry_flow[j]
+                j = j + 1 if act_head is None else act_next[j]
+                if fl[h, PHASE] == SETTLED:
+                    if rate[h] > cut or (fl[h, BNECK] == r and rate[h] > over):
+                        n_changed, n_stack = release(h, ev, fl, ri, rate, old_rate, changed,
+                                                     n_changed, stack, n_stack)
+                    elif rate[h] > highest:
+                        highest = rate[h]
             rs[r, TOP] = highest
             if n_stack > 0:
                 # (it stays in play; its level is computed again)

@@ -18,7 +18,7 @@ from flowemu.algorithms import swing
 from flowemu.core.network import Network
 from flowemu.engine.context import make_context
 from flowemu.engine.profiles import solve_step
-from flowemu.kernels.dataflow import dataflow_kernel
+from flowemu.kernels.maxmin import solve_dataflow
 from flowemu.topology import parse_topology
 from flowemu.whatif.background import parse_background
 
@@ -41,14 +41,11 @@ def _first_step(spec: str, dataflow: bool = False):
     joined, cap, _, _, sizes, persistent = ctx.load.problem(ctx, routes, traffic.src,
                                                             traffic.dst, flow_bytes)
     nf, n = routes.num_flows, joined.num_flows
-    _, finish, _, _, status = dataflow_kernel(
-        joined.flow_ptr, joined.link, joined.frac, cap, len(cap), np.zeros(0), np.zeros(0),
-        sizes, persistent, np.zeros(n), np.where(persistent, -1, 0).astype(np.int64),
-        np.full(n, -1, dtype=np.int64), np.array([0, nf], dtype=np.int64),
-        np.arange(nf, dtype=np.int64), np.array([1 + nf], dtype=np.int64), np.zeros(1),
-        np.array([-1], dtype=np.int64), np.zeros(1))
-    assert status == 0
-    return sol, flow_bytes, finish[:nf]
+    df = solve_dataflow(joined, cap, sizes, np.zeros(n), np.where(persistent, -1, 0),
+                        np.full(n, -1), [0, nf], np.arange(nf), [0.0], [-1], [0.0],
+                        persistent=persistent)
+    assert df.status == 0
+    return sol, flow_bytes, df.finish[:nf]
 
 
 def _check(sol, flow_bytes, least_finishes):

@@ -34,9 +34,9 @@ from flowemu.kernels.incremental import STATUS_BULK, incremental_events, moved_e
 from flowemu.kernels.maxmin import solve_completion
 from flowemu.kernels.refill import CAP, LOAD_HI, stale_pools
 from flowemu.topology import parse_topology
-from flowemu.topology.base import Routes
 from flowemu.whatif.faults import apply_faults
 from tests.helpers.maxmin_oracle import completion, completion_persistent, csr_to_lists
+from tests.helpers.routes import make_routes
 
 RTOL = 1e-12
 
@@ -357,10 +357,7 @@ def test_a_flow_with_a_tiny_share_stops_at_the_level_of_the_flows_on_its_link(el
     h = 1.0 / 3.0
     own = [[(2 + i, 1.0), (0, 1.0)] for i in range(3)] if elsewhere else [[(0, 1.0)]] * 3
     paths = own + [[(1, 1.0), (0, 2.0 ** -60)], [(0, 2.0 ** -70), (1, 1.0)]]
-    routes = Routes(np.cumsum([0] + [len(p) for p in paths]).astype(np.int64),
-                    np.array([r for p in paths for r, _ in p], dtype=np.int32),
-                    np.array([a for p in paths for _, a in p]),
-                    np.array([len(p) for p in paths], dtype=np.int32))
+    routes = make_routes(paths)
     cap = [1.0, 2.0 * h] + ([h] * 3 if elsewhere else [])
     sizes = [10.0, 10.0, 10.0, 10.0, 0.01]
     expected = np.array([10.0 / h] * 4 + [0.01 / h])

@@ -19,23 +19,9 @@ from flowemu.kernels.incremental import incremental_completion_kernel
 from flowemu.kernels.maxmin import STATUS_OK, Solution, max_min_rates, solve_completion
 from flowemu.topology.base import Routes
 from tests.helpers.maxmin_oracle import check_maxmin, completion, csr_to_lists, progressive_filling
+from tests.helpers.routes import make_routes
 
 RTOL = 1e-9
-
-
-def make_routes(paths):
-    """Routes from a list of ``[(link, frac), ...]`` per flow."""
-    ptr = [0]
-    link = []
-    frac = []
-    for path in paths:
-        for r, a in path:
-            link.append(r)
-            frac.append(a)
-        ptr.append(len(link))
-    return Routes(np.array(ptr, dtype=np.int64), np.array(link, dtype=np.int32),
-                  np.array(frac, dtype=np.float64),
-                  np.array([len(p) for p in paths], dtype=np.int32))
 
 
 def with_ingress(paths, n_links, flow_dst):

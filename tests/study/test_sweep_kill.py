@@ -65,13 +65,19 @@ def journal_lines(out: Path) -> int:
     return n
 
 
-def wait_journaled(proc, out: Path, target: int) -> None:
-    """Poll until the journals of the running sweep ``proc`` hold ``target`` lines."""
+def _wait(proc, count, target: int, pause: float) -> None:
+    """Poll ``count()`` every ``pause`` seconds until it reaches ``target``,
+    the sweep ``proc`` still running."""
     deadline = time.monotonic() + 120
-    while journal_lines(out) < target:
+    while count() < target:
         assert proc.poll() is None, proc.stderr.read().decode()
         assert time.monotonic() < deadline
-        time.sleep(0.002)
+        time.sleep(pause)
+
+
+def wait_journaled(proc, out: Path, target: int) -> None:
+    """Poll until the journals of the running sweep ``proc`` hold ``target`` lines."""
+    _wait(proc, lambda: journal_lines(out), target, 0.002)
 
 
 def wait_finished(proc, out: Path, target: int) -> None:
@@ -79,11 +85,7 @@ def wait_finished(proc, out: Path, target: int) -> None:
     configurations, journaled or saved: on a Dask cluster the sweep turns its
     journal into part files every few dozen (38 here), so its journal alone
     may never hold ``target`` lines."""
-    deadline = time.monotonic() + 120
-    while len(journaled(out) | ds.result_hashes(out)) < target:
-        assert proc.poll() is None, proc.stderr.read().decode()
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
+    _wait(proc, lambda: len(journaled(out) | ds.result_hashes(out)), target, 0.01)
 
 
 def random_target(most: int = 40) -> tuple[int, int]:

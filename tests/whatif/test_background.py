@@ -19,22 +19,15 @@ from flowemu.core.network import Network
 from flowemu.engine import profiles as engine
 from flowemu.kernels.maxmin import solve_completion
 from flowemu.topology import parse_topology
-from flowemu.topology.base import Routes
 from flowemu.whatif.background import Background, parse_background
 from flowemu.whatif.stragglers import parse_slow
 from tests.helpers.maxmin_oracle import check_maxmin, completion_persistent
+from tests.helpers.routes import make_routes
 
 RTOL = 1e-9
 METHODS = ["auto", "incremental", "screened"]
 #: no latency terms: a step is its fluid phase
 FLUID = Network(alpha=0, link_latency=0, hop_latency=0)
-
-
-def make_routes(paths):
-    ptr = np.cumsum([0] + [len(p) for p in paths]).astype(np.int64)
-    link = np.array([r for p in paths for r, _ in p], dtype=np.int32)
-    frac = np.array([a for p in paths for _, a in p], dtype=np.float64)
-    return Routes(ptr, link, frac, np.array([len(p) for p in paths], dtype=np.int32))
 
 
 def build(name, p, topo):
