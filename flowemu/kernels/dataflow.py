@@ -61,6 +61,7 @@ from .refill import (
     RISE_GEN,
     RISE_HEAD,
     add_dd,
+    over_buffers,
     refill,
     release,
     unhold,
@@ -191,6 +192,7 @@ def dataflow_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes
     lazy = np.zeros(n_flows, dtype=np.float64)
     room = np.full(n_res, np.inf)
     joined = np.empty(n_res, dtype=np.int32)
+    over_h, over_x = over_buffers(res_ptr)   # (refill's list of a resource's fast flows)
     entry_flow = np.empty(res.shape[0], dtype=np.int32)
     for f in range(n_flows):
         entry_flow[flow_ptr[f]:flow_ptr[f + 1]] = f
@@ -285,7 +287,7 @@ def dataflow_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes
                                entry_flow, res_ptr, res_flow, res_frac, rs, ri, fl, rate,
                                old_rate, changed, stack, rise_next, rise_mark, seeds, n_seeds,
                                hk, hi, pos, False, cand, lazy, room, joined, act_head,
-                               act_next)
+                               act_next, over_h, over_x)
             n_stack = 0
             n_seeds = 0
         for i in range(n_changed):

@@ -116,6 +116,7 @@ from .refill import (
     add_dd,
     count_load,
     hold,
+    over_buffers,
     refill,
     release,
     rescreen,
@@ -298,6 +299,7 @@ def incremental_events(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_by
     lazy = np.zeros(n_flows, dtype=np.float64)
     room = np.full(n_res, np.inf)   # screened resources: lazy_room
     joined = np.empty(n_res, dtype=np.int32)
+    over_h, over_x = over_buffers(res_ptr)   # (refill's list of a resource's fast flows)
     entry_flow = np.empty(res.shape[0], dtype=np.int32)
     for f in range(n_flows):
         entry_flow[flow_ptr[f]:flow_ptr[f + 1]] = f
@@ -416,7 +418,7 @@ def incremental_events(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_by
         n_changed = refill(ev, n_stack, n_changed, flow_ptr, res, frac, row_end, pool_res,
                           pool_frac, entry_flow, res_ptr, res_flow, res_frac, rs, ri, fl, rate,
                           old_rate, changed, stack, rise_next, rise_mark, seeds, n_seeds, hk, hi,
-                          pos, screening, cand, lazy, room, joined, None, None)
+                          pos, screening, cand, lazy, room, joined, None, None, over_h, over_x)
         n_stack = 0
         # the flows whose rate changed: bring their bytes up to date
         for i in range(n_changed):

@@ -317,8 +317,18 @@ def rescreen(flow_ptr, res, frac, row_end, pool_res, pool_frac, rs, fl, rate, ri
 
 
 @njit(**NUMPY_ERRORS)
-def water_level(r, lam, over, res_ptr, res_flow, res_frac, fl, rate, rs, act_head, act_next,
-                entry_flow, frac):
+def over_buffers(res_ptr):
+    """:func:`refill`'s list of the settled flows above a level on one
+    resource (``over_h``, int32; ``over_x``, float64 ``(n, 2)``), as long as
+    the longest CSR row of ``res_ptr``."""
+    longest = 0
+    for r in range(res_ptr.shape[0] - 1):
+        longest = max(longest, res_ptr[r + 1] - res_ptr[r])
+    return np.empty(longest, dtype=np.int32), np.empty((longest, 2), dtype=np.float64)
+
+
+@njit(**NUMPY_ERRORS)
+def water_level(r, lam, over, over_h, over_x, n_over, rs):
     """The rate above which resource ``r``'s settled flows must rise again
     (with ``OVER_TOL``), given that its rising flows would saturate it at
     ``lam`` (``over`` is ``lam`` with ``OVER_TOL``): the level ``l`` at
@@ -327,8 +337,10 @@ def water_level(r, lam, over, res_ptr, res_flow, res_frac, fl, rate, rs, act_hea
     ``lam`` (weight: the rising flows') and the released flows' rates
     (weight: their fractions on ``r``), so dropping from the released set
     the flows at or below the mean raises it; repeated, this stops at ``l``.
-    ``r``'s flows are its CSR row, or with ``act_head`` its list of entries
-    in the solve (as in :func:`refill`).
+    Only ``r``'s settled flows above ``over`` can be released: they are
+    listed, as :func:`refill` found them in one walk of ``r``'s flows, in
+    ``over_h[:n_over]`` (the flow; ``-1 - h`` for one ``r`` holds) and
+    ``over_x[:n_over]`` (its fraction on ``r``, its rate).
 
     A flow at or below ``l`` held elsewhere would, released, rise past its
     rate before ``r`` stopped it, and freeze again where it is held, at its
@@ -345,27 +357,15 @@ def water_level(r, lam, over, res_ptr, res_flow, res_frac, fl, rate, rs, act_hea
         wa = 0.0
         la = 0.0
         lowest = np.inf   # (of the released flows r does not hold)
-        # (r's CSR row, or its list; one loop, no call per flow: a call
-        # here cost the incremental solver ~20 % on Swing's background steps)
-        j = res_ptr[r] if act_head is None else act_head[r]
-        while j >= 0:
-            if act_head is None:
-                if j == res_ptr[r + 1]:
-                    break
-                h = res_flow[j]
-                a = res_frac[j]
-            else:
-                h = entry_flow[j]
-                a = frac[j]
-            j = j + 1 if act_head is None else act_next[j]
-            if fl[h, PHASE] == SETTLED and rate[h] > over:
-                x = rate[h]
-                held = fl[h, BNECK] == r
-                if held or x > cut:
-                    wa += a
-                    la += a * x
-                    if not held:
-                        lowest = min(lowest, x)
+        for i in range(n_over):
+            a = over_x[i, 0]
+            x = over_x[i, 1]
+            held = over_h[i] < 0
+            if held or x > cut:
+                wa += a
+                la += a * x
+                if not held:
+                    lowest = min(lowest, x)
         if wa == 0.0:
             return before   # (rounding emptied the set: the last one goes)
         level = (base + la) / (w + wa)
@@ -380,7 +380,7 @@ def water_level(r, lam, over, res_ptr, res_flow, res_frac, fl, rate, rs, act_hea
 def refill(ev, n_stack, n_changed, flow_ptr, res, frac, row_end, pool_res, pool_frac, entry_flow,
           res_ptr, res_flow, res_frac, rs, ri, fl, rate, old_rate, changed, stack, rise_next,
           rise_mark, seeds, n_seeds, hk, hi, pos, screening, cand, lazy, room, joined,
-          act_head, act_next):
+          act_head, act_next, over_h, over_x):
     """Fill again what the released flows on ``stack`` and the changed
     resources ``seeds[:n_seeds]`` reach; returns ``n_changed``. Every
     released flow is settled at its new rate on return.
@@ -482,28 +482,41 @@ def refill(ev, n_stack, n_changed, flow_ptr, res, frac, row_end, pool_res, pool_
         over = lam + lam * OVER_TOL
         if rs[r, TOP] > over:
             # settled flows above this level are not held here: release them
-            highest = 0.0
             # (those up to the level at which r saturates once the others
-            # rise with its rising flows stay: see water_level)
-            cut = water_level(r, lam, over, res_ptr, res_flow, res_frac, fl, rate, rs,
-                              act_head, act_next, entry_flow, frac)
-            # (r's CSR row, or with act_head its flows in the solve only,
-            # dataflow: most are not; one loop, as in water_level)
+            # rise with its rising flows stay: see water_level). One walk of
+            # r's CSR row (or with act_head of its flows in the solve only,
+            # dataflow: most are not) lists the settled flows above `over`,
+            # the only ones that may rise; the rest is the listed flows only
+            highest = 0.0
+            n_over = 0
             j = res_ptr[r] if act_head is None else act_head[r]
             while j >= 0:
                 if act_head is None:   # (pruned when compiled: None is a type of its own)
                     if j == res_ptr[r + 1]:
                         break
                     h = res_flow[j]
+                    a = res_frac[j]
                 else:
                     h = entry_flow[j]
+                    a = frac[j]
                 j = j + 1 if act_head is None else act_next[j]
                 if fl[h, PHASE] == SETTLED:
-                    if rate[h] > cut or (fl[h, BNECK] == r and rate[h] > over):
-                        n_changed, n_stack = release(h, ev, fl, ri, rate, old_rate, changed,
-                                                     n_changed, stack, n_stack)
-                    elif rate[h] > highest:
-                        highest = rate[h]
+                    x = rate[h]
+                    if x > over:
+                        over_h[n_over] = -1 - h if fl[h, BNECK] == r else h
+                        over_x[n_over, 0] = a
+                        over_x[n_over, 1] = x
+                        n_over += 1
+                    elif x > highest:
+                        highest = x
+            cut = water_level(r, lam, over, over_h, over_x, n_over, rs)
+            for i in range(n_over):
+                h = over_h[i]
+                if h < 0 or over_x[i, 1] > cut:
+                    n_changed, n_stack = release(h if h >= 0 else -1 - h, ev, fl, ri, rate,
+                                                 old_rate, changed, n_changed, stack, n_stack)
+                elif over_x[i, 1] > highest:
+                    highest = over_x[i, 1]
             rs[r, TOP] = highest
             if n_stack > 0:
                 # (it stays in play; its level is computed again)
