@@ -32,7 +32,7 @@ from flowemu.kernels.completion import (
 )
 from flowemu.kernels.incremental import STATUS_BULK, incremental_events, moved_enough
 from flowemu.kernels.maxmin import solve_completion
-from flowemu.kernels.refill import CAP, LOAD_HI, stale_pools
+from flowemu.kernels.refill import CAP, LOAD_HI, OVER_TOL, W_HI, stale_pools, water_level
 from flowemu.topology import parse_topology
 from flowemu.whatif.faults import apply_faults
 from tests.helpers.maxmin_oracle import completion, completion_persistent, csr_to_lists
@@ -367,6 +367,55 @@ def test_a_flow_with_a_tiny_share_stops_at_the_level_of_the_flows_on_its_link(el
     for method in ("incremental", "screened"):
         sol = solve_completion(routes, np.array(cap), np.array(sizes), method=method)
         np.testing.assert_allclose(sol.finish, expected, rtol=1e-15, err_msg=method)
+
+
+def _water_level(lam, w, flows):
+    """``refill.water_level`` on one resource whose rising flows (weight
+    ``w``) would fill it at ``lam``, with its settled flows above that level
+    ``flows``: ``(fraction, rate, held here)``."""
+    rs = np.zeros((1, 8))
+    rs[0, W_HI] = w
+    over_h = np.array([-1 - i if held else i for i, (_, _, held) in enumerate(flows)],
+                      dtype=np.int32)
+    over_x = np.array([[a, x] for a, x, _ in flows], dtype=np.float64).reshape(-1, 2)
+    return water_level(0, lam, lam + lam * OVER_TOL, over_h, over_x, len(flows), rs)
+
+
+def test_the_water_level_of_a_worked_example():
+    """Rising weight 1 that would fill the link at 1; settled flows at 4
+    and 1.5 held elsewhere, and one at 1.2 the link holds (fractions 1).
+    With all three rising the link fills at (1 + 4 + 1.5 + 1.2) / 4 =
+    1.925, above 1.5: that flow keeps its rate. With the other two, at
+    (1 + 4 + 1.2) / 3 = 2.0667, below 4: the flow at 4 rises (it cannot
+    get that much here) and the held one rises in any case. The cut
+    returned lies between 1.5 and 4."""
+    cut = _water_level(1.0, 1.0, [(1.0, 4.0, False), (1.0, 1.5, False), (1.0, 1.2, True)])
+    assert 1.5 <= cut < 4.0
+    assert cut == pytest.approx(1.925, rel=1e-15)
+
+
+@given(lam=st.floats(0.1, 10.0), w=st.floats(1e-3, 10.0),
+       flows=st.lists(st.tuples(st.floats(1e-6, 1.0), st.floats(1.0 + 1e-6, 100.0),
+                                st.booleans()), min_size=1, max_size=30))
+@settings(max_examples=300, deadline=None)
+def test_the_water_level_releases_exactly_the_flows_the_link_cannot_carry(lam, w, flows):
+    """The water level's defining property, checked from its definition
+    (not from the algorithm): with R the flows the link holds and those
+    above the returned cut, the link fills at ``L = (lam w + sum_R a x) /
+    (w + sum_R a)`` once R rises with its rising flows; every flow of R
+    held elsewhere is faster than L (it cannot keep its rate there), and
+    every flow left out is at most L (it would freeze again at its rate).
+    Rates are drawn as multiples of ``lam`` above it."""
+    flows = [(a, lam * x, held) for a, x, held in flows]
+    cut = _water_level(lam, w, flows)
+    released = [(a, x, held) for a, x, held in flows if held or x > cut]
+    kept = [x for _, x, held in flows if not held and x <= cut]
+    level = (lam * w + sum(a * x for a, x, _ in released)) / (w + sum(a for a, _, _ in released))
+    for _, x, held in released:
+        if not held:
+            assert x > level * (1 - 1e-12)
+    for x in kept:
+        assert x <= level * (1 + 1e-12)
 
 
 def test_stale_pools_counts_the_candidates_entries_far_from_capacity():
