@@ -61,9 +61,12 @@ from .refill import (
     RISE_GEN,
     RISE_HEAD,
     add_dd,
+    admit,
     over_buffers,
     refill,
     release,
+    rescreen_if_stale,
+    start_screening,
     unhold,
 )
 
@@ -96,6 +99,28 @@ def _unlink(g, flow_ptr, res, act_head, act_next, act_prev):
 
 
 @njit(**NUMPY_ERRORS)
+def _unscreen(g, flow_ptr, res, frac, row_end, pool_res, pool_frac, res_ptr, res_flow, res_frac,
+              rs, ri, fl, rate, rise_next, rise_mark, cand, room, lazy):
+    """Flow ``g`` is about to enter the solve while the solver screens: it
+    rises from rate 0, where no drift bound holds, so every resource it
+    crosses joins the solve (:func:`flowemu.kernels.refill.admit`: no
+    flow it may cross waits to be expanded; the flows entering before it
+    at this time crossed only resources in the solve) and its pool is its
+    whole route."""
+    for e in range(flow_ptr[g], flow_ptr[g + 1]):
+        r = res[e]
+        if not cand[r]:
+            admit(r, row_end, pool_res, pool_frac, res_ptr, res_flow, res_frac, rs, ri, fl,
+                  rate, rise_next, rise_mark, cand, room)
+    for e in range(flow_ptr[g], flow_ptr[g + 1]):
+        pool_res[e] = res[e]
+        pool_frac[e] = frac[e]
+        rise_mark[e] = 0   # (on no list: generations start at 1)
+    row_end[g] = flow_ptr[g + 1]
+    lazy[g] = 0.0
+
+
+@njit(**NUMPY_ERRORS)
 def _enter(g, ev, flow_ptr, res, n_plain, incast, capacity, w_t, eps, fan_in, rs, ri, fl, rate,
            old_rate, changed, n_changed, stack, n_stack, seeded, seeds, n_seeds, act_head,
            act_next, act_prev):
@@ -122,7 +147,9 @@ def _enter(g, ev, flow_ptr, res, n_plain, incast, capacity, w_t, eps, fan_in, rs
 def _start_stage(s, t, n_flows, stage_ptr, stage_flows, stage_pending, stage_delay,
                  stage_start, start, flow_ptr, res, n_plain, incast, capacity, w_t, eps, fan_in,
                  rs, ri, fl, rate, old_rate, changed, n_changed, stack, n_stack, ev, seeded, seeds, n_seeds,
-                 finish, flow_lat, tk, ti, tpos, tsize, act_head, act_next, act_prev):
+                 finish, flow_lat, tk, ti, tpos, tsize, act_head, act_next, act_prev, screening,
+                 frac, row_end, pool_res, pool_frac, res_ptr, res_flow, res_frac, rise_next,
+                 rise_mark, cand, room, lazy):
     """Stage ``s`` starts at ``t``: its flows enter the solve (rising from
     rate 0; an empty path is delivered after its latency), and its start
     counts as one of its pending events. Returns ``(n_changed, n_stack,
@@ -135,6 +162,9 @@ def _start_stage(s, t, n_flows, stage_ptr, stage_flows, stage_pending, stage_del
             finish[g] = t
             tsize = heap_set(tk, ti, tpos, tsize, g, t + flow_lat[g])
             continue
+        if screening:
+            _unscreen(g, flow_ptr, res, frac, row_end, pool_res, pool_frac, res_ptr, res_flow,
+                      res_frac, rs, ri, fl, rate, rise_next, rise_mark, cand, room, lazy)
         n_changed, n_stack, n_seeds = _enter(
             g, ev, flow_ptr, res, n_plain, incast, capacity, w_t, eps, fan_in, rs, ri, fl, rate,
             old_rate, changed, n_changed, stack, n_stack, seeded, seeds, n_seeds, act_head,
@@ -158,7 +188,8 @@ def _count_down(s, t, n_flows, stage_pending, stage_delay, tk, ti, tpos, tsize):
 @njit(**NUMPY_ERRORS)
 def dataflow_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes, persistent,
                     flow_lat, flow_src_stage, flow_dst_stage, stage_ptr, stage_flows,
-                    stage_pending, stage_delay, stage_next, stage_release):
+                    stage_pending, stage_delay, stage_next, stage_release, screen=False,
+                    rescreen_walk=-1.0, rescreen_stale=0.5):
     """Dataflow completion (see the module notes). Inputs as
     :func:`flowemu.kernels.incremental.incremental_completion_kernel`'s
     (checked by the caller), plus per flow its latency and its sender's and
@@ -166,6 +197,12 @@ def dataflow_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes
     CSR of the flows it starts, its pending-event count (1 + flows sent +
     flows received; consumed), its delay, the next stage (-1: none) and its
     release: the time a first stage starts (``< 0``: not a first stage).
+    With ``screen``, from the first fill on the fill leaves aside the
+    resources far from capacity, as the incremental solver's screening
+    does (each flow counted there at a lazy rate; a flow that enters the
+    solve brings every resource it crosses back into it), and screens
+    again as :func:`flowemu.kernels.incremental.incremental_events` does
+    (``rescreen_walk``, ``rescreen_stale``).
 
     Returns ``(start, finish, end, moved, status)``: per flow the time it
     entered the solve and the time its fluid transfer ended (``+inf`` for
@@ -188,6 +225,10 @@ def dataflow_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes
     fan_in = np.zeros(n_res, dtype=np.int64)
     res_ptr, res_flow, res_frac = transpose(flow_ptr, res, frac, n_res)
     row_end = flow_ptr[1:].copy()
+    pool_res = res.copy() if screen else res   # (each flow's entries the fill walks)
+    pool_frac = frac.copy() if screen else frac
+    screening = False
+    walked = 0   # pool entries the fills walked since the pools were last looked at
     cand = np.ones(n_res, dtype=np.uint8)
     lazy = np.zeros(n_flows, dtype=np.float64)
     room = np.full(n_res, np.inf)
@@ -253,7 +294,9 @@ def dataflow_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes
                 s, 0.0, n_flows, stage_ptr, stage_flows, stage_pending, stage_delay,
                 stage_start, start, flow_ptr, res, n_plain, incast, capacity, w_t, eps, fan_in, rs,
                 ri, fl, rate, old_rate, changed, n_changed, stack, n_stack, ev, seeded, seeds,
-                n_seeds, finish, flow_lat, tk, ti, tpos, tsize, act_head, act_next, act_prev)
+                n_seeds, finish, flow_lat, tk, ti, tpos, tsize, act_head, act_next, act_prev,
+                screening, frac, row_end, pool_res, pool_frac, res_ptr, res_flow, res_frac,
+                rise_next, rise_mark, cand, room, lazy)
     while True:
         # --- the timers due now (they may set more at this time)
         while tsize > 0 and tk[0] <= t:
@@ -280,18 +323,20 @@ def dataflow_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes
                     stage_start, start, flow_ptr, res, n_plain, incast, capacity, w_t, eps, fan_in,
                     rs, ri, fl, rate, old_rate, changed, n_changed, stack, n_stack, ev, seeded,
                     seeds, n_seeds, finish, flow_lat, tk, ti, tpos, tsize, act_head, act_next,
-                    act_prev)
+                    act_prev, screening, frac, row_end, pool_res, pool_frac, res_ptr, res_flow,
+                    res_frac, rise_next, rise_mark, cand, room, lazy)
         # --- fill what the flows that started and finished changed
         if n_stack > 0 or n_seeds > 0:
-            n_changed = refill(ev, n_stack, n_changed, flow_ptr, res, frac, row_end, res, frac,
-                               entry_flow, res_ptr, res_flow, res_frac, rs, ri, fl, rate,
-                               old_rate, changed, stack, rise_next, rise_mark, seeds, n_seeds,
-                               hk, hi, pos, False, cand, lazy, room, joined, act_head,
+            n_changed = refill(ev, n_stack, n_changed, flow_ptr, res, frac, row_end, pool_res,
+                               pool_frac, entry_flow, res_ptr, res_flow, res_frac, rs, ri, fl,
+                               rate, old_rate, changed, stack, rise_next, rise_mark, seeds,
+                               n_seeds, hk, hi, pos, screening, cand, lazy, room, joined, act_head,
                                act_next, over_h, over_x)
             n_stack = 0
             n_seeds = 0
         for i in range(n_changed):
             g = changed[i]
+            walked += row_end[g] - flow_ptr[g]
             x = rate[g]
             if not np.isfinite(x):
                 return start, finish, end, moved, STATUS_NONFINITE
@@ -319,6 +364,15 @@ def dataflow_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes
                     return start, finish, end, moved, STATUS_STALLED
             fsize = heap_set(fk, fi, fpos, fsize, g, tf)
         n_changed = 0
+        # (between two fills: every flow in the solve settled, every load exact)
+        if screen and not screening:
+            start_screening(flow_ptr, res, frac, row_end, pool_res, pool_frac, rs, fl, rate,
+                            rise_mark, n_plain, cand, lazy, room)
+            screening = True
+        elif screening:
+            walked = rescreen_if_stale(walked, rescreen_walk, rescreen_stale, flow_ptr, res,
+                                       frac, row_end, pool_res, pool_frac, res_ptr, rs, fl, rate,
+                                       rise_mark, n_plain, cand, lazy, room)
         if n_ended == n_stages:
             break
         # --- the next time: the earliest finish or timer
@@ -346,6 +400,9 @@ def dataflow_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes
             x = rate[g]
             for e in range(flow_ptr[g], flow_ptr[g + 1]):
                 r = res[e]
+                if not cand[r]:
+                    room[r] += frac[e] * lazy[g]   # (screened: its lazy load leaves)
+                    continue
                 add_dd(rs, r, LOAD_HI, -frac[e] * x)
                 if incast and r >= n_plain:
                     fan_in[r] -= 1

@@ -119,8 +119,7 @@ from .refill import (
     over_buffers,
     refill,
     release,
-    rescreen,
-    stale_pools,
+    rescreen_if_stale,
     start_screening,
     unhold,
 )
@@ -462,13 +461,10 @@ def incremental_events(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_by
                     state[g] = max(0.0, remaining[g] - rate[g] * (t - since[g]))
             state[n_flows] = t
             return rate0, finish, moved, STATUS_BULK
-        if screening and 0.0 <= rescreen_walk and \
-                walked >= rescreen_walk * (flow_ptr[n_flows] + n_res):
-            # stale pools? (a look costs O(R), a screening O(E + R))
-            walked = 0
-            if stale_pools(res_ptr, rs, cand, n_plain, rescreen_stale):
-                rescreen(flow_ptr, res, frac, row_end, pool_res, pool_frac, rs, fl, rate,
-                         rise_mark, n_plain, cand, lazy, room)
+        if screening:
+            walked = rescreen_if_stale(walked, rescreen_walk, rescreen_stale, flow_ptr, res,
+                                       frac, row_end, pool_res, pool_frac, res_ptr, rs, fl, rate,
+                                       rise_mark, n_plain, cand, lazy, room)
         if not screening and moved_enough(ev - 1, n_moved, switch_after, switch_changes):
             # many rates move an event: from now on count each flow lazily
             # on the resources far from capacity (its pool gets its own copy)

@@ -438,7 +438,10 @@ def solve_dataflow(routes, link_capacity, flow_bytes, flow_latency, src_stage, d
     (``stage_flows[stage_ptr[s]:stage_ptr[s + 1]]``), its ``stage_delay``
     (seconds of work after its last delivery), the rank's next stage
     ``stage_next`` (-1: none) and ``stage_release`` (a first stage's start
-    time, ``>= 0``; -1 for the others).
+    time, ``>= 0``; -1 for the others). Where the persistent flows have
+    more than ``LAZY_ENTRIES`` route entries on average (a background of
+    split routes), the solver screens the resources far from capacity, as
+    the incremental solver does (the results are the same to rounding).
     """
     flow_ptr, link, frac, capacity, n_plain, w_t, eps, n_links, flow_bytes, keep = prepared_problem(
         routes, link_capacity, flow_bytes, flow_dst, ingress_capacity, incast_threshold,
@@ -471,10 +474,13 @@ def solve_dataflow(routes, link_capacity, flow_bytes, flow_latency, src_stage, d
     pending = np.ones(n_stages, dtype=np.int64)
     for arr in (src_stage, dst_stage):
         pending += np.bincount(arr[arr >= 0], minlength=n_stages)
+    # a background whose routes are long (split routes on tori) moves at
+    # most finishes: screen the resources far from capacity
+    screen = bool(keep.any()) and _screens(*_entries(np.diff(flow_ptr)[keep]))
     start, finish, end, moved, status = dataflow_kernel(
         flow_ptr, link, frac, capacity, n_plain, w_t, eps, flow_bytes,
         keep, lat, src_stage, dst_stage, stage_ptr, stage_flows, pending, delay, stage_next,
-        release)
+        release, screen, RESCREEN_WALK, RESCREEN_STALE)
     if status in (STATUS_BAD_INPUT, STATUS_NONFINITE):
         raise_bad_entry(link, frac, n_links)
     return DataflowSolution(start=start, finish=finish, end=end, moved=moved, status=int(status))

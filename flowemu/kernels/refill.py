@@ -317,6 +317,26 @@ def rescreen(flow_ptr, res, frac, row_end, pool_res, pool_frac, rs, fl, rate, ri
 
 
 @njit(**NUMPY_ERRORS)
+def rescreen_if_stale(walked, rescreen_walk, rescreen_stale, flow_ptr, res, frac, row_end,
+                      pool_res, pool_frac, res_ptr, rs, fl, rate, rise_mark, n_plain, cand, lazy,
+                      room):
+    """Between two events while screening (every flow settled, every
+    candidate's load exact): once the fills have walked ``walked`` pool
+    entries, ``rescreen_walk`` times as many as there are entries and
+    resources (``-1``: never), look at the pools and :func:`rescreen` if
+    more than ``rescreen_stale`` of the candidates' entries lie on
+    resources now far from capacity (a look costs O(R), a screening
+    O(E + R)). Returns the entries walked since the last look."""
+    n_flows = flow_ptr.shape[0] - 1
+    if rescreen_walk < 0.0 or walked < rescreen_walk * (flow_ptr[n_flows] + rs.shape[0]):
+        return walked
+    if stale_pools(res_ptr, rs, cand, n_plain, rescreen_stale):
+        rescreen(flow_ptr, res, frac, row_end, pool_res, pool_frac, rs, fl, rate, rise_mark,
+                 n_plain, cand, lazy, room)
+    return 0
+
+
+@njit(**NUMPY_ERRORS)
 def over_buffers(res_ptr):
     """:func:`refill`'s list of the settled flows above a level on one
     resource (``over_h``, int32; ``over_x``, float64 ``(n, 2)``), as long as

@@ -74,7 +74,7 @@ def _problem(seed: int, p: int, steps: int, n_res: int, incast: bool, n_bg: int)
             "first": first, "persistent": persistent, "n_plain": n_plain}
 
 
-def _kernel(pb, w_t=math.inf, eps=0.0):
+def _kernel(pb, w_t=math.inf, eps=0.0, screen=False, rescreen_walk=-1.0, rescreen_stale=0.5):
     flow_ptr = np.zeros(len(pb["paths"]) + 1, dtype=np.int64)
     flow_ptr[1:] = np.cumsum([len(x) for x in pb["paths"]])
     res = np.array([r for x in pb["paths"] for r, _ in x], dtype=np.int32)
@@ -94,7 +94,8 @@ def _kernel(pb, w_t=math.inf, eps=0.0):
         flow_ptr, res, frac, np.array(pb["cap"]), pb["n_plain"], np.full(n_ingress, w_t),
         np.full(n_ingress, eps), np.array(pb["byts"]), np.array(pb["persistent"]),
         np.array(pb["lat"]), src_stage, dst_stage, stage_ptr, stage_flows, pending,
-        np.array(pb["delay"]), np.array(pb["nxt"], dtype=np.int64), np.array(pb["first"]))
+        np.array(pb["delay"]), np.array(pb["nxt"], dtype=np.int64), np.array(pb["first"]),
+        screen, rescreen_walk, rescreen_stale)
 
 
 def _close(a, b) -> bool:
@@ -108,9 +109,26 @@ def _close(a, b) -> bool:
 @given(seed=st.integers(0, 2**32 - 1), p=st.integers(2, 5), steps=st.integers(1, 4),
        n_res=st.integers(1, 6), incast=st.booleans(), n_bg=st.integers(0, 2))
 def test_dataflow_kernel_matches_the_oracle(seed, p, steps, n_res, incast, n_bg):
-    pb = _problem(seed, p, steps, n_res, incast, n_bg)
+    _matches_the_oracle(_problem(seed, p, steps, n_res, incast, n_bg), incast)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1), p=st.integers(2, 5), steps=st.integers(1, 4),
+       n_res=st.integers(2, 8), incast=st.booleans(), n_bg=st.integers(1, 3),
+       stale=st.sampled_from([0.0, 0.5, 1.0]))
+def test_dataflow_kernel_screening_matches_the_oracle(seed, p, steps, n_res, incast, n_bg, stale):
+    """With screening (resources far from capacity left aside from the
+    first fill on; a flow entering brings its resources back), screening
+    again after every event where the share of the candidates' entries on
+    resources far from capacity passes ``stale`` (0: whenever there is
+    one; 1: never)."""
+    _matches_the_oracle(_problem(seed, p, steps, n_res, incast, n_bg), incast, screen=True,
+                        rescreen_walk=0.0, rescreen_stale=stale)
+
+
+def _matches_the_oracle(pb, incast, **screening):
     terms = (1.0, 0.25) if incast else (math.inf, 0.0)
-    start, finish, end, moved, status = _kernel(pb, *terms)
+    start, finish, end, moved, status = _kernel(pb, *terms, **screening)
     o_start, o_finish, o_end, o_moved, o_status = oracle_dataflow(
         pb["paths"], pb["cap"], pb["byts"], pb["lat"], pb["src_stage"], pb["dst_stage"],
         pb["stage_flows"], pb["delay"], pb["nxt"], pb["first"], pb["persistent"],
