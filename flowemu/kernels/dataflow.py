@@ -151,9 +151,10 @@ def _start_stage(s, t, n_flows, stage_ptr, stage_flows, stage_pending, stage_del
                  frac, row_end, pool_res, pool_frac, res_ptr, res_flow, res_frac, rise_next,
                  rise_mark, cand, room, lazy):
     """Stage ``s`` starts at ``t``: its flows enter the solve (rising from
-    rate 0; an empty path is delivered after its latency), and its start
-    counts as one of its pending events. Returns ``(n_changed, n_stack,
-    n_seeds, tsize)``."""
+    rate 0, each bringing its resources back into the solve first while
+    ``screening``: :func:`_unscreen`; an empty path is delivered after its
+    latency), and its start counts as one of its pending events. Returns
+    ``(n_changed, n_stack, n_seeds, tsize)``."""
     stage_start[s] = t
     for i in range(stage_ptr[s], stage_ptr[s + 1]):
         g = stage_flows[i]

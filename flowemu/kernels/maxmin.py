@@ -476,7 +476,7 @@ def solve_dataflow(routes, link_capacity, flow_bytes, flow_latency, src_stage, d
         pending += np.bincount(arr[arr >= 0], minlength=n_stages)
     # a background whose routes are long (split routes on tori) moves at
     # most finishes: screen the resources far from capacity
-    screen = bool(keep.any()) and _screens(*_entries(np.diff(flow_ptr)[keep]))
+    screen = _screens(*_entries(np.diff(flow_ptr)[keep]))   # (none: False)
     start, finish, end, moved, status = dataflow_kernel(
         flow_ptr, link, frac, capacity, n_plain, w_t, eps, flow_bytes,
         keep, lat, src_stage, dst_stage, stage_ptr, stage_flows, pending, delay, stage_next,

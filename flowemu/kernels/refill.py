@@ -506,7 +506,8 @@ def refill(ev, n_stack, n_changed, flow_ptr, res, frac, row_end, pool_res, pool_
             # rise with its rising flows stay: see water_level). One walk of
             # r's CSR row (or with act_head of its flows in the solve only,
             # dataflow: most are not) lists the settled flows above `over`,
-            # the only ones that may rise; the rest is the listed flows only
+            # the only ones that may rise; water_level and the releases
+            # then read that list only
             highest = 0.0
             n_over = 0
             j = res_ptr[r] if act_head is None else act_head[r]
