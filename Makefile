@@ -19,7 +19,7 @@ COMPILE = $(PY) -m compileall -q -j 0 -x '/tests?/' \
 	  "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" flowemu \
 	  >/dev/null || true
 
-.PHONY: setup test test-all demo bench docs lint clean sweep figures paper whatif
+.PHONY: setup test test-all demo bench simgrid docs lint clean sweep figures paper whatif
 
 $(RUN_STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -60,6 +60,19 @@ bench: $(STAMP)
 	$(PY) -m pytest tests/benchmarks --benchmark-only --benchmark-autosave \
 	  --benchmark-columns=min,median,mean,max,rounds
 	$(PY) -m tests.benchmarks.compare
+
+# flowemu's solver against SimGrid's LMM solver on the same problems: finish times
+# (tests/benchmarks/test_simgrid.py), then times on issue 25's event-driven workloads.
+# make simgrid SIMGRID=DIR [WORKLOADS="taper2-split ..."] [LIMIT=300]; DIR: a SimGrid 4.1
+# source tree built in DIR/build (docs/model.md, "Against SimGrid", gives the commands).
+SIMGRID   ?=
+WORKLOADS ?=
+LIMIT     ?= 300
+simgrid: $(STAMP)
+	@test -n "$(SIMGRID)" || { echo "make simgrid: set SIMGRID=DIR, a SimGrid 4.1 source tree built in DIR/build (docs/model.md, 'Against SimGrid')" >&2; exit 2; }
+	FLOWEMU_SIMGRID=$(SIMGRID) $(PY) -m pytest -q -p no:cacheprovider --benchmark-disable \
+	  tests/benchmarks/test_simgrid.py
+	$(PY) -m tests.benchmarks.simgrid --simgrid $(SIMGRID) --limit $(LIMIT) $(WORKLOADS)
 
 # The documentation site (docs/*.md, Sphinx) -> docs/_build/html/index.html; warnings are errors
 docs: $(DOCS_STAMP)
