@@ -40,13 +40,13 @@ def _random_problem(rng, n_flows, n_links, split, persistent_share):
 @pytest.mark.parametrize("split", [False, True])
 @pytest.mark.parametrize("persistent_share", [0.0, 0.2])
 def test_finish_times_agree_with_simgrids_lmm(driver, tmp_path, split, persistent_share):
-    from tests.benchmarks.simgrid.__main__ import run_simgrid
+    from tests.benchmarks.simgrid.__main__ import END_S, run_simgrid
     rng = np.random.default_rng(25 + 2 * split + (persistent_share > 0))
     for _ in range(20):
         problem = _random_problem(rng, 80, 30, split, persistent_share)
         ours = problem.solve().finish
-        finite = ~problem.persistent
-        scale = 1e4 / ours[finite].max()
+        finite = problem.finishing
+        scale = END_S / ours[finite].max()
         figures, theirs = run_simgrid(driver, problem, scale, 60.0, tmp_path)
         assert figures["done"] == finite.sum() and not figures["stopped"]
         assert np.all(theirs[problem.persistent] == -1.0)
@@ -62,15 +62,15 @@ def test_engine_steps_agree_with_simgrids_lmm(driver, tmp_path, kind, spec, ecmp
     routes, hashed paths, Swing's steps under a background) finish as
     SimGrid's LMM finishes them."""
     from tests.benchmarks.simgrid import problems
-    from tests.benchmarks.simgrid.__main__ import run_simgrid
+    from tests.benchmarks.simgrid.__main__ import END_S, run_simgrid
     run = problems.permutation_run(spec, ecmp) if kind == "permutation" else \
         problems.swing_background_run(spec)
-    steps = [p for p in problems.recorded(run, kind) if (~p.persistent).any()]
+    steps = [p for p in problems.recorded(run, kind) if p.finishing.any()]
     assert steps
     for problem in steps:
         ours = problem.solve().finish
-        finite = ~problem.persistent & (np.diff(problem.flow_ptr) > 0) & (problem.flow_bytes > 0)
-        scale = 1e4 / ours[finite].max()
+        finite = problem.finishing
+        scale = END_S / ours[finite].max()
         figures, theirs = run_simgrid(driver, problem, scale, 120.0, tmp_path)
         assert figures["done"] == finite.sum() and not figures["stopped"]
         np.testing.assert_allclose(theirs[finite], ours[finite] * scale, rtol=1e-12)

@@ -16,6 +16,7 @@ import argparse
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -54,9 +55,12 @@ def run_simgrid(exe: Path, problem: Problem, scale: float, limit: float, work: P
 
 
 def compare(exe: Path, problem: Problem, limit: float, work: Path) -> dict:
-    sol = problem.solve()
-    ours_s = problem.solve_seconds()
-    finite = ~problem.persistent & (np.diff(problem.flow_ptr) > 0) & (problem.flow_bytes > 0)
+    ours_s = float("inf")
+    for _ in range(3):   # (the fastest of three; the kernels are warm: problems.warm)
+        t0 = time.perf_counter()
+        sol = problem.solve()
+        ours_s = min(ours_s, time.perf_counter() - t0)
+    finite = problem.finishing
     scale = END_S / sol.finish[finite].max()
     sg, sg_finish = run_simgrid(exe, problem, scale, limit, work)
     both = finite & (sg_finish >= 0)

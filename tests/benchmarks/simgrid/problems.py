@@ -25,7 +25,6 @@ from flowemu.engine import profiles
 from flowemu.engine.profiles import make_context, step_profile
 from flowemu.kernels.maxmin import solve_completion
 from flowemu.topology import parse_topology
-from tests.benchmarks.yardstick import best_seconds
 from tests.helpers.traffic import random_permutation
 
 
@@ -51,10 +50,11 @@ class Problem:
         return solve_completion(self.routes, self.capacity, self.flow_bytes,
                                 persistent=self.persistent if self.persistent.any() else None)
 
-    def solve_seconds(self, repeat: int = 3) -> float:
-        """The fastest of ``repeat`` solves (call :func:`warm` once before:
-        the first solve of a process compiles the kernels)."""
-        return best_seconds(self.solve, repeat)
+    @property
+    def finishing(self) -> np.ndarray:
+        """bool[F]: the flows that finish (not persistent, with a path and
+        bytes to move; flowemu ends the others at once)."""
+        return ~self.persistent & (np.diff(self.flow_ptr) > 0) & (self.flow_bytes > 0)
 
     def write(self, path: Path) -> None:
         """The binary file ``lmmrun.cpp`` reads: int64 flows, links,
@@ -139,12 +139,12 @@ def workload_problems(name: str) -> list[Problem]:
     if name not in WORKLOADS:
         raise ValueError(f"workload: {name!r} is not one of {sorted(WORKLOADS)}")
     got = recorded(WORKLOADS[name][1], name)
-    return [p for p in got if (~p.persistent & (np.diff(p.flow_ptr) > 0)).any()]
+    return [p for p in got if p.finishing.any()]
 
 
 def warm() -> float:
     """Compile flowemu's kernels on small problems; returns the seconds it took."""
     t0 = time.perf_counter()
-    recorded(permutation_run("fattree:k=4", "split"), "warm")[0].solve()
-    recorded(swing_background_run("torus:4x4"), "warm")
+    permutation_run("fattree:k=4", "split")()
+    swing_background_run("torus:4x4")()
     return time.perf_counter() - t0
