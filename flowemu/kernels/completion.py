@@ -236,8 +236,13 @@ def screened_completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps,
     rates = np.zeros(max(n_flows, 0), dtype=np.float64)
     # rate at which each flow is counted in RESID (0 until it is)
     applied = np.zeros(max(n_flows, 0), dtype=np.float64)
+    # each flow's bytes left at time since[f], and the rate its finish time
+    # t_fin[f] (+inf for a persistent flow) was taken at: an event divides
+    # only for the flows whose rate changed
     remaining = flow_bytes.copy()
-    t_fin = np.empty(max(n_flows, 0), dtype=np.float64)
+    since = np.zeros(max(n_flows, 0), dtype=np.float64)
+    rate_at = np.zeros(max(n_flows, 0), dtype=np.float64)
+    t_fin = np.full(max(n_flows, 0), np.inf)
     flow_mark = np.zeros(max(n_flows, 0), dtype=np.int64)
     sub = np.empty(max(n_flows, 0), dtype=np.int32)
     done = np.empty(max(n_flows, 0), dtype=np.int32)
@@ -280,12 +285,19 @@ def screened_completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps,
         # every flow whose rate may change: all of them at first, then
         # those at or above the finished rate, and the flows a last pass
         # left out of RESID (applied 0; they are at the top level anyway)
+        # (the flows that finished at the last event leave act here)
         n_sub = np.int64(0)
+        m = np.int64(0)
         for i in range(n_act):
             f = act[i]
+            if finish[f] != np.inf:
+                continue
+            act[m] = f
+            m += 1
             if ev == 1 or rates[f] >= keep_below or applied[f] != rates[f]:
                 sub[n_sub] = f
                 n_sub += 1
+        n_act = m
         if screened:
             for i in range(n_sub):
                 in_sub[sub[i]] = ev
@@ -346,17 +358,24 @@ def screened_completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps,
                                cand_lazy, tr[0], tr[1])
             n_admitted = 0
 
-        # --- next event
-        t_next = np.inf
-        t_last = 0.0
-        for i in range(n_act):
-            f = act[i]
+        # --- the flows whose rate changed (every flow at first): their bytes
+        # up to now, their finish times at the new rates
+        for i in range(n_sub):
+            f = sub[i]
             x = rates[f]
             if not np.isfinite(x):
                 return rate0, finish, moved, STATUS_NONFINITE
-            if persistent[f]:
+            was = rate_at[f]
+            if x == was and ev > 1:
                 continue
-            rem = remaining[f]
+            rate_at[f] = x
+            if persistent[f]:
+                moved[f] += was * (t - since[f])
+                since[f] = t
+                continue
+            rem = max(0.0, remaining[f] - was * (t - since[f]))
+            remaining[f] = rem
+            since[f] = t
             if rem <= 0.0:
                 tf = t
             elif x > 0.0:
@@ -366,40 +385,44 @@ def screened_completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps,
             else:
                 return rate0, finish, moved, STATUS_STALLED
             t_fin[f] = tf
-            t_next = min(t_next, tf)
-            t_last = max(t_last, tf)
-        thr = t_next + t_next * TIE_TOL
-        if ev == 1 and equal_ends and t_last > thr and _one_size(act, n_act, flow_bytes,
-                                                                 persistent):
-            # no flow will change rate: each ends at its size / its rate
-            finish_in_rate_order(act, n_act, t_fin, finish)
-            return rate0, finish, moved, STATUS_OK
-        if ev == 1 and handoff and t_last > thr and not few_finish_times(
-                flow_ptr, flow_bytes, persistent, rates, BULK_EVENTS):
-            return rate0, finish, moved, STATUS_HANDOFF
-        dt = t_next - t
-        lam0 = np.inf
-        m = np.int64(0)
+
+        # --- next event: the earliest finish, with those tied to it (done
+        # gathers the flows within the tie tolerance of the earliest so far)
+        t_next = np.inf
+        thr = np.inf
         n_done = 0
         for i in range(n_act):
             f = act[i]
-            x = rates[f]
-            if persistent[f]:
-                moved[f] += x * dt
-                act[m] = f
-                m += 1
-            elif t_fin[f] <= thr:
-                finish[f] = t_next
-                remaining[f] = 0.0
-                lam0 = min(lam0, x)
+            tf = t_fin[f]
+            if tf <= thr:
+                if tf < t_next:
+                    t_next = tf
+                    thr = t_next + t_next * TIE_TOL
                 done[n_done] = f
                 n_done += 1
-            else:
-                rem = remaining[f] - x * dt
-                remaining[f] = max(0.0, rem)
-                act[m] = f
+        if ev == 1 and (equal_ends or handoff):
+            t_last = 0.0
+            for i in range(n_act):
+                if not persistent[act[i]]:
+                    t_last = max(t_last, t_fin[act[i]])
+            if equal_ends and t_last > thr and _one_size(act, n_act, flow_bytes, persistent):
+                # no flow will change rate: each ends at its size / its rate
+                finish_in_rate_order(act, n_act, t_fin, finish)
+                return rate0, finish, moved, STATUS_OK
+            if handoff and t_last > thr and not few_finish_times(
+                    flow_ptr, flow_bytes, persistent, rates, BULK_EVENTS):
+                return rate0, finish, moved, STATUS_HANDOFF
+        lam0 = np.inf
+        m = 0
+        for i in range(n_done):
+            f = done[i]
+            if t_fin[f] <= thr:
+                finish[f] = t_next
+                remaining[f] = 0.0
+                lam0 = min(lam0, rates[f])
+                done[m] = f
                 m += 1
-        n_act = m
+        n_done = m
         n_finite -= n_done
         t = t_next
         if n_finite == 0:
@@ -428,6 +451,11 @@ def screened_completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps,
                         grown *= SCREEN_SHARE  # (its room)
                     state[r, RESID] += grown
                     cold[r, CAP] = new_cap
+    # the persistent flows' bytes since their last rate change
+    for i in range(n_act):
+        f = act[i]
+        if persistent[f]:
+            moved[f] += rate_at[f] * (t - since[f])
     return rate0, finish, moved, STATUS_OK
 
 
