@@ -29,6 +29,7 @@ import numpy as np
 
 from ..core import budget
 from ..core.errors import ConfigError
+from ..kernels.completion import append_entries
 from ..kernels.maxmin import Solution
 from ..topology.base import Routes, concat_routes
 
@@ -306,23 +307,6 @@ def _append(routes: Routes, extra: list[np.ndarray]) -> Routes:
     for none) appended to its entries with fraction 1."""
     if not extra:
         return routes
-    nf = routes.num_flows
-    ids = np.stack(extra, axis=1)                       # [F, J]
-    has = ids >= 0
-    add = has.sum(axis=1)
-    old = np.diff(routes.flow_ptr)
-    ptr = np.zeros(nf + 1, dtype=np.int64)
-    np.cumsum(old + add, out=ptr[1:])
-    link = np.empty(int(ptr[-1]), dtype=np.int32)
-    frac = np.empty(int(ptr[-1]), dtype=np.float64)
-    flow_of = np.repeat(np.arange(nf), old)
-    pos = np.arange(routes.num_entries) - routes.flow_ptr[flow_of] + ptr[flow_of]
-    link[pos] = routes.link
-    frac[pos] = routes.frac
-    rank = np.cumsum(has, axis=1) - 1                   # order among a flow's extras
-    f_idx, j_idx = np.nonzero(has)
-    at = ptr[f_idx] + old[f_idx] + rank[f_idx, j_idx]
-    link[at] = ids[f_idx, j_idx]
-    frac[at] = 1.0
+    ptr, link, frac = append_entries(routes.flow_ptr, routes.link, routes.frac,
+                                     np.stack(extra, axis=1).astype(np.int64))
     return Routes(ptr, link, frac, routes.hops)
-

@@ -460,32 +460,45 @@ def screened_completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps,
 
 
 @njit(**NUMPY_ERRORS)
-def append_ingress(flow_ptr, res, frac, flow_dst, n_plain):
-    """Copy of the CSR with one entry (fraction 1) on resource
-    ``n_plain + flow_dst[f]`` appended to every non-empty flow."""
+def append_entries(flow_ptr, res, frac, extra):
+    """Copy of the CSR with each flow's extra resources appended, fraction
+    1: ``extra[f, j] >= 0`` in the order of ``j`` (-1 for none; int64[F,
+    J])."""
     n_flows = flow_ptr.shape[0] - 1
-    n_nonempty = 0
+    n_extra = 0
     for f in range(n_flows):
-        if flow_ptr[f + 1] > flow_ptr[f]:
-            n_nonempty += 1
-    n_entries = res.shape[0] + n_nonempty
+        for j in range(extra.shape[1]):
+            n_extra += extra[f, j] >= 0
+    n_entries = res.shape[0] + n_extra
     new_ptr = np.empty(n_flows + 1, dtype=np.int64)
     new_res = np.empty(n_entries, dtype=np.int32)
     new_frac = np.empty(n_entries, dtype=np.float64)
     k = 0
     new_ptr[0] = 0
     for f in range(n_flows):
-        a, b = flow_ptr[f], flow_ptr[f + 1]
-        for e in range(a, b):
+        for e in range(flow_ptr[f], flow_ptr[f + 1]):
             new_res[k] = res[e]
             new_frac[k] = frac[e]
             k += 1
-        if b > a:
-            new_res[k] = n_plain + flow_dst[f]
-            new_frac[k] = 1.0
-            k += 1
+        for j in range(extra.shape[1]):
+            if extra[f, j] >= 0:
+                new_res[k] = extra[f, j]
+                new_frac[k] = 1.0
+                k += 1
         new_ptr[f + 1] = k
     return new_ptr, new_res, new_frac
+
+
+@njit(**NUMPY_ERRORS)
+def append_ingress(flow_ptr, res, frac, flow_dst, n_plain):
+    """Copy of the CSR with one entry (fraction 1) on resource
+    ``n_plain + flow_dst[f]`` appended to every non-empty flow."""
+    n_flows = flow_ptr.shape[0] - 1
+    extra = np.full((n_flows, 1), -1, dtype=np.int64)
+    for f in range(n_flows):
+        if flow_ptr[f + 1] > flow_ptr[f]:
+            extra[f, 0] = n_plain + flow_dst[f]
+    return append_entries(flow_ptr, res, frac, extra)
 
 
 @njit(**NUMPY_ERRORS)

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from flowemu.core.errors import SolverError
 from flowemu.kernels import fill, maxmin
-from flowemu.kernels.completion import screened_completion_kernel
+from flowemu.kernels.completion import append_entries, append_ingress, screened_completion_kernel
 from flowemu.kernels.fill import STATUS_STALLED, maxmin_rates_kernel
 from flowemu.kernels.incremental import incremental_completion_kernel
 from flowemu.kernels.maxmin import STATUS_OK, Solution, max_min_rates, solve_completion
@@ -604,3 +604,21 @@ def test_screened_link_that_comes_to_bind(method):
     t_b = b_b / 0.5
     assert_close(sol.rate0, [0.5, 0.5])
     assert_close(sol.finish, [t_b + (b_a - 0.5 * t_b) / 0.9, t_b])
+
+
+def test_append_entries_and_ingress():
+    """Extra resources join each flow's entries after its own, fraction 1,
+    in column order, where given (-1: none); the ingress resource joins
+    every non-empty flow only."""
+    ptr = np.array([0, 2, 2, 3], dtype=np.int64)
+    res = np.array([5, 6, 7], dtype=np.int32)
+    frac = np.array([0.5, 0.25, 1.0])
+    extra = np.array([[9, -1], [-1, 12], [10, 11]], dtype=np.int64)
+    p, r, f = append_entries(ptr, res, frac, extra)
+    assert p.tolist() == [0, 3, 4, 7]
+    assert r.tolist() == [5, 6, 9, 12, 7, 10, 11]
+    assert f.tolist() == [0.5, 0.25, 1.0, 1.0, 1.0, 1.0, 1.0]
+    p, r, f = append_ingress(ptr, res, frac, np.array([3, 1, 0]), 100)
+    assert p.tolist() == [0, 3, 3, 5]
+    assert r.tolist() == [5, 6, 103, 7, 100]
+    assert f.tolist() == [0.5, 0.25, 1.0, 1.0, 1.0]
