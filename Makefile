@@ -68,8 +68,11 @@ bench: $(STAMP)
 SIMGRID   ?=
 WORKLOADS ?=
 LIMIT     ?= 300
-simgrid: $(STAMP)
+# (SIMGRID is checked before anything is installed)
+simgrid:
 	@test -n "$(SIMGRID)" || { echo "make simgrid: set SIMGRID=DIR, a SimGrid 4.1 source tree built in DIR/build (docs/model.md, 'Against SimGrid')" >&2; exit 2; }
+	@test -e "$(SIMGRID)/build/lib/libsimgrid.so" || { echo "make simgrid: SIMGRID=$(SIMGRID) has no build/lib/libsimgrid.so; build SimGrid there first (docs/model.md, 'Against SimGrid')" >&2; exit 2; }
+	@$(MAKE) -s --no-print-directory $(STAMP)
 	FLOWEMU_SIMGRID=$(SIMGRID) $(PY) -m pytest -q -p no:cacheprovider --benchmark-disable \
 	  tests/benchmarks/test_simgrid.py
 	$(PY) -m tests.benchmarks.simgrid --simgrid $(SIMGRID) --limit $(LIMIT) $(WORKLOADS)
