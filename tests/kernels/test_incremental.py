@@ -154,6 +154,14 @@ def test_incremental_matches_oracle_on_every_family(problem):
     _matches_oracle(problem, "incremental")
 
 
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_problems())
+def test_screened_matches_oracle_on_every_family(problem):
+    """The screened re-solves alone (finish times, and the bytes background
+    flows move, which an event brings up to date only when a rate changes)."""
+    _matches_oracle(problem, "screened")
+
+
 def _matches_oracle(problem, method):
     spec, ecmp, n_flows, seed, opts = problem
     routes, cap, flow_bytes, kwargs = _problem(spec, ecmp, n_flows, seed, **opts)
