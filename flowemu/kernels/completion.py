@@ -275,7 +275,9 @@ def screened_completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps,
     t = 0.0
     mark = 0
     ev = 0
-    max_passes = np.int64(PASS_LIMIT)
+    # a background's persistent flows settle at many levels: the fill starts on
+    # the heap (its passes pay off where a step's flows share one or two)
+    max_passes = np.int64(PASS_LIMIT) if n_finite == n_act else np.int64(0)
     lam0 = 0.0
     while n_act > 0:
         ev += 1
