@@ -308,5 +308,5 @@ def _append(routes: Routes, extra: list[np.ndarray]) -> Routes:
     if not extra:
         return routes
     ptr, link, frac = append_entries(routes.flow_ptr, routes.link, routes.frac,
-                                     np.stack(extra, axis=1).astype(np.int64))
+                                     np.stack(extra, axis=1).astype(np.int64, copy=False))
     return Routes(ptr, link, frac, routes.hops)

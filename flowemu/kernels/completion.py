@@ -15,6 +15,7 @@ from .fill import (
     STATUS_NONFINITE,
     STATUS_OK,
     STATUS_STALLED,
+    bytes_left,
     fill_solve,
     fill_workspace,
     ingress_capacity,
@@ -371,13 +372,9 @@ def screened_completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps,
             if x == was and ev > 1:
                 continue
             rate_at[f] = x
+            rem = bytes_left(f, was, t, persistent, remaining, since, moved)
             if persistent[f]:
-                moved[f] += was * (t - since[f])
-                since[f] = t
                 continue
-            rem = max(0.0, remaining[f] - was * (t - since[f]))
-            remaining[f] = rem
-            since[f] = t
             if rem <= 0.0:
                 tf = t
             elif x > 0.0:
@@ -420,7 +417,6 @@ def screened_completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps,
             f = done[i]
             if t_fin[f] <= thr:
                 finish[f] = t_next
-                remaining[f] = 0.0
                 lam0 = min(lam0, rates[f])
                 done[m] = f
                 m += 1

@@ -45,6 +45,7 @@ from .fill import (
     STATUS_NONFINITE,
     STATUS_OK,
     STATUS_STALLED,
+    bytes_left,
     ingress_capacity,
     transpose,
 )
@@ -347,13 +348,9 @@ def dataflow_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes
                 since[g] = t
             elif x == was:
                 continue
+            rem = bytes_left(g, was, t, persistent, remaining, since, moved)
             if persistent[g]:
-                moved[g] += was * (t - since[g])
-                since[g] = t
                 continue
-            rem = max(0.0, remaining[g] - was * (t - since[g]))
-            remaining[g] = rem
-            since[g] = t
             if rem <= 0.0:
                 tf = t
             elif x <= 0.0:

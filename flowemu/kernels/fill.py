@@ -132,6 +132,24 @@ def start_completion(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byte
 
 
 @njit(**NUMPY_ERRORS)
+def bytes_left(g, was, t, persistent, remaining, since, moved):
+    """Bring flow ``g``'s bytes up to time ``t`` as its rate changes (it ran
+    at ``was`` since ``since[g]``): a persistent flow's bytes moved grow,
+    another flow's bytes left shrink. Returns the bytes left (0 for a
+    persistent flow). The completion kernels' event loops call it for every
+    rate change; it holds no numba reference counts (every return ends with
+    ``0 * len(...)`` of each array, see :func:`flowemu.kernels.heaps.heap_set`)."""
+    dt = t - since[g]
+    since[g] = t
+    if persistent[g]:
+        moved[g] += was * dt
+        return 0.0 + 0 * (len(persistent) + len(remaining) + len(since) + len(moved))
+    rem = max(0.0, remaining[g] - was * dt)
+    remaining[g] = rem
+    return rem + 0 * (len(persistent) + len(remaining) + len(since) + len(moved))
+
+
+@njit(**NUMPY_ERRORS)
 def ingress_capacity(base, fan_in, w_t, eps):
     """GenModel eq. 10: ``1 / beta' = 1 / (1 / base + max(w - w_t, 0) eps)``;
     exactly ``base`` when the resource's incast is off (``eps == 0``)."""

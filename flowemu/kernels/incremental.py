@@ -93,6 +93,7 @@ from .fill import (
     STATUS_NONFINITE,
     STATUS_OK,
     STATUS_STALLED,
+    bytes_left,
     ingress_capacity,
     maxmin_rates_kernel,
     start_completion,
@@ -430,13 +431,9 @@ def incremental_events(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_by
             if x == was:
                 continue
             n_moved += 1
+            rem = bytes_left(g, was, t, persistent, remaining, since, moved)
             if persistent[g]:
-                moved[g] += was * (t - since[g])
-                since[g] = t
                 continue
-            rem = max(0.0, remaining[g] - was * (t - since[g]))
-            remaining[g] = rem
-            since[g] = t
             if rem <= 0.0:
                 tf = t
             elif x <= 0.0:

@@ -1,4 +1,4 @@
-"""The incremental solver's most frequent calls hold no numba reference
+"""The event-driven solvers' most frequent calls hold no numba reference
 counts: each is an atomic increment and decrement per array per call, which
 cost more than the work of these small functions (heaps.heap_set's notes:
 a quarter of the solver's time on a tapered fat tree before)."""
@@ -11,6 +11,7 @@ import numba
 import numpy as np
 import pytest
 
+from flowemu.kernels.fill import bytes_left
 from flowemu.kernels.heaps import heap_pop, heap_set
 from flowemu.kernels.layout import NUMPY_ERRORS
 from flowemu.kernels.refill import release
@@ -23,9 +24,11 @@ def _native_body(dispatcher, *args) -> str:
     fresh(*args)
     ir = fresh.inspect_llvm(fresh.signatures[0])
     name = dispatcher.py_func.__name__
-    heads = [(b.split("(", 1)[0], b) for b in re.split(r"\ndefine ", ir)[1:]]
+    # (a definition's head: its return attributes, which may hold parentheses,
+    # then its symbol)
+    heads = [(re.search(r"@([^\s(]+)\(", b).group(1), b) for b in re.split(r"\ndefine ", ir)[1:]]
     bodies = [b for head, b in heads
-              if name in head and "cpython" not in head and "@cfunc." not in head]
+              if name in head and "cpython" not in head and not head.startswith("cfunc.")]
     assert len(bodies) == 1
     return bodies[0]
 
@@ -38,10 +41,12 @@ def _cases():
     changed, stack = np.zeros(4, dtype=np.int32), np.zeros(4, dtype=np.int32)
     return {"heap_set": (heap_set, (hk, hi, pos, 0, 1, 2.0)),
             "heap_pop": (heap_pop, (hk, hi, pos, 1)),
-            "release": (release, (1, 1, fl, ri, rate, old, changed, 0, stack, 0))}
+            "release": (release, (1, 1, fl, ri, rate, old, changed, 0, stack, 0)),
+            "bytes_left": (bytes_left, (1, 0.5, 2.0, np.zeros(4, dtype=np.bool_), np.ones(4),
+                                        np.zeros(4), np.zeros(4)))}
 
 
-@pytest.mark.parametrize("name", ["heap_set", "heap_pop", "release"])
+@pytest.mark.parametrize("name", ["heap_set", "heap_pop", "release", "bytes_left"])
 def test_no_array_reference_counts(name):
     dispatcher, args = _cases()[name]
     body = _native_body(dispatcher, *args)
