@@ -14,6 +14,7 @@ import pytest
 from matplotlib.colors import to_rgb
 
 from flowemu.algorithms import algorithm_names
+from flowemu.study.figures.common import caption_text
 from flowemu.study.figures.plots import gain_curve_figure, gain_figure, goodput_figure
 from flowemu.study.figures.slowdown import slowdown_figure
 from flowemu.study.figures.style import (
@@ -40,6 +41,12 @@ def suptitle_text(fig) -> str:
     return fig._suptitle.get_text() if fig._suptitle is not None else ""
 
 
+def stated(fig) -> str:
+    """What the figure states beside its panels: the title, then the caption
+    of the fixed parameters under the legend."""
+    return suptitle_text(fig) + "\n" + caption_text(fig)
+
+
 def labelled_lines(ax) -> dict:
     return {ln.get_label(): ln for ln in ax.get_lines() if not ln.get_label().startswith("_")}
 
@@ -62,22 +69,23 @@ def bandwidth_frame():
 
 
 def test_a_where_filtered_figure_states_its_bandwidth_and_what_else_is_fixed():
-    """Two --where choices of one dataset looked the same: each title now
-    says the bandwidth (with its unit) and every other fixed parameter."""
+    """Two --where choices of one dataset looked the same: each figure now
+    says the bandwidth (with its unit) and every other fixed parameter (in
+    the caption under the legend)."""
     df = bandwidth_frame()
-    low = suptitle_text(goodput_figure(df, where="bandwidth_Bps == 1e10"))
-    high = suptitle_text(goodput_figure(df, where="bandwidth_Bps == 5e10"))
+    low = stated(goodput_figure(df, where="bandwidth_Bps == 1e10"))
+    high = stated(goodput_figure(df, where="bandwidth_Bps == 5e10"))
     assert "80Gb/s" in low and "400Gb/s" in high and low != high
     for text in (low, high):
         assert "link latency 100ns" in text and "ECMP hash" in text and "16 nodes" in text
         assert "hop latency" not in text          # it varies: the panel titles say it
     # every figure kind says it
-    assert "80Gb/s" in suptitle_text(gain_figure(df, where="bandwidth_Bps == 1e10"))
+    assert "80Gb/s" in stated(gain_figure(df, where="bandwidth_Bps == 1e10"))
     fig = gain_curve_figure(df, by="hop_latency_s", where="bandwidth_Bps == 1e10")
-    assert "80Gb/s" in suptitle_text(fig) and "ECMP hash" in suptitle_text(fig)
+    assert "80Gb/s" in stated(fig) and "ECMP hash" in stated(fig)
     # a parameter fixed in the whole dataset is said too, without --where
     one = df[(df.bandwidth_Bps == 5e10) & (df.hop_latency_s == 0)]
-    text = suptitle_text(goodput_figure(one))
+    text = stated(goodput_figure(one))
     assert "400Gb/s" in text and "hop latency 0s" in text
 
 
@@ -86,16 +94,16 @@ def test_a_fixed_what_if_condition_is_stated():
             for a, g in (("ring", 1.0), ("swing", 2.0))]
     sick = frame(rows, fail="random:2:0", fail_policy="reroute", degrade="", slow="",
                  background="", bandwidth_Bps=5e10)
-    text = suptitle_text(goodput_figure(sick))
+    text = stated(goodput_figure(sick))
     assert "fail random:2:0" in text and "fail policy reroute" in text
     assert "400Gb/s" in text
     healthy = sick.assign(fail="", fail_policy="strict")
-    assert "healthy network" in suptitle_text(goodput_figure(healthy))
+    assert "healthy network" in stated(goodput_figure(healthy))
 
 
 def test_the_slowdown_figure_states_its_fixed_parameters():
     df = hand_frame().assign(bandwidth_Bps=1.25e10, ecmp="split")
-    text = suptitle_text(slowdown_figure(df, size="1KiB"))
+    text = stated(slowdown_figure(df, size="1KiB"))
     assert "100Gb/s" in text and "ECMP split" in text and "vector size 1KiB" in text
 
 

@@ -1,6 +1,7 @@
 """What every figure of a dataset shares: a figure on an Agg canvas, saving it
 through the one output mechanism, the log2 size axis, panels, scenario
-titles, legends, and choosing the rows and scenarios to draw.
+titles, the layout around the panels (title, legend, caption:
+:func:`finish_layout`), and choosing the rows and scenarios to draw.
 
 The figure modules (:mod:`.plots`, :mod:`.slowdown`, :mod:`.fit`) import
 these; none of them imports another figure module.
@@ -20,6 +21,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.font_manager import FontProperties
+from matplotlib.legend import Legend
 
 from ...core.errors import ConfigError
 from ...core.network import Network
@@ -79,7 +82,7 @@ def scenario_title(row: pd.Series, cols: list[str]) -> str:
 def parameter_text(col: str, v) -> str:
     """One configuration column's value as a reader says it, with its unit:
     ``64 nodes``, ``400Gb/s``, ``link latency 100ns``, ``gamma 0.02ns/B``,
-    ``ECMP hash``."""
+    ``ECMP hash``, ``sync barrier``, ``allreduce``."""
     if col in ("nodes", "ranks"):
         return f"{v} {col}"
     if col == "bandwidth_Bps":
@@ -96,6 +99,10 @@ def parameter_text(col: str, v) -> str:
         return f"ECMP {v}"
     if col == "model":
         return f"{v} model"
+    if col == "sync":
+        return f"sync {v}"
+    if col == "collective":
+        return str(v)
     if col in ("seed", "placement"):
         return f"{col} {v}"
     if col == "fail_policy":
@@ -209,7 +216,10 @@ def limit_scenarios(df: pd.DataFrame, limit: int, keep=()) -> tuple[pd.DataFrame
 
 
 def panel_grid(n: int, ncols: int, width: float = 4.6, height: float = 3.4,
-                extra_height: float = 0.9):
+                extra_height: float = 0.5):
+    """A figure of ``n`` panels, ``ncols`` to a row, each ``width`` x
+    ``height`` inches with its tick and axis labels, plus ``extra_height``
+    for the title (:func:`finish_layout` adds the legend's and caption's)."""
     nc = min(ncols, n)
     nr = math.ceil(n / nc)
     fig = new_figure(width * nc + 0.4, height * nr + extra_height)
@@ -226,11 +236,38 @@ def rows_of(df: pd.DataFrame, cols: list[str], key: tuple) -> pd.DataFrame:
     return sub
 
 
-def legend_below(fig: Figure, handles: list, labels: list[str], **kw) -> None:
-    longest = max((len(lab) for lab in labels), default=1)
-    per_row = max(1, int(fig.get_figwidth() / (0.075 * longest + 0.6)))
-    fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), per_row),
-               frameon=False, fontsize=9, **kw)
+def legend_below(fig: Figure, handles: list, labels: list[str], *, ncol: int | None = None,
+                 max_ncol: int | None = None, **kw) -> Legend | None:
+    """The figure's legend, to go below the axes in as many columns as fit the
+    figure's width (measured, not guessed from character counts; at most
+    ``max_ncol``), or in ``ncol`` columns. :func:`finish_layout` puts it in
+    place, under the axes and above the caption; until then it is anchored
+    at the figure's bottom edge, outside the constrained layout."""
+    kw = {"frameon": False, "fontsize": 9, **kw}
+    renderer = fig.canvas.get_renderer()
+    room = fig.get_figwidth() * fig.dpi - 2 * _PAD_INCHES * fig.dpi
+    tries = [ncol] if ncol else range(min(len(labels), max_ncol or len(labels)), 0, -1)
+    for n in tries:
+        legend = fig.legend(handles, labels, loc="lower center", bbox_to_anchor=(0.5, 0.0),
+                            bbox_transform=fig.transFigure, borderaxespad=0.0,
+                            ncol=max(n, 1), **kw)
+        legend.set_gid(LEGEND_GID)
+        if n == tries[-1] or legend.get_window_extent(renderer).width <= room:
+            return legend
+        legend.remove()
+    return None
+
+
+#: gid of the legend of :func:`legend_below` and of the caption of :func:`finish_layout`
+LEGEND_GID = "flowemu-legend"
+CAPTION_GID = "flowemu-caption"
+
+#: type size (points) of a figure's title and of its caption (the fixed parameters)
+TITLE_FONTSIZE = 11
+CAPTION_FONTSIZE = 7.5
+
+#: space (inches) between the figure's edge, the caption, the legend and the axes
+_PAD_INCHES = 0.08
 
 
 #: the longest line of a heatmap row label; a longer one wraps after a comma
@@ -257,20 +294,80 @@ def wrap_label(text: str, width: int = LABEL_WRAP_CHARS) -> str:
     return "\n".join(lines)
 
 
-def suptitle(fig: Figure, title: str | None, note: str, fixed: str = "") -> None:
-    """The figure's title: ``title``, then the parameters fixed in the rows
-    drawn (:func:`fixed_parameters`, wrapped to the figure's width; parts
-    the title already says left out), then ``note``."""
-    if fixed:
-        parts = [p for p in fixed.split(" · ") if not title or p not in title]
-        width = max(40, int(fig.get_figwidth() * 72 / (0.6 * 11)))
-        lines = []
-        for part in parts:       # whole parts to a line: 400Gb/s never breaks at its /
-            if lines and len(lines[-1]) + 3 + len(part) <= width:
-                lines[-1] += " · " + part
-            else:
-                lines.append(part)
-        fixed = "\n".join(lines)
-    lines = [t for t in (title, fixed, note) if t]
-    if lines:
-        fig.suptitle("\n".join(lines), fontsize=11)
+def panel_title(ax, text: str, title: str | None, panels: int) -> None:
+    """Title a panel with its scenario ``text`` (wrapped), unless the figure
+    has this one panel and its ``title`` already says it (``allreduce
+    goodput on torus:16x16`` over a panel ``torus:16x16``)."""
+    if text and not (panels == 1 and title and text in title):
+        ax.set_title(wrap_label(text, PANEL_TITLE_CHARS), fontsize=10)
+
+
+def _text_width(fig: Figure, text: str, fontsize: float) -> float:
+    """Width of ``text`` in inches at ``fontsize`` points."""
+    renderer = fig.canvas.get_renderer()
+    width, _, _ = renderer.get_text_width_height_descent(
+        text, FontProperties(size=fontsize), ismath=False)
+    return width / renderer.points_to_pixels(72.0)
+
+
+def _wrap_parts(fig: Figure, parts: list[str], fontsize: float, sep: str = " · ") -> list[str]:
+    """``parts`` joined by ``sep`` on lines as wide as the figure, whole parts
+    to a line (400Gb/s never breaks at its /)."""
+    room = fig.get_figwidth() - 2 * _PAD_INCHES
+    lines: list[str] = []
+    for part in parts:
+        if lines and _text_width(fig, lines[-1] + sep + part, fontsize) <= room:
+            lines[-1] += sep + part
+        else:
+            lines.append(part)
+    return lines
+
+
+def finish_layout(fig: Figure, title: str | None, note: str = "", fixed: str = "") -> None:
+    """Lay out what surrounds the panels, so that they keep most of the figure:
+
+    - the title on top: ``title``, then ``note`` (what the figure fixed to
+      limit its panels), each on one line where the width allows;
+    - the legend of :func:`legend_below`, under the panels in columns;
+    - a caption in small type under it: the parameters fixed in the rows
+      drawn (:func:`fixed_parameters`; parts the title says left out), so two
+      ``--where`` choices of one dataset never look alike, without a title of
+      six lines squeezing the panels.
+
+    The figure grows by the height of the legend and caption (measured), and
+    the constrained layout places title and panels in the rest."""
+    parts = [p for p in fixed.split(" · ") if p and not (title and p in title)]
+    heading = [line for text in (title, note) if text
+               for line in _wrap_parts(fig, text.split(" "), TITLE_FONTSIZE, sep=" ")]
+    if heading:
+        fig.suptitle("\n".join(heading), fontsize=TITLE_FONTSIZE)
+    caption = None
+    if parts:
+        caption = fig.text(0.5, 0.0, "\n".join(_wrap_parts(fig, parts, CAPTION_FONTSIZE)),
+                           ha="center", va="bottom", fontsize=CAPTION_FONTSIZE,
+                           color="#444444", gid=CAPTION_GID)
+    legends = [leg for leg in fig.legends if leg.get_gid() == LEGEND_GID]
+    if caption is None and not legends:
+        return
+    renderer = fig.canvas.get_renderer()
+    dpi = fig.dpi
+    # bottom up: pad, caption, pad, legend, pad; then the panels
+    heights = [(a, a.get_window_extent(renderer).height / dpi)
+               for a in ([caption] if caption is not None else []) + legends]
+    strip = _PAD_INCHES + sum(h + _PAD_INCHES for _, h in heights)
+    width, height = fig.get_size_inches()
+    total = height + strip
+    fig.set_size_inches(width, total)
+    y = _PAD_INCHES
+    for artist, h in heights:
+        if artist is caption:
+            artist.set_y(y / total)
+        else:
+            artist.set_bbox_to_anchor((0.5, y / total), transform=fig.transFigure)
+        y += h + _PAD_INCHES
+    fig.get_layout_engine().set(rect=(0.0, strip / total, 1.0, 1.0 - strip / total))
+
+
+def caption_text(fig: Figure) -> str:
+    """The caption :func:`finish_layout` wrote (``""`` without one)."""
+    return next((t.get_text() for t in fig.texts if t.get_gid() == CAPTION_GID), "")

@@ -19,9 +19,12 @@
 Every figure draws an algorithm in the same colour and marker
 (:func:`~flowemu.study.figures.style.algorithm_style`), whatever else it shows;
 the layout helpers the figures share are in :mod:`flowemu.study.figures.common`.
-Every title states the parameters fixed in the rows drawn
-(:func:`~flowemu.study.figures.common.fixed_parameters`), so two ``--where``
-choices of one dataset never look alike.
+Every figure is laid out by :func:`~flowemu.study.figures.common.finish_layout`:
+a title of a line or two on top, the legend in columns under the panels, and
+under it a caption in small type stating the parameters fixed in the rows
+drawn (:func:`~flowemu.study.figures.common.fixed_parameters`), so two
+``--where`` choices of one dataset never look alike and the panels keep most
+of the figure.
 """
 
 from __future__ import annotations
@@ -53,18 +56,18 @@ from ..results import (
     with_whatif,
 )
 from .common import (
-    PANEL_TITLE_CHARS,
     filter_rows,
+    finish_layout,
     fixed_parameters,
     legend_below,
     limit_scenarios,
     new_figure,
     panel_grid,
+    panel_title,
     rows_of,
     save_figure,
     scenario_title,
     size_axis,
-    suptitle,
     wrap_label,
 )
 from .slowdown import has_slowdown, plot_slowdown, slowdown_figure
@@ -134,7 +137,7 @@ def goodput_figure(df: pd.DataFrame, *, metric: str = "goodput", title: str | No
     styles = style_map(labels)   # no two labels of the figure alike
     models = _models(df)
     fig, axes = panel_grid(len(scen), ncols)
-    handles, covering, switched = {}, set(), False
+    handles, covering, switched_to = {}, set(), set()
     for ax, key in zip(axes, scen):
         sub = rows_of(df, cols, key)
         drawn, equal = [], []    # this panel's flow lines; (label, the line it covers)
@@ -171,7 +174,7 @@ def goodput_figure(df: pd.DataFrame, *, metric: str = "goodput", title: str | No
                 if len(switch) and s["variant"].nunique() > 1:
                     ax.plot(x[switch], y[switch], linestyle="none", color=style.color,
                             alpha=SWITCH_ALPHA, **SWITCH_MARKER)
-                    switched = True
+                    switched_to.update(str(v) for v in var[switch])
         if equal:
             ax.text(0.98, 0.03, "\n".join(f"{a} = {b}{w}" for a, b, w in equal),
                     transform=ax.transAxes, ha="right", va="bottom", fontsize=7,
@@ -179,19 +182,30 @@ def goodput_figure(df: pd.DataFrame, *, metric: str = "goodput", title: str | No
                           "pad": 1.5})
         size_axis(ax, sub["size_bytes"])
         ax.grid(True, which="major", alpha=0.3)
-        ax.set_title(wrap_label(scenario_title(pd.Series(dict(zip(cols, key))), cols),
-                                 PANEL_TITLE_CHARS), fontsize=10)
+        panel_title(ax, scenario_title(pd.Series(dict(zip(cols, key))), cols), title,
+                    len(scen))
     _value_axis(axes, df[column].to_numpy(dtype=float) * scale, label, formatter)
     # the algorithms first, then how a line over an equal one looks
     names = [n for n in handles if n not in covering] + [n for n in handles if n in covering]
     lines = [handles[n] for n in names]
-    if switched:
+    if switched_to:
         lines.append(Line2D([], [], linestyle="none", color="grey", alpha=SWITCH_ALPHA,
                             **SWITCH_MARKER))
-        names.append("auto: first size of another variant")
+        names.append(switch_label(switched_to))
     legend_below(fig, lines, names)
-    suptitle(fig, title, note, fixed_parameters(df, shown=cols))
+    finish_layout(fig, title, note, fixed_parameters(df, shown=cols))
     return fig
+
+
+def switch_label(variants) -> str:
+    """The legend entry of the large dot where an algorithm run as
+    ``variant=auto`` (Swing's and recursive doubling's default) changes
+    variant with the size: ``switch to bandwidth variant (auto)`` when every
+    dot switches to one variant, else ``switch of variant (auto)``."""
+    variants = sorted(set(variants))
+    if len(variants) == 1:
+        return f"switch to {variants[0]} variant (auto)"
+    return "switch of variant (auto)"
 
 
 #: the large dot where an ``auto`` algorithm switches variant (and its legend entry)
@@ -261,9 +275,10 @@ def _models(df: pd.DataFrame) -> list[str]:
 
 def plot_goodput(df: pd.DataFrame, out, **kwargs) -> Path:
     """Goodput (Gb/s) vs vector size, one line per algorithm label, one panel
-    per scenario. Where an ``auto`` algorithm switches variant, a large dot
-    marks the first size of the new variant (as in the paper's Fig. 6; the
-    legend says so). A line equal to one drawn before it in its panel (at
+    per scenario. Where an algorithm run as ``variant=auto`` switches variant
+    (latency-optimal for small vectors, bandwidth-optimal for large), a large
+    dot marks the first size of the new variant (as in the paper's Fig. 6;
+    the legend says ``switch to bandwidth variant (auto)``). A line equal to one drawn before it in its panel (at
     every size, within :data:`~flowemu.results.TIE_RTOL`) is dashed with
     larger hollow markers, so the one beneath shows, and the panel names the
     pair (``ring = bucket``). The
@@ -407,9 +422,8 @@ def gain_figure(df: pd.DataFrame, *, algorithm: str | None = None, title: str | 
         kw = {} if algorithm else {
             "title": "best algorithm (cell: its gain over the runner-up, %)",
             "title_fontsize": 9}
-        fig.legend([h for h, _ in legend], [t for _, t in legend], loc="outside lower center",
-                   frameon=False, ncol=min(len(legend), 3), fontsize=9, **kw)
-    suptitle(fig, title, note, fixed_parameters(df, shown=cols))
+        legend_below(fig, [h for h, _ in legend], [t for _, t in legend], max_ncol=3, **kw)
+    finish_layout(fig, title, note, fixed_parameters(df, shown=cols))
     return fig
 
 
@@ -479,7 +493,7 @@ def gain_curve_figure(df: pd.DataFrame, *, by: str = "alpha_s", algorithm: str |
     algorithm = _pick_algorithm(labels, algorithm, required=True)
     cols, scen = _scenarios(df, exclude=(by,))
     mine = cmp[cmp["algorithm"] == algorithm]
-    fig, axes = panel_grid(len(scen), ncols, width=5.6, height=3.8, extra_height=1.2)
+    fig, axes = panel_grid(len(scen), ncols, width=5.6, height=3.8)
     style = styles[algorithm]
     dashes = ["-", "--", "-.", ":"]
     # one shade of the algorithm's colour per value, light to dark in value order
@@ -506,9 +520,8 @@ def gain_curve_figure(df: pd.DataFrame, *, by: str = "alpha_s", algorithm: str |
         size_axis(ax, sub["size_bytes"] if not sub.empty else mine["size_bytes"])
         ax.set_ylabel(f"gain of {algorithm} over\nthe best other (%)")
         ax.grid(True, which="major", alpha=0.3)
-        if cols:
-            ax.set_title(wrap_label(scenario_title(pd.Series(dict(zip(cols, key))), cols),
-                                     PANEL_TITLE_CHARS), fontsize=10)
+        panel_title(ax, scenario_title(pd.Series(dict(zip(cols, key))), cols), title,
+                    len(scen))
     # two legend columns: the lines (values of `by`), the markers (best other)
     ks, others = sorted(line_handles), sorted(others)
     blank = Line2D([], [], linestyle="none")
@@ -518,9 +531,8 @@ def gain_curve_figure(df: pd.DataFrame, *, by: str = "alpha_s", algorithm: str |
              for o in others] + [blank] * (rows - len(others))
     texts = ([_column_name(by)] + [_by_text(by, values[k]) for k in ks] + [""] * (rows - len(ks))
              + ["best other algorithm"] + others + [""] * (rows - len(others)))
-    fig.legend([blank] + lines + [blank] + marks, texts, loc="outside lower center", ncol=2,
-               frameon=False, fontsize=9)
-    suptitle(fig, title, note, fixed_parameters(df, shown=cols + [by]))
+    legend_below(fig, [blank] + lines + [blank] + marks, texts, ncol=2)
+    finish_layout(fig, title, note, fixed_parameters(df, shown=cols + [by]))
     return fig
 
 

@@ -28,16 +28,16 @@ from ...core.units import format_size, parse_size
 from ...whatif.conditions import CONDITIONS
 from ..results import WHATIF_SCENARIO, compare_whatif, healthy_rows, query_with_twins, with_whatif
 from .common import (
-    PANEL_TITLE_CHARS,
     filter_rows,
+    finish_layout,
     fixed_parameters,
     legend_below,
     limit_scenarios,
     panel_grid,
+    panel_title,
     rows_of,
     save_figure,
     scenario_title,
-    suptitle,
     wrap_label,
 )
 from .style import style_map, use_log_scale
@@ -104,7 +104,9 @@ def slowdown_figure(df: pd.DataFrame, *, size=None, title: str | None = None, gr
     scen = [tuple(r) for r in keys.itertuples(index=False)]
     labels = sorted(cmp["algorithm"].unique())
     styles = style_map(labels)
-    fig, axes = panel_grid(len(scen), ncols, width=5.0, height=3.6, extra_height=1.0)
+    fig, axes = panel_grid(len(scen), ncols, width=5.0, height=3.6)
+    heading = f"{title} · vector size {format_size(nbytes)}" if title else \
+        f"vector size {format_size(nbytes)}"
     handles, spreads = {}, set()     # spreads: how min–max over seeds is drawn
     for ax, key in zip(axes, scen):
         sub = rows_of(cmp, cols, key)
@@ -135,9 +137,8 @@ def slowdown_figure(df: pd.DataFrame, *, size=None, title: str | None = None, gr
             handles.setdefault(lab, _proxy(style, numeric))
         ax.axhline(1.0, color="black", linestyle="--", linewidth=0.9, zorder=1)
         ax.grid(True, which="major", alpha=0.3)
-        if cols:
-            ax.set_title(wrap_label(scenario_title(pd.Series(dict(zip(cols, key))), cols),
-                                     PANEL_TITLE_CHARS), fontsize=10)
+        panel_title(ax, scenario_title(pd.Series(dict(zip(cols, key))), cols), heading,
+                    len(scen))
         _condition_axis(ax, numeric, xpos)
     _slowdown_axis(axes, cmp[["slowdown_min", "slowdown_max"]].to_numpy(dtype=float).ravel())
     names, lines = list(handles), list(handles.values())
@@ -151,12 +152,11 @@ def slowdown_figure(df: pd.DataFrame, *, size=None, title: str | None = None, gr
             lines.append(Line2D([], [], color="grey", alpha=0.45, linewidth=2.5))
             names.append(spread + (" (bar)" if len(spreads) > 1 else ""))
     legend_below(fig, lines, names)
-    sized = f"vector size {format_size(nbytes)}"
     fixed = fixed_parameters(df, shown=cols + list(CONDITIONS))
     policies = sorted(set(cmp.loc[cmp["fail_policy"] != "", "fail_policy"]))
     if len(policies) == 1:
         fixed = " · ".join(p for p in (fixed, f"fail policy {policies[0]}") if p)
-    suptitle(fig, f"{title} · {sized}" if title else sized, note, fixed)
+    finish_layout(fig, heading, note, fixed)
     return fig
 
 
@@ -225,8 +225,8 @@ def plot_slowdown(df: pd.DataFrame, out, **kwargs) -> Path:
     the largest — or, on the conditions, which have no order, one marker per
     algorithm and condition, side by side, with a bar from the smallest to
     the largest and no line between conditions; one panel per topology
-    (scenario); the title states the size and every parameter fixed in the
-    rows drawn. A dataset without
+    (scenario); the title states the size, the caption under the legend
+    every parameter fixed in the rows drawn. A dataset without
     what-if rows, or without the healthy rows to compare them with, is a
     ConfigError. Keywords: those of :func:`slowdown_figure`."""
     return save_figure(slowdown_figure(df, **kwargs), out)
