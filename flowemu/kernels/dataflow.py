@@ -72,7 +72,7 @@ from .refill import (
 )
 
 
-@njit(**NUMPY_ERRORS)
+@njit(refcounts=False, **NUMPY_ERRORS)
 def _link(g, flow_ptr, res, act_head, act_next, act_prev):
     """Put flow ``g``'s entries on their resources' lists of flows in the solve."""
     for e in range(flow_ptr[g], flow_ptr[g + 1]):
@@ -85,7 +85,7 @@ def _link(g, flow_ptr, res, act_head, act_next, act_prev):
         act_head[r] = e
 
 
-@njit(**NUMPY_ERRORS)
+@njit(refcounts=False, **NUMPY_ERRORS)
 def _unlink(g, flow_ptr, res, act_head, act_next, act_prev):
     """Take flow ``g``'s entries off those lists."""
     for e in range(flow_ptr[g], flow_ptr[g + 1]):
@@ -99,7 +99,7 @@ def _unlink(g, flow_ptr, res, act_head, act_next, act_prev):
             act_prev[n] = p
 
 
-@njit(**NUMPY_ERRORS)
+@njit(refcounts=False, **NUMPY_ERRORS)
 def _unscreen(g, flow_ptr, res, frac, row_end, pool_res, pool_frac, res_ptr, res_flow, res_frac,
               rs, ri, fl, rate, rise_next, rise_mark, cand, room, lazy):
     """Flow ``g`` is about to enter the solve while the solver screens: it
@@ -121,7 +121,7 @@ def _unscreen(g, flow_ptr, res, frac, row_end, pool_res, pool_frac, res_ptr, res
     lazy[g] = 0.0
 
 
-@njit(**NUMPY_ERRORS)
+@njit(refcounts=False, **NUMPY_ERRORS)
 def _enter(g, ev, flow_ptr, res, n_plain, incast, capacity, w_t, eps, fan_in, rs, ri, fl, rate,
            old_rate, changed, n_changed, stack, n_stack, seeded, seeds, n_seeds, act_head,
            act_next, act_prev):
@@ -177,7 +177,7 @@ def _start_stage(s, t, n_flows, stage_ptr, stage_flows, stage_pending, stage_del
     return n_changed, n_stack, n_seeds, tsize
 
 
-@njit(**NUMPY_ERRORS)
+@njit(refcounts=False, **NUMPY_ERRORS)
 def _count_down(s, t, n_flows, stage_pending, stage_delay, tk, ti, tpos, tsize):
     """One pending event of stage ``s`` happened at ``t``: at the last, its
     end is due after its delay. Returns the timer heap's size."""

@@ -131,22 +131,22 @@ def start_completion(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_byte
             np.zeros(n_flows, dtype=np.float64), status, incast)
 
 
-@njit(**NUMPY_ERRORS)
+@njit(refcounts=False, **NUMPY_ERRORS)
 def bytes_left(g, was, t, persistent, remaining, since, moved):
     """Bring flow ``g``'s bytes up to time ``t`` as its rate changes (it ran
     at ``was`` since ``since[g]``): a persistent flow's bytes moved grow,
     another flow's bytes left shrink. Returns the bytes left (0 for a
     persistent flow). The completion kernels' event loops call it for every
-    rate change; it holds no numba reference counts (every return ends with
-    ``0 * len(...)`` of each array, see :func:`flowemu.kernels.heaps.heap_set`)."""
+    rate change; compiled without reference counts (``njit``'s
+    ``refcounts``)."""
     dt = t - since[g]
     since[g] = t
     if persistent[g]:
         moved[g] += was * dt
-        return 0.0 + 0 * (len(persistent) + len(remaining) + len(since) + len(moved))
+        return 0.0
     rem = max(0.0, remaining[g] - was * dt)
     remaining[g] = rem
-    return rem + 0 * (len(persistent) + len(remaining) + len(since) + len(moved))
+    return rem
 
 
 @njit(**NUMPY_ERRORS)
@@ -247,7 +247,7 @@ def _gather(flow_ptr, row_end, res, frac, sub, n_sub, applied, state, w_ref, col
     return n_touched, n_entries
 
 
-@njit(**NUMPY_ERRORS)
+@njit(refcounts=False, **NUMPY_ERRORS)
 def _resum_weight(r, res_ptr, res_flow, res_frac, flow_mark, mark):
     """Exact (two-sum) weight of the unfrozen flows on ``r``."""
     s = 0.0
@@ -262,7 +262,7 @@ def _resum_weight(r, res_ptr, res_flow, res_frac, flow_mark, mark):
     return s + lo
 
 
-@njit(**NUMPY_ERRORS)
+@njit(refcounts=False, **NUMPY_ERRORS)
 def _freeze_flow(f, lam, flow_ptr, row_end, res, frac, res_ptr, res_flow, res_frac, have_tr, state,
                  w_ref, flow_mark, mark, rates):
     """Freeze flow ``f`` at rate ``lam``. Returns ``(ok, emptied)``: ``ok``
@@ -319,7 +319,7 @@ def _all_saturated(flow_ptr, row_end, res, sub, n_sub, cold, flow_mark, mark):
     return True
 
 
-@njit(**NUMPY_ERRORS)
+@njit(refcounts=False, **NUMPY_ERRORS)
 def _level(state, r):
     return state[r, RESID] / (state[r, W_HI] + state[r, W_LO])
 

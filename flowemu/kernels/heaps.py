@@ -18,30 +18,22 @@ from .jit import njit
 from .layout import NUMPY_ERRORS
 
 
-@njit(**NUMPY_ERRORS)
+@njit(refcounts=False, **NUMPY_ERRORS)
 def heap_set(hk, hi, pos, size, item, key):
     """Give ``item`` the key ``key`` in an indexed binary min-heap (``pos``:
     each item's place, -1 when out; ``+inf`` takes it out); returns the size.
 
-    It calls no other function (the sifts are written out), and every
-    return ends with ``0 * (len(hk) + len(hi) + len(pos))``, which the
-    compiler folds away. Both are for numba's reference counts: a function
-    counts a reference to each array it is given (atomic, ``NRT_incref``
-    and ``NRT_decref``) and drops the pair only when each array is last
-    used at the same place on every path out; an inner call, or an array
-    last used on one branch only, keeps them. With the sifts as calls those
-    counts took a quarter of the incremental solver's time on a tapered fat
-    tree (measured with perf); there are none left in this function or in
-    :func:`heap_pop` (``tests/kernels/test_refcounts.py`` reads the compiled
-    code)."""
+    Compiled without reference counts, as the other per-entry helpers
+    (:func:`flowemu.kernels.jit.njit`'s ``refcounts``): they took a quarter
+    of the incremental solver's time on a tapered fat tree."""
     i = pos[item]
     if key == np.inf:
         if i < 0:
-            return size + 0 * (len(hk) + len(hi) + len(pos))
+            return size
         size -= 1
         pos[item] = -1
         if i >= size:
-            return size + 0 * (len(hk) + len(hi) + len(pos))
+            return size
         key = hk[size]
         item = hi[size]
         up = i > 0 and key < hk[(i - 1) >> 1]
@@ -52,7 +44,7 @@ def heap_set(hk, hi, pos, size, item, key):
     else:
         old = hk[i]
         if key == old:
-            return size + 0 * (len(hk) + len(hi) + len(pos))
+            return size
         up = key < old
     if up:
         while i > 0:
@@ -79,14 +71,13 @@ def heap_set(hk, hi, pos, size, item, key):
     hk[i] = key
     hi[i] = item
     pos[item] = i
-    return size + 0 * (len(hk) + len(hi) + len(pos))
+    return size
 
 
-@njit(**NUMPY_ERRORS)
+@njit(refcounts=False, **NUMPY_ERRORS)
 def heap_pop(hk, hi, pos, size):
     """Take the minimum out of a non-empty indexed heap: ``(key, item,
-    size)`` (as :func:`heap_set` with ``+inf``, and written as it is: see
-    its notes)."""
+    size)`` (as :func:`heap_set` with ``+inf``)."""
     key = hk[0]
     top = hi[0]
     pos[top] = -1
@@ -110,10 +101,10 @@ def heap_pop(hk, hi, pos, size):
         hk[i] = last
         hi[i] = item
         pos[item] = i
-    return key, top, size + 0 * (len(hk) + len(hi) + len(pos))
+    return key, top, size
 
 
-@njit(**NUMPY_ERRORS)
+@njit(refcounts=False, **NUMPY_ERRORS)
 def quad_sift_down(heap_key, heap_res, size, pos):
     """Sift down in a 4-ary min-heap (children ``4 pos + 1 .. 4 pos + 4``):
     half the depth of a binary heap, and the four keys compared at each step
@@ -148,7 +139,7 @@ def quad_heapify(heap_key, heap_res, size):
         quad_sift_down(heap_key, heap_res, size, pos)
 
 
-@njit(**NUMPY_ERRORS)
+@njit(refcounts=False, **NUMPY_ERRORS)
 def quad_pop(heap_key, heap_res, size):
     """Remove the top; returns the new size."""
     size -= 1

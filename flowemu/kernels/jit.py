@@ -29,9 +29,22 @@ _digest: list[str] = []       # (memo: the sources do not change in a process)
 _checked: set[str] = set()    # cache directories stamped by this process
 
 
-def njit(*args, **kwargs):
-    """``numba.njit`` with flowemu's options (``cache=True, nogil=True``)."""
+def njit(*args, refcounts=True, **kwargs):
+    """``numba.njit`` with flowemu's options (``cache=True, nogil=True``).
+
+    ``refcounts=False`` compiles the function without numba's reference
+    counting (its ``_nrt=False``), for the small helpers the solvers' loops
+    call for every entry or flow (heaps, holds, releases): a function counts a
+    reference to each array it is given, an atomic increment and decrement
+    per array per call, which cost more than such a helper's work (~7 % of
+    the incremental solver's time on a tapered fat tree, a quarter before
+    the heaps went without). Such a function must not allocate arrays (numba
+    refuses to compile one that does) nor return one; the caller holds the
+    references for the call. ``tests/kernels/test_refcounts.py`` reads the
+    compiled code."""
     opts = dict(JIT_OPTIONS)
+    if not refcounts:
+        opts["_nrt"] = False
     opts.update(kwargs)
     if args and callable(args[0]):
         return _kept_true(numba.njit(**opts)(args[0]))

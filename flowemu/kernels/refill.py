@@ -68,7 +68,7 @@ HELD_NEXT = 3
 HELD_PREV = 4
 
 
-@njit(**NUMPY_ERRORS)
+@njit(refcounts=False, **NUMPY_ERRORS)
 def add_dd(rs, r, col, a):
     """``rs[r, col] + rs[r, col + 1] += a`` without losing ``a``'s digits
     (two-sum; ``col + 1`` holds the low part)."""
@@ -79,7 +79,7 @@ def add_dd(rs, r, col, a):
     rs[r, col] = s
 
 
-@njit(**NUMPY_ERRORS)
+@njit(refcounts=False, **NUMPY_ERRORS)
 def level_of(rs, ri, r):
     """Level at which ``r`` saturates with its rising weight: the level of
     the flows it holds (of its fastest settled flow if it holds none) when
@@ -92,7 +92,7 @@ def level_of(rs, ri, r):
     return max(0.0, s / w)
 
 
-@njit(**NUMPY_ERRORS)
+@njit(refcounts=False, **NUMPY_ERRORS)
 def attention(r, ev, rs, ri):
     """Level at which resource ``r`` needs the fill's attention: the level of
     the flows it holds if it is not yet checked in fill ``ev`` and sooner,
@@ -103,7 +103,7 @@ def attention(r, ev, rs, ri):
     return lam
 
 
-@njit(**NUMPY_ERRORS)
+@njit(refcounts=False, **NUMPY_ERRORS)
 def hold(g, r, fl, ri):
     """Record that resource ``r`` holds flow ``g`` (a doubly-linked list of
     the flows each resource holds)."""
@@ -117,7 +117,7 @@ def hold(g, r, fl, ri):
     ri[r, N_HELD] += 1
 
 
-@njit(**NUMPY_ERRORS)
+@njit(refcounts=False, **NUMPY_ERRORS)
 def unhold(g, fl, ri):
     """Take flow ``g`` off the list of the resource that holds it."""
     r = fl[g, BNECK]
@@ -135,35 +135,23 @@ def unhold(g, fl, ri):
     fl[g, BNECK] = -1
 
 
-@njit(**NUMPY_ERRORS)
+@njit(refcounts=False, **NUMPY_ERRORS)
 def release(g, ev, fl, ri, rate, old_rate, changed, n_changed, stack, n_stack):
     """Make settled flow ``g`` rising (its entries are applied when it is
     expanded; it leaves the resource that held it); the first time in fill
     ``ev``, note its rate before."""
     fl[g, PHASE] = RISING
-    r = fl[g, BNECK]   # (unhold's lines, not a call; and the zero term below:
-    if r >= 0:         # no reference counts, see heaps.heap_set's notes)
-        p = fl[g, HELD_PREV]
-        n = fl[g, HELD_NEXT]
-        if p >= 0:
-            fl[p, HELD_NEXT] = n
-        else:
-            ri[r, HELD_HEAD] = n
-        if n >= 0:
-            fl[n, HELD_PREV] = p
-        ri[r, N_HELD] -= 1
-        fl[g, BNECK] = -1
+    unhold(g, fl, ri)
     if fl[g, STAMP] != ev:
         fl[g, STAMP] = ev
         old_rate[g] = rate[g]
         changed[n_changed] = g
         n_changed += 1
     stack[n_stack] = g
-    return (n_changed + 0 * (len(fl) + len(ri) + len(rate) + len(old_rate) + len(changed)
-                             + len(stack)), n_stack + 1)
+    return n_changed, n_stack + 1
 
 
-@njit(**NUMPY_ERRORS)
+@njit(refcounts=False, **NUMPY_ERRORS)
 def admit(r, row_end, pool_res, pool_frac, res_ptr, res_flow, res_frac, rs, ri, fl, rate,
           rise_next, rise_mark, cand, room):
     """Make screened resource ``r`` a candidate during a fill (no released
@@ -199,7 +187,7 @@ def admit(r, row_end, pool_res, pool_frac, res_ptr, res_flow, res_frac, rs, ri, 
             rs[r, TOP] = max(rs[r, TOP], rate[g])
 
 
-@njit(**NUMPY_ERRORS)
+@njit(refcounts=False, **NUMPY_ERRORS)
 def relazy(g, new, flow_ptr, res, frac, row_end, pool_res, pool_frac, res_ptr, res_flow,
            res_frac, rs, ri, fl, rate, rise_next, rise_mark, cand, lazy, room, joined):
     """Count flow ``g`` at the lazy rate ``new`` on its screened resources;
@@ -268,7 +256,7 @@ def start_screening(flow_ptr, res, frac, row_end, pool_res, pool_frac, rs, fl, r
     rise_mark[:] = 0   # (pool entries moved; lists are empty between fills)
 
 
-@njit(**NUMPY_ERRORS)
+@njit(refcounts=False, **NUMPY_ERRORS)
 def count_load(g, x, flow_ptr, res, frac, rs, skip):
     """Count flow ``g`` at rate ``x`` in the load (and ``TOP``) of each
     resource it crosses, but those with ``skip[r]`` (``skip`` None: none)."""
@@ -347,7 +335,7 @@ def over_buffers(res_ptr):
     return np.empty(longest, dtype=np.int32), np.empty((longest, 2), dtype=np.float64)
 
 
-@njit(**NUMPY_ERRORS)
+@njit(refcounts=False, **NUMPY_ERRORS)
 def water_level(r, lam, over, over_h, over_x, n_over, rs):
     """The rate above which resource ``r``'s settled flows must rise again
     (with ``OVER_TOL``), given that its rising flows would saturate it at
