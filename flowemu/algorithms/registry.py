@@ -39,7 +39,7 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from ..core.errors import ConfigError, FlowEmuError, ScheduleError, show
+from ..core.errors import ConfigError, FlowEmuError, ScheduleError, checked_keywords, show, suggest
 from .base import AlgorithmSpec, Param, Schedule
 from .collectives import get_collective
 
@@ -61,6 +61,7 @@ _ERRORS: dict[str, str] = {}
 _scanned = False
 
 
+@checked_keywords
 def register_algorithm(name: str, build: Callable[..., Schedule], params=(), doc: str = "",
                        *, families=None, auto_param: str | None = None, sized=None,
                        replace: bool = False) -> AlgorithmSpec:
@@ -145,6 +146,7 @@ def register_algorithm(name: str, build: Callable[..., Schedule], params=(), doc
     return _install(spec, replace)
 
 
+@checked_keywords
 def unregister_algorithm(name: str) -> None:
     """Remove a plug-in registered with :func:`register_algorithm` (built-ins
     stay; an unknown name is a ConfigError)."""
@@ -185,7 +187,7 @@ def get_algorithm(name: str, collective: str = "allreduce") -> AlgorithmSpec:
         table = _OTHERS.get(get_collective(collective).name, {})
         if name not in table:
             raise ConfigError(f"algorithm: {name!r} is not an algorithm of "
-                              f"{get_collective(collective).name}; known: "
+                              f"{get_collective(collective).name}{suggest(name, table)}; known: "
                               f"{', '.join(sorted(table)) or '(none)'}")
         return table[name]
     if name not in _REGISTRY:   # a plug-in's entry point, imported on first use
@@ -200,7 +202,8 @@ def get_algorithm(name: str, collective: str = "allreduce") -> AlgorithmSpec:
                 f"{', '.join(serves)} (give the collective: --collective, collective=); "
                 f"allreduce's: {', '.join(sorted(_REGISTRY))}") from None
         raise ConfigError(
-            f"algorithm: unknown name {name!r}; known: {', '.join(sorted(_REGISTRY))}"
+            f"algorithm: unknown name {name!r}{suggest(name, _REGISTRY)}; known: "
+            f"{', '.join(sorted(_REGISTRY))}"
         ) from None
 
 

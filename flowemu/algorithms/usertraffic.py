@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core import budget, checks
-from ..core.errors import ConfigError, show
+from ..core.errors import ConfigError, checked_keywords, show
 from .base import Reduction, Schedule, Step, Traffic
 
 #: the columns of a traffic table, in this order
@@ -26,6 +26,7 @@ MAX_ID = 2**31 - 1
 PARQUET_SUFFIXES = (".parquet", ".pq")
 
 
+@checked_keywords
 def read_traffic(path, max_memory=None) -> list[Traffic]:
     """Read a step-wise traffic matrix (CSV or parquet with exactly the
     columns ``step, src, dst, bytes``; src/dst are rank ids) into one Traffic

@@ -29,7 +29,7 @@ from ..algorithms.collectives import COLLECTIVES, get_collective
 from ..algorithms.recdoub import largest_power_of_two
 from ..algorithms.verify import verify as verify_schedule
 from ..core import budget, checks
-from ..core.errors import ConfigError, show
+from ..core.errors import ConfigError, checked_keywords, show
 from ..core.network import Network
 from ..topology import checks as topology_checks
 
@@ -93,6 +93,7 @@ class Verification:
         return "\n".join(_variant_text(self, v, all_steps) for v in self.variants)
 
 
+@checked_keywords
 def verify(algorithm, ranks=None, topology=None, *, size=None, network=None,
            max_memory=None, collective="allreduce") -> Verification:
     """Prove that an algorithm's schedule computes its collective (default

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import ConfigError, show
+from .errors import ConfigError, show, unknown_keywords
 from .network import Network
 from .presets import BUILTIN, is_preset, preset_network
 from .units import Quantity, parse_size, parse_sizes
@@ -114,9 +114,7 @@ def network(value, params: dict, function: str, keywords: tuple = ()):
     fields = Network.field_names()
     unknown = sorted(set(params) - set(fields))
     if unknown:
-        allowed = ", ".join(list(keywords) + list(fields))
-        raise ConfigError(f"{function}: unknown keyword argument(s) {', '.join(unknown)}; "
-                          f"allowed: {allowed}")
+        raise unknown_keywords(function, unknown, list(keywords) + list(fields))
     if isinstance(value, Network) and params:
         raise ConfigError(f"network: pass either network=Network(...) or its fields "
                           f"({', '.join(sorted(params))}), not both")

@@ -4,6 +4,10 @@ Every error flowemu raises on purpose derives from :class:`FlowEmuError`, so
 callers (the CLI, sweeps) can tell a user mistake from a bug.
 """
 
+import difflib
+import functools
+import inspect
+
 
 class FlowEmuError(Exception):
     """Base class of flowemu's own errors."""
@@ -59,3 +63,47 @@ def _plain(value):
     if isinstance(value, tuple):
         return tuple(_plain(v) for v in value[:20]) + (("...",) if len(value) > 20 else ())
     return value
+
+
+def suggest(word: str, allowed) -> str:
+    """`` (did you mean 'x'?)`` for the entry of ``allowed`` closest to
+    ``word``, or ``""`` when none is close: the hint every "unknown name"
+    message appends."""
+    close = difflib.get_close_matches(word, list(allowed), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def unknown_keywords(function: str, unknown, allowed) -> ConfigError:
+    """The error of a call to ``function`` with keyword arguments it does not
+    take: each named (with the closest allowed one), then every allowed one."""
+    allowed = list(allowed)
+    named = ", ".join(str(k) + suggest(str(k), allowed) for k in unknown)
+    return ConfigError(f"{function}: unknown keyword argument(s) {named}; "
+                       f"allowed: {', '.join(allowed)}")
+
+
+def checked_keywords(target):
+    """Decorate a public function (or a class: its ``__init__``) so that an
+    unknown keyword argument raises :func:`unknown_keywords`' ConfigError,
+    as the functions taking ``**network_params`` do, instead of Python's
+    bare TypeError."""
+    init = isinstance(target, type)
+    function = target.__init__ if init else target
+    params = inspect.signature(function).parameters.values()
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        raise TypeError(f"{target.__name__} takes **kwargs: check them where they are read")
+    allowed = tuple(p.name for p in params if p.name != "self" and p.kind in
+                    (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
+    known = frozenset(allowed)
+
+    @functools.wraps(function)
+    def checked(*args, **kwargs):
+        if not known.issuperset(kwargs):
+            raise unknown_keywords(target.__name__, [k for k in kwargs if k not in known],
+                                   allowed)
+        return function(*args, **kwargs)
+
+    if init:
+        target.__init__ = checked
+        return target
+    return checked

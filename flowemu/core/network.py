@@ -11,13 +11,14 @@ import math
 import numbers
 from dataclasses import dataclass, fields
 
-from .errors import ConfigError, show
+from .errors import ConfigError, checked_keywords, show
 from .units import Quantity, user_rate, user_time
 
 #: the Network fields that are times (or times per byte)
 TIME_FIELDS = ("link_latency", "hop_latency", "alpha", "gamma", "delta", "incast_slope")
 
 
+@checked_keywords
 @dataclass(frozen=True)
 class Network:
     """Parameters of the network and the end hosts.

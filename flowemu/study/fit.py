@@ -69,7 +69,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..core.errors import ConfigError
+from ..core.errors import ConfigError, checked_keywords
 from ..core.network import Network
 from ..core.presets import write_preset
 from ..core.units import format_rate, format_time, user_rate
@@ -339,6 +339,7 @@ class FitResult:
 
 # ============================================================== fitting
 
+@checked_keywords
 def fit(data, *, bandwidth=None, algorithm: str | None = None, ranks: int | None = None) \
         -> FitResult:
     """Fit GenModel's α, β + γ/2, δ, ε and w_t to measured allreduce times.

@@ -14,7 +14,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from ..core.errors import ConfigError
+from ..core.errors import ConfigError, checked_keywords
 from ..core.units import format_rate, format_size, format_time
 from ..whatif.conditions import CONDITIONS, HEALTHY, WHATIF_COLUMNS
 from .sweep.dataset import (  # noqa: F401 (re-exported)
@@ -93,6 +93,7 @@ def scenario_columns(df: pd.DataFrame) -> list[str]:
 TIE_RTOL = 1e-9
 
 
+@checked_keywords
 def compare(df: pd.DataFrame, by: str = "label") -> pd.DataFrame:
     """Per scenario and size: each algorithm's goodput, the best algorithm(s),
     and each algorithm's gain over the best *other* one.

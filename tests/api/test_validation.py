@@ -107,6 +107,51 @@ def test_unknown_keyword_names_it_and_the_allowed_ones():
     assert "max_memory" in msg and "bandwidth" in msg
 
 
+#: every public function and constructor that takes keywords, called with one misspelt:
+#: (call, the message it must start with), written out by hand
+MISSPELT = [
+    (lambda: Network(bandwith="400Gb/s"),
+     ("Network: unknown keyword argument(s) bandwith (did you mean 'bandwidth'?); allowed: "
+      "bandwidth, link_latency, hop_latency, alpha, gamma, delta, incast_threshold, "
+      "incast_slope")),
+    (lambda: flowemu.simulate(TOPO, "ring", "1KiB", bandwith="400Gb/s"),
+     ("simulate: unknown keyword argument(s) bandwith (did you mean 'bandwidth'?); allowed: "
+      "sizes, ecmp, seed, ")),
+    (lambda: flowemu.simulate_jobs(TOPO, ["algorithm=ring size=1KiB"], synk="barrier"),
+     "simulate_jobs: unknown keyword argument(s) synk (did you mean 'sync'?); allowed: sync, "),
+    (lambda: flowemu.compare(pd.DataFrame(), bye="label"),
+     "compare: unknown keyword argument(s) bye (did you mean 'by'?); allowed: df, by"),
+    (lambda: flowemu.load(datset="results"),
+     "load: unknown keyword argument(s) datset (did you mean 'dataset'?); allowed: dataset"),
+    (lambda: flowemu.fit("m.csv", bandwidht="400Gb/s"),
+     ("fit: unknown keyword argument(s) bandwidht (did you mean 'bandwidth'?); allowed: data, "
+      "bandwidth, algorithm, ranks")),
+    (lambda: flowemu.sweep("s.toml", job=2),
+     ("sweep: unknown keyword argument(s) job (did you mean 'jobs'?); allowed: config_path, "
+      "out, jobs, ")),
+    (lambda: flowemu.read_traffic("t.csv", max_mem="1GiB"),
+     ("read_traffic: unknown keyword argument(s) max_mem (did you mean 'max_memory'?); "
+      "allowed: path, max_memory")),
+    (lambda: flowemu.register_algorithm("mine", lambda p, topo, blocks: None, familes=["torus"]),
+     ("register_algorithm: unknown keyword argument(s) familes (did you mean 'families'?); "
+      "allowed: name, build, params, doc, families, auto_param, sized, replace")),
+    (lambda: flowemu.unregister_algorithm(nmae="mine"),
+     ("unregister_algorithm: unknown keyword argument(s) nmae (did you mean 'name'?); "
+      "allowed: name")),
+    (lambda: flowemu.verify("ring", 4, colective="allreduce"),
+     ("verify: unknown keyword argument(s) colective (did you mean 'collective'?); allowed: "
+      "algorithm, ranks, topology, size, network, max_memory, collective")),
+]
+
+
+@pytest.mark.parametrize("call,start", MISSPELT, ids=[m.split(":")[0] for _, m in MISSPELT])
+def test_a_misspelt_keyword_is_a_config_error_with_a_suggestion(call, start):
+    """An unknown keyword is a ConfigError (not Python's TypeError) naming it, the
+    closest allowed keyword and every allowed one (docs/getting-started.md)."""
+    msg = _message(call)
+    assert msg.startswith(start), msg
+
+
 def test_plain_numbers_in_messages():
     msg = _message(lambda: flowemu.simulate(TOPO, "ring", "1KiB", ranks=np.int64(17)))
     assert "17 ranks" in msg

@@ -55,7 +55,7 @@ import numpy as np
 import pandas as pd
 
 from ...api.simulation import RESULT_COLUMNS
-from ...core.errors import ConfigError
+from ...core.errors import ConfigError, checked_keywords
 from ...core.outputs import replace_atomically
 from ...core.version import __version__
 from ...whatif.conditions import HEALTHY
@@ -275,6 +275,7 @@ def _dataset_dir(dataset) -> Path:
     return path
 
 
+@checked_keywords
 def load(dataset) -> pd.DataFrame:
     """The result rows of a dataset (a sweep's directory, or one parquet/CSV
     file), in the order they were written: of a directory, only the

@@ -3,7 +3,6 @@ location as a TOML key path) and reported at once in a :class:`SweepConfigError`
 
 from __future__ import annotations
 
-import difflib
 import itertools
 from dataclasses import dataclass
 from functools import lru_cache
@@ -11,7 +10,7 @@ from functools import lru_cache
 from ...algorithms import get_algorithm, parse_algorithm_spec
 from ...algorithms.collectives import COLLECTIVES, get_collective
 from ...core import checks
-from ...core.errors import ConfigError
+from ...core.errors import ConfigError, suggest
 from ...core.network import TIME_FIELDS, Network
 from ...core.placement import parse_placement
 from ...core.presets import load_preset
@@ -64,11 +63,6 @@ def strip_field(msg: str, name: str) -> str:
         if msg.startswith(prefix):
             return msg[len(prefix):]
     return msg
-
-
-def suggest(word: str, allowed) -> str:
-    close = difflib.get_close_matches(word, list(allowed), n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def type_name(v) -> str:

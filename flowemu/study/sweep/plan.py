@@ -11,7 +11,7 @@ from types import SimpleNamespace
 from ...algorithms import get_algorithm
 from ...api.simulation import check_simulation
 from ...core.budget import Limit
-from ...core.errors import ConfigError
+from ...core.errors import ConfigError, suggest
 from ...core.network import si_values
 from ...core.placement import parse_placement
 from ...core.presets import load_preset
@@ -44,7 +44,6 @@ from .fields import (
     parse_field,
     parse_sizes_field,
     parse_whatif,
-    suggest,
     topo_info,
     type_name,
 )

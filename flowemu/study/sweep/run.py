@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...core import checks
-from ...core.errors import ConfigError, show
+from ...core.errors import ConfigError, checked_keywords, show
 from . import dataset as ds
 from . import layout
 from .dataset import ERRORS_DIR
@@ -124,6 +124,7 @@ class DatasetLock:
         self.fh.close()
 
 
+@checked_keywords
 def sweep(config_path, out=None, *, jobs: int | None = None, scheduler=None,
           scheduler_timeout: float = 10.0, retry_errors: bool = False, prune: bool = False,
           progress: bool | None = None, chunk_size: int | None = None,

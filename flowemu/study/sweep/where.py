@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ...algorithms import parse_algorithm_spec
-from ...core.errors import ConfigError
+from ...core.errors import ConfigError, suggest
 from ...core.units import parse_rate, parse_sizes, parse_time
 from .config import GRID_FIELDS, Config
 from .dataset import NETWORK_COLUMNS
@@ -22,7 +22,6 @@ from .fields import (
     parse_field,
     resolve_algorithm,
     strip_field,
-    suggest,
     topo_info,
     type_name,
 )
