@@ -517,7 +517,10 @@ def parse_algorithm_spec(text: str) -> tuple[str, dict]:
     text = text.strip()
     if not text:
         raise ConfigError("algorithm: empty name; expected NAME[:key=val,...]")
-    name, _, rest = text.partition(":")
+    name, colon, rest = text.partition(":")
+    if colon and not rest.strip():
+        raise ConfigError(f"algorithm: {text!r} has no options after the ':'; expected "
+                          f"{name.strip()} alone or {name.strip()}:key=val[,key=val...]")
     opts: dict[str, str] = {}
     if rest:
         for item in rest.split(","):

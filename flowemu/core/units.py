@@ -148,6 +148,11 @@ def parse_sizes(text, field: str = "sizes") -> list[int]:
         s = text.strip()
         if ".." in s:
             lo_s, _, hi_s = s.partition("..")
+            if not lo_s.strip() or not hi_s.strip() or lo_s.endswith(".") \
+                    or hi_s.startswith(".") or "," in s:
+                raise ConfigError(f"{field}: {s!r} is not a size range; expected LO..HI with "
+                                  "two dots, e.g. 32B..512MiB (every power of two from LO to "
+                                  "HI), or a comma list such as 1KiB,1MiB")
             lo, hi = parse_size(lo_s, field), parse_size(hi_s, field)
             if lo > hi:
                 raise ConfigError(f"{field}: range {s!r} is empty (start > end)")
@@ -157,7 +162,11 @@ def parse_sizes(text, field: str = "sizes") -> list[int]:
             if not out:
                 raise ConfigError(f"{field}: range {s!r} holds no power of two")
             return out
-        items = [x for x in s.split(",") if x.strip()]
+        items = s.split(",") if s else []
+        if any(not x.strip() for x in items):
+            raise ConfigError(f"{field}: {s!r} has an empty entry (a comma at either end or "
+                              "two in a row); expected sizes separated by commas, e.g. "
+                              "1KiB,1MiB")
     elif hasattr(text, "__iter__") and not isinstance(text, (bytes, dict)):
         items = list(text)
     else:

@@ -73,6 +73,24 @@ def test_size_range_rejects(bad):
         parse_sizes(bad)
 
 
+@pytest.mark.parametrize("bad", ["32B...512MiB", "..1MiB", "1KiB..", "1KiB..1MiB,4MiB"])
+def test_a_malformed_size_range_names_the_range_syntax(bad):
+    # not "size '.512MiB' is not a whole number of bytes": the value as given, and LO..HI
+    with pytest.raises(ConfigError) as e:
+        parse_sizes(bad, "--sizes")
+    assert str(e.value) == (f"--sizes: {bad!r} is not a size range; expected LO..HI with two "
+                            "dots, e.g. 32B..512MiB (every power of two from LO to HI), or a "
+                            "comma list such as 1KiB,1MiB")
+
+
+@pytest.mark.parametrize("bad", ["1MiB,", ",1MiB", "1KiB,,1MiB", "1KiB, ,1MiB"])
+def test_a_size_list_with_an_empty_entry_is_refused(bad):
+    with pytest.raises(ConfigError) as e:
+        parse_sizes(bad)
+    assert str(e.value) == (f"sizes: {bad!r} has an empty entry (a comma at either end or two "
+                            "in a row); expected sizes separated by commas, e.g. 1KiB,1MiB")
+
+
 @pytest.mark.parametrize("text,expected", [
     ("400Gb/s", 50e9), ("400Gbps", 50e9), ("50GB/s", 50e9), ("1.6Tb/s", 200e9),
     ("100Mb/s", 12.5e6), ("1kb/s", 125.0), ("1Kb/s", 125.0), ("2GBps", 2e9), (5e10, 5e10),
