@@ -51,7 +51,7 @@ import re
 
 import numpy as np
 
-from ..core.errors import ConfigError, show
+from ..core.errors import ConfigError, show, suggest
 from ..topology.base import Topology
 from ..topology.common import fmt
 from ..topology.dragonfly import Dragonfly
@@ -238,9 +238,11 @@ def _term(fab: Fabric, text: str, option: str, sel: str) -> np.ndarray:
                  f"{head}:I with I in 0..{len(rows) - 1} (or {head}:*) on {topo.spec}")
         return rows[i]
     if colon:
-        known = ", ".join(fab.levels) if fab.levels else "none"
-        raise ConfigError(f"{option}: {sel!r}: unknown level {head!r} on {topo.spec} (levels: "
-                          f"{known}); allowed: {fab.forms()}")
+        kinds = ["link", "node", *fab.levels, "random"] + \
+            (["id"] if _graph_names(topo) is not None else [])
+        raise ConfigError(f"{option}: {sel!r}: {head + ':'!r} is not a selector of {topo.spec}"
+                          f"{suggest(head, [k for k in kinds if k != head])}; allowed: "
+                          f"{fab.forms()}")
     if fab.grid is not None:
         parts = [p.strip() for p in t.split(",")]
         if len(parts) == len(fab.grid):

@@ -138,6 +138,41 @@ def test_bad_input_is_one_line_exit_2(capsys, argv, needle):
     assert "Traceback" not in err
 
 
+#: a new user's mistakes, each with the whole line it must print (written out by hand)
+MISTAKES = [
+    (["-s", "32B...512MiB"],
+     ("flowemu: error: --sizes: '32B...512MiB' is not a size range; expected LO..HI with two "
+      "dots, e.g. 32B..512MiB (every power of two from LO to HI), or a comma list such as "
+      "1KiB,1MiB")),
+    (["-s", "1MiB,"],
+     ("flowemu: error: --sizes: '1MiB,' has an empty entry (a comma at either end or two in a "
+      "row); expected sizes separated by commas, e.g. 1KiB,1MiB")),
+    (["-a", "swing:"],
+     ("flowemu: error: algorithm: 'swing:' has no options after the ':'; expected swing alone "
+      "or swing:key=val[,key=val...]")),
+    (["-a", "swign"],
+     "flowemu: error: algorithm: unknown name 'swign' (did you mean 'swing'?); known: acps, "),
+    (["--fail", "randm:2:0"],
+     ("flowemu: error: fail: 'randm:2:0': 'randm:' is not a selector of torus:8x8 (did you "
+      "mean 'random'?); allowed: link:ID[-ID]; node:V; coordinates X0,X1 ('*' any) of the 8x8 "
+      "grid; A-B (the cables between two of these); random:K:SEED")),
+]
+
+
+@pytest.mark.parametrize("extra,line", MISTAKES, ids=[" ".join(a) for a, _ in MISTAKES])
+def test_new_user_mistakes_name_the_value_and_what_is_allowed(capsys, extra, line):
+    argv = ["run", "-t", "torus:8x8", "-a", "ring", "-s", "1MiB"]
+    for i in range(0, len(extra), 2):   # the mistake replaces the option's good value
+        if extra[i] in argv:
+            argv[argv.index(extra[i]) + 1] = extra[i + 1]
+        else:
+            argv += extra[i:i + 2]
+    code, _out, err = run(capsys, argv)
+    assert code == 2
+    assert err.endswith("\n") and err.count("\n") == 1, err
+    assert err.startswith(line), err
+
+
 @pytest.mark.parametrize("rows,needle", [
     ("step,src,dst\n0,0,1\n", "missing column"),
     ("step,src,dst,bytes\n0,0,1,-5\n", "bytes"),

@@ -406,9 +406,18 @@ BAD = [
     ("torus:8x8", "fail", "1,2,3", ("fail: '1,2,3': '1,2,3' has 3 coordinate(s); torus:8x8 has "
                                    "2 dimensions")),
     ("torus:8x8", "fail", "9,0", "fail: '9,0': coordinate 9 is out of range; expected 0..7"),
-    ("torus:8x8", "fail", "spine:0", "fail: 'spine:0': unknown level 'spine' on torus:8x8"),
-    ("leafspine:4x2x2", "fail", "spin:0", ("fail: 'spin:0': unknown level 'spin' on "
-                                          "leafspine:4x2x2 (levels: host, leaf, spine)")),
+    ("torus:8x8", "fail", "spine:0", ("fail: 'spine:0': 'spine:' is not a selector of "
+                                     "torus:8x8; allowed: link:ID[-ID]; node:V; coordinates "
+                                     "X0,X1 ('*' any) of the 8x8 grid; A-B")),
+    ("leafspine:4x2x2", "fail", "spin:0", ("fail: 'spin:0': 'spin:' is not a selector of "
+                                          "leafspine:4x2x2 (did you mean 'spine'?); allowed: "
+                                          "link:ID[-ID]; node:V; LEVEL:I or LEVEL:* with LEVEL "
+                                          "one of host, leaf, spine; A-B")),
+    ("torus:8x8", "fail", "randm:2:0", ("fail: 'randm:2:0': 'randm:' is not a selector of "
+                                       "torus:8x8 (did you mean 'random'?); allowed: "
+                                       "link:ID[-ID]; node:V; coordinates X0,X1 ('*' any) of "
+                                       "the 8x8 grid; A-B (the cables between two of these); "
+                                       "random:K:SEED")),
     ("leafspine:4x2x2", "fail", "spine:2", ("fail: 'spine:2': spine index 2 is out of range; "
                                            "expected spine:I with I in 0..1")),
     ("fattree:k=4", "fail", "random:5", "fail: 'random:5': expected random:K:SEED"),
