@@ -90,8 +90,9 @@ def check_jobs(topo, jobs) -> tuple:
         try:
             alg, candidates = expand_algorithm(spec.algorithm)
             alg.check_family(topo.spec)
-        except ConfigError as exc:
-            raise ConfigError(f"jobs[{j}].algorithm: {exc}") from None
+        except ConfigError as exc:   # the location names the field: "algorithm: " once
+            msg = str(exc).removeprefix("algorithm: ")
+            raise ConfigError(f"jobs[{j}].algorithm: {msg}") from None
         if alg.barrier_only:
             raise ConfigError(f"jobs[{j}].algorithm: {alg.name} times its in-network "
                               "aggregation streams one job at a time; it is not offered in "

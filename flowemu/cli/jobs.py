@@ -29,7 +29,8 @@ def add_arguments(j) -> None:
                         "e.g. --job 'algorithm=ring size=64MiB ranks=512' --job "
                         "'algorithm=swing size=64MiB ranks=512 start=20us' (ranks default: "
                         "every endpoint left; placement default packed: the next free "
-                        "endpoints; linear or a file may share endpoints with earlier jobs)")
+                        "endpoints; linear or a file may share endpoints with earlier jobs); "
+                        "the table and error messages number the jobs from 0")
     j.add_argument("--sync", default="barrier",
                    help="barrier (each job's step ends when all its flows are delivered, "
                         "default) | dataflow (each rank goes on when its own are)")
@@ -77,10 +78,18 @@ def cmd_jobs(args) -> int:
                            seed=args.seed, network=net, max_memory=max_memory(args),
                            fail=args.fail, degrade=args.degrade, fail_policy=args.fail_policy,
                            background=args.background)
-    except ConfigError as exc:   # name the option the user typed: jobs[1].ranks -> --job 2, ranks
+    except ConfigError as exc:   # jobs[1].ranks -> job 1 (the 2nd --job), ranks
         msg = re.sub(r"^jobs\[(\d+)\]\.?(\w*)",
-                     lambda m: f"--job {int(m[1]) + 1}" + (f", {m[2]}" if m[2] else ""),
-                     str(exc))
+                     lambda m: _job_named(int(m[1])) + (f", {m[2]}" if m[2] else ""), str(exc))
         raise ConfigError(msg) from None
     write_output(df, fmt, args.out, table=_table)
     return 0
+
+
+def _job_named(j: int) -> str:
+    """Job ``j`` as the table numbers it (from 0, as the ``job`` column of
+    :func:`flowemu.simulate_jobs` and its ``jobs[j]`` messages do), and the
+    ``--job`` the user typed for it, counted as they would."""
+    nth = j + 1
+    suffix = "th" if 10 <= nth % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(nth % 10, "th")
+    return f"job {j} (the {nth}{suffix} --job)"

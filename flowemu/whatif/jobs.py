@@ -105,8 +105,9 @@ def job_mappings(specs: list[JobSpec], topo) -> list[np.ndarray]:
                               "that leave room, or placement=linear or a file to share them")
         if p < 2 or (ends is None and p > len(free)):
             what = "ranks" if spec.ranks is not None or not spec.placement else "placement"
+            left = " the jobs before it leave" if j else ""
             raise ConfigError(f"jobs[{j}].{what}: {p} ranks do not fit on the {len(free)} "
-                              f"endpoints of {topo.spec} the jobs before it leave")
+                              f"endpoints of {topo.spec}{left}")
         if ends is None:   # packed or random: from the endpoints left
             place = parse_placement(spec.placement) if spec.placement not in ("", "packed") \
                 else None

@@ -98,6 +98,11 @@ def test_one_job_is_simulate():
     (["algorithm=ring size=1MiB start=5"], r"jobs\[0\].start: '5' has no unit"),
     ([{"algorithm": "ring", "size": "1MiB", "start": 1e-6}], r"jobs\[0\].start: .* needs its unit"),
     (["algorithm=gentree size=1MiB"], r"jobs\[0\].algorithm"),
+    # the field named once; the first job has no jobs before it
+    (["algorithm=swign size=1MiB"],
+     r"^jobs\[0\].algorithm: unknown name 'swign' \(did you mean 'swing'\?\); known: "),
+    (["algorithm=ring size=1MiB ranks=40"],
+     r"^jobs\[0\].ranks: 40 ranks do not fit on the 16 endpoints of torus:4x4$"),
     ([], r"jobs: .* expected a list of one or more jobs"),
     ("algorithm=ring size=1MiB", r"jobs: .* expected a list"),
 ])

@@ -36,11 +36,33 @@ def test_jobs_table_and_errors(capsys):
     assert "sync=barrier" in out and "slowdown" in out and "random:2" in out
     code, _, err = run(capsys, ["jobs", "-t", "torus:8x8", "--job", "algorithm=ring size=1MiB",
                                 "--job", "algorithm=ring size=1MiB ranks=8"])
-    assert code == 2 and "--job 2: no endpoints are left for it" in err
+    assert code == 2 and "job 1 (the 2nd --job): no endpoints are left for it" in err
     code, out, err = run(capsys, ["jobs", "-t", "torus:8x8", *JOBS, "--background", "perm:0.2"])
     assert code == 0 and "background=perm:0.2" in out.splitlines()[0]
     code, _, err = run(capsys, ["jobs", "-t", "torus:8x8", "--job", "algorithm=nosuch size=1MiB"])
-    assert code == 2 and "--job 1, algorithm:" in err
+    assert code == 2 and "job 0 (the 1st --job), algorithm: unknown name 'nosuch'" in err
     code, _, err = run(capsys, ["jobs", "-t", "torus:8x8", "--job",
                                 "algorithm=ring size=1MiB ranks=4 placement=random:x"])
-    assert code == 2 and "--job 1, placement: placement 'random:x'" in err
+    assert code == 2 and "job 0 (the 1st --job), placement: placement 'random:x'" in err
+
+
+def test_job_errors_number_the_jobs_as_the_table_does(capsys):
+    """The table's job column counts from 0, and so do the messages (each also says
+    which --job it was); the field is named once; the first job has no jobs before it."""
+    code, _, err = run(capsys, ["jobs", "-t", "torus:4x4",
+                                "--job", "algorithm=ring size=1MiB ranks=4",
+                                "--job", "algorithm=swign size=1MiB ranks=4"])
+    assert code == 2
+    assert err.startswith("flowemu: error: job 1 (the 2nd --job), algorithm: unknown name "
+                          "'swign' (did you mean 'swing'?); known: "), err
+    code, _, err = run(capsys, ["jobs", "-t", "torus:4x4",
+                                "--job", "algorithm=ring size=1MiB ranks=40"])
+    assert code == 2
+    assert err == ("flowemu: error: job 0 (the 1st --job), ranks: 40 ranks do not fit on the "
+                   "16 endpoints of torus:4x4\n")
+    code, _, err = run(capsys, ["jobs", "-t", "torus:4x4",
+                                "--job", "algorithm=ring size=1MiB ranks=8",
+                                "--job", "algorithm=ring size=1MiB ranks=10"])
+    assert code == 2
+    assert err == ("flowemu: error: job 1 (the 2nd --job), ranks: 10 ranks do not fit on the "
+                   "8 endpoints of torus:4x4 the jobs before it leave\n")
