@@ -60,7 +60,7 @@ def _emit(link, frac, out_link, out_frac, pos, n):
     return n + 1
 
 
-@njit
+@njit(refcounts=False)
 def _leg(G, x0, T, yd, w, a, local_base, glink, gx, gy, pick, out_link, out_frac, pos, n):
     """Minimal leg from router ``x0`` of group ``G`` to router ``yd`` of group
     ``T`` carrying ``w`` of the flow; ``pick >= 0`` takes only that one of the
@@ -92,7 +92,7 @@ def _leg(G, x0, T, yd, w, a, local_base, glink, gx, gy, pick, out_link, out_frac
     return n, best + 1
 
 
-@njit
+@njit(refcounts=False)
 def _flow(s, d, p, a, num_hosts, local_base, glink, gx, gy, mode, seed, out_link, out_frac,
           pos):
     """Entries of flow ``s -> d`` into ``out_link``/``out_frac`` (``pos``:

@@ -14,7 +14,7 @@ import numba
 import numpy as np
 import pytest
 
-from flowemu.kernels import dataflow, fill, heaps, refill
+from flowemu.kernels import dataflow, dragonfly, fill, heaps, refill
 from flowemu.kernels.layout import NUMPY_ERRORS
 
 #: the helpers the solvers' loops call for every entry, flow or heap move
@@ -24,6 +24,7 @@ HOT = {
     refill: ["add_dd", "level_of", "attention", "hold", "unhold", "release", "admit",
              "relazy", "water_level", "count_load"],
     dataflow: ["_link", "_unlink", "_unscreen", "_enter", "_count_down"],
+    dragonfly: ["_leg", "_flow"],   # (routing: once a flow)
 }
 
 
@@ -53,8 +54,10 @@ def _arg(name: str):
     every array the helpers take is one of these, small and in range."""
     f8 = {"hk", "rate", "old", "old_rate", "rs", "frac", "pool_frac", "res_frac", "lazy",
           "room", "remaining", "since", "moved", "state", "w_ref", "rates", "heap_key",
-          "capacity", "w_t", "eps", "over_x", "stage_delay", "tk"}
+          "capacity", "w_t", "eps", "over_x", "stage_delay", "tk", "out_frac"}
     i8_2d = {"fl", "ri"}
+    if name in {"glink", "gx", "gy"}:   # (a dragonfly's global links by group pair)
+        return np.zeros((2, 2, 1), dtype=np.int64)
     if name in {"rs", "state", "over_x"}:
         return np.zeros((8, 8))
     if name in i8_2d:
@@ -71,17 +74,18 @@ def _arg(name: str):
         return np.zeros(9, dtype=np.int64)
     if name in {"act_head", "act_next", "act_prev", "res", "pool_res", "res_flow", "hi", "pos",
                 "heap_res", "changed", "stack", "rise_next", "rise_mark", "joined", "seeds",
-                "flow_mark", "over_h", "entry_flow", "tpos", "ti"}:
+                "flow_mark", "over_h", "entry_flow", "tpos", "ti", "out_link"}:
         return np.full(8, -1, dtype=np.int32)
     if name in {"have_tr", "incast"}:
         return False
-    if name in {"lam", "new", "was", "t", "key", "a", "over"}:
+    if name in {"lam", "new", "was", "t", "key", "a", "over", "w"}:
         return 0.5
     return 1   # (indices and counts)
 
 
 #: arguments whose name means something else in that helper
-OVERRIDE = {("quad_sift_down", "pos"): 0, ("count_load", "skip"): None}
+OVERRIDE = {("quad_sift_down", "pos"): 0, ("count_load", "skip"): None,
+            ("_leg", "a"): 1, ("_flow", "a"): 1}   # (a dragonfly's routers a group)
 
 
 def _cases():
