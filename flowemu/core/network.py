@@ -11,7 +11,7 @@ import math
 import numbers
 from dataclasses import dataclass, fields
 
-from .errors import ConfigError, checked_keywords, show
+from .errors import ConfigError, checked_keywords, show, unknown_keywords
 from .units import Quantity, user_rate, user_time
 
 #: the Network fields that are times (or times per byte)
@@ -91,6 +91,18 @@ class Network:
     def per_hop_latency(self) -> float:
         """Seconds each hop adds to a flow: link latency + per-hop processing."""
         return self.link_latency + self.hop_latency
+
+    def replace(self, **changes) -> Network:
+        """This network with some fields changed, each given as the
+        constructor takes it (``net.replace(bandwidth="800Gb/s")``); the
+        others keep their values. (``dataclasses.replace`` hands the kept
+        SI floats back to the constructor, which refuses a bare number.)"""
+        names = self.field_names()
+        unknown = [k for k in changes if k not in names]
+        if unknown:
+            raise unknown_keywords("Network.replace", unknown, names)
+        kept = si_values({k: v for k, v in self.as_dict().items() if k not in changes})
+        return type(self)(**kept, **changes)
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:

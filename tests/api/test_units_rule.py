@@ -146,3 +146,21 @@ def test_helpers():
             Gbps(bad)
     with pytest.raises(ConfigError, match="^ns: "):
         ns(-1)
+
+
+def test_network_replace_keeps_the_other_fields_and_takes_units():
+    """``Network.replace`` changes the fields given (as the constructor takes
+    them) and keeps the others; ``dataclasses.replace`` cannot, since it
+    hands the SI floats back to the constructor."""
+    net = Network(bandwidth="400Gb/s", alpha="2us", incast_threshold=4, incast_slope="1ps")
+    wider = net.replace(bandwidth="800Gb/s")
+    assert wider.bandwidth == 1e11                # 800e9 bits/s / 8
+    assert (wider.alpha, wider.incast_threshold, wider.incast_slope) == (2e-6, 4.0, 1e-12)
+    assert (wider.link_latency, wider.hop_latency) == (net.link_latency, net.hop_latency)
+    assert net.bandwidth == 5e10                  # the original is unchanged
+    assert net.replace() == net
+    with pytest.raises(ConfigError, match=r"^alpha=3: a bare number has no unit"):
+        net.replace(alpha=3)
+    with pytest.raises(ConfigError, match=r"Network.replace: unknown keyword argument\(s\) "
+                                          r"bandwith \(did you mean 'bandwidth'\?\)"):
+        net.replace(bandwith="1Gb/s")
