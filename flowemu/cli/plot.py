@@ -31,6 +31,9 @@ def add_arguments(pl) -> None:
                                  "per value (default alpha_s)")
     pl.add_argument("--size", help="--kind slowdown: the vector size (default: the largest "
                                    "in the data)")
+    pl.add_argument("--relative", action="store_true",
+                    help="--kind goodput: a second panel under each, every algorithm's "
+                         "goodput in percent of the best at each size (linear axis)")
     pl.add_argument("--where", help=WHERE_HELP)
     pl.add_argument("--title", help="figure title")
 
@@ -39,7 +42,8 @@ def cmd_plot(args) -> int:
     if args.kind not in KINDS:
         raise ConfigError(f"--kind: unknown kind {args.kind!r}; allowed: {', '.join(KINDS)}")
     if args.out is None:   # every standard figure, unfiltered: the choices need --out
-        for dest in ("kind", "group", "topology", "algorithm", "where", "title", "by", "size"):
+        for dest in ("kind", "group", "topology", "algorithm", "where", "title", "by", "size",
+                     "relative"):
             if given(args, dest):
                 refuse(f"--{dest}", "needs --out FILE (without it, plot draws every standard "
                                     "figure of the dataset into DATASET/_figures/)")
@@ -58,6 +62,10 @@ def cmd_plot(args) -> int:
         kw["by"] = args.by or "alpha_s"
     elif args.by:
         raise ConfigError(f"--by goes with --kind gain-curve, not {args.kind}")
+    if args.kind == "goodput":
+        kw["relative"] = args.relative
+    elif args.relative:
+        raise ConfigError(f"--relative goes with --kind goodput, not {args.kind}")
     if args.kind == "slowdown":
         kw["size"] = args.size
     elif args.size is not None:

@@ -70,11 +70,22 @@ def dataset(tmp_path, sweep_file):
 @pytest.mark.parametrize("extra, option", [
     (["--kind", "gain"], "--kind"), (["--group", "main"], "--group"),
     (["--where", "nodes > 1"], "--where"), (["--title", "x"], "--title"),
+    (["--relative"], "--relative"),
 ])
 def test_plot_filters_need_out(capsys, dataset, extra, option):
     code, _, err = run(capsys, ["plot", str(dataset)] + extra)
     assert code == 2 and one_error_line(err).startswith(f"flowemu: error: {option}: ")
     assert not (dataset / FIGURES_DIR).exists()
+
+
+@pytest.mark.parametrize("kind", ["time", "gain", "gain-curve", "slowdown"])
+def test_relative_goes_with_the_goodput_figure(capsys, dataset, tmp_path, kind):
+    code, _, err = run(capsys, ["plot", str(dataset), "--kind", kind, "--relative",
+                                "-o", str(tmp_path / "r.png")])
+    assert code == 2
+    assert one_error_line(err) == (f"flowemu: error: --relative goes with --kind goodput, "
+                                   f"not {kind}")
+    assert not (tmp_path / "r.png").exists()
 
 
 def test_gain_curve_needs_a_column_that_varies(capsys, dataset, tmp_path):

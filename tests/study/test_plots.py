@@ -103,6 +103,10 @@ def test_cli_plot(dataset, tmp_path, capsys):
     out = tmp_path / "one.png"
     assert main(["plot", str(dataset), "-o", str(out), "-t", "torus:4x4,torus:8"]) == 0
     assert is_png(out)
+    # a second panel under each goodput panel: the share of the best at each size
+    out = tmp_path / "relative.png"
+    assert main(["plot", str(dataset), "-o", str(out), "--group", "tori", "--relative"]) == 0
+    assert is_png(out)
     assert main(["plot", str(dataset)]) == 0            # every figure into DATASET/_figures
     assert len(list((dataset / FIGURES_DIR).glob("*.png"))) == 4
 

@@ -15,8 +15,10 @@ import pandas as pd
 import pytest
 from matplotlib.image import imread
 
+from flowemu.core.errors import ConfigError
 from flowemu.study.figures.common import CAPTION_FONTSIZE, CAPTION_GID, LEGEND_GID
 from flowemu.study.figures.plots import (
+    SWITCH_ALPHA,
     gain_curve_figure,
     gain_figure,
     goodput_figure,
@@ -259,3 +261,133 @@ def test_a_long_fixed_list_wraps_in_the_caption_within_the_figure():
     saved = fig.get_tightbbox(renderer)
     assert ax.get_window_extent(renderer).height / fig.dpi / saved.height >= 0.45
     assert np.isfinite(saved.height)
+
+
+# ------------------------------------------------------------------ the relative panel
+
+#: make demo's figure: the goodput panel and, under it, the share of the best
+DEMO_KW = {"title": DEMO_TITLE, "relative": True}
+
+
+def named_lines(ax) -> dict:
+    return {ln.get_label(): ln for ln in ax.get_lines() if not ln.get_label().startswith("_")}
+
+
+def halos(ax) -> list:
+    return [ln for ln in ax.get_lines() if ln.get_label().startswith("_")
+            and ln.get_linestyle() == "None"]
+
+
+def test_the_relative_panel_shows_each_goodput_as_a_share_of_the_best():
+    df = demo_frame()
+    fig = goodput_figure(df, **DEMO_KW)
+    top, low = fig.axes
+    lines = named_lines(low)
+    assert sorted(lines) == ["bucket", "recdoub", "ring", "swing"]
+    for size in (32, 2**20, 2**29):
+        at = df[df.size_bytes == size].set_index("algorithm")["goodput_Bps"]
+        for alg, line in lines.items():
+            i = list(line.get_xdata()).index(size)
+            assert line.get_ydata()[i] == pytest.approx(100 * at[alg] / at.max(), rel=1e-12)
+    # at 512MiB, by hand from demo_frame's peaks and latencies: bucket (800 Gb/s,
+    # 24us) leads; ring (780 Gb/s, 200us) has 94.5 % of its goodput, swing (700 Gb/s,
+    # 8us) 87.8 %, recdoub (147 Gb/s) 18.4 %: 2**32 bits in each time
+    at = {alg: float(line.get_ydata()[-1]) for alg, line in lines.items()}
+    bucket = 24e-6 + 2**32 / 800e9
+    assert at["bucket"] == 100.0
+    assert at["ring"] == pytest.approx(100 * bucket / (200e-6 + 2**32 / 780e9), rel=1e-12)
+    assert at["swing"] == pytest.approx(100 * bucket / (8e-6 + 2**32 / 700e9), rel=1e-12)
+    assert round(at["ring"], 1) == 94.5 and round(at["swing"], 1) == 87.8
+    assert round(at["recdoub"], 1) == 18.4
+    # at 32B Swing leads and ring has 4 %: every value on the 0..100 axis
+    assert named_lines(low)["swing"].get_ydata()[0] == 100.0
+    low_y, high_y = low.get_ylim()
+    assert low_y == 0.0 and high_y > 100.0
+    # the same look as in the goodput panel above
+    for alg, line in named_lines(top).items():
+        assert (line.get_color(), line.get_marker(), line.get_linestyle()) == \
+            (lines[alg].get_color(), lines[alg].get_marker(), lines[alg].get_linestyle())
+
+
+def test_the_relative_panel_shares_the_size_axis_and_says_its_unit():
+    fig = goodput_figure(demo_frame(), **DEMO_KW)
+    check_surroundings(fig, max_title_lines=1)
+    top, low = fig.axes
+    renderer = drawn(fig)
+    assert top.get_shared_x_axes().joined(top, low)
+    assert low.get_window_extent(renderer).y1 < top.get_window_extent(renderer).y0
+    assert top.get_ylabel() == "goodput (Gb/s), log scale"
+    assert "%" in low.get_ylabel() and "best" in low.get_ylabel()
+    assert low.get_yscale() == "linear" and top.get_yscale() == "log"
+    # the size's label and ticks once, under the lower panel
+    assert low.get_xlabel() == "vector size" and top.get_xlabel() == ""
+    assert low.get_xticklabels()[0].get_text() == "32B"
+    assert not any(t.get_visible() and t.get_text() for t in top.get_xticklabels())
+    # every line has all its points inside the panel, and is visible
+    low_y, high_y = low.get_ylim()
+    for line in named_lines(low).values():
+        assert line.get_visible() and len(line.get_xdata()) == 25
+        assert all(low_y <= v <= high_y for v in line.get_ydata())
+    # the halos where Swing and recursive doubling switch are in both panels
+    assert sorted(float(ln.get_xdata()[0]) for ln in halos(low)) == [2.0**15, 2.0**17]
+    # the panels together keep most of the figure
+    saved = fig.get_tightbbox(renderer)
+    height = sum(ax.get_window_extent(renderer).height for ax in (top, low))
+    assert height / fig.dpi / saved.height >= MIN_AXES_HEIGHT_SHARE
+    # the legend still lies in two rows
+    assert legend_rows(fig, renderer) <= 2
+
+
+def test_the_relative_panel_is_goodput_only():
+    with pytest.raises(ConfigError, match="relative: goes with the goodput figure"):
+        goodput_figure(demo_frame(), metric="time", relative=True)
+
+
+def legend_entry(fig, text: str) -> list:
+    """The artists drawn beside ``text`` in the figure's legend."""
+    fig.canvas.draw()
+    for column in legend_of(fig)._legend_handle_box.get_children():
+        for row in column.get_children():
+            box, label = row.get_children()
+            if label.get_children()[0].get_text() == text:
+                return box.get_children()
+    raise AssertionError(f"no legend entry {text!r}")
+
+
+@pytest.mark.parametrize("relative", [False, True])
+def test_the_switch_entry_of_the_legend_is_drawn_like_the_halos(relative):
+    fig = goodput_figure(demo_frame(), title=DEMO_TITLE, relative=relative)
+    drawn_halos = [ln for ax in fig.axes for ln in halos(ax)]
+    assert len(drawn_halos) == (4 if relative else 2)
+    entry = legend_entry(fig, "switch to bandwidth variant (auto)")
+
+    def look(ln):
+        return (ln.get_color(), ln.get_alpha(), ln.get_marker(), ln.get_markersize(),
+                ln.get_linestyle())
+
+    # one halo per algorithm that switches (recdoub orange, swing red), each as drawn
+    assert [ln.get_color() for ln in entry] == ["#ff7f0e", "#d62728"]
+    assert {look(ln) for ln in entry} == {look(ln) for ln in drawn_halos}
+    assert all(ln.get_alpha() == SWITCH_ALPHA and ln.get_markersize() == 8 for ln in entry)
+    assert all(ln.get_color() != "grey" for ln in entry)
+
+
+@pytest.mark.parametrize("kind", ["goodput", "limited"])
+def test_relative_panels_of_several_scenarios_stay_off_the_legend(kind):
+    df = multi_frame()
+    fig = goodput_figure(df, title="a sweep", relative=True,
+                         max_panels=6 if kind == "goodput" else 3)
+    check_surroundings(fig, max_title_lines=1 if kind == "goodput" else 2)
+    renderer = drawn(fig)
+    visible = [ax for ax in fig.axes if ax.get_visible()]
+    panels = 6 if kind == "goodput" else 3
+    assert len(visible) == 2 * panels
+    uppers = [ax for ax in visible if ax.get_yscale() == "log"]
+    lowers = [ax for ax in visible if ax.get_yscale() == "linear"]
+    assert len(uppers) == len(lowers) == panels
+    for top, low in zip(uppers, lowers):
+        assert top.get_title() and top.get_shared_x_axes().joined(top, low)
+        assert low.get_window_extent(renderer).y1 < top.get_window_extent(renderer).y0
+        assert sorted(named_lines(low)) == ["bucket", "recdoub", "ring", "swing"]
+    boxes = [ax.get_tightbbox(renderer) for ax in visible]
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])

@@ -184,8 +184,12 @@ def test_dataset_without_manifest_loads_whole(tmp_path):
         load(out)
 
 
-def test_demo_runs_after_its_config_is_edited(tmp_path, capsys):
+def test_demo_runs_after_its_config_is_edited(tmp_path, capsys, monkeypatch):
     from flowemu.cli import demo
+    figures = []        # the demo's figure has the relative panel under the goodput one
+    real_plot = demo.plot_goodput
+    monkeypatch.setattr(demo, "plot_goodput",
+                        lambda df, out, **kw: figures.append(kw) or real_plot(df, out, **kw))
     text = (REPO_ROOT / "configs" / "demo.toml").read_text()
     assert 'sizes = "32B..512MiB"' in text and 'bandwidth = "400Gb/s"' in text
     text = text.replace("torus:16x16", "torus:4x4").replace('"32B..512MiB"', '"1KiB..4KiB"')
@@ -204,6 +208,7 @@ def test_demo_runs_after_its_config_is_edited(tmp_path, capsys):
     assert len(load(out)) == 2 * 5 * 3
     # its figure is where parquet readers do not look
     assert (out / FIGURES_DIR / "goodput.png").is_file() and not (out / "goodput.png").exists()
+    assert [kw["relative"] for kw in figures] == [True, True]
     plain_readers_agree(out)
 
 

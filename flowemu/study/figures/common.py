@@ -229,6 +229,30 @@ def panel_grid(n: int, ncols: int, width: float = 4.6, height: float = 3.4,
     return fig, axes[:n]
 
 
+def panel_pairs(n: int, ncols: int, width: float = 4.6, height: float = 3.0,
+                below: float = 2.2, extra_height: float = 0.5):
+    """Like :func:`panel_grid`, but each of the ``n`` panels has a second one
+    under it (``below`` inches high) sharing its x axis, whose tick and axis
+    labels it carries; the upper panel's are hidden. Returns the figure,
+    the upper panels and the lower ones."""
+    nc = min(ncols, n)
+    nr = math.ceil(n / nc)
+    fig = new_figure(width * nc + 0.4, (height + below) * nr + extra_height)
+    grid = fig.add_gridspec(2 * nr, nc, height_ratios=[height, below] * nr)
+    upper, lower = [], []
+    for i in range(nr * nc):
+        row, col = divmod(i, nc)
+        top = fig.add_subplot(grid[2 * row, col])
+        bottom = fig.add_subplot(grid[2 * row + 1, col], sharex=top)
+        top.tick_params(axis="x", which="both", labelbottom=False)
+        if i >= n:
+            top.set_visible(False)
+            bottom.set_visible(False)
+        upper.append(top)
+        lower.append(bottom)
+    return fig, upper[:n], lower[:n]
+
+
 def rows_of(df: pd.DataFrame, cols: list[str], key: tuple) -> pd.DataFrame:
     sub = df
     for c, v in zip(cols, key):

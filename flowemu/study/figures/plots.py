@@ -5,6 +5,10 @@
   other swept field such as the bandwidth) — like the Swing paper's Fig. 6,
   10 and 11. The size axis is log2; the value axis is logarithmic when the
   plotted values span more than two decades (:func:`~flowemu.study.figures.style.use_log_scale`).
+  With ``relative=True`` each panel has a second one under it: every
+  algorithm's goodput in percent of the best at each size
+  (:func:`relative_goodput`, linear axis), where goodputs a log axis puts
+  together (700 and 800 Gb/s) are ranked at every size.
 - :func:`plot_gain`: a heatmap of goodput gain (size × scenario) — like its
   Fig. 7 and 8 — for one algorithm over the best other (default: Swing when
   present), or, without one, the best algorithm and its margin over the
@@ -39,6 +43,7 @@ import pandas as pd
 from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Normalize, to_rgba
 from matplotlib.figure import Figure
+from matplotlib.legend_handler import HandlerTuple
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import FuncFormatter, NullFormatter
@@ -63,6 +68,7 @@ from .common import (
     limit_scenarios,
     new_figure,
     panel_grid,
+    panel_pairs,
     panel_title,
     rows_of,
     save_figure,
@@ -122,11 +128,14 @@ def _value_axis(axes, values, label: str, formatter) -> bool:
 
 def goodput_figure(df: pd.DataFrame, *, metric: str = "goodput", title: str | None = None,
                    group=None, topologies=None, where: str | None = None, ncols: int = 3,
-                   max_panels: int = 24) -> Figure:
+                   max_panels: int = 24, relative: bool = False) -> Figure:
     """The figure of :func:`plot_goodput` (``metric="goodput"``) or
-    :func:`plot_time` (``metric="time"``), not yet saved."""
+    :func:`plot_time` (``metric="time"``), not yet saved. ``relative`` (goodput
+    only) adds under each panel one of :func:`relative_goodput`."""
     if metric not in _METRICS:
         raise ConfigError(f"metric: {metric!r} is not allowed; allowed: {', '.join(_METRICS)}")
+    if relative and metric != "goodput":
+        raise ConfigError(f"relative: goes with the goodput figure, not {metric}")
     column, scale, label, formatter = _METRICS[metric]
     df = filter_rows(df, group, topologies, where)
     # the two models of one configuration share a panel: a flow line and a dashed
@@ -136,10 +145,14 @@ def goodput_figure(df: pd.DataFrame, *, metric: str = "goodput", title: str | No
     labels = sorted(_labels(df).astype(str).unique())
     styles = style_map(labels)   # no two labels of the figure alike
     models = _models(df)
-    fig, axes = panel_grid(len(scen), ncols)
-    handles, covering, switched_to = {}, set(), set()
-    for ax, key in zip(axes, scen):
+    if relative:
+        fig, axes, below = panel_pairs(len(scen), ncols)
+    else:
+        (fig, axes), below = panel_grid(len(scen), ncols), [None] * len(scen)
+    handles, covering, switched_to, switched = {}, set(), set(), {}
+    for ax, low, key in zip(axes, below, scen):
         sub = rows_of(df, cols, key)
+        share = relative_goodput(sub) if relative else None
         drawn, equal = [], []    # this panel's flow lines; (label, the line it covers)
         for lab, model in ((lab, m) for lab in labels for m in models):
             s = sub[(_labels(sub).astype(str) == lab)
@@ -165,6 +178,9 @@ def goodput_figure(df: pd.DataFrame, *, metric: str = "goodput", title: str | No
                 covering.add(entry)
                 handles.setdefault(entry, _proxy(kwargs, markersize))
             ax.plot(x, y, markersize=markersize, linewidth=1.4, label=name, **kwargs)
+            if low is not None:     # the same line, as a share of the best
+                low.plot(x, share[s.index].to_numpy(), markersize=markersize, linewidth=1.4,
+                         label=name, **kwargs)
             # the legend shows the algorithm's own look, drawn over an equal line or not
             handles.setdefault(name, _proxy(style.line_kwargs() if model == "flow" else kwargs,
                                             3.5))
@@ -172,9 +188,12 @@ def goodput_figure(df: pd.DataFrame, *, metric: str = "goodput", title: str | No
                 var = s["variant"].to_numpy()
                 switch = np.flatnonzero(var[1:] != var[:-1]) + 1
                 if len(switch) and s["variant"].nunique() > 1:
-                    ax.plot(x[switch], y[switch], linestyle="none", color=style.color,
-                            alpha=SWITCH_ALPHA, **SWITCH_MARKER)
+                    ax.plot(x[switch], y[switch], **switch_halo(style.color))
+                    if low is not None:
+                        low.plot(x[switch], share[s.index].to_numpy()[switch],
+                                 **switch_halo(style.color))
                     switched_to.update(str(v) for v in var[switch])
+                    switched.setdefault(lab, style.color)
         if equal:
             ax.text(0.98, 0.03, "\n".join(f"{a} = {b}{w}" for a, b, w in equal),
                     transform=ax.transAxes, ha="right", va="bottom", fontsize=7,
@@ -184,33 +203,69 @@ def goodput_figure(df: pd.DataFrame, *, metric: str = "goodput", title: str | No
         ax.grid(True, which="major", alpha=0.3)
         panel_title(ax, scenario_title(pd.Series(dict(zip(cols, key))), cols), title,
                     len(scen))
+        if low is not None:
+            ax.set_xlabel("")           # the panel below says it, under its tick labels
+            size_axis(low, sub["size_bytes"])
+            _relative_axis(low)
     _value_axis(axes, df[column].to_numpy(dtype=float) * scale, label, formatter)
     # the algorithms first, then how a line over an equal one looks
     names = [n for n in handles if n not in covering] + [n for n in handles if n in covering]
     lines = [handles[n] for n in names]
     if switched_to:
-        lines.append(Line2D([], [], linestyle="none", color="grey", alpha=SWITCH_ALPHA,
-                            **SWITCH_MARKER))
+        # the halo as drawn: one in the colour of each algorithm that switches
+        lines.append(tuple(Line2D([], [], **switch_halo(c)) for c in switched.values()))
         names.append(switch_label(switched_to))
-    legend_below(fig, lines, names)
+    legend_below(fig, lines, names, handler_map={tuple: HandlerTuple(ndivide=None, pad=0.2)})
     finish_layout(fig, title, note, fixed_parameters(df, shown=cols))
     return fig
 
 
 def switch_label(variants) -> str:
-    """The legend entry of the large dot where an algorithm run as
+    """The legend entry of the halo where an algorithm run as
     ``variant=auto`` (Swing's and recursive doubling's default) changes
     variant with the size: ``switch to bandwidth variant (auto)`` when every
-    dot switches to one variant, else ``switch of variant (auto)``."""
+    halo switches to one variant, else ``switch of variant (auto)``."""
     variants = sorted(set(variants))
     if len(variants) == 1:
         return f"switch to {variants[0]} variant (auto)"
     return "switch of variant (auto)"
 
 
-#: the large dot where an ``auto`` algorithm switches variant (and its legend entry)
+#: the halo (a large translucent dot) where an ``auto`` algorithm switches
+#: variant, and its legend entry (:func:`switch_halo`)
 SWITCH_MARKER = {"marker": "o", "markersize": 8}
 SWITCH_ALPHA = 0.6
+
+
+def switch_halo(color) -> dict:
+    """Plot keywords of the halo (a large translucent dot in the algorithm's
+    colour) where an ``auto`` algorithm switches variant; its legend entry is
+    drawn with the same keywords, a halo per algorithm that switches."""
+    return {"linestyle": "none", "color": color, "alpha": SWITCH_ALPHA, **SWITCH_MARKER}
+
+
+def relative_goodput(df: pd.DataFrame) -> pd.Series:
+    """Each row's goodput in percent of the best goodput at its size (per
+    model: a GenModel row is compared with GenModel rows), on the index of
+    ``df``, which holds one scenario's rows: 100 for the fastest algorithm,
+    87.5 for one that reaches 7/8 of its goodput."""
+    good = df["goodput_Bps"].astype(float)
+    best = good.groupby([_model_of(df), df["size_bytes"]]).transform("max")
+    return 100.0 * good / best
+
+
+#: the relative panel's y axis: 0 to a little over 100 %, so a line at 100 is not cut
+_RELATIVE_TOP = 104.0
+
+
+def _relative_axis(ax) -> None:
+    """The y axis of a panel of :func:`relative_goodput`: linear, 0 to 100 %."""
+    ax.set_ylim(0.0, _RELATIVE_TOP)
+    ax.set_yticks([0, 25, 50, 75, 100])
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.set_ylabel("goodput, % of the\nbest at each size")
+    ax.grid(True, which="major", alpha=0.3)
+
 
 #: dash patterns of a line drawn over an equal one (depth 1, 2, ...): the
 #: line beneath shows through the gaps
@@ -276,14 +331,19 @@ def _models(df: pd.DataFrame) -> list[str]:
 def plot_goodput(df: pd.DataFrame, out, **kwargs) -> Path:
     """Goodput (Gb/s) vs vector size, one line per algorithm label, one panel
     per scenario. Where an algorithm run as ``variant=auto`` switches variant
-    (latency-optimal for small vectors, bandwidth-optimal for large), a large
-    dot marks the first size of the new variant (as in the paper's Fig. 6;
-    the legend says ``switch to bandwidth variant (auto)``). A line equal to one drawn before it in its panel (at
+    (latency-optimal for small vectors, bandwidth-optimal for large), a
+    translucent halo in its colour marks the first size of the new variant
+    (as in the paper's Fig. 6; the legend shows one such halo per algorithm
+    that switches and says ``switch to bandwidth variant (auto)``). A line equal to one drawn before it in its panel (at
     every size, within :data:`~flowemu.results.TIE_RTOL`) is dashed with
     larger hollow markers, so the one beneath shows, and the panel names the
     pair (``ring = bucket``). The
-    goodput axis is logarithmic when the values span more than two decades.
-    Rows of ``model`` genmodel (the analytic GenModel prediction) are drawn
+    goodput axis is logarithmic when the values span more than two decades;
+    on it goodputs a few percent apart lie together, so ``relative=True``
+    adds under each panel one sharing its size axis with the same lines as a
+    percentage of the best goodput at each size (:func:`relative_goodput`;
+    linear, 0 to 100 %): the ranking at every size, as ``flowemu compare``
+    and ``make demo``'s table give it. Rows of ``model`` genmodel (the analytic GenModel prediction) are drawn
     dashed, without markers, in their algorithm's colour, beside the flow
     line of the same configuration (legend ``label · genmodel``).
     With more than ``max_panels`` scenarios, swept fields other than the
