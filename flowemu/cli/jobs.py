@@ -9,12 +9,16 @@ import re
 from ..api.jobs import simulate_jobs
 from ..core.errors import ConfigError
 from ..core.units import format_rate, format_size, format_time
+from ..topology import topology_modes
+from ..topology.base import ECMP_MODES
 from .options import (
     add_network_options,
     add_output_options,
     chosen_format,
+    ecmp_help,
     given,
     max_memory,
+    naming_options,
     network,
     refuse,
     write_output,
@@ -35,8 +39,7 @@ def add_arguments(j) -> None:
                    help="barrier (each job's step ends when all its flows are delivered, "
                         "default) | dataflow (each rank goes on when its own are)")
     add_network_options(j)
-    j.add_argument("--ecmp", default="split", help="split | dor | hash | dmodk | adaptive "
-                                                   "(default split)")
+    j.add_argument("--ecmp", default="split", help=ecmp_help(ECMP_MODES, topology_modes()))
     j.add_argument("--seed", type=int, default=0, help="seed of --ecmp hash (default 0)")
     add_output_options(j)
     j.add_argument("--max-memory", help="refuse a run estimated to need more memory, e.g. 8GiB")
@@ -65,6 +68,11 @@ def _table(df) -> str:
 
 
 def cmd_jobs(args) -> int:
+    with naming_options(args):   # ecmp: ... from the API reads --ecmp: ...
+        return _jobs(args)
+
+
+def _jobs(args) -> int:
     if args.out == "-":
         args.out = None
     net = network(args)

@@ -11,8 +11,12 @@ the output formats, the network options, and the one-line error reports.
 * :func:`add_network_options` and :func:`network`: ``--network``,
   ``--bandwidth``, the latencies, α, γ, δ and incast, each value read with its
   unit under the option's name.
-* :func:`as_options` rewrites a message about an argument (``ranks: ...``)
-  into one about the option the user typed (``--ranks: ...``).
+* :func:`as_options` rewrites a message about an argument (``ranks: ...``,
+  ``placement 'x': ...``) into one about the option the user typed
+  (``--ranks: ...``, ``--placement 'x': ...``); :data:`API_OPTIONS` maps the
+  Python API's arguments to the options giving them, and
+  :func:`naming_options` applies it to a command's errors.
+* :func:`ecmp_help`: ``--ecmp``'s help, listing the modes the check allows.
 * :func:`exit_status` reports a failure in one line: ``flowemu: error: ...``
   and exit 2 for a user mistake (ConfigError), exit 1 for other flowemu
   failures and for the system's refusals, no traceback;
@@ -27,7 +31,8 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from contextlib import contextmanager
 
 from ..core.budget import Limit, limit
 from ..core.errors import ConfigError, FlowEmuError
@@ -102,16 +107,37 @@ def refuse(option: str, why: str) -> None:
     raise ConfigError(f"{option}: {why}; drop it")
 
 
+#: the argument names a message starts with: before ": " or a quoted value
+_LEADING_NAMES = re.compile(r"(\w+(?:, \w+)*)(?=: | ['\"])")
+
+
 def as_options(message: str, options: Mapping[str, str]) -> str:
     """``message`` with its leading argument names written as the options the
     user typed: ``ranks: ...`` → ``--ranks: ...``, ``bandwidth, ranks: ...``
-    → ``--bandwidth, --ranks: ...`` (``options`` maps argument → option);
-    unchanged unless every name is one of ``options``."""
-    head, sep, tail = message.partition(": ")
-    names = head.split(", ")
-    if sep and all(name in options for name in names):
-        return ", ".join(options[name] for name in names) + sep + tail
+    → ``--bandwidth, --ranks: ...``, ``placement 'x': ...`` → ``--placement
+    'x': ...`` (``options`` maps argument → option); unchanged unless every
+    name is one of ``options``."""
+    head = _LEADING_NAMES.match(message)
+    names = head[1].split(", ") if head else []
+    if names and all(name in options for name in names):
+        return ", ".join(options[name] for name in names) + message[head.end():]
     return message
+
+
+@contextmanager
+def naming_options(args):
+    """Within it, a ConfigError about an argument of the Python API that one
+    of this command's options gives (:data:`API_OPTIONS`) names the option
+    instead: ``ecmp: ...`` becomes ``--ecmp: ...``. The API's own messages
+    stay as they are for Python callers."""
+    try:
+        yield
+    except ConfigError as exc:
+        options = {name: option for name, option in API_OPTIONS.items() if hasattr(args, name)}
+        message = as_options(str(exc), options)
+        if message == str(exc):
+            raise
+        raise ConfigError(message) from None
 
 
 # ------------------------------------------------------------------ errors
@@ -323,6 +349,35 @@ NETWORK_OPTIONS = {"bandwidth": "--bandwidth", "link_latency": "--link-latency",
                    "hop_latency": "--hop-latency", "alpha": "--alpha", "gamma": "--gamma",
                    "delta": "--delta", "incast_threshold": "--incast-threshold",
                    "incast_slope": "--incast-slope"}
+
+
+#: the Python API's arguments (simulate, simulate_jobs, ...) → the option of the
+#: same meaning on the command line, for :func:`naming_options`; a command
+#: uses the entries whose argument is one of its own (``args.<name>``)
+API_OPTIONS = {
+    **NETWORK_OPTIONS, "network": "--network", "topology": "--topology",
+    "algorithm": "--algorithm", "traffic": "--traffic", "collective": "--collective",
+    "sizes": "--sizes", "ranks": "--ranks", "placement": "--placement", "ecmp": "--ecmp",
+    "seed": "--seed", "model": "--model", "sync": "--sync", "fail": "--fail",
+    "degrade": "--degrade", "fail_policy": "--fail-policy", "slow": "--slow",
+    "background": "--background", "max_memory": "--max-memory",
+}
+
+
+def ecmp_help(modes: Iterable[str], family_modes: Mapping[str, tuple[str, ...]]) -> str:
+    """``--ecmp``'s help: every mode of ``modes`` (the tuple the check allows,
+    :data:`flowemu.topology.base.ECMP_MODES`, so the two cannot differ), each
+    with the families implementing it when not all do (``family_modes``:
+    :func:`flowemu.topology.topology_modes`; adaptive goes with split, as
+    ``flowemu list`` shows)."""
+    implemented = {family: (*own, "adaptive") if "split" in own else own
+                   for family, own in family_modes.items()}
+    shown = []
+    for mode in modes:
+        families = [family for family, own in implemented.items() if mode in own]
+        where = f" ({', '.join(families)})" if 0 < len(families) < len(implemented) else ""
+        shown.append(mode + where)
+    return " | ".join(shown) + "; default split"
 
 
 def add_network_options(parser) -> None:

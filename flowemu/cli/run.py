@@ -24,14 +24,18 @@ from ..core.units import format_rate, format_size, format_time, parse_size, pars
 from ..models.genmodel import MODELS
 from ..study.figures.links import plot_links
 from ..study.results import slowdown
+from ..topology import topology_modes
+from ..topology.base import ECMP_MODES
 from .options import (
     add_network_options,
     add_output_options,
     as_options,
     check_incast_pair,
     chosen_format,
+    ecmp_help,
     given,
     max_memory,
+    naming_options,
     network,
     note,
     refuse,
@@ -60,9 +64,7 @@ def add_arguments(r) -> None:
                    help="endpoint of each rank: linear (rank r on endpoint r), random:SEED, "
                         "or a file of endpoint ids, one per rank (default %(default)s)")
     add_network_options(r)
-    r.add_argument("--ecmp", default="split",
-                   help="split | dor (tori, meshes, HyperX, HammingMesh) | hash | dmodk (fat "
-                        "trees) | adaptive (default split everywhere)")
+    r.add_argument("--ecmp", default="split", help=ecmp_help(ECMP_MODES, topology_modes()))
     r.add_argument("--seed", type=int, default=0, help="seed of --ecmp hash (default 0)")
     r.add_argument("--model", default="flow",
                    help="flow (the flow-level engine, default) | genmodel (GenModel's analytic "
@@ -120,6 +122,11 @@ def add_arguments(r) -> None:
 
 
 def cmd_run(args) -> int:
+    with naming_options(args):   # ecmp: ... from the API reads --ecmp: ...
+        return _run(args)
+
+
+def _run(args) -> int:
     if args.out == "-":   # the usual spelling of standard output
         args.out = None
     net = network(args)

@@ -116,18 +116,19 @@ def _read_ids(path: str) -> np.ndarray:
     return np.array(out, dtype=np.int64)
 
 
-def parse_placement(raw) -> Placement:
+def parse_placement(raw, forms: str = FORMS) -> Placement:
     """``"linear"``, ``"random:SEED"``, ``"file:PATH"`` or ``"PATH"`` (or a
-    :class:`Placement`) -> :class:`Placement`; ConfigError otherwise."""
+    :class:`Placement`) -> :class:`Placement`; ConfigError otherwise, saying
+    ``expected <forms>`` (a caller that takes more forms passes them all)."""
     if isinstance(raw, Placement):
         return raw
     if raw is None:
         return Placement()
     if not isinstance(raw, str):
-        raise ConfigError(f"placement: {show(raw)} is not allowed; expected {FORMS}")
+        raise ConfigError(f"placement: {show(raw)} is not allowed; expected {forms}")
     text = str(raw).strip()
     if not text:
-        raise ConfigError(f"placement: the value is empty; expected {FORMS}")
+        raise ConfigError(f"placement: the value is empty; expected {forms}")
     if text == "linear":
         return Placement()
     if text.startswith("random:") or text == "random":
@@ -138,8 +139,8 @@ def parse_placement(raw) -> Placement:
         return Placement("random", seed=int(seed))
     path = text[5:].strip() if text.startswith("file:") else text
     if not path:
-        raise ConfigError(f"placement {text!r}: no file given; expected {FORMS}")
+        raise ConfigError(f"placement {text!r}: no file given; expected {forms}")
     if not os.path.isfile(path):
         reason = "is a directory, not a file" if os.path.isdir(path) else "no such file"
-        raise ConfigError(f"placement {path!r}: {reason}; expected {FORMS}")
+        raise ConfigError(f"placement {path!r}: {reason}; expected {forms}")
     return Placement("file", path=path)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from ..core.errors import ConfigError, show
+from ..core.errors import ConfigError, show, suggest
 from .base import Routes, Topology
 from .common import parse_dims
 from .dragonfly import Dragonfly, parse_dragonfly
@@ -130,7 +130,8 @@ def parse_topology(spec: str) -> Topology:
     family, params = (part.strip() for part in text.split(":", 1))
     if family not in _FACTORIES:
         known = ", ".join(sorted(_FACTORIES))
-        hint = " (family names are lowercase)" if family.lower() in _FACTORIES else ""
+        hint = (" (family names are lowercase)" if family.lower() in _FACTORIES
+                else suggest(family, _FACTORIES))
         raise ConfigError(f"topology {spec!r}: unknown family {family!r}{hint}; known "
                           f"families: {known}")
     try:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.errors import ConfigError, RoutingError, show
+from ..core.errors import ConfigError, RoutingError, show, suggest
 from .aggregation import tier_ancestors
 
 ECMP_MODES = ("split", "dor", "hash", "valiant", "dmodk", "adaptive")
@@ -159,7 +159,9 @@ class OrbitProblem:
 
 def check_ecmp(ecmp: str) -> str:
     if not isinstance(ecmp, str) or ecmp not in ECMP_MODES:
-        raise ConfigError(f"ecmp: unknown mode {show(ecmp)}; allowed: {', '.join(ECMP_MODES)}")
+        hint = suggest(ecmp, ECMP_MODES) if isinstance(ecmp, str) else ""
+        raise ConfigError(f"ecmp: unknown mode {show(ecmp)}{hint}; allowed: "
+                          f"{', '.join(ECMP_MODES)}")
     return ecmp
 
 

@@ -5,7 +5,7 @@ seed). The other checks are in :mod:`flowemu.core.checks`."""
 from __future__ import annotations
 
 from ..core import checks
-from ..core.errors import ConfigError, show
+from ..core.errors import ConfigError, show, suggest
 from . import parse_topology
 from .base import ECMP_MODES, Topology
 
@@ -25,7 +25,8 @@ def topology(value):
 def ecmp(value) -> str:
     """One of the routing modes."""
     if not isinstance(value, str) or value not in ECMP_MODES:
-        raise ConfigError(f"ecmp: {show(value)} is not allowed; allowed: "
+        hint = suggest(value, ECMP_MODES) if isinstance(value, str) else ""
+        raise ConfigError(f"ecmp: {show(value)} is not allowed{hint}; allowed: "
                           f"{', '.join(ECMP_MODES)}")
     return str(value)
 

@@ -11,14 +11,20 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core import checks
-from ..core.errors import ConfigError, show
-from ..core.placement import parse_placement
+from ..core.errors import ConfigError, show, suggest
+from ..core.placement import FORMS, parse_placement
 from ..core.units import parse_size, parse_time
 
 __all__ = ["JOB_KEYS", "JobSpec", "job_mappings", "job_text", "parse_job"]
 
 #: the keys of a job (``"algorithm=ring size=64MiB ranks=512"`` or a dict)
 JOB_KEYS = ("algorithm", "size", "ranks", "placement", "start")
+
+#: a job's placements, as its messages list them: packed (the default), then
+#: those of a single run
+JOB_PLACEMENTS = "\"packed\" (the default: the next endpoints no earlier job took), " + FORMS
+
+
 @dataclass(frozen=True)
 class JobSpec:
     """One job as given, checked: its algorithm spec, size in bytes, ranks
@@ -52,7 +58,8 @@ def parse_job(raw, index: int) -> JobSpec:
                           "'algorithm=NAME size=SIZE [ranks=N] [placement=P] [start=TIME]'")
     unknown = sorted(set(items) - set(JOB_KEYS))
     if unknown:
-        raise ConfigError(f"{where}: unknown key {unknown[0]!r}; expected {', '.join(JOB_KEYS)}")
+        raise ConfigError(f"{where}: unknown key {unknown[0]!r}{suggest(unknown[0], JOB_KEYS)}; "
+                          f"expected {', '.join(JOB_KEYS)}")
     for key in ("algorithm", "size"):
         if key not in items:
             raise ConfigError(f"{where}: {key} is missing (keys: {', '.join(JOB_KEYS)})")
@@ -71,7 +78,7 @@ def parse_job(raw, index: int) -> JobSpec:
     placement = items.get("placement", "")
     if not isinstance(placement, str):
         raise ConfigError(f"{where}.placement: {show(placement)} is not allowed; expected "
-                          "packed, linear, random:SEED or a file of endpoint ids")
+                          f"{JOB_PLACEMENTS}")
     start = items.get("start", 0.0)
     start = parse_time(start, f"{where}.start") if isinstance(start, str) else start
     if isinstance(start, bool) or not isinstance(start, (int, float)) or not start >= 0 \
@@ -97,8 +104,10 @@ def job_mappings(specs: list[JobSpec], topo) -> list[np.ndarray]:
         free = np.flatnonzero(owner < 0)
         try:
             ends, p = _endpoints(spec, free, topo)
-        except ConfigError as exc:
-            raise ConfigError(f"jobs[{j}].placement: {exc}") from None
+        except ConfigError as exc:   # "placement 'x': ..." names the field once
+            text = str(exc)
+            rest = text[len("placement"):] if text.startswith("placement") else f": {text}"
+            raise ConfigError(f"jobs[{j}].placement{rest}") from None
         if ends is None and not len(free):
             raise ConfigError(f"jobs[{j}]: no endpoints are left for it (the jobs before it "
                               f"take all {n} endpoints of {topo.spec}); give the jobs ranks= "
@@ -109,8 +118,8 @@ def job_mappings(specs: list[JobSpec], topo) -> list[np.ndarray]:
             raise ConfigError(f"jobs[{j}].{what}: {p} ranks do not fit on the {len(free)} "
                               f"endpoints of {topo.spec}{left}")
         if ends is None:   # packed or random: from the endpoints left
-            place = parse_placement(spec.placement) if spec.placement not in ("", "packed") \
-                else None
+            place = None if spec.placement in ("", "packed") \
+                else parse_placement(spec.placement, JOB_PLACEMENTS)
             ends = free[:p] if place is None else \
                 np.random.default_rng(place.seed).permutation(free)[:p]
         ends = np.asarray(ends, dtype=np.int64)
@@ -123,7 +132,7 @@ def _endpoints(spec: JobSpec, free, topo):
     """``(endpoints, ranks)`` of a job placed ``linear`` or by a file, or
     ``(None, ranks)`` for a job that takes endpoints left (packed, random)."""
     text = spec.placement
-    place = None if text in ("", "packed") else parse_placement(text)
+    place = None if text in ("", "packed") else parse_placement(text, JOB_PLACEMENTS)
     if place is None or place.kind == "random":
         return None, spec.ranks if spec.ranks is not None else len(free)
     p = spec.ranks if spec.ranks is not None else place.ranks(topo)

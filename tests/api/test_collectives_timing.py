@@ -182,7 +182,7 @@ def test_cli_run(capsys):
     assert code == 2 and "--collective" in one_error_line(err)
     code, _, err = run(capsys, ["run", "-t", "tree:8", "-c", "alltoall", "-a", "ring"])
     assert code == 2 and one_error_line(err) == (
-        "flowemu: error: algorithm: 'ring' is not an algorithm of alltoall; known: bine, bruck, "
+        "flowemu: error: --algorithm: 'ring' is not an algorithm of alltoall; known: bine, bruck, "
         "linear, mpich, nccl, pairwise")
 
 

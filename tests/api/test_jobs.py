@@ -139,3 +139,15 @@ def test_failures_follow_the_fail_policy_per_job():
         flowemu.simulate_jobs("torus:4x4", jobs, fail="random:2:1")
     df = flowemu.simulate_jobs("torus:4x4", jobs, fail="random:2:1", fail_policy="reroute")
     assert list(df["failed_links"]) == [2, 2] and (df["time_s"] > 0).all()
+
+
+def test_a_bad_placement_names_the_field_once_and_lists_packed():
+    """simulate_jobs' message names jobs[1].placement once and lists every
+    placement a job takes, its default packed first."""
+    with pytest.raises(ConfigError) as info:
+        flowemu.simulate_jobs("torus:8x8", ["algorithm=ring size=1MiB ranks=16",
+                                            "algorithm=ring size=1MiB ranks=16 placement=rndom:1"])
+    assert str(info.value) == (
+        "jobs[1].placement 'rndom:1': no such file; expected \"packed\" (the default: the next "
+        "endpoints no earlier job took), \"linear\", \"random:SEED\" (SEED an integer >= 0) or "
+        "a file of endpoint ids (\"FILE\" or \"file:FILE\", one per rank)")

@@ -28,6 +28,6 @@ def _refusal() -> subprocess.CompletedProcess:
 def test_bench_startup_one_line_error(benchmark):
     done = benchmark.pedantic(_refusal, rounds=5, iterations=1, warmup_rounds=1)
     assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr.startswith("flowemu: error: algorithm: unknown name 'nosuch'")
+    assert done.stderr.startswith("flowemu: error: --algorithm: unknown name 'nosuch'")
     assert done.stderr.count("\n") == 1
     record_target(benchmark, 1500.0)

@@ -5,7 +5,9 @@ import json
 import pandas as pd
 import pytest
 
+import flowemu
 from flowemu.cli.app import main
+from flowemu.core.errors import ConfigError
 
 SMALL = ["run", "--topology", "torus:4x4", "--algorithm", "ring", "--sizes", "1KiB,1MiB"]
 
@@ -148,14 +150,39 @@ MISTAKES = [
      ("flowemu: error: --sizes: '1MiB,' has an empty entry (a comma at either end or two in a "
       "row); expected sizes separated by commas, e.g. 1KiB,1MiB")),
     (["-a", "swing:"],
-     ("flowemu: error: algorithm: 'swing:' has no options after the ':'; expected swing alone "
-      "or swing:key=val[,key=val...]")),
+     ("flowemu: error: --algorithm: 'swing:' has no options after the ':'; expected swing "
+      "alone or swing:key=val[,key=val...]")),
     (["-a", "swign"],
-     "flowemu: error: algorithm: unknown name 'swign' (did you mean 'swing'?); known: acps, "),
+     "flowemu: error: --algorithm: unknown name 'swign' (did you mean 'swing'?); known: acps, "),
     (["--fail", "randm:2:0"],
-     ("flowemu: error: fail: 'randm:2:0': 'randm:' is not a selector of torus:8x8 (did you "
+     ("flowemu: error: --fail: 'randm:2:0': 'randm:' is not a selector of torus:8x8 (did you "
       "mean 'random'?); allowed: link:ID[-ID]; node:V; coordinates X0,X1 ('*' any) of the 8x8 "
       "grid; A-B (the cables between two of these); random:K:SEED")),
+    (["--ecmp", "splt"],
+     ("flowemu: error: --ecmp: 'splt' is not allowed (did you mean 'split'?); allowed: split, "
+      "dor, hash, valiant, dmodk, adaptive\n")),
+    (["-t", "fatree:k=8"],
+     ("flowemu: error: --topology 'fatree:k=8': unknown family 'fatree' (did you mean "
+      "'fattree'?); known families: dragonfly, fattree, graph, hammingmesh, hx2mesh, hx4mesh, "
+      "hyperx, leafspine, mesh, torus, tree\n")),
+    (["--sync", "eventualy"],
+     "flowemu: error: --sync: 'eventualy' is not allowed; expected one of barrier, dataflow\n"),
+    (["--fail-policy", "rerout", "--fail", "link:0"],
+     "flowemu: error: --fail-policy: 'rerout' is not allowed; expected strict or reroute\n"),
+    (["--placement", "rndom:1"],
+     ("flowemu: error: --placement 'rndom:1': no such file; expected \"linear\", "
+      "\"random:SEED\" (SEED an integer >= 0) or a file of endpoint ids (\"FILE\" or "
+      "\"file:FILE\", one per rank)\n")),
+    (["--ranks", "100"],
+     "flowemu: error: --ranks: 100 ranks do not fit on torus:8x8 (64 endpoints)\n"),
+    (["-c", "allreduc"],
+     "flowemu: error: --collective: 'allreduc' is not one of allreduce, reduce_scatter, "),
+    (["--slow", "0=2"],
+     "flowemu: error: --slow: "),
+    (["--degrade", "link:0"],
+     "flowemu: error: --degrade: 'link:0' has no factor; "),
+    (["--background", "prem:0.5"],
+     "flowemu: error: --background: unknown generator 'prem' in 'prem:0.5'; "),
 ]
 
 
@@ -171,6 +198,26 @@ def test_new_user_mistakes_name_the_value_and_what_is_allowed(capsys, extra, lin
     assert code == 2
     assert err.endswith("\n") and err.count("\n") == 1, err
     assert err.startswith(line), err
+
+
+def test_python_api_messages_keep_the_argument_names():
+    """Only the command line names its options; Python callers keep ``ecmp: ...``."""
+    with pytest.raises(ConfigError) as info:
+        flowemu.simulate("torus:4x4", "ring", "1MiB", ecmp="splt")
+    assert str(info.value) == ("ecmp: 'splt' is not allowed (did you mean 'split'?); allowed: "
+                               "split, dor, hash, valiant, dmodk, adaptive")
+
+
+@pytest.mark.parametrize("command", ["run", "jobs"])
+def test_ecmp_help_lists_every_allowed_mode(capsys, command):
+    """--ecmp's help names the modes its check allows (valiant was left out), in its order."""
+    assert main([command, "--help"]) == 0
+    help_text = " ".join(capsys.readouterr().out.split())
+    start = help_text.index("--ecmp ECMP ") + len("--ecmp ECMP ")
+    shown = help_text[start:help_text.index("--seed SEED", start)]
+    modes = [part.split(" (")[0].split(";")[0].strip() for part in shown.split(" | ")]
+    assert modes == ["split", "dor", "hash", "valiant", "dmodk", "adaptive"], shown
+    assert "valiant (dragonfly)" in shown and "dmodk (fattree)" in shown
 
 
 @pytest.mark.parametrize("rows,needle", [

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 
 import pandas as pd
+import pytest
 
 import flowemu
 from flowemu.cli.app import main
@@ -43,7 +44,7 @@ def test_jobs_table_and_errors(capsys):
     assert code == 2 and "job 0 (the 1st --job), algorithm: unknown name 'nosuch'" in err
     code, _, err = run(capsys, ["jobs", "-t", "torus:8x8", "--job",
                                 "algorithm=ring size=1MiB ranks=4 placement=random:x"])
-    assert code == 2 and "job 0 (the 1st --job), placement: placement 'random:x'" in err
+    assert code == 2 and "job 0 (the 1st --job), placement 'random:x': the seed 'x'" in err
 
 
 def test_job_errors_number_the_jobs_as_the_table_does(capsys):
@@ -66,3 +67,36 @@ def test_job_errors_number_the_jobs_as_the_table_does(capsys):
     assert code == 2
     assert err == ("flowemu: error: job 1 (the 2nd --job), ranks: 10 ranks do not fit on the "
                    "8 endpoints of torus:4x4 the jobs before it leave\n")
+
+
+#: a new user's mistakes with jobs, each with the whole line it must print (written by hand)
+JOB_MISTAKES = [
+    (["--job", "algorithm=ring size=1MiB ranks=16",
+      "--job", "algorithm=ring size=1MiB ranks=16 placement=rndom:1"],
+     ("flowemu: error: job 1 (the 2nd --job), placement 'rndom:1': no such file; expected "
+      "\"packed\" (the default: the next endpoints no earlier job took), \"linear\", "
+      "\"random:SEED\" (SEED an integer >= 0) or a file of endpoint ids (\"FILE\" or "
+      "\"file:FILE\", one per rank)\n")),
+    (["--job", "algoritm=ring size=1MiB"],
+     ("flowemu: error: job 0 (the 1st --job): unknown key 'algoritm' (did you mean "
+      "'algorithm'?); expected algorithm, size, ranks, placement, start\n")),
+    (["--job", "algorithm=ring size=1MiB", "--ecmp", "splt"],
+     ("flowemu: error: --ecmp: 'splt' is not allowed (did you mean 'split'?); allowed: split, "
+      "dor, hash, valiant, dmodk, adaptive\n")),
+    (["--job", "algorithm=ring size=1MiB", "--sync", "dataflw"],
+     "flowemu: error: --sync: 'dataflw' is not allowed; expected one of barrier, dataflow\n"),
+]
+
+
+@pytest.mark.parametrize("extra,line", JOB_MISTAKES, ids=[a[-1] for a, _ in JOB_MISTAKES])
+def test_job_mistakes_name_the_field_once_and_suggest(capsys, extra, line):
+    code, _, err = run(capsys, ["jobs", "-t", "torus:8x8", *extra])
+    assert code == 2
+    assert err == line
+
+
+def test_jobs_topology_error_names_the_option(capsys):
+    code, _, err = run(capsys, ["jobs", "-t", "fatree:k=8", "--job", "algorithm=ring size=1MiB"])
+    assert code == 2
+    assert err.startswith("flowemu: error: --topology 'fatree:k=8': unknown family 'fatree' "
+                          "(did you mean 'fattree'?); known families: dragonfly, "), err

@@ -199,7 +199,7 @@ def test_huge_run_through_the_cli_in_a_subprocess():
     assert rc == "2"
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in out.stderr
-    assert lines[0].startswith("flowemu: error: max_memory: torus:4096x4096 swing needs ~")
+    assert lines[0].startswith("flowemu: error: --max-memory: torus:4096x4096 swing needs ~")
     assert "16 GiB limit (FLOWEMU_MAX_MEMORY)" in lines[0]
     assert int(peak) < 1 << 30   # the interpreter and libraries, no topology or schedule
 

@@ -475,3 +475,10 @@ def test_registry():
         register_topology("torus", lambda params: Torus((4,)), "dup")
     with pytest.raises(ValueError):
         register_topology("Ring", lambda params: Torus((4,)), "uppercase")
+
+
+def test_misspelt_family_suggests_the_closest():
+    with pytest.raises(ConfigError) as info:
+        parse_topology("fatree:k=8")
+    assert str(info.value).startswith("topology 'fatree:k=8': unknown family 'fatree' (did you "
+                                      "mean 'fattree'?); known families: dragonfly, fattree, ")

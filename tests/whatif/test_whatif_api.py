@@ -102,16 +102,16 @@ def test_congestion_and_adaptive_take_what_ifs():
 
 
 @pytest.mark.parametrize("argv,needle", [
-    (["--fail", "9,9-0,0"], "fail: '9,9-0,0'"),
-    (["--fail", "nonsense"], "fail: 'nonsense'"),
-    (["--degrade", "0,0-1,0=0"], "degrade: "),
-    (["--degrade", "0,0-1,0=1.5"], "degrade: "),
+    (["--fail", "9,9-0,0"], "--fail: '9,9-0,0'"),
+    (["--fail", "nonsense"], "--fail: 'nonsense'"),
+    (["--degrade", "0,0-1,0=0"], "--degrade: "),
+    (["--degrade", "0,0-1,0=1.5"], "--degrade: "),
     (["--fail", "0,0-1,0;0,0-0,1;0,0-3,0;0,0-0,3"], "cuts off"),
-    (["--fail-policy", "maybe", "--fail", "0,0-1,0"], "fail_policy: 'maybe' is not allowed"),
-    (["--slow", "99=0.5"], "slow: "),
-    (["--slow", "1=2"], "slow: "),
-    (["--background", "perm:1.5"], "background: "),
-    (["--background", "/nonexistent/bg.csv"], "background: "),
+    (["--fail-policy", "maybe", "--fail", "0,0-1,0"], "--fail-policy: 'maybe' is not allowed"),
+    (["--slow", "99=0.5"], "--slow: "),
+    (["--slow", "1=2"], "--slow: "),
+    (["--background", "perm:1.5"], "--background: "),
+    (["--background", "/nonexistent/bg.csv"], "--background: "),
     (["--model", "genmodel", "--slow", "1=0.5"], "model genmodel: slow '1=0.5': failures"),
 ])
 def test_bad_what_ifs_are_one_line_exit_2(capsys, argv, needle):
