@@ -11,7 +11,7 @@ from ..core.errors import ConfigError
 from ..core.outputs import check_distinct, check_writable
 from ..study.fit import fit
 from ..study.measured import compare_measured
-from .options import as_options
+from .options import naming_options
 
 
 def add_arguments(ft) -> None:
@@ -64,15 +64,11 @@ def cmd_fit(args) -> int:
     for option, path in outputs.items():
         if path is not None:
             check_writable(path, option)
-    names = {"bandwidth": "--bandwidth", "ranks": "--ranks", "algorithm": "--algorithm",
-             "network": "--network", "topology": "--topology"}
     if args.compare:
-        return _compare(args, names)
-    try:
+        return _compare(args)
+    with naming_options(args):   # bandwidth: ... from the API reads --bandwidth: ...
         result = fit(args.data, bandwidth=args.bandwidth, algorithm=args.algorithm,
                      ranks=args.ranks)
-    except ConfigError as exc:   # name the options the user typed
-        raise ConfigError(as_options(str(exc), names)) from None
     print(result.text())
     if args.save:
         print(f"saved the network preset {result.save(args.save)}")
@@ -81,17 +77,15 @@ def cmd_fit(args) -> int:
     return 0
 
 
-def _compare(args, names: dict) -> int:
+def _compare(args) -> int:
     """``--compare``: the fit (unless ``--network``), then measured beside predicted."""
-    try:
+    with naming_options(args):   # topology ...: from the API reads --topology ...:
         result = None if args.network else fit(args.data, bandwidth=args.bandwidth,
                                                algorithm=args.algorithm, ranks=args.ranks)
         network = args.network if result is None else result.network()
         comparison = compare_measured(args.data, network=network, topology=args.topology,
                                       model=args.model, algorithm=args.algorithm,
                                       ranks=args.ranks)
-    except ConfigError as exc:   # name the options the user typed
-        raise ConfigError(as_options(str(exc), names)) from None
     if result is not None:
         comparison.network_source = "fitted to the measurements"
         print(result.text() + "\n")

@@ -8,7 +8,14 @@ from ..api.globalbw import global_bandwidth
 from ..core.errors import ConfigError
 from ..core.outputs import check_writable
 from ..study.bwtable import bandwidth_table
-from .options import add_network_options, add_output_options, chosen_format, network, write_output
+from .options import (
+    add_network_options,
+    add_output_options,
+    chosen_format,
+    naming_options,
+    network,
+    write_output,
+)
 
 
 def add_arguments(g) -> None:
@@ -37,7 +44,8 @@ def cmd_global(args) -> int:
     if args.table is not None:
         df = bandwidth_table(args.table)
     else:
-        df = global_bandwidth(args.topology, ecmp=args.ecmp, injection=args.injection,
-                              nic=args.nic, network=network(args))
+        with naming_options(args):   # ecmp: ... from the API reads --ecmp: ...
+            df = global_bandwidth(args.topology, ecmp=args.ecmp, injection=args.injection,
+                                  nic=args.nic, network=network(args))
     write_output(df, fmt, args.out, table=lambda d: d.to_string(index=False) + "\n")
     return 0

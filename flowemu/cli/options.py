@@ -15,7 +15,9 @@ the output formats, the network options, and the one-line error reports.
   ``placement 'x': ...``) into one about the option the user typed
   (``--ranks: ...``, ``--placement 'x': ...``); :data:`API_OPTIONS` maps the
   Python API's arguments to the options giving them, and
-  :func:`naming_options` applies it to a command's errors.
+  :func:`naming_options` applies it to a command's errors, with
+  :func:`cli_spelling` for their advice (``--fail-policy reroute``, not
+  ``fail_policy='reroute'``).
 * :func:`ecmp_help`: ``--ecmp``'s help, listing the modes the check allows.
 * :func:`exit_status` reports a failure in one line: ``flowemu: error: ...``
   and exit 2 for a user mistake (ConfigError), exit 1 for other flowemu
@@ -124,17 +126,47 @@ def as_options(message: str, options: Mapping[str, str]) -> str:
     return message
 
 
+#: a keyword argument a message advises in Python: ``name='value'`` (the
+#: option may follow in parentheses: ``(--name value)``), ``name=8`` or a bare
+#: ``name=``; not inside a word, a spec (``dragonfly:a=4``) or a quoted value
+_PYTHON_KEYWORD = re.compile(r"(?<![\w'\"=:,.-])(\w+)=('[^'\s]*'|\d+)?(?=[\s,;:)]|$)"
+                             r"(?P<cli> \(--[\w-]+(?: [^()]*)?\))?")
+#: a quoted value in a message (an apostrophe within a word is none)
+_QUOTED = re.compile(r"(?<!\w)'[^']*'(?!\w)")
+
+
+def cli_spelling(message: str, options: Mapping[str, str]) -> str:
+    """``message`` with the Python spellings of its advice written as the
+    command line takes them: ``pass fail_policy='reroute' (--fail-policy
+    reroute)`` → ``pass --fail-policy reroute``, ``e.g. ranks=8`` → ``e.g.
+    --ranks 8``, ``use --max-memory (max_memory=, ...)`` → ``use --max-memory
+    (...)`` (``options`` maps argument → option; other names, and text in
+    quotes such as a job's ``'ranks=512'``, stay)."""
+    quoted = [m.span() for m in _QUOTED.finditer(message)]
+
+    def rewrite(match: re.Match) -> str:
+        name, value = match[1], match[2]
+        if name not in options or any(a < match.start() < b for a, b in quoted):
+            return match[0]
+        return options[name] + (f" {value.strip(chr(39))}" if value else "")
+
+    text = _PYTHON_KEYWORD.sub(rewrite, message)
+    return re.sub(r"(--[\w-]+) \(\1, ", r"\1 (", text)   # --max-memory (--max-memory, ENV)
+
+
 @contextmanager
 def naming_options(args):
     """Within it, a ConfigError about an argument of the Python API that one
     of this command's options gives (:data:`API_OPTIONS`) names the option
-    instead: ``ecmp: ...`` becomes ``--ecmp: ...``. The API's own messages
-    stay as they are for Python callers."""
+    instead: ``ecmp: ...`` becomes ``--ecmp: ...``, and its advice is spelt
+    as the command line takes it (:func:`cli_spelling`: ``--fail-policy
+    reroute``, not ``fail_policy='reroute'``). The API's own messages stay as
+    they are for Python callers."""
     try:
         yield
     except ConfigError as exc:
         options = {name: option for name, option in API_OPTIONS.items() if hasattr(args, name)}
-        message = as_options(str(exc), options)
+        message = cli_spelling(as_options(str(exc), options), options)
         if message == str(exc):
             raise
         raise ConfigError(message) from None
@@ -360,7 +392,8 @@ API_OPTIONS = {
     "sizes": "--sizes", "ranks": "--ranks", "placement": "--placement", "ecmp": "--ecmp",
     "seed": "--seed", "model": "--model", "sync": "--sync", "fail": "--fail",
     "degrade": "--degrade", "fail_policy": "--fail-policy", "slow": "--slow",
-    "background": "--background", "max_memory": "--max-memory",
+    "background": "--background", "max_memory": "--max-memory", "size": "--size",
+    "injection": "--injection", "nic": "--nic",
 }
 
 

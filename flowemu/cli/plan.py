@@ -13,6 +13,7 @@ from .options import (
     add_output_options,
     check_incast_pair,
     chosen_format,
+    naming_options,
     network,
     write_output,
 )
@@ -36,6 +37,11 @@ def add_arguments(pn) -> None:
 
 
 def cmd_plan(args) -> int:
+    with naming_options(args):   # ranks: ... from the API reads --ranks: ...
+        return _plan(args)
+
+
+def _plan(args) -> int:
     name, opts = parse_algorithm_spec(args.algorithm)
     if name != "gentree":
         raise ConfigError(f"--algorithm: {name!r} is not allowed; flowemu plan shows the plans "

@@ -8,8 +8,8 @@ import sys
 
 from ..algorithms.collectives import COLLECTIVES
 from ..api.verification import Verification, verify_each
-from ..core.errors import ConfigError, ScheduleError
-from .options import as_options, max_memory
+from ..core.errors import ScheduleError
+from .options import max_memory, naming_options
 
 
 def add_arguments(vf) -> None:
@@ -39,14 +39,10 @@ def add_arguments(vf) -> None:
 def cmd_verify(args) -> int:
     """Each schedule's proof printed as it is done; the first failure on
     stderr (its step named), exit 1."""
-    try:
+    with naming_options(args):   # algorithm: ... from the API reads --algorithm: ...
         head, proofs = verify_each(args.algorithm, args.ranks, args.topology, size=args.size,
                                    network=args.network, max_memory=max_memory(args),
                                    collective=args.collective)
-    except ConfigError as exc:   # name the option the user typed
-        msg = as_options(str(exc), {"ranks": "--ranks", "size": "--size",
-                                    "network": "--network", "collective": "--collective"})
-        raise ConfigError(msg.replace("topology= (--topology)", "--topology")) from None
     try:
         for i, proof in enumerate(proofs):
             text = Verification(**head, variants=(proof,)).text(all_steps=args.all_steps)

@@ -102,11 +102,12 @@ def test_size_reports_bytes_and_long_schedules_are_cut(capsys):
 
 
 @pytest.mark.parametrize("argv, needle", [
-    (["-a", "ring"], "--ranks: needed without a topology"),
+    (["-a", "ring"], ("--ranks: needed without a topology (the number of ranks to verify on), "
+                      "e.g. --ranks 8")),
     (["-a", "ring", "--ranks", "1"], "--ranks: 1 is not allowed; expected an integer >= 2"),
     (["-a", "ring", "--ranks", "x"], "--ranks: invalid int value: 'x'"),
     (["-a", "ring", "--ranks", "2", "--ranks", "3"], "--ranks: given twice"),
-    (["-a", "nope", "--ranks", "4"], "algorithm: unknown name 'nope'"),
+    (["-a", "nope", "--ranks", "4"], "error: --algorithm: unknown name 'nope'"),
     (["-a", "ring:hops=2", "--ranks", "4"], "unknown option(s) hops"),
     (["-a", "ring", "--ranks", "4", "--size", "12 parsecs"], "--size"),
     (["-a", "ring", "--ranks", "4", "--size", "1KiB,2KiB"], ("--size: '1KiB,2KiB' gives 2 "
@@ -115,14 +116,15 @@ def test_size_reports_bytes_and_long_schedules_are_cut(capsys):
                                         "topologies, not on no topology; give one with "
                                         "--topology")),
     (["-a", "gentree", "-t", "torus:4x4"], "not on topology torus:4x4"),
-    (["-a", "ring", "-t", "torus:4x4", "--ranks", "17"], "ranks: 17 ranks do not fit"),
-    (["-a", "ring", "-t", "torus:1x4"], "topology 'torus:1x4'"),
+    (["-a", "ring", "-t", "torus:4x4", "--ranks", "17"], "error: --ranks: 17 ranks do not fit"),
+    (["-a", "ring", "-t", "torus:1x4"], "error: --topology 'torus:1x4'"),
     (["-a", "ring", "--ranks", "4", "--max-memory", "lots"], "--max-memory"),
     (["--ranks", "4"], "required: --algorithm"),
     # the state is p·blocks·p int16 counts: ring has p blocks, 2·100³ bytes > 1 MiB
     (["-a", "ring", "--ranks", "100", "--max-memory", "1MiB"],
      ("verifying ring on 100 ranks (a state of p·blocks·p = 100·100·100 counts at least) "
-     "needs ~1.9 MiB")),
+     "needs ~1.9 MiB (estimate), more than the 1.0 MiB limit (--max-memory); use --max-memory "
+     "(FLOWEMU_MAX_MEMORY) to override")),
     # one block, but 599 block entries a step gathering 600 counts each: after the build
     (["-a", "reduce-broadcast", "--ranks", "600", "--max-memory", "2MiB"],
      "(a state of p·blocks·p = 600·1·600 counts and 599 block entries in a step)"),
