@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .events import bytes_left, ingress_capacity, start_completion
 from .fill import (
     KEEP_TOL,
     PASS_LIMIT,
@@ -15,15 +16,12 @@ from .fill import (
     STATUS_NONFINITE,
     STATUS_OK,
     STATUS_STALLED,
-    bytes_left,
     fill_solve,
     fill_workspace,
-    ingress_capacity,
     no_transpose,
     padded_row,
     remap_resources,
     resource_state,
-    start_completion,
     with_transpose,
 )
 from .jit import njit

@@ -40,13 +40,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from .events import bytes_left, ingress_capacity
 from .fill import (
     STATUS_ITER_LIMIT,
     STATUS_NONFINITE,
     STATUS_OK,
     STATUS_STALLED,
-    bytes_left,
-    ingress_capacity,
     transpose,
 )
 from .heaps import heap_pop, heap_set

@@ -88,15 +88,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from .events import bytes_left, ingress_capacity, start_completion
 from .fill import (
     STATUS_ITER_LIMIT,
     STATUS_NONFINITE,
     STATUS_OK,
     STATUS_STALLED,
-    bytes_left,
-    ingress_capacity,
     maxmin_rates_kernel,
-    start_completion,
     transpose,
 )
 from .heaps import heap_pop, heap_set

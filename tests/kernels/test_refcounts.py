@@ -14,13 +14,14 @@ import numba
 import numpy as np
 import pytest
 
-from flowemu.kernels import dataflow, dragonfly, fill, heaps, refill
+from flowemu.kernels import dataflow, dragonfly, events, fill, heaps, refill
 from flowemu.kernels.layout import NUMPY_ERRORS
 
 #: the helpers the solvers' loops call for every entry, flow or heap move
 HOT = {
     heaps: ["heap_set", "heap_pop", "quad_pop", "quad_sift_down"],
-    fill: ["bytes_left", "_freeze_flow", "_resum_weight", "_level"],
+    events: ["bytes_left"],
+    fill: ["_freeze_flow", "_resum_weight", "_level"],
     refill: ["add_dd", "level_of", "attention", "hold", "unhold", "release", "admit",
              "relazy", "water_level", "count_load"],
     dataflow: ["_link", "_unlink", "_unscreen", "_enter", "_count_down"],
