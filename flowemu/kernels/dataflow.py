@@ -367,9 +367,9 @@ def dataflow_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes
                             rise_mark, n_plain, cand, lazy, room)
             screening = True
         elif screening:
-            walked = rescreen_if_stale(walked, rescreen_walk, rescreen_stale, flow_ptr, res,
-                                       frac, row_end, pool_res, pool_frac, res_ptr, rs, fl, rate,
-                                       rise_mark, n_plain, cand, lazy, room)
+            walked = rescreen_if_stale(walked, rescreen_walk, rescreen_stale, flow_ptr, row_end,
+                                       pool_res, pool_frac, res_ptr, res_flow, res_frac, rs, fl,
+                                       rate, rise_mark, n_plain, cand, lazy, room)
         if n_ended == n_stages:
             break
         # --- the next time: the earliest finish or timer

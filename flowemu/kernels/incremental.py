@@ -457,9 +457,9 @@ def incremental_events(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_by
             state[n_flows] = t
             return rate0, finish, moved, STATUS_BULK
         if screening:
-            walked = rescreen_if_stale(walked, rescreen_walk, rescreen_stale, flow_ptr, res,
-                                       frac, row_end, pool_res, pool_frac, res_ptr, rs, fl, rate,
-                                       rise_mark, n_plain, cand, lazy, room)
+            walked = rescreen_if_stale(walked, rescreen_walk, rescreen_stale, flow_ptr, row_end,
+                                       pool_res, pool_frac, res_ptr, res_flow, res_frac, rs, fl,
+                                       rate, rise_mark, n_plain, cand, lazy, room)
         if not screening and moved_enough(ev - 1, n_moved, switch_after, switch_changes):
             # many rates move an event: from now on count each flow lazily
             # on the resources far from capacity (its pool gets its own copy)

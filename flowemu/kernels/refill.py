@@ -286,41 +286,83 @@ def stale_pools(res_ptr, rs, cand, n_plain, share):
 
 
 @njit(**NUMPY_ERRORS)
-def rescreen(flow_ptr, res, frac, row_end, pool_res, pool_frac, rs, fl, rate, rise_mark,
-             n_plain, cand, lazy, room):
-    """:func:`start_screening` again between two events (every flow settled,
-    every candidate's load exact): the loads of the resources screened so
-    far are made exact from the flows' rates first."""
+def rescreen(flow_ptr, row_end, pool_res, pool_frac, res_ptr, res_flow, res_frac, rs, fl, rate,
+             rise_mark, n_plain, cand, lazy, room):
+    """Between two events (every flow settled, every candidate's load
+    exact): screen again each candidate that its flows at their lazy rates
+    now leave far from capacity, and drop its entries from their pools.
+    Returns how many were screened.
+
+    A flow whose pool is its whole route had no drift events (nothing of it
+    was screened), so its lazy rate is set to its rate first, as
+    :func:`start_screening` does; the others' lazy rates bound their rates
+    within ``DRIFT`` already, and the resources screened before keep their
+    room. A resource with a flow at lazy rate 0 stays (no drift bound holds
+    there). The work is the CSR rows of the candidates screened and the
+    pools of their flows, not every entry."""
     n_flows = flow_ptr.shape[0] - 1
-    for r in range(rs.shape[0]):
-        if not cand[r]:
-            rs[r, LOAD_HI] = 0.0
-            rs[r, LOAD_LO] = 0.0
-            rs[r, TOP] = 0.0
-    for g in range(n_flows):
-        if fl[g, PHASE] != DONE:
-            count_load(g, rate[g], flow_ptr, res, frac, rs, cand)
-    start_screening(flow_ptr, res, frac, row_end, pool_res, pool_frac, rs, fl, rate, rise_mark,
-                    n_plain, cand, lazy, room)
+    now = np.empty(n_plain, dtype=np.int32)   # (screened now)
+    n_now = 0
+    for r in range(n_plain):
+        if not cand[r] or lazy_room(rs[r, LOAD_HI] + rs[r, LOAD_LO], rs[r, CAP]) <= 0.0:
+            continue
+        load = 0.0
+        zero = False
+        for k in range(res_ptr[r], res_ptr[r + 1]):
+            g = res_flow[k]
+            if fl[g, PHASE] == DONE:
+                continue
+            if row_end[g] == flow_ptr[g + 1]:
+                lazy[g] = rate[g]
+            if lazy[g] <= 0.0:
+                zero = True
+                break
+            load += res_frac[k] * lazy[g]
+        r_room = lazy_room(load, rs[r, CAP])
+        if zero or r_room <= 0.0:
+            continue
+        cand[r] = 0
+        room[r] = r_room
+        now[n_now] = r
+        n_now += 1
+    # the pools of the flows on them lose them (each pool compacted once)
+    seen = np.zeros(n_flows, dtype=np.uint8)
+    for i in range(n_now):
+        r = now[i]
+        for k in range(res_ptr[r], res_ptr[r + 1]):
+            g = res_flow[k]
+            if fl[g, PHASE] == DONE or seen[g]:
+                continue
+            seen[g] = 1
+            p = flow_ptr[g]
+            for e in range(flow_ptr[g], row_end[g]):
+                rise_mark[e] = 0   # (pool entries move; lists are empty between fills)
+                if cand[pool_res[e]]:
+                    pool_res[p] = pool_res[e]
+                    pool_frac[p] = pool_frac[e]
+                    p += 1
+            row_end[g] = p
+    return n_now
 
 
 @njit(**NUMPY_ERRORS)
-def rescreen_if_stale(walked, rescreen_walk, rescreen_stale, flow_ptr, res, frac, row_end,
-                      pool_res, pool_frac, res_ptr, rs, fl, rate, rise_mark, n_plain, cand, lazy,
-                      room):
+def rescreen_if_stale(walked, rescreen_walk, rescreen_stale, flow_ptr, row_end, pool_res,
+                      pool_frac, res_ptr, res_flow, res_frac, rs, fl, rate, rise_mark, n_plain,
+                      cand, lazy, room):
     """Between two events while screening (every flow settled, every
     candidate's load exact): once the fills have walked ``walked`` pool
     entries, ``rescreen_walk`` times as many as there are entries and
     resources (``-1``: never), look at the pools and :func:`rescreen` if
     more than ``rescreen_stale`` of the candidates' entries lie on
-    resources now far from capacity (a look costs O(R), a screening
-    O(E + R)). Returns the entries walked since the last look."""
+    resources now far from capacity (a look costs O(R), a screening the
+    rows of the resources it screens and their flows' pools). Returns the
+    entries walked since the last look."""
     n_flows = flow_ptr.shape[0] - 1
     if rescreen_walk < 0.0 or walked < rescreen_walk * (flow_ptr[n_flows] + rs.shape[0]):
         return walked
     if stale_pools(res_ptr, rs, cand, n_plain, rescreen_stale):
-        rescreen(flow_ptr, res, frac, row_end, pool_res, pool_frac, rs, fl, rate, rise_mark,
-                 n_plain, cand, lazy, room)
+        rescreen(flow_ptr, row_end, pool_res, pool_frac, res_ptr, res_flow, res_frac, rs, fl,
+                 rate, rise_mark, n_plain, cand, lazy, room)
     return 0
 
 

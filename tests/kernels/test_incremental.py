@@ -329,10 +329,10 @@ def _rescreen_at_every_event(monkeypatch):
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(small_problems())
 def test_incremental_screening_again_matches_oracle(monkeypatch, problem):
-    """The same with the pools screened again between every two events (the
-    loads of the resources screened so far made exact from the rates, every
-    flow counted at its rate again, the candidates and pools from those
-    loads)."""
+    """The same with the pools screened again between every two events (each
+    candidate that its flows at their lazy rates leave far from capacity is
+    screened and leaves their pools; a flow whose pool was its whole route
+    is counted at its rate first)."""
     _rescreen_at_every_event(monkeypatch)
     test_incremental_matches_oracle_on_every_family.hypothesis.inner_test(problem)
 
