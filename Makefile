@@ -23,19 +23,19 @@ COMPILE = $(PY) -m compileall -q -j 0 -x '/tests?/' \
 
 $(RUN_STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --no-compile -e .
+	$(PY) -m pip install -q --no-compile --config-settings editable_mode=compat -e .
 	$(COMPILE)
 	@touch $(RUN_STAMP)
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --no-compile -e '.[dev]'
+	$(PY) -m pip install -q --no-compile --config-settings editable_mode=compat -e '.[dev]'
 	$(COMPILE)
 	@touch $(STAMP) $(RUN_STAMP)
 
 $(DOCS_STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --no-compile -e '.[dev,docs]'
+	$(PY) -m pip install -q --no-compile --config-settings editable_mode=compat -e '.[dev,docs]'
 	$(COMPILE)
 	@touch $(DOCS_STAMP) $(STAMP) $(RUN_STAMP)
 

@@ -29,6 +29,7 @@ _LAZY = {
     "profile": "api.profiling", "Profile": "engine.profiles", "StepProfile": "engine.profiles",
     "sweep": "study.sweep", "fit": "study.fit", "plan": "api.planning",
     "load": "study.results", "compare": "study.results", "results": "study.results",
+    "plot": "study.figures.plots",
     "verify": "api.verification", "register_algorithm": "algorithms.registry",
     "unregister_algorithm": "algorithms.registry",
 }
@@ -55,6 +56,7 @@ __all__ = [
     "link_loads",
     "load",
     "plan",
+    "plot",
     "profile",
     "read_traffic",
     "register_algorithm",
@@ -68,6 +70,11 @@ __all__ = [
     "unregister_algorithm",
     "verify",
 ]
+
+
+def __dir__():
+    # the names loaded on first use too (tab completion, dir(flowemu))
+    return sorted(set(globals()) | set(__all__))
 
 
 def __getattr__(name):

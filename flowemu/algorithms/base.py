@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core.errors import ConfigError, ScheduleError, show
+from ..core.errors import ConfigError, ScheduleError, show, suggest
 from ..core.units import parse_size
 from .streams import AggregationStreams
 
@@ -363,8 +363,9 @@ class Param:
         else:
             value = raw
         if self.choices is not None and value not in self.choices:
+            hint = suggest(raw, [str(c) for c in self.choices]) if isinstance(raw, str) else ""
             raise ConfigError(
-                f"algorithm {algorithm}: option {self.name}={show(raw)} is not allowed; "
+                f"algorithm {algorithm}: option {self.name}={show(raw)} is not allowed{hint}; "
                 f"allowed: {self._allowed()}")
         return value
 
@@ -428,8 +429,9 @@ class AlgorithmSpec:
         known = {p.name: p for p in self.params}
         unknown = sorted(set(options) - set(known))
         if unknown:
+            named = ", ".join(k + suggest(k, known) for k in unknown)
             raise ConfigError(
-                f"algorithm {self.name}: unknown option(s) {', '.join(unknown)}; "
+                f"algorithm {self.name}: unknown option(s) {named}; "
                 f"allowed: {', '.join(sorted(known)) or '(none)'}")
         out = {p.name: p.default for p in self.params}
         for k, v in options.items():

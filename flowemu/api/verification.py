@@ -277,7 +277,8 @@ def _variant_text(ver: Verification, v: VerifiedVariant, all_steps: bool) -> str
     lines.append(f"  {'step':>5} {'label':<12} {'flows':>7} {'sent':>10} {'received':>10} "
                  f"{'reduced':>10}")
     rows = list(enumerate(rep.steps))
-    if not all_steps and len(rows) > MAX_STEPS_SHOWN:
+    # (hiding one step would take the line it saves)
+    if not all_steps and len(rows) > MAX_STEPS_SHOWN + 1:
         half = MAX_STEPS_SHOWN // 2
         skipped = len(rows) - 2 * half
         rows = rows[:half] + [None] + rows[-half:]

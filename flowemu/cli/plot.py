@@ -10,7 +10,12 @@ from __future__ import annotations
 from ..core.errors import ConfigError
 from ..study.figures.plots import KINDS, figures, plot
 from ..topology import split_specs
-from .options import WHERE_HELP, given, refuse
+from .options import WHERE_HELP, as_options, given, refuse
+
+#: plot()'s arguments as this command's options (its messages name the former)
+PLOT_OPTIONS = {"kind": "--kind", "group": "--group", "topologies": "--topology",
+                "algorithm": "--algorithm", "by": "--by", "size": "--size", "where": "--where",
+                "title": "--title", "relative": "--relative"}
 
 
 def add_arguments(pl) -> None:
@@ -70,5 +75,12 @@ def cmd_plot(args) -> int:
         kw["size"] = args.size
     elif args.size is not None:
         raise ConfigError(f"--size goes with --kind slowdown, not {args.kind}")
-    print(plot(args.dataset, args.out, args.kind, **kw))
+    try:
+        print(plot(args.dataset, args.out, args.kind, **kw))
+    except ConfigError as exc:
+        # the figures' messages name their Python arguments
+        named = as_options(str(exc), PLOT_OPTIONS)
+        if named == str(exc):
+            raise
+        raise ConfigError(named) from None
     return 0

@@ -388,6 +388,22 @@ def test_defaults_and_errors():
             swing.build(bad, None, False, variant="latency")
 
 
+def test_misspelt_options_and_values_get_a_suggestion():
+    """A misspelt option name or choice names the closest allowed one; a
+    name close to none gets no guess, and every error lists what is
+    allowed."""
+    spec = get_algorithm("swing")
+    with pytest.raises(ConfigError, match=r"unknown option\(s\) varaint \(did you mean "
+                                          r"'variant'\?\); allowed: ports, variant"):
+        spec.parse_options({"varaint": "bandwidth"})
+    with pytest.raises(ConfigError, match=r"variant='bandwith' is not allowed \(did you mean "
+                                          r"'bandwidth'\?\); allowed: auto, latency"):
+        spec.parse_options({"variant": "bandwith"})
+    with pytest.raises(ConfigError) as err:
+        spec.parse_options({"xyz": "1"})
+    assert "did you mean" not in str(err.value) and "allowed: ports, variant" in str(err.value)
+
+
 def test_unsupported_shape_is_explained():
     """Every torus with dimensions >= 2 is supported; a logical shape with a
     dimension of 1 (only a hand-made topology can give one) is refused."""

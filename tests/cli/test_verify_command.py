@@ -87,6 +87,15 @@ def test_gentree_verifies_the_plan_for_the_size(capsys):
         assert f"vector size n = {size} bytes" in out
 
 
+def test_one_step_over_the_cut_is_shown_not_hidden(capsys):
+    """dualroot with 8 blocks on 100 ranks has 41 steps, one over the 40 a
+    table shows: the line that would hide it is as long as the step, so all
+    41 are listed."""
+    code, out, _ = run(capsys, ["verify", "-a", "dualroot:blocks=8", "--ranks", "100"])
+    table = [line for line in out.splitlines() if line[:7].strip().isdigit()]
+    assert code == 0 and len(table) == 41 and "not shown" not in out
+
+
 def test_size_reports_bytes_and_long_schedules_are_cut(capsys):
     code, out, _ = run(capsys, ["verify", "-a", "ring:ports=1", "--ranks", "30",
                                 "--size", "1MiB"])

@@ -247,6 +247,25 @@ def test_a_single_panel_keeps_its_scenario_when_the_title_does_not_say_it():
     check_surroundings(goodput_figure(demo_frame(), title="demo"))
 
 
+def test_every_figure_has_a_title_without_one_given():
+    """Without ``title`` each figure says what it shows, after the collective
+    of its rows (which the caption then leaves out); the gain heatmap's
+    colour bar keeps to its scale, since the title names whose gain."""
+    df = demo_frame()
+    assert goodput_figure(df)._suptitle.get_text() == "allreduce goodput"
+    assert goodput_figure(df, metric="time")._suptitle.get_text() == "allreduce time"
+    fig = gain_figure(df, algorithm="swing")
+    assert fig._suptitle.get_text() == "allreduce gain of swing over the best other"
+    assert "allreduce" not in caption_of(fig).get_text()
+    bar = next(ax for ax in fig.axes if ax is not fig.axes[0])
+    assert bar.get_ylabel().split("\n")[0] == "gain (%), blue: faster"
+    # without Swing in the rows, the heatmap shows who wins
+    fig = gain_figure(df[df["algorithm"] != "swing"], algorithm=None)
+    assert fig._suptitle.get_text() == "allreduce best algorithm at each size"
+    # a title given is kept as it is
+    assert gain_figure(df, algorithm="swing", title="mine")._suptitle.get_text() == "mine"
+
+
 def test_a_long_fixed_list_wraps_in_the_caption_within_the_figure():
     df = demo_frame().assign(gamma_s_per_B=2e-11, delta_s_per_B=1e-11, incast_threshold=4.0,
                              incast_slope_s_per_B=1e-12, ecmp="hash", seed=7,
@@ -391,3 +410,17 @@ def test_relative_panels_of_several_scenarios_stay_off_the_legend(kind):
         assert sorted(named_lines(low)) == ["bucket", "recdoub", "ring", "swing"]
     boxes = [ax.get_tightbbox(renderer) for ax in visible]
     assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+
+
+def test_flowemu_plot_draws_from_python_and_names_its_arguments(tmp_path):
+    """``flowemu.plot`` is the command's figure from Python: a DataFrame in,
+    the file written; a bad choice names the Python argument (the command
+    names its option: tests/study/test_plots_truth.py)."""
+    import flowemu
+
+    out = flowemu.plot(demo_frame(), tmp_path / "g.png", relative=True)
+    assert out == tmp_path / "g.png" and imread(out).shape[0] > 100
+    with pytest.raises(ConfigError, match=r"^algorithm: 'nope' is not in the data"):
+        flowemu.plot(demo_frame(), tmp_path / "x.png", kind="gain", algorithm="nope")
+    with pytest.raises(ConfigError, match=r"^kind: unknown kind 'heat'; allowed: goodput"):
+        flowemu.plot(demo_frame(), tmp_path / "x.png", kind="heat")

@@ -241,11 +241,11 @@ def test_gain_curve_one_line_per_value():
 
 def test_gain_curve_bad_by_and_algorithm(tmp_path):
     df = alpha_frame()
-    with pytest.raises(ConfigError, match="--by: 'latency' is not a configuration column"):
+    with pytest.raises(ConfigError, match="^by: 'latency' is not a configuration column"):
         plot_gain_curves(df, tmp_path / "x.png", by="latency")
-    with pytest.raises(ConfigError, match="--algorithm: 'pie'"):
+    with pytest.raises(ConfigError, match="^algorithm: 'pie'"):
         plot_gain_curves(df, tmp_path / "x.png", algorithm="pie")
-    with pytest.raises(ConfigError, match="--algorithm: no swing"):
+    with pytest.raises(ConfigError, match="^algorithm: no swing"):
         plot_gain_curves(df[df.algorithm != "swing"], tmp_path / "x.png")
     out = plot_gain_curves(df, tmp_path / "ok.png", algorithm="ring")
     assert out.read_bytes()[:4] == b"\x89PNG"

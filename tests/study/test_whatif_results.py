@@ -333,7 +333,7 @@ def test_slowdown_figure_of_simulated_runs(simulated, tmp_path):
 
 def test_slowdown_figure_refusals(tmp_path):
     df = hand_frame()
-    with pytest.raises(ConfigError, match="--size: 2KiB is not in the data; sizes: 1KiB, 4KiB"):
+    with pytest.raises(ConfigError, match="size: 2KiB is not in the data; sizes: 1KiB, 4KiB"):
         slowdown_figure(df, size="2KiB")
     with pytest.raises(ConfigError, match="--size"):
         slowdown_figure(df, size="lots")

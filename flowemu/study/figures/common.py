@@ -125,13 +125,13 @@ def filter_rows(df: pd.DataFrame, group=None, topologies=None, where=None) -> pd
     if group is not None:
         if "group" not in df.columns or group not in set(df["group"]):
             known = sorted(set(df["group"])) if "group" in df.columns else []
-            raise ConfigError(f"--group: no group {group!r} in the data; groups: "
+            raise ConfigError(f"group: no group {group!r} in the data; groups: "
                               f"{', '.join(known) or '(none)'}")
         df = df[df["group"] == group]
     if topologies:
         missing = sorted(set(topologies) - set(df["topology"]))
         if missing:
-            raise ConfigError(f"--topology: {', '.join(missing)} not in the data; topologies: "
+            raise ConfigError(f"topologies: {', '.join(missing)} not in the data; topologies: "
                               f"{', '.join(sorted(set(df['topology'])))}")
         df = df[df["topology"].isin(topologies)]
     if df.empty:
@@ -316,6 +316,16 @@ def wrap_label(text: str, width: int = LABEL_WRAP_CHARS) -> str:
             cur += piece
     lines.append(cur)
     return "\n".join(lines)
+
+
+def default_title(df: pd.DataFrame, what: str) -> str:
+    """A figure's title when none is given: ``what`` it shows, after the
+    collective when the rows drawn have one (``allreduce goodput``)."""
+    if "collective" in df.columns:
+        values = df["collective"].dropna().unique()
+        if len(values) == 1:
+            return f"{values[0]} {what}"
+    return what
 
 
 def panel_title(ax, text: str, title: str | None, panels: int) -> None:

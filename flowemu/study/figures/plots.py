@@ -61,6 +61,7 @@ from ..results import (
     with_whatif,
 )
 from .common import (
+    default_title,
     filter_rows,
     finish_layout,
     fixed_parameters,
@@ -138,6 +139,7 @@ def goodput_figure(df: pd.DataFrame, *, metric: str = "goodput", title: str | No
         raise ConfigError(f"relative: goes with the goodput figure, not {metric}")
     column, scale, label, formatter = _METRICS[metric]
     df = filter_rows(df, group, topologies, where)
+    title = title or default_title(df, metric)
     # the two models of one configuration share a panel: a flow line and a dashed
     # GenModel line per algorithm, so the panel shows where they part
     df, note = limit_scenarios(df, max_panels, keep=("model",))
@@ -364,10 +366,10 @@ def _pick_algorithm(labels: list[str], algorithm: str | None, required: bool) ->
         swing = [lab for lab in labels if lab.split(":")[0] == "swing"]
         algorithm = "swing" if "swing" in labels else (swing[0] if swing else None)
         if algorithm is None and required:
-            raise ConfigError(f"--algorithm: no swing in the data; choose one of: "
+            raise ConfigError(f"algorithm: no swing in the data; choose one of: "
                               f"{', '.join(labels)}")
     elif algorithm not in labels:
-        raise ConfigError(f"--algorithm: {algorithm!r} is not in the data; algorithms: "
+        raise ConfigError(f"algorithm: {algorithm!r} is not in the data; algorithms: "
                           f"{', '.join(labels)}")
     return algorithm
 
@@ -394,6 +396,8 @@ def gain_figure(df: pd.DataFrame, *, algorithm: str | None = None, title: str | 
     labels = sorted(cmp["algorithm"].unique())
     styles = style_map(labels)
     algorithm = _pick_algorithm(labels, algorithm, required=False)
+    title = title or default_title(df, f"gain of {algorithm} over the best other" if algorithm
+                                   else "best algorithm at each size")
     cols, scen = _scenarios(df)
     sizes = np.sort(cmp["size_bytes"].unique())
     gk = cols + ["size_bytes"]
@@ -439,10 +443,10 @@ def gain_figure(df: pd.DataFrame, *, algorithm: str | None = None, title: str | 
         cmap = matplotlib.colormaps["RdBu"]
         have = np.isfinite(gain)
         img[have] = cmap(norm(np.clip(gain[have], -lim, lim)))
-        label = f"gain of {algorithm} over the best other (%), blue: faster"
+        # (the title says whose gain over what)
+        label = "gain (%), blue: faster"
         if clipped:
-            label += (f"\ncolours clipped at ±{lim:.0f}% ({clip_percentile:g}th "
-                      "percentile of |gain|)")
+            label += f"\nclipped at ±{lim:.0f}% ({clip_percentile:g}th percentile)"
         fig.colorbar(ScalarMappable(norm=norm, cmap=cmap), ax=ax, label=label, shrink=0.9,
                      extend="both" if clipped else "neither")
     else:
@@ -506,7 +510,7 @@ def plot_gain(df: pd.DataFrame, out, **kwargs) -> Path:
 def _check_by(df: pd.DataFrame, by: str) -> None:
     allowed = [c for c in SCENARIO_COLUMNS if c in df.columns]
     if by not in allowed:
-        raise ConfigError(f"--by: {by!r} is not a configuration column of the data; "
+        raise ConfigError(f"by: {by!r} is not a configuration column of the data; "
                           f"allowed: {', '.join(allowed) or '(none)'}")
 
 
@@ -535,7 +539,7 @@ def gain_curve_figure(df: pd.DataFrame, *, by: str = "alpha_s", algorithm: str |
     if len(values) < 2:
         varying = [c for c in scenario_columns(df) if c not in ("topology", "nodes")
                    and df[c].nunique() > 1]
-        raise ConfigError(f"--by: {by!r} has a single value in the data, so there is one curve "
+        raise ConfigError(f"by: {by!r} has a single value in the data, so there is one curve "
                           f"and nothing to compare; columns that vary: "
                           f"{', '.join(varying) or '(none)'}")
     parts = []
@@ -551,6 +555,7 @@ def gain_curve_figure(df: pd.DataFrame, *, by: str = "alpha_s", algorithm: str |
     labels = sorted(cmp["algorithm"].unique())
     styles = style_map(labels)
     algorithm = _pick_algorithm(labels, algorithm, required=True)
+    title = title or default_title(df, f"gain of {algorithm} by {_column_name(by)}")
     cols, scen = _scenarios(df, exclude=(by,))
     mine = cmp[cmp["algorithm"] == algorithm]
     fig, axes = panel_grid(len(scen), ncols, width=5.6, height=3.8)
@@ -614,7 +619,7 @@ def plot(dataset, out, kind: str = "goodput", **kwargs) -> Path:
     (``kind`` goodput, time, gain, gain-curve, slowdown) of a dataset path or
     DataFrame."""
     if kind not in KINDS:
-        raise ConfigError(f"--kind: unknown kind {kind!r}; allowed: {', '.join(KINDS)}")
+        raise ConfigError(f"kind: unknown kind {kind!r}; allowed: {', '.join(KINDS)}")
     df = dataset if isinstance(dataset, pd.DataFrame) else load(dataset)
     if df.empty:
         raise ConfigError(f"plot: {dataset} holds no results")

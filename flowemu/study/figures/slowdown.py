@@ -53,7 +53,7 @@ def _pick_size(df: pd.DataFrame, size) -> int:
         return sizes[-1]
     nbytes = parse_size(size, "--size")
     if nbytes not in sizes:
-        raise ConfigError(f"--size: {format_size(nbytes)} is not in the data; sizes: "
+        raise ConfigError(f"size: {format_size(nbytes)} is not in the data; sizes: "
                           f"{', '.join(format_size(s) for s in sizes)}")
     return nbytes
 
@@ -79,7 +79,7 @@ def slowdown_figure(df: pd.DataFrame, *, size=None, title: str | None = None, gr
     if where:   # keep the baselines of what is chosen
         df = query_with_twins(df, where)
         if df.empty:
-            raise ConfigError(f"--where: no results match {where!r}")
+            raise ConfigError(f"where: no results match {where!r}")
     df = filter_rows(df, group, topologies, None)
     if "size_bytes" not in df.columns:
         raise ConfigError(f"{WHO}: the data lacks column size_bytes")
