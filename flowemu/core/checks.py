@@ -97,6 +97,41 @@ def sizes(value, name: str = "sizes") -> np.ndarray:
     return np.asarray(sorted(set(out)), dtype=np.float64)
 
 
+def size_points(value, name: str = "sizes") -> np.ndarray:
+    """The vector sizes to evaluate a solved profile at, float64[k], in the
+    order given: a spec string as :func:`sizes` reads it, or a number or
+    1-D sequence / array / Series of byte counts or size strings
+    (``[2**20, "4KiB"]``). The model is continuous in the size, so a number
+    need not be whole; it must be positive and finite. Numeric arrays are
+    checked at once (this is on the path of every profile's times)."""
+    if isinstance(value, str):
+        return np.asarray(parse_sizes(value, name), dtype=np.float64)
+    if hasattr(value, "to_numpy") and getattr(value, "ndim", 0) == 1:  # Series, Index
+        value = value.to_numpy()
+    arr = np.asarray(value) if isinstance(value, (list, tuple, np.ndarray, np.generic, int,
+                                                   float)) else None
+    if arr is None or arr.ndim > 1 or arr.dtype.kind == "b":
+        shown_value = f"an array of shape {arr.shape}" if arr is not None and arr.ndim > 1 \
+            else show(value)
+        raise ConfigError(f"{name}: {shown_value} is not allowed; expected a size or size spec "
+                          "('1MiB', '32B..512MiB'), or a 1-D list/array of byte counts")
+    if arr.dtype.kind in "iuf":
+        n = np.atleast_1d(arr.astype(np.float64))
+        bad = ~(np.isfinite(n) & (n > 0))
+        if bad.any():
+            first = np.atleast_1d(arr)[int(np.argmax(bad))]
+            raise ConfigError(f"{name}: size {show(first)} is not allowed; expected a "
+                              "positive, finite number of bytes")
+        return n
+    out = []
+    for item in np.atleast_1d(arr).tolist():
+        if isinstance(item, (int, float)) and not isinstance(item, bool):
+            out.append(float(size_points(item, name)[0]))
+        else:
+            out.append(float(_one_size(name, item)))
+    return np.asarray(out, dtype=np.float64)
+
+
 def _one_size(name: str, item) -> int:
     if isinstance(item, bool) or not isinstance(item, (str, int, float)):
         raise ConfigError(f"{name}: {show(item)} is not a size; expected a byte count > 0 "

@@ -85,7 +85,9 @@ class StepProfile:
         return self.congestion.max_flows_per_link
 
     def time(self, sizes) -> np.ndarray:
-        n = np.asarray(sizes, dtype=np.float64)
+        """This step's time at each size, float64[sizes] (sizes as
+        :meth:`Profile.times` takes them)."""
+        n = checks.size_points(sizes)
         if len(self.latency) == 0:
             return self.reduce_spb * n
         comm = np.max(self.latency[:, None] + self.spb[:, None] * n[None, :], axis=0)
@@ -209,15 +211,19 @@ class Profile:
         return df, summary
 
     def step_times(self, sizes) -> np.ndarray:
-        """float64[steps, sizes]."""
-        n = np.atleast_1d(np.asarray(sizes, dtype=np.float64))
+        """float64[steps, sizes] (sizes as :meth:`times` takes them)."""
+        n = checks.size_points(sizes)
         if not self.distinct:
             return np.zeros((0, len(n)))
         return np.stack([s.time(n) for s in self.distinct])[self.index]
 
     def times(self, sizes) -> np.ndarray:
-        """Total time for each size, float64[sizes]."""
-        n = np.atleast_1d(np.asarray(sizes, dtype=np.float64))
+        """Total time for each size, float64[sizes], in the order given:
+        a size or size spec (``"1MiB"``, ``"32B..512MiB"``: every power of
+        two), or a number or 1-D list/array of byte counts or size strings.
+        A size that is not a positive, finite number of bytes is a
+        ConfigError naming it."""
+        n = checks.size_points(sizes)
         # Steps with the same solved lines (the engine caches them) are
         # evaluated once and counted; the summation order is fixed by first use.
         groups: dict = {}
@@ -234,8 +240,9 @@ class Profile:
 
     def background_throughput(self, sizes) -> np.ndarray:
         """Background bytes/s averaged over the run, float64[sizes] (zeros
-        without background; the approximation is in :mod:`flowemu.whatif.background`)."""
-        return background_throughput(self, sizes)
+        without background; the approximation is in :mod:`flowemu.whatif.background`;
+        sizes as :meth:`times` takes them)."""
+        return background_throughput(self, checks.size_points(sizes))
 
 
 def pareto_lines(latency: np.ndarray, spb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
