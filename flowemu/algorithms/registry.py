@@ -266,6 +266,10 @@ def _load(name: str) -> None:
     ep = _PENDING.pop(name)
     try:
         obj = ep.load()
+        if name in _PLUGINS:
+            # importing its module registered it (register_algorithm at import,
+            # the entry point naming the builder): that registration stands
+            return
         if isinstance(obj, AlgorithmSpec):
             if obj.name != name:
                 raise ConfigError(f"its AlgorithmSpec is named {obj.name!r}, not {name!r}")
@@ -336,6 +340,19 @@ def _params(name: str, params) -> tuple[Param, ...]:
     return params
 
 
+def _naming(name: str, exc: FlowEmuError) -> FlowEmuError:
+    """A flowemu error raised within a plug-in's builder (its own, or one of
+    flowemu's checks it ran into, such as a Traffic of unequal lengths), as
+    the same kind of error naming the plug-in, unless it does already."""
+    text = str(exc)
+    if text.startswith(f"algorithm {name}"):
+        return exc
+    try:
+        return type(exc)(f"algorithm {name} (plug-in): {text}")
+    except TypeError:   # (an error class with other arguments: kept as it is)
+        return exc
+
+
 def _guarded(name: str, build):
     """The builder, with what a plug-in gets wrong turned into a
     ScheduleError naming it (one line on the command line, the cause chained
@@ -343,8 +360,8 @@ def _guarded(name: str, build):
     def guarded(p, topology=None, blocks=False, **options):
         try:
             sched = build(p, topology, blocks, **options)
-        except FlowEmuError:
-            raise
+        except FlowEmuError as exc:
+            raise _naming(name, exc) from exc
         except Exception as exc:
             raise ScheduleError(f"algorithm {name} (plug-in): its builder raised "
                                 f"{type(exc).__name__}: {_line(exc)}") from exc

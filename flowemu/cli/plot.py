@@ -7,7 +7,7 @@ filtered by the other options.
 
 from __future__ import annotations
 
-from ..core.errors import ConfigError
+from ..core.errors import ConfigError, suggest
 from ..study.figures.plots import KINDS, figures, plot
 from ..topology import split_specs
 from .options import WHERE_HELP, as_options, given, refuse
@@ -45,7 +45,8 @@ def add_arguments(pl) -> None:
 
 def cmd_plot(args) -> int:
     if args.kind not in KINDS:
-        raise ConfigError(f"--kind: unknown kind {args.kind!r}; allowed: {', '.join(KINDS)}")
+        raise ConfigError(f"--kind: unknown kind {args.kind!r}{suggest(args.kind, KINDS)}; "
+                          f"allowed: {', '.join(KINDS)}")
     if args.out is None:   # every standard figure, unfiltered: the choices need --out
         for dest in ("kind", "group", "topology", "algorithm", "where", "title", "by", "size",
                      "relative"):

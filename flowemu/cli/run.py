@@ -274,7 +274,8 @@ def _table(df) -> str:
         if ((df["options"] != "") & (df["options"] != df["variant"])).any():
             show["options"] = df["options"]     # root=, segments=: what the variant omits
             cols.insert(cols.index("variant") + 1, "options")
-        show["busbw"] = df["busbw_Bps"].map(format_rate)   # nccl-tests' bus bandwidth
+        # nccl-tests' bus bandwidth (none for a traffic file: "-")
+        show["busbw"] = df["busbw_Bps"].map(lambda v: "-" if pd.isna(v) else format_rate(v))
         cols.insert(cols.index("goodput") + 1, "busbw")
     if "slowdown" in df:   # a what-if run: beside the healthy network's time
         show["healthy"] = df["healthy_time_s"].map(format_time)

@@ -197,6 +197,34 @@ def test_builder_bugs_are_one_line(capsys):
             flowemu.unregister_algorithm(name)
 
 
+def test_a_flowemu_error_in_a_builder_names_the_plugin(capsys):
+    """A builder that makes a Traffic of p senders and p - 1 receivers runs
+    into flowemu's Traffic check: the same ConfigError, naming the plug-in
+    (it named only the Traffic), with the original as its cause; a message
+    that names the algorithm already is left as it is."""
+    def bad_traffic(p, topology, blocks):
+        Traffic(np.arange(p), np.arange(p - 1), np.ones(p - 1))
+
+    def own_check(p, topology, blocks):
+        raise ConfigError("algorithm owncheck: p must be even")
+    flowemu.register_algorithm("badroot", bad_traffic)
+    flowemu.register_algorithm("owncheck", own_check)
+    try:
+        with pytest.raises(ConfigError) as exc:
+            flowemu.simulate("tree:16", "badroot", "1KiB")
+        assert str(exc.value).startswith("algorithm badroot (plug-in): Traffic: src, dst and "
+                                          "share must have equal lengths")
+        assert isinstance(exc.value.__cause__, ConfigError)
+        code, _, err = run(capsys, ["verify", "-a", "badroot", "--ranks", "16"])
+        assert code == 2 and one_error_line(err).startswith(
+            "flowemu: error: algorithm badroot (plug-in): Traffic:")
+        with pytest.raises(ConfigError, match=r"^algorithm owncheck: p must be even$"):
+            flowemu.simulate("tree:4", "owncheck", "1KiB")
+    finally:
+        for name in ("badroot", "owncheck"):
+            flowemu.unregister_algorithm(name)
+
+
 # ------------------------------------------------------------------ registration errors
 
 @pytest.mark.parametrize("args, kwargs, needle", [
@@ -294,6 +322,26 @@ def test_entry_point_objects(fresh_plugins):
         with pytest.raises(ConfigError, match="failed to load") as exc:
             get_algorithm(name)
         assert needle in str(exc.value)
+
+
+def test_an_entry_point_whose_module_registers_it_loads_once(fresh_plugins, tmp_path,
+                                                            capsys):
+    """docs/plugins.md's module registers ``naive`` when imported, and its
+    entry point names the builder (``myalgs:naive``): loading it imports the
+    module, which registers the name, and that registration stands (it was
+    reported as failing to load: "already registered")."""
+    (tmp_path / "selfreg_alg.py").write_text(
+        "import flowemu\n"
+        "from tests.algorithms.test_plugins import naive_build\n"
+        "def selfreg(p, topology=None, blocks=False):\n"
+        "    return naive_build(p, topology, blocks)\n"
+        "flowemu.register_algorithm('selfreg', selfreg)\n")
+    fresh_plugins.syspath_prepend(str(tmp_path))
+    entry_points(fresh_plugins, ("selfreg", "selfreg_alg:selfreg"))
+    assert get_algorithm("selfreg").name == "selfreg"
+    assert registry._ERRORS == {}
+    code, _, err = run(capsys, ["list"])
+    assert code == 0 and "failed to load" not in err
 
 
 def test_unreadable_metadata_does_not_break_lookups(fresh_plugins, capsys):

@@ -68,6 +68,12 @@ def test_traffic_file(capsys, tmp_path):
     # step 0: two 1 MB flows on opposite links (1 GB/s each) = 1 ms; step 1: 0.5 ms
     assert df.time_s.iloc[0] == pytest.approx(1.5e-3, rel=1e-12)
     assert df.steps.iloc[0] == 2
+    # the table: a traffic file has no bus bandwidth, shown as "-" (was "nanb/s")
+    code, table, err = run(capsys, ["run", "-t", "torus:4", "--traffic", str(path)])
+    assert code == 0, err
+    header, row = table.strip().splitlines()[:2]
+    assert "busbw" in header and "nan" not in row
+    assert header.split()[-2:] == ["busbw", "steps"] and row.split()[-2] == "-"
 
 
 def test_flows_out(capsys, tmp_path):

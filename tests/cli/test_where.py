@@ -95,6 +95,14 @@ def test_plot_where_selects_the_rows_pandas_selects(dataset, plotted, where, tmp
     ("network == 'paper'", "'network' is not in the results"),
     ("open('x')", "only these functions may be called"),
     ("nodes >", "cannot parse"),
+    ("nodes = 4", "cannot parse 'nodes = 4': invalid syntax (compare with ==, not =)"),
+    # the tables' size and time columns are size_bytes and time_s; size and
+    # time are the unit functions (size == '1MiB' selected nothing, time <
+    # ... failed inside Python comparing a function)
+    ("size == '1MiB'", ("size is a function, not a value: size('1MiB') is 1 MiB in bytes; "
+                        "the vector size column is size_bytes (size_bytes == size('1MiB'))")),
+    ("time < time('100us')", ("time is a function, not a value: time('100us') is 100 µs in "
+                              "seconds; the time column is time_s")),
 ])
 def test_a_bad_filter_is_one_line_naming_it(dataset, where, says, capsys):
     assert main(["compare", str(dataset), "--where", where]) == 2

@@ -151,6 +151,20 @@ def test_gain_range_is_symmetric_and_clipped_at_a_percentile():
     assert cell_texts(fig.axes[0])[(0, 0)].get_text() == "+4900"    # true value in the cell
 
 
+def test_a_small_heatmap_is_not_clipped():
+    """Three cells (+11 %, +167 %, -8.2 %): a 95th percentile of three values
+    clipped at the middle one, so +11 % and +167 % looked alike. Below 20
+    cells the range is the largest |gain| and nothing is clipped."""
+    rows = []
+    for size, swing in ((1024, 1.11), (2048, 2.67), (4096, 1 / 1.082)):
+        rows += [("torus:8x8", 64, size, "swing", 1e9 * swing), ("torus:8x8", 64, size, "ring", 1e9)]
+    fig = gain_figure(frame(rows))
+    cbar = fig.axes[1]
+    lo, hi = cbar.get_ylim()
+    assert hi == pytest.approx(167.0) and lo == pytest.approx(-167.0)
+    assert "clipped" not in cbar.get_ylabel()
+
+
 def test_text_colour_contrast():
     assert text_color_on((1, 1, 1, 1)) != "white"
     assert text_color_on((0, 0, 0.3, 1)) == "white"

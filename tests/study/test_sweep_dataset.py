@@ -370,3 +370,17 @@ def test_plot_moves_an_old_figures_directory_out_of_the_readers_way(tmp_path, mo
     assert not (out / "figures").exists()
     assert (out / FIGURES_DIR / "old.png").is_file() and (out / FIGURES_DIR / "gain.png").is_file()
     plain_readers_agree(out)
+
+
+def test_a_sweep_file_given_as_the_dataset_says_what_to_give(tmp_path, capsys):
+    """``flowemu compare mine.toml`` read the TOML as parquet ("Parquet magic
+    bytes not found"): it now says the file is the sweep, not its results,
+    and which directory the sweep writes."""
+    toml = tmp_path / "mine.toml"
+    toml.write_text('topology = "torus:4x4"\nalgorithm = "ring"\nsizes = "1KiB"\n')
+    with pytest.raises(ConfigError, match=r"is a sweep file, not its results; run flowemu "
+                                          r"sweep .*mine\.toml .*results/mine/"):
+        flowemu.load(toml)
+    assert main(["compare", str(toml)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is a sweep file" in err and "Parquet" not in err

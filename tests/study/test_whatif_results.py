@@ -291,6 +291,16 @@ def _panel_lines(fig):
     return out
 
 
+def test_slowdown_figure_has_no_panel_for_a_healthy_network_alone():
+    """A dataset whose fat tree was run healthy only (no what-if beside it)
+    drew a panel of one point at 1 for it; the torus's what-ifs keep theirs."""
+    df = hand_frame()
+    df = df[(df.degrade == "") & ((df.topology == "torus:8x8") | (df.fail == ""))]
+    fig = slowdown_figure(df, size="1KiB")
+    assert {t for t, _ in _panel_lines(fig)} == {"torus:8x8"}
+    assert sum(1 for ax in fig.axes if ax.get_visible() and ax.get_lines()) == 1
+
+
 def test_slowdown_figure_draws_the_means(tmp_path):
     df = hand_frame()
     df = df[df.degrade == ""]      # failures alone: x is the failed cables

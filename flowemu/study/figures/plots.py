@@ -48,7 +48,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
-from ...core.errors import ConfigError
+from ...core.errors import ConfigError, suggest
 from ...core.units import format_size, format_time
 from ..results import (
     FIGURES_DIR,
@@ -81,6 +81,9 @@ from .slowdown import has_slowdown, plot_slowdown, slowdown_figure
 from .style import TIE_COLOR, style_map, text_color_on, use_log_scale
 
 KINDS = ("goodput", "time", "gain", "gain-curve", "slowdown")
+#: a gain heatmap clips its colours at a percentile of |gain| from this many
+#: cells on (one outlier in 20 left out at the 95th)
+CLIP_MIN_CELLS = 20
 
 
 def _labels(df: pd.DataFrame) -> pd.Series:
@@ -434,9 +437,12 @@ def gain_figure(df: pd.DataFrame, *, algorithm: str | None = None, title: str | 
         # diverging colours centred on 0, symmetric, clipped at a percentile of
         # |gain| so that one outlier does not wash every other cell out
         wins = gain[np.isfinite(gain) & ~tie]
-        # "lower": an actual cell's value, so one outlier in 20 cells is left out
+        # "lower": an actual cell's value, so one outlier in 20 cells is left out;
+        # with fewer cells than that a percentile would clip real values (3
+        # cells: the middle one), so the range is the largest
         lim = (float(np.percentile(np.abs(wins), clip_percentile, method="lower"))
-               if wins.size else 1.0)
+               if wins.size >= CLIP_MIN_CELLS else
+               float(np.abs(wins).max()) if wins.size else 1.0)
         lim = max(lim, 1.0)
         clipped = bool(wins.size and (np.abs(wins) > lim).any())
         norm = Normalize(vmin=-lim, vmax=lim)
@@ -619,7 +625,8 @@ def plot(dataset, out, kind: str = "goodput", **kwargs) -> Path:
     (``kind`` goodput, time, gain, gain-curve, slowdown) of a dataset path or
     DataFrame."""
     if kind not in KINDS:
-        raise ConfigError(f"kind: unknown kind {kind!r}; allowed: {', '.join(KINDS)}")
+        raise ConfigError(f"kind: unknown kind {kind!r}{suggest(str(kind), KINDS)}; "
+                          f"allowed: {', '.join(KINDS)}")
     df = dataset if isinstance(dataset, pd.DataFrame) else load(dataset)
     if df.empty:
         raise ConfigError(f"plot: {dataset} holds no results")

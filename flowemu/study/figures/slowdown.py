@@ -97,7 +97,9 @@ def slowdown_figure(df: pd.DataFrame, *, size=None, title: str | None = None, gr
         # one line per algorithm still: the policy is part of the condition
         cmp = cmp.assign(condition=cmp["condition"].where(
             cmp["fail_policy"] == "", cmp["condition"] + " (" + cmp["fail_policy"] + ")"))
-    keys = cmp[cols].drop_duplicates()
+    # a panel per configuration with a what-if (one of the healthy network
+    # alone would hold a lone point at 1)
+    keys = cmp.loc[cmp["condition"] != "healthy", cols].drop_duplicates()
     if "nodes" in cmp.columns and "topology" in cols:   # bigger networks later
         keys = keys.merge(cmp[["topology", "nodes"]].drop_duplicates(), on="topology")
         keys = keys.sort_values(["nodes"] + cols, kind="stable").drop(columns="nodes")

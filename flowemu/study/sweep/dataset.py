@@ -290,6 +290,10 @@ def load(dataset) -> pd.DataFrame:
     """
     path = _dataset_dir(dataset)
     if path.is_file():
+        if path.suffix.lower() == ".toml":
+            raise ConfigError(f"dataset: {str(path)!r} is a sweep file, not its results; run "
+                              f"flowemu sweep {path} and give the dataset directory it "
+                              f"writes (results/{path.stem}/, or the one given by --out)")
         try:
             df = pd.read_csv(path) if path.suffix.lower() == ".csv" else pd.read_parquet(path)
         except Exception as exc:  # noqa: BLE001

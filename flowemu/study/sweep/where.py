@@ -6,6 +6,7 @@ rows (:func:`where_rows`, behind ``--where`` of ``flowemu compare`` and
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,6 +32,17 @@ _WHERE_FUNCS = {
     "size": lambda s: parse_sizes([s], "size()")[0], "len": len, "min": min, "max": max,
     "abs": abs,
 }
+#: how a function name used as a value is meant (the result columns hold
+#: the values: size_bytes, time_s)
+_FUNCTION_USE = {
+    "size": ": size('1MiB') is 1 MiB in bytes; the vector size column is size_bytes "
+            "(size_bytes == size('1MiB'))",
+    "time": ": time('100us') is 100 µs in seconds; the time column is time_s "
+            "(time_s < time('100us'))",
+    "rate": ": rate('100Gb/s') is 100 Gb/s in bytes/s (bandwidth == rate('100Gb/s'))",
+}
+#: an assignment's ``=`` where a comparison was meant
+_SINGLE_EQUALS = re.compile(r"(?<![=<>!])=(?!=)")
 _WHERE_NAMES = ("group", "topology", "family", "nodes", "dims", "ndims", "algorithm",
                 "algorithm_spec", "label", "options", *GRID_FIELDS[2:])
 _WHERE_NODES = (ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not, ast.USub,
@@ -48,9 +60,15 @@ def compile_where(text, loc: str, probs: Problems, names=_WHERE_NAMES):
     try:
         tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError as exc:
-        probs.add(loc, f"cannot parse {text!r}: {exc.msg}")
+        hint = " (compare with ==, not =)" if _SINGLE_EQUALS.search(text) else ""
+        probs.add(loc, f"cannot parse {text!r}: {exc.msg}{hint}")
         return None
+    called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
     for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id in _WHERE_FUNCS and id(node) not in called:
+            probs.add(loc, f"{text!r}: {node.id} is a function, not a value"
+                           f"{_FUNCTION_USE.get(node.id, '')}")
+            return None
         if not isinstance(node, _WHERE_NODES):
             probs.add(loc, f"{text!r}: {type(node).__name__} is not allowed in a where "
                            "expression (use comparisons, and/or/not, arithmetic, in)")
