@@ -190,8 +190,31 @@ def _size_digits(v: float) -> str:
 def format_size(nbytes: float) -> str:
     """Binary units: 32B, 4KiB, 1.5MiB; the smallest unit in which the
     printed number is below 1024 (1073741823 bytes, 1023.999… MiB, prints
-    as 1GiB, not 1024MiB)."""
+    as 1GiB, not 1024MiB). A size that binary units do not print exactly
+    but a decimal unit does is printed in it: 8MB (8,000,000 bytes), not
+    7.63MiB."""
     n = float(nbytes)
+    binary = _binary_size(n)
+    if n >= 1000 and not _exact_size(binary, n):
+        # the decimal unit in which it is below 1000, if it is whole there
+        unit, scale = next((u, sc) for u, sc in reversed(_DECIMAL_UNITS) if n >= sc)
+        if n % scale == 0 and (n < 1000 * scale or unit == "TB"):
+            return f"{n / scale:.0f}{unit}"
+    return binary
+
+
+_DECIMAL_UNITS = (("KB", 10**3), ("MB", 10**6), ("GB", 10**9), ("TB", 10**12))
+
+
+def _exact_size(text: str, n: float) -> bool:
+    """Whether the printed size ``text`` (binary units) reads back as ``n``."""
+    for unit, scale in reversed(_BINARY_UNITS):
+        if text.endswith(unit):
+            return float(text[:-len(unit)]) * scale == n
+    return False
+
+
+def _binary_size(n: float) -> str:
     for i, (unit, scale) in enumerate(_BINARY_UNITS):
         last = i == len(_BINARY_UNITS) - 1
         if not last and abs(n) >= _BINARY_UNITS[i + 1][1]:
@@ -201,7 +224,7 @@ def format_size(nbytes: float) -> str:
             return text + unit
         # rounded up to 1024 of this unit: it is 1 of the next
         return _size_digits(n / _BINARY_UNITS[i + 1][1]) + _BINARY_UNITS[i + 1][0]
-    raise AssertionError(nbytes)
+    raise AssertionError(n)
 
 
 def parse_rate(text, field: str = "bandwidth") -> float:

@@ -555,11 +555,20 @@ def _wide_table(cmp: pd.DataFrame) -> str:
     wide = wide.fillna("-")
     wide["best"] = best.reindex(wide.index)
     wide = wide.reset_index()
+    if "nodes" in gk:   # smaller networks first (torus:8x8 before torus:16x16)
+        order = [c for c in gk if c == "group"] + ["nodes"] + [c for c in gk
+                                                              if c not in ("group", "nodes")]
+        wide = wide.sort_values(order, kind="stable").reset_index(drop=True)
     wide["size_bytes"] = wide["size_bytes"].map(format_size)
     wide = wide.rename(columns={"size_bytes": "size"})
     if "bandwidth_Bps" in wide.columns:
         wide["bandwidth_Bps"] = wide["bandwidth_Bps"].map(format_rate)
         wide = wide.rename(columns={"bandwidth_Bps": "bandwidth"})
+    # latencies and alpha in their units, as the table's rates and sizes are
+    for col in ("link_latency_s", "hop_latency_s", "alpha_s"):
+        if col in wide.columns:
+            wide[col] = wide[col].map(format_time)
+            wide = wide.rename(columns={col: col[:-2]})
     return wide.to_string(index=False)
 
 

@@ -151,6 +151,11 @@ def test_sweep_seeds_belong_to_hash(tmp_path):
     path.write_text('topology = "torus:4x4"\nalgorithm = "ring"\nseed = [0, 1]\n')
     with pytest.raises(ConfigError, match=r"seed: a seed applies only to ecmp = \"hash\""):
         load_sweep(path)
+    # reported beside another field's problem, not only once that one is mended
+    path.write_text('topology = "torus:4x4"\nalgorithm = 5\nsizes = "1KiB"\nseed = [1, 2]\n')
+    with pytest.raises(ConfigError) as err:
+        load_sweep(path)
+    assert [loc.split(": ")[-1] for loc, _ in err.value.problems] == ["algorithm", "seed"]
 
 
 @pytest.mark.parametrize("extra, option", [

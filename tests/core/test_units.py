@@ -238,14 +238,31 @@ def test_format_size_every_boundary():
               for d in (-2, -1, -0.5, 0, 0.5, 1, 2) if 2**(10 * k) * f + d > 0]
     values += [2**(10 * k) * 1024 * (1 - e) for k in range(4) for e in (1e-3, 1e-4, 1e-9)]
     values += list(2.0 ** rng.uniform(0, 50, 2000)) + list(rng.integers(1, 2**45, 2000))
+    decimal = {"KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
     for n in values:
         text = format_size(n)
-        m = __import__("re").fullmatch(r"(\d+(?:\.\d+)?)(B|KiB|MiB|GiB|TiB)", text)
+        m = __import__("re").fullmatch(r"(\d+(?:\.\d+)?)(B|KiB|MiB|GiB|TiB|KB|MB|GB|TB)", text)
         assert m, (n, text)
         v, unit = float(m.group(1)), m.group(2)
+        if unit in decimal:
+            # only where binary units would round: whole, exact, below 1000
+            assert v == int(v) and v * decimal[unit] == n and (v < 1000 or unit == "TB"), \
+                (n, text)
+            continue
         assert v < 1024 or unit == "TiB", (n, text)
         assert abs(v * units[unit] - n) <= 0.005 * n, (n, text)
         # a smaller unit would print 1024 or more (or the value is below its scale)
         smaller = [u for u, s in units.items() if s < units[unit]]
         if smaller:
             assert n / units[smaller[-1]] >= 1023.5, (n, text)
+
+
+def test_a_decimal_size_prints_as_typed():
+    """-s 8MB showed as 7.63MiB: a size that binary units print only
+    rounded, and a decimal unit exactly, prints in that unit; binary sizes
+    keep binary units, and a size neither prints exactly stays binary."""
+    assert format_size(8 * 10**6) == "8MB" and format_size(10**6) == "1MB"
+    assert format_size(500 * 10**3) == "500KB" and format_size(10**12) == "1TB"
+    assert format_size(2**20) == "1MiB" and format_size(1.5 * 2**20) == "1.5MiB"
+    assert format_size(1000) == "1000B" and format_size(123_456_000) == "118MiB"
+    assert parse_size(format_size(8 * 10**6)) == 8 * 10**6

@@ -118,6 +118,25 @@ def test_compare_table_text():
     assert "== group a ==" in compare_table(compare(df))
 
 
+def test_compare_table_lists_smaller_networks_first():
+    """torus:16x16 sorted before torus:8x8 as text; the rows follow the
+    node count."""
+    df = frame([("torus:16x16", 256, 1024, "ring", 5e9), ("torus:16x16", 256, 1024, "swing", 9e9),
+                ("torus:8x8", 64, 1024, "ring", 5e9), ("torus:8x8", 64, 1024, "swing", 9e9)])
+    lines = compare_table(compare(df)).splitlines()[1:]
+    assert [line.split()[0] for line in lines] == ["torus:8x8", "torus:16x16"]
+
+
+def test_compare_table_gives_latencies_their_units():
+    """A swept alpha printed as 5.000000e-07 beside rates with units: it
+    reads 500ns now, under a column named alpha."""
+    rows = [("torus:8x8", 64, 1024, alg, g) for alg, g in (("swing", 10e9), ("ring", 5e9))]
+    df = pd.concat([frame(rows).assign(alpha_s=a) for a in (0.0, 5e-7)], ignore_index=True)
+    header, *lines = compare_table(compare(df)).splitlines()
+    assert "alpha" in header.split() and "alpha_s" not in header
+    assert [line.split()[2] for line in lines] == ["0s", "500ns"]
+
+
 # ------------------------------------------------------------------ datasets
 
 SMALL = """

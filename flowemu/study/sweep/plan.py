@@ -236,19 +236,23 @@ def load_sweep(path) -> SweepPlan:
             complete = False
         excl, ok_ex = excludes(table, prefix)
         wheres, ok_wh = where_codes(table, prefix)
-        if not (complete and ok_ex and ok_wh):
-            continue
-        if "hash" not in values["ecmp"] and any(s != 0 for s in values["seed"]):
+        # (the checks across fields, with every field read: reported beside
+        # the others' problems, not after they are mended)
+        if "ecmp" in values and "seed" in values and "hash" not in values["ecmp"] \
+                and any(s != 0 for s in values["seed"]):
             probs.add(seed_loc, "a seed applies only to ecmp = \"hash\" (it picks each flow's "
                                 f"path there); this grid's ecmp is {', '.join(values['ecmp'])}")
-            continue
-        if not _modes_apply(values, ecmp_loc, probs):
-            continue
-        if all(k == 0 for k in values["failures"]) and any(s != 0 for s in
-                                                          values["failure_seed"]):
+            complete = False
+        if "failures" in values and "failure_seed" in values \
+                and all(k == 0 for k in values["failures"]) \
+                and any(s != 0 for s in values["failure_seed"]):
             probs.add(locs["failure_seed"], "a failure_seed applies only with failures > 0 "
                                             "(it draws the failed cables); this grid's "
                                             "failures is 0")
+            complete = False
+        if not (complete and ok_ex and ok_wh):
+            continue
+        if not _modes_apply(values, ecmp_loc, probs):
             continue
         configs, seen, total, reported, misfits = [], set(), 0, set(), Problems()
         priced: dict = {}
