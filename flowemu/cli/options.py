@@ -155,17 +155,20 @@ def cli_spelling(message: str, options: Mapping[str, str]) -> str:
 
 
 @contextmanager
-def naming_options(args):
+def naming_options(args, own=None):
     """Within it, a ConfigError about an argument of the Python API that one
-    of this command's options gives (:data:`API_OPTIONS`) names the option
-    instead: ``ecmp: ...`` becomes ``--ecmp: ...``, and its advice is spelt
-    as the command line takes it (:func:`cli_spelling`: ``--fail-policy
-    reroute``, not ``fail_policy='reroute'``). The API's own messages stay as
-    they are for Python callers."""
+    of this command's options gives (:data:`API_OPTIONS`, and ``own``: a
+    command's map of the arguments of the function it calls, e.g. plot's
+    ``topologies`` -> ``--topology``) names the option instead: ``ecmp:
+    ...`` becomes ``--ecmp: ...``, and its advice is spelt as the command
+    line takes it (:func:`cli_spelling`: ``--fail-policy reroute``, not
+    ``fail_policy='reroute'``). The API's own messages stay as they are for
+    Python callers."""
     try:
         yield
     except ConfigError as exc:
         options = {name: option for name, option in API_OPTIONS.items() if hasattr(args, name)}
+        options.update(own or {})
         message = cli_spelling(as_options(str(exc), options), options)
         if message == str(exc):
             raise

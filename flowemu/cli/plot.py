@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..core.errors import ConfigError, suggest
 from ..study.figures.plots import KINDS, figures, plot
 from ..topology import split_specs
-from .options import WHERE_HELP, as_options, given, refuse
+from .options import WHERE_HELP, given, naming_options, refuse
 
 #: plot()'s arguments as this command's options (its messages name the former)
 PLOT_OPTIONS = {"kind": "--kind", "group": "--group", "topologies": "--topology",
@@ -76,12 +76,6 @@ def cmd_plot(args) -> int:
         kw["size"] = args.size
     elif args.size is not None:
         raise ConfigError(f"--size goes with --kind slowdown, not {args.kind}")
-    try:
+    with naming_options(args, PLOT_OPTIONS):   # the figures name plot()'s arguments
         print(plot(args.dataset, args.out, args.kind, **kw))
-    except ConfigError as exc:
-        # the figures' messages name their Python arguments
-        named = as_options(str(exc), PLOT_OPTIONS)
-        if named == str(exc):
-            raise
-        raise ConfigError(named) from None
     return 0

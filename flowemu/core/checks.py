@@ -102,34 +102,47 @@ def size_points(value, name: str = "sizes") -> np.ndarray:
     order given: a spec string as :func:`sizes` reads it, or a number or
     1-D sequence / array / Series of byte counts or size strings
     (``[2**20, "4KiB"]``). The model is continuous in the size, so a number
-    need not be whole; it must be positive and finite. Numeric arrays are
-    checked at once (this is on the path of every profile's times)."""
+    need not be whole; it must be positive and finite. A numeric array is
+    checked at once."""
     if isinstance(value, str):
         return np.asarray(parse_sizes(value, name), dtype=np.float64)
     if hasattr(value, "to_numpy") and getattr(value, "ndim", 0) == 1:  # Series, Index
         value = value.to_numpy()
-    arr = np.asarray(value) if isinstance(value, (list, tuple, np.ndarray, np.generic, int,
-                                                   float)) else None
-    if arr is None or arr.ndim > 1 or arr.dtype.kind == "b":
-        shown_value = f"an array of shape {arr.shape}" if arr is not None and arr.ndim > 1 \
-            else show(value)
-        raise ConfigError(f"{name}: {shown_value} is not allowed; expected a size or size spec "
+    if isinstance(value, np.ndarray):
+        if value.ndim > 1:
+            raise ConfigError(f"{name}: an array of shape {value.shape} is not allowed; "
+                              "expected a 1-D list/array of byte counts")
+        if value.dtype.kind in "iuf":
+            return _positive(name, np.atleast_1d(value.astype(np.float64)), value)
+        value = value.tolist()
+    if isinstance(value, (list, tuple)):
+        points = [_point(name, x) for x in value]
+    elif is_integer(value) or isinstance(value, (float, np.floating)):
+        points, value = [float(value)], [value]
+    else:
+        raise ConfigError(f"{name}: {show(value)} is not allowed; expected a size or size spec "
                           "('1MiB', '32B..512MiB'), or a 1-D list/array of byte counts")
-    if arr.dtype.kind in "iuf":
-        n = np.atleast_1d(arr.astype(np.float64))
-        bad = ~(np.isfinite(n) & (n > 0))
-        if bad.any():
-            first = np.atleast_1d(arr)[int(np.argmax(bad))]
-            raise ConfigError(f"{name}: size {show(first)} is not allowed; expected a "
-                              "positive, finite number of bytes")
-        return n
-    out = []
-    for item in np.atleast_1d(arr).tolist():
-        if isinstance(item, (int, float)) and not isinstance(item, bool):
-            out.append(float(size_points(item, name)[0]))
-        else:
-            out.append(float(_one_size(name, item)))
-    return np.asarray(out, dtype=np.float64)
+    return _positive(name, np.asarray(points, dtype=np.float64), value)
+
+
+def _point(name: str, item) -> float:
+    """One entry of :func:`size_points`: a size string, or a number."""
+    if isinstance(item, str):
+        return float(parse_size(item, name))
+    if is_integer(item) or isinstance(item, (float, np.floating)):
+        return float(item)
+    raise ConfigError(f"{name}: {show(item)} is not a size; expected a byte count > 0 "
+                      "or a size such as '4KiB'")
+
+
+def _positive(name: str, n: np.ndarray, given) -> np.ndarray:
+    """``n``, unless an entry is not positive and finite: a ConfigError
+    showing it as ``given`` holds it."""
+    bad = ~(np.isfinite(n) & (n > 0))
+    if bad.any():
+        raise ConfigError(f"{name}: size {show(given[int(np.argmax(bad))])} is not allowed; "
+                          "expected a positive, finite number of bytes")
+    return n
 
 
 def _one_size(name: str, item) -> int:

@@ -290,7 +290,7 @@ def background_throughput(profile, sizes) -> np.ndarray:
     moved = np.zeros(len(n))
     total = np.zeros(len(n))
     for s, count in groups.values():
-        t = s.time(n)
+        t = s.time_at(n)
         fluid = (float(s.spb.max()) if len(s.spb) else 0.0) * n
         moved += count * (s.background_bytes * n + rate * (t - fluid))
         total += count * t

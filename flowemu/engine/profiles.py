@@ -87,7 +87,12 @@ class StepProfile:
     def time(self, sizes) -> np.ndarray:
         """This step's time at each size, float64[sizes] (sizes as
         :meth:`Profile.times` takes them)."""
-        n = checks.size_points(sizes)
+        return self.time_at(checks.size_points(sizes))
+
+    def time_at(self, n: np.ndarray) -> np.ndarray:
+        """:meth:`time` at sizes the caller has checked (float64[k] of
+        positive byte counts): a profile's times evaluate every distinct
+        step with it, their sizes checked once."""
         if len(self.latency) == 0:
             return self.reduce_spb * n
         comm = np.max(self.latency[:, None] + self.spb[:, None] * n[None, :], axis=0)
@@ -215,7 +220,7 @@ class Profile:
         n = checks.size_points(sizes)
         if not self.distinct:
             return np.zeros((0, len(n)))
-        return np.stack([s.time(n) for s in self.distinct])[self.index]
+        return np.stack([s.time_at(n) for s in self.distinct])[self.index]
 
     def times(self, sizes) -> np.ndarray:
         """Total time for each size, float64[sizes], in the order given:
@@ -235,7 +240,7 @@ class Profile:
                 groups[key] = [s, count]
         total = np.zeros(len(n))
         for s, count in groups.values():
-            total += count * s.time(n)
+            total += count * s.time_at(n)
         return total
 
     def background_throughput(self, sizes) -> np.ndarray:
