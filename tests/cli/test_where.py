@@ -11,7 +11,7 @@ import pytest
 import flowemu
 from flowemu.cli.app import main
 from flowemu.study import results
-from flowemu.study.figures import plots
+from flowemu.study.figures import common, gain, goodput, slowdown
 
 SWEEP = """
 sizes = "1KiB,1MiB"
@@ -46,12 +46,13 @@ def compared(monkeypatch):
 def plotted(monkeypatch):
     """The rows a figure of ``flowemu plot`` draws."""
     seen = []
-    real = plots.filter_rows
+    real = common.filter_rows
 
     def spy(df, *a, **kw):
         seen.append(real(df, *a, **kw))
         return seen[-1]
-    monkeypatch.setattr(plots, "filter_rows", spy)
+    for figure_module in (goodput, gain, slowdown):
+        monkeypatch.setattr(figure_module, "filter_rows", spy)
     return seen
 
 

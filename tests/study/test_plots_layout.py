@@ -17,13 +17,8 @@ from matplotlib.image import imread
 
 from flowemu.core.errors import ConfigError
 from flowemu.study.figures.common import CAPTION_FONTSIZE, CAPTION_GID, LEGEND_GID
-from flowemu.study.figures.plots import (
-    SWITCH_ALPHA,
-    gain_curve_figure,
-    gain_figure,
-    goodput_figure,
-    plot_goodput,
-)
+from flowemu.study.figures.gain import gain_curve_figure, gain_figure
+from flowemu.study.figures.goodput import SWITCH_ALPHA, goodput_figure, plot_goodput
 from flowemu.study.figures.slowdown import slowdown_figure
 from tests.study.test_whatif_results import hand_frame
 

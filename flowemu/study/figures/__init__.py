@@ -2,7 +2,8 @@
 
 :mod:`.common` holds what every figure shares (canvas, saving, size axis,
 panels, titles, legends, choosing rows); each figure module imports it:
-:mod:`.plots` (goodput, time, gain, gain curves, and the ``plot``/``figures``
-dispatcher), :mod:`.slowdown` (what-ifs against the healthy network),
+:mod:`.goodput` (goodput and time vs size), :mod:`.gain` (the gain heatmap and
+gain curves), :mod:`.slowdown` (what-ifs against the healthy network),
 :mod:`.fit` (a GenModel fit); :mod:`.style` gives every algorithm its look.
+:mod:`.plots` is the ``plot``/``figures`` dispatcher over the kinds.
 """

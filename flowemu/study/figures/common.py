@@ -79,6 +79,23 @@ def scenario_title(row: pd.Series, cols: list[str]) -> str:
     return " · ".join(parameter_text(c, row[c]) for c in cols)
 
 
+def scenario_keys(df: pd.DataFrame, exclude=()) -> tuple[list[str], list[tuple]]:
+    """The scenario columns of ``df`` but ``nodes`` and ``exclude``, and
+    each distinct scenario as a tuple of them, smaller networks first."""
+    cols = [c for c in scenario_columns(df) if c != "nodes" and c not in exclude]
+    keys = df[cols].drop_duplicates()
+    if "nodes" in df.columns and "topology" in cols:   # bigger networks later, like the paper's panels
+        keys = keys.merge(df[["topology", "nodes"]].drop_duplicates(), on="topology")
+        keys = keys.sort_values(["nodes"] + cols, kind="stable").drop(columns="nodes")
+    return cols, [tuple(r) for r in keys.itertuples(index=False)]
+
+
+def text_inches(lines: list[str], fontsize: float) -> float:
+    """A generous width of the longest line in inches (DejaVu Sans averages
+    ~0.6 em per character)."""
+    return max((len(line) for line in lines), default=0) * 0.6 * fontsize / 72
+
+
 def parameter_text(col: str, v) -> str:
     """One configuration column's value as a reader says it, with its unit:
     ``64 nodes``, ``400Gb/s``, ``link latency 100ns``, ``gamma 0.02ns/B``,
