@@ -364,6 +364,28 @@ def test_slowdown_figure_refusals(tmp_path):
         plot(df, tmp_path / "x.png", "goodput", size="1KiB")
 
 
+def test_slowdown_figure_says_what_it_leaves_out():
+    """A what-if row without a healthy twin has no slowdown: the figure
+    draws the others and says under its title what it left out."""
+    df = hand_frame()
+    assert "left out" not in slowdown_figure(df, size="4KiB")._suptitle.get_text()
+    lonely = pd.concat([df, pd.DataFrame([row("torus:8x8", "recdoub", 4096, 1.0, f"random:1:{s}",
+                                              1) for s in range(2)])])
+    fig = slowdown_figure(lonely, size="4KiB")
+    heading = fig._suptitle.get_text().replace("\n", " ")
+    assert "(left out, no healthy twin in the data: recdoub (fail random:1))" in heading
+    drawn = {ln.get_label() for ax in fig.axes for ln in ax.get_lines()}
+    assert "recdoub" not in drawn and {"ring", "swing"} <= drawn
+    # the other size has no recdoub rows: nothing left out there
+    assert "left out" not in slowdown_figure(lonely, size="1KiB")._suptitle.get_text()
+    many = pd.concat([lonely] + [pd.DataFrame([row("torus:8x8", alg, 4096, 1.0, f"random:{k}:0",
+                                                   k)]) for alg in ("bucket", "recdoub")
+                                 for k in (2, 3)])
+    heading = slowdown_figure(many, size="4KiB")._suptitle.get_text().replace("\n", " ")
+    assert "(left out, no healthy twin in the data: 5 what-if conditions of bucket, " \
+        "recdoub)" in heading
+
+
 def test_cli_plot_slowdown(hand_file, tmp_path, capsys):
     out = tmp_path / "s.png"
     code, printed, err = run(capsys, ["plot", str(hand_file), "--kind", "slowdown", "--size",

@@ -79,10 +79,12 @@ def scenario_title(row: pd.Series, cols: list[str]) -> str:
     return " · ".join(parameter_text(c, row[c]) for c in cols)
 
 
-def scenario_keys(df: pd.DataFrame, exclude=()) -> tuple[list[str], list[tuple]]:
-    """The scenario columns of ``df`` but ``nodes`` and ``exclude``, and
-    each distinct scenario as a tuple of them, smaller networks first."""
-    cols = [c for c in scenario_columns(df) if c != "nodes" and c not in exclude]
+def scenario_keys(df: pd.DataFrame, exclude=(), only=None) -> tuple[list[str], list[tuple]]:
+    """The scenario columns of ``df`` (or the columns ``only``) but ``nodes``
+    and ``exclude``, and each distinct scenario as a tuple of them, smaller
+    networks first."""
+    cols = [c for c in (scenario_columns(df) if only is None else only)
+            if c != "nodes" and c not in exclude]
     keys = df[cols].drop_duplicates()
     if "nodes" in df.columns and "topology" in cols:   # bigger networks later, like the paper's panels
         keys = keys.merge(df[["topology", "nodes"]].drop_duplicates(), on="topology")

@@ -37,6 +37,7 @@ from .common import (
     panel_title,
     rows_of,
     save_figure,
+    scenario_keys,
     scenario_title,
     wrap_label,
 )
@@ -87,7 +88,9 @@ def slowdown_figure(df: pd.DataFrame, *, size=None, title: str | None = None, gr
     df = df[df["size_bytes"] == nbytes]
     df, note = limit_scenarios(df, max_panels, keep=tuple(WHATIF_SCENARIO))
     cmp = compare_whatif(df, who=f"{WHO} at {format_size(nbytes)}")
-    cmp = cmp[np.isfinite(cmp["slowdown"].to_numpy(dtype=float))]
+    measured = np.isfinite(cmp["slowdown"].to_numpy(dtype=float))
+    note = " ".join(p for p in (note, _left_out(cmp[~measured])) if p)
+    cmp = cmp[measured]
     if not (cmp["condition"] != "healthy").any():
         raise ConfigError(f"{WHO}: no what-if row of size {format_size(nbytes)} has a healthy "
                           "twin (the same configuration without fail, degrade, slow or "
@@ -99,11 +102,7 @@ def slowdown_figure(df: pd.DataFrame, *, size=None, title: str | None = None, gr
             cmp["fail_policy"] == "", cmp["condition"] + " (" + cmp["fail_policy"] + ")"))
     # a panel per configuration with a what-if (one of the healthy network
     # alone would hold a lone point at 1)
-    keys = cmp.loc[cmp["condition"] != "healthy", cols].drop_duplicates()
-    if "nodes" in cmp.columns and "topology" in cols:   # bigger networks later
-        keys = keys.merge(cmp[["topology", "nodes"]].drop_duplicates(), on="topology")
-        keys = keys.sort_values(["nodes"] + cols, kind="stable").drop(columns="nodes")
-    scen = [tuple(r) for r in keys.itertuples(index=False)]
+    _, scen = scenario_keys(cmp[cmp["condition"] != "healthy"], only=cols)
     labels = sorted(cmp["algorithm"].unique())
     styles = style_map(labels)
     fig, axes = panel_grid(len(scen), ncols, width=5.0, height=3.6)
@@ -160,6 +159,20 @@ def slowdown_figure(df: pd.DataFrame, *, size=None, title: str | None = None, gr
         fixed = " · ".join(p for p in (fixed, f"fail policy {policies[0]}") if p)
     finish_layout(fig, heading, note, fixed)
     return fig
+
+
+def _left_out(lost: pd.DataFrame) -> str:
+    """What the figure leaves out for want of a healthy twin (the what-if
+    conditions whose slowdown is NaN): a line under the title, or ''."""
+    if lost.empty:
+        return ""
+    pairs = sorted(set(zip(lost["algorithm"].astype(str), lost["condition"].astype(str))))
+    if len(pairs) <= 3:
+        what = ", ".join(f"{alg} ({cond})" for alg, cond in pairs)
+    else:
+        what = (f"{len(pairs)} what-if conditions of "
+                f"{', '.join(sorted({alg for alg, _ in pairs}))}")
+    return f"(left out, no healthy twin in the data: {what})"
 
 
 def _dodge(k: int, n: int) -> float:
