@@ -99,6 +99,15 @@ def test_a_fixed_what_if_condition_is_stated():
     assert "400Gb/s" in text
     healthy = sick.assign(fail="", fail_policy="strict")
     assert "healthy network" in stated(goodput_figure(healthy))
+    # healthy rows beside rows under a background: the panels show the
+    # background, and the caption no longer calls the network healthy
+    loaded = pd.concat([healthy, healthy.assign(background="perm:0.5")])
+    fig = goodput_figure(loaded)
+    titles = {ax.get_title() for ax in fig.axes if ax.get_title()}
+    assert any("perm:0.5" in t for t in titles), titles
+    assert "healthy network" not in stated(fig)
+    assert "healthy network" not in stated(goodput_figure(loaded[loaded.background != ""]))
+    assert "background perm:0.5" in stated(goodput_figure(loaded[loaded.background != ""]))
 
 
 def test_the_slowdown_figure_states_its_fixed_parameters():

@@ -327,6 +327,12 @@ def test_slowdown_figure_conditions_on_a_categorical_axis(tmp_path):
     assert list(np.round(x)) == [0, 1, 2, 3]      # each algorithm a little aside
     assert y == pytest.approx([1.0, 1.5, np.mean(FACTORS[1]), np.mean(FACTORS[4])])
     assert is_png(plot(hand_frame(), tmp_path / "c.png", "slowdown"))
+    # one topology as a plain string is that topology, not its characters
+    one = slowdown_figure(hand_frame(), size="1KiB", topologies="torus:8x8")
+    assert _panel_lines(one).keys() == _panel_lines(fig).keys()
+    with pytest.raises(ConfigError, match="topologies: 8 is not allowed; expected a "
+                                          "topology spec or a list"):
+        slowdown_figure(hand_frame(), topologies=8)
 
 
 def test_slowdown_figure_of_simulated_runs(simulated, tmp_path):

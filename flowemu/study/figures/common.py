@@ -147,6 +147,13 @@ def filter_rows(df: pd.DataFrame, group=None, topologies=None, where=None) -> pd
             raise ConfigError(f"group: no group {group!r} in the data; groups: "
                               f"{', '.join(known) or '(none)'}")
         df = df[df["group"] == group]
+    if isinstance(topologies, str):   # one topology, not its characters
+        topologies = [topologies]
+    elif topologies is not None:
+        if not hasattr(topologies, "__iter__") or isinstance(topologies, (bytes, dict)):
+            raise ConfigError(f"topologies: {topologies!r} is not allowed; expected a "
+                              "topology spec or a list of them, e.g. ['torus:8x8']")
+        topologies = [str(t) for t in topologies]
     if topologies:
         missing = sorted(set(topologies) - set(df["topology"]))
         if missing:
@@ -196,7 +203,10 @@ def fixed_parameters(df: pd.DataFrame, shown=()) -> str:
     if conditions and all(df[c].nunique(dropna=False) == 1 for c in conditions):
         value = {c: df[c].iloc[0] for c in conditions}
         if all(value[c] == HEALTHY[c] for c in conditions):
-            parts.append("healthy network")
+            # only when the conditions the panels show are healthy too
+            drawn = [c for c in CONDITIONS if c in df.columns and c in shown]
+            if all((df[c] == HEALTHY[c]).all() for c in drawn):
+                parts.append("healthy network")
         else:
             parts += [parameter_text(c, value[c]) for c in conditions
                       if value[c] != HEALTHY[c]]
