@@ -38,10 +38,13 @@ def profile(schedule: Schedule, topology: Topology | str, network: Network | Non
         keywords (``bandwidth="200Gb/s"``, ``link_latency="1us"``, ..., each
         with its unit, as :func:`flowemu.simulate` takes them). An unknown
         keyword is a ConfigError naming what is allowed.
-    ecmp : {"split", "dor", "hash", "dmodk", "valiant", "adaptive"}
-        The family's routing mode, or "adaptive" (every family with "split":
-        each step's split rebalanced to minimise the most loaded link,
-        :mod:`flowemu.engine.adaptive`).
+    ecmp : {"split", "dor", "hash", "valiant", "dmodk", "adaptive"}
+        The routing mode. ``"split"`` and ``"hash"`` apply to every family,
+        ``"dor"`` to the grids (torus, mesh, HyperX, HammingMesh),
+        ``"valiant"`` to Dragonfly, ``"dmodk"`` to fat trees. ``"adaptive"``
+        applies to every family with ``"split"``: each step's split is
+        rebalanced to minimise the most loaded link
+        (:mod:`flowemu.engine.adaptive`).
     seed : int
         Seed of ``ecmp="hash"``.
     mapping : int[p], optional

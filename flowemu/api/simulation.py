@@ -64,12 +64,20 @@ def simulate(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "split", s
         ``NAME[:key=val,...]`` of an algorithm of ``collective``, e.g.
         ``"recdoub:variant=auto"`` (``flowemu list`` shows each collective's).
     sizes : str, int, list, numpy array or pandas Series
-        ``"32B..512MiB"`` (every power of two), ``"1KiB,1MiB"``, one byte
-        count, or a sequence of byte counts / size strings: the size ``n``
-        as the collective reads it (:mod:`flowemu.algorithms.collectives`,
-        nccl-tests' meaning: allgather the gathered vector, all-to-all what
-        each rank sends in all, ...).
-    ecmp : {"split", "dor", "hash", "dmodk"}
+        ``"32B..512MiB"``, ``"1KiB,1MiB"``, one byte count, or a sequence
+        of byte counts / size strings: the size ``n`` as the collective
+        reads it (:mod:`flowemu.algorithms.collectives`, nccl-tests'
+        meaning: allgather the gathered vector, all-to-all what each rank
+        sends in all, ...). A range ``LO..HI`` is every power of two within
+        it, so ``"1MB..1GB"`` is 1MiB..512MiB. The sizes are sorted and a
+        repeated size is run once: one row per distinct size, ascending.
+    ecmp : {"split", "dor", "hash", "valiant", "dmodk", "adaptive"}
+        The routing mode. ``"split"`` and ``"hash"`` apply to every family,
+        ``"dor"`` to the grids (torus, mesh, HyperX, HammingMesh),
+        ``"valiant"`` to Dragonfly, ``"dmodk"`` to fat trees. ``"adaptive"``
+        applies to every family with ``"split"``: each step's split is
+        rebalanced to minimise the most loaded link
+        (:mod:`flowemu.engine.adaptive`).
     seed : int
         Seed of ``ecmp="hash"`` (0..2**63-1; numpy integers are fine).
     ranks : int, optional
@@ -385,7 +393,21 @@ def congestion(topology, algorithm, *, ecmp: str = "split", seed: int = 0,
     did that was not asked for). See
     :meth:`flowemu.engine.profiles.Profile.congestion_report` for the definitions.
     With an ``auto`` option every variant is reported.
+
+    Ψ and Ξ count bytes on links and ports, not their capacities: failed
+    links (``fail``) change them through the routes, while degraded links,
+    slow ranks and a background (and a fat tree's taper) do not, and are
+    refused here; :func:`link_loads` gives each link's utilisation and
+    :func:`simulate` the times under them.
     """
+    unseen = [name for name, value in (("degrade", degrade), ("slow", slow),
+                                       ("background", background))
+              if value is not None and value != "" and value != []]
+    if unseen:
+        raise ConfigError(f"{', '.join(unseen)}: congestion counts the bytes on links and ports "
+                          "(Ψ, Ξ), which degraded links, slow ranks and a background do not "
+                          "change; leave them out, or use link_loads(...) for each link's "
+                          "utilisation and simulate(...) for the times under them")
     whatif = check_whatif(fail, degrade, fail_policy, slow, background)
     run = prepare_run("congestion", topology, algorithm, ecmp=ecmp, seed=seed, ranks=ranks,
                    network=network, network_params=network_params, threads=threads,

@@ -36,7 +36,8 @@ COMMANDS = {
     "plot": ("plot", "goodput, time, gain or slowdown figures of a dataset (PNG)"),
     "plan": ("plan", ("GenTree's plan per switch and size with the GenModel cost of every "
                       "candidate (the paper's Table 6)")),
-    "verify": ("verify", ("prove an algorithm's schedule is an allreduce (block by block); "
+    "verify": ("verify", ("prove an algorithm's schedule computes its collective (an "
+                          "allreduce unless --collective names another), block by block; "
                           "exit 1 at the first step that breaks it")),
     "fit": ("fit", ("fit GenModel (α, β+γ/2, δ, ε, w_t) to measured allreduce times; print "
                     "it, save a network preset, plot it")),

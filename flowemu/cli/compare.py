@@ -5,11 +5,17 @@ as a table, CSV, JSON or parquet."""
 from __future__ import annotations
 
 from ..core.errors import ConfigError
-from ..core.outputs import check_distinct, check_writable
+from ..core.outputs import check_distinct, check_outside_dataset, check_writable
 from ..study import results
 from ..study.results import query_with_twins
 from ..study.sweep.where import unit_hint
-from .options import WHERE_HELP, add_output_options, chosen_format, write_output
+from .options import (
+    WHERE_HELP,
+    add_output_options,
+    chosen_format,
+    naming_options,
+    write_output,
+)
 
 #: the values of --by
 BY = ("label", "algorithm", "model", "sync", "whatif")
@@ -37,15 +43,18 @@ def cmd_compare(args) -> int:
     if args.out:
         check_distinct({"the dataset": args.dataset, "--out": args.out})
         check_writable(args.out, "--out")
+        check_outside_dataset(args.out, args.dataset, "--out")
     # through the module: a test may stand in for the loading
-    df = results.load(args.dataset)
-    if args.where and args.by == "whatif":   # keep the baselines of what is chosen
-        df = query_with_twins(df, args.where)
-    elif args.where:
-        df = results.query(df, args.where)
-    if df.empty:
-        raise ConfigError(f"compare: no results in {args.dataset}"
-                          + (f" matching {args.where!r}{unit_hint(args.where)}"
-                             if args.where else ""))
-    write_output(results.compare(df, by=args.by), fmt, args.out, table=results.compare_table)
+    with naming_options(args):   # where: ... from the API reads --where: ...
+        df = results.load(args.dataset)
+        if args.where and args.by == "whatif":   # keep the baselines of what is chosen
+            df = query_with_twins(df, args.where)
+        elif args.where:
+            df = results.query(df, args.where)
+        if df.empty:
+            raise ConfigError(f"compare: no results in {args.dataset}"
+                              + (f" matching {args.where!r}{unit_hint(args.where)}"
+                                 if args.where else ""))
+        write_output(results.compare(df, by=args.by), fmt, args.out,
+                     table=results.compare_table)
     return 0

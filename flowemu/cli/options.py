@@ -396,7 +396,7 @@ API_OPTIONS = {
     "seed": "--seed", "model": "--model", "sync": "--sync", "fail": "--fail",
     "degrade": "--degrade", "fail_policy": "--fail-policy", "slow": "--slow",
     "background": "--background", "max_memory": "--max-memory", "size": "--size",
-    "injection": "--injection", "nic": "--nic",
+    "injection": "--injection", "nic": "--nic", "where": "--where", "out": "--out",
 }
 
 

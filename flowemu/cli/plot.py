@@ -56,8 +56,6 @@ def cmd_plot(args) -> int:
         for path in figures(args.dataset):
             print(path)
         return 0
-    if not args.out.lower().endswith((".png", ".pdf", ".svg")):
-        raise ConfigError(f"--out: {args.out!r} should end in .png (or .pdf, .svg)")
     kw = {"group": args.group, "title": args.title, "where": args.where,
           "topologies": split_specs(args.topology) if args.topology else None}
     if args.kind in ("gain", "gain-curve"):

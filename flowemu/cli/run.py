@@ -327,10 +327,18 @@ def _congestion_paths(path: str) -> tuple[Path, Path]:
 
 
 def _write_congestion(args, net) -> None:
+    whatif = _whatif(args)
+    unseen = [k for k in ("degrade", "slow", "background") if whatif.pop(k, None)]
+    if unseen:
+        one = len(unseen) == 1
+        note(f"--congestion: Ψ and Ξ count bytes on links, which "
+             f"{', '.join('--' + k for k in unseen)} {'does' if one else 'do'} not change; "
+             f"the times include {'it' if one else 'them'}, --links shows each link's "
+             "utilisation")
     steps, summary = simulation.congestion(args.topology, args.algorithm, ecmp=args.ecmp,
                                            seed=args.seed, ranks=args.ranks,
                                            placement=args.placement, network=net,
-                                           collective=args.collective, **_whatif(args))
+                                           collective=args.collective, **whatif)
     if args.congestion == "-":
         print("\ncongestion per step (loads in bytes per byte of n):")
         print(steps.to_string(index=False, float_format=lambda v: f"{v:.4g}"))

@@ -148,6 +148,28 @@ def check_distinct(paths: dict[str, str | None]) -> None:
         seen[key] = option
 
 
+def check_outside_dataset(path, dataset, option: str) -> None:
+    """Refuse to write ``path`` into the directory of ``dataset`` (a sweep's
+    results): its parquet files are read as a whole (``pd.read_parquet(DIR)``,
+    :func:`flowemu.load`), and a CSV or figure among them breaks that. A
+    directory whose name starts with ``_`` or ``.`` in it (``_figures/``) is
+    skipped by those readers, and allowed."""
+    if path is None or path == "-" or dataset is None:
+        return
+    home = os.path.realpath(dataset)
+    if not os.path.isdir(home):
+        return
+    rel = os.path.relpath(os.path.realpath(path), home)
+    if rel == os.curdir or rel.startswith(os.pardir + os.sep) or rel == os.pardir:
+        return
+    if any(part.startswith(("_", ".")) for part in rel.split(os.sep)[:-1]):
+        return
+    raise ConfigError(f"{option}: {str(path)!r} is inside the dataset {str(dataset)!r}, "
+                      "whose readers (pd.read_parquet of the directory, flowemu.load) would "
+                      "then fail on it; write it outside the dataset, or into a directory "
+                      "of it whose name starts with _ (as _figures/)")
+
+
 def write_atomic(path, option: str, write: Callable) -> Path:
     """Write ``path`` through ``write(binary_file)`` into a temporary file in
     the same directory, then rename it over ``path``.

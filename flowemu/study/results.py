@@ -9,12 +9,13 @@ pruning) lives in :mod:`flowemu.study.sweep.dataset`; what readers use (``load``
 
 from __future__ import annotations
 
+import os
 import re
 
 import numpy as np
 import pandas as pd
 
-from ..core.errors import ConfigError, checked_keywords
+from ..core.errors import ConfigError, checked_keywords, show
 from ..core.units import format_rate, format_size, format_time
 from ..whatif.conditions import CONDITIONS, HEALTHY, WHATIF_COLUMNS
 from .sweep.dataset import (  # noqa: F401 (re-exported)
@@ -50,6 +51,19 @@ def with_whatif(df: pd.DataFrame) -> pd.DataFrame:
 
 
 # ------------------------------------------------------------------ comparison
+
+def result_frame(data, who: str) -> pd.DataFrame:
+    """``data`` as result rows: a DataFrame as it is, a dataset (a sweep's
+    directory, a parquet or CSV file, as a path) loaded (:func:`load`);
+    anything else is a ConfigError naming ``who``."""
+    if isinstance(data, pd.DataFrame):
+        return data
+    if isinstance(data, (str, os.PathLike)):
+        return load(data)
+    raise ConfigError(f"{who}: {type(data).__name__} {show(data, 40)} is not allowed; expected "
+                      "a DataFrame of results or a dataset's path (a sweep's directory, a "
+                      "parquet or CSV file)")
+
 
 def query(df: pd.DataFrame, where: str) -> pd.DataFrame:
     """Rows matching a where expression as a sweep file writes it
@@ -94,7 +108,7 @@ TIE_RTOL = 1e-9
 
 
 @checked_keywords
-def compare(df: pd.DataFrame, by: str = "label") -> pd.DataFrame:
+def compare(df, by: str = "label", *, who: str = "compare") -> pd.DataFrame:
     """Per scenario and size: each algorithm's goodput, the best algorithm(s),
     and each algorithm's gain over the best *other* one.
 
@@ -114,15 +128,17 @@ def compare(df: pd.DataFrame, by: str = "label") -> pd.DataFrame:
 
     Parameters
     ----------
-    df : DataFrame
+    df : DataFrame or path
         Rows with ``size_bytes`` and ``goodput_Bps`` (e.g. :func:`load`), and a
-        ``label`` or ``algorithm`` column.
+        ``label`` or ``algorithm`` column; or a dataset's path, loaded.
     by : {"label", "algorithm", "model", "sync", "whatif"}
         ``label`` compares algorithm variants (name + options that differ from
         the defaults, e.g. ``ring:ports=2``); ``algorithm`` merges the variants
         of one algorithm, taking the best per size; ``model`` returns
         :func:`compare_models`, ``sync`` :func:`compare_syncs`, ``whatif``
         :func:`compare_whatif`.
+    who : str
+        The command named in error messages.
 
     What-if conditions (``fail``, ``degrade``, ``fail_policy``, ``slow``,
     ``background``) are scenario columns: algorithms are ranked within one
@@ -139,14 +155,15 @@ def compare(df: pd.DataFrame, by: str = "label") -> pd.DataFrame:
         algorithms share the best). A later row of the same configuration and
         size replaces an earlier one.
     """
+    df = result_frame(df, who)
     if by == "model":
         return compare_models(df)
     if by == "sync":
         return compare_syncs(df)
     if by == "whatif":
-        return compare_whatif(df)
+        return compare_whatif(df, who=f"{who} by whatif")
     if by not in ("label", "algorithm"):
-        raise ConfigError(f"compare: by={by!r} is not allowed; expected 'label', 'algorithm', "
+        raise ConfigError(f"{who}: by={by!r} is not allowed; expected 'label', 'algorithm', "
                           "'model', 'sync' or 'whatif'")
     df = with_whatif(df)
     need = ["size_bytes", "goodput_Bps"]
@@ -155,7 +172,7 @@ def compare(df: pd.DataFrame, by: str = "label") -> pd.DataFrame:
     if source not in df.columns:
         missing.append("label or algorithm")
     if missing:
-        raise ConfigError(f"compare: the data lacks column(s) {', '.join(missing)}")
+        raise ConfigError(f"{who}: the data lacks column(s) {', '.join(missing)}")
     keys = scenario_columns(df)
     d = df.copy()
     extra = [c for c in ("time_s", "variant") if c in d.columns]
@@ -353,7 +370,7 @@ def query_with_twins(df: pd.DataFrame, where: str) -> pd.DataFrame:
     return pd.concat([picked, twins[df.columns]]).sort_index()
 
 
-def slowdown(df: pd.DataFrame) -> pd.DataFrame:
+def slowdown(df) -> pd.DataFrame:
     """``df`` with ``healthy_time_s`` (the time of the same scenario — topology,
     ranks, algorithm, model, sync, size, routing, placement, network — on the
     healthy network) and ``slowdown`` (``time_s / healthy_time_s``; 1 on
@@ -363,6 +380,7 @@ def slowdown(df: pd.DataFrame) -> pd.DataFrame:
     rows have it, else by ``options``; a row of an ``auto`` option whose
     what-if made another variant the fastest (``options`` differ) is then
     paired with the one healthy row of its algorithm, when there is one."""
+    df = result_frame(df, "slowdown")
     if not {"time_s", "size_bytes"} <= set(df.columns):
         raise ConfigError("slowdown: expected result rows (with time_s and size_bytes)")
     loose = [c for c in _TWIN_KEYS if c in df.columns and c != "options"]
@@ -405,7 +423,7 @@ def condition_label(fail="", degrade="", slow="", background="") -> str:
     return " · ".join(parts) or "healthy"
 
 
-def compare_whatif(df: pd.DataFrame, who: str = "compare --by whatif") -> pd.DataFrame:
+def compare_whatif(df, who: str = "compare_whatif") -> pd.DataFrame:
     """The slowdown of every what-if condition against the healthy network.
 
     Each row is paired with the healthy twin of its configuration
@@ -441,6 +459,7 @@ def compare_whatif(df: pd.DataFrame, who: str = "compare --by whatif") -> pd.Dat
         where the data holds no healthy twin. Sorted by scenario, size,
         algorithm, failed links and condition (healthy first).
     """
+    df = result_frame(df, who)
     missing = [c for c in ("size_bytes", "time_s") if c not in df.columns]
     source = "label" if "label" in df.columns else "algorithm"
     if source not in df.columns:

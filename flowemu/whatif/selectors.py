@@ -15,7 +15,8 @@ several joined by ``;`` (or a list of them):
     Every link into or out of vertex ``V`` (an endpoint or a switch failing).
 ``X,Y,...`` (tori, meshes, HyperX, HammingMesh: the node grid)
     The node at those coordinates; ``*`` matches any coordinate, so ``3,*``
-    is column 3 of a 2-D grid.
+    is every node whose first coordinate is 3 (node ids are row-major: on
+    ``torus:4x6``, nodes 18-23).
 ``LEVEL:I`` (families with switches)
     Switch ``I`` of a level (``I`` may be ``*``: the whole level). Fat tree:
     ``host``, ``edge``, ``agg`` (or ``aggregation``), ``core``; two levels:
@@ -28,7 +29,7 @@ several joined by ``;`` (or a list of them):
 ``A-B``
     With ``A`` and ``B`` any two of the vertex forms above: the cables
     joining a vertex of ``A`` and one of ``B`` (``3,*-4,*`` every cable
-    between columns 3 and 4; ``leaf:2-spine:*`` the uplinks of leaf 2;
+    between a node whose first coordinate is 3 and one whose first is 4; ``leaf:2-spine:*`` the uplinks of leaf 2;
     ``group:0-group:5`` the global links between two Dragonfly groups). A
     pattern that selects no link is refused.
 ``random:K:SEED``

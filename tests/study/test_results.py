@@ -2,6 +2,7 @@
 
 import io
 import math
+import shutil
 
 import numpy as np
 import pandas as pd
@@ -9,7 +10,17 @@ import pytest
 
 from flowemu.cli.app import main
 from flowemu.core.errors import ConfigError
-from flowemu.study.results import compare, compare_table, load, load_errors, scenario_columns
+from flowemu.study.figures import goodput, plots
+from flowemu.study.figures.plots import plot
+from flowemu.study.results import (
+    compare,
+    compare_table,
+    compare_whatif,
+    load,
+    load_errors,
+    scenario_columns,
+    slowdown,
+)
 from flowemu.study.sweep import sweep
 from flowemu.study.sweep.dataset import clean_temp, result_hashes, write_rows
 from tests.helpers.sweeps import fail_when_run
@@ -171,7 +182,6 @@ def test_load_dataset(dataset):
 
 
 def test_temp_files_are_ignored_and_cleaned(dataset, tmp_path):
-    import shutil
     copy = tmp_path / "copy"
     shutil.copytree(dataset, copy)
     (copy / ".tmp-part-x.parquet").write_bytes(b"torn")
@@ -215,3 +225,55 @@ def test_cli_compare_formats(dataset, tmp_path, capsys):
     assert main(["compare", str(tmp_path / "nope")]) == 2
     err = capsys.readouterr().err
     assert err.count("flowemu: error:") == 4
+
+
+# ------------------------------------------------------------------ what the functions take
+
+def test_compare_and_slowdown_take_a_dataset_path_or_say_what_they_take(dataset, tmp_path):
+    assert compare(str(dataset)).equals(compare(load(dataset)))
+    assert compare(dataset, by="algorithm").equals(compare(load(dataset), by="algorithm"))
+    assert slowdown(dataset).equals(slowdown(load(dataset)))
+    wrong = "is not allowed; expected a DataFrame of results or a dataset's path"
+    for call, who in ((lambda: compare([1, 2, 3]), "compare"),
+                      (lambda: slowdown([1]), "slowdown"),
+                      (lambda: compare_whatif(3.5), "compare_whatif"),
+                      (lambda: plot(load(dataset)["time_s"], tmp_path / "s.png"), "plot")):
+        with pytest.raises(ConfigError, match=f"^{who}: .*{wrong}"):
+            call()
+    with pytest.raises(ConfigError, match="^compare by whatif: the data has no what-if rows"):
+        compare(dataset, by="whatif")
+    with pytest.raises(ConfigError, match="^plot: the DataFrame holds no result rows$"):
+        plot(load(dataset).iloc[:0], tmp_path / "e.png")
+
+
+def test_a_figure_format_is_checked_before_anything_is_drawn(dataset, tmp_path, capsys,
+                                                             monkeypatch):
+    drawn = []
+    monkeypatch.setattr(goodput, "goodput_figure", lambda *a, **k: drawn.append(1))
+    with pytest.raises(ConfigError, match=r"^out: '.*w\.xlsx' is not a figure format flowemu "
+                                          r"writes; allowed suffixes: .*\.pdf, .*\.png"):
+        plots.plot(dataset, tmp_path / "w.xlsx")   # through the module: it is patched
+    assert drawn == []
+    assert main(["plot", str(dataset), "--out", str(tmp_path / "w.xlsx")]) == 2
+    assert "--out: " in capsys.readouterr().err
+
+
+def test_outputs_stay_out_of_the_dataset(dataset, tmp_path, capsys):
+    copy = tmp_path / "copy"
+    shutil.copytree(dataset, copy)
+    for argv in (["compare", str(copy), "--out", str(copy / "gains.csv")],
+                 ["plot", str(copy), "--out", str(copy / "sub" / "g.png")]):
+        (copy / "sub").mkdir(exist_ok=True)
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert f"--out: '{argv[-1]}' is inside the dataset" in err, err
+        assert "write it outside the dataset" in err
+    with pytest.raises(ConfigError, match="^out: .* is inside the dataset"):
+        plot(copy, copy / "g.png")
+    assert not list(copy.glob("*.csv")) and not list(copy.rglob("*.png"))
+    assert len(pd.read_parquet(copy)) == len(load(dataset))   # still readable whole
+    # a directory of it that parquet readers skip, and anywhere outside, are fine
+    (copy / "_mine").mkdir()
+    assert main(["compare", str(copy), "--out", str(copy / "_mine" / "gains.csv")]) == 0
+    assert main(["compare", str(copy), "--out", str(tmp_path / "gains.csv")]) == 0
+    assert len(pd.read_parquet(copy)) == len(load(dataset))

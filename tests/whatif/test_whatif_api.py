@@ -101,6 +101,22 @@ def test_congestion_and_adaptive_take_what_ifs():
     assert adaptive.time_s.iloc[0] <= split.time_s.iloc[0] * (1 + 1e-9)
 
 
+def test_congestion_refuses_what_ifs_that_change_no_byte(capsys):
+    """Ψ and Ξ count bytes on links: a degraded link, a slow rank or a
+    background changes none, so congestion() refuses them rather than
+    returning the healthy figures as theirs; run --congestion says so."""
+    for kw in ({"degrade": "0,0-1,0=0.5"}, {"slow": "1=0.5"}, {"background": "perm:0.5"}):
+        name = next(iter(kw))
+        with pytest.raises(ConfigError, match=f"^{name}: congestion counts the bytes on links "
+                                              "and ports"):
+            flowemu.congestion("torus:4x4", "recdoub:variant=bandwidth", **kw)
+    code, out, err = run(capsys, ["run", "-t", "torus:4x4", "-a", "recdoub", "-s", "1KiB",
+                                  "--congestion", "-", "--background", "perm:0.5"])
+    assert code == 0 and "deficiencies" in out
+    assert "note: --congestion: Ψ and Ξ count bytes on links, which --background does not " \
+        "change" in err
+
+
 @pytest.mark.parametrize("argv,needle", [
     (["--fail", "9,9-0,0"], "--fail: '9,9-0,0'"),
     (["--fail", "nonsense"], "--fail: 'nonsense'"),

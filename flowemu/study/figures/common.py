@@ -40,12 +40,26 @@ def new_figure(width: float, height: float) -> Figure:
     return fig
 
 
+#: the formats a figure is written in (its file's suffix; none: PNG)
+FIGURE_FORMATS = tuple(sorted(FigureCanvasAgg.get_supported_filetypes()))
+
+
+def figure_path(out) -> tuple[Path, str]:
+    """``(path, format)`` of a figure to write to ``out``, checked before
+    anything is drawn: a writable place, a format matplotlib writes."""
+    path = check_writable(out, "out")
+    fmt = path.suffix.lstrip(".").lower() or "png"
+    if fmt not in FIGURE_FORMATS:
+        raise ConfigError(f"out: {str(out)!r} is not a figure format flowemu writes; "
+                          f"allowed suffixes: {', '.join('.' + f for f in FIGURE_FORMATS)}")
+    return path, fmt
+
+
 def save_figure(fig: Figure, out) -> Path:
     """Write the figure through the one output mechanism: the place checked,
     the file written whole or not at all."""
-    out = check_writable(out, "--out")
-    fmt = out.suffix.lstrip(".").lower() or "png"
-    return write_atomic(out, "--out", lambda fh: fig.savefig(fh, format=fmt,
+    out, fmt = figure_path(out)
+    return write_atomic(out, "out", lambda fh: fig.savefig(fh, format=fmt,
                                                                bbox_inches="tight"))
 
 

@@ -37,17 +37,21 @@ of the figure.
 from __future__ import annotations
 
 import inspect
+import os
 from pathlib import Path
 
 import pandas as pd
 
 from ...core.errors import ConfigError, suggest
+from ...core.outputs import check_outside_dataset
 from ..results import (
     FIGURES_DIR,
     healthy_rows,
     load,
+    result_frame,
     with_whatif,
 )
+from .common import figure_path
 from .gain import gain_curve_figure, gain_figure, plot_gain, plot_gain_curves
 from .goodput import goodput_figure, plot_goodput, plot_time
 from .slowdown import has_slowdown, plot_slowdown, slowdown_figure
@@ -67,9 +71,14 @@ def plot(dataset, out, kind: str = "goodput", **kwargs) -> Path:
     if kind not in KINDS:
         raise ConfigError(f"kind: unknown kind {kind!r}{suggest(str(kind), KINDS)}; "
                           f"allowed: {', '.join(KINDS)}")
-    df = dataset if isinstance(dataset, pd.DataFrame) else load(dataset)
+    figure_path(out)   # before anything is loaded or drawn
+    if isinstance(dataset, (str, os.PathLike)):
+        check_outside_dataset(out, dataset, "out")
+    df = result_frame(dataset, "plot")
     if df.empty:
-        raise ConfigError(f"plot: {dataset} holds no results")
+        raise ConfigError("plot: " + ("the DataFrame holds no result rows"
+                                      if isinstance(dataset, pd.DataFrame)
+                                      else f"{dataset} holds no results"))
     draw, figure = {"goodput": (plot_goodput, goodput_figure), "time": (plot_time, goodput_figure),
                     "gain": (plot_gain, gain_figure),
                     "gain-curve": (plot_gain_curves, gain_curve_figure),

@@ -43,7 +43,7 @@ from .common import (
 )
 from .style import style_map, use_log_scale
 
-WHO = "plot --kind slowdown"
+WHO = "slowdown figure"
 
 
 def _pick_size(df: pd.DataFrame, size) -> int:

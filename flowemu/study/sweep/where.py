@@ -153,7 +153,7 @@ def _row_value(name: str, value):
         try:
             info = topo_info(value)
         except ConfigError as exc:
-            raise ConfigError(f"--where: {name} of {value!r}: {exc}") from None
+            raise ConfigError(f"where: {name} of {value!r}: {exc}") from None
         return {"family": info.family, "dims": info.dims, "ndims": len(info.dims)}[name]
     return value
 
@@ -174,7 +174,7 @@ def where_rows(df: pd.DataFrame, text: str) -> pd.Series:
     columns = [c for c in df.columns if isinstance(c, str) and c.isidentifier()]
     names = tuple(dict.fromkeys([*_WHERE_NAMES, *columns]))
     probs = Problems()
-    code = compile_where(text, "--where", probs, names)
+    code = compile_where(text, "where", probs, names)
     if code is None:
         raise ConfigError("; ".join(f"{loc}: {msg}" for loc, msg in probs.items))
     used = sorted({node.id for node in ast.walk(ast.parse(text.strip(), mode="eval"))
@@ -189,7 +189,7 @@ def where_rows(df: pd.DataFrame, text: str) -> pd.Series:
             source[name] = "topology"
         else:
             why = _NOT_IN_DATASETS.get(name, "the data has no such column")
-            raise ConfigError(f"--where: {text!r}: {name!r} is not in the results ({why}); "
+            raise ConfigError(f"where: {text!r}: {name!r} is not in the results ({why}); "
                               f"columns: {', '.join(columns)}")
     cols = sorted(set(source.values()))
     if cols and len(df):
@@ -205,7 +205,7 @@ def where_rows(df: pd.DataFrame, text: str) -> pd.Series:
             matched[i] = bool(eval(code, {"__builtins__": {}, **_WHERE_FUNCS}, env))
         except Exception as exc:  # noqa: BLE001 - a user expression failing is a config problem
             at = ", ".join(f"{k}={v!r}" for k, v in row.items())
-            raise ConfigError(f"--where: {text!r} fails at {at}: {type(exc).__name__}: "
+            raise ConfigError(f"where: {text!r} fails at {at}: {type(exc).__name__}: "
                               f"{exc}") from None
     return pd.Series(matched[codes] if len(df) else np.zeros(0, dtype=bool), index=df.index)
 
