@@ -39,12 +39,8 @@ def profile(schedule: Schedule, topology: Topology | str, network: Network | Non
         with its unit, as :func:`flowemu.simulate` takes them). An unknown
         keyword is a ConfigError naming what is allowed.
     ecmp : {"split", "dor", "hash", "valiant", "dmodk", "adaptive"}
-        The routing mode. ``"split"`` and ``"hash"`` apply to every family,
-        ``"dor"`` to the grids (torus, mesh, HyperX, HammingMesh),
-        ``"valiant"`` to Dragonfly, ``"dmodk"`` to fat trees. ``"adaptive"``
-        applies to every family with ``"split"``: each step's split is
-        rebalanced to minimise the most loaded link
-        (:mod:`flowemu.engine.adaptive`).
+        The routing mode, as :func:`flowemu.simulate` takes it (which
+        families each applies to is said there).
     seed : int
         Seed of ``ecmp="hash"``.
     mapping : int[p], optional
