@@ -8,7 +8,7 @@ from ..core.errors import ConfigError
 from ..core.outputs import check_distinct, check_outside_dataset, check_writable
 from ..study import results
 from ..study.results import query_with_twins
-from ..study.sweep.where import unit_hint
+from ..study.sweep.where import nothing_matched
 from .options import (
     WHERE_HELP,
     add_output_options,
@@ -46,15 +46,15 @@ def cmd_compare(args) -> int:
         check_outside_dataset(args.out, args.dataset, "--out")
     # through the module: a test may stand in for the loading
     with naming_options(args):   # where: ... from the API reads --where: ...
-        df = results.load(args.dataset)
+        df = whole = results.load(args.dataset)
         if args.where and args.by == "whatif":   # keep the baselines of what is chosen
             df = query_with_twins(df, args.where)
         elif args.where:
             df = results.query(df, args.where)
         if df.empty:
             raise ConfigError(f"compare: no results in {args.dataset}"
-                              + (f" matching {args.where!r}{unit_hint(args.where)}"
-                                 if args.where else ""))
+                              + (f" matching {args.where!r}"
+                                 f"{nothing_matched(whole, args.where)}" if args.where else ""))
         write_output(results.compare(df, by=args.by), fmt, args.out,
                      table=results.compare_table)
     return 0

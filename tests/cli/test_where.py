@@ -130,3 +130,39 @@ def test_a_bare_number_against_a_rate_gets_a_hint(dataset, capsys):
     assert main(["compare", str(dataset), "--where", "bandwidth == 100"]) == 2
     err = capsys.readouterr().err
     assert "no results" in err and "bandwidth is in B/s" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("where,says", [
+    ("family == 'tours'", ("'tours' is no family of the data; family: torus "
+                          "(did you mean 'torus'?)")),
+    ("algorithm == 'rnig' and ranks > 2", ("'rnig' is no algorithm of the data; algorithm: "
+                                          "recdoub, ring (did you mean 'ring'?)")),
+    ("algorithm in ['rign', 'swnig']", ("'rign' is no algorithm of the data; algorithm: "
+                                       "recdoub, ring (did you mean 'ring'?); 'swnig' is no "
+                                       "algorithm")),
+])
+def test_a_text_no_row_holds_is_named_with_the_values_there(dataset, where, says, capsys):
+    """A misspelt value selects nothing: the refusal names it beside the
+    values the column holds (a misspelt name already got 'did you mean')."""
+    assert main(["compare", str(dataset), "--where", where]) == 2
+    err = capsys.readouterr().err
+    assert "no results" in err and says in err and err.count("\n") == 1, err
+    assert main(["plot", str(dataset), "--kind", "goodput", "--where", where,
+                 "--out", str(dataset.parent / "w.png")]) == 2
+    assert says in capsys.readouterr().err
+
+
+def test_a_topology_matches_any_spelling_of_it():
+    """A dataset holds a topology's own spec (hammingmesh:2x2,4x4); a filter
+    or a figure's topologies may name it as the command line took it."""
+    df = pd.DataFrame({"topology": ["hammingmesh:2x2,4x4", "torus:4x4"], "nodes": [64, 16],
+                       "size_bytes": [1024, 1024], "algorithm": ["ring", "ring"],
+                       "goodput_Bps": [1e9, 2e9], "time_s": [1024 / 1e9, 1024 / 2e9]})
+    for where in ("topology == 'hx2mesh:4x4'", "topology in ['hx2mesh:4x4']",
+                  "topology == 'hammingmesh:2x2,4x4'"):
+        assert list(results.query(df, where)["topology"]) == ["hammingmesh:2x2,4x4"], where
+    assert list(results.query(df, "topology != 'hx2mesh:4x4'")["topology"]) == ["torus:4x4"]
+    assert list(common.filter_rows(df, topologies="hx2mesh:4x4")["topology"]) == \
+        ["hammingmesh:2x2,4x4"]
+    with pytest.raises(flowemu.ConfigError, match="topologies: hx2mesh:8x8 not in the data"):
+        common.filter_rows(df, topologies=["hx2mesh:8x8"])

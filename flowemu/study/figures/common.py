@@ -31,7 +31,7 @@ from ...core.units import format_rate, format_size, format_time
 from ...whatif.conditions import CONDITIONS, HEALTHY
 from ..results import SCENARIO_COLUMNS, WHATIF_SCENARIO, query, scenario_columns, with_whatif
 from ..sweep.dataset import NETWORK_COLUMNS
-from ..sweep.where import unit_hint
+from ..sweep.where import canonical_spec, nothing_matched
 
 
 def new_figure(width: float, height: float) -> Figure:
@@ -153,6 +153,7 @@ _WHATIF_NONE = {"fail": "no failures", "degrade": "no degradation", "slow": "no 
 
 
 def filter_rows(df: pd.DataFrame, group=None, topologies=None, where=None) -> pd.DataFrame:
+    whole = df
     if where:
         df = query(df, where)
     if group is not None:
@@ -168,15 +169,19 @@ def filter_rows(df: pd.DataFrame, group=None, topologies=None, where=None) -> pd
             raise ConfigError(f"topologies: {topologies!r} is not allowed; expected a "
                               "topology spec or a list of them, e.g. ['torus:8x8']")
         topologies = [str(t) for t in topologies]
-    if topologies:
-        missing = sorted(set(topologies) - set(df["topology"]))
+    if topologies:   # any spelling of a topology (hx2mesh:4x4 is hammingmesh:2x2,4x4)
+        present = set(df["topology"])
+        spelt = {t: t if t in present else canonical_spec(t) for t in topologies}
+        topologies = list(spelt.values())
+        missing = sorted(t for t, spec in spelt.items() if spec not in present)
         if missing:
             raise ConfigError(f"topologies: {', '.join(missing)} not in the data; topologies: "
                               f"{', '.join(sorted(set(df['topology'])))}")
         df = df[df["topology"].isin(topologies)]
     if df.empty:
         raise ConfigError("plot: no results to plot"
-                          + (f" matching {where!r}{unit_hint(where)}" if where else ""))
+                          + (f" matching {where!r}{nothing_matched(whole, where)}"
+                             if where else ""))
     return with_whatif(df)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
@@ -15,6 +16,7 @@ import pandas as pd
 from ...algorithms import parse_algorithm_spec
 from ...core.errors import ConfigError, suggest
 from ...core.units import parse_rate, parse_sizes, parse_time
+from ...topology import parse_topology
 from .config import GRID_FIELDS, Config
 from .dataset import NETWORK_COLUMNS
 from .fields import (
@@ -138,6 +140,33 @@ class _Options(dict):
         return not self == other
 
 
+class _Spec(str):
+    """A row's topology spec as an expression sees it: equal to any spelling
+    of the same topology (``topology == 'hx2mesh:4x4'`` on a row of
+    ``hammingmesh:2x2,4x4``), compared by the spec the topology gives."""
+
+    __hash__ = str.__hash__
+
+    def __eq__(self, other):
+        if not isinstance(other, str):
+            return NotImplemented
+        return str.__eq__(self, other) or str.__eq__(self, canonical_spec(other))
+
+    def __ne__(self, other):
+        same = self.__eq__(other)
+        return same if same is NotImplemented else not same
+
+
+@lru_cache(maxsize=256)
+def canonical_spec(text: str) -> str:
+    """The spec the topology of ``text`` gives itself, or ``text`` when it
+    does not parse."""
+    try:
+        return parse_topology(text).spec
+    except ConfigError:
+        return text
+
+
 def _option_value(text: str):
     try:   # numbers and booleans as the algorithm took them, anything else as text
         return ast.literal_eval(text)
@@ -149,6 +178,8 @@ def _row_value(name: str, value):
     value = value.item() if isinstance(value, np.generic) else value
     if name == "options":
         return _Options(value if isinstance(value, str) else "")
+    if name == "topology" and isinstance(value, str):
+        return _Spec(value)
     if name in _TOPOLOGY_NAMES:
         try:
             info = topo_info(value)
@@ -213,6 +244,52 @@ def where_rows(df: pd.DataFrame, text: str) -> pd.Series:
 #: how a where expression writes a rate and a time (the unit of the network
 #: column a name reads, by its suffix in NETWORK_COLUMNS)
 _WITH_UNIT = {"_Bps": ("B/s", "rate('100Gb/s')"), "_s": ("s", "time('100ns')")}
+
+
+def nothing_matched(df: pd.DataFrame, text: str) -> str:
+    """Why a filter may have selected nothing of ``df``: :func:`unit_hint`,
+    and each text it compares a column with that no row holds, with the
+    values the column holds (``family == 'tours'``: ``'tours' is no family
+    of the data; family: fattree, torus (did you mean 'torus'?)``)."""
+    hints = [h for h in (unit_hint(text).strip().strip("()"),) if h]
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError:
+        tree = None
+    for node in (ast.walk(tree) if tree is not None else ()):
+        if not isinstance(node, ast.Compare):
+            continue
+        sides = [node.left, *node.comparators]
+        names = [n.id for n in sides if isinstance(n, ast.Name)]
+        texts = [n.value for n in sides if isinstance(n, ast.Constant)
+                 and isinstance(n.value, str)]
+        texts += [e.value for n in sides if isinstance(n, (ast.List, ast.Tuple, ast.Set))
+                  for e in n.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+        for name in names[:1]:
+            held = _held_values(df, name)
+            if held is None:
+                continue
+            for value in texts:
+                if value in held or (name == "topology" and canonical_spec(value) in held):
+                    continue
+                shown = ", ".join(sorted(held)[:12]) + (", ..." if len(held) > 12 else "")
+                hints.append(f"{value!r} is no {name} of the data; {name}: {shown}"
+                             f"{suggest(value, sorted(held))}")
+    return f" ({'; '.join(hints)})" if hints else ""
+
+
+def _held_values(df: pd.DataFrame, name: str) -> set[str] | None:
+    """The texts a where name reads in ``df``'s rows, or None when it reads
+    no text column (or one with too many values to list)."""
+    if name in ("family",) and "topology" in df.columns:
+        specs = df["topology"].dropna().astype(str).unique()
+        return {spec.split(":", 1)[0] for spec in specs}
+    if name not in df.columns or not (pd.api.types.is_object_dtype(df[name])
+                                      or pd.api.types.is_string_dtype(df[name])):
+        return None
+    values = df[name].dropna()
+    values = values[values.map(lambda v: isinstance(v, str))].unique()
+    return set(values) if 0 < len(values) <= 200 else None
 
 
 def unit_hint(text: str) -> str:
