@@ -257,8 +257,15 @@ def test_every_figure_has_a_title_without_one_given():
     # without Swing in the rows, the heatmap shows who wins
     fig = gain_figure(df[df["algorithm"] != "swing"], algorithm=None)
     assert fig._suptitle.get_text() == "allreduce best algorithm at each size"
-    # a title given is kept as it is
-    assert gain_figure(df, algorithm="swing", title="mine")._suptitle.get_text() == "mine"
+    # a title given is followed by whose gain the cells show (the standard
+    # figures' 'sweep / group' said nothing of it), unless it says so itself
+    assert gain_figure(df, algorithm="swing", title="mine / tree")._suptitle.get_text() == \
+        "mine / tree · gain of swing over the best other"
+    assert gain_figure(df, algorithm=None, title="mine")._suptitle.get_text() == \
+        "mine · gain of swing over the best other"
+    own = "my gain of swing over the best other"
+    assert gain_figure(df, algorithm="swing", title=own)._suptitle.get_text() == own
+    assert goodput_figure(df, title="mine")._suptitle.get_text() == "mine"
 
 
 def test_a_long_fixed_list_wraps_in_the_caption_within_the_figure():

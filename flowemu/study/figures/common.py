@@ -376,6 +376,15 @@ def default_title(df: pd.DataFrame, what: str) -> str:
     return what
 
 
+def titled(df: pd.DataFrame, title: str | None, what: str) -> str:
+    """The title of a figure whose cells or lines need ``what`` to be read
+    (whose gain over whom): :func:`default_title` without ``title``, else
+    ``title`` followed by ``what`` unless it says it already."""
+    if not title:
+        return default_title(df, what)
+    return title if what in title else f"{title} · {what}"
+
+
 def panel_title(ax, text: str, title: str | None, panels: int) -> None:
     """Title a panel with its scenario ``text`` (wrapped), unless the figure
     has this one panel and its ``title`` already says it (``allreduce

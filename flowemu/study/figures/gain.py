@@ -28,7 +28,6 @@ from ..results import (
     scenario_columns,
 )
 from .common import (
-    default_title,
     filter_rows,
     finish_layout,
     fixed_parameters,
@@ -43,6 +42,7 @@ from .common import (
     scenario_title,
     size_axis,
     text_inches,
+    titled,
     wrap_label,
 )
 from .style import TIE_COLOR, style_map, text_color_on
@@ -87,8 +87,8 @@ def gain_figure(df: pd.DataFrame, *, algorithm: str | None = None, title: str | 
     labels = sorted(cmp["algorithm"].unique())
     styles = style_map(labels)
     algorithm = _pick_algorithm(labels, algorithm, required=False)
-    title = title or default_title(df, f"gain of {algorithm} over the best other" if algorithm
-                                   else "best algorithm at each size")
+    title = titled(df, title, f"gain of {algorithm} over the best other" if algorithm
+                   else "best algorithm at each size")
     cols, scen = scenario_keys(df)
     sizes = np.sort(cmp["size_bytes"].unique())
     gk = cols + ["size_bytes"]
@@ -249,7 +249,7 @@ def gain_curve_figure(df: pd.DataFrame, *, by: str = "alpha_s", algorithm: str |
     labels = sorted(cmp["algorithm"].unique())
     styles = style_map(labels)
     algorithm = _pick_algorithm(labels, algorithm, required=True)
-    title = title or default_title(df, f"gain of {algorithm} by {_column_name(by)}")
+    title = titled(df, title, f"gain of {algorithm} by {_column_name(by)}")
     cols, scen = scenario_keys(df, exclude=(by,))
     mine = cmp[cmp["algorithm"] == algorithm]
     fig, axes = panel_grid(len(scen), ncols, width=5.6, height=3.8)
