@@ -24,7 +24,7 @@ from flowemu.study.figures.style import (
     TIE_COLOR,
     algorithm_style,
 )
-from tests.study.test_whatif_results import hand_frame
+from tests.study.test_whatif_results import hand_frame, row
 
 COLUMNS = ["topology", "nodes", "size_bytes", "algorithm", "goodput_Bps", "time_s"]
 
@@ -137,6 +137,34 @@ def test_lines_with_equal_values_stay_distinguishable():
     # swing differs from both: drawn in its own look, named in no note
     assert lines["swing"].get_linestyle() == "-" and lines["swing"].get_fillstyle() == "full"
     assert not any("swing" in t.get_text() for t in ax.texts)
+
+
+def test_equal_slowdown_lines_stay_distinguishable():
+    """Three algorithms slowed alike by the failures (slowdowns 1.0 and 1.5
+    for each): the lines drawn over an equal one are dashed with hollow
+    markers, larger over two, and the panel names the equalities."""
+    rows = []
+    for alg, healthy in (("bucket", 1.0), ("recdoub", 2.0), ("ring", 3.0)):
+        rows.append(row("torus:8x8", alg, 1024, healthy))
+        rows.append(row("torus:8x8", alg, 1024, healthy, "random:1:0", 1))
+        rows.append(row("torus:8x8", alg, 1024, healthy * 1.5, "random:4:0", 4))
+    ax = slowdown_figure(pd.DataFrame(rows)).axes[0]
+    lines = labelled_lines(ax)
+    assert list(lines) == ["bucket", "recdoub", "ring"]
+    for line in lines.values():
+        assert line.get_ydata() == pytest.approx([1.0, 1.0, 1.5])
+    bucket, recdoub, ring = lines.values()
+    assert str(bucket.get_linestyle()) == "-"
+    assert str(recdoub.get_linestyle()) != "-" and str(ring.get_linestyle()) != "-"
+    assert bucket.get_markersize() < recdoub.get_markersize() < ring.get_markersize()
+    assert recdoub.get_markerfacecolor() == "none"
+    told = [t.get_text() for t in ax.texts]
+    assert told == ["recdoub = bucket\nring = bucket"], told
+    # lines apart at every count are drawn as they are
+    rows += [row("torus:8x8", "swing", 1024, 1.0), row("torus:8x8", "swing", 1024, 2.0,
+                                                       "random:4:0", 4)]
+    swing = labelled_lines(slowdown_figure(pd.DataFrame(rows)).axes[0])["swing"]
+    assert str(swing.get_linestyle()) == "-" and swing.get_markersize() == 4
 
 
 def test_lines_equal_at_some_sizes_are_told_apart_there():

@@ -3,7 +3,7 @@ and :func:`plot_time` (goodput or time vs vector size, one line per
 algorithm, one panel per scenario, like the Swing paper's Fig. 6, 10 and
 11), with the relative panels of ``relative=True``
 (:func:`relative_goodput`) and how equal lines stay visible
-(:func:`_equal_line`). The dispatcher is :mod:`flowemu.study.figures.plots`."""
+(:mod:`flowemu.study.figures.equal`). The dispatcher is :mod:`flowemu.study.figures.plots`."""
 
 from __future__ import annotations
 
@@ -18,9 +18,6 @@ from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from ...core.errors import ConfigError
 from ...core.units import format_size, format_time
-from ..results import (
-    TIE_RTOL,
-)
 from .common import (
     default_title,
     filter_rows,
@@ -37,6 +34,7 @@ from .common import (
     scenario_title,
     size_axis,
 )
+from .equal import covering_look, equal_line, note_equal
 from .style import style_map, use_log_scale
 
 
@@ -112,11 +110,11 @@ def goodput_figure(df: pd.DataFrame, *, metric: str = "goodput", title: str | No
                 "color": style.color, "linestyle": "--", "marker": "none"}
             markersize, under = 3.5, None
             if model == "flow":
-                under, where_equal = _equal_line(drawn, x, y)
+                under, where_equal = equal_line(drawn, x, y, format_size)
                 drawn.append((lab, x, y))
             if under is not None:
                 depth = sum(1 for _, u, _ in equal if u == under) + 1
-                kwargs, markersize = _covering_look(style, depth)
+                kwargs, markersize = covering_look(style, depth)
                 equal.append((lab, under, where_equal))
                 entry = (f"{lab}, over an equal line (see the panel)" if depth == 1 else
                          f"{lab}, over {depth} equal lines (see the panel)")
@@ -139,11 +137,7 @@ def goodput_figure(df: pd.DataFrame, *, metric: str = "goodput", title: str | No
                                  **switch_halo(style.color))
                     switched_to.update(str(v) for v in var[switch])
                     switched.setdefault(lab, style.color)
-        if equal:
-            ax.text(0.98, 0.03, "\n".join(f"{a} = {b}{w}" for a, b, w in equal),
-                    transform=ax.transAxes, ha="right", va="bottom", fontsize=7,
-                    bbox={"facecolor": "white", "alpha": 0.85, "edgecolor": "none",
-                          "pad": 1.5})
+        note_equal(ax, equal)
         size_axis(ax, sub["size_bytes"])
         ax.grid(True, which="major", alpha=0.3)
         panel_title(ax, scenario_title(pd.Series(dict(zip(cols, key))), cols), title,
@@ -214,48 +208,6 @@ def _relative_axis(ax) -> None:
 
 #: dash patterns of a line drawn over an equal one (depth 1, 2, ...): the
 #: line beneath shows through the gaps
-_COVERING_DASHES = ((0, (4, 3)), (0, (1.5, 2.5)), (0, (6, 2, 1.5, 2)))
-
-
-def _equal_line(drawn: list, x: np.ndarray, y: np.ndarray) -> tuple[str | None, str]:
-    """``(label, where)`` of the line in ``drawn`` that ``(x, y)`` would hide
-    or be hidden by: equal values (within :data:`~flowemu.results.TIE_RTOL`)
-    at every size, or at two sizes or more (the one equal at the most sizes,
-    the first drawn on a tie). ``where`` is empty when they are equal at
-    every size of the line, else the sizes (`` at 1MiB–1GiB``, or `` at 3
-    of 8 sizes`` when they are not consecutive); ``(None, "")`` when no line
-    is equal."""
-    best, best_mask = None, None
-    for lab, dx, dy in drawn:
-        common, i, j = np.intersect1d(x, dx, return_indices=True)
-        if not len(common):
-            continue
-        same = np.isclose(y[i], dy[j], rtol=TIE_RTOL, atol=0.0)
-        mask = np.zeros(len(x), dtype=bool)
-        mask[i[same]] = True
-        if (mask.all() or mask.sum() >= 2) and (best is None or mask.sum() > best_mask.sum()):
-            best, best_mask = lab, mask
-    if best is None:
-        return None, ""
-    if best_mask.all():
-        return best, ""
-    idx = np.flatnonzero(best_mask)
-    if idx[-1] - idx[0] + 1 == len(idx):
-        return best, f" at {format_size(x[idx[0]])}–{format_size(x[idx[-1]])}"
-    return best, f" at {len(idx)} of {len(x)} sizes"
-
-
-def _covering_look(style, depth: int) -> tuple[dict, float]:
-    """``(plot keywords, marker size)`` of a line drawn over ``depth`` equal
-    ones: dashed, so the line beneath shows in the gaps, and hollow markers
-    larger with each depth, so the markers beneath show inside them (both
-    survive greyscale print, unlike colour alone)."""
-    kwargs = {**style.marker_kwargs(), "fillstyle": "none", "markerfacecolor": "none",
-              "markeredgewidth": 1.1,
-              "linestyle": _COVERING_DASHES[(depth - 1) % len(_COVERING_DASHES)]}
-    return kwargs, 3.5 + 3.0 * depth
-
-
 def _proxy(kwargs: dict, markersize: float) -> Line2D:
     """A legend handle drawn like a line of the figure."""
     return Line2D([], [], linewidth=1.4, markersize=markersize, **kwargs)

@@ -41,6 +41,7 @@ from .common import (
     scenario_title,
     wrap_label,
 )
+from .equal import covering_look, equal_line, note_equal
 from .style import style_map, use_log_scale
 
 WHO = "slowdown figure"
@@ -112,6 +113,7 @@ def slowdown_figure(df: pd.DataFrame, *, size=None, title: str | None = None, gr
     for ax, key in zip(axes, scen):
         sub = rows_of(cmp, cols, key)
         numeric, xpos = _x_positions(sub)   # each panel its own conditions
+        drawn, equal = [], []    # this panel's lines; (label, the line it covers, where)
         for lab in labels:
             s = sub[sub["algorithm"] == lab]
             if s.empty:
@@ -124,7 +126,14 @@ def slowdown_figure(df: pd.DataFrame, *, size=None, title: str | None = None, gr
             style = styles[lab]
             seeded = bool((s["seeds"] > 1).any())
             if numeric:        # an ordered count: a line through it, a band around it
-                ax.plot(x, y, markersize=4, linewidth=1.5, label=lab, **style.line_kwargs())
+                under, where = equal_line(drawn, x, y, lambda v: f"{v:g}", "failure counts")
+                drawn.append((lab, x, y))
+                kwargs, markersize = style.line_kwargs(), 4
+                if under is not None:   # dashed over the equal line, which shows through
+                    depth = sum(1 for _, u, _ in equal if u == under) + 1
+                    kwargs, markersize = covering_look(style, depth)
+                    equal.append((lab, under, where))
+                ax.plot(x, y, markersize=markersize, linewidth=1.5, label=lab, **kwargs)
                 if seeded:
                     ax.fill_between(x, lo, hi, color=style.color, alpha=0.18, linewidth=0)
                     spreads.add("band")
@@ -136,6 +145,7 @@ def slowdown_figure(df: pd.DataFrame, *, size=None, title: str | None = None, gr
                     ax.vlines(x, lo, hi, color=style.color, alpha=0.45, linewidth=2.5)
                     spreads.add("bar")
             handles.setdefault(lab, _proxy(style, numeric))
+        note_equal(ax, equal)
         ax.axhline(1.0, color="black", linestyle="--", linewidth=0.9, zorder=1)
         ax.grid(True, which="major", alpha=0.3)
         panel_title(ax, scenario_title(pd.Series(dict(zip(cols, key))), cols), heading,
