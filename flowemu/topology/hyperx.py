@@ -153,7 +153,11 @@ _ACCEPTED = "bw=NUMBER > 0 or bw=B0xB1x... (one per dimension)"
 def _parse_bw(text: str, ndim: int):
     parts = text.split("x")
     what = "link bandwidth as a multiple of the network's, one number or one per dimension"
-    values = tuple(parse_positive("bw", p, what) for p in parts)
+    try:
+        values = tuple(parse_positive("bw", p, what) for p in parts)
+    except ConfigError:   # name the whole value, not the empty part of '2x'
+        raise ConfigError(f"bw is {text.strip()!r}; expected a number > 0, or one per "
+                          f"dimension joined by 'x' such as bw=1x2 ({what})") from None
     if len(values) not in (1, ndim):
         raise ConfigError(f"bw is {text.strip()!r}: {len(values)} values for {ndim} dimensions; "
                           "expected one number or one per dimension")

@@ -204,6 +204,8 @@ def test_ring_on_hyperx_rows_closed_form():
     ("hyperx:4x4,bw=0", "bw is '0'; expected a number > 0"),
     ("hyperx:4x4,bw=1x2x3", "3 values for 2 dimensions"),
     ("hyperx:4x4,bw=fast", "bw is 'fast'"),
+    ("hyperx:4x4,bw=2x", ("bw is '2x'; expected a number > 0, or one per dimension joined by "
+                         "'x' such as bw=1x2")),
     ("hyperx:4x4,trunk=2", "unknown option 'trunk'; options: bw="),
     ("hyperx:4x4,bw", "not key=value"),
     ("hyperx:8192x4096", "at most 16777216"),
