@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ..algorithms.base import Schedule
 from ..core import checks
+from ..core.errors import ConfigError
 from ..core.network import Network
 from ..engine.profiles import Profile, check_profile_args
 from ..engine.profiles import profile as engine_profile
@@ -66,8 +67,13 @@ def profile(schedule: Schedule, topology: Topology | str, network: Network | Non
     """
     if network_params or isinstance(network, str):
         network = checks.network(network, network_params, "profile", _KEYWORDS)
+    schedule, topology, network = check_profile_args(schedule, topology, network)
+    built = schedule.info.get("built_for")
+    if built is not None and built != topology.spec and mapping is None:
+        raise ConfigError(f"schedule: built for {built}, profiled on {topology.spec}; build it "
+                          f"on the topology it runs on (flowemu.schedule(..., "
+                          f"{topology.spec!r})), or place its ranks there with mapping=")
     if background is not None or slow is not None:
-        schedule, topology, network = check_profile_args(schedule, topology, network)
         if background is not None:
             background = parse_background(background, topology, network)
         if slow is not None:

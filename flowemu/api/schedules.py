@@ -43,6 +43,8 @@ def schedule(algorithm: str, topology, ranks: int | None = None, *, size=None,
     Schedule
         Steps on ranks ``0..p-1`` whose flow bytes are fractions of the
         vector size n (:class:`~flowemu.algorithms.base.Traffic`).
+        ``info["built_for"]`` is the topology's spec: :func:`flowemu.profile`
+        refuses it on another topology unless a ``mapping`` places its ranks.
 
     Raises
     ------
@@ -70,4 +72,7 @@ def schedule(algorithm: str, topology, ranks: int | None = None, *, size=None,
         raise ConfigError(f"schedule: {auto}=auto picks a variant per size, not one schedule; "
                           f"name one: {', '.join(str(c[auto]) for c in run.candidates)}")
     sizes = None if size is None else checks.sizes(size, "size")[:1]
-    return run_schedules(run, run.candidates[0], sizes)[0][0]
+    sched = run_schedules(run, run.candidates[0], sizes)[0][0]
+    # profile() checks it is given the topology the steps were made for
+    sched.info["built_for"] = run.topology.spec
+    return sched

@@ -46,3 +46,19 @@ def test_profile_takes_network_fields_as_simulate_does():
         flowemu.profile(sched, "torus:4x4", bandwith="200Gb/s")
     with pytest.raises(flowemu.ConfigError, match=r"bandwidth=400: a bare number has no unit"):
         flowemu.profile(sched, "torus:4x4", bandwidth=400)
+
+
+def test_a_schedule_is_profiled_on_the_topology_it_was_built_for():
+    """A ring built for torus:4x4 is a neighbour ring there; on torus:8x8
+    its 16 ranks would sit on the first 16 nodes, no longer neighbours, and
+    a typo in one spec would go unseen: refused, unless a mapping places
+    the ranks on purpose."""
+    sched = flowemu.schedule("ring", "torus:4x4")
+    assert sched.info["built_for"] == "torus:4x4"
+    same = flowemu.simulate("torus:4x4", "ring", "1MiB").time_s.iloc[0]
+    assert flowemu.profile(sched, "torus:4x4").times("1MiB")[0] == pytest.approx(same, rel=1e-12)
+    with pytest.raises(ConfigError, match=r"^schedule: built for torus:4x4, profiled on "
+                                          r"torus:8x8; build it on the topology it runs on"):
+        flowemu.profile(sched, "torus:8x8")
+    placed = flowemu.profile(sched, "torus:8x8", mapping=np.arange(16) * 4)
+    assert placed.times("1MiB")[0] > same
