@@ -71,6 +71,16 @@ def read_table(path, option: str = "traffic", max_memory=None, missing: str = ""
         raise ConfigError(f"{option}: cannot read {str(path)!r}: {first}") from None
 
 
+def _is_number_text(text: str) -> bool:
+    """Whether a column name is a number (pandas' name for a header-less
+    file's first row, ``0.1`` for a second ``0``)."""
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def frame_steps(df, where: str = "traffic") -> tuple[np.ndarray, list[Traffic]]:
     """Check a DataFrame of flows and split it into steps.
 
@@ -104,6 +114,9 @@ def frame_steps(df, where: str = "traffic") -> tuple[np.ndarray, list[Traffic]]:
             + ([f"extra column(s) {', '.join(extra)}"] if extra else [])
         hint = " (an index written by to_csv? write with index=False)" \
             if any(n.startswith("Unnamed") for n in extra) else ""
+        if len(missing) == len(COLUMNS) and all(_is_number_text(n) for n in extra):
+            hint = (" (the first row holds numbers: the file has no header row; its first "
+                    "line must name the columns, step,src,dst,bytes)")
         raise ConfigError(f"{where}: {'; '.join(parts)}{hint}; the columns must be exactly "
                           f"{', '.join(COLUMNS)}")
     if len(df) == 0:
@@ -200,16 +213,21 @@ def traffic_steps(traffic, max_memory=None) -> tuple[str | None, np.ndarray, lis
     import pandas as pd
 
     if isinstance(traffic, (str, Path)):
+        name, where = Path(traffic).name, f"traffic {str(traffic)!r}"
         steps, tr = read_traffic_steps(traffic, max_memory)
-        return Path(traffic).name, steps, tr
-    if isinstance(traffic, pd.DataFrame):
-            # the checked copies of its columns and the steps cut from them
+    elif isinstance(traffic, pd.DataFrame):
+        # the checked copies of its columns and the steps cut from them
         budget.check(len(traffic) * budget.TRAFFIC_ROW_BYTES, budget.limit(max_memory),
                      f"checking a traffic DataFrame of {len(traffic)} rows")
-        steps, tr = frame_steps(traffic, "traffic")
-        return None, steps, tr
-    tr = check_traffic_list(traffic)
-    return None, np.arange(len(tr), dtype=np.int64), tr
+        name, where = None, "traffic"
+        steps, tr = frame_steps(traffic, where)
+    else:
+        name, where = None, "traffic"
+        tr = check_traffic_list(traffic)
+        steps = np.arange(len(tr), dtype=np.int64)
+    if not any(t.share.any() for t in tr):   # a background of none is fine; a timing is not
+        raise ConfigError(f"{where}: every flow carries 0 bytes; there is nothing to time")
+    return name, steps, tr
 
 
 def traffic_schedule(topology, traffic, name, max_memory) -> Schedule:

@@ -66,15 +66,10 @@ def parse_job(raw, index: int) -> JobSpec:
     algorithm = checks.text(f"{where}.algorithm", items["algorithm"], "ring")
     size = parse_size(items["size"], f"{where}.size")
     ranks = items.get("ranks")
-    if ranks is not None:
-        try:
-            whole = not isinstance(ranks, bool) and float(ranks) == int(ranks)
-            ranks = int(ranks) if whole else 0
-        except (TypeError, ValueError):
-            ranks = 0
-        if ranks < 2:
-            raise ConfigError(f"{where}.ranks: {show(items['ranks'])} is not allowed; expected "
-                              "an integer >= 2")
+    if ranks is not None:   # an int, as simulate's ranks (a job's text gives digits)
+        if isinstance(ranks, str) and ranks.strip().isdigit():
+            ranks = int(ranks.strip())
+        ranks = checks.integer(f"{where}.ranks", ranks, lo=2)
     placement = items.get("placement", "")
     if not isinstance(placement, str):
         raise ConfigError(f"{where}.placement: {show(placement)} is not allowed; expected "

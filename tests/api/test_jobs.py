@@ -90,7 +90,12 @@ def test_one_job_is_simulate():
 @pytest.mark.parametrize("jobs, message", [
     (["algorithm=ring"], r"jobs\[0\]: size is missing"),
     (["algorithm=ring size=1MiB colour=red"], r"jobs\[0\]: unknown key 'colour'"),
-    (["algorithm=ring size=1MiB ranks=1"], r"jobs\[0\].ranks: '1' is not allowed"),
+    (["algorithm=ring size=1MiB ranks=1"],
+     r"jobs\[0\].ranks: 1 is not allowed; expected an integer >= 2"),
+    # an int, as simulate's ranks: 8.0 is refused there too
+    ([{"algorithm": "ring", "size": "1MiB", "ranks": 8.0}],
+     r"^jobs\[0\].ranks: 8.0 is not allowed; expected an integer >= 2$"),
+    (["algorithm=ring size=1MiB ranks=8.0"], r"^jobs\[0\].ranks: '8.0' is not allowed"),
     (["algorithm=ring size=1MiB ranks=12", "algorithm=ring size=1MiB ranks=8"],
      r"jobs\[1\].ranks: 8 ranks do not fit on the 4 endpoints"),
     (["algorithm=ring size=1MiB ranks=12", "algorithm=ring size=1MiB ranks=8 placement=random:1"],

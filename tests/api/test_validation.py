@@ -241,6 +241,7 @@ TRAFFIC_BAD = [
     (Traffic([0], [0], [1.0]), "src equals dst"),
     ([Traffic([0], [1], [-1.0])], "bytes"),
     ([Traffic([0], [1], [np.nan])], "bytes"),
+    ([Traffic([0, 1], [1, 0], [0.0, 0.0]), Traffic([], [], [])], "every flow carries 0 bytes"),
     ([Traffic([-1], [1], [1.0])], "negative"),
     ([Traffic([0], [99], [1.0])], "rank 99"),
     (_frame([]), "no rows"),
@@ -283,12 +284,23 @@ def test_time_traffic_bad_argument(bad, name):
     assert name in msg
 
 
+def test_traffic_of_no_bytes_is_nothing_to_time(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("step,src,dst,bytes\n0,0,1,0\n1,1,0,0\n")
+    msg = _message(lambda: flowemu.time_traffic(TOPO, path))
+    assert "t.csv" in msg and "every flow carries 0 bytes; there is nothing to time" in msg
+    assert len(flowemu.read_traffic(path)) == 2     # reading it is fine (a background may)
+
+
 @pytest.mark.parametrize("text,needle", [
     ("step,src,dst,bytes,colour\n0,0,1,5,red\n", "extra column(s) colour"),
     (",step,src,dst,bytes\n0,0,0,1,5\n", "index=False"),
     ("step,src,dst\n0,0,1\n", "missing column(s) bytes"),
     ("step,src,dst,bytes\n", "no rows"),
     ("", "cannot read"),
+    # no header row: pandas names the columns after the first flow
+    ("0,0,1,10\n0,1,0,10\n", ("the file has no header row; its first line must name the "
+                              "columns, step,src,dst,bytes")),
 ])
 def test_traffic_csv_columns(tmp_path, text, needle):
     path = tmp_path / "t.csv"
