@@ -25,14 +25,19 @@ Two ways in:
   that calls :func:`register_algorithm` for that name when imported.
 
 Entry points are read on the first registry lookup and each is imported only
-when its name is looked up (or every name is listed). A plug-in that fails to
-load is reported as one line naming the entry point when its name is used;
-the other algorithms are not affected.
+when its name is looked up (or every name is listed, or a name is unknown:
+its error lists every name). A plug-in that fails to load is reported as one
+line naming the entry point when its name is used; the other algorithms are
+not affected. A sweep identifies a plug-in's configurations by its code too
+(:func:`plugin_sources`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import inspect
+import os
 import re
 import types
 from collections.abc import Callable, Mapping
@@ -43,11 +48,15 @@ from ..core.errors import ConfigError, FlowEmuError, ScheduleError, checked_keyw
 from .base import AlgorithmSpec, Param, Schedule
 from .collectives import get_collective
 
-__all__ = ["ENTRY_POINT_GROUP", "algorithm_names", "get_algorithm", "plugin_errors", "register",
-           "register_algorithm", "unregister_algorithm"]
+__all__ = ["ENTRY_POINT_GROUP", "algorithm_names", "get_algorithm", "plugin_errors",
+           "plugin_sources", "register", "register_algorithm", "unregister_algorithm"]
 
 #: the entry-point group plug-ins register under
 ENTRY_POINT_GROUP = "flowemu.algorithms"
+
+#: where the names of plug-ins come from, the end of an "unknown name" message
+PLUGIN_HINT = (f"plug-ins come from the {ENTRY_POINT_GROUP!r} entry-point group of installed "
+               "packages or from flowemu.register_algorithm (docs/plugins.md)")
 
 #: what an algorithm name may be: it is typed in ``NAME[:key=val,...]`` specs
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")
@@ -157,6 +166,36 @@ def unregister_algorithm(name: str) -> None:
     _REGISTRY.pop(name, None)
 
 
+def plugin_sources(name: str, collective: str = "allreduce") -> tuple[str, ...]:
+    """The source files of a plug-in's code: the modules that define its
+    builder and its ``sized`` hook (a sweep folds their contents into the
+    configuration's hash, so an edited plug-in is computed again); ``()``
+    for a built-in algorithm, a name not registered, or code without a file
+    (typed at an interactive prompt)."""
+    if collective != "allreduce" or name not in _PLUGINS or name not in _REGISTRY:
+        return ()
+    spec = _REGISTRY[name]
+    files = (_source_file(code) for code in (spec.build, spec.sized) if code is not None)
+    return tuple(sorted({f for f in files if f}))
+
+
+def _source_file(code) -> str | None:
+    """The file of the module that defines a callable (unwrapped from its
+    guard, a functools.partial or a callable object's class), or None."""
+    code = inspect.unwrap(code)
+    while isinstance(code, functools.partial):
+        code = inspect.unwrap(code.func)
+    if not (inspect.isfunction(code) or inspect.ismethod(code) or inspect.isclass(code)):
+        code = type(code)
+    try:
+        path = inspect.getsourcefile(code)
+    except TypeError:   # (defined in C or in a module without a file)
+        path = None
+    if path is None:
+        path = getattr(inspect.getmodule(code), "__file__", None)
+    return os.path.abspath(path) if path and os.path.isfile(path) else None
+
+
 def plugin_errors() -> dict[str, str]:
     """Every entry point of the group that failed to load: name -> the one-line
     message (imports every pending entry point first)."""
@@ -192,6 +231,8 @@ def get_algorithm(name: str, collective: str = "allreduce") -> AlgorithmSpec:
         return table[name]
     if name not in _REGISTRY:   # a plug-in's entry point, imported on first use
         lookup(name)
+    if name not in _REGISTRY:   # every plug-in: a module may register names beside its
+        load_all()              # entry point's, and an error lists every name
     try:
         return _REGISTRY[name]
     except KeyError:
@@ -203,7 +244,7 @@ def get_algorithm(name: str, collective: str = "allreduce") -> AlgorithmSpec:
                 f"allreduce's: {', '.join(sorted(_REGISTRY))}") from None
         raise ConfigError(
             f"algorithm: unknown name {name!r}{suggest(name, _REGISTRY)}; known: "
-            f"{', '.join(sorted(_REGISTRY))}"
+            f"{', '.join(sorted(_REGISTRY))}; {PLUGIN_HINT}"
         ) from None
 
 
@@ -233,7 +274,10 @@ def load_all() -> None:
     (failures are kept in :func:`plugin_errors`, never raised)."""
     _scan()
     for name in list(_PENDING):
-        _load(name)
+        # (importing one entry point's module may register the names of others,
+        # which leave _PENDING then: each entry point is loaded once)
+        if name in _PENDING:
+            _load(name)
 
 
 def _scan() -> None:

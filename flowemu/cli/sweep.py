@@ -12,7 +12,7 @@ import sys
 
 from ..core.errors import ConfigError
 from ..study.sweep import load_sweep, sweep
-from .options import as_options, given, refuse
+from .options import as_options, given, note, refuse
 
 #: sweep() arguments and the options that set them (messages name the option)
 SWEEP_OPTIONS = {"out": "--out", "jobs": "--jobs", "scheduler": "--scheduler",
@@ -51,6 +51,8 @@ def cmd_sweep(args) -> int:
         refuse("--scheduler-timeout", "applies only with --scheduler")
     if args.dry_run:
         plan = load_sweep(args.config)
+        for message in plan.notes:
+            note(message)
         for cfg in plan.configs:
             print(f"{cfg.hash}  {cfg.key}")
         print(f"{len(plan.configs)} configurations in {len(plan.groups)} group(s), "

@@ -15,6 +15,7 @@ import flowemu
 from flowemu.algorithms import COPY, REDUCE, Param, Reduction, Schedule, Step, Traffic, registry
 from flowemu.algorithms.registry import get_algorithm
 from flowemu.core.errors import ConfigError, ScheduleError
+from flowemu.study.sweep import load_sweep
 from tests.helpers.cli import one_error_line, run
 
 # ------------------------------------------------------------------ the plug-in
@@ -131,6 +132,65 @@ def test_sweep_runs_the_plugin(naive, tmp_path):
     np.testing.assert_allclose(mine["time_s"],
                                expected_naive_time(8, mine["size_bytes"].to_numpy(), 8e9),
                                rtol=1e-9)
+
+
+PLUGIN_MODULE = """
+import numpy as np
+import flowemu
+from flowemu.algorithms import Reduction, Schedule, Step, Traffic
+
+SHARE = 1.0   # each flow's bytes, a fraction of the vector
+
+
+def build(p, topology=None, blocks=False):
+    \"\"\"Every rank sends SHARE of its vector to the next one.\"\"\"
+    src = np.arange(p, dtype=np.int32)
+    step = Step(Traffic(src, (src + 1) % p, np.full(p, SHARE)), Reduction.none(), "shift")
+    return Schedule("edited", "", p, (step,))
+
+
+flowemu.register_algorithm("edited", build, replace=True)
+"""
+
+
+def test_editing_a_plugin_computes_its_configurations_again(tmp_path, monkeypatch):
+    """A plug-in's configurations are identified by its code too (the
+    source file of its builder): after an edit the sweep computes them
+    again instead of reusing the old rows; a built-in's are reused."""
+    import importlib
+    module = tmp_path / "edited_plugin_alg.py"
+    module.write_text(PLUGIN_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    plugin = importlib.import_module("edited_plugin_alg")
+    try:
+        assert registry.plugin_sources("edited") == (str(module),)
+        assert registry.plugin_sources("ring") == ()
+        cfg = tmp_path / "plug.toml"
+        cfg.write_text('sizes = "1KiB,1MiB"\ntopology = "torus:8"\n'
+                       'algorithm = ["edited", "ring"]\n')
+        out = tmp_path / "res-plug"
+        first = flowemu.sweep(cfg, out, jobs=1, progress=False)
+        again = flowemu.sweep(cfg, out, jobs=1, progress=False)
+        assert (first.computed, again.computed, again.reused) == (2, 0, 2)
+        before = flowemu.load(out).set_index(["algorithm", "size_bytes"])["time_s"]
+        jobs = tmp_path / "jobs.toml"   # a job set running the plug-in: identified so too
+        jobs.write_text('topology = "torus:8"\njobs = [["algorithm=edited size=1KiB ranks=4", '
+                        '"algorithm=ring size=1KiB ranks=4"]]\n')
+        job_set = load_sweep(jobs).configs[0]
+        assert "algorithm" in job_set.canonical()["files"]
+
+        module.write_text(PLUGIN_MODULE.replace("SHARE = 1.0", "SHARE = 2.50"))
+        importlib.reload(plugin)
+        assert load_sweep(jobs).configs[0].hash != job_set.hash
+        edited = flowemu.sweep(cfg, out, jobs=1, progress=False)
+        assert (edited.computed, edited.reused) == (1, 1)
+        after = flowemu.load(out).set_index(["algorithm", "size_bytes"])["time_s"]
+        assert after["ring"].equals(before["ring"])
+        assert (after["edited"] > before["edited"]).all()
+        direct = flowemu.simulate("torus:8", "edited", "1KiB,1MiB")["time_s"].to_numpy()
+        np.testing.assert_array_equal(after["edited"].sort_index().to_numpy(), direct)
+    finally:
+        flowemu.unregister_algorithm("edited")
 
 
 def test_verify_proves_the_plugin(naive, capsys):
@@ -324,24 +384,81 @@ def test_entry_point_objects(fresh_plugins):
         assert needle in str(exc.value)
 
 
+def plugin_module(fresh_plugins, tmp_path, name: str, body: str) -> None:
+    """A module ``name`` on the path that imports flowemu and this file's
+    ``naive_build``, then runs ``body`` (its registrations)."""
+    (tmp_path / f"{name}.py").write_text(
+        "import flowemu\nfrom tests.algorithms.test_plugins import naive_build\n" + body)
+    fresh_plugins.syspath_prepend(str(tmp_path))
+
+
 def test_an_entry_point_whose_module_registers_it_loads_once(fresh_plugins, tmp_path,
                                                             capsys):
     """docs/plugins.md's module registers ``naive`` when imported, and its
     entry point names the builder (``myalgs:naive``): loading it imports the
     module, which registers the name, and that registration stands (it was
     reported as failing to load: "already registered")."""
-    (tmp_path / "selfreg_alg.py").write_text(
-        "import flowemu\n"
-        "from tests.algorithms.test_plugins import naive_build\n"
-        "def selfreg(p, topology=None, blocks=False):\n"
-        "    return naive_build(p, topology, blocks)\n"
-        "flowemu.register_algorithm('selfreg', selfreg)\n")
-    fresh_plugins.syspath_prepend(str(tmp_path))
+    plugin_module(fresh_plugins, tmp_path, "selfreg_alg",
+                  "def selfreg(p, topology=None, blocks=False):\n"
+                  "    return naive_build(p, topology, blocks)\n"
+                  "flowemu.register_algorithm('selfreg', selfreg)\n")
     entry_points(fresh_plugins, ("selfreg", "selfreg_alg:selfreg"))
     assert get_algorithm("selfreg").name == "selfreg"
     assert registry._ERRORS == {}
     code, _, err = run(capsys, ["list"])
     assert code == 0 and "failed to load" not in err
+
+
+def test_one_module_giving_two_entry_points_lists_both(fresh_plugins, tmp_path, capsys):
+    """docs/plugins.md's module registering two algorithms when imported, each
+    an entry point naming its builder: importing the first registers both,
+    and every entry point is loaded once (the second was looked up after the
+    first had taken it: KeyError)."""
+    plugin_module(fresh_plugins, tmp_path, "twoplug_algs",
+                  "def one(p, topology=None, blocks=False):\n"
+                  "    return naive_build(p, topology, blocks)\n"
+                  "def two(p, topology=None, blocks=False):\n"
+                  "    return naive_build(p, topology, blocks, root=1)\n"
+                  "flowemu.register_algorithm('twoone', one)\n"
+                  "flowemu.register_algorithm('twotwo', two)\n")
+    entry_points(fresh_plugins, ("twoone", "twoplug_algs:one"), ("twotwo", "twoplug_algs:two"))
+    code, out, err = run(capsys, ["list"])
+    assert code == 0 and err == "", err
+    names = [line.split()[0] for line in out.splitlines() if line.startswith("  ")]
+    assert "twoone" in names and "twotwo" in names
+    assert registry._PENDING == {} and registry._ERRORS == {}
+    assert get_algorithm("twotwo").build.__wrapped__.__module__ == "twoplug_algs"
+
+
+def test_a_name_registered_beside_an_entry_point_is_found(fresh_plugins, tmp_path):
+    """A module that registers two names, only one of them an entry point:
+    looking up the other imports the installed plug-ins, and finds it."""
+    plugin_module(fresh_plugins, tmp_path, "besideplug_algs",
+                  "flowemu.register_algorithm('besideone', naive_build)\n"
+                  "flowemu.register_algorithm('besidetwo', naive_build)\n")
+    entry_points(fresh_plugins, ("besideone", "besideplug_algs"))
+    assert get_algorithm("besidetwo").name == "besidetwo"
+    assert registry._PENDING == {} and registry._ERRORS == {}
+
+
+def test_an_unknown_name_lists_the_installed_plugins(fresh_plugins, capsys):
+    """The names an unknown one is checked against include the plug-ins of
+    installed packages not imported yet, and the message says where
+    plug-ins come from."""
+    entry_points(fresh_plugins, ("epnaive", f"{__name__}:naive_build"))
+    with pytest.raises(ConfigError) as exc:
+        get_algorithm("epnaiv")
+    msg = str(exc.value)
+    assert msg.startswith("algorithm: unknown name 'epnaiv' (did you mean 'epnaive'?); known: ")
+    assert "epnaive" in msg.split("; known: ")[1].split(";")[0].split(", ")
+    assert msg.endswith("; plug-ins come from the 'flowemu.algorithms' entry-point group of "
+                        "installed packages or from flowemu.register_algorithm "
+                        "(docs/plugins.md)")
+    code, _, err = run(capsys, ["run", "-t", "tree:4", "-a", "direct", "-s", "1KiB"])
+    line = one_error_line(err)
+    assert code == 2 and "unknown name 'direct'" in line and "epnaive" in line
+    assert line.endswith("entry-point group of installed packages or from "
+                         "flowemu.register_algorithm (docs/plugins.md)")
 
 
 def test_unreadable_metadata_does_not_break_lookups(fresh_plugins, capsys):

@@ -121,6 +121,39 @@ def test_equal_values_have_one_hash(tmp_path):
     assert load_sweep(write(tmp_path, base, "a.toml")).configs[0].hash == h1.hash
 
 
+BUILT_IN = """
+sizes = "1KiB,1MiB"
+[groups.main]
+topology = ["torus:4x4", "fattree:k=4"]
+algorithm = ["ring", "recdoub:variant=latency"]
+[groups.jobs]
+topology = "torus:4x4"
+jobs = [["algorithm=ring size=1MiB ranks=8", "algorithm=recdoub size=1MiB ranks=8"]]
+"""
+
+#: the hashes of BUILT_IN's configurations, recorded before a plug-in's code
+#: was part of a configuration's identity
+BUILT_IN_HASHES = {
+    "main|torus:4x4|ring:ports=max|sizes=1KiB,1MiB": "f138095afb48",
+    "main|torus:4x4|recdoub:layout=auto,mirrored=False,variant=latency|sizes=1KiB,1MiB":
+        "993b14e2cecf",
+    "main|fattree:k=4|ring:ports=max|sizes=1KiB,1MiB": "9f8f1d7e4d85",
+    "main|fattree:k=4|recdoub:layout=auto,mirrored=False,variant=latency|sizes=1KiB,1MiB":
+        "e82f6b5ad3ca",
+    "jobs|torus:4x4|jobs[algorithm=ring size=1048576 ranks=8 | algorithm=recdoub "
+    "size=1048576 ranks=8]": "6e3fa6e4dd1b",
+}
+
+
+def test_built_in_configurations_keep_their_hash(tmp_path):
+    """Only a plug-in's configurations are identified by its code: the
+    built-in ones keep their hashes, so the datasets written before are
+    reused, not computed again."""
+    plan = load_sweep(write(tmp_path, BUILT_IN))
+    assert {c.key: c.hash for c in plan.configs} == BUILT_IN_HASHES
+    assert not any("files" in c.canonical() for c in plan.configs)
+
+
 def test_shipped_configs_validate():
     configs = sorted((REPO_ROOT / "configs").glob("*.toml"))
     names = {p.stem for p in configs}
@@ -482,6 +515,134 @@ def test_cli_sweep_and_dry_run(tmp_path, capsys):
     out, err = capsys.readouterr()
     assert code == 0 and "12 computed (84 rows)" in out
     assert "12/12 100%" in err                 # plain progress lines (not a terminal)
+
+
+# ------------------------------------------------------------------ files a sweep file names
+
+GRAPH = """[[nodes]]
+id = "a"
+endpoint = true
+[[nodes]]
+id = "b"
+endpoint = true
+[[nodes]]
+id = "s"
+[[links]]
+src = "a"
+dst = "s"
+[[links]]
+src = "b"
+dst = "s"
+"""
+
+#: a sweep file naming a file of every kind (traffic files: test_sweep_traffic.py)
+NAMES_FILES = """
+sizes = "1KiB"
+algorithm = "ring"
+[groups.graph]
+topology = ["graph:net.toml", "graph:net.toml,split=paths", "torus:4"]
+[[groups.graph.exclude]]
+topology = "graph:net.toml,split=paths"
+[groups.files]
+topology = "torus:4"
+ranks = 2
+placement = "p.txt"
+network = "n.toml"
+background = "bg.csv"
+[groups.jobs]
+topology = "torus:4"
+jobs = [["algorithm=ring size=1KiB ranks=2 placement=file:j.txt"]]
+"""
+
+
+def files_beside(directory: Path, bandwidth: str = "100Gb/s") -> None:
+    """The files NAMES_FILES names, in ``directory``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "net.toml").write_text(GRAPH)
+    (directory / "p.txt").write_text("1 0\n")
+    (directory / "j.txt").write_text("2 3\n")
+    (directory / "n.toml").write_text(f'[network]\nbandwidth = "{bandwidth}"\n')
+    (directory / "bg.csv").write_text("step,src,dst,bytes\n0,0,1,1e9\n")
+
+
+def test_files_are_read_beside_the_sweep_file_from_any_directory(tmp_path, monkeypatch,
+                                                                 capsys):
+    """Every file a sweep file names is read relative to its directory, the
+    current directory's file of the same name left alone."""
+    study = tmp_path / "study"
+    files_beside(study)
+    write(study, NAMES_FILES, "s.toml")
+    files_beside(tmp_path / "elsewhere", bandwidth="1Gb/s")   # same names, not used
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    plan = load_sweep("../study/s.toml")
+    assert plan.notes == []
+    assert [c.topology for c in plan.groups["graph"]] == [f"graph:{study / 'net.toml'}",
+                                                          "torus:4"]
+    (files,) = plan.groups["files"]
+    assert (files.placement, files.network_preset, files.background, files.bandwidth) == (
+        str(study / "p.txt"), str(study / "n.toml"), str(study / "bg.csv"), 100e9 / 8)
+    (jobs,) = plan.groups["jobs"]
+    assert jobs.jobs == (f"algorithm=ring size=1024 ranks=2 placement={study / 'j.txt'}",)
+    summary = sweep("../study/s.toml", tmp_path / "out", jobs=1, progress=False)
+    assert (summary.computed, summary.errors) == (4, [])
+    assert capsys.readouterr().err == ""
+    row = load(tmp_path / "out").set_index("topology").loc[f"graph:{study / 'net.toml'}"]
+    assert row["time_s"] == flowemu.simulate(f"graph:{study / 'net.toml'}", "ring",
+                                             "1KiB")["time_s"].iloc[0]
+    # beside a sweep file in the current directory, a path stays as written
+    monkeypatch.chdir(study)
+    for path in ("s.toml", study / "s.toml"):
+        plan = load_sweep(path)
+        assert plan.groups["graph"][0].topology == "graph:net.toml"
+        assert plan.groups["files"][0].placement == "p.txt"
+
+
+def test_a_file_only_in_the_current_directory_is_used_with_a_note(tmp_path, monkeypatch,
+                                                                  capsys):
+    """A sweep file naming its files relative to the directory flowemu runs
+    in (as files other than traffic files were read): they are still found
+    there, their configurations keep the hashes they had, and a note says
+    which file was read from where."""
+    files = tmp_path / "files"
+    files.mkdir()
+    (files / "net.toml").write_text(GRAPH)
+    (files / "p.txt").write_text("1 0\n")
+    (tmp_path / "sub").mkdir()
+    write(tmp_path / "sub",
+          'sizes = "1KiB"\nalgorithm = "ring"\n[groups.g]\ntopology = "graph:files/net.toml"\n'
+          '[groups.p]\ntopology = "torus:4"\nranks = 2\nplacement = "files/p.txt"\n', "s.toml")
+    monkeypatch.chdir(tmp_path)
+    plan = load_sweep("sub/s.toml")
+    # recorded before files were read beside the sweep file
+    assert {c.key: c.hash for c in plan.configs} == {
+        "g|graph:files/net.toml|ring:ports=max|sizes=1KiB": "bd2164d95798",
+        "p|torus:4|ring:ports=max|ranks=2|placement=files/p.txt|sizes=1KiB": "79f145fcbd95"}
+    assert plan.notes == [
+        f"sub/s.toml: groups.{loc}: read {files / name} from the current directory: there is "
+        f"no {tmp_path / 'sub' / 'files' / name} beside the sweep file, where its paths are "
+        "read from" for loc, name in (("g.topology", "net.toml"), ("p.placement", "p.txt"))]
+    code = main(["sweep", "sub/s.toml", "--out", str(tmp_path / "d"), "--jobs", "1", "-q"])
+    out, err = capsys.readouterr()
+    assert code == 0 and "2 computed" in out
+    assert err.splitlines() == [f"flowemu: note: {note}" for note in plan.notes]
+    assert main(["sweep", "sub/s.toml", "--dry-run"]) == 0
+    assert capsys.readouterr().err.count("flowemu: note: sub/s.toml: groups.") == 2
+
+
+def test_a_missing_file_names_where_it_was_looked_for(tmp_path, monkeypatch):
+    (tmp_path / "sub").mkdir()
+    write(tmp_path / "sub", 'sizes = "1KiB"\nalgorithm = "ring"\n[groups.g]\n'
+                            'topology = "graph:gone.toml"\n[groups.p]\ntopology = "torus:4"\n'
+                            'placement = "gone.txt"\nnetwork = "gone-net.toml"\n', "s.toml")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SweepConfigError) as exc:
+        load_sweep("sub/s.toml")
+    problems = dict(exc.value.problems)
+    for loc, name in (("groups.g.topology", "gone.toml"), ("groups.p.placement", "gone.txt"),
+                      ("groups.p.network", "gone-net.toml")):
+        assert f"{name}: file not found; looked for {tmp_path / 'sub' / name} (beside the " \
+               f"sweep file) and {tmp_path / name} (in the current directory)" in problems[loc]
+    assert problems["groups.g.topology"].startswith("'graph:gone.toml': graph file ")
 
 
 # ------------------------------------------------------------------ progress

@@ -86,7 +86,7 @@ def test_traffic_in_a_group_beside_algorithms(tmp_path):
 
 
 @pytest.mark.parametrize("text, needle", [
-    ('traffic = "nope.csv"', "traffic: file"),
+    ('traffic = "nope.csv"', "traffic: nope.csv: file not found; looked for"),
     ('traffic = ["t.csv", 3]', "traffic[1]: expected the path"),
     ('traffic = "bad.csv"', "missing column(s) bytes"),
     ('traffic = "t.csv"\nalgorithm = "ring"', "algorithm: does not apply beside traffic"),
@@ -105,7 +105,7 @@ def test_bad_traffic_is_refused_up_front_naming_field_and_file(tmp_path, text, n
         load_sweep(cfg)
     msg = str(exc.value)
     assert needle in msg, msg
-    if needle.startswith(("traffic: file", "missing", "uses rank")):
+    if needle.startswith(("traffic: nope.csv", "missing", "uses rank")):
         assert text.split('"')[1] in msg   # the file is named
 
 

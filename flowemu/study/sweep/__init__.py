@@ -41,6 +41,7 @@ dataset layout.
 
 The package, one idea a module: :mod:`.config` (a configuration, its key and
 hash), :mod:`.fields` and :mod:`.where` (validating values, where/exclude),
+:mod:`.paths` (the files a sweep file names, read relative to it),
 :mod:`.plan` (reading and expanding a file), :mod:`.executor` (running
 chunks in this process, local processes or Dask; surviving dead workers),
 :mod:`.progress`, :mod:`.dataset` (parts, manifest, load, prune) and

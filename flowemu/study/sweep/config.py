@@ -10,6 +10,7 @@ import json
 import os
 from dataclasses import dataclass
 
+from ...algorithms.registry import plugin_sources
 from ...core.network import Network
 from ...core.presets import BUILTIN
 from ...core.units import format_size
@@ -150,9 +151,32 @@ class Config:
             ("network", preset_file(self.network_preset)),
             ("background", background_file(self.background)),
             ("traffic", self.traffic)) if path}
+        # a plug-in by its code too: editing it makes new configurations (a
+        # built-in has no entry, so its configurations keep their identity)
+        code = plugin_digest(self.algorithm_names(), self.collective)
+        if code:
+            files["algorithm"] = code
         if files:
             out["files"] = files
         return out
+
+    def algorithm_names(self) -> tuple[str, ...]:
+        """The registered algorithms the configuration runs: its algorithm's
+        name, each job's of a job set, none for a traffic file."""
+        if self.traffic:
+            return ()
+        if self.jobs:   # (canonical job texts: "algorithm=NAME[:options] size=...")
+            return tuple(dict.fromkeys(text.split()[0].removeprefix("algorithm=")
+                                       .partition(":")[0] for text in self.jobs))
+        return (self.algorithm.partition(":")[0],)
+
+
+def plugin_digest(names, collective: str = "allreduce") -> str:
+    """The contents of the source files of the plug-ins among ``names``
+    (:func:`flowemu.algorithms.registry.plugin_sources`), as one digest per
+    file joined by ``+``; "" when every one is built in."""
+    paths = sorted({path for name in names for path in plugin_sources(name, collective)})
+    return "+".join(file_digest(path) for path in paths)
 
 
 def graph_file(spec: str) -> str | None:

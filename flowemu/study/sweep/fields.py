@@ -12,6 +12,7 @@ from ...algorithms.collectives import COLLECTIVES, get_collective
 from ...core import checks
 from ...core.errors import ConfigError, suggest
 from ...core.network import TIME_FIELDS, Network
+from ...core.placement import FORMS as PLACEMENT_FORMS
 from ...core.placement import parse_placement
 from ...core.presets import load_preset
 from ...core.units import (
@@ -27,8 +28,10 @@ from ...engine.dataflow import SYNCS, check_sync
 from ...models.genmodel import MODELS, check_model
 from ...topology import parse_topology
 from ...topology.base import ECMP_MODES, check_ecmp
+from ...topology.graph import split_file_options
 from ...whatif.faults import POLICIES
-from .config import canon_float, file_digest, graph_file
+from .config import background_file, canon_float, file_digest, graph_file, preset_file
+from .paths import current
 
 
 class SweepConfigError(ConfigError):
@@ -164,13 +167,15 @@ def _parse_algorithm_value(raw, loc: str, probs: Problems,
     return []
 
 
-def _parse_scalar(name: str, raw):
-    """Canonical value of one grid-field element, or raise ConfigError."""
+def _parse_scalar(name: str, raw, loc: str):
+    """Canonical value of one grid-field element (at ``loc``), or raise
+    ConfigError. A file it names is read relative to the sweep file
+    (:mod:`.paths`)."""
     if name == "topology":
         if not isinstance(raw, str):
             raise ConfigError(f"expected a topology spec string such as \"torus:8x8\", got "
                               f"{type_name(raw)}")
-        return topo_info(raw).spec
+        return topo_info(_graph_beside(raw, loc)).spec
     if name == "ranks":
         if raw == "all":
             return None
@@ -199,7 +204,14 @@ def _parse_scalar(name: str, raw):
         if not isinstance(raw, str):
             raise ConfigError(f"expected a network preset name or a .toml file, got "
                               f"{type_name(raw)}")
-        return load_preset(raw.strip()).name
+        text = raw.strip()
+        if preset_file(text):
+            try:
+                text = current().path(text, loc, required=False)
+            except ConfigError as exc:
+                raise ConfigError(f"{exc}; expected a preset file with a [network] "
+                                  "table") from None
+        return load_preset(text).name
     if name == "ecmp":
         if not isinstance(raw, str):
             modes = ", ".join(f'"{m}"' for m in ECMP_MODES)
@@ -209,7 +221,7 @@ def _parse_scalar(name: str, raw):
     if name == "seed":
         return checks.seed(raw)
     if name == "placement":
-        return parse_placement(raw).text
+        return parse_placement(placement_beside(raw, loc)).text
     if name == "model":
         return _one_of(raw, MODELS, check_model)
     if name == "sync":
@@ -217,8 +229,39 @@ def _parse_scalar(name: str, raw):
     if name == "collective":
         return _one_of(raw, tuple(COLLECTIVES), lambda v: get_collective(v).name)
     if name in WHATIF_SCALARS:
-        return parse_whatif(name, raw)
+        return parse_whatif(name, raw, loc)
     raise AssertionError(name)
+
+
+def _graph_beside(spec: str, loc: str) -> str:
+    """A ``graph:FILE[,options]`` spec with its file read relative to the
+    sweep file (:mod:`.paths`); any other spec as it is."""
+    family, colon, params = spec.strip().partition(":")
+    if family.strip() != "graph" or not colon:
+        return spec
+    path, options = split_file_options(params)
+    if not path.strip():
+        return spec    # (parse_topology says a file is missing)
+    try:
+        path = current().path(path.strip(), loc)
+    except ConfigError as exc:
+        raise ConfigError(f"{spec.strip()!r}: graph file {exc}") from None
+    return "graph:" + ",".join([path, *options])
+
+
+def placement_beside(raw, loc: str):
+    """A placement with its file read relative to the sweep file
+    (:mod:`.paths`); ``linear``, ``random:SEED`` or another value as it is."""
+    if not isinstance(raw, str):
+        return raw
+    text = raw.strip()
+    path = text[len("file:"):].strip() if text.startswith("file:") else text
+    if not path or text in ("linear", "random") or text.startswith("random:"):
+        return raw
+    try:
+        return current().path(path, loc)
+    except ConfigError as exc:
+        raise ConfigError(f"placement {exc}; expected {PLACEMENT_FORMS}") from None
 
 
 def _one_of(raw, allowed: tuple, check) -> str:
@@ -238,9 +281,10 @@ WHATIF_SCALARS = ("fail", "degrade", "fail_policy", "failures", "failure_seed", 
                   "background")
 
 
-def parse_whatif(name: str, raw):
-    """One element of a what-if field: its text (selectors joined by ';',
-    spaces around them dropped; "" for none), the policy, or the integer.
+def parse_whatif(name: str, raw, loc: str = ""):
+    """One element of a what-if field (at ``loc``): its text (selectors
+    joined by ';', spaces around them dropped; "" for none; a background
+    file read relative to the sweep file), the policy, or the integer.
     Checked against the topology and ranks once each configuration is known
     (:func:`flowemu.study.sweep.plan._whatif`)."""
     if name in ("failures", "failure_seed"):
@@ -263,6 +307,9 @@ def parse_whatif(name: str, raw):
         return raw.strip()
     if name in ("fail", "degrade"):
         return ";".join(part.strip() for part in raw.split(";") if part.strip())
+    if name == "background" and background_file(raw.strip()):
+        # (a missing file is reported with the configuration's other what-ifs)
+        return current().path(raw.strip(), loc or name, required=False, checked_later=True)
     return raw.strip()
 
 
@@ -291,7 +338,7 @@ def parse_field(name: str, raw, loc: str, probs: Problems,
             out.extend(vals)
             continue
         try:
-            out.append(_parse_scalar(name, item))
+            out.append(_parse_scalar(name, item, iloc))
         except ConfigError as exc:
             probs.add(iloc, strip_field(str(exc), name))
             ok = False

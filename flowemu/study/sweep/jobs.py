@@ -13,10 +13,12 @@ the sweep file is read.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ...api.jobs import check_job_failures, check_jobs, job_text, parse_job, simulate_jobs
 from ...core.errors import ConfigError
 from .config import Config
-from .fields import Alg, Problems, build_topology, type_name
+from .fields import Alg, Problems, build_topology, placement_beside, type_name
 
 #: the algorithm name of a job-set configuration
 JOBS = "jobs"
@@ -47,7 +49,11 @@ def parse_jobs_field(raw, loc: str, probs: Problems) -> list[Alg] | None:
         specs = []
         for j, item in enumerate(jobs):
             try:
-                specs.append(parse_job(item, j))
+                spec = parse_job(item, j)
+                if spec.placement not in ("", "packed"):   # a file: beside the sweep file
+                    spec = replace(spec, placement=placement_beside(spec.placement,
+                                                                    f"{sloc}[{j}]"))
+                specs.append(spec)
             except ConfigError as exc:
                 probs.add(f"{sloc}[{j}]", str(exc).split(": ", 1)[-1]
                           if str(exc).startswith(f"jobs[{j}]") else str(exc))

@@ -48,19 +48,23 @@ from .fields import (
     type_name,
 )
 from .jobs import check_jobs_config, parse_jobs_field
+from .paths import reading
 from .traffic import check_traffic_config, parse_traffic_field
 from .where import compile_where, eval_where, excluded, parse_exclude, where_env
 
 
 @dataclass
 class SweepPlan:
-    """A validated sweep file: its name, groups and configurations (file order)."""
+    """A validated sweep file: its name, groups and configurations (file
+    order), and ``notes``: one line for each file it names that was found in
+    the current directory, not beside it (:mod:`.paths`)."""
 
     name: str
     path: Path
     description: str
     groups: dict[str, list[Config]]
     configs: list[Config] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 def _read_toml(path: Path) -> dict:
@@ -89,6 +93,8 @@ def _check_keys(table: dict, allowed, prefix: str, probs: Problems) -> None:
 def load_sweep(path) -> SweepPlan:
     """Read and validate a sweep file and expand its grids.
 
+    The files it names are read relative to its directory (:mod:`.paths`).
+
     Raises
     ------
     SweepConfigError
@@ -97,6 +103,14 @@ def load_sweep(path) -> SweepPlan:
     """
     path = Path(path)
     doc = _read_toml(path)
+    with reading(path) as files:
+        plan = _expand(path, doc)
+    plan.notes = files.notes
+    return plan
+
+
+def _expand(path: Path, doc: dict) -> SweepPlan:
+    """The groups and configurations of a sweep file read into ``doc``."""
     probs = Problems()
     _check_keys(doc, TOP_KEYS, "", probs)
     desc = doc.get("description", "")
@@ -136,7 +150,7 @@ def load_sweep(path) -> SweepPlan:
         if key not in parsed:
             raw = src[name]
             parsed[key] = (parse_sizes_field(raw, loc, probs) if name == "sizes"
-                           else parse_traffic_field(raw, loc, probs, path.parent)
+                           else parse_traffic_field(raw, loc, probs)
                            if name == "traffic" else parse_jobs_field(raw, loc, probs)
                            if name == "jobs" else parse_field(name, raw, loc, probs, collective))
         return parsed[key], loc, True

@@ -178,6 +178,8 @@ def sweep(config_path, out=None, *, jobs: int | None = None, scheduler=None,
     if progress is not None:
         progress = checks.flag("progress", progress)
     plan = load_sweep(config_path)
+    for note in plan.notes:   # (files read from the current directory: said before any work)
+        print(f"flowemu: note: {note}", file=stream or sys.stderr)
     out = Path(out) if out is not None else Path("results") / plan.name
     if out.exists() and not out.is_dir():
         raise ConfigError(f"out: {str(out)!r} exists and is not a directory")

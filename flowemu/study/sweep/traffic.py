@@ -5,10 +5,10 @@
 Each file is one value of the grid's algorithm dimension: its configurations
 are labelled ``traffic:FILE`` (the file's name), so ``compare`` ranks the
 traffic files of a scenario against each other and figures draw one line per
-file. Paths are read relative to the sweep file. Every file is read and
-checked when the sweep file is (a missing or malformed file is reported with
-the field's location and the file), and its ranks are checked against each
-topology of the grid.
+file. Paths are read relative to the sweep file (:mod:`.paths`). Every file
+is read and checked when the sweep file is (a missing or malformed file is
+reported with the field's location and the file), and its ranks are checked
+against each topology of the grid.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from ...algorithms.usertraffic import read_traffic_steps
 from ...core.errors import ConfigError
 from .config import Config, file_digest
 from .fields import Alg, Problems, topo_info, type_name
+from .paths import current
 
 #: the algorithm name of a traffic configuration (the ``algorithm`` column of its rows)
 TRAFFIC = "traffic"
@@ -31,10 +32,10 @@ def traffic_alg(path: Path) -> Alg:
     return Alg(TRAFFIC, (), label, label, traffic=str(path))
 
 
-def parse_traffic_field(raw, loc: str, probs: Problems, base: Path) -> list[Alg] | None:
+def parse_traffic_field(raw, loc: str, probs: Problems) -> list[Alg] | None:
     """The grid values of a ``traffic`` field (a path or an array of paths,
-    relative to ``base``, the sweep file's directory), each file read and
-    checked now; None after recording every problem."""
+    relative to the sweep file's directory), each file read and checked
+    now; None after recording every problem."""
     items = raw if isinstance(raw, list) else [raw]
     if isinstance(raw, list) and not raw:
         probs.add(loc, "empty array; give at least one traffic file")
@@ -49,9 +50,8 @@ def parse_traffic_field(raw, loc: str, probs: Problems, base: Path) -> list[Alg]
                             "an empty path; expected a CSV/parquet traffic file")
             ok = False
             continue
-        path = Path(item.strip())
-        path = path if path.is_absolute() else base / path
         try:
+            path = Path(current().path(item.strip(), iloc))
             traffic_ranks(str(path))
         except ConfigError as exc:
             probs.add(iloc, str(exc).removeprefix("traffic: "))
