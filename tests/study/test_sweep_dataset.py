@@ -92,6 +92,11 @@ def test_edited_sweep_file_reuses_computes_and_sets_aside(tmp_path, capsys, monk
     assert (s2.total, s2.reused, s2.computed, s2.failed, s2.set_aside) == (6, 2, 4, 0, 7)
     assert s2.rows == 4 * SIZES and s2.errors == []
     assert "2 reused" in s2.text() and "set aside: 7 configurations" in s2.text()
+    assert s2.set_aside_now == 7
+    # the same file again: the rows stay aside, and the summary said so once
+    again = sweep(path, out, jobs=1, progress=False)
+    assert (again.reused, again.computed, again.set_aside, again.set_aside_now) == (6, 0, 7, 0)
+    assert "set aside" not in again.text()
     df = load(out)
     assert set(df["config_hash"]) == h2 and len(df) == 6 * SIZES
     assert load_errors(out).empty                   # the failing one is set aside too
@@ -113,6 +118,7 @@ def test_edited_sweep_file_reuses_computes_and_sets_aside(tmp_path, capsys, monk
     write(path, V1)
     s3 = sweep(path, out, jobs=1, progress=False)
     assert (s3.reused, s3.computed, s3.failed_earlier, s3.set_aside) == (8, 0, 1, 4)
+    assert s3.set_aside_now == 4 and "set aside: 4 configurations" in s3.text()
     pd.testing.assert_frame_equal(by_config(load(out)), by_config(first), check_exact=True)
 
     # --prune deletes what V2 no longer lists: rows and error records
@@ -259,6 +265,7 @@ def test_parquet_readers_get_exactly_the_sweeps_rows(tmp_path, capsys, monkeypat
     # listed again, the rows come back (not recomputed) and V2's new ones go aside
     s3 = sweep(write(path, V1), out, jobs=1, progress=False)
     assert (s3.reused, s3.computed, s3.failed_earlier, s3.set_aside) == (8, 0, 1, 4)
+    assert s3.set_aside_now == 4 and "set aside: 4 configurations" in s3.text()
     pd.testing.assert_frame_equal(by_config(plain_readers_agree(out)), by_config(first),
                                   check_exact=True)
     assert set(pd.read_parquet(out / ASIDE_DIR)["config_hash"]) == h2 - h1

@@ -54,6 +54,7 @@ class SweepSummary:
     reused: int = 0         # configurations whose rows were already in the dataset
     failed_earlier: int = 0  # recorded as failed by an earlier run, not retried
     set_aside: int = 0      # configurations in the dataset the file no longer lists
+    set_aside_now: int = 0  # of which the file listed at the run before (set aside now)
     pruned: int = 0         # configurations deleted by prune
     pruned_rows: int = 0
     replaced: str = ""      # the other sweep whose results prune replaced
@@ -72,10 +73,12 @@ class SweepSummary:
                f"{self.path} in {self.seconds:.1f}s")
         if self.replaced:
             out += f"\n  replaced the results of sweep {self.replaced!r} (--prune)"
-        if self.set_aside:
-            out += (f"\n  set aside: {self.set_aside} configurations the file no longer lists "
-                    f"(kept on disk, not loaded: their rows in {self.path / ds.ASIDE_DIR}; --prune "
-                    "deletes them)")
+        if self.set_aside_now:   # (those set aside by an earlier run were said then)
+            earlier = (f"; {self.set_aside} in all with those set aside before"
+                       if self.set_aside > self.set_aside_now else "")
+            out += (f"\n  set aside: {self.set_aside_now} configurations the file no longer "
+                    f"lists (kept on disk, not loaded: their rows in "
+                    f"{self.path / ds.ASIDE_DIR}{earlier}; --prune deletes them)")
         if self.pruned:
             out += (f"\n  pruned: {self.pruned} configurations ({self.pruned_rows} rows) no "
                     "longer in the sweep")
@@ -231,12 +234,15 @@ def _sweep(plan, out: Path, pool, jobs, retry_errors, prune, progress, chunk_siz
             summary.pruned, summary.pruned_rows = ds.prune(out, set())
         done = ds.result_hashes(out)
         failed_before = ds.error_hashes(out) - done
-        summary.set_aside = len((done | failed_before) - wanted)
+        aside = (done | failed_before) - wanted
+        before = ds.read_manifest(out)   # what the last run listed, if the dataset says
+        summary.set_aside = len(aside)
+        summary.set_aside_now = len(aside & set(before["hashes"]) if before else aside)
         if prune and summary.set_aside:
             n, rows = ds.prune(out, wanted)
             summary.pruned += n
             summary.pruned_rows += rows
-            summary.set_aside = 0
+            summary.set_aside = summary.set_aside_now = 0
         ds.write_manifest(out, plan.name, plan.path.resolve(), wanted)
         layout.place_rows(out, wanted)   # after the manifest: load filters a killed move
         _save_config(plan, out)
