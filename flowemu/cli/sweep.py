@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import signal
 import sys
+from pathlib import Path
 
 from ..core.errors import ConfigError
+from ..study.sweep import dataset as ds
 from ..study.sweep import load_sweep, sweep
 from .options import as_options, given, note, refuse
 
@@ -38,26 +40,24 @@ def add_arguments(s) -> None:
                                                   "(default: by cost; on a Dask cluster one "
                                                   "per task)")
     s.add_argument("--dry-run", action="store_true",
-                   help="validate and list the configurations, run nothing")
+                   help="validate and list the configurations, run nothing; with an existing "
+                        "dataset (--out, or the default), say which would be reused or run")
     s.add_argument("--quiet", "-q", action="store_true", help="no progress output")
+
+
+#: what --dry-run previews beside the configurations: the dataset they go to
+DRY_RUN_OPTIONS = ("out", "retry_errors")
 
 
 def cmd_sweep(args) -> int:
     if args.dry_run:
         for dest, option in SWEEP_OPTIONS.items():
-            if given(args, dest):
+            if given(args, dest) and dest not in DRY_RUN_OPTIONS:
                 refuse(option, "does not apply to --dry-run (it runs nothing)")
     if given(args, "scheduler_timeout") and not args.scheduler:
         refuse("--scheduler-timeout", "applies only with --scheduler")
     if args.dry_run:
-        plan = load_sweep(args.config)
-        for message in plan.notes:
-            note(message)
-        for cfg in plan.configs:
-            print(f"{cfg.hash}  {cfg.key}")
-        print(f"{len(plan.configs)} configurations in {len(plan.groups)} group(s), "
-              f"{sum(c.num_rows for c in plan.configs)} rows")
-        return 0
+        return _dry_run(args)
 
     def _terminate(signum, frame):   # `kill PID`: stop the workers, keep what is saved
         raise KeyboardInterrupt
@@ -79,4 +79,30 @@ def cmd_sweep(args) -> int:
     if summary.errors:   # the results are kept, but the dataset is incomplete
         print(summary.failure_text(), file=sys.stderr)
         return 1
+    return 0
+
+
+def _dry_run(args) -> int:
+    """List the configurations; where the dataset they go to exists, say of
+    each whether the run would reuse its rows, compute it, or leave it as
+    failed earlier (without --retry-errors). Nothing is written."""
+    plan = load_sweep(args.config)
+    for message in plan.notes:
+        note(message)
+    out = Path(args.out) if args.out else Path("results") / plan.name
+    known = out.is_dir()
+    done = ds.result_hashes(out) if known else set()
+    failed = ds.error_hashes(out) - done if known and not args.retry_errors else set()
+    what = {"reuse": 0, "run": 0, "failed earlier": 0}
+    for cfg in plan.configs:
+        state = ("reuse" if cfg.hash in done else "failed earlier" if cfg.hash in failed
+                 else "run")
+        what[state] += 1
+        print(f"{cfg.hash}  {cfg.key}" + (f"  ({state})" if known else ""))
+    print(f"{len(plan.configs)} configurations in {len(plan.groups)} group(s), "
+          f"{sum(c.num_rows for c in plan.configs)} rows")
+    if known:
+        print(f"into {out}: {what['run']} to run, {what['reuse']} reused"
+              + (f", {what['failed earlier']} failed earlier (--retry-errors runs them)"
+                 if what["failed earlier"] else ""))
     return 0

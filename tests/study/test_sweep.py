@@ -515,6 +515,17 @@ def test_cli_sweep_and_dry_run(tmp_path, capsys):
     out, err = capsys.readouterr()
     assert code == 0 and "12 computed (84 rows)" in out
     assert "12/12 100%" in err                 # plain progress lines (not a terminal)
+    # a dry run into the dataset says what a run would reuse, and writes nothing
+    before = sorted(p.name for p in (tmp_path / "d").rglob("*"))
+    (tmp_path / "more").mkdir()
+    bigger = write(tmp_path / "more", SMALL.replace('"400Gb/s"]', '"400Gb/s", "200Gb/s"]'))
+    assert main(["sweep", str(bigger), "--dry-run", "--out", str(tmp_path / "d")]) == 0
+    out = capsys.readouterr().out
+    lines = [ln for ln in out.splitlines() if "|" in ln]
+    assert sum(ln.endswith("(reuse)") for ln in lines) == 12
+    assert sum(ln.endswith("(run)") for ln in lines) == len(lines) - 12 == 6
+    assert f"into {tmp_path / 'd'}: 6 to run, 12 reused" in out
+    assert sorted(p.name for p in (tmp_path / "d").rglob("*")) == before
 
 
 # ------------------------------------------------------------------ files a sweep file names
