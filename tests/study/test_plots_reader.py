@@ -14,6 +14,7 @@ import pytest
 from matplotlib.colors import to_rgb
 
 from flowemu.algorithms import algorithm_names
+from flowemu.core.errors import ConfigError
 from flowemu.study.figures.common import caption_text
 from flowemu.study.figures.plots import gain_curve_figure, gain_figure, goodput_figure
 from flowemu.study.figures.slowdown import slowdown_figure
@@ -309,3 +310,17 @@ def test_dense_sizes_keep_evenly_spaced_power_of_two_ticks():
     rows = [("torus:4x4", 16, s, "ring", 1e9 * (1 + s / 1e6)) for s in sizes]
     ticks = goodput_figure(frame(rows)).axes[0].get_xticks()
     assert len(ticks) <= 7 and all(np.log2(t) == int(np.log2(t)) for t in ticks)
+
+
+def test_a_gain_curve_by_a_single_value_names_what_varies():
+    """One value of ``by`` draws one curve: the refusal lists the columns a
+    curve could follow, the topology included (``--by topology`` works)."""
+    rows = [(t, 16, s, a, g * s) for t in ("torus:4x4", "fattree:k=4") for s in (1024, 4096)
+            for a, g in (("ring", 1.0), ("swing", 2.0))]
+    df = frame(rows, alpha_s=0.0)
+    with pytest.raises(ConfigError, match=r"by: 'alpha_s' has a single value in the data, .*"
+                                          r"columns that vary: topology$"):
+        gain_curve_figure(df, by="alpha_s")
+    fig = gain_curve_figure(df, by="topology")
+    assert {ln.get_label() for ax in fig.axes for ln in ax.get_lines()} >= {"torus:4x4",
+                                                                          "fattree:k=4"}

@@ -231,8 +231,7 @@ def gain_curve_figure(df: pd.DataFrame, *, by: str = "alpha_s", algorithm: str |
     df, note = limit_scenarios(df, max_panels, keep=(by,))
     values = sorted(df[by].dropna().unique())
     if len(values) < 2:
-        varying = [c for c in scenario_columns(df) if c not in ("topology", "nodes")
-                   and df[c].nunique() > 1]
+        varying = [c for c in scenario_columns(df) if c != "nodes" and df[c].nunique() > 1]
         raise ConfigError(f"by: {by!r} has a single value in the data, so there is one curve "
                           f"and nothing to compare; columns that vary: "
                           f"{', '.join(varying) or '(none)'}")
