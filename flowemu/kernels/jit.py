@@ -10,14 +10,23 @@ kernels' cache directory with a digest of every kernel source
 (:func:`sources_digest`), and when the stamp differs, the cached code there
 is dropped first (:func:`drop_stale_cache`): a kernel compiles again after
 any kernel source changed, and only then.
+
+Compiling takes tens of seconds, once after an install or an update; a
+process that compiles one of flowemu's kernels says so once on stderr
+(:class:`CompileNote`: numba reports a compiler pass only when it compiles,
+not when it loads a kernel from its cache). ``FLOWEMU_COMPILE_NOTE=0``
+silences it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import multiprocessing
 import os
+import sys
 
 import numba
+from numba.core import event
 
 JIT_OPTIONS = {"cache": True, "nogil": True}
 #: the kernel sources (this file's directory)
@@ -117,3 +126,32 @@ def _kept_true(dispatcher):
             _digest.append(sources_digest())
         drop_stale_cache(path, _digest[0], _modules(KERNELS_DIR))
     return dispatcher
+
+
+#: what a process that compiles a kernel says, once
+COMPILE_NOTE = ("flowemu: note: compiling the numba kernels this run needs (once after an "
+                "install or an update, up to a minute or two; later runs load them from the "
+                "cache)")
+
+
+class CompileNote(event.Listener):
+    """Says :data:`COMPILE_NOTE` on stderr at the first compiler pass over a
+    kernel of this package in the main process (a sweep's workers stay
+    quiet), unless ``FLOWEMU_COMPILE_NOTE`` is ``0``."""
+
+    def __init__(self):
+        self.said = False
+
+    def on_start(self, ev):
+        if self.said or not str(ev.data.get("module", "")).startswith(__package__ + "."):
+            return
+        self.said = True
+        if os.environ.get("FLOWEMU_COMPILE_NOTE", "1") != "0" \
+                and multiprocessing.parent_process() is None:
+            print(COMPILE_NOTE, file=sys.stderr, flush=True)
+
+    def on_end(self, ev):
+        pass
+
+
+event.register("numba:run_pass", CompileNote())

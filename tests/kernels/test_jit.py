@@ -100,3 +100,37 @@ def test_a_changed_callee_is_compiled_again(tmp_path):
     _write(pkg / "callee.py", text.replace("x + 1", "x + 2"))
     assert subprocess.run(run, env=env, capture_output=True, text=True,
                           check=True).stdout.strip() == "30"
+
+
+def test_a_process_that_compiles_a_kernel_says_so_once(tmp_path):
+    """In a copy of the kernels' jit module: the first run compiles two
+    kernels and notes it once on stderr; the next loads them from the cache
+    and says nothing; FLOWEMU_COMPILE_NOTE=0 silences the note."""
+    pkg = tmp_path / "notepkg"
+    pkg.mkdir()
+    _write(pkg / "__init__.py", "")
+    with open(jit.__file__, encoding="utf-8") as f:
+        _write(pkg / "jit.py", f.read())
+    _write(pkg / "two.py", textwrap.dedent("""
+        from .jit import njit
+
+        @njit
+        def one(x):
+            return x + 1
+
+        @njit
+        def two(x):
+            return one(x) * 2
+    """))
+    run = [sys.executable, "-c", "from notepkg.two import two; print(two(1))"]
+    env = dict(os.environ, PYTHONPATH=str(tmp_path), FLOWEMU_COMPILE_NOTE="1")
+    env.pop("NUMBA_CACHE_DIR", None)
+    first = subprocess.run(run, env=env, capture_output=True, text=True, check=True)
+    assert first.stdout.strip() == "4"
+    assert first.stderr.count(jit.COMPILE_NOTE) == 1, first.stderr
+    again = subprocess.run(run, env=env, capture_output=True, text=True, check=True)
+    assert again.stdout.strip() == "4" and jit.COMPILE_NOTE not in again.stderr
+    _write(pkg / "two.py", (pkg / "two.py").read_text().replace("* 2", "* 3"))
+    quiet = subprocess.run(run, env=dict(env, FLOWEMU_COMPILE_NOTE="0"), capture_output=True,
+                           text=True, check=True)
+    assert quiet.stdout.strip() == "6" and jit.COMPILE_NOTE not in quiet.stderr
