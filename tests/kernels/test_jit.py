@@ -63,16 +63,23 @@ def test_the_kernels_cache_directory_carries_the_sources_stamp():
         assert f.read().strip() == jit.sources_digest()
 
 
+def _kernel_package(tmp_path, name: str):
+    """A package ``name`` in ``tmp_path`` holding a copy of the kernels' jit
+    module, for kernels of its own."""
+    pkg = tmp_path / name
+    pkg.mkdir()
+    _write(pkg / "__init__.py", "")
+    with open(jit.__file__, encoding="utf-8") as f:
+        _write(pkg / "jit.py", f.read())
+    return pkg
+
+
 def test_a_changed_callee_is_compiled_again(tmp_path):
     """End to end, in a copy of the kernels: ``caller`` (in one file) calls
     ``callee`` (in another) and is cached; then only the callee's file
     changes. numba alone would load the cached ``caller`` with the old
     callee compiled in."""
-    pkg = tmp_path / "kpkg"
-    pkg.mkdir()
-    _write(pkg / "__init__.py", "")
-    with open(jit.__file__, encoding="utf-8") as f:
-        _write(pkg / "jit.py", f.read())
+    pkg = _kernel_package(tmp_path, "kpkg")
     _write(pkg / "callee.py", textwrap.dedent("""
         from .jit import njit
 
@@ -106,11 +113,7 @@ def test_a_process_that_compiles_a_kernel_says_so_once(tmp_path):
     """In a copy of the kernels' jit module: the first run compiles two
     kernels and notes it once on stderr; the next loads them from the cache
     and says nothing; FLOWEMU_COMPILE_NOTE=0 silences the note."""
-    pkg = tmp_path / "notepkg"
-    pkg.mkdir()
-    _write(pkg / "__init__.py", "")
-    with open(jit.__file__, encoding="utf-8") as f:
-        _write(pkg / "jit.py", f.read())
+    pkg = _kernel_package(tmp_path, "notepkg")
     _write(pkg / "two.py", textwrap.dedent("""
         from .jit import njit
 
