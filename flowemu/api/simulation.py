@@ -52,7 +52,7 @@ def simulate(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "split", s
              threads: int | None = None, max_memory=None, model: str = "flow",
              fail=None, degrade=None, fail_policy: str = "strict", slow=None,
              background=None, sync: str = "barrier", collective: str = "allreduce",
-             **network_params) -> pd.DataFrame:
+             slowdown: bool = False, **network_params) -> pd.DataFrame:
     """Time a collective algorithm (an allreduce unless ``collective`` names
     another) on a topology for many sizes.
 
@@ -133,6 +133,11 @@ def simulate(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "split", s
         ``"allreduce"`` (default), ``"reduce_scatter"``, ``"allgather"``,
         ``"broadcast"``, ``"reduce"``, ``"gather"``, ``"scatter"`` or
         ``"alltoall"``.
+    slowdown : bool
+        Time the healthy network too (the same call without ``fail``,
+        ``degrade``, ``slow`` and ``background``) and add
+        ``healthy_time_s`` and ``slowdown`` (``time_s / healthy_time_s``,
+        size by size; 1 without a what-if), as ``flowemu run`` prints them.
 
     Returns
     -------
@@ -147,21 +152,41 @@ def simulate(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "split", s
         policy, slow ranks and background (``""`` for none),
         ``failed_links`` (cables, both directions counted once) and
         ``background_Bps`` (the background's throughput over the run; NaN
-        without one). :func:`flowemu.results.slowdown` adds the slowdown
-        against the healthy network.
+        without one). ``slowdown=True`` (or :func:`flowemu.results.slowdown`
+        on rows with their healthy twins) adds the slowdown against the
+        healthy network.
 
     Raises
     ------
     ConfigError
         Any bad argument, named in the message (an unknown keyword too).
     """
-    return pd.DataFrame(simulate_rows(topology, algorithm, sizes, ecmp=ecmp, seed=seed,
-                                      ranks=ranks, placement=placement, network=network,
-                                      threads=threads, max_memory=max_memory, model=model,
-                                      fail=fail, degrade=degrade, fail_policy=fail_policy,
-                                      slow=slow, background=background, sync=sync,
-                                      collective=collective, **network_params),
-                        columns=RESULT_COLUMNS)
+    slowdown = checks.flag("slowdown", slowdown)
+    common = {"ecmp": ecmp, "seed": seed, "ranks": ranks, "placement": placement,
+              "network": network, "threads": threads, "max_memory": max_memory, "model": model,
+              "sync": sync, "collective": collective, **network_params}
+    df = pd.DataFrame(simulate_rows(topology, algorithm, sizes, fail=fail, degrade=degrade,
+                                    fail_policy=fail_policy, slow=slow, background=background,
+                                    **common), columns=RESULT_COLUMNS)
+    if not slowdown:
+        return df
+    healthy = df if _healthy(fail, degrade, slow, background) else \
+        pd.DataFrame(simulate_rows(topology, algorithm, sizes, **common), columns=RESULT_COLUMNS)
+    return against_healthy(df, healthy)
+
+
+def _healthy(*whatifs) -> bool:
+    """Whether no what-if is given (None or empty text each)."""
+    return all(w is None or (isinstance(w, str) and not w.strip()) for w in whatifs)
+
+
+def against_healthy(df: pd.DataFrame, healthy: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with ``healthy_time_s``, the time of ``healthy``'s row of the
+    same size (the same configuration on the healthy network), and
+    ``slowdown`` = ``time_s / healthy_time_s``."""
+    times = healthy.set_index("size_bytes")["time_s"]
+    out = df.assign(healthy_time_s=df["size_bytes"].map(times))
+    return out.assign(slowdown=out["time_s"] / out["healthy_time_s"])
 
 
 def simulate_rows(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "split",
@@ -312,7 +337,8 @@ def time_traffic(topology, traffic, *, ecmp: str = "split", seed: int = 0, place
                  network: Network | None = None, name: str | None = None,
                  threads: int | None = None, max_memory=None, fail=None, degrade=None,
                  fail_policy: str = "strict", slow=None, background=None,
-                 sync: str = "barrier", **network_params) -> pd.DataFrame:
+                 sync: str = "barrier", slowdown: bool = False,
+                 **network_params) -> pd.DataFrame:
     """Time a user-supplied step-wise traffic matrix.
 
     Parameters
@@ -325,8 +351,9 @@ def time_traffic(topology, traffic, *, ecmp: str = "split", seed: int = 0, place
         ``share``.
     ecmp, seed, placement, network, threads, max_memory, **network_params
         As for :func:`simulate` (the placement maps the traffic's ranks).
-    fail, degrade, fail_policy, slow, background
-        What-ifs, as for :func:`simulate`.
+    fail, degrade, fail_policy, slow, background, slowdown
+        What-ifs, and their slowdown against the healthy network, as for
+        :func:`simulate`.
     sync : {"barrier", "dataflow"}
         As for :func:`simulate`: under ``"dataflow"`` a rank's step starts
         when its own flows of the step before are delivered.
@@ -344,7 +371,16 @@ def time_traffic(topology, traffic, *, ecmp: str = "split", seed: int = 0, place
     net = checks.network(network, network_params, "time_traffic",
                          ("ecmp", "seed", "placement", "network", "name", "threads",
                           "max_memory", "fail", "degrade", "fail_policy", "slow", "background",
-                          "sync"))
+                          "sync", "slowdown"))
+    if checks.flag("slowdown", slowdown):
+        df = time_traffic(topology, traffic, ecmp=ecmp, seed=seed, placement=placement,
+                          network=network, name=name, threads=threads, max_memory=max_memory,
+                          fail=fail, degrade=degrade, fail_policy=fail_policy, slow=slow,
+                          background=background, sync=sync, **network_params)
+        healthy = df if _healthy(fail, degrade, slow, background) else time_traffic(
+            topology, traffic, ecmp=ecmp, seed=seed, placement=placement, network=network,
+            name=name, threads=threads, max_memory=max_memory, sync=sync, **network_params)
+        return against_healthy(df, healthy)
     (ecmp, seed), threads = topology_checks.routing(ecmp, seed), checks.threads(threads)
     sync = check_sync(sync)
     whatif = check_whatif(fail, degrade, fail_policy, slow, background)

@@ -91,6 +91,27 @@ def test_slowdown_pairs_each_row_with_its_healthy_twin():
         slowdown(pd.DataFrame({"a": [1]}))
 
 
+def test_simulate_and_time_traffic_give_the_slowdown_on_request():
+    """slowdown=True adds the healthy network's time and the slowdown, as
+    results.slowdown gives them from the two runs side by side."""
+    sizes = "1KiB,1MiB"
+    got = flowemu.simulate("torus:8x8", "swing", sizes, background="perm:0.5", slowdown=True)
+    sick = flowemu.simulate("torus:8x8", "swing", sizes, background="perm:0.5")
+    healthy = flowemu.simulate("torus:8x8", "swing", sizes)
+    want = slowdown(pd.concat([sick, healthy], ignore_index=True)).iloc[:2]
+    assert list(got.columns) == list(sick.columns) + ["healthy_time_s", "slowdown"]
+    assert np.array_equal(got.healthy_time_s, healthy.time_s)
+    assert np.allclose(got.slowdown, want.slowdown, rtol=1e-15) and (got.slowdown > 1).all()
+    assert (flowemu.simulate("torus:8x8", "swing", sizes, slowdown=True).slowdown == 1.0).all()
+    traffic = pd.DataFrame({"step": [0, 0], "src": [0, 5], "dst": [9, 12], "bytes": [2**20] * 2})
+    one = flowemu.time_traffic("torus:8x8", traffic, degrade="0,0-0,1=0.25", slowdown=True)
+    alone = flowemu.time_traffic("torus:8x8", traffic)
+    assert one.healthy_time_s.iloc[0] == alone.time_s.iloc[0]
+    assert one.slowdown.iloc[0] == one.time_s.iloc[0] / alone.time_s.iloc[0] > 1
+    with pytest.raises(ConfigError, match="slowdown: 'yes' is not allowed; expected True or"):
+        flowemu.simulate("torus:8x8", "swing", sizes, slowdown="yes")
+
+
 def test_congestion_and_adaptive_take_what_ifs():
     steps, _summary = flowemu.congestion("torus:4x4", "recdoub:variant=bandwidth",
                                         fail="random:3:1")
