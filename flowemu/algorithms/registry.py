@@ -8,12 +8,20 @@ A plug-in is a builder ``build(p, topology, blocks, **options) -> Schedule``
 run``, :func:`flowemu.simulate`, sweeps and ``flowemu verify`` take it like a
 built-in algorithm.
 
-Two ways in:
+Three ways in:
 
 * ``flowemu.register_algorithm("naive", build, params=..., doc=...)`` in the
   user's own code (a script, a notebook, a ``conftest.py``); sweeps with local
   worker processes inherit it (fork), a Dask cluster does not — use an entry
   point there.
+* a module that calls :func:`register_algorithm` when imported, named in the
+  environment variable ``FLOWEMU_PLUGINS`` (``flowemu --plugin`` adds to it):
+  items separated by commas, each a module name (``myalgs``, ``mypkg.algs``,
+  imported from ``sys.path``) or the path of a ``.py`` file (``./myalgs.py``,
+  relative to the current directory; imported under its stem, ``myalgs``).
+  They are imported at the first lookup that needs the plug-ins (an unknown
+  name, a listing, a registration), each once per process; worker processes
+  inherit the variable (:func:`flowemu.core.plugins.add_plugins`).
 * an entry point of an installed distribution, group ``flowemu.algorithms``::
 
       [project.entry-points."flowemu.algorithms"]
@@ -28,7 +36,9 @@ Entry points are read on the first registry lookup and each is imported only
 when its name is looked up (or every name is listed, or a name is unknown:
 its error lists every name). A plug-in that fails to load is reported as one
 line naming the entry point when its name is used; the other algorithms are
-not affected. A sweep identifies a plug-in's configurations by its code too
+not affected. So is a ``FLOWEMU_PLUGINS`` module that fails to import: its
+line ends the error of an unknown name and is one of :func:`plugin_errors`.
+A sweep identifies a plug-in's configurations by its code too
 (:func:`plugin_sources`).
 """
 
@@ -36,27 +46,34 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib
+import importlib.util
 import inspect
 import os
 import re
+import sys
 import types
 from collections.abc import Callable, Mapping
 
 import numpy as np
 
 from ..core.errors import ConfigError, FlowEmuError, ScheduleError, checked_keywords, show, suggest
+from ..core.plugins import PLUGINS_VARIABLE, add_plugins, is_plugin_file, plugin_items
 from .base import AlgorithmSpec, Param, Schedule
 from .collectives import get_collective
 
-__all__ = ["ENTRY_POINT_GROUP", "algorithm_names", "get_algorithm", "plugin_errors",
-           "plugin_sources", "register", "register_algorithm", "unregister_algorithm"]
+__all__ = ["ENTRY_POINT_GROUP", "PLUGINS_VARIABLE", "add_plugins", "algorithm_names",
+           "get_algorithm", "plugin_errors", "plugin_items", "plugin_sources", "register",
+           "register_algorithm", "unregister_algorithm"]
 
 #: the entry-point group plug-ins register under
 ENTRY_POINT_GROUP = "flowemu.algorithms"
 
 #: where the names of plug-ins come from, the end of an "unknown name" message
 PLUGIN_HINT = (f"plug-ins come from the {ENTRY_POINT_GROUP!r} entry-point group of installed "
-               "packages or from flowemu.register_algorithm (docs/plugins.md)")
+               f"packages, from the modules and .py files named in {PLUGINS_VARIABLE} "
+               "(flowemu --plugin FILE_OR_MODULE) or from flowemu.register_algorithm "
+               "(docs/plugins.md)")
 
 #: what an algorithm name may be: it is typed in ``NAME[:key=val,...]`` specs
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")
@@ -68,6 +85,11 @@ _PENDING: dict = {}
 #: entry points that failed to load: name -> one-line message
 _ERRORS: dict[str, str] = {}
 _scanned = False
+#: FLOWEMU_PLUGINS items imported or tried in this process: a file by its
+#: absolute path, a module by its name (each is imported once)
+_IMPORTED: set[str] = set()
+#: FLOWEMU_PLUGINS items that failed to import: item -> one-line message
+_MODULE_ERRORS: dict[str, str] = {}
 
 
 @checked_keywords
@@ -198,9 +220,12 @@ def _source_file(code) -> str | None:
 
 def plugin_errors() -> dict[str, str]:
     """Every entry point of the group that failed to load: name -> the one-line
-    message (imports every pending entry point first)."""
+    message (imports every pending entry point first); and every
+    ``FLOWEMU_PLUGINS`` module that failed to import, under
+    ``"FLOWEMU_PLUGINS:<item>"``."""
     load_all()
-    return dict(_ERRORS)
+    return {**_ERRORS, **{f"{PLUGINS_VARIABLE}:{item}": msg
+                          for item, msg in _MODULE_ERRORS.items()}}
 
 
 # ------------------------------------------------------------------ the registry
@@ -242,9 +267,11 @@ def get_algorithm(name: str, collective: str = "allreduce") -> AlgorithmSpec:
                 f"algorithm: {name!r} is not an algorithm of allreduce; it serves "
                 f"{', '.join(serves)} (give the collective: --collective, collective=); "
                 f"allreduce's: {', '.join(sorted(_REGISTRY))}") from None
+        # (a plug-in module that failed to import may be why the name is unknown)
         raise ConfigError(
             f"algorithm: unknown name {name!r}{suggest(name, _REGISTRY)}; known: "
             f"{', '.join(sorted(_REGISTRY))}; {PLUGIN_HINT}"
+            + "".join(f"; {msg}" for msg in _MODULE_ERRORS.values())
         ) from None
 
 
@@ -281,11 +308,18 @@ def load_all() -> None:
 
 
 def _scan() -> None:
-    """Read the group's entry points once (metadata only, nothing imported)."""
+    """Read the group's entry points once (metadata only, nothing imported),
+    then import the ``FLOWEMU_PLUGINS`` modules not imported yet (the
+    variable is read at every scan: :func:`add_plugins` may add to it after
+    the first)."""
     global _scanned
-    if _scanned:
-        return
-    _scanned = True
+    if not _scanned:
+        _scanned = True
+        _scan_entry_points()
+    _import_plugin_modules()
+
+
+def _scan_entry_points() -> None:
     from importlib import metadata
     try:
         found = metadata.entry_points(group=ENTRY_POINT_GROUP)
@@ -330,6 +364,69 @@ def _load(name: str) -> None:
     except Exception as exc:  # noqa: BLE001 - a plug-in bug: one line, the others work
         what = "" if isinstance(exc, FlowEmuError) else f"{type(exc).__name__}: "
         _ERRORS[name] = f"plug-in entry point {_ep_text(ep)} failed to load: {what}{_line(exc)}"
+
+
+# ------------------------------------------------------------------ FLOWEMU_PLUGINS
+
+def _import_plugin_modules() -> None:
+    """Import every ``FLOWEMU_PLUGINS`` item not tried yet in this process; a
+    failure is kept as one line in ``_MODULE_ERRORS``, never raised."""
+    todo = []
+    for item in plugin_items():
+        key = os.path.abspath(item) if is_plugin_file(item) else item
+        if key not in _IMPORTED:
+            # (marked before importing any: a module's own register_algorithm
+            # scans again, and must not import it, or the next, a second time)
+            _IMPORTED.add(key)
+            todo.append((item, key))
+    for item, key in todo:
+        try:
+            if is_plugin_file(item):
+                _import_file(key)
+            else:
+                importlib.import_module(item)
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - one line, the rest works
+            what = "" if isinstance(exc, FlowEmuError) else f"{type(exc).__name__}: "
+            hint = ""
+            if (isinstance(exc, ModuleNotFoundError) and exc.name == item
+                    and os.path.isfile(f"{item}.py")):
+                hint = f"; to import the file {item}.py, give its path: {item}.py"
+            _MODULE_ERRORS[item] = (f"{PLUGINS_VARIABLE}: {item} failed to import: "
+                                    f"{what}{_line(exc)}{hint}")
+
+
+def _import_file(path: str) -> None:
+    """Import a ``.py`` file as the module named by its stem, entered in
+    ``sys.modules`` before it runs (``inspect`` finds its source, which a
+    sweep's configuration hash reads: :func:`plugin_sources`)."""
+    if not path.endswith(".py"):
+        raise ConfigError("not a module name, nor a path to a .py file")
+    if not os.path.isfile(path):
+        raise ConfigError(f"no file {path}")
+    name = os.path.basename(path)[:-3]
+    for module in (sys.modules.get(name), sys.modules.get("__main__")):
+        # the file imported already (by the user's script, or run as it)
+        if _same_file(getattr(module, "__file__", None), path):
+            return
+    if name in sys.modules:
+        taken = getattr(sys.modules[name], "__file__", None) or "a built-in module"
+        raise ConfigError(f"the module name {name!r} is taken by {taken}; rename the file")
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        if sys.modules.get(name) is module:
+            del sys.modules[name]
+        raise
+
+
+def _same_file(a: str | None, b: str) -> bool:
+    try:
+        return a is not None and os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def _install(spec: AlgorithmSpec, replace: bool) -> AlgorithmSpec:

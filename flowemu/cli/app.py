@@ -14,6 +14,11 @@ Each command is a module of this package (:data:`COMMANDS`) with its options
 share is in :mod:`flowemu.cli.options`. The dispatcher imports only the
 command that is run: ``flowemu list`` does not load the engine's what-ifs,
 the sweeps or matplotlib.
+
+``--plugin FILE_OR_MODULE`` (repeatable, before or after the command) names
+a module or a ``.py`` file of plug-in algorithms: it is added to
+``FLOWEMU_PLUGINS`` before the command runs, so a sweep's worker processes
+import it too (:func:`flowemu.core.plugins.add_plugins`).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from __future__ import annotations
 import argparse
 import importlib
 
+from ..core.plugins import PLUGINS_VARIABLE, add_plugins
 from ..core.version import __version__
 from .options import Parser, exit_status, run_interruptible
 
@@ -61,6 +67,20 @@ def command_module(command: str):
     return importlib.import_module(f"{__package__}.{COMMANDS[command][0]}")
 
 
+#: ``--plugin``'s help, on ``flowemu`` and on every command
+PLUGIN_HELP = ("import this module (mypkg.algs) or .py file (./myalgs.py) of plug-in "
+               "algorithms, which registers them with flowemu.register_algorithm; "
+               f"repeatable; added to {PLUGINS_VARIABLE}, so sweep workers import it too")
+
+
+def add_plugin_option(parser, dest: str) -> None:
+    """``--plugin``; ``flowemu``'s and the command's go to distinct ``dest``s
+    (argparse copies a command's namespace over ``flowemu``'s, defaults
+    included, which would drop the ones given before the command)."""
+    parser.add_argument("--plugin", action="append", dest=dest, default=[],
+                        metavar="FILE_OR_MODULE", help=PLUGIN_HELP)
+
+
 class CommandParser(Parser):
     """The parser of one command: its options are added from the command's
     module when it parses (argparse runs only the chosen command's parser)."""
@@ -68,6 +88,7 @@ class CommandParser(Parser):
     def __init__(self, *a, command: str | None = None, **kw):
         super().__init__(*a, **kw)
         self.command = command
+        add_plugin_option(self, "command_plugins")
 
     def parse_known_args(self, args=None, namespace=None):
         if self.command is not None:
@@ -80,6 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     """``flowemu``'s parser: ``--version`` and one subparser per command."""
     p = Parser(prog="flowemu", description="Flow-level emulator for collective communication.")
     p.add_argument("--version", action="version", version=f"flowemu {__version__}")
+    add_plugin_option(p, "plugins")
     sub = p.add_subparsers(dest="command", parser_class=CommandParser)
     sub.required = True
     for command, (_, help_line) in COMMANDS.items():
@@ -97,6 +119,7 @@ def _dispatch(argv) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:   # --help, --version: printed, done
         return exc.code if isinstance(exc.code, int) else 0
+    add_plugins([*args.plugins, *args.command_plugins])   # before anything looks a name up
     command = getattr(command_module(args.command), f"cmd_{args.command}")
     if args.command in SIGNAL_COMMANDS:
         return command(args)

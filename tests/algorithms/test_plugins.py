@@ -1,12 +1,17 @@
-"""Algorithms from outside the package: ``flowemu.register_algorithm`` and the
-``flowemu.algorithms`` entry-point group. The plug-in below lives in this test
-file, not in flowemu; it runs through simulate, ``flowemu run``, a sweep and
-``flowemu verify``, and broken variants of it are caught by the verifier."""
+"""Algorithms from outside the package: ``flowemu.register_algorithm``, the
+``flowemu.algorithms`` entry-point group and the modules or files named in
+``FLOWEMU_PLUGINS`` (``flowemu --plugin``). The plug-in below lives in this
+test file, not in flowemu; it runs through simulate, ``flowemu run``, a sweep
+and ``flowemu verify``, and broken variants of it are caught by the verifier."""
 
 from __future__ import annotations
 
 import dataclasses
 import importlib.metadata
+import inspect
+import multiprocessing
+import os
+import sys
 
 import numpy as np
 import pytest
@@ -62,15 +67,23 @@ def naive():
 
 
 @pytest.fixture
-def fresh_plugins(monkeypatch):
-    """Plug-in state as in a new process, restored afterwards."""
+def fresh_plugins(monkeypatch, tmp_path):
+    """Plug-in state as in a new process, restored afterwards (the plug-in
+    modules written in ``tmp_path`` are forgotten too)."""
     monkeypatch.setattr(registry, "_scanned", False)
     monkeypatch.setattr(registry, "_PENDING", {})
     monkeypatch.setattr(registry, "_ERRORS", {})
+    monkeypatch.setattr(registry, "_IMPORTED", set())
+    monkeypatch.setattr(registry, "_MODULE_ERRORS", {})
+    # (restored afterwards even where ``flowemu --plugin`` has added to it)
+    monkeypatch.delenv(registry.PLUGINS_VARIABLE, raising=False)
     before = set(registry._PLUGINS)
     yield monkeypatch
     for name in set(registry._PLUGINS) - before:
         flowemu.unregister_algorithm(name)
+    for name, module in list(sys.modules.items()):
+        if str(getattr(module, "__file__", None) or "").startswith(str(tmp_path)):
+            del sys.modules[name]
 
 
 def entry_points(monkeypatch, *eps):
@@ -452,13 +465,13 @@ def test_an_unknown_name_lists_the_installed_plugins(fresh_plugins, capsys):
     assert msg.startswith("algorithm: unknown name 'epnaiv' (did you mean 'epnaive'?); known: ")
     assert "epnaive" in msg.split("; known: ")[1].split(";")[0].split(", ")
     assert msg.endswith("; plug-ins come from the 'flowemu.algorithms' entry-point group of "
-                        "installed packages or from flowemu.register_algorithm "
-                        "(docs/plugins.md)")
+                        "installed packages, from the modules and .py files named in "
+                        "FLOWEMU_PLUGINS (flowemu --plugin FILE_OR_MODULE) or from "
+                        "flowemu.register_algorithm (docs/plugins.md)")
     code, _, err = run(capsys, ["run", "-t", "tree:4", "-a", "direct", "-s", "1KiB"])
     line = one_error_line(err)
     assert code == 2 and "unknown name 'direct'" in line and "epnaive" in line
-    assert line.endswith("entry-point group of installed packages or from "
-                         "flowemu.register_algorithm (docs/plugins.md)")
+    assert line.endswith(f"; {registry.PLUGIN_HINT}")
 
 
 def test_unreadable_metadata_does_not_break_lookups(fresh_plugins, capsys):
@@ -514,6 +527,174 @@ def one_line_failure(err: str) -> str:
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in err, err
     return lines[0]
+
+
+# ------------------------------------------------------------------ FLOWEMU_PLUGINS, --plugin
+
+#: a plug-in file that needs nothing but flowemu (a spawned worker process
+#: imports it too); NAME_HERE is its algorithm's name; with PLUGIN_PIDS set,
+#: its builder notes the process that built a schedule in that file
+STANDALONE_PLUGIN = """
+import os
+
+import numpy as np
+
+import flowemu
+from flowemu.algorithms import Reduction, Schedule, Step, Traffic
+
+
+def build(p, topology=None, blocks=False):
+    \"\"\"Every rank sends its vector to the next one.\"\"\"
+    if os.environ.get("PLUGIN_PIDS"):
+        with open(os.environ["PLUGIN_PIDS"], "a") as pids:
+            pids.write(f"{os.getpid()}\\n")
+    src = np.arange(p, dtype=np.int32)
+    step = Step(Traffic(src, (src + 1) % p, np.ones(p)), Reduction.none(), "shift")
+    return Schedule("NAME_HERE", "", p, (step,))
+
+
+flowemu.register_algorithm("NAME_HERE", build)
+"""
+
+
+def plugin_file(path, name: str):
+    """Write the standalone plug-in registering ``name`` at ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(STANDALONE_PLUGIN.replace("NAME_HERE", name))
+    return path
+
+
+def test_the_plugins_variable_imports_a_module_and_a_file_once(fresh_plugins, tmp_path):
+    """FLOWEMU_PLUGINS names a module (on sys.path) and a .py file (relative
+    to the current directory, not on sys.path): both are imported at the
+    first lookup that needs the plug-ins, not before, and only once; the
+    file is a module of its own, whose source a sweep's hash reads."""
+    plugin_module(fresh_plugins, tmp_path, "envmod_algs",
+                  "flowemu.register_algorithm('envmod', naive_build)\n")
+    path = plugin_file(tmp_path / "files" / "envfile_algs.py", "envfile")
+    fresh_plugins.chdir(tmp_path)
+    fresh_plugins.setenv("FLOWEMU_PLUGINS", " envmod_algs, files/envfile_algs.py,, ")
+    assert get_algorithm("ring").name == "ring"   # a built-in: nothing imported
+    assert "envmod_algs" not in sys.modules and "envfile_algs" not in sys.modules
+    assert get_algorithm("envmod").doc.startswith("Naive allreduce")
+    spec = get_algorithm("envfile")
+    module = sys.modules["envfile_algs"]
+    builder = spec.build.__wrapped__
+    assert module.__file__ == str(path) and inspect.getmodule(builder) is module
+    assert inspect.getsourcefile(builder) == str(path)
+    assert registry.plugin_sources("envfile") == (str(path),)
+    df = flowemu.simulate("torus:4x4", "envfile", "1KiB")
+    assert df["algorithm"].iloc[0] == "envfile" and df["time_s"].iloc[0] > 0
+    # the same file by its absolute path, listed again: not imported a second time
+    # (which would register its name again: "already registered")
+    fresh_plugins.setenv("FLOWEMU_PLUGINS", f"envmod_algs,files/envfile_algs.py,{path}")
+    assert {"envmod", "envfile"} <= set(flowemu.algorithms.algorithm_names())
+    assert registry._MODULE_ERRORS == {} and sys.modules["envfile_algs"] is module
+
+
+def test_the_plugin_option_before_or_after_the_command(fresh_plugins, tmp_path, capsys):
+    """``flowemu --plugin FILE run ...`` and ``flowemu run --plugin FILE ...``
+    run a plug-in file's algorithm; the file goes into FLOWEMU_PLUGINS by its
+    absolute path (for worker processes in other directories), once."""
+    first = plugin_file(tmp_path / "cliplug_algs.py", "cliplug")
+    second = plugin_file(tmp_path / "sub" / "cliplug_two.py", "cliplug2")
+    fresh_plugins.chdir(tmp_path)
+    code, out, err = run(capsys, ["--plugin", "cliplug_algs.py", "run", "-a", "cliplug",
+                                  "-t", "torus:4x4", "-s", "1KiB", "-f", "csv"])
+    assert (code, err) == (0, ""), err
+    header, row = out.strip().splitlines()
+    assert dict(zip(header.split(","), row.split(",")))["algorithm"] == "cliplug"
+    assert os.environ["FLOWEMU_PLUGINS"] == str(first)
+    code, out, err = run(capsys, ["--plugin", "./cliplug_algs.py", "run", "--plugin",
+                                  "sub/cliplug_two.py", "-a", "cliplug2", "-t", "torus:4x4",
+                                  "-s", "1KiB"])
+    assert (code, err) == (0, ""), err
+    assert "cliplug2" in out
+    assert registry.plugin_items() == [str(first), str(second)]
+    code, _, err = run(capsys, ["--plugin", "nothere.py", "run", "-a", "ring", "-t",
+                                "torus:4x4", "-s", "1KiB"])
+    assert code == 2 and one_error_line(err).startswith(
+        "flowemu: error: --plugin: no file 'nothere.py'")
+
+
+@pytest.mark.parametrize("item, body, needle", [
+    ("brokensyntax_algs.py", "x = (\n", "SyntaxError: '(' was never closed"),
+    ("brokenraise_algs.py", "raise RuntimeError('no GPU here')\n", "RuntimeError: no GPU here"),
+    ("brokenring_algs.py", "import flowemu\nflowemu.register_algorithm('ring', print)\n",
+     "register_algorithm: 'ring' is a built-in algorithm; choose another name"),
+    ("missing_algs.py", None, "no file "),
+    ("flowemu_no_such_plugin_mod", None,
+     "ModuleNotFoundError: No module named 'flowemu_no_such_plugin_mod'"),
+])
+def test_a_broken_plugin_module_is_one_line(fresh_plugins, tmp_path, capsys, item, body,
+                                            needle):
+    """A FLOWEMU_PLUGINS item that fails to import breaks nothing else: one
+    line, a note in ``flowemu list`` and the end of an unknown name's error
+    (exit 2, no traceback); the built-ins keep working."""
+    if body is not None:
+        (tmp_path / item).write_text(body)
+    fresh_plugins.chdir(tmp_path)
+    fresh_plugins.setenv("FLOWEMU_PLUGINS", item)
+    message = f"FLOWEMU_PLUGINS: {item} failed to import: "
+    code, out, err = run(capsys, ["list"])
+    assert code == 0 and "ring" in out
+    (note,) = [line for line in err.splitlines() if "FLOWEMU_PLUGINS" in line]
+    assert note.startswith(f"flowemu: note: {message}") and needle in note
+    assert "Traceback" not in err
+    code, out, err = run(capsys, ["run", "-a", "direct", "-t", "torus:4x4", "-s", "1KiB"])
+    line = one_error_line(err)
+    assert code == 2 and out == "" and "unknown name 'direct'" in line
+    tail = line.split(f"; {registry.PLUGIN_HINT}; ")[1]
+    assert tail.startswith(message) and needle in tail
+    code, _, err = run(capsys, ["run", "-a", "ring", "-t", "torus:4x4", "-s", "1KiB"])
+    assert (code, err) == (0, "")
+    assert registry._MODULE_ERRORS.keys() == {item}   # tried once
+    assert "ring" in registry._REGISTRY and "ring" not in registry._PLUGINS
+
+
+def test_the_plugin_option_with_a_broken_file_says_why_a_name_is_unknown(fresh_plugins,
+                                                                          tmp_path, capsys):
+    path = tmp_path / "badplug_algs.py"
+    path.write_text("import flowemu\n1 / 0\n")
+    code, _, err = run(capsys, ["--plugin", str(path), "run", "-a", "direct", "-t",
+                                "torus:4x4", "-s", "1KiB"])
+    assert code == 2 and one_error_line(err).endswith(
+        f"; FLOWEMU_PLUGINS: {path} failed to import: ZeroDivisionError: division by zero")
+
+
+def test_editing_a_plugin_file_changes_its_configurations_hash(fresh_plugins, tmp_path):
+    path = plugin_file(tmp_path / "hashplug_algs.py", "hashplug")
+    fresh_plugins.setenv("FLOWEMU_PLUGINS", str(path))
+    cfg = tmp_path / "plug.toml"
+    cfg.write_text('sizes = "1KiB"\ntopology = "torus:8"\nalgorithm = ["hashplug", "ring"]\n')
+    before = {c.algorithm_names()[0]: c.hash for c in load_sweep(cfg).configs}
+    path.write_text(path.read_text().replace("np.ones(p)", "np.full(p, 2.0)"))
+    after = {c.algorithm_names()[0]: c.hash for c in load_sweep(cfg).configs}
+    assert after["hashplug"] != before["hashplug"] and after["ring"] == before["ring"]
+
+
+def test_a_sweep_of_a_plugin_file_runs_in_worker_processes(fresh_plugins, tmp_path):
+    """Worker processes started afresh (spawn, as on macOS and Windows; on
+    Linux the pool forks, and a fork inherits the parent's registry) know the
+    plug-in through FLOWEMU_PLUGINS alone: its schedules are built there."""
+    path = plugin_file(tmp_path / "plugin dir" / "sweepplug_algs.py", "sweepplug")
+    pids = tmp_path / "pids.txt"
+    fresh_plugins.setenv("FLOWEMU_PLUGINS", str(path))
+    fresh_plugins.setenv("PLUGIN_PIDS", str(pids))
+    real_context = multiprocessing.get_context
+    fresh_plugins.setattr(multiprocessing, "get_context",
+                          lambda method=None: real_context("spawn"))
+    cfg = tmp_path / "plug.toml"
+    cfg.write_text('sizes = "1KiB,1MiB"\ntopology = ["torus:4x4", "torus:8"]\n'
+                   'algorithm = ["sweepplug", "ring"]\n')
+    summary = flowemu.study.sweep.sweep(cfg, tmp_path / "out", jobs=2, progress=False,
+                                        chunk_size=1)
+    assert not summary.errors and summary.computed == 4
+    df = flowemu.load(tmp_path / "out")
+    mine = df[df["algorithm"] == "sweepplug"]
+    assert len(mine) == 4 and (mine["time_s"] > 0).all()
+    built_in = {int(pid) for pid in pids.read_text().split()}
+    assert built_in and os.getpid() not in built_in
 
 
 # ------------------------------------------------------------------ auto and sized plug-ins
