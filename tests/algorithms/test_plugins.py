@@ -75,8 +75,10 @@ def fresh_plugins(monkeypatch, tmp_path):
     monkeypatch.setattr(registry, "_ERRORS", {})
     monkeypatch.setattr(registry, "_IMPORTED", set())
     monkeypatch.setattr(registry, "_MODULE_ERRORS", {})
-    # (restored afterwards even where ``flowemu --plugin`` has added to it)
-    monkeypatch.delenv(registry.PLUGINS_VARIABLE, raising=False)
+    # (restored afterwards even where ``flowemu --plugin`` has added to it:
+    # setenv records the variable as it was, set or not, delenv alone does not)
+    monkeypatch.setenv(registry.PLUGINS_VARIABLE, "")
+    monkeypatch.delenv(registry.PLUGINS_VARIABLE)
     before = set(registry._PLUGINS)
     yield monkeypatch
     for name in set(registry._PLUGINS) - before:
