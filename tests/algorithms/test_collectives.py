@@ -64,7 +64,14 @@ def test_every_collective_has_algorithms_and_allreduce_keeps_its_own():
     assert get_collective("reduce-scatter").name == "reduce_scatter"
 
 
-@pytest.mark.parametrize("collective, name", ALGORITHMS)
+#: the cases of the proofs below that take seconds each (every root of nccl's
+#: rooted plans): in make test-all, beside the 1000-rank proofs
+SLOW_PROOFS = {("reduce", "nccl"), ("broadcast", "nccl")}
+
+
+@pytest.mark.parametrize("collective, name", [
+    pytest.param(c, n, marks=pytest.mark.slow) if (c, n) in SLOW_PROOFS else (c, n)
+    for c, n in ALGORITHMS])
 def test_every_algorithm_proves_its_collective(collective, name):
     for p in P_VALUES:
         if pow2_only(collective, name) and p & (p - 1):
@@ -78,7 +85,9 @@ def test_every_algorithm_proves_its_collective(collective, name):
 
 @pytest.mark.parametrize("collective, name", [("allgather", "ring"), ("broadcast", "binomial"),
                                               ("reduce", "binomial"), ("gather", "binomial"),
-                                              ("scatter", "linear"), ("alltoall", "pairwise")])
+                                              ("scatter", "linear"),
+                                              pytest.param("alltoall", "pairwise",
+                                                           marks=pytest.mark.slow)])
 def test_p_1000(collective, name):
     """A thousand ranks fit: a collective that combines nothing keeps one
     count a (rank, block); broadcast and reduce move one block."""
