@@ -29,6 +29,9 @@ from flowemu.engine.profiles import make_context, route_step
 from flowemu.topology import parse_topology
 from tests.benchmarks.yardstick import copy_1gib_ms
 
+#: timings (make bench); their setups take seconds, which make test spares
+pytestmark = pytest.mark.slow
+
 SPEC = "torus:64x64"
 
 

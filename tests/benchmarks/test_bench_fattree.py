@@ -118,7 +118,8 @@ def test_random_permutation_k32(benchmark, ecmp):
 @pytest.mark.parametrize("spec, ecmp", [("fattree:k=32,taper=2", "dmodk"),
                                         ("fattree:k=32,taper=2", "split"),
                                         ("fattree:k=32,taper=4", "split"),
-                                        ("fattree:k=32,taper=1:3", "split")])
+                                        pytest.param("fattree:k=32,taper=1:3", "split",
+                                                     marks=pytest.mark.slow)])
 def test_random_permutation_k32_tapered(benchmark, spec, ecmp):
     """Tapered trees: with split routes the shared uplink groups couple most
     flows, so a finish changes ~200 rates (by k=32) that the incremental

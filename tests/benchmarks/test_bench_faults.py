@@ -21,6 +21,9 @@ from flowemu.topology import parse_topology
 from flowemu.whatif.faults import apply_faults
 from tests.benchmarks.yardstick import best_seconds, copy_1gib_ms, record_target
 
+#: timings (make bench); their setups take seconds, which make test spares
+pytestmark = pytest.mark.slow
+
 SPEC = "torus:64x64"
 FAIL = "random:16:0"
 

@@ -8,10 +8,12 @@ figure call ``copy_1gib_ms``; none benchmarks it again under this name."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from tests.benchmarks.yardstick import YARDSTICK_BENCHMARK
 
 
+@pytest.mark.slow   # (a timing only: make bench runs it, make test has nothing to check)
 def test_bench_yardstick_1gib_copy(benchmark):
     """1 GiB numpy copy: the yardstick the other figures are read against."""
     assert benchmark.name == YARDSTICK_BENCHMARK
