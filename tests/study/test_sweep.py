@@ -587,6 +587,14 @@ def test_files_are_read_beside_the_sweep_file_from_any_directory(tmp_path, monke
     monkeypatch.chdir(tmp_path / "elsewhere")
     plan = load_sweep("../study/s.toml")
     assert plan.notes == []
+    # the configurations are the same from any directory: a file by its name
+    # in the sweep file (and its contents), not by the path opened from here
+    monkeypatch.chdir(study)
+    here = {c.key.replace(f"{study}/", ""): c.hash for c in load_sweep("s.toml").configs}
+    assert {c.key.replace(f"{study}/", ""): c.hash for c in plan.configs} == here
+    monkeypatch.chdir(tmp_path)
+    assert {c.hash for c in load_sweep("study/s.toml").configs} == set(here.values())
+    monkeypatch.chdir(tmp_path / "elsewhere")
     assert [c.topology for c in plan.groups["graph"]] == [f"graph:{study / 'net.toml'}",
                                                           "torus:4"]
     (files,) = plan.groups["files"]

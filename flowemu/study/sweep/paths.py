@@ -40,6 +40,8 @@ class SweepFiles:
 
     sweep: Path | None = None    # the sweep file (None: the current directory)
     notes: list[str] = field(default_factory=list)
+    #: the path opened -> the text the sweep file gives, where they differ
+    written: dict = field(default_factory=dict)
     _noted: set = field(default_factory=set, init=False, repr=False)
 
     @property
@@ -68,7 +70,7 @@ class SweepFiles:
             return text
         beside = self.base / text
         if os.path.exists(beside):
-            return text if self._here() else _from_here(beside)
+            return self._opened(text, beside)
         if not self._here() and os.path.exists(text):
             if text not in self._noted:
                 self._noted.add(text)
@@ -80,11 +82,44 @@ class SweepFiles:
         if not (required or _FILE_NAME.search(text)):
             return text
         if checked_later:
-            return text if self._here() else _from_here(beside)
+            return self._opened(text, beside)
         looked = f"{os.path.abspath(beside)} (beside the sweep file)"
         if not self._here():
             looked += f" and {os.path.abspath(text)} (in the current directory)"
         raise ConfigError(f"{text}: file not found; looked for {looked}")
+
+    def _opened(self, text: str, beside: Path) -> str:
+        """The path of ``text`` beside the sweep file, as a configuration
+        names it (its ``written`` text kept for the configuration's hash)."""
+        if self._here():
+            return text
+        path = _from_here(beside)
+        self.written[path] = text
+        return path
+
+    def as_written(self, canonical: dict) -> dict:
+        """A configuration's identity (:meth:`Config.canonical`) with each
+        file named as the sweep file names it, not by the path opened from
+        the current directory: a sweep identifies its configurations alike
+        from any directory."""
+        return {key: self._text(value) for key, value in canonical.items()}
+
+    def _text(self, value):
+        if isinstance(value, dict):
+            return self.as_written(value)
+        if isinstance(value, (list, tuple)):
+            return type(value)(self._text(v) for v in value)
+        if not isinstance(value, str) or not self.written:
+            return value
+        for path, text in self.written.items():
+            if value == path:
+                return text
+            for before in ("graph:", "placement=", "file:"):   # a spec, a job, a placement
+                at = value.find(before + path)
+                end = at + len(before + path)
+                if at >= 0 and (end == len(value) or value[end] in ", ]"):
+                    value = value[:at] + before + text + value[end:]
+        return value
 
     def _here(self) -> bool:
         """Whether the sweep file lies in the current directory."""

@@ -48,7 +48,7 @@ from .fields import (
     type_name,
 )
 from .jobs import check_jobs_config, parse_jobs_field
-from .paths import reading
+from .paths import current, reading
 from .traffic import check_traffic_config, parse_traffic_field
 from .where import compile_where, eval_where, excluded, parse_exclude, where_env
 
@@ -328,7 +328,7 @@ def _expand(path: Path, doc: dict) -> SweepPlan:
             if not (alg.traffic or alg.jobs) and not _simulable(cfg, given, locs, refused,
                                                                 simulated):
                 continue
-            h = config_hash(cfg.canonical())
+            h = config_hash(current().as_written(cfg.canonical()))
             if h in seen:
                 continue
             seen.add(h)
