@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..core.errors import ConfigError, suggest
 from ..study.figures.plots import KINDS, figures, plot
 from ..topology import split_specs
-from .options import WHERE_HELP, given, naming_options, refuse
+from .options import WHERE_HELP, given, naming_options
 
 #: plot()'s arguments as this command's options (its messages name the former)
 PLOT_OPTIONS = {"kind": "--kind", "group": "--group", "topologies": "--topology",
@@ -50,9 +50,10 @@ def cmd_plot(args) -> int:
     if args.out is None:   # every standard figure, unfiltered: the choices need --out
         for dest in ("kind", "group", "topology", "algorithm", "where", "title", "by", "size",
                      "relative"):
-            if given(args, dest):
-                refuse(f"--{dest}", "needs --out FILE (without it, plot draws every standard "
-                                    "figure of the dataset into DATASET/_figures/)")
+            if given(args, dest):   # (a choice of one figure: give --out, not "drop it")
+                raise ConfigError(f"--{dest}: chooses one figure, which needs --out FILE "
+                                  "(without --out, plot draws every standard figure of the "
+                                  "dataset into DATASET/_figures/)")
         for path in figures(args.dataset):
             print(path)
         return 0

@@ -14,6 +14,7 @@ from pathlib import Path
 from ..core.errors import ConfigError
 from ..study.sweep import dataset as ds
 from ..study.sweep import load_sweep, sweep
+from ..study.sweep.run import other_sweep
 from .options import as_options, given, note, refuse
 
 #: sweep() arguments and the options that set them (messages name the option)
@@ -91,6 +92,11 @@ def _dry_run(args) -> int:
         note(message)
     out = Path(args.out) if args.out else Path("results") / plan.name
     known = out.is_dir()
+    other = other_sweep(out, plan) if known else ""
+    if other:   # as the run would refuse it
+        note(f"{out} holds the results of sweep {other!r}, not of {plan.name!r}: a run into "
+             "it is refused (choose another --out, or add --prune to replace them)")
+        known = False
     done = ds.result_hashes(out) if known else set()
     failed = ds.error_hashes(out) - done if known and not args.retry_errors else set()
     what = {"reuse": 0, "run": 0, "failed earlier": 0}

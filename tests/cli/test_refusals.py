@@ -74,7 +74,10 @@ def dataset(tmp_path, sweep_file):
 ])
 def test_plot_filters_need_out(capsys, dataset, extra, option):
     code, _, err = run(capsys, ["plot", str(dataset)] + extra)
-    assert code == 2 and one_error_line(err).startswith(f"flowemu: error: {option}: ")
+    line = one_error_line(err)
+    assert code == 2 and line.startswith(f"flowemu: error: {option}: chooses one figure, "
+                                         "which needs --out FILE")
+    assert "drop it" not in line   # (it needs --out: dropping it is not the one way)
     assert not (dataset / FIGURES_DIR).exists()
 
 

@@ -526,6 +526,15 @@ def test_cli_sweep_and_dry_run(tmp_path, capsys):
     assert sum(ln.endswith("(run)") for ln in lines) == len(lines) - 12 == 6
     assert f"into {tmp_path / 'd'}: 6 to run, 12 reused" in out
     assert sorted(p.name for p in (tmp_path / "d").rglob("*")) == before
+    # another sweep file's dry run into it says the run would be refused
+    other = write(tmp_path, SMALL, "other.toml")
+    assert main(["sweep", str(other), "--dry-run", "--out", str(tmp_path / "d")]) == 0
+    out, err = capsys.readouterr()
+    assert f"note: {tmp_path / 'd'} holds the results of sweep 'cfg', not of 'other': a run " \
+        "into it is refused" in err
+    assert "(reuse)" not in out and "into " not in out
+    assert main(["sweep", str(other), "--out", str(tmp_path / "d"), "-q"]) == 2
+    assert "holds the results of sweep 'cfg'" in capsys.readouterr().err
 
 
 # ------------------------------------------------------------------ files a sweep file names

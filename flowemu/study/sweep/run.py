@@ -76,8 +76,10 @@ class SweepSummary:
         if self.set_aside_now:   # (those set aside by an earlier run were said then)
             earlier = (f"; {self.set_aside} in all with those set aside before"
                        if self.set_aside > self.set_aside_now else "")
-            out += (f"\n  set aside: {self.set_aside_now} configurations the file no longer "
-                    f"lists (kept on disk, not loaded: their rows in "
+            n = self.set_aside_now
+            out += (f"\n  set aside: {n} configuration{'s' if n != 1 else ''} not in the sweep "
+                    "as it is now (the file no longer lists it, or a file or plug-in it names "
+                    f"changed; kept on disk, not loaded: their rows in "
                     f"{self.path / ds.ASIDE_DIR}{earlier}; --prune deletes them)")
         if self.pruned:
             out += (f"\n  pruned: {self.pruned} configurations ({self.pruned_rows} rows) no "
@@ -223,7 +225,7 @@ def _sweep(plan, out: Path, pool, jobs, retry_errors, prune, progress, chunk_siz
         recover(out)   # what a killed run finished counts as done
         wanted = {c.hash for c in plan.configs}
         summary = SweepSummary(out, plan.name, len(plan.configs), 0, 0, 0, 0, 0, 0.0)
-        other = _other_sweep(out, plan)
+        other = other_sweep(out, plan)
         if other and not prune:
             raise ConfigError(f"out: {str(out)!r} holds the results of sweep {other!r}, not of "
                               f"{plan.name!r} ({plan.path}); choose another --out, or add "
@@ -418,7 +420,7 @@ def _part_size(todo, workers: int, chunk_size: int | None) -> int:
     return max((len(c) for c in chunk_configs(todo, workers, None)), default=1)
 
 
-def _other_sweep(out: Path, plan: SweepPlan) -> str:
+def other_sweep(out: Path, plan: SweepPlan) -> str:
     """The name of another sweep whose results ``out`` holds ("" if none):
     from the manifest, or for a dataset without one, from its rows."""
     doc = ds.read_manifest(out)
