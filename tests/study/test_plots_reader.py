@@ -149,7 +149,8 @@ def test_equal_slowdown_lines_stay_distinguishable():
         rows.append(row("torus:8x8", alg, 1024, healthy))
         rows.append(row("torus:8x8", alg, 1024, healthy, "random:1:0", 1))
         rows.append(row("torus:8x8", alg, 1024, healthy * 1.5, "random:4:0", 4))
-    ax = slowdown_figure(pd.DataFrame(rows)).axes[0]
+    fig = slowdown_figure(pd.DataFrame(rows))
+    ax = fig.axes[0]
     lines = labelled_lines(ax)
     assert list(lines) == ["bucket", "recdoub", "ring"]
     for line in lines.values():
@@ -161,6 +162,9 @@ def test_equal_slowdown_lines_stay_distinguishable():
     assert recdoub.get_markerfacecolor() == "none"
     told = [t.get_text() for t in ax.texts]
     assert told == ["recdoub = bucket\nring = bucket"], told
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "recdoub, over an equal line (see the panel)" in legend
+    assert "ring, over 2 equal lines (see the panel)" in legend
     # lines apart at every count are drawn as they are
     rows += [row("torus:8x8", "swing", 1024, 1.0), row("torus:8x8", "swing", 1024, 2.0,
                                                        "random:4:0", 4)]

@@ -63,3 +63,9 @@ def note_equal(ax, equal: list) -> None:
         ax.text(0.98, 0.03, "\n".join(f"{a} = {b}{w}" for a, b, w in equal),
                 transform=ax.transAxes, ha="right", va="bottom", fontsize=7,
                 bbox={"facecolor": "white", "alpha": 0.85, "edgecolor": "none", "pad": 1.5})
+
+
+def covering_entry(label: str, depth: int) -> str:
+    """The legend's entry of ``label`` drawn over ``depth`` equal lines."""
+    return (f"{label}, over an equal line (see the panel)" if depth == 1 else
+            f"{label}, over {depth} equal lines (see the panel)")

@@ -34,7 +34,7 @@ from .common import (
     scenario_title,
     size_axis,
 )
-from .equal import covering_look, equal_line, note_equal
+from .equal import covering_entry, covering_look, equal_line, note_equal
 from .style import style_map, use_log_scale
 
 
@@ -116,8 +116,7 @@ def goodput_figure(df: pd.DataFrame, *, metric: str = "goodput", title: str | No
                 depth = sum(1 for _, u, _ in equal if u == under) + 1
                 kwargs, markersize = covering_look(style, depth)
                 equal.append((lab, under, where_equal))
-                entry = (f"{lab}, over an equal line (see the panel)" if depth == 1 else
-                         f"{lab}, over {depth} equal lines (see the panel)")
+                entry = covering_entry(lab, depth)
                 covering.add(entry)
                 handles.setdefault(entry, _proxy(kwargs, markersize))
             ax.plot(x, y, markersize=markersize, linewidth=1.4, label=name, **kwargs)

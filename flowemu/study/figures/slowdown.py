@@ -41,7 +41,7 @@ from .common import (
     scenario_title,
     wrap_label,
 )
-from .equal import covering_look, equal_line, note_equal
+from .equal import covering_entry, covering_look, equal_line, note_equal
 from .style import style_map, use_log_scale
 
 WHO = "slowdown figure"
@@ -110,6 +110,7 @@ def slowdown_figure(df: pd.DataFrame, *, size=None, title: str | None = None, gr
     heading = f"{title} · vector size {format_size(nbytes)}" if title else \
         f"vector size {format_size(nbytes)}"
     handles, spreads = {}, set()     # spreads: how min–max over seeds is drawn
+    covering = {}                    # legend entries of lines drawn over equal ones
     for ax, key in zip(axes, scen):
         sub = rows_of(cmp, cols, key)
         numeric, xpos = _x_positions(sub)   # each panel its own conditions
@@ -133,6 +134,8 @@ def slowdown_figure(df: pd.DataFrame, *, size=None, title: str | None = None, gr
                     depth = sum(1 for _, u, _ in equal if u == under) + 1
                     kwargs, markersize = covering_look(style, depth)
                     equal.append((lab, under, where))
+                    covering[covering_entry(lab, depth)] = Line2D(
+                        [], [], linewidth=1.5, markersize=markersize, **kwargs)
                 ax.plot(x, y, markersize=markersize, linewidth=1.5, label=lab, **kwargs)
                 if seeded:
                     ax.fill_between(x, lo, hi, color=style.color, alpha=0.18, linewidth=0)
@@ -152,6 +155,7 @@ def slowdown_figure(df: pd.DataFrame, *, size=None, title: str | None = None, gr
                     len(scen))
         _condition_axis(ax, numeric, xpos)
     _slowdown_axis(axes, cmp[["slowdown_min", "slowdown_max"]].to_numpy(dtype=float).ravel())
+    handles.update(covering)
     names, lines = list(handles), list(handles.values())
     if spreads:
         seeds = sorted(set(cmp.loc[cmp["seeds"] > 1, "seeds"]))
