@@ -411,6 +411,11 @@ def _import_file(path: str) -> None:
     if name in sys.modules:
         taken = getattr(sys.modules[name], "__file__", None) or "a built-in module"
         raise ConfigError(f"the module name {name!r} is taken by {taken}; rename the file")
+    # its directory on the path, as a script's is: a module beside it imports
+    # (after the installed ones, which it does not hide)
+    folder = os.path.dirname(os.path.abspath(path))
+    if folder not in sys.path:
+        sys.path.append(folder)
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module

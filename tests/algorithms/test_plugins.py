@@ -71,6 +71,7 @@ def fresh_plugins(monkeypatch, tmp_path):
     """Plug-in state as in a new process, restored afterwards (the plug-in
     modules written in ``tmp_path`` are forgotten too)."""
     monkeypatch.setattr(registry, "_scanned", False)
+    monkeypatch.setattr(sys, "path", list(sys.path))   # (a plug-in file's folder joins it)
     monkeypatch.setattr(registry, "_PENDING", {})
     monkeypatch.setattr(registry, "_ERRORS", {})
     monkeypatch.setattr(registry, "_IMPORTED", set())
@@ -592,6 +593,25 @@ def test_the_plugins_variable_imports_a_module_and_a_file_once(fresh_plugins, tm
     fresh_plugins.setenv("FLOWEMU_PLUGINS", f"envmod_algs,files/envfile_algs.py,{path}")
     assert {"envmod", "envfile"} <= set(flowemu.algorithms.algorithm_names())
     assert registry._MODULE_ERRORS == {} and sys.modules["envfile_algs"] is module
+
+
+def test_a_plugin_file_imports_a_module_beside_it(fresh_plugins, tmp_path):
+    """As a script does: the folder of a FLOWEMU_PLUGINS file is on the
+    path while it (and later its builder) imports, after the installed
+    modules."""
+    files = tmp_path / "files"
+    files.mkdir()
+    (files / "sibling_helpers.py").write_text(
+        "from tests.algorithms.test_plugins import naive_build\n"
+        "def build(p, topology=None, blocks=False):\n"
+        "    return naive_build(p, topology, blocks)\n")
+    (files / "sibling_algs.py").write_text(
+        "import flowemu\nfrom sibling_helpers import build\n"
+        "flowemu.register_algorithm('sibling', build)\n")
+    fresh_plugins.chdir(tmp_path)
+    fresh_plugins.setenv("FLOWEMU_PLUGINS", "files/sibling_algs.py")
+    assert get_algorithm("sibling").name == "sibling" and registry._MODULE_ERRORS == {}
+    assert sys.path[-1] == str(files)
 
 
 def test_the_plugin_option_before_or_after_the_command(fresh_plugins, tmp_path, capsys):
