@@ -204,6 +204,23 @@ def test_load_missing_and_empty(tmp_path):
     assert load(tmp_path).empty and "config_hash" in load(tmp_path).columns
 
 
+def test_load_says_what_it_was_given_instead_of_results(dataset, tmp_path):
+    """A folder of datasets (results/) and a traffic file are not results:
+    both are named (they read as an empty table and as traffic rows)."""
+    folder = tmp_path / "results"
+    shutil.copytree(dataset, folder / "small")
+    shutil.copytree(dataset, folder / "again")
+    with pytest.raises(ConfigError, match=r"^dataset: '.*results' holds datasets, not results "
+                                          r"of its own; give one of them: .*again, .*small$"):
+        load(folder)
+    traffic = tmp_path / "halo.csv"
+    traffic.write_text("step,src,dst,bytes\n0,0,1,100\n")
+    with pytest.raises(ConfigError, match=r"holds no result rows \(no column size_bytes\): a "
+                                          r"traffic file; time it with flowemu run"):
+        load(traffic)
+    assert len(load(folder / "small")) == len(load(dataset))
+
+
 def test_cli_compare_formats(dataset, tmp_path, capsys):
     assert main(["compare", str(dataset)]) == 0
     out = capsys.readouterr().out

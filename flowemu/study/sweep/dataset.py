@@ -298,9 +298,23 @@ def load(dataset) -> pd.DataFrame:
             df = pd.read_csv(path) if path.suffix.lower() == ".csv" else pd.read_parquet(path)
         except Exception as exc:  # noqa: BLE001
             raise ConfigError(f"dataset: cannot read {str(path)!r}: {exc}") from None
+        if "size_bytes" not in df.columns and len(df.columns):
+            traffic = {"step", "src", "dst", "bytes"} <= set(df.columns)
+            raise ConfigError(f"dataset: {str(path)!r} holds no result rows (no column "
+                              "size_bytes): "
+                              + ("a traffic file; time it with flowemu run --traffic or "
+                                 "flowemu.time_traffic" if traffic else
+                                 "expected a sweep's dataset or rows of flowemu results"))
         return with_model(df)
     df = _current(_read_parts(result_parts(path)), path)
     if df is None:
+        inner = sorted(str(d) for d in path.iterdir()   # (not its own _aside/, _errors/)
+                       if d.is_dir() and not d.name.startswith(("_", "."))
+                       and ((d / MANIFEST).is_file() or result_parts(d)))
+        if inner:   # a folder of datasets (results/), not one
+            raise ConfigError(f"dataset: {str(path)!r} holds datasets, not results of its "
+                              f"own; give one of them: {', '.join(inner[:8])}"
+                              + (", ..." if len(inner) > 8 else ""))
         return pd.DataFrame(columns=SWEEP_COLUMNS + RESULT_COLUMNS)
     return with_model(df)
 
