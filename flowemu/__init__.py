@@ -8,7 +8,7 @@ The heavy parts (numba kernels, pandas) load on first use, so importing a
 submodule such as ``flowemu.core.units`` stays cheap.
 """
 
-import sys
+import sys as _sys
 
 from .api import units
 from .core.errors import ConfigError, FlowEmuError, RoutingError, ScheduleError, SolverError
@@ -17,7 +17,7 @@ from .core.version import __version__
 
 # flowemu.units is flowemu/api/units.py (the top level holds only the layers);
 # registered under its public name so that `from flowemu.units import Gbps` works
-sys.modules[f"{__name__}.units"] = units
+_sys.modules[f"{__name__}.units"] = units
 
 _LAZY = {
     "simulate": "api.simulation", "congestion": "api.simulation",
@@ -74,7 +74,8 @@ __all__ = [
 
 def __dir__():
     # the names loaded on first use too (tab completion, dir(flowemu))
-    return sorted(set(globals()) | set(__all__))
+    return sorted({n for n in globals() if not n.startswith("_")} | set(__all__)
+                  | {"__version__"})
 
 
 def __getattr__(name):

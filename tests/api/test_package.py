@@ -12,6 +12,9 @@ def test_every_public_name_is_listed_and_resolves():
     for name in flowemu.__all__:
         assert name in listed, name
         assert getattr(flowemu, name) is not None
+    # what the package imports for itself is no public name
+    assert "sys" not in listed and not [n for n in listed if n.startswith("_") and
+                                        n != "__version__"]
 
 
 def test_dir_lists_the_lazy_names_before_they_are_loaded():

@@ -143,6 +143,7 @@ def test_the_demo_plot_has_a_short_title_and_no_repeated_subtitle():
                  "alpha 0s", "ECMP split", "healthy network"):
         assert part in caption
     assert "allreduce" not in caption              # the title says it
+    assert "seed" not in caption                   # split routes read no seed
     assert "=" not in caption                      # sync barrier, not sync=barrier
     assert caption.count("\n") <= 2
 
@@ -217,6 +218,7 @@ def test_every_figure_keeps_its_legend_and_caption_off_the_panels(kind):
         caption = caption_of(fig).get_window_extent(renderer)
         assert all(not caption.overlaps(ax.get_tightbbox(renderer)) for ax in fig.axes)
         assert "ECMP hash" in caption_of(fig).get_text()
+        assert "seed 0" in caption_of(fig).get_text()    # the seed of the hashed routes
         return
     check_surroundings(fig)
     if kind == "limited":
