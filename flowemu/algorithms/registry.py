@@ -63,8 +63,8 @@ from .base import AlgorithmSpec, Param, Schedule
 from .collectives import get_collective
 
 __all__ = ["ENTRY_POINT_GROUP", "PLUGINS_VARIABLE", "add_plugins", "algorithm_names",
-           "get_algorithm", "plugin_errors", "plugin_items", "plugin_sources", "register",
-           "register_algorithm", "unregister_algorithm"]
+           "get_algorithm", "plugin_errors", "plugin_items", "plugin_names", "plugin_sources",
+           "register", "register_algorithm", "unregister_algorithm"]
 
 #: the entry-point group plug-ins register under
 ENTRY_POINT_GROUP = "flowemu.algorithms"
@@ -216,6 +216,11 @@ def _source_file(code) -> str | None:
     if path is None:
         path = getattr(inspect.getmodule(code), "__file__", None)
     return os.path.abspath(path) if path and os.path.isfile(path) else None
+
+
+def plugin_names() -> set[str]:
+    """The registered algorithms that are plug-ins (not built in)."""
+    return set(_PLUGINS) & set(_REGISTRY)
 
 
 def plugin_errors() -> dict[str, str]:

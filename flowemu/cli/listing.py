@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..algorithms import algorithm_names, get_algorithm
 from ..algorithms.collectives import COLLECTIVES, get_collective
-from ..algorithms.registry import plugin_errors
+from ..algorithms.registry import plugin_errors, plugin_names
 from ..api.jobs import JOB_DOC
 from ..core.presets import builtin_presets
 from ..engine.dataflow import SYNC_DOCS
@@ -50,10 +50,12 @@ def add_arguments(parser) -> None:
 
 def _allreduce_algorithms() -> None:
     print("algorithms:")
-    for name in algorithm_names():
+    names = algorithm_names()   # (every plug-in loaded: plugin_names knows them all)
+    plugins = plugin_names()
+    for name in names:
         spec = get_algorithm(name)
         first = (spec.doc.strip().splitlines() or [""])[0]
-        print(f"  {name:10s} {first}")
+        print(f"  {name:10s} {'(plug-in) ' if name in plugins else ''}{first}")
         if spec.families is not None:
             print(f"      runs on: {', '.join(spec.families)}")
         for prm in spec.params:

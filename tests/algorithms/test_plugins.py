@@ -131,6 +131,8 @@ def test_cli_run_list_and_bad_option(naive, capsys):
     assert float(row[8]) == pytest.approx(expected_naive_time(8, 1024, 8e9), rel=1e-9)
     code, out, _ = run(capsys, ["list"])
     assert code == 0 and "naive" in out and "root=0" in out and "the root rank" in out
+    lines = {ln.split()[0]: ln for ln in out.splitlines() if ln.startswith("  ") and ln.split()}
+    assert "(plug-in) " in lines["naive"] and "(plug-in)" not in lines["ring"]
     code, _, err = run(capsys, ["run", "-t", "tree:8", "-a", "naive:depth=2", "-s", "1KiB"])
     assert code == 2 and "unknown option(s) depth" in one_error_line(err)
 
