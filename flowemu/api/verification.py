@@ -256,7 +256,7 @@ def _variant_text(ver: Verification, v: VerifiedVariant, all_steps: bool) -> str
     where = f" on {ver.topology}" if ver.topology else " (rank ids, no topology)"
     opts = ",".join(f"{k}={x}" for k, x in sorted(v.options.items()))
     lines = [f"verified {ver.algorithm} on {ver.p} ranks{where}: variant "
-             f"{v.variant or '-'}" + (f" ({opts})" if opts else "")]
+             f"{v.variant or '-'}" + (f" ({opts})" if opts and opts != v.variant else "")]
     if ver.auto:
         lines[0] += f" [{ver.auto}=auto: every choice is verified]"
     if ver.size is not None:
