@@ -267,7 +267,11 @@ def test_every_figure_has_a_title_without_one_given():
         "mine · gain of swing over the best other"
     own = "my gain of swing over the best other"
     assert gain_figure(df, algorithm="swing", title=own)._suptitle.get_text() == own
-    assert goodput_figure(df, title="mine")._suptitle.get_text() == "mine"
+    # so is every figure's: what it shows (goodput, time, slowdown at a size)
+    assert goodput_figure(df, title="mine")._suptitle.get_text() == "mine · goodput"
+    assert goodput_figure(df, title="my goodput")._suptitle.get_text() == "my goodput"
+    assert goodput_figure(df, metric="time", title="mine")._suptitle.get_text() == \
+        "mine · time"
 
 
 def test_a_long_fixed_list_wraps_in_the_caption_within_the_figure():

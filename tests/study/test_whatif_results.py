@@ -379,6 +379,9 @@ def test_slowdown_figure_says_what_it_leaves_out():
                                               1) for s in range(2)])])
     fig = slowdown_figure(lonely, size="4KiB")
     heading = fig._suptitle.get_text().replace("\n", " ")
+    assert heading.startswith("slowdown at vector size 4KiB")   # (no title given)
+    titled = slowdown_figure(lonely, size="4KiB", title="sd")._suptitle.get_text()
+    assert titled.replace("\n", " ").startswith("sd · slowdown at vector size 4KiB")
     assert "(left out, no healthy twin in the data: recdoub (fail random:1))" in heading
     drawn = {ln.get_label() for ax in fig.axes for ln in ax.get_lines()}
     assert "recdoub" not in drawn and {"ring", "swing"} <= drawn

@@ -19,7 +19,6 @@ from matplotlib.ticker import FuncFormatter, NullFormatter
 from ...core.errors import ConfigError
 from ...core.units import format_size, format_time
 from .common import (
-    default_title,
     filter_rows,
     finish_layout,
     fixed_parameters,
@@ -33,6 +32,7 @@ from .common import (
     scenario_keys,
     scenario_title,
     size_axis,
+    titled,
 )
 from .equal import covering_entry, covering_look, equal_line, note_equal
 from .style import style_map, use_log_scale
@@ -80,7 +80,7 @@ def goodput_figure(df: pd.DataFrame, *, metric: str = "goodput", title: str | No
         raise ConfigError(f"relative: goes with the goodput figure, not {metric}")
     column, scale, label, formatter = _METRICS[metric]
     df = filter_rows(df, group, topologies, where)
-    title = title or default_title(df, metric)
+    title = titled(df, title, metric)
     # the two models of one configuration share a panel: a flow line and a dashed
     # GenModel line per algorithm, so the panel shows where they part
     df, note = limit_scenarios(df, max_panels, keep=("model",))

@@ -39,6 +39,7 @@ from .common import (
     save_figure,
     scenario_keys,
     scenario_title,
+    titled,
     wrap_label,
 )
 from .equal import covering_entry, covering_look, equal_line, note_equal
@@ -107,8 +108,7 @@ def slowdown_figure(df: pd.DataFrame, *, size=None, title: str | None = None, gr
     labels = sorted(cmp["algorithm"].unique())
     styles = style_map(labels)
     fig, axes = panel_grid(len(scen), ncols, width=5.0, height=3.6)
-    heading = f"{title} · vector size {format_size(nbytes)}" if title else \
-        f"vector size {format_size(nbytes)}"
+    heading = titled(df, title, f"slowdown at vector size {format_size(nbytes)}")
     handles, spreads = {}, set()     # spreads: how min–max over seeds is drawn
     covering = {}                    # legend entries of lines drawn over equal ones
     for ax, key in zip(axes, scen):
