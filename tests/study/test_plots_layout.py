@@ -16,7 +16,7 @@ import pytest
 from matplotlib.image import imread
 
 from flowemu.core.errors import ConfigError
-from flowemu.study.figures.common import CAPTION_FONTSIZE, CAPTION_GID, LEGEND_GID
+from flowemu.study.figures.common import CAPTION_FONTSIZE, CAPTION_GID, LEGEND_GID, wrap_label
 from flowemu.study.figures.gain import gain_curve_figure, gain_figure
 from flowemu.study.figures.goodput import SWITCH_ALPHA, goodput_figure, plot_goodput
 from flowemu.study.figures.slowdown import slowdown_figure
@@ -432,3 +432,14 @@ def test_flowemu_plot_draws_from_python_and_names_its_arguments(tmp_path):
         flowemu.plot(demo_frame(), tmp_path / "x.png", kind="gain", algorithm="nope")
     with pytest.raises(ConfigError, match=r"^kind: unknown kind 'heat'; allowed: goodput"):
         flowemu.plot(demo_frame(), tmp_path / "x.png", kind="heat")
+
+
+def test_a_wrapped_label_breaks_after_a_separator_not_inside_a_unit():
+    """Lines end with the separator (none starts with '·'), and a rate's
+    unit stays whole."""
+    assert wrap_label("fail random:4 · degrade link:0=0.5", 18) == \
+        "fail random:4 ·\ndegrade link:0=0.5"
+    assert wrap_label("torus:8x8 · 400Gb/s · ECMP split", 18) == \
+        "torus:8x8 ·\n400Gb/s ·\nECMP split"
+    assert wrap_label("graph:configs/graphs/two-sites.toml", 14) == \
+        "graph:configs/\ngraphs/\ntwo-sites.toml"

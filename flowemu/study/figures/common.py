@@ -354,17 +354,19 @@ PANEL_TITLE_CHARS = 45
 
 def wrap_label(text: str, width: int = LABEL_WRAP_CHARS) -> str:
     """``text`` on lines of at most ``width`` characters, broken after a
-    ``,``, a ``/`` or before a `` · `` (a topology spec, a path, the parts
-    of a scenario title); a piece longer than ``width`` stays whole."""
-    pieces = [p for p in re.split(r"(?<=[,/])|(?= · )", text) if p]
+    ``,``, a ``/`` or a `` · `` (a topology spec, a path, the parts of a
+    scenario title: a line ends with the separator, none starts with one);
+    a piece longer than ``width`` stays whole."""
+    # (not inside a rate's unit: Gb/s, GB/s)
+    pieces = [p for p in re.split(r"(?<=,)|(?<=/)(?!s\b)|(?<= · )", text) if p]
     lines, cur = [], ""
     for piece in pieces:
-        if cur and len(cur) + len(piece) > width:
-            lines.append(cur)
-            cur = piece.lstrip()
+        if cur and len(cur.rstrip()) + len(piece.rstrip()) > width:
+            lines.append(cur.rstrip())
+            cur = piece
         else:
             cur += piece
-    lines.append(cur)
+    lines.append(cur.rstrip())
     return "\n".join(lines)
 
 
