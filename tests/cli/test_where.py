@@ -97,6 +97,9 @@ def test_plot_where_selects_the_rows_pandas_selects(dataset, plotted, where, tmp
     ("open('x')", "only these functions may be called"),
     ("nodes >", "cannot parse"),
     ("nodes = 4", "cannot parse 'nodes = 4': invalid syntax (compare with ==, not =)"),
+    # a result column is suggested by its name without the unit, too
+    ("sizee == 1", "unknown name 'sizee' (did you mean 'size_bytes'?)"),
+    ("bandwith > 1", "unknown name 'bandwith' (did you mean 'bandwidth'?)"),
     # the tables' size and time columns are size_bytes and time_s; size and
     # time are the unit functions (size == '1MiB' selected nothing, time <
     # ... failed inside Python comparing a function)

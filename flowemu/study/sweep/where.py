@@ -82,10 +82,26 @@ def compile_where(text, loc: str, probs: Problems, names=_WHERE_NAMES):
             return None
         if isinstance(node, ast.Name) and node.id not in names \
                 and node.id not in _WHERE_FUNCS:
-            probs.add(loc, f"{text!r}: unknown name {node.id!r}{suggest(node.id, names)}"
+            probs.add(loc, f"{text!r}: unknown name {node.id!r}{_suggest(node.id, names)}"
                            f"; known: {', '.join(names)}")
             return None
     return compile(tree, f"<where {loc}>", "eval")
+
+
+#: the unit a result column's name ends with (size_bytes, time_s, goodput_Bps)
+_UNIT_SUFFIX = re.compile(r"_(bytes|s|Bps|s_per_B)$")
+
+
+def _suggest(word: str, names) -> str:
+    """:func:`suggest` among ``names`` and the names of the columns with a
+    unit without it (``sizee`` -> ``size_bytes``, by ``size``)."""
+    names = list(names)
+    stems = {_UNIT_SUFFIX.sub("", n): n for n in names if _UNIT_SUFFIX.search(n)}
+    hint = suggest(word, names + [stem for stem in stems if stem not in names])
+    for stem, column in stems.items():
+        if hint == f" (did you mean {stem!r}?)" and stem not in names:
+            return f" (did you mean {column!r}?)"
+    return hint
 
 
 def where_env(cfg: Config, alg: Alg) -> dict:
