@@ -372,14 +372,14 @@ def time_traffic(topology, traffic, *, ecmp: str = "split", seed: int = 0, place
                          ("ecmp", "seed", "placement", "network", "name", "threads",
                           "max_memory", "fail", "degrade", "fail_policy", "slow", "background",
                           "sync", "slowdown"))
-    if checks.flag("slowdown", slowdown):
-        df = time_traffic(topology, traffic, ecmp=ecmp, seed=seed, placement=placement,
-                          network=network, name=name, threads=threads, max_memory=max_memory,
-                          fail=fail, degrade=degrade, fail_policy=fail_policy, slow=slow,
-                          background=background, sync=sync, **network_params)
-        healthy = df if _healthy(fail, degrade, slow, background) else time_traffic(
-            topology, traffic, ecmp=ecmp, seed=seed, placement=placement, network=network,
-            name=name, threads=threads, max_memory=max_memory, sync=sync, **network_params)
+    if checks.flag("slowdown", slowdown):   # the same call, and without the what-ifs
+        common = {"ecmp": ecmp, "seed": seed, "placement": placement, "network": network,
+                  "name": name, "threads": threads, "max_memory": max_memory, "sync": sync,
+                  **network_params}
+        df = time_traffic(topology, traffic, fail=fail, degrade=degrade,
+                          fail_policy=fail_policy, slow=slow, background=background, **common)
+        healthy = df if _healthy(fail, degrade, slow, background) else \
+            time_traffic(topology, traffic, **common)
         return against_healthy(df, healthy)
     (ecmp, seed), threads = topology_checks.routing(ecmp, seed), checks.threads(threads)
     sync = check_sync(sync)

@@ -14,6 +14,7 @@ accepted; :func:`parse_topology` prefixes the spec so every message reads
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 
@@ -153,13 +154,18 @@ def split_specs(text: str, canonical: bool = True) -> list[str]:
             out.append(item.strip())
         else:
             out[-1] += "," + item.strip()
-    if canonical:
-        for i, spec in enumerate(out):
-            try:
-                out[i] = parse_topology(spec).spec
-            except ConfigError:
-                pass   # kept as written (a dataset may hold specs no longer buildable)
-    return out
+    return [canonical_spec(spec) for spec in out] if canonical else out
+
+
+@functools.lru_cache(maxsize=256)
+def canonical_spec(text: str) -> str:
+    """The spec the topology of ``text`` gives itself (``hx2mesh:32x32`` ->
+    ``hammingmesh:2x2,32x32``), or ``text`` as written when it does not
+    parse (a dataset may hold specs no longer buildable)."""
+    try:
+        return parse_topology(text).spec
+    except ConfigError:
+        return text
 
 
 def _grid_factory(family: str, params: str) -> Topology:

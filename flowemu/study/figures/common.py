@@ -28,10 +28,11 @@ from ...core.errors import ConfigError
 from ...core.network import Network
 from ...core.outputs import check_writable, write_atomic
 from ...core.units import format_rate, format_size, format_time
+from ...topology import canonical_spec
 from ...whatif.conditions import CONDITIONS, HEALTHY
 from ..results import SCENARIO_COLUMNS, WHATIF_SCENARIO, query, scenario_columns, with_whatif
 from ..sweep.dataset import NETWORK_COLUMNS
-from ..sweep.where import canonical_spec, nothing_matched
+from ..sweep.where import nothing_matched
 
 
 def new_figure(width: float, height: float) -> Figure:

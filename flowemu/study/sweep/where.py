@@ -8,7 +8,6 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 import pandas as pd
@@ -16,7 +15,7 @@ import pandas as pd
 from ...algorithms import parse_algorithm_spec
 from ...core.errors import ConfigError, suggest
 from ...core.units import parse_rate, parse_sizes, parse_time
-from ...topology import parse_topology
+from ...topology import canonical_spec
 from .config import GRID_FIELDS, Config
 from .dataset import NETWORK_COLUMNS
 from .fields import (
@@ -171,16 +170,6 @@ class _Spec(str):
     def __ne__(self, other):
         same = self.__eq__(other)
         return same if same is NotImplemented else not same
-
-
-@lru_cache(maxsize=256)
-def canonical_spec(text: str) -> str:
-    """The spec the topology of ``text`` gives itself, or ``text`` when it
-    does not parse."""
-    try:
-        return parse_topology(text).spec
-    except ConfigError:
-        return text
 
 
 def _option_value(text: str):
