@@ -301,7 +301,7 @@ def test_cli_gain_curve_subprocess(tmp_path):
 
 def test_small_gains_are_not_printed_as_zero():
     """A loss of 0.5 % reads (-0.5%), not (-0%), which looks like a tie."""
-    from flowemu.study.results import _gain_text, format_gain
+    from flowemu.study.ranking import _gain_text, format_gain
     assert _gain_text(-0.005) == " (-0.5%)" and _gain_text(0.0003) == " (+0.03%)"
     assert _gain_text(0.12) == " (+12%)" and _gain_text(-2e-7) == " (-<0.01%)"
     assert _gain_text(float("nan")) == "" and format_gain(-0.1234) == "-12%"
