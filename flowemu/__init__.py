@@ -26,7 +26,7 @@ _LAZY = {
     "link_loads": "api.linkloads", "schedule": "api.schedules",
     "simulate_jobs": "api.jobs", "JOB_COLUMNS": "api.jobs",
     "global_bandwidth": "api.globalbw",
-    "profile": "api.profiling", "Profile": "engine.profiles", "StepProfile": "engine.profiles",
+    "profile": "api.profiling", "Profile": "engine.steptimes", "StepProfile": "engine.steptimes",
     "sweep": "study.sweep", "fit": "study.fit", "plan": "api.planning",
     "load": "study.results", "compare": "study.results", "results": "study.results",
     "plot": "study.figures.plots",

@@ -23,14 +23,9 @@ from ..core.errors import ConfigError, show
 from ..core.network import Network
 from ..core.outputs import check_writable, output_format, write_atomic
 from ..core.placement import parse_placement
-from ..engine.profiles import (
-    check_memory,
-    flow_latency,
-    make_context,
-    route_step,
-    solve_step,
-    solve_streams,
-)
+from ..engine.context import make_context
+from ..engine.memory import check_memory
+from ..engine.steps import flow_latency, route_step, solve_step, solve_streams
 from ..topology import checks as topology_checks
 from ..topology.base import Routes, Topology
 from ..whatif.conditions import apply as apply_whatif

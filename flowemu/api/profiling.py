@@ -8,8 +8,9 @@ from ..algorithms.base import Schedule
 from ..core import checks
 from ..core.errors import ConfigError
 from ..core.network import Network
-from ..engine.profiles import Profile, check_profile_args
+from ..engine.profiles import check_profile_args
 from ..engine.profiles import profile as engine_profile
+from ..engine.steptimes import Profile
 from ..topology import Topology
 from ..whatif.background import parse_background
 from ..whatif.stragglers import parse_slow

@@ -427,7 +427,7 @@ def congestion(topology, algorithm, *, ecmp: str = "split", seed: int = 0,
     (their product: bandwidth time relative to the optimal 2(p−1)/p·n spread
     over every port) and ``note`` (as in the result rows: what the algorithm
     did that was not asked for). See
-    :meth:`flowemu.engine.profiles.Profile.congestion_report` for the definitions.
+    :meth:`flowemu.engine.steptimes.Profile.congestion_report` for the definitions.
     With an ``auto`` option every variant is reported.
 
     Ψ and Ξ count bytes on links and ports, not their capacities: failed

@@ -51,7 +51,8 @@ from ..core.network import Network
 from ..kernels.maxmin import solve_dataflow
 from ..topology.base import Routes, Topology, concat_routes
 from .context import Context, make_context
-from .profiles import check_profile_args, flow_latency, incast_inputs, incast_links, route_step
+from .profiles import check_profile_args
+from .steps import flow_latency, incast_inputs, incast_links, route_step
 
 #: the synchronisations a run may use (``sync=``)
 SYNCS = ("barrier", "dataflow")

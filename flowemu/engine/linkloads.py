@@ -27,7 +27,8 @@ import numpy as np
 from ..algorithms.base import Schedule, Traffic
 from ..topology.base import Routes
 from .context import Context
-from .profiles import link_totals, route_step, solve_step, solve_streams
+from .steps import route_step, solve_step, solve_streams
+from .steptimes import link_totals
 
 
 @dataclass(frozen=True)

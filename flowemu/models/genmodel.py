@@ -442,7 +442,7 @@ def single_switch_terms(topology, network) -> SwitchTerms:
       5 Gb/s) or its scale × ``network.bandwidth``, times its ``uplinks``;
       every host of one switch has the same links.
     * α = ``network.alpha`` + the latency of one host-to-host path, as the
-      flow engine charges it (:func:`flowemu.engine.profiles.flow_latency`): hops
+      flow engine charges it (:func:`flowemu.engine.steps.flow_latency`): hops
       (2) × ``network.hop_latency`` + the two links' latencies (the level's
       ``lat=``/``lat_scale=`` or ``network.link_latency``).
     * γ, δ: ``network.gamma``, ``network.delta``.

@@ -25,7 +25,8 @@ import pytest
 from flowemu.algorithms import get_algorithm, swing
 from flowemu.core.network import Network
 from flowemu.engine.adaptive import adaptive_solve
-from flowemu.engine.profiles import make_context, route_step
+from flowemu.engine.profiles import make_context
+from flowemu.engine.steps import route_step
 from flowemu.topology import parse_topology
 from tests.benchmarks.yardstick import copy_1gib_ms
 

@@ -17,7 +17,7 @@ import pytest
 from flowemu.algorithms import swing
 from flowemu.core.network import Network
 from flowemu.engine.context import make_context
-from flowemu.engine.profiles import solve_step
+from flowemu.engine.steps import solve_step
 from flowemu.kernels.maxmin import solve_dataflow
 from flowemu.topology import parse_topology
 from flowemu.whatif.background import parse_background

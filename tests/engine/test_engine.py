@@ -6,7 +6,8 @@ import pytest
 import flowemu
 from flowemu.algorithms import Reduction, Schedule, Step, Traffic, get_algorithm
 from flowemu.core.network import Network
-from flowemu.engine.profiles import direct_times, pareto_lines, profile
+from flowemu.engine.profiles import direct_times, profile
+from flowemu.engine.steptimes import pareto_lines
 from flowemu.topology import parse_topology
 
 B = 50e9          # 400 Gb/s in bytes/s
@@ -135,22 +136,21 @@ def test_reduction_terms_follow_genmodel_rhd():
     assert with_red - base == pytest.approx((p - 1) / p * S * (gamma + 3 * delta), rel=1e-9)
 
 
-def test_identical_steps_are_solved_once():
+def _count_solves(monkeypatch) -> list:
+    """The solver calls of every step solve from now on (one entry each)."""
+    from flowemu.engine import steps
+    calls = []
+    orig = steps.solve_completion
+    monkeypatch.setattr(steps, "solve_completion",
+                        lambda *a, **k: calls.append(1) or orig(*a, **k))
+    return calls
+
+
+def test_identical_steps_are_solved_once(monkeypatch):
     t = parse_topology("torus:8")
     sched = build("ring", 8)
-    from flowemu.engine import profiles as engine
-    calls = []
-    orig = engine.solve_step
-
-    def counting(*a, **k):
-        calls.append(1)
-        return orig(*a, **k)
-
-    engine.solve_step = counting
-    try:
-        profile(sched, t, Network())
-    finally:
-        engine.solve_step = orig
+    calls = _count_solves(monkeypatch)
+    profile(sched, t, Network())
     # every ring step is the same neighbour pattern with the same share
     assert len(calls) == 1
 
@@ -300,20 +300,14 @@ def test_threads_do_not_change_results(alg):
                                rtol=1e-12)
 
 
-def test_threads_solve_each_pattern_once():
+def test_threads_solve_each_pattern_once(monkeypatch):
     t = parse_topology("torus:8x8")
     sched = build("swing", 64, topo=t, variant="bandwidth")
-    from flowemu.engine import profiles as engine
-    calls = []
-    orig = engine.solve_step
-    engine.solve_step = lambda *a_, **k_: calls.append(1) or orig(*a_, **k_)
-    try:
-        profile(sched, t, Network(), threads=1)
-        n_serial = len(calls)
-        calls.clear()
-        profile(sched, t, Network(), threads=3)
-    finally:
-        engine.solve_step = orig
+    calls = _count_solves(monkeypatch)
+    profile(sched, t, Network(), threads=1)
+    n_serial = len(calls)
+    calls.clear()
+    profile(sched, t, Network(), threads=3)
     assert len(calls) == n_serial > 1
 
 

@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 
 from flowemu.algorithms import recdoub, swing
 from flowemu.core.network import Network
-from flowemu.engine.profiles import make_context, profile, solve_step
+from flowemu.engine.profiles import make_context, profile
+from flowemu.engine.steps import solve_step
 from flowemu.kernels.symmetry import _block_layout, _divisors, translation_period
 from flowemu.topology import parse_topology
 from flowemu.topology.torus import Torus

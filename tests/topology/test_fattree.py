@@ -12,7 +12,8 @@ import pytest
 import flowemu
 from flowemu.core.errors import ConfigError
 from flowemu.core.network import Network
-from flowemu.engine.profiles import make_context, solve_step
+from flowemu.engine.profiles import make_context
+from flowemu.engine.steps import solve_step
 from flowemu.kernels.maxmin import completion_method, solve_completion
 from flowemu.topology import FatTree, parse_topology, topology_families
 from tests.helpers.cli import assert_bad_topology, one_error_line, run

@@ -2,7 +2,7 @@
 builds them, written for SimGrid's LMM solver (``lmmrun.cpp``) and solved by
 flowemu's, so both solve the same flows on the same links.
 
-A problem is what :func:`flowemu.engine.profiles.solve_step` hands to
+A problem is what :func:`flowemu.engine.steps.solve_step` hands to
 :func:`flowemu.kernels.maxmin.solve_completion`: routes (fractions of a
 flow's bytes per link: split routes cross many links with fractions below
 1), link capacities, bytes per flow and the persistent (background) flows.
@@ -21,7 +21,7 @@ import numpy as np
 from flowemu.algorithms import Reduction, swing
 from flowemu.api.profiling import profile
 from flowemu.core.network import Network
-from flowemu.engine import profiles
+from flowemu.engine import steps
 from flowemu.engine.profiles import make_context, step_profile
 from flowemu.kernels.maxmin import solve_completion
 from flowemu.topology import parse_topology
@@ -94,8 +94,8 @@ def recorded(run, name: str) -> list[Problem]:
                            keep))
         return real(routes, capacity, flow_bytes, **kw)
 
-    real = profiles.solve_completion
-    with mock.patch.object(profiles, "solve_completion", record):
+    real = steps.solve_completion
+    with mock.patch.object(steps, "solve_completion", record):
         run()
     return got
 
