@@ -255,14 +255,18 @@ def check_simulation(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "s
                      max_memory=None, model: str = "flow", fail=None, degrade=None,
                      fail_policy: str = "strict", slow=None, background=None,
                      sync: str = "barrier", collective: str = "allreduce",
-                     **network_params) -> Run:
+                     schedules: bool = False, **network_params) -> Run:
     """Every check :func:`simulate` makes before it solves, and nothing more:
     the arguments, the topology, the ranks on it, the placement, the what-ifs
     applied (a rank cut off by failures), the memory estimate and, under
     ``fail_policy="strict"``, a topology-bound algorithm (ring, bucket) that
     relies on a failed link (its schedule is built for that check only);
     with ``model="genmodel"``, whether GenModel can price the run. Arguments
-    as for :func:`simulate`.
+    as for :func:`simulate`; with ``schedules=True`` every schedule the run
+    would time is also built (and dropped) here, so that what only building
+    finds (an option the topology's shape does not allow, such as ring's
+    ``ports=4`` off a 2-D torus) is refused now: a sweep's up-front check
+    does so, once per topology, algorithm and arguments.
 
     Returns
     -------
@@ -305,10 +309,16 @@ def check_simulation(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "s
         _, raw = parse_algorithm_spec(algorithm)
         check_priceable(run.topology, run.p, run.spec.name, run.spec.parse_options(raw),
                         run.network)
-    elif run.breaks_bound_algorithm():
+    elif schedules or run.breaks_bound_algorithm():
+        strict = run.breaks_bound_algorithm()
+        # a plan per size (gentree) is checked at every size only where a failure
+        # may break it; what its options ask of the shape shows at any size
+        sizes = run.sizes if strict else run.sizes[:1]
         for cand in run.candidates:
-            for sched, _ in run_schedules(run, cand, run.sizes):
-                check_fail_policy(sched, run.topology, run.mapping, "strict", run.spec)
+            for sched, _ in run_schedules(run, cand, sizes):
+                if strict:
+                    check_fail_policy(sched, run.topology, run.mapping, "strict", run.spec)
+                del sched
     return run
 
 

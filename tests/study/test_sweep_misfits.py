@@ -128,3 +128,28 @@ def test_simulate_refuses_an_algorithm_off_its_family():
     with pytest.raises(ConfigError, match=r"^algorithm: gentree does not run on torus:4x4 "
                                           r"\(it runs on tree, leafspine, fattree\)"):
         check_simulation("torus:4x4", "gentree", "1MiB")
+
+
+SHAPE_MISFIT = """
+sizes = ["1KiB", "1MiB"]
+topology = ["torus:4x4", "fattree:k=4"]
+algorithm = ["ring:ports=4", "ring"]
+"""
+
+
+def test_an_option_the_shape_refuses_fails_the_sweep_before_it_runs(tmp_path, capsys):
+    """ring's ports=4 needs a 2-D torus (two edge-disjoint Hamiltonian
+    cycles); only building its schedule finds that, and the sweep's check
+    builds it for a healthy configuration too (it did only under failures,
+    and the sweep ran everything else first and failed at the end)."""
+    err = cli_error(tmp_path, capsys, SHAPE_MISFIT)
+    assert "m.toml: algorithm: configuration main|fattree:k=4|ring:ports=4" in err
+    assert "ports=4 needs a 2-D torus" in err
+    assert "torus:4x4|ring:ports=4" not in err   # fits there
+
+
+def test_check_simulation_builds_the_schedules_when_asked():
+    check_simulation("fattree:k=4", "ring:ports=4", "1KiB")   # (building is not asked)
+    with pytest.raises(ConfigError, match=r"ports=4 needs a 2-D torus"):
+        check_simulation("fattree:k=4", "ring:ports=4", "1KiB", schedules=True)
+    check_simulation("torus:4x4", "ring:ports=4", "1KiB", schedules=True)

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 from ...algorithms import get_algorithm
 from ...api.simulation import check_simulation
 from ...core.budget import Limit
-from ...core.errors import ConfigError, suggest
+from ...core.errors import ConfigError, ScheduleError, suggest
 from ...core.network import si_values
 from ...core.placement import parse_placement
 from ...core.presets import load_preset
@@ -556,7 +556,8 @@ _NO_MEMORY_LIMIT = Limit(2**62, "the sweep's up-front check")
 
 def _simulable(cfg: Config, given: Config, locs: dict, refused: dict, cache: dict) -> bool:
     """Whether :func:`flowemu.api.simulation.check_simulation` (every check
-    ``simulate`` makes before it solves) accepts the configuration; what it
+    ``simulate`` makes before it solves, its schedules built) accepts the
+    configuration; what it
     refuses is collected in ``refused`` by the field it names (its location
     in the file) and message, with the configuration's key. ``given`` is the
     configuration before its what-ifs were made canonical (a failure message
@@ -565,9 +566,9 @@ def _simulable(cfg: Config, given: Config, locs: dict, refused: dict, cache: dic
     key = (cfg.topology, cfg.algorithm, tuple(sorted((k, str(v)) for k, v in kwargs.items())))
     if key not in cache:
         try:
-            check_simulation(*args, max_memory=_NO_MEMORY_LIMIT, **kwargs)
+            check_simulation(*args, max_memory=_NO_MEMORY_LIMIT, schedules=True, **kwargs)
             cache[key] = None
-        except ConfigError as exc:
+        except (ConfigError, ScheduleError) as exc:   # (a schedule that cannot be built)
             cache[key] = str(exc)
     msg = cache[key]
     if msg is None:
