@@ -104,9 +104,25 @@ class Limit:
 
     bytes: int
     source: str
+    #: how to give more (a sweep's worker share says so itself); "" for the
+    #: source's own (:meth:`override`)
+    hint: str = ""
 
     def text(self) -> str:
         return f"{format_bytes(self.bytes)} limit ({self.source})"
+
+    def override(self) -> str:
+        """How to raise this limit, for a refusal's message: a larger value of
+        the option or variable it came from, else the ways to set one."""
+        if self.hint:
+            return self.hint
+        if self.source == "--max-memory":
+            return "give a larger --max-memory"
+        if self.source == "max_memory":
+            return "give a larger max_memory= (--max-memory)"
+        if self.source == ENV_VAR:
+            return f"give a larger {ENV_VAR}, or --max-memory (max_memory=)"
+        return f"use --max-memory (max_memory=, {ENV_VAR}) to override"
 
 
 def format_bytes(n: float) -> str:
@@ -207,8 +223,7 @@ def check(need: float, lim: Limit, what: str) -> None:
     """Raise ConfigError when ``need`` bytes exceed the limit."""
     if need > lim.bytes:
         raise ConfigError(f"max_memory: {what} needs ~{format_bytes(need)} (estimate), more "
-                          f"than the {lim.text()}; use --max-memory (max_memory=, "
-                          f"{ENV_VAR}) to override")
+                          f"than the {lim.text()}; {lim.override()}")
 
 
 # ------------------------------------------------------------------ topologies

@@ -132,8 +132,8 @@ def test_size_reports_bytes_and_long_schedules_are_cut(capsys):
     # the state is p·blocks·p int16 counts: ring has p blocks, 2·100³ bytes > 1 MiB
     (["-a", "ring", "--ranks", "100", "--max-memory", "1MiB"],
      ("verifying ring on 100 ranks (a state of p·blocks·p = 100·100·100 counts at least) "
-     "needs ~1.9 MiB (estimate), more than the 1.0 MiB limit (--max-memory); use --max-memory "
-     "(FLOWEMU_MAX_MEMORY) to override")),
+     "needs ~1.9 MiB (estimate), more than the 1.0 MiB limit (--max-memory); give a larger "
+     "--max-memory")),
     # one block, but 599 block entries a step gathering 600 counts each: after the build
     (["-a", "reduce-broadcast", "--ranks", "600", "--max-memory", "2MiB"],
      "(a state of p·blocks·p = 600·1·600 counts and 599 block entries in a step)"),

@@ -439,3 +439,22 @@ def test_a_graph_file_too_big_to_parse_is_refused_before_reading(tmp_path):
     msg = str(info.value)
     assert f"max_memory: reading graph file {str(path)!r} needs" in msg
     assert "(estimate), more than the 4.0 MiB limit" in msg and "--max-memory" in msg
+
+
+def test_a_refusal_says_how_to_raise_the_limit_it_came_from(monkeypatch):
+    """The hint names the option or variable the limit came from (a run
+    given --max-memory was told to 'use --max-memory' again); a sweep
+    worker's share: tests/study/test_sweep_misfits.py."""
+    def said(lim):
+        with pytest.raises(ConfigError) as got:
+            budget.check(2 * lim.bytes, lim, "x")
+        return str(got.value).split("; ", 1)[1]
+
+    assert said(budget.Limit(10, "--max-memory")) == "give a larger --max-memory"
+    assert said(budget.limit(10)) == "give a larger max_memory= (--max-memory)"
+    monkeypatch.setenv(budget.ENV_VAR, "1KiB")
+    assert said(budget.limit()) == ("give a larger FLOWEMU_MAX_MEMORY, or --max-memory "
+                                    "(max_memory=)")
+    monkeypatch.delenv(budget.ENV_VAR)
+    assert said(budget.limit()) == ("use --max-memory (max_memory=, FLOWEMU_MAX_MEMORY) to "
+                                    "override")

@@ -153,3 +153,20 @@ def test_check_simulation_builds_the_schedules_when_asked():
     with pytest.raises(ConfigError, match=r"ports=4 needs a 2-D torus"):
         check_simulation("fattree:k=4", "ring:ports=4", "1KiB", schedules=True)
     check_simulation("torus:4x4", "ring:ports=4", "1KiB", schedules=True)
+
+
+def test_a_workers_memory_share_says_how_to_give_it_more():
+    """A sweep has no --max-memory: a worker's refusal names the variable
+    the workers share and --jobs (it said 'use --max-memory', which `flowemu
+    sweep` does not take)."""
+    from flowemu.core import budget
+    from flowemu.study.sweep.executor import _LocalPool
+    pool = _LocalPool(2)
+    try:
+        with pytest.raises(ConfigError) as got:
+            budget.check(2 * pool.share.bytes, pool.share, "x")
+    finally:
+        pool.ex.shutdown()
+    assert "1/2 of the" in str(got.value) and "one share a worker" in str(got.value)
+    assert str(got.value).endswith("; run fewer workers (--jobs) or give them more "
+                                   "(FLOWEMU_MAX_MEMORY, which they share)")

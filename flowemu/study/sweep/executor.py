@@ -213,8 +213,11 @@ class _LocalPool:
                                       initializer=_worker_init, initargs=(os.getpid(),))
         self._procs = {}
         whole = budget.limit()
-        self.share = budget.Limit(whole.bytes // self.workers,
-                           f"1/{self.workers} of the {whole.text()}, one share a worker")
+        self.share = budget.Limit(
+            whole.bytes // self.workers,
+            f"1/{self.workers} of the {whole.text()}, one share a worker",
+            f"run fewer workers (--jobs) or give them more ({budget.ENV_VAR}, which "
+            "they share)" if self.workers > 1 else f"give a larger {budget.ENV_VAR}")
 
     def submit(self, chunk, journal=None):
         fut = self.ex.submit(run_chunk, chunk, 1, self.share, journal)
