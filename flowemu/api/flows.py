@@ -78,7 +78,15 @@ def flows(topology, algorithm=None, *, traffic=None, size=None, steps=None,
         Columns ``step, label, src, dst, src_node, dst_node, bytes, hops,
         rate_Bps, finish_s, links, path`` (:data:`FLOW_COLUMNS`);
         ``step`` is the step's index in the schedule, ``label`` its label
-        (``step<N>`` with the traffic table's step number N).
+        (``step<N>`` with the traffic table's step number N). ``rate_Bps``
+        is the flow's max-min rate at the start of its step (where flows
+        finish at different times the others' rates change as they do, so
+        ``bytes / rate_Bps`` is not its transfer time), ``finish_s`` when
+        its last byte arrives, from the step's start (its latency included),
+        ``links`` each route entry as ``link_id:fraction`` and
+        ``path`` the node sequence (``a>b>c``) of a flow on one path, or its
+        directed edges (``a>b b>c ...``, fractions in ``links``) where it is
+        spread over several (``split``, ``adaptive``, ``valiant``).
 
     Raises
     ------
@@ -400,9 +408,7 @@ def flow_table(schedule: Schedule, topology: Topology, network: Network | None, 
                background=None, slow=None):
     """Per-flow detail at one vector size: a DataFrame with columns
     ``step, label, src, dst, src_node, dst_node, bytes, hops, rate_Bps,
-    finish_s, links, path`` where ``links`` lists ``link_id:fraction`` and
-    ``path`` the node sequence (``a>b>c``) for single-path routing or the
-    list of directed edges ``a>b`` (with fractions in ``links``) for ECMP split.
+    finish_s, links, path`` as :func:`flows` describes them.
 
     Parameters
     ----------
@@ -511,11 +517,24 @@ def describe_paths(topology: Topology, routes: Routes, src: np.ndarray, ecmp: st
     frac_text = np.array([f":{v:.6g}" for v in frac_values.tolist()], dtype=object)
     ptr = routes.flow_ptr
     links = _join_per_flow([link_text, frac_text[frac_index.reshape(-1)]], ptr, " ")
-    if ecmp in ("split", "adaptive"):   # several paths: every entry as one hop
-        paths = _join_per_flow([head, ">", tail], ptr, " ")
-    else:
-        paths = _text(src) + _join_per_flow([">", tail], ptr, "")
+    # a flow spread over several paths (split, adaptive, valiant's intermediate
+    # groups) has an entry below 1: its path is every entry as one hop
+    spread = np.ones(len(ptr) - 1, dtype=bool) if ecmp in ("split", "adaptive") else \
+        _spread(routes.frac, ptr)
+    hops = _join_per_flow([head, ">", tail], ptr, " ") if spread.any() else None
+    if spread.all():
+        return links, hops
+    paths = _text(src) + _join_per_flow([">", tail], ptr, "")
+    if hops is not None:
+        paths = np.where(spread, hops, paths)
     return links, paths
+
+
+def _spread(frac: np.ndarray, flow_ptr: np.ndarray) -> np.ndarray:
+    """bool[F]: the flow has an entry whose fraction is below 1 (it is not
+    one path)."""
+    below = np.concatenate([[0], np.cumsum(frac < 1.0)])
+    return below[flow_ptr[1:]] > below[flow_ptr[:-1]]
 
 
 def _text(values: np.ndarray) -> np.ndarray:

@@ -1,6 +1,7 @@
 """flowemu.flows() and ``run --flows-out``: step selection, user traffic,
 progress, the vectorized texts, atomic output, bad input."""
 
+import itertools
 import subprocess
 import sys
 from pathlib import Path
@@ -124,6 +125,42 @@ def test_describe_paths_equals_the_per_flow_loop(spec, ecmp):
     # with the names cache switched off (a big topology, few flows)
     links, paths = describe_paths(topo, routes, src, ecmp, names={"unused": True})
     assert list(links) == slow_links and list(paths) == slow_paths
+
+
+def _edges_of_links(topo, links_text):
+    """The edges ``head>tail`` a ``links`` text names (independent of ``path``)."""
+    ids = [int(item.split(":")[0]) for item in links_text.split()]
+    return [f"{topo.link_src[i]}>{topo.link_dst[i]}" for i in ids]
+
+
+def _edges_of_path(path_text):
+    """The edges a ``path`` text names: a chain ``a>b>c`` or hops ``a>b b>c``."""
+    if " " in path_text:
+        return path_text.split()
+    nodes = path_text.split(">")
+    return [f"{a}>{b}" for a, b in itertools.pairwise(nodes)]
+
+
+@pytest.mark.parametrize("spec, ecmp", [("dragonfly:a=4,p=2,h=2", "valiant"),
+                                        ("dragonfly:a=4,p=2,h=2", "hash"),
+                                        ("torus:6x6", "hash"), ("fattree:k=4", "split")])
+def test_path_text_names_the_edges_the_links_name(spec, ecmp):
+    """A valiant flow crosses several intermediate groups (entries below 1):
+    its path was written as one chain through every entry's tail, naming
+    hops that do not exist (0>72>80>76>73...); a flow spread over several
+    paths is its edges, one hop each."""
+    topo = parse_topology(spec)
+    rng = np.random.default_rng(4)
+    n = topo.num_endpoints
+    src, dst = rng.integers(0, n, 60), rng.integers(0, n, 60)
+    keep = src != dst
+    traffic = pd.DataFrame({"step": 0, "src": src[keep], "dst": dst[keep], "bytes": 1e6})
+    fl = flowemu.flows(spec, traffic=traffic, ecmp=ecmp)
+    spread = 0
+    for links, path in zip(fl["links"], fl["path"]):
+        assert _edges_of_path(path) == _edges_of_links(topo, links)
+        spread += " " in path
+    assert spread > 0 if ecmp in ("valiant", "split") else spread == 0
 
 
 # --------------------------------------------------------------- bad input
