@@ -246,3 +246,13 @@ def traffic_schedule(topology, traffic, name, max_memory) -> Schedule:
     return Schedule("traffic", name, p,
                     tuple(Step(t, Reduction.none(), f"step{int(k)}")
                           for k, t in zip(numbers.tolist(), steps, strict=True)))
+
+
+def traffic_ranks(schedule: Schedule) -> np.ndarray:
+    """The ranks a schedule's flows leave or reach, sorted (int64): a user's
+    traffic numbers its ranks up to its highest but need not use each."""
+    used = np.zeros(schedule.p, dtype=bool)
+    for step in schedule.steps.patterns:
+        used[step.traffic.src] = True
+        used[step.traffic.dst] = True
+    return np.flatnonzero(used)

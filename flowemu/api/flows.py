@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..algorithms.base import Schedule
-from ..algorithms.usertraffic import traffic_schedule
+from ..algorithms.usertraffic import traffic_ranks, traffic_schedule
 from ..core import budget, checks
 from ..core.errors import ConfigError, show
 from ..core.network import Network
@@ -257,7 +257,8 @@ def _plan(topology, algorithm, traffic, size, steps, ecmp, seed, ranks, placemen
         topo = build_topology(topology, lim)
         sched = traffic_schedule(topo, traffic, None, lim)
         mapping = place.mapping(sched.p, topo)
-        applied = None if whatif.healthy else apply_whatif(whatif, topo, sched.p, net, mapping)
+        applied = None if whatif.healthy else apply_whatif(whatif, topo, sched.p, net, mapping,
+                                                           traffic_ranks(sched))
         nbytes, what = 1.0, f"{topo.spec} traffic"
     else:
         sizes = checks.sizes(["1MiB" if size is None else size], "size")

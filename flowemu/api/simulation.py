@@ -16,7 +16,7 @@ import pandas as pd
 
 from ..algorithms import parse_algorithm_spec
 from ..algorithms.collectives import get_collective
-from ..algorithms.usertraffic import read_traffic, traffic_schedule
+from ..algorithms.usertraffic import read_traffic, traffic_ranks, traffic_schedule
 from ..core import budget, checks
 from ..core.errors import ConfigError
 from ..core.network import Network
@@ -398,7 +398,8 @@ def time_traffic(topology, traffic, *, ecmp: str = "split", seed: int = 0, place
     topo = build_topology(topology, lim)
     sched = traffic_schedule(topo, traffic, name, lim)
     mapping = place.mapping(sched.p, topo)
-    applied = None if whatif.healthy else apply_whatif(whatif, topo, sched.p, net, mapping)
+    applied = None if whatif.healthy else apply_whatif(whatif, topo, sched.p, net, mapping,
+                                                       traffic_ranks(sched))
     run = Run(topo if applied is None else applied.topology, net, None, sched.p, None, [],
                ecmp, seed, threads, lim, place, mapping, applied, sync=sync,
                collective="")   # (a user's traffic is no collective)

@@ -103,15 +103,20 @@ class Applied:
     columns: dict
 
 
-def apply(whatif: WhatIf, topology, p: int, network, mapping) -> Applied:
+def apply(whatif: WhatIf, topology, p: int, network, mapping, used=None) -> Applied:
     """Apply ``whatif`` to a run of ``p`` ranks on ``topology`` (ranks on
     ``mapping``'s endpoints): faults on the topology (a rank cut off from the
-    others is a ConfigError naming it), slow ranks parsed for ``p``, the
-    background for the topology and network."""
+    others is a ConfigError naming it; with ``used``, the ranks that send or
+    receive, only those count: a user's traffic need not use every rank
+    below its highest), slow ranks parsed for ``p``, the background for the
+    topology and network."""
     topo = apply_faults(topology, whatif.fail or None, whatif.degrade or None)
     if mapping is not None or isinstance(topo, FaultyTopology):
         ends = np.arange(p) if mapping is None else np.asarray(mapping)
-        check_connected(topo, ends)
+        if used is not None:
+            used = np.asarray(used, dtype=np.int64)
+            ends = ends[used]
+        check_connected(topo, ends, used)
     slow = parse_slow(whatif.slow, p) if whatif.slow else None
     bg = parse_background(whatif.background, topo, network) if whatif.background else None
     faulty = isinstance(topo, FaultyTopology)

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..algorithms.registry import get_algorithm
+from ..algorithms.usertraffic import traffic_ranks
 from ..core.errors import ConfigError, show
 from ..kernels.faultroute import flows_on_failed, reroute_in_dag, reroute_near, splice_rows
 from ..kernels.graphroute import (
@@ -420,10 +421,11 @@ def apply_faults(topology, fail=None, degrade=None) -> Topology:
     return FaultyTopology(topology, ";".join(fail_sel), ";".join(degrade_sel))
 
 
-def check_connected(topology: Topology, endpoints) -> None:
+def check_connected(topology: Topology, endpoints, ranks=None) -> None:
     """ConfigError unless the ``endpoints`` (int array; position ``r`` hosts
-    rank ``r``) all reach each other over the surviving links of a
-    :class:`FaultyTopology` (one search forward and one backward)."""
+    rank ``r``, or rank ``ranks[r]`` when given) all reach each other over
+    the surviving links of a :class:`FaultyTopology` (one search forward and
+    one backward)."""
     if not isinstance(topology, FaultyTopology) or not topology._any_failed:
         return
     ends = np.asarray(endpoints, dtype=np.int64)
@@ -445,7 +447,8 @@ def check_connected(topology: Topology, endpoints) -> None:
         far, near = int(bad0[0]), 0
     else:
         far, near = 0, int(bad0[0])
-    raise topology._cut_error(int(ends[near]), int(ends[far]), (near, far))
+    named = (near, far) if ranks is None else (int(ranks[near]), int(ranks[far]))
+    raise topology._cut_error(int(ends[near]), int(ends[far]), named)
 
 
 def check_fail_policy(schedule, topology: Topology, mapping=None, policy: str = "strict",
@@ -482,7 +485,8 @@ def check_fail_policy(schedule, topology: Topology, mapping=None, policy: str = 
     p = schedule.p
     ends = np.arange(p, dtype=np.int64) if mapping is None else \
         np.asarray(mapping, dtype=np.int64)
-    check_connected(topology, ends)
+    used = traffic_ranks(schedule)   # (a user's traffic need not use every rank)
+    check_connected(topology, ends[used], used)
     if policy == "reroute":
         return
     if algorithm is None or isinstance(algorithm, str):

@@ -303,3 +303,27 @@ def test_genmodel_refuses_a_routing_mode(capsys):
     code, out, err = run(capsys, ["run", "-t", "tree:SS24", "-a", "ring", "--model", "genmodel",
                                   "--ecmp", "adaptive", "-s", "1MiB"])
     assert code == 2 and out == "" and "--ecmp: works with --model flow" in one_error_line(err)
+
+
+def test_a_cut_off_host_no_flow_uses_does_not_refuse_user_traffic(tmp_path):
+    """User traffic numbers its ranks up to its highest but need not use
+    each: a failure that cuts off hosts 8-11 (leaf 2's uplinks) refused
+    traffic between hosts 0-1 and 16-17 ('cuts off host 8 (rank 8)'). Only
+    the ranks that send or receive must reach each other; the flows' leaves
+    keep their uplinks, so the time is the healthy one."""
+    tr = pd.DataFrame({"step": 0, "src": [0, 16], "dst": [1, 17], "bytes": 1e6})
+    cut = flowemu.time_traffic("leafspine:8x4x2", tr, fail="leaf:2-spine:*")
+    healthy = flowemu.time_traffic("leafspine:8x4x2", tr)
+    assert cut["failed_links"][0] == 2 and cut["time_s"][0] == healthy["time_s"][0]
+    fl = flowemu.flows("leafspine:8x4x2", traffic=tr, fail="leaf:2-spine:*")
+    assert len(fl) == 2
+    # a rank that does send is still refused, named by its own number
+    tr.loc[1, "dst"] = 9
+    with pytest.raises(ConfigError, match=r"cuts off host 9 \(rank 9\) from host 0 \(rank 0\)"):
+        flowemu.time_traffic("leafspine:8x4x2", tr, fail="leaf:2-spine:*")
+    path = tmp_path / "t.csv"
+    tr.loc[1, "dst"] = 17
+    tr.to_csv(path, index=False)
+    from flowemu.cli.app import main
+    assert main(["run", "-t", "leafspine:8x4x2", "--traffic", str(path), "--fail",
+                 "leaf:2-spine:*"]) == 0
