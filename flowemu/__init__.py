@@ -9,6 +9,7 @@ submodule such as ``flowemu.core.units`` stays cheap.
 """
 
 import sys as _sys
+from typing import ClassVar as _ClassVar
 
 from .api import units
 from .core.errors import ConfigError, FlowEmuError, RoutingError, ScheduleError, SolverError
@@ -31,10 +32,43 @@ _LAZY = {
     "load": "study.results", "compare": "study.results", "results": "study.results",
     "plot": "study.figures.plots",
     "verify": "api.verification", "register_algorithm": "algorithms.registry",
-    "unregister_algorithm": "algorithms.registry",
+    "unregister_algorithm": "algorithms.registry", "Traffic": "algorithms.base",
 }
 #: the public names that are whole (callable) modules
 _MODULES = {"sweep", "fit", "results"}
+
+
+class _PublicModules:
+    """Makes ``import flowemu.results`` (and ``from flowemu.sweep import
+    run_sweep``, ``import flowemu.fit``) import the module the public name
+    stands for, on first use as ``flowemu.results`` does: the top level
+    holds only the layers, so there is no ``flowemu/results.py`` to find."""
+
+    @staticmethod
+    def find_spec(fullname, path=None, target=None):
+        short = fullname.removeprefix(f"{__name__}.")
+        if short == fullname or short not in _MODULES:
+            return None
+        import importlib.util
+        return importlib.util.spec_from_loader(fullname, _PublicModules)
+
+    #: each module's own spec, which the import system replaces
+    _specs: _ClassVar[dict] = {}
+
+    @staticmethod
+    def create_module(spec):
+        import importlib
+        module = importlib.import_module(f".{_LAZY[spec.name.rsplit('.', 1)[1]]}", __name__)
+        _PublicModules._specs[spec.name] = module.__spec__
+        return module
+
+    @staticmethod
+    def exec_module(module):
+        # (imported by create_module) its own spec back: flowemu.study.results, its file
+        module.__spec__ = _PublicModules._specs[module.__spec__.name]
+
+
+_sys.meta_path.append(_PublicModules)
 
 __all__ = [
     "JOB_COLUMNS",
@@ -47,6 +81,7 @@ __all__ = [
     "ScheduleError",
     "SolverError",
     "StepProfile",
+    "Traffic",
     "__version__",
     "compare",
     "congestion",
