@@ -14,7 +14,7 @@ from pathlib import Path
 from ..core.errors import ConfigError
 from ..study.sweep import dataset as ds
 from ..study.sweep import load_sweep, sweep
-from ..study.sweep.run import other_sweep
+from ..study.sweep.run import foreign_files, other_sweep
 from .options import as_options, given, note, refuse
 
 #: sweep() arguments and the options that set them (messages name the option)
@@ -93,6 +93,11 @@ def _dry_run(args) -> int:
     out = Path(args.out) if args.out else Path("results") / plan.name
     known = out.is_dir()
     other = other_sweep(out, plan) if known else ""
+    foreign = foreign_files(out)
+    if foreign:   # as the run would refuse it
+        note(f"{out} holds files that are no dataset's ({', '.join(foreign[:3])}"
+             f"{' ...' if len(foreign) > 3 else ''}): a run into it is refused (choose a new or "
+             "empty directory)")
     if other:   # as the run would refuse it
         note(f"{out} holds the results of sweep {other!r}, not of {plan.name!r}: a run into "
              "it is refused (choose another --out, or add --prune to replace them)")

@@ -391,3 +391,30 @@ def test_a_sweep_file_given_as_the_dataset_says_what_to_give(tmp_path, capsys):
     assert main(["compare", str(toml)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "is a sweep file" in err and "Parquet" not in err
+
+
+def test_out_into_a_folder_of_other_files_is_refused(tmp_path, capsys):
+    """A sweep wrote its parts beside a folder's own files, and
+    pd.read_parquet of the folder then failed on them ('Could not read
+    schema from notes.txt'). A folder that is no dataset yet and holds
+    other files is refused, before anything runs (the dry run says so);
+    a dataset's own '_' folders and an empty folder are fine."""
+    cfg = write(tmp_path / "s.toml", 'sizes = "1KiB"\ntopology = "torus:4x4"\n'
+                'algorithm = "ring"\n')
+    out = tmp_path / "notes"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    with pytest.raises(ConfigError, match=r"out: .*notes' holds files that are no dataset's "
+                                          r"\(notes.txt\)"):
+        sweep(cfg, out, jobs=1, progress=False)
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
+    assert main(["sweep", str(cfg), "--dry-run", "--out", str(out)]) == 0
+    assert "holds files that are no dataset's (notes.txt): a run into it is refused" in \
+        capsys.readouterr().err
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "_mine").mkdir()
+    sweep(cfg, empty, jobs=1, progress=False)
+    (empty / "notes.txt").write_text("mine")   # a dataset already: left as it is
+    assert sweep(cfg, empty, jobs=1, progress=False).reused == 1
+    assert len(pd.read_parquet(next(empty.glob("part-*.parquet")))) == 1

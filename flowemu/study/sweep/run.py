@@ -216,6 +216,28 @@ def _check_out(out: Path) -> None:
     except OSError as exc:
         raise ConfigError(f"out: cannot write the dataset directory {str(out)!r}: "
                           f"{exc.strerror or exc}") from None
+    foreign = foreign_files(out)
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3
+                                          else "")
+        raise ConfigError(f"out: {str(out)!r} holds files that are no dataset's ({shown}); "
+                          "readers of a dataset read every file in its directory "
+                          "(pd.read_parquet would fail on them): choose a new or empty "
+                          "directory, or a dataset's")
+
+
+def foreign_files(out: Path) -> list[str]:
+    """The entries of ``out`` a dataset does not write (sorted names), where
+    ``out`` is no dataset yet (a dataset is left as it is): not part files
+    (``part-*.parquet``), nor hidden or ``_``-prefixed ones (a manifest,
+    errors, rows set aside, figures, the lock and journal, and a user's own
+    ``_`` folder, which readers skip)."""
+    if not out.is_dir() or (out / ds.MANIFEST).exists() or ds.result_parts(out) \
+            or ds.error_parts(out) or any((out / old).is_dir() for old in layout.OLD_DIRS):
+        return []
+    return sorted(p.name for p in out.iterdir()
+                  if not p.name.startswith(("_", "."))
+                  and not (p.name.startswith("part-") and p.name.endswith(".parquet")))
 
 
 def _sweep(plan, out: Path, pool, jobs, retry_errors, prune, progress, chunk_size, stream,
