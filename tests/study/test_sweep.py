@@ -712,3 +712,24 @@ def test_config_is_plain_data():
     plan_cfg = Config("s", "g", "torus:4x4", "ring:ports=max", "ring", None, (1024,), 5e10,
                       1e-7, 3e-7, 0.0, 0.0, 0.0, float("inf"), 0.0, "split", 0, "k", "h")
     assert pickle.loads(pickle.dumps(plan_cfg)) == plan_cfg
+
+
+def test_a_retry_that_succeeds_leaves_no_error_record(tmp_path, monkeypatch):
+    """After --retry-errors succeeded, _errors/ still held the old records:
+    load_errors left them out, but pd.read_parquet of the folder showed
+    them as current failures. They are deleted, and a configuration that
+    failed again keeps its latest record only."""
+    failing = {8, 16}
+    fail_when_run(monkeypatch, lambda cfg: cfg.ranks in failing)
+    path = write(tmp_path, ERRORS)
+    out = tmp_path / "d"
+    quiet(path, out, jobs=1)
+    assert sorted(pd.read_parquet(out / ERRORS_DIR)["ranks"]) == [8, 8, 16, 16]
+    failing.discard(8)   # (the workers are forked: they see this)
+    s = quiet(path, out, jobs=1, retry_errors=True)
+    assert (s.computed, s.failed) == (2, 2)
+    plain = pd.read_parquet(out / ERRORS_DIR)
+    assert sorted(plain["ranks"]) == [16, 16] and len(load_errors(out)) == 2
+    failing.clear()
+    quiet(path, out, jobs=1, retry_errors=True)
+    assert not list((out / ERRORS_DIR).glob("*.parquet")) and load_errors(out).empty

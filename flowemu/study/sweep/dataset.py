@@ -481,6 +481,34 @@ def prune(dataset, keep) -> tuple[int, int]:
     return len(gone), rows
 
 
+def drop_errors(dataset, hashes, parts=None) -> int:
+    """Delete the error records of the configurations ``hashes`` from the
+    error part files ``parts`` (default: all): those that have results now
+    (a retry succeeded) and the older records of those that ran again, so
+    that the ``_errors`` folder read as plain parquet holds each current
+    failure once (:func:`load_errors` reads the latest record of each and
+    leaves out those with results). Call under the lock. Returns how many
+    records were deleted."""
+    import pyarrow.compute as pc
+    hashes = set(hashes)
+    deleted = 0
+    for part in error_parts(dataset) if parts is None else parts:
+        have = read_hashes(part)
+        stale = sum(h in hashes for h in have)
+        if not stale:
+            continue
+        deleted += stale
+        if stale == len(have):
+            part.unlink()
+        else:
+            table = read_part(part)
+            mask = pc.invert(pc.is_in(table.column("config_hash"),
+                                      value_set=string_array(hashes)))
+            write_part(part.parent, table.filter(mask), part.stem)
+        fsync_dir(part.parent)
+    return deleted
+
+
 def string_array(values):
     import pyarrow as pa
     return pa.array(sorted(values), type=pa.string())

@@ -272,6 +272,7 @@ def _sweep(plan, out: Path, pool, jobs, retry_errors, prune, progress, chunk_siz
         _save_config(plan, out)
         todo = [c for c in plan.configs
                 if c.hash not in done and (retry_errors or c.hash not in failed_before)]
+        earlier_errors = ds.error_parts(out)
         summary.reused = sum(c.hash in done for c in plan.configs)
         summary.failed_earlier = len(plan.configs) - summary.reused - len(todo)
         summary.skipped = summary.reused + summary.failed_earlier
@@ -302,6 +303,10 @@ def _sweep(plan, out: Path, pool, jobs, retry_errors, prune, progress, chunk_siz
         finally:
             bar.close()
         tasks.journal_files.close()
+        # each current failure once: none of a retry that succeeded, the latest of one
+        # that failed again
+        ds.drop_errors(out, ds.result_hashes(out))
+        ds.drop_errors(out, {c.hash for c in todo}, [p for p in earlier_errors if p.exists()])
         summary.errors = _failures(out, plan)
         summary.seconds = time.monotonic() - t0
     return summary
