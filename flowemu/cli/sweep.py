@@ -14,6 +14,7 @@ from pathlib import Path
 from ..core.errors import ConfigError
 from ..study.sweep import dataset as ds
 from ..study.sweep import load_sweep, sweep
+from ..study.sweep.journal import journaled
 from ..study.sweep.run import foreign_files, other_sweep
 from .options import as_options, given, note, refuse
 
@@ -102,8 +103,11 @@ def _dry_run(args) -> int:
         note(f"{out} holds the results of sweep {other!r}, not of {plan.name!r}: a run into "
              "it is refused (choose another --out, or add --prune to replace them)")
         known = False
-    done = ds.result_hashes(out) if known else set()
-    failed = ds.error_hashes(out) - done if known and not args.retry_errors else set()
+    # what a killed run journaled counts as the run would count it (it saves them first)
+    kept, dropped = journaled(out) if known else (set(), set())
+    done = ds.result_hashes(out) | kept if known else set()
+    failed = (ds.error_hashes(out) | dropped) - done if known and not args.retry_errors \
+        else set()
     what = {"reuse": 0, "run": 0, "failed earlier": 0}
     for cfg in plan.configs:
         state = ("reuse" if cfg.hash in done else "failed earlier" if cfg.hash in failed

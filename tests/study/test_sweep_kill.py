@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from flowemu.cli.app import main
 from flowemu.study.results import load, load_errors
 from flowemu.study.sweep import dataset as ds
 from flowemu.study.sweep import journal, load_sweep, sweep
@@ -117,7 +118,8 @@ def clean(tmp_path_factory):
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc")
 @pytest.mark.parametrize("jobs", [1, 2])
-def test_sigkill_of_the_sweep_loses_at_most_the_running_configurations(tmp_path, clean, jobs):
+def test_sigkill_of_the_sweep_loses_at_most_the_running_configurations(tmp_path, clean, jobs,
+                                                                      capsys):
     path, ref = clean
     total = len(load_sweep(path).configs)
     seed, target = random_target()
@@ -131,6 +133,11 @@ def test_sigkill_of_the_sweep_loses_at_most_the_running_configurations(tmp_path,
     assert not list(out.glob("part-*.parquet")), f"seed {seed}"
     finished = journaled(out)
     assert target <= len(finished) < total, f"seed {seed}"
+    # the dry run counts the journaled configurations as the run will (it said all to run)
+    capsys.readouterr()
+    assert main(["sweep", str(path), "--dry-run", "--out", str(out)]) == 0
+    assert (f"into {out}: {total - len(finished)} to run, {len(finished)} reused"
+            in capsys.readouterr().out), f"seed {seed}"
     res = sweep(path, out, jobs=1, progress=False)
     assert (res.reused, res.computed) == (len(finished), total - len(finished)), f"seed {seed}"
     same_as_clean(out, ref)

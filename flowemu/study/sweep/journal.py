@@ -162,6 +162,19 @@ def save(dataset, journal, saved: set[str]) -> Saved:
     return out
 
 
+def journaled(dataset) -> tuple[set[str], set[str]]:
+    """``(configurations with rows, configurations failed)`` in the journals
+    a killed sweep left, read only (:func:`recover`, which the next run
+    calls, saves them): what a dry run counts as done."""
+    directory = Path(dataset) / JOURNAL_DIR
+    rows, failed = set(), set()
+    for journal in sorted(directory.glob(f"*{SUFFIX}")) if directory.is_dir() else []:
+        batches, errors = read(journal)
+        rows.update(fields["config_hash"] for fields, _ in batches)
+        failed.update(e["config_hash"] for e in errors)
+    return rows, failed
+
+
 def recover(dataset) -> Saved:
     """Turn the journals a killed sweep left into part files (oldest first),
     so their configurations count as done. Call under the sweep's lock,
