@@ -15,7 +15,7 @@ from ..core.errors import ConfigError
 from ..study.sweep import dataset as ds
 from ..study.sweep import load_sweep, sweep
 from ..study.sweep.journal import journaled
-from ..study.sweep.run import foreign_files, other_sweep
+from ..study.sweep.run import counted, foreign_files, other_sweep
 from .options import as_options, given, note, refuse
 
 #: sweep() arguments and the options that set them (messages name the option)
@@ -114,7 +114,8 @@ def _dry_run(args) -> int:
                  else "run")
         what[state] += 1
         print(f"{cfg.hash}  {cfg.key}" + (f"  ({state})" if known else ""))
-    print(f"{len(plan.configs)} configurations in {len(plan.groups)} group(s), "
+    print(f"{counted(len(plan.configs), 'configuration')} in "
+          f"{counted(len(plan.groups), 'group')}, "
           f"{sum(c.num_rows for c in plan.configs)} rows")
     if known:
         print(f"into {out}: {what['run']} to run, {what['reuse']} reused"

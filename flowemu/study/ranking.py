@@ -282,11 +282,14 @@ def _wide_table(cmp: pd.DataFrame) -> str:
 
 def format_gain(g) -> str:
     """``+12%``; under 1 % one significant digit (``-0.5%``, not ``-0%``,
-    which reads as a tie), under 0.01 % ``-<0.01%``; empty for NaN."""
+    which reads as a tie), under 0.01 % ``-<0.01%``; near -100 % the digits
+    that tell it from a goodput of 0 (``-99.5%``); empty for NaN."""
     if pd.isna(g):
         return ""
     if abs(g) >= 0.01 or g == 0:
-        return f"{g:+.0%}"
+        text = f"{g:+.0%}"
+        # -100% is a goodput of 0: a slower one keeps its digits (-99.5%)
+        return f"{100 * g:+.4g}%" if text == "-100%" and g > -1 else text
     if abs(g) < 1e-4:
         return f"{'+' if g > 0 else '-'}<0.01%"
     return f"{100 * g:+.1g}%"

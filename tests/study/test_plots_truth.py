@@ -305,3 +305,12 @@ def test_small_gains_are_not_printed_as_zero():
     assert _gain_text(-0.005) == " (-0.5%)" and _gain_text(0.0003) == " (+0.03%)"
     assert _gain_text(0.12) == " (+12%)" and _gain_text(-2e-7) == " (-<0.01%)"
     assert _gain_text(float("nan")) == "" and format_gain(-0.1234) == "-12%"
+
+
+def test_a_gain_near_minus_100_percent_is_not_a_goodput_of_zero():
+    """-99.5 % read (-100%), a goodput of 0; the digits that tell them apart
+    are kept. A gain of -100 % is shown as such, +99.6 % rounds as before."""
+    from flowemu.study.ranking import format_gain
+    assert format_gain(-0.995) == "-99.5%" and format_gain(-0.9996) == "-99.96%"
+    assert format_gain(-1.0) == "-100%" and format_gain(0.996) == "+100%"
+    assert format_gain(-0.994) == "-99%"

@@ -509,7 +509,7 @@ def test_cli_sweep_and_dry_run(tmp_path, capsys):
     path = write(tmp_path, SMALL)
     assert main(["sweep", str(path), "--dry-run"]) == 0
     out = capsys.readouterr().out
-    assert "12 configurations in 1 group(s), 84 rows" in out
+    assert "12 configurations in 1 group, 84 rows" in out
     assert "g|torus:4x4|ring" in out
     code = main(["sweep", str(path), "--out", str(tmp_path / "d"), "--jobs", "1"])
     out, err = capsys.readouterr()

@@ -111,7 +111,7 @@ def test_compare_keeps_every_job_and_dry_run_counts_them(tmp_path, capsys):
     from flowemu.cli.app import main
     assert main(["sweep", str(path), "--dry-run"]) == 0
     out = capsys.readouterr().out
-    assert "1 configurations in 1 group(s), 2 rows" in out and "sizes=" not in out
+    assert "1 configuration in 1 group, 2 rows" in out and "sizes=" not in out
 
 
 def test_mixed_job_arrays_and_fractional_ranks_are_named(tmp_path):

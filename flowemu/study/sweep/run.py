@@ -69,7 +69,8 @@ class SweepSummary:
             detail.append(f"{self.reused} reused")
         if self.errors:
             detail.append(f"{len(self.errors)} failed")
-        out = (f"sweep {self.name}: {self.total} configurations: {', '.join(detail)} -> "
+        out = (f"sweep {self.name}: {counted(self.total, 'configuration')}: "
+               f"{', '.join(detail)} -> "
                f"{self.path} in {self.seconds:.1f}s")
         if self.replaced:
             out += f"\n  replaced the results of sweep {self.replaced!r} (--prune)"
@@ -77,12 +78,13 @@ class SweepSummary:
             earlier = (f"; {self.set_aside} in all with those set aside before"
                        if self.set_aside > self.set_aside_now else "")
             n = self.set_aside_now
-            out += (f"\n  set aside: {n} configuration{'s' if n != 1 else ''} not in the sweep "
+            out += (f"\n  set aside: {counted(n, 'configuration')} not in the sweep "
                     "as it is now (the file no longer lists it, or a file or plug-in it names "
                     f"changed; kept on disk, not loaded: their rows in "
                     f"{self.path / ds.ASIDE_DIR}{earlier}; --prune deletes them)")
         if self.pruned:
-            out += (f"\n  pruned: {self.pruned} configurations ({self.pruned_rows} rows) no "
+            out += (f"\n  pruned: {counted(self.pruned, 'configuration')} "
+                    f"({counted(self.pruned_rows, 'row')}) no "
                     "longer in the sweep")
         if self.internal:
             out += (f"\n  {self.internal} of the failures are unexpected exceptions "
@@ -96,7 +98,8 @@ class SweepSummary:
             return ""
         earlier = (f", {self.failed_earlier} of them in an earlier run"
                    if self.failed_earlier else "")
-        lines = [(f"sweep {self.name}: {len(self.errors)} of {self.total} configurations "
+        lines = [(f"sweep {self.name}: {len(self.errors)} of "
+                  f"{counted(self.total, 'configuration')} "
                  f"failed{earlier} (recorded in {self.path / ERRORS_DIR}; --retry-errors "
                  "runs them again):")]
         for key, message in self.errors[:first]:
@@ -105,6 +108,11 @@ class SweepSummary:
             lines.append(f"  ... and {len(self.errors) - first} more "
                          "(flowemu.results.load_errors)")
         return "\n".join(lines)
+
+
+def counted(n: int, word: str) -> str:
+    """``1 configuration``, ``2 configurations``."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 class DatasetLock:
