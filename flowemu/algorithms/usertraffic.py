@@ -103,7 +103,7 @@ def frame_steps(df, where: str = "traffic") -> tuple[np.ndarray, list[Traffic]]:
 
     if not isinstance(df, pd.DataFrame):
         raise ConfigError(f"{where}: expected a pandas DataFrame, got {type(df).__name__}")
-    names = [str(c) for c in df.columns]
+    names = [str(c).strip() for c in df.columns]   # ("step, src, ..." as a CSV writes it by hand)
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise ConfigError(f"{where}: column(s) {', '.join(dup)} appear more than once")

@@ -227,6 +227,10 @@ def _check_run_options(args) -> None:
                                   "list, what-ifs) or drop the option")
     if given(args, "fail_policy") and not args.fail:
         refuse("--fail-policy", "applies only with --fail (no link fails in this run)")
+    if given(args, "fail_policy") and getattr(args, "traffic", None):
+        refuse("--fail-policy", "applies to an algorithm's schedule (whether a topology-bound "
+                                "one such as ring may be rerouted); --traffic is always routed "
+                                "over the surviving links")
     if given(args, "seed") and args.ecmp != "hash":
         refuse("--seed", f"applies only to --ecmp hash (this run uses --ecmp {args.ecmp})")
     check_incast_pair(args)

@@ -222,8 +222,13 @@ def limit(max_memory=None) -> Limit:
 def check(need: float, lim: Limit, what: str) -> None:
     """Raise ConfigError when ``need`` bytes exceed the limit."""
     if need > lim.bytes:
-        raise ConfigError(f"max_memory: {what} needs ~{format_bytes(need)} (estimate), more "
-                          f"than the {lim.text()}; {lim.override()}")
+        needed = format_bytes(need)
+        limit_text = lim.text()
+        if needed == format_bytes(lim.bytes):   # (both print as 2.0 GiB: the bytes tell)
+            needed = f"{needed} ({int(need):,} bytes)"
+            limit_text = f"{needed.split(' (')[0]} limit ({lim.bytes:,} bytes, {lim.source})"
+        raise ConfigError(f"max_memory: {what} needs ~{needed} (estimate), more than the "
+                          f"{limit_text}; {lim.override()}")
 
 
 # ------------------------------------------------------------------ topologies

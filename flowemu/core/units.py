@@ -219,6 +219,8 @@ def _binary_size(n: float) -> str:
         last = i == len(_BINARY_UNITS) - 1
         if not last and abs(n) >= _BINARY_UNITS[i + 1][1]:
             continue
+        if last and abs(n / scale) >= 10**4:   # (beyond any real size: 4 digits, no more)
+            return f"{n / scale:.4g}{unit}"
         text = _size_digits(n / scale)
         if last or abs(float(text)) < 1024:
             return text + unit

@@ -310,6 +310,17 @@ def test_traffic_csv_columns(tmp_path, text, needle):
     assert needle in _message(lambda: flowemu.read_traffic(path))
 
 
+def test_a_header_written_with_spaces_reads(tmp_path):
+    """``step, src, dst, bytes`` (as one types it) was refused as 'extra
+    column(s)  src,  dst, ...' with the spaces invisible; the names are
+    read without them, and the flows are the same."""
+    spaced, plain = tmp_path / "s.csv", tmp_path / "p.csv"
+    spaced.write_text("step, src, dst, bytes\n0, 0, 1, 1e6\n0, 2, 3, 2e6\n")
+    plain.write_text("step,src,dst,bytes\n0,0,1,1e6\n0,2,3,2e6\n")
+    a, b = flowemu.time_traffic(TOPO, spaced), flowemu.time_traffic(TOPO, plain)
+    assert a["time_s"][0] == b["time_s"][0] and a["size_bytes"][0] == 3e6
+
+
 def test_traffic_directory_is_refused(tmp_path):
     assert "not a file" in _message(lambda: flowemu.time_traffic(TOPO, tmp_path))
 

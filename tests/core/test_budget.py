@@ -81,7 +81,7 @@ def test_topology_estimate_closed_form_and_stage_order():
     # torus:8x8: 64 nodes x 4 links x 32 B + 64 nodes x 2 dims x 8 B = 9216 B
     assert budget.topology_bytes((8, 8)) == 64 * 4 * 32 + 64 * 2 * 8 == 9216
     msg = _refusal(lambda: flowemu.simulate("torus:8x8", "ring", "1MiB", max_memory=9215))
-    assert "topology torus:8x8 needs ~9.0 KiB" in msg and "9.0 KiB limit (max_memory)" in msg
+    assert "topology torus:8x8 needs ~9.0 KiB" in msg and "9.0 KiB limit (9,215 bytes, max_memory)" in msg
     # the topology fits; the run (schedule and solve) does not
     msg = _refusal(lambda: flowemu.simulate("torus:8x8", "ring", "1MiB", max_memory=9216))
     assert "torus:8x8 ring needs" in msg
@@ -458,3 +458,15 @@ def test_a_refusal_says_how_to_raise_the_limit_it_came_from(monkeypatch):
     monkeypatch.delenv(budget.ENV_VAR)
     assert said(budget.limit()) == ("use --max-memory (max_memory=, FLOWEMU_MAX_MEMORY) to "
                                     "override")
+
+
+def test_a_need_and_a_limit_that_print_alike_are_told_apart_by_their_bytes():
+    """'needs ~2.0 GiB (estimate), more than the 2.0 GiB limit' read as no
+    excess; both figures then carry their bytes."""
+    with pytest.raises(ConfigError) as got:
+        budget.check(2**31 + 5000, budget.Limit(2**31, "--max-memory"), "x")
+    assert ("needs ~2.0 GiB (2,147,488,648 bytes) (estimate), more than the 2.0 GiB limit "
+            "(2,147,483,648 bytes, --max-memory)") in str(got.value)
+    with pytest.raises(ConfigError) as got:
+        budget.check(2**32, budget.Limit(2**31, "--max-memory"), "x")
+    assert "bytes" not in str(got.value)

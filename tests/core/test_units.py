@@ -222,9 +222,11 @@ def test_network_rejects(field, value):
     (2**20 - 2**9, "1MiB"),            # 1023.5 KiB rounds to 1024 KiB: 1 MiB
     (1073741823, "1GiB"), (2**40 - 1, "1TiB"), (1000 * 2**20, "1000MiB"),
     (1023 * 2**20, "1023MiB"), (1536, "1.5KiB"), (2**53, "8192TiB"), (0, "0B"),
+    (1e30, "9.095e+17TiB"),            # (a file's 1e30 bytes printed 18 digits of TiB)
 ])
 def test_format_size_boundaries(n, expected):
-    """A value that rounds to 1024 of a unit is 1 of the next one; never an exponent."""
+    """A value that rounds to 1024 of a unit is 1 of the next one; no exponent
+    below 10,000 TiB, and four digits above."""
     assert format_size(n) == expected
 
 

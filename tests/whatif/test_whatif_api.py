@@ -244,7 +244,7 @@ def test_adaptive_on_failed_switch_networks(spec, alg, fail):
     assert df.time_s.iloc[0] >= healthy.time_s.iloc[0] * (1 - 1e-9)
 
 
-def test_run_refuses_what_ifs_that_would_do_nothing(capsys):
+def test_run_refuses_what_ifs_that_would_do_nothing(capsys, tmp_path):
     base = ["run", "-t", "torus:4x4", "-a", "swing", "-s", "1KiB"]
     for argv, needle in ((["--fail-policy", "reroute"], "--fail-policy: applies only with --fail"),
                          (["--fail", ""], "--fail: '' is empty"),
@@ -252,6 +252,12 @@ def test_run_refuses_what_ifs_that_would_do_nothing(capsys):
                          (["--slow", " "], "--slow: ' ' is empty")):
         code, out, err = run(capsys, base + argv)
         assert code == 2 and out == "" and needle in one_error_line(err), argv
+    # --traffic is routed over the surviving links whatever the policy: refused, not ignored
+    path = tmp_path / "t.csv"
+    path.write_text("step,src,dst,bytes\n0,3,4,1e6\n")
+    code, out, err = run(capsys, ["run", "-t", "torus:16", "--traffic", str(path), "--fail",
+                                  "3-4", "--fail-policy", "reroute"])
+    assert code == 2 and "--fail-policy: applies to an algorithm's schedule" in err
     # a compute slowdown with gamma = delta = 0 costs nothing: said on stderr
     code, out, err = run(capsys, base + ["--slow", "3=0.5:compute", "--slow", "5=0.5"])
     assert code == 0 and "a slower reduction costs nothing here" in err
