@@ -314,3 +314,15 @@ def test_a_gain_near_minus_100_percent_is_not_a_goodput_of_zero():
     assert format_gain(-0.995) == "-99.5%" and format_gain(-0.9996) == "-99.96%"
     assert format_gain(-1.0) == "-100%" and format_gain(0.996) == "+100%"
     assert format_gain(-0.994) == "-99%"
+
+
+def test_a_panel_title_says_each_value_once():
+    """A group named after its collective was titled 'allreduce ·
+    fattree:k=16 · allreduce · no background'."""
+    from flowemu.study.figures.common import scenario_title
+    row = pd.Series({"group": "allreduce", "topology": "fattree:k=16",
+                     "collective": "allreduce", "background": ""})
+    assert scenario_title(row, list(row.index)) == "allreduce · fattree:k=16 · no background"
+    row["group"] = "big"
+    assert scenario_title(row, list(row.index)) == ("big · fattree:k=16 · allreduce · "
+                                                    "no background")

@@ -91,7 +91,16 @@ def size_axis(ax, sizes) -> None:
 
 
 def scenario_title(row: pd.Series, cols: list[str]) -> str:
-    return " · ".join(parameter_text(c, row[c]) for c in cols)
+    """The scenario's values as a reader says them, joined by `` · ``; a
+    value said already is not said again (a group named after its
+    collective: ``allreduce · fattree:k=16``, not ``allreduce · fattree:k=16
+    · allreduce``)."""
+    parts: list[str] = []
+    for c in cols:
+        text = parameter_text(c, row[c])
+        if text not in parts:
+            parts.append(text)
+    return " · ".join(parts)
 
 
 def scenario_keys(df: pd.DataFrame, exclude=(), only=None) -> tuple[list[str], list[tuple]]:
