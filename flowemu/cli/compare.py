@@ -55,6 +55,22 @@ def cmd_compare(args) -> int:
             raise ConfigError(f"compare: no results in {args.dataset}"
                               + (f" matching {args.where!r}"
                                  f"{nothing_matched(whole, args.where)}" if args.where else ""))
-        write_output(results.compare(df, by=args.by), fmt, args.out,
-                     table=results.compare_table)
+        cmp = results.compare(df, by=args.by)
+        if fmt != "table":
+            cmp = with_fixed_columns(cmp, df)
+        write_output(cmp, fmt, args.out, table=results.compare_table)
     return 0
+
+
+def with_fixed_columns(cmp, df):
+    """``cmp`` with the scenario columns its rows share in ``df`` (one value
+    in all of them) put first: :func:`flowemu.results.compare` keeps only
+    those that vary, and a file (CSV, JSON, parquet) of a filtered dataset
+    would lose what its rows hold (the background, the group): two such
+    files could not be told apart, and their columns would change with the
+    data."""
+    fixed = {c: df[c].iloc[0] for c in results.SCENARIO_COLUMNS
+             if c in df.columns and c not in cmp.columns and df[c].nunique(dropna=False) == 1}
+    if not fixed:
+        return cmp
+    return cmp.assign(**fixed)[list(fixed) + list(cmp.columns)]

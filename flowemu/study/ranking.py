@@ -60,7 +60,10 @@ def compare(df, by: str = "label", *, who: str = "compare") -> pd.DataFrame:
         highest), ``best_other``, ``best_other_goodput_Bps``, ``gain`` (NaN
         when the algorithm is alone), ``is_best`` and ``tie`` (several
         algorithms share the best). A later row of the same configuration and
-        size replaces an earlier one.
+        size replaces an earlier one. ``algorithm`` is what was compared: the
+        rows' ``label`` (name and options that differ from the defaults,
+        ``recdoub:variant=bandwidth``) with ``by="label"``, their name with
+        ``by="algorithm"``; join with the rows on ``label`` in the first case.
     """
     df = result_frame(df, who)
     if by == "model":
