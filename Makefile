@@ -41,14 +41,19 @@ $(DOCS_STAMP): pyproject.toml
 
 setup: $(STAMP)
 
+# The tests run in TEST_JOBS processes (pytest-xdist): each compiles the kernels
+# its tests need on a fresh clone, and their cache serves the other; TEST_JOBS=0
+# runs them in this process.
+TEST_JOBS ?= 2
+
 test: $(STAMP)
 	$(VENV)/bin/lint-imports
-	$(PY) -m pytest -q --benchmark-disable -m "not slow" tests
+	$(PY) -m pytest -q --benchmark-disable -m "not slow" -n $(TEST_JOBS) tests
 
 # every test, the slow ones included
 test-all: $(STAMP)
 	$(VENV)/bin/lint-imports
-	$(PY) -m pytest -q --benchmark-disable tests
+	$(PY) -m pytest -q --benchmark-disable -n $(TEST_JOBS) tests
 
 demo: $(RUN_STAMP)
 	$(PY) -m flowemu.cli.demo
