@@ -700,7 +700,7 @@ def test_progress_plain_lines_otherwise():
     lines = stream.getvalue().splitlines()
     assert lines[0] == "sweep x: 4 configurations to run"
     assert "1/4  25%" in lines[1] and "ETA" in lines[1]
-    assert lines[-1].startswith("sweep x: 4/4 100%") and "1 errors" in lines[-1]
+    assert lines[-1].startswith("sweep x: 4/4 100%") and lines[-1].endswith(", 1 error")
     assert "\r" not in stream.getvalue()
     silent = io.StringIO()
     Progress(3, "x", stream=silent, enabled=False).update(3)

@@ -48,7 +48,7 @@ class Progress:
         rate = self.done / elapsed if elapsed > 0 else 0.0
         eta = (self.total - self.done) / rate if rate > 0 else math.inf
         pct = 100.0 * self.done / self.total if self.total else 100.0
-        err = f", {self.errors} errors" if self.errors else ""
+        err = f", {self.errors} error{'' if self.errors == 1 else 's'}" if self.errors else ""
         stats = (f"{self.done}/{self.total} {pct:3.0f}% {rate:.1f} cfg/s "
                  f"ETA {_fmt_eta(eta)}{err}")
         if not self.tty:
