@@ -170,3 +170,45 @@ def test_a_workers_memory_share_says_how_to_give_it_more():
     assert "1/2 of the" in str(got.value) and "one share a worker" in str(got.value)
     assert str(got.value).endswith("; run fewer workers (--jobs) or give them more "
                                    "(FLOWEMU_MAX_MEMORY, which they share)")
+
+
+MODES_AND_MORE = """
+sizes = "1KiB"
+topology = ["torus:4x4", "fattree:k=4"]
+algorithm = ["ring", "recdoub"]
+ecmp = ["split", "dor"]
+ranks = [8, 100]
+"""
+
+
+def test_a_mode_a_topology_lacks_hides_no_other_problem(tmp_path, capsys):
+    """`dor` does not route a fat tree; that was reported alone, and the
+    ranks that fit nowhere only once it was fixed. Both are said at once."""
+    err = cli_error(tmp_path, capsys, MODES_AND_MORE)
+    assert "m.toml: ecmp: 'dor' does not apply to fattree:k=4" in err
+    assert "ranks: 100 ranks do not fit on torus:4x4" in err
+    assert "ranks: 100 ranks do not fit on fattree:k=4" in err
+    assert "fattree:k=4|ring:|ecmp=dor" not in err   # (the pair is not a configuration)
+
+
+SIZES_SEEDS_AND_WHATIFS = """
+sizes = ["1Mib", "2KiB"]
+topology = "torus:4x4"
+algorithm = "ring"
+failures = 0
+failure_seed = 3
+background = ["perm:1.5", "permutation:0.3"]
+slow = ["99=0.5"]
+"""
+
+
+def test_bad_sizes_and_seeds_hide_no_other_problem(tmp_path, capsys):
+    """A bad size or a failure_seed without failures stopped the checks of
+    the grid: the bad backgrounds and slow rank showed only once those were
+    mended. The grid is checked on (with the default sizes), all at once."""
+    err = cli_error(tmp_path, capsys, SIZES_SEEDS_AND_WHATIFS)
+    assert "m.toml: 5 problems" in err
+    for said in ("sizes[0]: '1Mib'", "failure_seed: a failure_seed applies only with",
+                 "slow[0]: rank 99", "background[0]: LOAD '1.5'",
+                 "background[1]: unknown generator 'permutation'"):
+        assert said in err, said

@@ -244,30 +244,30 @@ def _expand(path: Path, doc: dict) -> SweepPlan:
             else:
                 values[f] = vals
         sizes, _, present = field_values("sizes", table, prefix)
-        if not present:
+        if not present or sizes is None:
+            # (bad sizes are reported; the grid is checked with the default ones, so
+            # that its other problems are said at once)
             sizes = tuple(parse_sizes(DEFAULT_SIZES))
-        elif sizes is None:
-            complete = False
         excl, ok_ex = excludes(table, prefix)
         wheres, ok_wh = where_codes(table, prefix)
         # (the checks across fields, with every field read: reported beside
-        # the others' problems, not after they are mended)
+        # the others' problems, not after they are mended; the grid is checked on,
+        # each configuration's seeds made canonical below)
         if "ecmp" in values and "seed" in values and "hash" not in values["ecmp"] \
                 and any(s != 0 for s in values["seed"]):
             probs.add(seed_loc, "a seed applies only to ecmp = \"hash\" (it picks each flow's "
                                 f"path there); this grid's ecmp is {', '.join(values['ecmp'])}")
-            complete = False
         if "failures" in values and "failure_seed" in values \
                 and all(k == 0 for k in values["failures"]) \
                 and any(s != 0 for s in values["failure_seed"]):
             probs.add(locs["failure_seed"], "a failure_seed applies only with failures > 0 "
                                             "(it draws the failed cables); this grid's "
                                             "failures is 0")
-            complete = False
         if not (complete and ok_ex and ok_wh):
             continue
-        if not _modes_apply(values, ecmp_loc, probs):
-            continue
+        # a routing mode a topology lacks is reported, and the grid's other pairs still
+        # go through every check below: the file's problems are said at once
+        unrouted = _unrouted(values, ecmp_loc, probs)
         configs, seen, total, reported, misfits = [], set(), 0, set(), Problems()
         priced: dict = {}
         checked: dict = {}
@@ -279,6 +279,8 @@ def _expand(path: Path, doc: dict) -> SweepPlan:
                 break   # a where expression failed: reported once, not per configuration
             total += 1
             kw = dict(zip(GRID_FIELDS, combo))
+            if (kw["topology"], kw["ecmp"]) in unrouted:
+                continue
             if kw["ecmp"] != "hash":
                 kw["seed"] = 0   # the seeds of the grid are the hash's; one configuration here
             if not kw["failures"]:
@@ -386,10 +388,11 @@ def _apply_preset(kw: dict, preset: str, explicit: set, loc: str, probs: Problem
     return True
 
 
-def _modes_apply(values: dict, loc: str, probs: Problems) -> bool:
-    """Whether every topology of a group routes by every ``ecmp`` mode of it;
-    each pair that does not is reported (before anything runs)."""
-    ok = True
+def _unrouted(values: dict, loc: str, probs: Problems) -> set:
+    """The ``(topology, ecmp)`` pairs of a group whose topology does not route
+    by that mode; each topology that lacks one is reported (before anything
+    runs)."""
+    pairs = set()
     for spec in values["topology"]:
         info = topo_info(spec)
         missing = [m for m in values["ecmp"] if m not in info.modes]
@@ -397,8 +400,8 @@ def _modes_apply(values: dict, loc: str, probs: Problems) -> bool:
             probs.add(loc, f"{', '.join(map(repr, missing))} does not apply to {info.spec} "
                            f"(its modes: {', '.join(info.modes)}); split the group or give "
                            "each topology its own ecmp")
-            ok = False
-    return ok
+            pairs.update((spec, m) for m in missing)
+    return pairs
 
 
 def _priceable(cfg: Config, alg: Alg, locs: dict, probs: Problems, priced: dict) -> bool:
