@@ -151,6 +151,7 @@ def cli_spelling(message: str, options: Mapping[str, str]) -> str:
         return options[name] + (f" {value.strip(chr(39))}" if value else "")
 
     text = _PYTHON_KEYWORD.sub(rewrite, message)
+    text = re.sub(r"(--[\w-]+) \(\1\)", r"\1", text)      # --max-memory (--max-memory)
     return re.sub(r"(--[\w-]+) \(\1, ", r"\1 (", text)   # --max-memory (--max-memory, ENV)
 
 

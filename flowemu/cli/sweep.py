@@ -116,7 +116,7 @@ def _dry_run(args) -> int:
         print(f"{cfg.hash}  {cfg.key}" + (f"  ({state})" if known else ""))
     print(f"{counted(len(plan.configs), 'configuration')} in "
           f"{counted(len(plan.groups), 'group')}, "
-          f"{sum(c.num_rows for c in plan.configs)} rows")
+          f"{counted(sum(c.num_rows for c in plan.configs), 'row')}")
     if known:
         print(f"into {out}: {what['run']} to run, {what['reuse']} reused"
               + (f", {what['failed earlier']} failed earlier (--retry-errors runs them)"

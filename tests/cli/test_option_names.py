@@ -75,6 +75,9 @@ def test_python_api_keeps_its_spelling():
     ("x; give one with topology= (--topology)", "x; give one with --topology"),
     ("x; use --max-memory (max_memory=, FLOWEMU_MAX_MEMORY) to override",
      "x; use --max-memory (FLOWEMU_MAX_MEMORY) to override"),
+    # (a limit from FLOWEMU_MAX_MEMORY: the option once, not '--max-memory (--max-memory)')
+    ("x; give a larger FLOWEMU_MAX_MEMORY, or --max-memory (max_memory=)",
+     "x; give a larger FLOWEMU_MAX_MEMORY, or --max-memory"),
     (("seed: 3 applies only to ecmp='hash' (it picks each flow's path there); with "
      "ecmp='split' leave seed at 0"),
      ("seed: 3 applies only to --ecmp hash (it picks each flow's path there); with "

@@ -121,7 +121,7 @@ def test_many_failures_show_the_first_five(tmp_path, capsys, monkeypatch):
     fail_when_run(monkeypatch, lambda cfg: cfg.ranks > 8)
     code = main(["sweep", str(path), "--out", str(tmp_path / "d"), "-q", "--jobs", "1"])
     out, err = capsys.readouterr()
-    assert code == 1 and "1 computed (1 rows)" in out and "7 failed" in out
+    assert code == 1 and "1 computed (1 row)" in out and "7 failed" in out
     lines = err.splitlines()
     assert lines[0].startswith("sweep many: 7 of 8 configurations failed")
     assert [line.split("|ranks=")[1].split("|")[0] for line in lines[1:6]] == \

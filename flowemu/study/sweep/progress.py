@@ -33,7 +33,7 @@ class Progress:
         self.start = time.monotonic()
         self._last = -math.inf
         if self.enabled and not self.tty:
-            self._emit(f"{label}: {total} configurations to run")
+            self._emit(f"{label}: {total} configuration{'' if total == 1 else 's'} to run")
 
     def _emit(self, text: str) -> None:
         try:

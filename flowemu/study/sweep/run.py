@@ -64,7 +64,7 @@ class SweepSummary:
         return str(self.path)
 
     def text(self) -> str:
-        detail = [f"{self.computed} computed ({self.rows} rows)"]
+        detail = [f"{self.computed} computed ({counted(self.rows, 'row')})"]
         if self.reused:
             detail.append(f"{self.reused} reused")
         if self.errors:
