@@ -10,7 +10,7 @@ import pandas as pd
 
 from ..core.errors import ConfigError, checked_keywords
 from ..core.units import format_rate, format_size, format_time
-from .rows import result_frame, same_goodput, scenario_columns, with_whatif
+from .rows import result_frame, same_goodput, scenario_columns, with_labels, with_whatif
 from .slowdowns import compare_whatif, compare_whatif_table
 
 
@@ -65,7 +65,7 @@ def compare(df, by: str = "label", *, who: str = "compare") -> pd.DataFrame:
         ``recdoub:variant=bandwidth``) with ``by="label"``, their name with
         ``by="algorithm"``; join with the rows on ``label`` in the first case.
     """
-    df = result_frame(df, who)
+    df = with_labels(result_frame(df, who))
     if by == "model":
         return compare_models(df)
     if by == "sync":

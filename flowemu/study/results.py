@@ -26,6 +26,7 @@ from .rows import (  # noqa: F401
     query,
     result_frame,
     scenario_columns,
+    with_labels,
     with_whatif,
 )
 from .slowdowns import (  # noqa: F401

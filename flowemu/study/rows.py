@@ -98,3 +98,34 @@ def same_goodput(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     larger (NaN never ties)."""
     with np.errstate(invalid="ignore"):
         return np.abs(a - b) <= TIE_RTOL * np.maximum(np.abs(a), np.abs(b))
+
+
+def with_labels(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with a ``label`` column, which tells the rows' algorithms
+    apart: as it is where the rows have one (a sweep's). Rows without one
+    (``simulate``'s) are labelled by the algorithm's name, and where one name
+    has rows of several option sets at one scenario and size (two variants
+    simulated side by side: ``recdoub:variant=latency`` and
+    ``recdoub:variant=bandwidth``), by the name and the options that differ
+    among its rows; an ``auto`` option, resolved to one variant at each size,
+    keeps the name alone."""
+    if "label" in df.columns or "algorithm" not in df.columns:
+        return df
+    name = df["algorithm"].astype(str)
+    if "options" not in df.columns or df.empty:
+        return df.assign(label=name)
+    options = df["options"].fillna("").astype(str)
+    keys = scenario_columns(df) + [c for c in ("size_bytes",) if c in df.columns]
+    sets = df[keys].assign(_name=name, _options=options).groupby(
+        keys + ["_name"], dropna=False, sort=False)["_options"].nunique()
+    several = set(sets[sets > 1].index.get_level_values("_name"))
+    label = name.copy()
+    for alg in several:
+        rows = (name == alg).to_numpy()
+        parsed = [dict(item.split("=", 1) for item in text.split(",") if "=" in item)
+                  for text in options[rows]]
+        differ = [k for k in dict.fromkeys(k for p in parsed for k in p)
+                  if len({p.get(k) for p in parsed}) > 1]
+        label[rows] = [alg + ":" + ",".join(f"{k}={p[k]}" for k in differ if k in p)
+                       for p in parsed]
+    return df.assign(label=label)

@@ -13,7 +13,7 @@ import pandas as pd
 from ..core.errors import ConfigError
 from ..core.units import format_rate, format_size, format_time
 from ..whatif.conditions import CONDITIONS
-from .rows import WHATIF_SCENARIO, query, result_frame, scenario_columns, with_whatif
+from .rows import WHATIF_SCENARIO, query, result_frame, scenario_columns, with_labels, with_whatif
 
 #: a random selector's seed (``random:K:SEED`` -> ``random:K``): Monte-Carlo
 #: runs that differ only in it are one condition
@@ -150,7 +150,7 @@ def compare_whatif(df, who: str = "compare_whatif") -> pd.DataFrame:
         where the data holds no healthy twin. Sorted by scenario, size,
         algorithm, failed links and condition (healthy first).
     """
-    df = result_frame(df, who)
+    df = with_labels(result_frame(df, who))
     missing = [c for c in ("size_bytes", "time_s") if c not in df.columns]
     source = "label" if "label" in df.columns else "algorithm"
     if source not in df.columns:

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import flowemu
 from flowemu.cli.app import main
 from flowemu.core.errors import ConfigError
 from flowemu.study.figures import goodput, plots
@@ -313,3 +314,43 @@ def test_a_compare_file_keeps_what_its_rows_share(dataset, capsys):
     assert "collective" not in compare(load(dataset)).columns
     assert main(["compare", str(dataset), "--where", "topology == 'torus:8'"]) == 0
     assert "allreduce" not in capsys.readouterr().out
+
+
+def test_variants_simulated_side_by_side_are_compared_apart():
+    """simulate's rows have no label: compare kept the last row of each
+    algorithm name, so two variants of recdoub merged into one whose goodput
+    depended on the order of the frames. Variants of one name at one
+    scenario and size are told apart by the options that differ; an auto
+    option (one variant a size) keeps the name."""
+    lat = flowemu.simulate("torus:4x4", "recdoub:variant=latency", "1KiB,1MiB")
+    bw = flowemu.simulate("torus:4x4", "recdoub:variant=bandwidth", "1KiB,1MiB")
+    auto = flowemu.simulate("torus:4x4", "swing", "1KiB,1MiB")
+    assert auto["options"].nunique() == 2   # (auto: a variant a size)
+    one = compare(pd.concat([lat, bw, auto]))
+    other = compare(pd.concat([bw, lat, auto]))
+    pd.testing.assert_frame_equal(one, other)
+    assert sorted(set(one["algorithm"])) == ["recdoub:variant=bandwidth",
+                                             "recdoub:variant=latency", "swing"]
+    got = one.set_index(["size_bytes", "algorithm"])["goodput_Bps"]
+    for df, alg in ((lat, "recdoub:variant=latency"), (bw, "recdoub:variant=bandwidth")):
+        for size, rate in zip(df["size_bytes"], df["goodput_Bps"]):
+            assert got[(size, alg)] == rate
+    best = compare(pd.concat([lat, bw, auto]), by="algorithm").set_index(
+        ["size_bytes", "algorithm"])["goodput_Bps"]
+    for size in (1024, 2**20):
+        assert best[(size, "recdoub")] == max(lat.set_index("size_bytes")["goodput_Bps"][size],
+                                              bw.set_index("size_bytes")["goodput_Bps"][size])
+
+
+def test_a_figure_of_variants_simulated_side_by_side(tmp_path):
+    """plot of the same frames drew one recdoub line zig-zagging between the
+    variants, and with relative=True failed on the frames' repeated index
+    (pd.concat without ignore_index)."""
+    frames = [flowemu.simulate("torus:4x4", alg, "1KiB..64KiB")
+              for alg in ("recdoub:variant=latency", "recdoub:variant=bandwidth", "swing")]
+    out = plot(pd.concat(frames), tmp_path / "g.png", relative=True)
+    assert out.exists()
+    from flowemu.study.rows import with_labels
+    fig = goodput.goodput_figure(with_labels(pd.concat(frames, ignore_index=True)))
+    drawn = {line.get_label() for line in fig.axes[0].get_lines()}
+    assert {"recdoub:variant=latency", "recdoub:variant=bandwidth", "swing"} <= drawn

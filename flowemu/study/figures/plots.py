@@ -51,6 +51,7 @@ from ..results import (
     result_frame,
     with_whatif,
 )
+from ..rows import with_labels
 from .common import figure_path
 from .gain import gain_curve_figure, gain_figure, plot_gain, plot_gain_curves
 from .goodput import goodput_figure, plot_goodput, plot_time
@@ -74,7 +75,8 @@ def plot(dataset, out, kind: str = "goodput", **kwargs) -> Path:
     figure_path(out)   # before anything is loaded or drawn
     if isinstance(dataset, (str, os.PathLike)):
         check_outside_dataset(out, dataset, "out")
-    df = result_frame(dataset, "plot")
+    # (frames concatenated without ignore_index repeat their index: rows are told apart by position)
+    df = with_labels(result_frame(dataset, "plot")).reset_index(drop=True)
     if df.empty:
         raise ConfigError("plot: " + ("the DataFrame holds no result rows"
                                       if isinstance(dataset, pd.DataFrame)
