@@ -326,3 +326,19 @@ def test_a_panel_title_says_each_value_once():
     row["group"] = "big"
     assert scenario_title(row, list(row.index)) == ("big · fattree:k=16 · allreduce · "
                                                     "no background")
+
+
+def test_a_gain_curve_by_topology_is_one_panel():
+    """by='topology' (the column the refusal of a single-valued `by`
+    suggests) left no scenario column, and a panel was drawn for every row
+    (18 identical untitled panels for 3 topologies x 6 sizes)."""
+    import flowemu
+    from flowemu.study.figures.common import scenario_keys
+    from flowemu.study.figures.gain import gain_curve_figure
+    df = pd.concat([flowemu.simulate(t, a, "1KiB..4KiB") for t in ("torus:4x4", "fattree:k=4")
+                    for a in ("ring", "recdoub")], ignore_index=True)
+    assert scenario_keys(df, exclude=("topology",)) == ([], [()])
+    fig = gain_curve_figure(df, by="topology", algorithm="recdoub")
+    panels = [ax for ax in fig.axes if ax.get_lines()]
+    assert len(panels) == 1
+    assert {line.get_label() for line in panels[0].get_lines()} >= {"torus:4x4", "fattree:k=4"}

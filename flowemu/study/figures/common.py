@@ -109,6 +109,8 @@ def scenario_keys(df: pd.DataFrame, exclude=(), only=None) -> tuple[list[str], l
     networks first."""
     cols = [c for c in (scenario_columns(df) if only is None else only)
             if c != "nodes" and c not in exclude]
+    if not cols:   # one scenario (drop_duplicates of no column keeps every row)
+        return cols, [()]
     keys = df[cols].drop_duplicates()
     if "nodes" in df.columns and "topology" in cols:   # bigger networks later, like the paper's panels
         keys = keys.merge(df[["topology", "nodes"]].drop_duplicates(), on="topology")
