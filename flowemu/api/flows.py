@@ -29,7 +29,7 @@ from ..engine.steps import flow_latency, route_step, solve_step, solve_streams
 from ..topology import checks as topology_checks
 from ..topology.base import Routes, Topology
 from ..whatif.conditions import apply as apply_whatif
-from ..whatif.conditions import check_whatif
+from ..whatif.conditions import check_whatif, unfaulted
 from ..whatif.faults import check_fail_policy
 from .run import build_topology, prepare_run, run_schedules
 from .simulation import simulate
@@ -254,7 +254,7 @@ def _plan(topology, algorithm, traffic, size, steps, ecmp, seed, ranks, placemen
         ecmp, seed = topology_checks.routing(ecmp, seed)
         place = parse_placement(placement)
         checks.threads(threads)
-        topo = build_topology(topology, lim)
+        topo, whatif = unfaulted(build_topology(topology, lim), whatif)
         sched = traffic_schedule(topo, traffic, None, lim)
         mapping = place.mapping(sched.p, topo)
         applied = None if whatif.healthy else apply_whatif(whatif, topo, sched.p, net, mapping,

@@ -20,7 +20,7 @@ from ..core.version import __version__
 from ..engine.context import make_context
 from ..engine.dataflow import check_sync, layout
 from ..topology import checks as topology_checks
-from ..whatif.conditions import HEALTHY, WHATIF_COLUMNS, check_whatif
+from ..whatif.conditions import HEALTHY, WHATIF_COLUMNS, check_whatif, unfaulted
 from ..whatif.conditions import apply as apply_whatif
 from ..whatif.faults import check_fail_policy
 from ..whatif.jobs import JOB_KEYS, JobSpec, job_mappings, job_text, parse_job
@@ -54,9 +54,9 @@ def check_job_failures(topology, jobs, network, fail, degrade, fail_policy) -> N
     (a ConfigError naming the job): a rank cut off, a topology-bound job a
     failure breaks under ``fail_policy="strict"``."""
     whatif = check_whatif(fail, degrade, fail_policy, None, None)
+    topo, whatif = unfaulted(build_topology(topology), whatif)
     if whatif.healthy:
         return
-    topo = build_topology(topology)
     specs, chosen, mappings = check_jobs(topo, jobs)
     applied = apply_whatif(whatif, topo, int(sum(len(m) for m in mappings)), network,
                            np.concatenate(mappings))
@@ -147,7 +147,7 @@ def simulate_jobs(topology, jobs, *, sync: str = "barrier", ecmp: str = "split",
     sync = check_sync(sync)
     (ecmp, seed) = topology_checks.routing(ecmp, seed)
     whatif = check_whatif(fail, degrade, fail_policy, None, background)
-    topo = build_topology(topology, lim)
+    topo, whatif = unfaulted(build_topology(topology, lim), whatif)
     specs, chosen, mappings = check_jobs(topo, jobs)
     applied = None if whatif.healthy else apply_whatif(
         whatif, topo, int(sum(len(m) for m in mappings)), net, np.concatenate(mappings))

@@ -12,6 +12,7 @@ from ..algorithms.gentree.planner import Plan, make_plan
 from ..algorithms.gentree.treeview import TreeView, switches_bottom_up, tree_view
 from ..core import checks
 from ..core.errors import ConfigError, show
+from ..whatif.faults import check_connected
 from .run import build_topology
 
 __all__ = ["PLAN_COLUMNS", "plan", "plan_table", "table6"]
@@ -55,6 +56,9 @@ def plan(topology, sizes="40MB,128MB,400MB", *, network=None, ranks=None, rearra
             raise ConfigError(f"{name}: {show(value)} is not allowed; expected auto or no")
     topo = build_topology(topology)
     p = checks.ranks(ranks, topo)
+    # a faulted tree (apply_faults): every rank must still reach the others, as
+    # simulate's gentree checks (the planner would price a cut-off host at 1/0)
+    check_connected(topo, np.arange(p))
     view = tree_view(topo, net, p)
     return plan_table([make_plan(topo, net, float(S), p, rearrange == "auto", view=view,
                                  flat=flat == "auto") for S in n])

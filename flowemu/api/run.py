@@ -26,7 +26,7 @@ from ..engine.dataflow import dataflow_run
 from ..engine.profiles import default_threads, profile
 from ..topology import Topology
 from ..topology import checks as topology_checks
-from ..whatif.conditions import HEALTHY, WhatIf
+from ..whatif.conditions import HEALTHY, WhatIf, unfaulted
 from ..whatif.conditions import apply as apply_whatif
 from ..whatif.faults import check_fail_policy
 
@@ -176,6 +176,7 @@ def prepare_run(function: str, topology, algorithm, *, ecmp, seed, ranks, networ
                                concurrent, lim)
     with budget.topology_limit(lim):   # a torus/mesh spec was checked just above
         topo = topology_checks.topology(topology)
+    topo, whatif = unfaulted(topo, whatif)   # (a faulted topology: its faults as fail=)
     spec.check_family(topo.spec)
     p = checks.ranks(ranks, topo)
     if spec.check is not None:   # (what its build would refuse, without building)

@@ -25,7 +25,7 @@ from ..engine.dataflow import check_sync
 from ..engine.locality import cross_group_share
 from ..models.genmodel import check_model, check_priceable, prediction
 from ..topology import checks as topology_checks
-from ..whatif.conditions import WHATIF_COLUMNS, check_whatif
+from ..whatif.conditions import WHATIF_COLUMNS, check_whatif, unfaulted
 from ..whatif.conditions import apply as apply_whatif
 from ..whatif.faults import check_fail_policy
 from .run import Run, build_topology, placement_note, prepare_run, run_schedules
@@ -305,6 +305,10 @@ def check_simulation(topology, algorithm, sizes="32B..512MiB", *, ecmp: str = "s
         raise ConfigError(f"sync: {sync!r} does not apply to {run.spec.name} (its in-network "
                           "aggregation streams are timed at a barrier); use sync='barrier'")
     run = replace(run, model=model, sync=sync)
+    if model == "genmodel" and run.whatif is not None:   # (the faults of a faulted topology)
+        raise ConfigError(f"model genmodel: {run.topology.spec} has failed or degraded links "
+                          f"(fail {run.whatif.columns['fail']!r}); they are not in the "
+                          "analytic model; use model='flow' (--model flow)")
     if model == "genmodel":
         _, raw = parse_algorithm_spec(algorithm)
         check_priceable(run.topology, run.p, run.spec.name, run.spec.parse_options(raw),
@@ -395,7 +399,7 @@ def time_traffic(topology, traffic, *, ecmp: str = "split", seed: int = 0, place
     sync = check_sync(sync)
     whatif = check_whatif(fail, degrade, fail_policy, slow, background)
     place = parse_placement(placement)
-    topo = build_topology(topology, lim)
+    topo, whatif = unfaulted(build_topology(topology, lim), whatif)
     sched = traffic_schedule(topo, traffic, name, lim)
     mapping = place.mapping(sched.p, topo)
     applied = None if whatif.healthy else apply_whatif(whatif, topo, sched.p, net, mapping,

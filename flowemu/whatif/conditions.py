@@ -13,7 +13,7 @@ other row with it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -66,6 +66,24 @@ class WhatIf:
     @property
     def healthy(self) -> bool:
         return not (self.fail or self.degrade or self.slow or self.background)
+
+
+def unfaulted(topology, whatif: WhatIf):
+    """``(topology, whatif)`` with a faulted topology (a
+    :class:`~flowemu.whatif.faults.FaultyTopology`, e.g. from
+    :func:`~flowemu.whatif.faults.apply_faults`) given back as its healthy
+    base and its faults as ``fail``/``degrade``, so that a run records them
+    and applies its failure policy as it does to ``fail=``. A faulted
+    topology and ``fail``/``degrade`` together are refused: the faults are
+    given once."""
+    if not isinstance(topology, FaultyTopology):
+        return topology, whatif
+    if whatif.fail or whatif.degrade:
+        raise ConfigError(f"topology: {topology.spec} is faulted already (fail "
+                          f"{topology.fail!r}, degrade {topology.degrade!r}); give the faults "
+                          "once: the healthy topology with fail=/degrade=, or the faulted one "
+                          "alone")
+    return topology.base, replace(whatif, fail=topology.fail, degrade=topology.degrade)
 
 
 def check_whatif(fail=None, degrade=None, fail_policy="strict", slow=None,

@@ -333,3 +333,30 @@ def test_a_cut_off_host_no_flow_uses_does_not_refuse_user_traffic(tmp_path):
     from flowemu.cli.app import main
     assert main(["run", "-t", "leafspine:8x4x2", "--traffic", str(path), "--fail",
                  "leaf:2-spine:*"]) == 0
+
+
+def test_a_faulted_topology_is_a_run_with_its_faults():
+    """simulate(apply_faults(...), ...) timed the faults but wrote a healthy
+    row (fail '', 0 failed links) and skipped fail_policy='strict'. It is
+    the run with fail= now: the same row, the same refusal; faults given
+    twice are refused; GenModel, which has no faults, refuses it; plan
+    refuses a cut-off host instead of pricing it at 1/0."""
+    from flowemu.topology import parse_topology
+    from flowemu.whatif.faults import apply_faults
+    faulted = apply_faults(parse_topology("torus:8x8"), "random:8:0", None)
+    with pytest.raises(ConfigError, match=r"algorithm ring relies on link"):
+        flowemu.simulate(faulted, "ring", "1MiB")
+    a = flowemu.simulate(faulted, "ring", "1MiB", fail_policy="reroute")
+    b = flowemu.simulate("torus:8x8", "ring", "1MiB", fail="random:8:0", fail_policy="reroute")
+    pd.testing.assert_frame_equal(a.drop(columns="flowemu_version"),
+                                  b.drop(columns="flowemu_version"))
+    assert a["fail"][0] == "random:8:0" and a["failed_links"][0] == 8
+    with pytest.raises(ConfigError, match=r"topology: torus:8x8 is faulted already"):
+        flowemu.simulate(faulted, "ring", "1MiB", fail="random:1:0")
+    with pytest.raises(ConfigError, match=r"model genmodel: torus:8x8 has failed"):
+        flowemu.simulate(faulted, "ring", "1MiB", model="genmodel")
+    traffic = pd.DataFrame({"step": [0], "src": [0], "dst": [9], "bytes": [1e6]})
+    assert flowemu.time_traffic(faulted, traffic)["failed_links"][0] == 8
+    cut = apply_faults(parse_topology("tree:SS24"), "random:1:0", None)
+    with pytest.raises(ConfigError, match=r"cuts off host 20 \(rank 20\)"):
+        flowemu.plan(cut, "1MiB")
