@@ -87,6 +87,9 @@ def _exact(number: str, exp10: int = 0, exp2: int = 0, divide: int = 1) -> float
 
 
 def _fail(kind: str, field: str, text, forms: str):
+    if kind == "time" and isinstance(text, str) and text.strip().startswith("-"):
+        return ConfigError(f"{field}: {show(text)}: a time cannot be negative; expected 0 or "
+                           f"more: {forms}")
     return ConfigError(f"{field}: cannot read {show(text)} as a {kind}; expected {forms}")
 
 
@@ -419,6 +422,9 @@ def _bare(field: str, value, kind: str) -> ConfigError:
     if kind == "rate" and not value > 0:   # no unit makes it a rate: say what is wrong
         return ConfigError(f"{field}={n}: a rate must be positive, with its unit, e.g. "
                            '"400Gb/s" or flowemu.units.Gbps(400)')
+    if kind == "time" and value < 0:   # no unit makes it a time: say what is wrong
+        return ConfigError(f"{field}={n}: a time cannot be negative; write 0 or more with its "
+                           'unit, e.g. "100ns" or flowemu.units.ns(100)')
     if kind == "rate":
         forms = (f'write "{n}Gb/s" (bits per second) or "{n}GB/s" (bytes per second), or '
                  f"flowemu.units.Gbps({n}) / flowemu.units.GBps({n})")

@@ -186,7 +186,8 @@ class Profile:
     def times(self, sizes) -> np.ndarray:
         """Total time for each size, float64[sizes], in the order given:
         a size or size spec (``"1MiB"``, ``"32B..512MiB"``: every power of
-        two), or a number or 1-D list/array of byte counts or size strings.
+        two), or a number or 1-D list/array of byte counts or size strings
+        (each one size: a range goes alone, ``"1KiB..4KiB"``, not in a list).
         A size that is not a positive, finite number of bytes is a
         ConfigError naming it."""
         n = checks.size_points(sizes)

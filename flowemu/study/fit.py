@@ -207,7 +207,8 @@ class FitResult:
         receiver, flowemu's ``incast_threshold``); with a bandwidth also
         ``beta`` and ``gamma``. None where the data do not determine it.
     determined : dict
-        Parameter -> True, or the reason it is not determined.
+        Each parameter the data do not determine -> the reason (a parameter
+        left out is determined; ``result.determined.get(name, True)``).
     rows : pandas.DataFrame
         The measurements with ``fit`` (seconds) and ``residual`` (relative:
         fit/time − 1).

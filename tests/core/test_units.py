@@ -268,3 +268,17 @@ def test_a_decimal_size_prints_as_typed():
     assert format_size(2**20) == "1MiB" and format_size(1.5 * 2**20) == "1.5MiB"
     assert format_size(1000) == "1000B" and format_size(123_456_000) == "118MiB"
     assert parse_size(format_size(8 * 10**6)) == 8 * 10**6
+
+
+@pytest.mark.parametrize("value, says", [
+    (-1, 'link_latency=-1: a time cannot be negative; write 0 or more with its unit'),
+    ("-1ns", "link_latency: '-1ns': a time cannot be negative; expected 0 or more: 100ns"),
+    (" -2us", "a time cannot be negative"),
+])
+def test_a_negative_time_is_refused_as_negative(value, says):
+    """link_latency=-1 was told to write "-1ns", and "-1ns" then could not
+    be read 'as a time': neither said that a time cannot be negative."""
+    with pytest.raises(ConfigError) as got:
+        Network(link_latency=value)
+    assert says in str(got.value)
+    assert '"-1ns"' not in str(got.value)
