@@ -448,8 +448,9 @@ def congestion(topology, algorithm, *, ecmp: str = "split", seed: int = 0,
     Ψ and Ξ count bytes on links and ports, not their capacities: failed
     links (``fail``) change them through the routes, while degraded links,
     slow ranks and a background do not, and are refused here (a fat tree's
-    taper does not either: it is accepted, and Ψ and Ξ are those of the
-    untapered tree); :func:`link_loads` gives each link's utilisation and
+    taper is accepted: Ψ and Ξ count the bytes on its links, not the
+    capacity the taper leaves them); :func:`link_loads` gives each link's
+    utilisation and
     :func:`simulate` the times under them.
     """
     unseen = [name for name, value in (("degrade", degrade), ("slow", slow),
