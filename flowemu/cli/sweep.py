@@ -99,6 +99,7 @@ def _dry_run(args) -> int:
         note(f"{out} holds files that are no dataset's ({', '.join(foreign[:3])}"
              f"{' ...' if len(foreign) > 3 else ''}): a run into it is refused (choose a new or "
              "empty directory)")
+        known = False
     if other:   # as the run would refuse it
         note(f"{out} holds the results of sweep {other!r}, not of {plan.name!r}: a run into "
              "it is refused (choose another --out, or add --prune to replace them)")

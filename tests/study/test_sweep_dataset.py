@@ -409,8 +409,9 @@ def test_out_into_a_folder_of_other_files_is_refused(tmp_path, capsys):
         sweep(cfg, out, jobs=1, progress=False)
     assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
     assert main(["sweep", str(cfg), "--dry-run", "--out", str(out)]) == 0
-    assert "holds files that are no dataset's (notes.txt): a run into it is refused" in \
-        capsys.readouterr().err
+    said = capsys.readouterr()
+    assert "holds files that are no dataset's (notes.txt): a run into it is refused" in said.err
+    assert "to run" not in said.out   # (no count of a run that would be refused)
     empty = tmp_path / "empty"
     empty.mkdir()
     (empty / "_mine").mkdir()
