@@ -3,7 +3,7 @@
 Runs ``configs/demo.toml`` through the sweep path (a resumable parquet
 dataset under ``results/demo``), prints goodput per size and algorithm with
 the best one and Swing's gain over the best other algorithm, and writes a
-goodput plot (``results/demo/_figures/goodput.png``): goodput on a log axis,
+goodput plot (``results/demo/_figures/goodput-relative.png``): goodput on a log axis,
 and under it each algorithm's goodput in percent of the best at each size,
 where the table's ranking shows at every size (goodputs of 700 and 800 Gb/s
 lie together on the log axis). The headers state the network read from the rows, so an
@@ -75,7 +75,8 @@ def main(config=CONFIG, out: str | Path = "results/demo") -> Path:
     # the part files stops pd.read_parquet(dataset)); an older demo's goes
     (Path(dataset) / "goodput.png").unlink(missing_ok=True)
     (Path(dataset) / FIGURES_DIR).mkdir(exist_ok=True)
-    png = plot_goodput(df, Path(dataset) / FIGURES_DIR / "goodput.png", relative=True,
+    # (its own name: `flowemu plot` and `make figures` write the plain goodput.png there)
+    png = plot_goodput(df, Path(dataset) / FIGURES_DIR / "goodput-relative.png", relative=True,
                        title=f"allreduce goodput on {_values(df, 'topology', str)}")
     print(f"dataset: {dataset}  ({len(df)} rows, {time.perf_counter() - t0:.1f}s)")
     print(f"plot:    {png}")

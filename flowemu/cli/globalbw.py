@@ -12,8 +12,10 @@ from .options import (
     add_network_options,
     add_output_options,
     chosen_format,
+    given,
     naming_options,
     network,
+    refuse,
     write_output,
 )
 
@@ -38,6 +40,12 @@ def cmd_global(args) -> int:
         for opt in ("injection", "nic"):
             if getattr(args, opt) is not None:
                 raise ConfigError(f"--{opt}: a table file gives it per row")
+    for dest in ("link_latency", "hop_latency", "alpha", "gamma", "delta", "incast_threshold",
+                 "incast_slope"):
+        if given(args, dest):   # (a rate over injection: of the network only the bandwidth)
+            refuse(f"--{dest.replace('_', '-')}", "does not change a global bandwidth (a rate "
+                                                  "over injection: only the links' bandwidth "
+                                                  "counts)")
     fmt = chosen_format(args)
     if args.out:
         check_writable(args.out, "--out")

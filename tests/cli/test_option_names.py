@@ -40,6 +40,11 @@ def test_fit_names_its_options(capsys, tmp_path, extra, line):
      "flowemu: error: --ranks: 0 is not allowed; expected an integer >= 2"),
     (["global", "-t", "torus:4x4", "--ecmp", "nope"], "flowemu: error: --ecmp: 'nope' is not "),
     (["global", "-t", "torus:4x4", "--nic", "12"], "flowemu: error: --nic: '12' has no unit"),
+    # (a global bandwidth is a rate: these were accepted and changed nothing)
+    (["global", "-t", "torus:4x4", "--alpha", "1us"],
+     "flowemu: error: --alpha: does not change a global bandwidth"),
+    (["global", "-t", "torus:4x4", "--hop-latency", "1us"],
+     "flowemu: error: --hop-latency: does not change a global bandwidth"),
 ])
 def test_plan_and_global_name_their_options(capsys, argv, line):
     code, out, err = run(capsys, argv)

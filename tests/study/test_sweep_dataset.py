@@ -212,9 +212,14 @@ def test_demo_runs_after_its_config_is_edited(tmp_path, capsys, monkeypatch):
     assert "on torus:4x4: 200Gb/s links" in second and "on torus:4x4: 800Gb/s links" in second
     assert "400Gb/s links" not in second and "recdoub:variant=latency" in second
     assert len(load(out)) == 2 * 5 * 3
-    # its figure is where parquet readers do not look
-    assert (out / FIGURES_DIR / "goodput.png").is_file() and not (out / "goodput.png").exists()
+    # its figure is where parquet readers do not look, and `flowemu plot` (make figures)
+    # draws its own goodput.png there without replacing it
+    shown = out / FIGURES_DIR / "goodput-relative.png"
+    assert shown.is_file() and not (out / "goodput.png").exists()
     assert [kw["relative"] for kw in figures] == [True, True]
+    before = shown.read_bytes()
+    assert main(["plot", str(out)]) == 0
+    assert (out / FIGURES_DIR / "goodput.png").is_file() and shown.read_bytes() == before
     plain_readers_agree(out)
 
 
