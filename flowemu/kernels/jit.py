@@ -129,9 +129,9 @@ def _kept_true(dispatcher):
 
 
 #: what a process that compiles a kernel says, once
-COMPILE_NOTE = ("flowemu: note: compiling the numba kernels this run needs (once after an "
-                "install or an update, up to a minute or two; later runs load them from the "
-                "cache)")
+COMPILE_NOTE = ("flowemu: note: compiling numba kernels this run is the first to need "
+                "(up to a minute or two; they are cached, and later runs load them; after an "
+                "install or an update each kind of run compiles its own once)")
 
 
 class CompileNote(event.Listener):
