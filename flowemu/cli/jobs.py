@@ -42,7 +42,9 @@ def add_arguments(j) -> None:
     j.add_argument("--ecmp", default="split", help=ecmp_help(ECMP_MODES, topology_modes()))
     j.add_argument("--seed", type=int, default=0, help="seed of --ecmp hash (default 0)")
     add_output_options(j)
-    j.add_argument("--max-memory", help="refuse a run estimated to need more memory, e.g. 8GiB")
+    j.add_argument("--max-memory", help="refuse a run estimated to need more memory, e.g. 8GiB "
+                                        "(default: FLOWEMU_MAX_MEMORY or 80%% of available "
+                                        "memory)")
     w = j.add_argument_group("what-if (every job runs under it, alone and together)")
     w.add_argument("--fail", action="append", metavar="SELECTOR", help="failed links (as run)")
     w.add_argument("--degrade", action="append", metavar="SELECTOR=F[:lat=M]",

@@ -92,15 +92,16 @@ def add_arguments(r) -> None:
                         "are left out)")
     r.add_argument("--links-steps", help="steps for --links/--links-plot: indices and ranges "
                                          "(0,3,5-7) or step labels; default every step")
-    r.add_argument("--links-plot", metavar="PNG",
+    r.add_argument("--links-plot", metavar="FIGURE",
                    help="figure of the link loads (.png, .pdf, .svg): a heat map per "
                         "direction on 2-D tori and meshes (a row per step, at most 16), "
                         "utilisation per tier and direction elsewhere")
     w = r.add_argument_group("what-if (the slowdown against the healthy network is reported)")
     w.add_argument("--fail", action="append", metavar="SELECTOR",
-                   help="failed links: link:ID, node:V, torus coordinates X,Y-X',Y' (with * "
-                        "wildcards), LEVEL:I on trees (spine:3, core:*), random:K:SEED; "
-                        "repeat or join with ';'")
+                   help="failed links: link:ID, node:V, grid coordinates X,Y (tori, meshes, "
+                        "HyperX, HammingMesh; * any), LEVEL:I (spine:3, core:*), id:NAME "
+                        "(graph files), A-B (the cables between two), random:K:SEED "
+                        "(flowemu list gives every form); repeat or join with ';'")
     w.add_argument("--degrade", action="append", metavar="SELECTOR=F[:lat=M]",
                    help="scale the bandwidth of the selected links by F in (0, 1] (and their "
                         "latency by M >= 1); repeatable")
