@@ -82,7 +82,7 @@ def plan_table(plans: list[Plan]) -> pd.DataFrame:
                 chosen = (kind == f"flat {pl.flat[0]}") if pl.flat is not None \
                     else kind == cp.kind
                 rows.append({
-                    "topology": view.topology.spec, "size_bytes": pl.size,
+                    "topology": view.topology.spec, "size_bytes": int(pl.size),
                     "switch": _members_text(view, members), "tier": tier,
                     "switches": len(members), "children": len(view.children[members[0]]),
                     "servers": view.servers(members[0]), "candidate": kind, "cost_s": cost,

@@ -350,3 +350,9 @@ def test_placement_other_than_linear_is_noted():
         df = flowemu.simulate("tree:4x4", "gentree", "1MiB", placement="random:1", model=model)
         assert "chose its plan for rank r on endpoint r" in df["note"].item()
     assert flowemu.simulate("tree:4x4", "gentree", "1MiB")["note"].item() == ""
+
+
+def test_plan_sizes_are_whole_bytes():
+    """plan -f csv wrote size_bytes as 40000000.0; simulate's are integers."""
+    df = flowemu.plan("tree:8", "40MB,1MiB")
+    assert df["size_bytes"].dtype.kind == "i" and set(df["size_bytes"]) == {40_000_000, 2**20}

@@ -212,3 +212,17 @@ def test_bad_sizes_and_seeds_hide_no_other_problem(tmp_path, capsys):
                  "slow[0]: rank 99", "background[0]: LOAD '1.5'",
                  "background[1]: unknown generator 'permutation'"):
         assert said in err, said
+
+
+def test_a_compute_slowdown_that_costs_nothing_is_noted(tmp_path):
+    """`flowemu run --slow 3=0.5:compute` notes that with gamma = delta = 0 a
+    slower reduction costs nothing; a sweep file said nothing. Its plan
+    notes it once, naming the spec; with gamma given, or a network-only
+    slowdown, it does not."""
+    text = ('sizes = "1KiB"\ntopology = "torus:4x4"\nalgorithm = "ring"\n'
+            'slow = ["3=0.5:compute", "5=0.5:network"]\n')
+    plan = load_sweep(write(tmp_path, text))
+    said = [n for n in plan.notes if "costs nothing" in n]
+    assert len(said) == 1 and "'3=0.5:compute'" in said[0] and "5=0.5" not in said[0]
+    plan = load_sweep(write(tmp_path, text + 'gamma = "1ps"\n', "g.toml"))
+    assert not [n for n in plan.notes if "costs nothing" in n]

@@ -9,6 +9,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from ...algorithms import get_algorithm
+from ...algorithms.collectives import get_collective
 from ...api.simulation import check_simulation
 from ...core.budget import Limit
 from ...core.errors import ConfigError, ScheduleError, suggest
@@ -105,7 +106,7 @@ def load_sweep(path) -> SweepPlan:
     doc = _read_toml(path)
     with reading(path) as files:
         plan = _expand(path, doc)
-    plan.notes = files.notes
+    plan.notes = files.notes + plan.notes
     return plan
 
 
@@ -349,7 +350,26 @@ def _expand(path: Path, doc: dict) -> SweepPlan:
         plan.configs.extend(configs)
     if probs.items:
         raise SweepConfigError(str(path), probs.items)
+    idle = sorted({c.slow for c in plan.configs if _costless_slow(c)})
+    if idle:   # (as `flowemu run --slow` notes it)
+        plan.notes.append(f"slow {', '.join(map(repr, idle))}: a slower reduction costs nothing "
+                          "in some configurations (gamma and delta 0, or a collective that "
+                          "reduces nothing); there only the ranks' network slowdown counts "
+                          "(give gamma and delta to charge the reduction)")
     return plan
+
+
+def _costless_slow(cfg: Config) -> bool:
+    """Whether the configuration slows ranks' compute (its ``slow`` has an
+    item that is not ``:network``) where compute costs nothing: gamma and
+    delta 0, or a collective that reduces nothing."""
+    if not cfg.slow or cfg.jobs or cfg.traffic:
+        return False
+    computes = any(not item.strip().endswith(":network") for item in cfg.slow.split(";")
+                   if item.strip())
+    if not computes:
+        return False
+    return (cfg.gamma == 0 and cfg.delta == 0) or not get_collective(cfg.collective).reduces
 
 
 def _replaces_algorithm(doc: dict, table: dict, prefix: str,
