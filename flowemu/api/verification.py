@@ -176,9 +176,12 @@ def _prepare(algorithm, ranks, topology, size, network, max_memory, lazy=False,
         p = checks.ranks(ranks, topo)
     family = None if topo is None else topo.spec.partition(":")[0]
     if spec.families is not None and family not in spec.families:
-        where = "no topology" if topo is None else f"topology {topo.spec}"
+        if topo is None:
+            raise ConfigError(f"algorithm {name}: its schedule depends on the topology (it runs "
+                              f"on {', '.join(spec.families)} topologies); give one with "
+                              "topology= (--topology)")
         raise ConfigError(f"algorithm {name}: runs on {', '.join(spec.families)} topologies, "
-                          f"not on {where}; give one with topology= (--topology)")
+                          f"not on topology {topo.spec}; give one with topology= (--topology)")
     if size is not None:
         sizes = checks.sizes(size, "size")
         if len(sizes) != 1:

@@ -121,9 +121,9 @@ def test_size_reports_bytes_and_long_schedules_are_cut(capsys):
     (["-a", "ring", "--ranks", "4", "--size", "12 parsecs"], "--size"),
     (["-a", "ring", "--ranks", "4", "--size", "1KiB,2KiB"], ("--size: '1KiB,2KiB' gives 2 "
                                                             "sizes; verify takes one")),
-    (["-a", "gentree", "--ranks", "4"], ("algorithm gentree: runs on tree, leafspine, fattree "
-                                        "topologies, not on no topology; give one with "
-                                        "--topology")),
+    (["-a", "gentree", "--ranks", "4"], ("algorithm gentree: its schedule depends on the "
+                                        "topology (it runs on tree, leafspine, fattree "
+                                        "topologies); give one with --topology")),
     (["-a", "gentree", "-t", "torus:4x4"], "not on topology torus:4x4"),
     (["-a", "ring", "-t", "torus:4x4", "--ranks", "17"], "error: --ranks: 17 ranks do not fit"),
     (["-a", "ring", "-t", "torus:1x4"], "error: --topology 'torus:1x4'"),
