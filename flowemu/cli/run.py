@@ -26,6 +26,7 @@ from ..study.figures.links import plot_links
 from ..study.results import slowdown
 from ..topology import topology_modes
 from ..topology.base import ECMP_MODES
+from ..whatif.stragglers import slows_compute
 from .options import (
     add_network_options,
     add_output_options,
@@ -169,8 +170,7 @@ def _run(args) -> int:
         both = slowdown(pd.concat([df, _timed(args, net, sizes, {})], ignore_index=True))
         df = both.iloc[:len(df)].reset_index(drop=True)
     write_output(df, fmt, args.out, table=_table)
-    computes = not all(item.strip().endswith(":network") for value in args.slow or ()
-                       for item in value.split(";") if item.strip())
+    computes = slows_compute(args.slow)
     if args.slow and computes and not get_collective(args.collective).reduces:
         note(f"--slow: a slower reduction costs nothing here ({args.collective} reduces "
              "nothing); only the ranks' network slowdown counts")

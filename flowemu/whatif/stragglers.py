@@ -117,3 +117,13 @@ def _parse_ranks(text: str, item: str, p: int) -> np.ndarray:
 def _is_uint(text: str) -> bool:
     text = text.strip()
     return text.isdigit() and text.isascii()
+
+
+def slows_compute(specs) -> bool:
+    """Whether slow-rank specs (one text or several, items joined by ``;``)
+    slow some rank's compute (an item that is not ``:network``): a cost only
+    where the run charges reductions (gamma or delta above 0, a collective
+    that reduces)."""
+    texts = [specs] if isinstance(specs, str) else list(specs or ())
+    return any(not item.strip().endswith(":network")
+               for text in texts for item in text.split(";") if item.strip())

@@ -458,7 +458,6 @@ def prune(dataset, keep) -> tuple[int, int]:
     (configurations, rows)
         How many configurations and result rows were deleted.
     """
-    import pyarrow.compute as pc
     keep = set(keep)
     gone: set[str] = set()
     rows = 0
@@ -471,14 +470,22 @@ def prune(dataset, keep) -> tuple[int, int]:
         gone |= stale
         if part in results:
             rows += sum(h in stale for h in hashes)
-        if len(stale) == len(set(hashes)):
-            part.unlink()
-        else:
-            table = read_part(part)
-            mask = pc.is_in(table.column("config_hash"), value_set=string_array(keep))
-            write_part(part.parent, table.filter(mask), part.stem)
-        fsync_dir(part.parent)
+        _drop_from_part(part, hashes, stale)
     return len(gone), rows
+
+
+def _drop_from_part(part: Path, hashes: list, stale: set) -> None:
+    """Delete the rows of the configurations ``stale`` from a part file whose
+    ``config_hash`` column is ``hashes``: the file goes when none is left,
+    else it is rewritten (atomically) with the others."""
+    import pyarrow.compute as pc
+    if set(hashes) <= stale:
+        part.unlink()
+    else:
+        table = read_part(part)
+        mask = pc.invert(pc.is_in(table.column("config_hash"), value_set=string_array(stale)))
+        write_part(part.parent, table.filter(mask), part.stem)
+    fsync_dir(part.parent)
 
 
 def drop_errors(dataset, hashes, parts=None) -> int:
@@ -489,23 +496,14 @@ def drop_errors(dataset, hashes, parts=None) -> int:
     failure once (:func:`load_errors` reads the latest record of each and
     leaves out those with results). Call under the lock. Returns how many
     records were deleted."""
-    import pyarrow.compute as pc
     hashes = set(hashes)
     deleted = 0
     for part in error_parts(dataset) if parts is None else parts:
         have = read_hashes(part)
         stale = sum(h in hashes for h in have)
-        if not stale:
-            continue
-        deleted += stale
-        if stale == len(have):
-            part.unlink()
-        else:
-            table = read_part(part)
-            mask = pc.invert(pc.is_in(table.column("config_hash"),
-                                      value_set=string_array(hashes)))
-            write_part(part.parent, table.filter(mask), part.stem)
-        fsync_dir(part.parent)
+        if stale:
+            deleted += stale
+            _drop_from_part(part, have, hashes)
     return deleted
 
 

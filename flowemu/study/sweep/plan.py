@@ -20,7 +20,7 @@ from ...core.units import parse_sizes
 from ...models.genmodel import check_priceable
 from ...whatif.background import parse_background
 from ...whatif.faults import apply_faults
-from ...whatif.stragglers import parse_slow
+from ...whatif.stragglers import parse_slow, slows_compute
 from .config import (
     DEFAULT_GROUP,
     DEFAULT_SIZES,
@@ -363,11 +363,7 @@ def _costless_slow(cfg: Config) -> bool:
     """Whether the configuration slows ranks' compute (its ``slow`` has an
     item that is not ``:network``) where compute costs nothing: gamma and
     delta 0, or a collective that reduces nothing."""
-    if not cfg.slow or cfg.jobs or cfg.traffic:
-        return False
-    computes = any(not item.strip().endswith(":network") for item in cfg.slow.split(";")
-                   if item.strip())
-    if not computes:
+    if not cfg.slow or cfg.jobs or cfg.traffic or not slows_compute(cfg.slow):
         return False
     return (cfg.gamma == 0 and cfg.delta == 0) or not get_collective(cfg.collective).reduces
 
