@@ -29,7 +29,7 @@ from ..engine.steps import flow_latency, route_step, solve_step, solve_streams
 from ..topology import checks as topology_checks
 from ..topology.base import Routes, Topology
 from ..whatif.conditions import apply as apply_whatif
-from ..whatif.conditions import check_whatif, unfaulted
+from ..whatif.conditions import check_traffic_policy, check_whatif, unfaulted
 from ..whatif.faults import check_fail_policy
 from .run import build_topology, prepare_run, run_schedules
 from .simulation import simulate
@@ -68,6 +68,8 @@ def flows(topology, algorithm=None, *, traffic=None, size=None, steps=None,
     fail, degrade, fail_policy, slow, background
         What-ifs, as for :func:`flowemu.simulate`; the dump lists the
         collective's flows (a background shares the links, unlisted).
+        ``traffic`` is always routed over the surviving links:
+        ``fail_policy`` is ``"strict"`` with it.
     progress : bool, optional
         A progress line per step on stderr; default: when stderr is a
         terminal or the dump has more than 100,000 rows.
@@ -252,6 +254,7 @@ def _plan(topology, algorithm, traffic, size, steps, ecmp, seed, ranks, placemen
                               "threads", "max_memory", "progress", "fail", "degrade",
                               "fail_policy", "slow", "background"))
         ecmp, seed = topology_checks.routing(ecmp, seed)
+        check_traffic_policy(whatif)
         place = parse_placement(placement)
         checks.threads(threads)
         topo, whatif = unfaulted(build_topology(topology, lim), whatif)

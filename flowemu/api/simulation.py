@@ -25,7 +25,7 @@ from ..engine.dataflow import check_sync
 from ..engine.locality import cross_group_share
 from ..models.genmodel import check_model, check_priceable, prediction
 from ..topology import checks as topology_checks
-from ..whatif.conditions import WHATIF_COLUMNS, check_whatif, unfaulted
+from ..whatif.conditions import WHATIF_COLUMNS, check_traffic_policy, check_whatif, unfaulted
 from ..whatif.conditions import apply as apply_whatif
 from ..whatif.faults import check_fail_policy
 from .run import Run, build_topology, placement_note, prepare_run, run_schedules
@@ -367,7 +367,9 @@ def time_traffic(topology, traffic, *, ecmp: str = "split", seed: int = 0, place
         As for :func:`simulate` (the placement maps the traffic's ranks).
     fail, degrade, fail_policy, slow, background, slowdown
         What-ifs, and their slowdown against the healthy network, as for
-        :func:`simulate`.
+        :func:`simulate`; the traffic is always routed over the surviving
+        links, so ``fail_policy`` can only be ``"strict"`` (a ConfigError
+        otherwise).
     sync : {"barrier", "dataflow"}
         As for :func:`simulate`: under ``"dataflow"`` a rank's step starts
         when its own flows of the step before are delivered.
@@ -398,6 +400,7 @@ def time_traffic(topology, traffic, *, ecmp: str = "split", seed: int = 0, place
     (ecmp, seed), threads = topology_checks.routing(ecmp, seed), checks.threads(threads)
     sync = check_sync(sync)
     whatif = check_whatif(fail, degrade, fail_policy, slow, background)
+    check_traffic_policy(whatif)
     place = parse_placement(placement)
     topo, whatif = unfaulted(build_topology(topology, lim), whatif)
     sched = traffic_schedule(topo, traffic, name, lim)

@@ -110,6 +110,19 @@ def check_whatif(fail=None, degrade=None, fail_policy="strict", slow=None,
                   fail_policy.strip(), texts["slow"], texts["background"])
 
 
+def check_traffic_policy(whatif: WhatIf) -> None:
+    """Refuse a failure policy other than ``"strict"`` for a user's traffic:
+    the policy says whether a topology-bound algorithm's schedule may be
+    rerouted around failed links, and traffic is always routed over the
+    surviving links (the command line refuses ``--fail-policy`` with
+    ``--traffic`` alike)."""
+    if whatif.fail_policy != "strict":
+        raise ConfigError(f"fail_policy: {whatif.fail_policy!r} applies to an algorithm's "
+                          "schedule (whether a topology-bound one such as ring may be "
+                          "rerouted around failed links); traffic is always routed over the "
+                          "surviving links: leave fail_policy out")
+
+
 @dataclass(frozen=True)
 class Applied:
     """A what-if applied to one run: the topology with its faults, the

@@ -122,3 +122,13 @@ def test_identity_is_the_file_name_and_contents(tmp_path):
     assert load_sweep(moved).configs[0].hash == first.hash
     write_traffic(tmp_path / "t.csv", [(0, 0, 1, 2048)])
     assert load_sweep(cfg).configs[0].hash != first.hash
+
+
+def test_a_failure_policy_is_one_configuration_for_traffic(tmp_path):
+    # traffic is always routed over the surviving links: 'reroute' would time
+    # the same flows again, and time_traffic refuses it
+    write_traffic(tmp_path / "t.csv", [(0, 0, 1, 1024), (0, 1, 2, 2048)])
+    cfg = write(tmp_path, 'topology = "torus:4x4"\ntraffic = "t.csv"\nfail = "0,0-1,0"\n'
+                          'fail_policy = ["strict", "reroute"]\n')
+    configs = load_sweep(cfg).configs
+    assert [(c.fail, c.fail_policy) for c in configs] == [("0,0-1,0", "strict")]

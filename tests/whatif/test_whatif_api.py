@@ -258,6 +258,15 @@ def test_run_refuses_what_ifs_that_would_do_nothing(capsys, tmp_path):
     code, out, err = run(capsys, ["run", "-t", "torus:16", "--traffic", str(path), "--fail",
                                   "3-4", "--fail-policy", "reroute"])
     assert code == 2 and "--fail-policy: applies to an algorithm's schedule" in err
+    # ... and so are the Python calls that take traffic
+    tr = pd.DataFrame({"step": [0], "src": [3], "dst": [4], "bytes": [1e6]})
+    for call in (lambda: flowemu.time_traffic("torus:16", tr, fail="3-4", fail_policy="reroute"),
+                 lambda: flowemu.flows("torus:16", traffic=tr, fail="3-4",
+                                       fail_policy="reroute"),
+                 lambda: flowemu.time_traffic("torus:16", tr, fail_policy="reroute")):
+        with pytest.raises(ConfigError, match="fail_policy: 'reroute' applies to an "
+                                              "algorithm's schedule"):
+            call()
     # a compute slowdown with gamma = delta = 0 costs nothing: said on stderr
     code, out, err = run(capsys, base + ["--slow", "3=0.5:compute", "--slow", "5=0.5"])
     assert code == 0 and "a slower reduction costs nothing here" in err

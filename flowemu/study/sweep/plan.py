@@ -314,6 +314,8 @@ def _expand(path: Path, doc: dict) -> SweepPlan:
             cfg = _whatif(cfg, locs, misfits, checked)
             if cfg is None:
                 continue
+            if alg.traffic:   # (traffic is always routed around failed links)
+                cfg = replace(cfg, fail_policy="strict")
             if alg.jobs and not check_jobs_config(cfg, locs["algorithm"], misfits):
                 continue   # (after the what-ifs: the failures a job must survive)
             if cfg.model == "genmodel" and cfg.collective != "allreduce":
