@@ -17,21 +17,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..algorithms.base import Schedule
-from ..algorithms.usertraffic import traffic_ranks, traffic_schedule
 from ..core import budget, checks
 from ..core.errors import ConfigError, show
 from ..core.network import Network
 from ..core.outputs import check_writable, output_format, write_atomic
-from ..core.placement import parse_placement
 from ..engine.context import make_context
 from ..engine.memory import check_memory
 from ..engine.steps import flow_latency, route_step, solve_step, solve_streams
-from ..topology import checks as topology_checks
 from ..topology.base import Routes, Topology
-from ..whatif.conditions import apply as apply_whatif
-from ..whatif.conditions import check_traffic_policy, check_whatif, unfaulted
+from ..whatif.conditions import check_whatif
 from ..whatif.faults import check_fail_policy
-from .run import build_topology, prepare_run, run_schedules
+from .run import prepare_run, prepare_traffic, run_schedules
 from .simulation import simulate
 
 #: rows above which a dump reports progress on stderr even when it is not a tty
@@ -239,29 +235,13 @@ def _plan(topology, algorithm, traffic, size, steps, ecmp, seed, ranks, placemen
     if (algorithm is None) == (traffic is None):
         raise ConfigError("flows: give exactly one of algorithm= and traffic=")
     if traffic is not None:
-        if ranks is not None:
-            raise ConfigError("ranks: applies to an algorithm, not to traffic (its ranks are "
-                              "the ones the traffic uses)")
-        if size is not None:
-            raise ConfigError("size: applies to an algorithm, not to traffic (its flows carry "
-                              "absolute bytes)")
-        if collective != "allreduce":
-            raise ConfigError(f"collective: {collective!r} applies to an algorithm, not to "
-                              "traffic (the file gives every flow)")
-        lim = budget.limit(max_memory)
-        net = checks.network(network, network_params, "flows",
-                             ("traffic", "steps", "ecmp", "seed", "placement", "network",
-                              "threads", "max_memory", "progress", "fail", "degrade",
-                              "fail_policy", "slow", "background"))
-        ecmp, seed = topology_checks.routing(ecmp, seed)
-        check_traffic_policy(whatif)
-        place = parse_placement(placement)
-        checks.threads(threads)
-        topo, whatif = unfaulted(build_topology(topology, lim), whatif)
-        sched = traffic_schedule(topo, traffic, None, lim)
-        mapping = place.mapping(sched.p, topo)
-        applied = None if whatif.healthy else apply_whatif(whatif, topo, sched.p, net, mapping,
-                                                           traffic_ranks(sched))
+        run, sched = prepare_traffic("flows", topology, traffic, ecmp=ecmp, seed=seed,
+                                     network=network, network_params=network_params,
+                                     threads=threads, max_memory=max_memory,
+                                     placement=placement, whatif=whatif, ranks=ranks,
+                                     size=size, collective=collective)
+        topo, net, lim, ecmp, seed = run.topology, run.network, run.limit, run.ecmp, run.seed
+        applied, mapping = run.whatif, run.mapping
         nbytes, what = 1.0, f"{topo.spec} traffic"
     else:
         sizes = checks.sizes(["1MiB" if size is None else size], "size")

@@ -20,7 +20,7 @@ from ..whatif.conditions import check_whatif
 from ..whatif.faults import check_fail_policy
 from .flows import select_steps
 from .linknames import link_names
-from .run import prepare_run, run_schedules
+from .run import prepare_run, prepare_traffic, run_schedules
 
 __all__ = ["LINK_COLUMNS", "NAME_BYTES", "ROW_BYTES", "link_loads"]
 
@@ -35,7 +35,8 @@ ROW_BYTES = 64
 NAME_BYTES = 100
 
 
-def link_loads(topology, algorithm, *, steps=None, ecmp: str = "split", seed: int = 0,
+def link_loads(topology, algorithm=None, *, traffic=None, steps=None, ecmp: str = "split",
+               seed: int = 0,
                ranks: int | None = None, placement=None, network: Network | None = None,
                threads: int | None = None, max_memory=None, fail=None, degrade=None,
                fail_policy: str = "strict", slow=None, background=None,
@@ -48,6 +49,14 @@ def link_loads(topology, algorithm, *, steps=None, ecmp: str = "split", seed: in
         As for :func:`flowemu.simulate` (no sizes: loads are per byte of the
         vector size n, so one table serves every size). With an ``auto``
         option every variant is reported (the ``variant`` column).
+    traffic : str, Path, pandas.DataFrame, Traffic or list of Traffic, optional
+        A user's traffic instead of an algorithm, as for
+        :func:`flowemu.time_traffic` (give exactly one of the two). Its
+        flows carry their own bytes, so n is one byte: ``bytes_per_n`` is
+        the bytes a link carries in the step and ``step_fluid_s_per_B`` the
+        step's fluid time in seconds; ``variant`` is the traffic's name (the
+        file name, or ``traffic``); ``ranks`` and ``collective`` do not
+        apply.
     steps : str, int or list, optional
         Steps to report (default all), as for :func:`flowemu.flows`:
         indices (``"0,3,5-7"``) or step labels (``"rs0"``). With an ``auto``
@@ -99,14 +108,24 @@ def link_loads(topology, algorithm, *, steps=None, ecmp: str = "split", seed: in
         A bad argument, or a table estimated beyond the memory limit.
     """
     whatif = check_whatif(fail, degrade, fail_policy, slow, background)
-    run = prepare_run("link_loads", topology, algorithm, ecmp=ecmp, seed=seed, ranks=ranks,
-                      network=network, network_params=network_params, threads=threads,
-                      max_memory=max_memory, placement=placement, whatif=whatif,
-                      collective=collective)
+    if (algorithm is None) == (traffic is None):
+        raise ConfigError("link_loads: give exactly one of algorithm= and traffic=")
+    if traffic is not None:
+        run, sched = prepare_traffic("link_loads", topology, traffic, ecmp=ecmp, seed=seed,
+                                     network=network, network_params=network_params,
+                                     threads=threads, max_memory=max_memory,
+                                     placement=placement, whatif=whatif, ranks=ranks,
+                                     collective=collective)
+        scheds = [sched]
+    else:
+        run = prepare_run("link_loads", topology, algorithm, ecmp=ecmp, seed=seed, ranks=ranks,
+                          network=network, network_params=network_params, threads=threads,
+                          max_memory=max_memory, placement=placement, whatif=whatif,
+                          collective=collective)
+        scheds = [run_schedules(run, cand, None)[0][0] for cand in run.candidates]
     threads = run.threads if run.threads is not None else default_threads()
     w = run.whatif
     parts, rows = [], 0
-    scheds = [run_schedules(run, cand, None)[0][0] for cand in run.candidates]
     for sched, indices in zip(scheds, _selections(scheds, steps), strict=True):
         if not indices:
             continue
@@ -120,8 +139,9 @@ def link_loads(topology, algorithm, *, steps=None, ecmp: str = "split", seed: in
         rows += sum(p.num_links for p in loads)
         need = rows * ROW_BYTES + min(rows, run.topology.num_links) * NAME_BYTES
         try:
+            what = "traffic" if run.spec is None else run.spec.name
             budget.check(need, run.limit,
-                         f"the link table of {run.topology.spec} {run.spec.name} ({rows} rows)")
+                         f"the link table of {run.topology.spec} {what} ({rows} rows)")
         except ConfigError as exc:
             raise ConfigError(f"{exc}; or select fewer steps (steps=, --links-steps)") \
                 from None

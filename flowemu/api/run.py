@@ -18,7 +18,9 @@ from ..algorithms import get_algorithm, parse_algorithm_spec
 from ..algorithms.base import DEFAULT_AT, Schedule
 from ..algorithms.collectives import get_collective
 from ..algorithms.shapes import schedule_shape
+from ..algorithms.usertraffic import traffic_ranks, traffic_schedule
 from ..core import budget, checks
+from ..core.errors import ConfigError
 from ..core.network import Network
 from ..core.placement import Placement, parse_placement
 from ..core.version import __version__
@@ -26,7 +28,7 @@ from ..engine.dataflow import dataflow_run
 from ..engine.profiles import default_threads, profile
 from ..topology import Topology
 from ..topology import checks as topology_checks
-from ..whatif.conditions import HEALTHY, WhatIf, unfaulted
+from ..whatif.conditions import HEALTHY, WhatIf, check_traffic_policy, unfaulted
 from ..whatif.conditions import apply as apply_whatif
 from ..whatif.faults import check_fail_policy
 
@@ -140,8 +142,12 @@ _KEYWORDS = {
                  "max_memory", "model", "sync", "collective", "fail", "degrade", "fail_policy", "slow", "background"),
     "congestion": ("ecmp", "seed", "ranks", "placement", "network", "threads", "max_memory",
                    "collective", "fail", "degrade", "fail_policy", "slow", "background"),
-    "link_loads": ("steps", "ecmp", "seed", "ranks", "placement", "network", "threads",
-                   "max_memory", "collective", "fail", "degrade", "fail_policy", "slow", "background"),
+    "link_loads": ("traffic", "steps", "ecmp", "seed", "ranks", "placement", "network",
+                   "threads", "max_memory", "collective", "fail", "degrade", "fail_policy",
+                   "slow", "background"),
+    "time_traffic": ("ecmp", "seed", "placement", "network", "name", "threads", "max_memory",
+                     "fail", "degrade", "fail_policy", "slow", "background", "sync",
+                     "slowdown"),
     "flows": ("traffic", "size", "steps", "ecmp", "seed", "ranks", "placement", "network",
               "threads", "max_memory", "progress", "collective", "fail", "degrade", "fail_policy", "slow",
               "background"),
@@ -190,6 +196,38 @@ def prepare_run(function: str, topology, algorithm, *, ecmp, seed, ranks, networ
         topo = applied.topology
     return Run(topo, net, n, p, spec, candidates, ecmp, seed, threads, lim, place, mapping,
                 applied, collective=collective)
+
+
+def prepare_traffic(function: str, topology, traffic, *, ecmp, seed, network, network_params,
+                    threads=None, max_memory=None, placement=None,
+                    whatif: WhatIf | None = None, name: str | None = None,
+                    sync: str = "barrier", ranks=None, size=None,
+                    collective: str = "allreduce") -> tuple[Run, Schedule]:
+    """Check every argument of a run of a user's traffic (``traffic``: a
+    file, a DataFrame or Traffic objects) and build its schedule: ``(run,
+    schedule)``. The run has no algorithm; its ranks are the traffic's, and
+    the what-ifs are applied to the ranks the traffic uses. ``ranks``,
+    ``size`` and ``collective`` are an algorithm's: given, they are refused."""
+    for arg, given, why in (("ranks", ranks is not None, "its ranks are the ones it uses"),
+                            ("size", size is not None, "its flows carry absolute bytes"),
+                            ("collective", collective != "allreduce", "it gives every flow")):
+        if given:
+            raise ConfigError(f"{arg}: applies to an algorithm, not to traffic ({why})")
+    lim = budget.limit(max_memory)
+    whatif = whatif or WhatIf()
+    net = checks.network(network, network_params, function, _KEYWORDS[function])
+    (ecmp, seed), threads = topology_checks.routing(ecmp, seed), checks.threads(threads)
+    check_traffic_policy(whatif)
+    place = parse_placement(placement)
+    topo, whatif = unfaulted(build_topology(topology, lim), whatif)
+    sched = traffic_schedule(topo, traffic, name, lim)
+    mapping = place.mapping(sched.p, topo)
+    applied = None if whatif.healthy else apply_whatif(whatif, topo, sched.p, net, mapping,
+                                                       traffic_ranks(sched))
+    run = Run(topo if applied is None else applied.topology, net, None, sched.p, None, [],
+              ecmp, seed, threads, lim, place, mapping, applied, sync=sync,
+              collective="")   # (a user's traffic is no collective)
+    return run, sched
 
 
 def _check_schedule_memory(spec, candidates, topology, p: int, concurrent: int,

@@ -16,19 +16,16 @@ import pandas as pd
 
 from ..algorithms import parse_algorithm_spec
 from ..algorithms.collectives import get_collective
-from ..algorithms.usertraffic import read_traffic, traffic_ranks, traffic_schedule
-from ..core import budget, checks
+from ..algorithms.usertraffic import read_traffic
+from ..core import checks
 from ..core.errors import ConfigError
 from ..core.network import Network
-from ..core.placement import parse_placement
 from ..engine.dataflow import check_sync
 from ..engine.locality import cross_group_share
 from ..models.genmodel import check_model, check_priceable, prediction
-from ..topology import checks as topology_checks
-from ..whatif.conditions import WHATIF_COLUMNS, check_traffic_policy, check_whatif, unfaulted
-from ..whatif.conditions import apply as apply_whatif
+from ..whatif.conditions import WHATIF_COLUMNS, check_whatif
 from ..whatif.faults import check_fail_policy
-from .run import Run, build_topology, placement_note, prepare_run, run_schedules
+from .run import Run, placement_note, prepare_run, prepare_traffic, run_schedules
 
 __all__ = ["RESULT_COLUMNS", "check_simulation", "congestion", "read_traffic", "simulate",
            "time_traffic"]
@@ -383,11 +380,6 @@ def time_traffic(topology, traffic, *, ecmp: str = "split", seed: int = 0, place
         One row with :data:`RESULT_COLUMNS`: ``size_bytes`` is the total
         bytes of all flows and ``goodput_Bps`` that total over the time.
     """
-    lim = budget.limit(max_memory)
-    net = checks.network(network, network_params, "time_traffic",
-                         ("ecmp", "seed", "placement", "network", "name", "threads",
-                          "max_memory", "fail", "degrade", "fail_policy", "slow", "background",
-                          "sync", "slowdown"))
     if checks.flag("slowdown", slowdown):   # the same call, and without the what-ifs
         common = {"ecmp": ecmp, "seed": seed, "placement": placement, "network": network,
                   "name": name, "threads": threads, "max_memory": max_memory, "sync": sync,
@@ -397,19 +389,12 @@ def time_traffic(topology, traffic, *, ecmp: str = "split", seed: int = 0, place
         healthy = df if _healthy(fail, degrade, slow, background) else \
             time_traffic(topology, traffic, **common)
         return against_healthy(df, healthy)
-    (ecmp, seed), threads = topology_checks.routing(ecmp, seed), checks.threads(threads)
     sync = check_sync(sync)
     whatif = check_whatif(fail, degrade, fail_policy, slow, background)
-    check_traffic_policy(whatif)
-    place = parse_placement(placement)
-    topo, whatif = unfaulted(build_topology(topology, lim), whatif)
-    sched = traffic_schedule(topo, traffic, name, lim)
-    mapping = place.mapping(sched.p, topo)
-    applied = None if whatif.healthy else apply_whatif(whatif, topo, sched.p, net, mapping,
-                                                       traffic_ranks(sched))
-    run = Run(topo if applied is None else applied.topology, net, None, sched.p, None, [],
-               ecmp, seed, threads, lim, place, mapping, applied, sync=sync,
-               collective="")   # (a user's traffic is no collective)
+    run, sched = prepare_traffic("time_traffic", topology, traffic, ecmp=ecmp, seed=seed,
+                                 network=network, network_params=network_params,
+                                 threads=threads, max_memory=max_memory, placement=placement,
+                                 whatif=whatif, name=name, sync=sync)
     if sync == "dataflow":
         times, bg = run.dataflow(sched).times_and_background([1.0])
         t, carried = float(times[0]), float(bg[0])
@@ -421,7 +406,7 @@ def time_traffic(topology, traffic, *, ecmp: str = "split", seed: int = 0, place
     total = float(sum(s.traffic.share.sum() * k
                       for s, k in zip(sched.steps.patterns, sched.steps.counts().tolist())))
     row = {**run.row, "algorithm": "traffic",
-           "cross_group_bytes": cross_group_share(sched, run.topology, mapping),
+           "cross_group_bytes": cross_group_share(sched, run.topology, run.mapping),
            "model": "flow", "variant": sched.variant, "options": "", "size_bytes": total,
            "time_s": t, "goodput_Bps": total / t if t > 0 else np.inf, "steps": sched.num_steps,
            "background_Bps": carried, "note": sched.note}

@@ -89,8 +89,8 @@ def add_arguments(r) -> None:
                         "a _summary file beside it")
     r.add_argument("--links", metavar="FILE",
                    help="every link's load per step (.csv or .parquet): its name, capacity, "
-                        "bytes per byte of n, flows and utilisation (links carrying nothing "
-                        "are left out)")
+                        "bytes per byte of n (with --traffic: bytes), flows and utilisation "
+                        "(links carrying nothing are left out)")
     r.add_argument("--links-steps", help="steps for --links/--links-plot: indices and ranges "
                                          "(0,3,5-7) or step labels; default every step")
     r.add_argument("--links-plot", metavar="FIGURE",
@@ -197,10 +197,8 @@ def _check_run_options(args) -> None:
             if given(args, dest):
                 refuse(option, "does not apply to --traffic (the file gives every flow's "
                                "bytes and ranks, and no reduction)")
-        for dest, option in (("congestion", "--congestion"), ("links", "--links"),
-                             ("links_plot", "--links-plot")):
-            if getattr(args, dest):
-                raise ConfigError(f"{option} works with --algorithm, not --traffic")
+        if args.congestion:
+            raise ConfigError("--congestion works with --algorithm, not --traffic")
     for dest, option in (("flows_size", "--flows-size"), ("flows_steps", "--flows-steps")):
         if given(args, dest) and not args.flows_out:
             refuse(option, "applies only with --flows-out")
@@ -386,11 +384,11 @@ def _write_links(args, net) -> None:
     if args.links_steps is not None and not args.links_steps.strip():
         raise ConfigError("--links-steps: empty; expected indices such as 0,3,5-7 or labels")
     try:
-        table = link_loads(args.topology, args.algorithm, steps=args.links_steps,
-                           ecmp=args.ecmp, seed=args.seed, ranks=args.ranks,
-                           placement=args.placement, network=net,
-                           max_memory=max_memory(args), collective=args.collective,
-                           **_whatif(args))
+        mine = {"traffic": args.traffic} if args.traffic else \
+            {"algorithm": args.algorithm, "ranks": args.ranks, "collective": args.collective}
+        table = link_loads(args.topology, steps=args.links_steps, ecmp=args.ecmp,
+                           seed=args.seed, placement=args.placement, network=net,
+                           max_memory=max_memory(args), **mine, **_whatif(args))
     except ConfigError as exc:   # name the option the user typed
         raise ConfigError(as_options(str(exc), {"steps": "--links-steps"})) from None
     if args.links_plot:   # first: a figure refused (too many steps) leaves no table behind

@@ -155,13 +155,55 @@ def test_cli_refusals(tmp_path, capsys, monkeypatch, argv, message):
     assert pytest.importorskip("re").search(message, capsys.readouterr().err)
 
 
-def test_cli_refuses_links_of_traffic(tmp_path, capsys):
+def test_traffic_loads_are_its_bytes_and_its_steps_fluid_seconds():
+    """A user's traffic carries its own bytes (n is one byte): two flows on
+    separate links in step 0 (4 MB and 2 MB) and one in step 1 (1 MB), each
+    alone on its one link at 50 GB/s: the step's fluid time is its largest
+    flow over the bandwidth, a link's utilisation its bytes over what it
+    could carry in that time, and the steps' times add up to time_traffic's
+    without latencies."""
+    tr = pd.DataFrame({"step": [0, 0, 1], "src": [0, 1, 2], "dst": [1, 2, 3],
+                       "bytes": [4e6, 2e6, 1e6]})
+    got = flowemu.link_loads("torus:4x4", traffic=tr, **FAST)
+    assert list(got.columns) == LINK_COLUMNS
+    assert got["variant"].astype(str).tolist() == ["traffic"] * 3
+    assert got["step"].tolist() == [0, 0, 1] and got["flows"].tolist() == [1, 1, 1]
+    assert got["bytes_per_n"].tolist() == [4e6, 2e6, 1e6]
+    np.testing.assert_allclose(got["step_fluid_s_per_B"], [4e6 / 1e9] * 2 + [1e6 / 1e9],
+                               rtol=1e-12)
+    np.testing.assert_allclose(got["utilisation"], [1.0, 0.5, 1.0], rtol=1e-12)
+    alone = flowemu.time_traffic("torus:4x4", tr, **FAST, alpha=0)["time_s"].iloc[0]
+    assert abs(got.groupby("step")["step_fluid_s_per_B"].first().sum() - alone) <= 1e-12 * alone
+
+
+def test_traffic_refusals():
+    tr = pd.DataFrame({"step": [0], "src": [0], "dst": [1], "bytes": [1e6]})
+    for kw, needle in (({}, "give exactly one of algorithm= and traffic="),
+                       ({"algorithm": "ring", "traffic": tr}, "give exactly one"),
+                       ({"traffic": tr, "ranks": 4}, "ranks: applies to an algorithm"),
+                       ({"traffic": tr, "collective": "alltoall"},
+                        "collective: applies to an algorithm"),
+                       ({"traffic": tr, "fail": "0,0-1,0", "fail_policy": "reroute"},
+                        "fail_policy: 'reroute' applies to an algorithm's schedule")):
+        with pytest.raises(ConfigError, match=needle):
+            flowemu.link_loads("torus:4x4", **kw)
+
+
+def test_cli_writes_the_links_of_traffic(tmp_path, capsys):
     traffic = tmp_path / "t.csv"
-    traffic.write_text("step,src,dst,bytes\n0,0,1,100\n")
-    code = main(["run", "-t", "torus:4x4", "--traffic", str(traffic), "--links",
-                 str(tmp_path / "l.csv")])
+    traffic.write_text("step,src,dst,bytes\n0,0,1,4000000\n0,1,2,2000000\n1,2,3,1000000\n")
+    out = tmp_path / "l.csv"
+    code = main(["run", "-t", "torus:4x4", "--traffic", str(traffic), "--bandwidth", "400Gb/s",
+                 "--links", str(out), "--links-plot", str(tmp_path / "l.png")])
+    assert code == 0, capsys.readouterr().err
+    got = pd.read_csv(out)
+    want = flowemu.link_loads("torus:4x4", traffic=str(traffic), bandwidth="400Gb/s")
+    assert got["variant"].tolist() == ["t.csv"] * 3
+    np.testing.assert_allclose(got["bytes_per_n"], want["bytes_per_n"], rtol=1e-12)
+    np.testing.assert_allclose(got["utilisation"], want["utilisation"], rtol=1e-12)
+    code = main(["run", "-t", "torus:4x4", "--traffic", str(traffic), "--congestion", "-"])
     assert code == 2
-    assert "--links works with --algorithm, not --traffic" in capsys.readouterr().err
+    assert "--congestion works with --algorithm, not --traffic" in capsys.readouterr().err
 
 
 def test_heat_map_refuses_too_many_steps(tmp_path):

@@ -14,10 +14,10 @@ import pytest
 
 import flowemu
 from flowemu import ConfigError
-from flowemu.api import simulation
 from flowemu.cli.app import main
 from flowemu.core import budget
 from flowemu.kernels.maxmin import SCREEN_ENTRIES
+from flowemu.topology import checks as topology_checks
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -174,7 +174,7 @@ def test_a_torus_with_sub_blocks_is_checked_before_it_is_built(monkeypatch):
     def built(spec):
         raise AssertionError(f"{spec} was built before the memory check")
 
-    monkeypatch.setattr(simulation.topology_checks, "topology", built)
+    monkeypatch.setattr(topology_checks, "topology", built)
     msgs = [_refusal(lambda spec=spec: flowemu.simulate(spec, "linear", "1MiB",
                                                         collective="alltoall",
                                                         max_memory="8GiB"))
