@@ -286,7 +286,7 @@ def parse_whatif(name: str, raw, loc: str = ""):
     joined by ';', spaces around them dropped; "" for none; a background
     file read relative to the sweep file), the policy, or the integer.
     Checked against the topology and ranks once each configuration is known
-    (:func:`flowemu.study.sweep.plan._whatif`)."""
+    (:func:`flowemu.study.sweep.checks.canonical_whatifs`)."""
     if name in ("failures", "failure_seed"):
         return checks.integer(name, raw, lo=0, hi=checks.MAX_SEED if name == "failure_seed"
                               else None)

@@ -6,21 +6,12 @@ import itertools
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from types import SimpleNamespace
 
-from ...algorithms import get_algorithm
-from ...algorithms.collectives import get_collective
-from ...api.simulation import check_simulation
-from ...core.budget import Limit
-from ...core.errors import ConfigError, ScheduleError, suggest
+from ...core.errors import ConfigError, suggest
 from ...core.network import si_values
-from ...core.placement import parse_placement
 from ...core.presets import load_preset
 from ...core.units import parse_sizes
-from ...models.genmodel import check_priceable
-from ...whatif.background import parse_background
-from ...whatif.faults import apply_faults
-from ...whatif.stragglers import parse_slow, slows_compute
+from .checks import canonical_whatifs, costless_slow, fits, priceable, runs_on, simulable
 from .config import (
     DEFAULT_GROUP,
     DEFAULT_SIZES,
@@ -36,12 +27,10 @@ from .config import (
     config_hash,
     config_key,
 )
-from .executor import simulate_arguments
 from .fields import (
     Alg,
     Problems,
     SweepConfigError,
-    build_topology,
     parse_field,
     parse_sizes_field,
     parse_whatif,
@@ -303,15 +292,15 @@ def _expand(path: Path, doc: dict) -> SweepPlan:
                 keep = False
             if not keep:
                 continue
-            if not _fits(cfg, locs, misfits, reported):
+            if not fits(cfg, locs, misfits, reported):
                 continue
             if alg.traffic:
                 if not check_traffic_config(cfg, locs["algorithm"], misfits):
                     continue
-            elif not alg.jobs and not _runs_on(cfg, alg, locs, misfits):
+            elif not alg.jobs and not runs_on(cfg, alg, locs, misfits):
                 continue
             given = cfg
-            cfg = _whatif(cfg, locs, misfits, checked)
+            cfg = canonical_whatifs(cfg, locs, misfits, checked)
             if cfg is None:
                 continue
             if alg.traffic:   # (traffic is always routed around failed links)
@@ -328,10 +317,10 @@ def _expand(path: Path, doc: dict) -> SweepPlan:
                                           "GenModel prices barrier-synchronised steps only "
                                           "(split the group or exclude the pair)")
                 continue
-            if cfg.model == "genmodel" and not _priceable(cfg, alg, locs, misfits, priced):
+            if cfg.model == "genmodel" and not priceable(cfg, alg, locs, misfits, priced):
                 continue
-            if not (alg.traffic or alg.jobs) and not _simulable(cfg, given, locs, refused,
-                                                                simulated):
+            if not (alg.traffic or alg.jobs) and not simulable(cfg, given, locs, refused,
+                                                               simulated):
                 continue
             h = config_hash(current().as_written(cfg.canonical()))
             if h in seen:
@@ -352,22 +341,13 @@ def _expand(path: Path, doc: dict) -> SweepPlan:
         plan.configs.extend(configs)
     if probs.items:
         raise SweepConfigError(str(path), probs.items)
-    idle = sorted({c.slow for c in plan.configs if _costless_slow(c)})
+    idle = sorted({c.slow for c in plan.configs if costless_slow(c)})
     if idle:   # (as `flowemu run --slow` notes it)
         plan.notes.append(f"slow {', '.join(map(repr, idle))}: a slower reduction costs nothing "
                           "in some configurations (gamma and delta 0, or a collective that "
                           "reduces nothing); there only the ranks' network slowdown counts "
                           "(give gamma and delta to charge the reduction)")
     return plan
-
-
-def _costless_slow(cfg: Config) -> bool:
-    """Whether the configuration slows ranks' compute (its ``slow`` has an
-    item that is not ``:network``) where compute costs nothing: gamma and
-    delta 0, or a collective that reduces nothing."""
-    if not cfg.slow or cfg.jobs or cfg.traffic or not slows_compute(cfg.slow):
-        return False
-    return (cfg.gamma == 0 and cfg.delta == 0) or not get_collective(cfg.collective).reduces
 
 
 def _replaces_algorithm(doc: dict, table: dict, prefix: str,
@@ -422,91 +402,6 @@ def _unrouted(values: dict, loc: str, probs: Problems) -> set:
     return pairs
 
 
-def _priceable(cfg: Config, alg: Alg, locs: dict, probs: Problems, priced: dict) -> bool:
-    """Whether ``model = "genmodel"`` can price the configuration's topology,
-    algorithm and ranks (:func:`flowemu.models.genmodel.check_priceable`); every
-    pair it cannot is reported once, before anything runs."""
-    info = topo_info(cfg.topology)
-    p = cfg.ranks if cfg.ranks is not None else info.nodes
-    if p > info.nodes:
-        return True    # too many ranks: _simulable reports them (as for model flow)
-    key = (info.spec, alg.spec, p)
-    if key not in priced:
-        try:
-            check_priceable(build_topology(cfg.topology), p, alg.name, dict(alg.options),
-                            cfg.network())
-            priced[key] = True
-        except ConfigError as exc:
-            priced[key] = False
-            why = str(exc).removeprefix("model genmodel: ")
-            probs.add(locs["model"], f"genmodel cannot price {alg.label} on {info.spec} "
-                                     f"({p} ranks): {why}")
-    return priced[key]
-
-
-def _whatif(cfg: Config, locs: dict, probs: Problems, checked: dict) -> Config | None:
-    """``cfg`` with its failures and degradation in canonical form (the
-    ``fail`` column of its rows), or None after reporting what the
-    configuration's topology and ranks refuse: a selector
-    (:func:`flowemu.whatif.faults.apply_faults`), a slow rank
-    (:func:`flowemu.whatif.stragglers.parse_slow`), a background
-    (:func:`flowemu.whatif.background.parse_background`: a missing file too), a
-    what-if with ``model = "genmodel"``. Each problem is reported once; a
-    failure that cuts ranks off is reported by :func:`_simulable`. ``checked``
-    caches the outcomes within one plan."""
-    if not (cfg.fail or cfg.failures or cfg.degrade or cfg.slow or cfg.background):
-        return replace(cfg, fail_policy="strict")   # the policy acts on failed links only
-    if cfg.model == "genmodel":
-        probs.add(locs["model"], "genmodel does not model failures, degraded links, slow "
-                                 "ranks or background traffic; use model = \"flow\" for the "
-                                 "what-if configurations (split the group or exclude the pair)")
-        return None
-    info = topo_info(cfg.topology)
-    p = cfg.ranks if cfg.ranks is not None else info.nodes
-
-    def at(name: str, value) -> str:   # the element of an array, else the key
-        return locs.get((name, value), locs[name])
-
-    def check(kind: str, text: str, loc: str, why: str = ""):
-        """The canonical text of one what-if on this topology (and ranks), or
-        None after reporting why not."""
-        key = (kind, info.spec, p if kind == "slow" else None, text)
-        if key not in checked:
-            try:
-                checked[key] = (_canonical(kind, text, cfg.topology, p), "")
-            except ConfigError as exc:
-                checked[key] = (None, str(exc))
-        canon, error = checked[key]
-        if canon is None:
-            where = f"on {info.spec}, {p} ranks" if kind == "slow" else \
-                "" if info.spec in error else f"on {info.spec}"
-            where = ", ".join(filter(None, (where, why.removeprefix(", "))))
-            probs.add(loc, _strip(error, kind) + (f" ({where})" if where else ""))
-        return canon
-
-    texts, ok = {}, True   # every what-if checked, each problem reported
-    if cfg.fail or cfg.failures:   # a Monte-Carlo draw is one more failure selector
-        draw = f"random:{cfg.failures}:{cfg.failure_seed}" if cfg.failures else ""
-        parts = [check("fail", text, loc, why) for text, loc, why in (
-            (cfg.fail, at("fail", cfg.fail), ""),
-            (draw, at("failures", cfg.failures), f", failure_seed {cfg.failure_seed}"))
-            if text]
-        ok &= None not in parts
-        texts["fail"] = ";".join(filter(None, parts))
-    if cfg.degrade:
-        texts["degrade"] = check("degrade", cfg.degrade, at("degrade", cfg.degrade))
-        ok &= texts["degrade"] is not None
-    # (too many ranks for the topology: _simulable reports them, as without slow ranks)
-    if cfg.slow and p <= info.nodes:
-        ok &= check("slow", cfg.slow, at("slow", cfg.slow)) is not None
-    if cfg.background:
-        ok &= check("background", cfg.background, at("background", cfg.background)) is not None
-    if not ok:
-        return None
-    out = replace(cfg, **texts)
-    return out if out.fail else replace(out, fail_policy="strict")
-
-
 def _element_locs(name: str, raw, loc: str) -> dict:
     """``{(name, value): "loc[i]"}`` for the elements of an array value, so a
     what-if the topology refuses is reported at its element."""
@@ -516,98 +411,6 @@ def _element_locs(name: str, raw, loc: str) -> dict:
     for i, item in enumerate(raw):
         out.setdefault((name, parse_whatif(name, item)), f"{loc}[{i}]")
     return out
-
-
-def _canonical(kind: str, text: str, spec: str, p: int) -> str:
-    """The canonical text of a what-if checked against a topology (ConfigError
-    naming ``kind`` when it refuses it)."""
-    if kind == "fail":
-        return apply_faults(build_topology(spec), text).fail
-    if kind == "degrade":
-        return apply_faults(build_topology(spec), None, text).degrade
-    if kind == "slow":
-        return parse_slow(text, p).spec
-    return parse_background(text, build_topology(spec)).spec
-
-
-def _strip(msg: str, kind: str) -> str:
-    """A library message without its ``kind: `` prefix (the location names it)."""
-    return msg[len(kind) + 2:] if msg.startswith(f"{kind}: ") else msg
-
-
-def _runs_on(cfg: Config, alg: Alg, locs: dict, probs: Problems) -> bool:
-    """Whether the algorithm runs on the configuration's topology family
-    (``AlgorithmSpec.families``, e.g. gentree on trees only); each pair that
-    does not is reported once, before anything runs."""
-    try:
-        get_algorithm(alg.name, alg.collective).check_family(topo_info(cfg.topology).spec,
-                                                             alg.label)
-    except ConfigError as exc:
-        probs.add(locs["algorithm"], f"{str(exc).removeprefix('algorithm: ')}; split the "
-                                     "group or exclude the pair")
-        return False
-    return True
-
-
-def _fits(cfg: Config, locs: dict, probs: Problems, reported: set) -> bool:
-    """Whether the configuration's placement gives each rank an endpoint (a
-    placement file is read now); each problem is reported once (by topology,
-    ranks and placement), before anything runs. Ranks that do not fit the
-    topology are reported by :func:`_simulable`."""
-    info = topo_info(cfg.topology)
-    p = cfg.ranks if cfg.ranks is not None else info.nodes
-    key = (info.spec, p, cfg.placement)
-    if key in reported:
-        return False
-    if cfg.placement != "linear" and p <= info.nodes:   # too many ranks: _simulable
-        try:
-            parse_placement(cfg.placement).mapping(
-                p, SimpleNamespace(num_endpoints=info.nodes, spec=info.spec))
-        except ConfigError as exc:
-            reported.add(key)
-            probs.add(locs["placement"], f"{exc} (on {info.spec}, {p} ranks)")
-            return False
-    return True
-
-
-#: the memory limit of the up-front check: none (memory is checked when a
-#: configuration runs, against the share of the machine its worker has)
-_NO_MEMORY_LIMIT = Limit(2**62, "the sweep's up-front check")
-
-
-def _simulable(cfg: Config, given: Config, locs: dict, refused: dict, cache: dict) -> bool:
-    """Whether :func:`flowemu.api.simulation.check_simulation` (every check
-    ``simulate`` makes before it solves, its schedules built) accepts the
-    configuration; what it
-    refuses is collected in ``refused`` by the field it names (its location
-    in the file) and message, with the configuration's key. ``given`` is the
-    configuration before its what-ifs were made canonical (a failure message
-    is reported at ``failures`` when the random draw is the one at fault)."""
-    args, kwargs = simulate_arguments(cfg)
-    key = (cfg.topology, cfg.algorithm, tuple(sorted((k, str(v)) for k, v in kwargs.items())))
-    if key not in cache:
-        try:
-            check_simulation(*args, max_memory=_NO_MEMORY_LIMIT, schedules=True, **kwargs)
-            cache[key] = None
-        except (ConfigError, ScheduleError) as exc:   # (a schedule that cannot be built)
-            cache[key] = str(exc)
-    msg = cache[key]
-    if msg is None:
-        return True
-    loc = _location(msg, given, locs)
-    refused.setdefault((loc, msg), []).append(config_key(cfg))
-    return False
-
-
-def _location(msg: str, given: Config, locs: dict) -> str:
-    """The location in the file of the field a library message names (its
-    first word: ``ranks: ...``, ``fail: ...``, ``model genmodel: ...``)."""
-    name = msg.split(":", 1)[0].split(" ", 1)[0]
-    if name == "fail" and given.failures and (
-            not given.fail or f"random:{given.failures}:{given.failure_seed}" in msg):
-        name = "failures"
-    value = getattr(given, name, None)
-    return locs.get((name, value), locs.get(name, locs["topology"]))
 
 
 def _configurations(keys: list[str], shown: int = 3) -> str:
