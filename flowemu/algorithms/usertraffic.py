@@ -10,6 +10,7 @@ its own rank, and there is at least one flow.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -65,10 +66,40 @@ def read_table(path, option: str = "traffic", max_memory=None, missing: str = ""
     budget.check(budget.traffic_file_bytes(path, parquet), budget.limit(max_memory),
                  f"reading {option} file {path.name}")
     try:
-        return pd.read_parquet(path) if parquet else pd.read_csv(path)
+        if parquet:
+            return pd.read_parquet(path)
+        with warnings.catch_warnings():
+            # a row with a field more than the header: pandas would take the
+            # first column for an index and shift the others (step 7, src 0
+            # read as src 7), or with index_col=False drop the last field
+            # and warn: refused, never timed
+            warnings.simplefilter("error", pd.errors.ParserWarning)
+            return pd.read_csv(path, index_col=False)
     except Exception as exc:  # noqa: BLE001 - any reader failure is a user input problem
+        long = None if parquet else _first_long_row(path)
+        if long is not None:
+            raise ConfigError(f"{option}: cannot read {str(path)!r}: line {long[0]} has "
+                              f"{long[1]} fields, the header names {long[2]} (a field too "
+                              "many, or a trailing comma?)") from None
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise ConfigError(f"{option}: cannot read {str(path)!r}: {first}") from None
+
+
+def _first_long_row(path: Path) -> tuple[int, int, int] | None:
+    """``(line, fields, header fields)`` of the first line of a CSV file with
+    more fields than its header, or None."""
+    import csv
+
+    try:
+        with open(path, newline="", encoding="utf-8", errors="replace") as fh:
+            rows = csv.reader(fh)
+            named = len(next(rows, []))
+            for row in rows:
+                if len(row) > named:
+                    return rows.line_num, len(row), named
+    except (OSError, csv.Error):
+        return None
+    return None
 
 
 def _is_number_text(text: str) -> bool:

@@ -301,6 +301,12 @@ def test_traffic_of_no_bytes_is_nothing_to_time(tmp_path):
     # no header row: pandas names the columns after the first flow
     ("0,0,1,10\n0,1,0,10\n", ("the file has no header row; its first line must name the "
                               "columns, step,src,dst,bytes")),
+    # a field more than the header on every row: pandas took the first column
+    # for an index and read step 7, src 0 as src 7 (the flows were timed)
+    ("step,src,dst,bytes\n7,0,1,2,1000000\n8,0,1,2,1000000\n",
+     "line 2 has 5 fields, the header names 4"),
+    ("step,src,dst,bytes\n0,0,1,10\n1,0,1,2,5\n", "line 3 has 5 fields, the header names 4"),
+    ("step,src,dst,bytes\n0,0,1,100,5\n", "line 2 has 5 fields"),
 ])
 def test_traffic_csv_columns(tmp_path, text, needle):
     path = tmp_path / "t.csv"
@@ -319,6 +325,17 @@ def test_a_header_written_with_spaces_reads(tmp_path):
     plain.write_text("step,src,dst,bytes\n0,0,1,1e6\n0,2,3,2e6\n")
     a, b = flowemu.time_traffic(TOPO, spaced), flowemu.time_traffic(TOPO, plain)
     assert a["time_s"][0] == b["time_s"][0] and a["size_bytes"][0] == 3e6
+
+
+def test_a_trailing_comma_reads_as_the_same_flows(tmp_path):
+    """``0,0,1,100,`` (a spreadsheet's trailing comma) is the flow 0 -> 1 of
+    100 bytes; it was read shifted (src 0 as the index, dst 100, bytes nan)."""
+    comma, plain = tmp_path / "c.csv", tmp_path / "p.csv"
+    comma.write_text("step,src,dst,bytes\n0,0,1,100,\n0,2,3,200,\n")
+    plain.write_text("step,src,dst,bytes\n0,0,1,100\n0,2,3,200\n")
+    (a,), (b,) = flowemu.read_traffic(comma), flowemu.read_traffic(plain)
+    assert a.src.tolist() == b.src.tolist() == [0, 2] and a.dst.tolist() == [1, 3]
+    assert a.share.tolist() == b.share.tolist() == [100.0, 200.0]
 
 
 def test_traffic_directory_is_refused(tmp_path):
