@@ -117,7 +117,8 @@ def compare(df, by: str = "label", *, who: str = "compare") -> pd.DataFrame:
     d["is_best"] = same_goodput(goodput, d["best_goodput_Bps"].to_numpy(dtype=float))
     n_best = d.groupby(gk, sort=False, dropna=False)["is_best"].transform("sum").to_numpy()
     d["tie"] = n_best > 1
-    d["best"] = d["_first"]
+    # (no best where no row of the scenario and size has a goodput: all failed)
+    d["best"] = d["_first"].where(d["best_goodput_Bps"].notna())
     if d["tie"].any():
         # name every tied best; only the (few) tied scenario-sizes pay for the join
         tied = d[d["tie"] & d["is_best"]]
@@ -257,14 +258,15 @@ def _wide_table(cmp: pd.DataFrame) -> str:
     gain = cmp["gain"].map(_gain_text)
     if "tie" in cmp.columns:      # a tied best: "(tie)", not "(+0%)" that reads as a win
         gain = gain.where(~(cmp["tie"] & cmp["is_best"]), " (tie)")
-    cell = cmp["goodput_Bps"].map(format_rate) + gain
+    # (a run without a goodput, its row an error: '-', not 'nanb/s')
+    cell = cmp["goodput_Bps"].map(lambda g: "-" if pd.isna(g) else format_rate(g)) + gain
     wide = cmp.assign(_cell=cell).pivot_table(index=gk, columns="algorithm", values="_cell",
                                               aggfunc="first", sort=True)
     # "best" names every tied best (bucket=ring), the same on each of their rows
     best = cmp[cmp["is_best"]].drop_duplicates(gk).set_index(gk)["best"]
     wide.columns.name = None
     wide = wide.fillna("-")
-    wide["best"] = best.reindex(wide.index)
+    wide["best"] = best.reindex(wide.index).fillna("-")
     wide = wide.reset_index()
     if "nodes" in gk:   # smaller networks first (torus:8x8 before torus:16x16)
         order = [c for c in gk if c == "group"] + ["nodes"] + [c for c in gk

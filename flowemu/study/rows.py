@@ -43,12 +43,29 @@ def result_frame(data, who: str) -> pd.DataFrame:
     directory, a parquet or CSV file, as a path) loaded (:func:`load`);
     anything else is a ConfigError naming ``who``."""
     if isinstance(data, pd.DataFrame):
-        return data
+        return _numeric(data, who)
     if isinstance(data, (str, os.PathLike)):
         return load(data)
     raise ConfigError(f"{who}: {type(data).__name__} {show(data, 40)} is not allowed; expected "
                       "a DataFrame of results or a dataset's path (a sweep's directory, a "
                       "parquet or CSV file)")
+
+
+#: the columns of result rows whose values are compared as numbers
+NUMERIC_COLUMNS = ("size_bytes", "time_s", "goodput_Bps", "healthy_time_s", "slowdown")
+
+
+def _numeric(df: pd.DataFrame, who: str) -> pd.DataFrame:
+    """``df``, or a ConfigError naming a column of :data:`NUMERIC_COLUMNS`
+    that holds something else than numbers (a CSV read with ``dtype=str``:
+    its texts would be ranked as texts, '9' above '10')."""
+    for col in NUMERIC_COLUMNS:
+        if col in df.columns and not (pd.api.types.is_numeric_dtype(df[col])
+                                      and not pd.api.types.is_bool_dtype(df[col])):
+            raise ConfigError(f"{who}: column {col} holds {df[col].dtype} values, not numbers; "
+                              "read the rows with flowemu.load, or convert it "
+                              f"(df[{col!r}] = pd.to_numeric(df[{col!r}]))")
+    return df
 
 
 def query(df: pd.DataFrame, where: str) -> pd.DataFrame:

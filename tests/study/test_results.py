@@ -96,6 +96,32 @@ def test_gain_alone_is_nan_and_other_fields_split_scenarios():
     assert math.isnan(alone.gain) and alone.is_best and pd.isna(alone.best_other)
 
 
+def test_goodputs_as_texts_are_refused_not_ranked_as_texts():
+    # ranked as texts '14191946' came above '136031287' (its first digit)
+    df = frame([("torus:8x8", 64, 1024, "ring", 14191946.0),
+                ("torus:8x8", 64, 1024, "recdoub", 136031287.0)])
+    assert compare(df).set_index("algorithm")["is_best"].to_dict() == \
+        {"recdoub": True, "ring": False}
+    for col in ("goodput_Bps", "size_bytes"):
+        with pytest.raises(ConfigError, match=f"compare: column {col} holds .* not numbers"):
+            compare(df.astype({col: str}))
+
+
+def test_no_best_where_every_run_of_a_size_failed():
+    df = frame([("torus:8x8", 64, 1024, "ring", np.nan),
+                ("torus:8x8", 64, 1024, "recdoub", np.nan),
+                ("torus:8x8", 64, 2048, "ring", 3.0),
+                ("torus:8x8", 64, 2048, "recdoub", 2.0)])
+    cmp = compare(df)
+    failed = cmp[cmp.size_bytes == 1024]
+    assert failed["best"].isna().all() and not failed["is_best"].any()
+    assert set(cmp[cmp.size_bytes == 2048]["best"]) == {"ring"}
+    text = compare_table(cmp)
+    assert "nan" not in text
+    line = next(ln for ln in text.splitlines() if "1KiB" in ln)
+    assert line.split()[-3:] == ["-", "-", "-"]
+
+
 def test_compare_by_algorithm_takes_best_variant_and_latest_row_wins():
     df = frame([
         ("torus:8x8", 64, 1024, "recdoub:variant=latency", 8.0),
