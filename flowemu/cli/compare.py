@@ -42,8 +42,8 @@ def cmd_compare(args) -> int:
     fmt = chosen_format(args)
     if args.out:
         check_distinct({"the dataset": args.dataset, "--out": args.out})
+        check_outside_dataset(args.out, args.dataset, "--out")   # (makes its _ directory)
         check_writable(args.out, "--out")
-        check_outside_dataset(args.out, args.dataset, "--out")
     # through the module: a test may stand in for the loading
     with naming_options(args):   # where: ... from the API reads --where: ...
         df = whole = results.load(args.dataset)

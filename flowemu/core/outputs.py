@@ -152,8 +152,10 @@ def check_outside_dataset(path, dataset, option: str) -> None:
     """Refuse to write ``path`` into the directory of ``dataset`` (a sweep's
     results): its parquet files are read as a whole (``pd.read_parquet(DIR)``,
     :func:`flowemu.load`), and a CSV or figure among them breaks that. A
-    directory whose name starts with ``_`` or ``.`` in it (``_figures/``) is
-    skipped by those readers, and allowed."""
+    file or directory whose name starts with ``_`` or ``.`` in it
+    (``_compare.csv``, ``_figures/``) is skipped by those readers, and
+    allowed; such a directory of it is made when it does not exist yet (as
+    ``flowemu plot DATASET`` makes ``_figures/``)."""
     if path is None or path == "-" or dataset is None:
         return
     home = os.path.realpath(dataset)
@@ -162,12 +164,19 @@ def check_outside_dataset(path, dataset, option: str) -> None:
     rel = os.path.relpath(os.path.realpath(path), home)
     if rel == os.curdir or rel.startswith(os.pardir + os.sep) or rel == os.pardir:
         return
-    if any(part.startswith(("_", ".")) for part in rel.split(os.sep)[:-1]):
+    parts = rel.split(os.sep)
+    if any(part.startswith(("_", ".")) for part in parts):
+        if len(parts) > 1 and not os.path.exists(os.path.join(home, *parts[:-1])):
+            try:
+                os.makedirs(os.path.join(home, *parts[:-1]), exist_ok=True)
+            except OSError as exc:
+                raise ConfigError(f"{option}: cannot make the directory of {str(path)!r} "
+                                  f"({exc.strerror or exc})") from None
         return
     raise ConfigError(f"{option}: {str(path)!r} is inside the dataset {str(dataset)!r}, "
                       "whose readers (pd.read_parquet of the directory, flowemu.load) would "
-                      "then fail on it; write it outside the dataset, or into a directory "
-                      "of it whose name starts with _ (as _figures/)")
+                      "then fail on it; write it outside the dataset, or give it a name "
+                      "starting with _ (as _compare.csv, or a directory as _figures/)")
 
 
 def write_atomic(path, option: str, write: Callable) -> Path:

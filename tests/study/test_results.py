@@ -316,10 +316,21 @@ def test_outputs_stay_out_of_the_dataset(dataset, tmp_path, capsys):
         plot(copy, copy / "g.png")
     assert not list(copy.glob("*.csv")) and not list(copy.rglob("*.png"))
     assert len(pd.read_parquet(copy)) == len(load(dataset))   # still readable whole
-    # a directory of it that parquet readers skip, and anywhere outside, are fine
+    # a file or directory of it that parquet readers skip (as make paper and
+    # make whatif write _compare.csv), and anywhere outside, are fine
     (copy / "_mine").mkdir()
     assert main(["compare", str(copy), "--out", str(copy / "_mine" / "gains.csv")]) == 0
+    assert main(["compare", str(copy), "--out", str(copy / "_compare.csv")]) == 0
     assert main(["compare", str(copy), "--out", str(tmp_path / "gains.csv")]) == 0
+    assert len(pd.read_parquet(copy)) == len(load(dataset))
+    assert len(pd.read_csv(copy / "_compare.csv")) > 0
+    # a _ directory of it is made as needed (a single figure before `flowemu plot DATASET`
+    # made _figures/), a directory outside is not
+    assert main(["plot", str(copy), "--out", str(copy / "_figures" / "one.png")]) == 0
+    assert (copy / "_figures" / "one.png").read_bytes()[:4] == b"\x89PNG"
+    assert main(["compare", str(copy), "--out", str(copy / "_tables" / "gains.csv")]) == 0
+    assert main(["compare", str(copy), "--out", str(tmp_path / "nowhere" / "g.csv")]) == 2
+    assert "does not exist" in capsys.readouterr().err
     assert len(pd.read_parquet(copy)) == len(load(dataset))
 
 

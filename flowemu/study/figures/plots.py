@@ -72,9 +72,9 @@ def plot(dataset, out, kind: str = "goodput", **kwargs) -> Path:
     if kind not in KINDS:
         raise ConfigError(f"kind: unknown kind {kind!r}{suggest(str(kind), KINDS)}; "
                           f"allowed: {', '.join(KINDS)}")
-    figure_path(out)   # before anything is loaded or drawn
     if isinstance(dataset, (str, os.PathLike)):
-        check_outside_dataset(out, dataset, "out")
+        check_outside_dataset(out, dataset, "out")   # (makes its _ directory)
+    figure_path(out)   # before anything is loaded or drawn
     # (frames concatenated without ignore_index repeat their index: rows are told apart by position)
     df = with_labels(result_frame(dataset, "plot")).reset_index(drop=True)
     if df.empty:
