@@ -408,6 +408,9 @@ class AlgorithmSpec:
     #: its steps are timed at a barrier, one job at a time only (in-network
     #: aggregation streams): ``sync="dataflow"`` and several-job runs refuse it
     barrier_only: bool = False
+    #: why the block-level verifier cannot check it ("" when it can): said
+    #: by ``verify`` before it asks for a topology or builds anything
+    unverifiable: str = ""
     #: the collective it computes (:mod:`flowemu.algorithms.collectives`);
     #: names are looked up per collective
     collective: str = "allreduce"

@@ -65,16 +65,17 @@ from .streams import (
 NAME = "ina"
 FAMILIES = ("tree", "leafspine", "fattree")
 MAX_TREES = 4096
+#: why ``verify`` cannot check it
+UNVERIFIABLE = ("switches reduce its data (in-network aggregation); the block-level verifier "
+                "moves blocks between ranks only and cannot express a switch's reduction, so "
+                "ina cannot be verified (its timing is checked against closed forms instead)")
 
 
 def build(p: int, topology=None, blocks: bool = False, collective: str = "allreduce",
           root: int = 0, trees: int = 1, tiers="all", rate: float = math.inf) -> Schedule:
     p = check_ranks(NAME, p)
     if blocks:
-        raise ConfigError(f"algorithm {NAME}: switches reduce its data (in-network "
-                          "aggregation); the block-level verifier moves blocks between ranks "
-                          "only and cannot express a switch's reduction, so ina cannot be "
-                          "verified (its timing is checked against closed forms instead)")
+        raise ConfigError(f"algorithm {NAME}: {UNVERIFIABLE}")
     if topology is None or not getattr(topology, "has_aggregation_trees", False):
         spec = getattr(topology, "spec", "no topology")
         raise ConfigError(f"algorithm {NAME}: {spec} has no aggregation trees; ina runs on "
@@ -228,7 +229,7 @@ SPEC = register(AlgorithmSpec(
     "In-network aggregation (switch-based reduction, SHARP-style): switches of an "
     "aggregation tree reduce, the result is multicast down; one stream per tree at the "
     "max-min share of its tightest link; trees, leaf-spine and fat trees",
-    families=FAMILIES, barrier_only=True,
+    families=FAMILIES, barrier_only=True, unverifiable=UNVERIFIABLE,
 ))
 
 

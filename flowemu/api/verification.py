@@ -158,6 +158,8 @@ def _prepare(algorithm, ranks, topology, size, network, max_memory, lazy=False,
     coll = get_collective(collective)
     name, raw = parse_algorithm_spec(checks.text("algorithm", algorithm, "ring"))
     spec = get_algorithm(name, coll.name)
+    if spec.unverifiable:
+        raise ConfigError(f"algorithm {name}: {spec.unverifiable}")
     opts = spec.parse_options(raw)
     auto = spec.auto_param if spec.auto_param and opts.get(spec.auto_param) == "auto" else None
     candidates = ([dict(opts, **{auto: c}) for c in spec.auto_choices()] if auto else [opts])

@@ -231,6 +231,9 @@ def test_command_line_lists_and_runs_it(capsys):
     assert code == 0 and "allreduce, 2 trees" in out
     code, _, err = run(capsys, ["verify", "-a", "ina", "-t", "fattree:k=4"])
     assert code != 0 and "cannot express a switch's reduction" in one_error_line(err)
+    # said at once without a topology too (it asked for one, then refused)
+    code, _, err = run(capsys, ["verify", "-a", "ina", "--ranks", "8"])
+    assert code != 0 and "cannot express a switch's reduction" in one_error_line(err)
 
 
 def test_root_applies_to_reduce_only():
