@@ -170,7 +170,10 @@ def _selections(scheds: list, steps) -> list[list[int]]:
             except ConfigError as exc:
                 errors.append(exc)
         if len(errors) == len(scheds):
-            raise errors[0]
+            has = "; ".join(f"{s.variant}: steps 0..{s.num_steps - 1} "
+                            f"({s.steps[0].label}..{s.steps[s.num_steps - 1].label})"
+                            for s in scheds if s.num_steps)
+            raise ConfigError(f"steps: {item!r} is a step of no variant ({has})")
     return [list(dict.fromkeys(o)) for o in out]
 
 

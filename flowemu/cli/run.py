@@ -164,6 +164,8 @@ def _run(args) -> int:
             check_writable(path, option.split(" ")[0])
     if args.flows_out:   # first: a dump refused (memory, steps) costs no simulation
         _write_flows(args, net, flows_size)
+    if args.links or args.links_plot:   # (likewise a link table or its steps refused)
+        _write_links(args, net)
     whatif = _whatif(args)
     df = _timed(args, net, sizes, whatif)
     if whatif:   # and the healthy network, for the slowdown
@@ -182,8 +184,6 @@ def _run(args) -> int:
         note(text)
     if args.congestion:
         _write_congestion(args, net)
-    if args.links or args.links_plot:
-        _write_links(args, net)
     return 0
 
 

@@ -99,6 +99,22 @@ def test_steps_variants_and_names():
     assert (row["src_node"], row["dst_node"]) == (0, 4)
 
 
+def test_steps_no_variant_has_are_refused_naming_every_variants_steps(tmp_path, capsys):
+    # recdoub on 16 ranks: latency 4 steps (x0..x3), bandwidth 8 (rs0..ag3); the
+    # message gave the latency variant's range alone
+    with pytest.raises(ConfigError, match=r"steps: '0-20' is a step of no variant \(latency: "
+                                          r"steps 0\.\.3 \(x0\.\.x3\); bandwidth: steps "
+                                          r"0\.\.7 \(rs0\.\.ag3\)\)"):
+        flowemu.link_loads("torus:4x4", "recdoub:variant=auto", steps="0-20", **FAST)
+    # the command refuses them before it times anything (no result file)
+    out = tmp_path / "r.csv"
+    code = main(["run", "-t", "torus:4x4", "-a", "recdoub", "-s", "1MiB", "--links",
+                 str(tmp_path / "l.csv"), "--links-steps", "0-20", "-o", str(out)])
+    assert code == 2 and "--links-steps: '0-20' is a step of no variant" in \
+        capsys.readouterr().err
+    assert not out.exists()
+
+
 def test_tree_tiers_and_directions():
     topo = parse_topology("fattree:k=4")
     name, tier, direction = link_names(topo, np.arange(topo.num_links))
