@@ -180,7 +180,13 @@ def network(value, params: dict, function: str, keywords: tuple = ()):
                               "(Gbps(400), ns(100)) or, for incast_threshold, a flow count")
     if value is not None:   # a preset: the fields given beside it override its values
         return preset_network(value, plain)
-    return Network(**plain)
+    net = Network(**plain)   # (each value checked first)
+    pair = [k for k in ("incast_threshold", "incast_slope") if k in plain]
+    if len(pair) == 1:   # (the default of the other turns incast off: no effect)
+        other = "incast_slope" if pair[0] == "incast_threshold" else "incast_threshold"
+        raise ConfigError(f"{pair[0]}: incast needs both incast_threshold and incast_slope; "
+                          f"give {other} too, or drop {pair[0]}")
+    return net
 
 
 def ranks(value, topology) -> int:

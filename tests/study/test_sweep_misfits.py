@@ -226,3 +226,22 @@ def test_a_compute_slowdown_that_costs_nothing_is_noted(tmp_path):
     assert len(said) == 1 and "'3=0.5:compute'" in said[0] and "5=0.5" not in said[0]
     plan = load_sweep(write(tmp_path, text + 'gamma = "1ps"\n', "g.toml"))
     assert not [n for n in plan.notes if "costs nothing" in n]
+
+
+def test_one_half_of_the_incast_pair_is_refused_in_python_and_in_a_sweep(tmp_path):
+    """A threshold without a slope (or the reverse) leaves incast off: the
+    run equals one without it, and the row recorded the threshold. The
+    command line refused it; simulate and a sweep file now do too."""
+    for kw, name in (({"incast_threshold": 4}, "incast_threshold"),
+                     ({"incast_slope": "1ps"}, "incast_slope")):
+        with pytest.raises(ConfigError, match=f"^{name}: incast needs both incast_threshold "
+                                              "and incast_slope"):
+            flowemu.simulate("torus:4x4", "ring", "1KiB", **kw)
+    both = flowemu.simulate("torus:4x4", "ring", "1KiB", incast_threshold=4, incast_slope="1ps")
+    assert both["incast_threshold"].iloc[0] == 4
+    path = write(tmp_path, 'topology = "torus:4x4"\nalgorithm = "ring"\nsizes = "1KiB"\n'
+                           'incast_threshold = 4\n')
+    with pytest.raises(SweepConfigError, match="incast_threshold: incast needs both"):
+        load_sweep(path)
+    path.write_text(path.read_text() + 'incast_slope = "1ps"\n')
+    assert len(load_sweep(path).configs) == 1

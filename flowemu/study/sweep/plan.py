@@ -253,6 +253,12 @@ def _expand(path: Path, doc: dict) -> SweepPlan:
             probs.add(locs["failure_seed"], "a failure_seed applies only with failures > 0 "
                                             "(it draws the failed cables); this grid's "
                                             "failures is 0")
+        pair = [f for f in ("incast_threshold", "incast_slope") if f in explicit]
+        if len(pair) == 1 and values.get("network", [""]) == [""]:
+            # (a preset may hold the other; without one its default turns incast off)
+            other = "incast_slope" if pair[0] == "incast_threshold" else "incast_threshold"
+            probs.add(locs[pair[0]], f"incast needs both incast_threshold and incast_slope; "
+                                     f"give {other} too, or drop {pair[0]}")
         if not (complete and ok_ex and ok_wh):
             continue
         # a routing mode a topology lacks is reported, and the grid's other pairs still
