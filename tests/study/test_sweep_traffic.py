@@ -94,6 +94,12 @@ def test_traffic_in_a_group_beside_algorithms(tmp_path):
     ('traffic = "t.csv"\nranks = 4', "ranks does not apply to traffic"),
     ('traffic = "t.csv"\nmodel = "genmodel"', "model = \"flow\" only"),
     ('traffic = "far.csv"', "uses rank 99, which does not exist on torus:4x4"),
+    # what a reduction costs: traffic reduces nothing (the row recorded gamma, the
+    # time was the same)
+    ('traffic = "t.csv"\ngamma = "1ns"', "gamma: does not apply beside traffic"),
+    ('traffic = "t.csv"\ndelta = "1ns"', "delta: does not apply beside traffic"),
+    ('traffic = "t.csv"\nslow = ["1=0.5", "1=0.5:compute"]',
+     "slow '1=0.5:compute' slows a rank's reduction, and traffic 't.csv' has none"),
 ])
 def test_bad_traffic_is_refused_up_front_naming_field_and_file(tmp_path, text, needle):
     write_traffic(tmp_path / "t.csv", [(0, 0, 1, 1024)])

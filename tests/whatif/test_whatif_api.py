@@ -267,6 +267,19 @@ def test_run_refuses_what_ifs_that_would_do_nothing(capsys, tmp_path):
         with pytest.raises(ConfigError, match="fail_policy: 'reroute' applies to an "
                                               "algorithm's schedule"):
             call()
+    # traffic reduces nothing: what a reduction costs is refused, not recorded unused
+    for kw, needle in (({"gamma": "1ns"}, "gamma: does not apply to traffic"),
+                       ({"delta": "1ns"}, "delta: does not apply to traffic"),
+                       ({"slow": "3=0.5:compute"}, "slow: '3=0.5:compute' slows a rank's "
+                                                   "reduction, and traffic has none")):
+        with pytest.raises(ConfigError, match=needle):
+            flowemu.time_traffic("torus:16", tr, **kw)
+    # (its ports: a quarter of its two links' 100 GB/s, below the one link it sends on)
+    slower = flowemu.time_traffic("torus:16", tr, slow="3=0.25")
+    assert slower["time_s"].iloc[0] > flowemu.time_traffic("torus:16", tr)["time_s"].iloc[0]
+    code, out, err = run(capsys, ["run", "-t", "torus:16", "--traffic", str(path), "--slow",
+                                  "3=0.5:compute"])
+    assert code == 2 and "--slow: '3=0.5:compute' slows a rank's reduction" in err
     # a compute slowdown with gamma = delta = 0 costs nothing: said on stderr
     code, out, err = run(capsys, base + ["--slow", "3=0.5:compute", "--slow", "5=0.5"])
     assert code == 0 and "a slower reduction costs nothing here" in err

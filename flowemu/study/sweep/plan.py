@@ -259,6 +259,10 @@ def _expand(path: Path, doc: dict) -> SweepPlan:
             other = "incast_slope" if pair[0] == "incast_threshold" else "incast_threshold"
             probs.add(locs[pair[0]], f"incast needs both incast_threshold and incast_slope; "
                                      f"give {other} too, or drop {pair[0]}")
+        if replaced == "traffic":
+            for f in sorted(explicit & {"gamma", "delta"}):
+                probs.add(locs[f], "does not apply beside traffic (it reduces nothing: gamma "
+                                   "and delta cost a reduction's bytes)")
         if not (complete and ok_ex and ok_wh):
             continue
         # a routing mode a topology lacks is reported, and the grid's other pairs still

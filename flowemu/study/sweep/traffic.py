@@ -96,6 +96,11 @@ def check_traffic_config(cfg: Config, loc: str, probs: Problems) -> bool:
         probs.add(loc, f"ranks does not apply to traffic {name!r} (its ranks are the ones the "
                        "file uses); leave ranks out of a traffic group")
         return False
+    compute = [item.strip() for item in cfg.slow.split(";") if item.strip().endswith(":compute")]
+    if compute:
+        probs.add(loc, f"slow {compute[0]!r} slows a rank's reduction, and traffic {name!r} has "
+                       "none; use :network (a rank's ports), or no kind")
+        return False
     p = traffic_ranks(cfg.traffic)
     if p > info.nodes:
         probs.add(loc, f"traffic {name!r} uses rank {p - 1}, which does not exist on "
