@@ -270,8 +270,8 @@ def test_run_refuses_what_ifs_that_would_do_nothing(capsys, tmp_path):
     # traffic reduces nothing: what a reduction costs is refused, not recorded unused
     for kw, needle in (({"gamma": "1ns"}, "gamma: does not apply to traffic"),
                        ({"delta": "1ns"}, "delta: does not apply to traffic"),
-                       ({"slow": "3=0.5:compute"}, "slow: '3=0.5:compute' slows a rank's "
-                                                   "reduction, and traffic has none")):
+                       ({"slow": "3=0.5:compute"},
+                        "slow: '3=0.5:compute' slows a rank's reduction, and traffic has none")):
         with pytest.raises(ConfigError, match=needle):
             flowemu.time_traffic("torus:16", tr, **kw)
     # (its ports: a quarter of its two links' 100 GB/s, below the one link it sends on)
