@@ -171,6 +171,9 @@ def register_algorithm(name: str, build: Callable[..., Schedule], params=(), doc
         raise ConfigError(f"register_algorithm: sized {show(sized)} of {name!r} is not "
                           "callable; expected sized(p, topology, network, sizes, options, "
                           "blocks=False) -> [(Schedule, size indices)]")
+    if not isinstance(replace, (bool, np.bool_)):
+        raise ConfigError(f"register_algorithm: replace {show(replace)} of {name!r} is not "
+                          "allowed; expected True or False")
     spec = AlgorithmSpec(name, _guarded(name, build), params, doc, families=families,
                          auto_param=auto_param,
                          sized=None if sized is None else _guarded_sized(name, sized))
@@ -522,10 +525,32 @@ def _guarded(name: str, build):
         if sched.p != p:
             raise ScheduleError(f"algorithm {name} (plug-in): its builder was asked for {p} "
                                 f"ranks but returned a schedule of p={sched.p}")
+        _check_flows(f"algorithm {name} (plug-in): its builder", sched)
         return sched
     guarded.__doc__ = build.__doc__
     guarded.__wrapped__ = build
     return guarded
+
+
+def _check_flows(where: str, sched: Schedule) -> None:
+    """A ScheduleError when a plug-in's schedule has no step, a flow from a
+    rank to itself, or a share that is not a finite number >= 0 (a user's
+    traffic is refused alike; the solver would stop on it with its own
+    words)."""
+    if sched.num_steps == 0:
+        raise ScheduleError(f"{where} returned a schedule with no steps")
+    for k, step in enumerate(sched.steps.patterns):
+        tr = step.traffic
+        bad = np.flatnonzero(~np.isfinite(tr.share) | (tr.share < 0))
+        if bad.size:
+            share = float(tr.share[bad[0]])
+            raise ScheduleError(f"{where} returned a flow whose share is {share!r} (step "
+                                f"{step.label!r}, flow {int(bad[0])}); expected a finite "
+                                "number >= 0 (bytes per byte of n)")
+        same = np.flatnonzero(tr.src == tr.dst)
+        if same.size:
+            raise ScheduleError(f"{where} returned a flow from rank {int(tr.src[same[0]])} to "
+                                f"itself (step {step.label!r}, flow {int(same[0])})")
 
 
 def _guarded_sized(name: str, sized):
@@ -556,6 +581,7 @@ def _guarded_sized(name: str, sized):
             if sched.p != p:
                 raise ScheduleError(f"{where} was asked for {p} ranks but returned a "
                                     f"schedule of p={sched.p}")
+            _check_flows(where, sched)
             if idx.ndim != 1 or (idx.size and (idx.dtype.kind not in "iu" or idx.min() < 0
                                                or idx.max() >= len(sizes))):
                 raise ScheduleError(f"{where} returned size indices {show(item[1])}; "

@@ -10,6 +10,9 @@ escapes from here.
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import numpy as np
 
 from .errors import ConfigError, show, unknown_keywords
@@ -58,6 +61,16 @@ def flag(name: str, value) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise ConfigError(f"{name}: {show(value)} is not allowed; expected True or False")
     return bool(value)
+
+
+def path(name: str, value, what: str) -> Path:
+    """A path: a string or an ``os.PathLike`` (``pathlib.Path``), not empty;
+    ``what`` says what it names (``"a sweep file (.toml)"``)."""
+    if not isinstance(value, (str, os.PathLike)) or not str(os.fspath(value)).strip():
+        given = f"a {type(value).__name__} (loaded already)" \
+            if type(value).__name__ in ("DataFrame", "Series") else show(value)
+        raise ConfigError(f"{name}: {given} is not allowed; expected the path of {what}")
+    return Path(os.fspath(value))
 
 
 def text(name: str, value, example: str) -> str:

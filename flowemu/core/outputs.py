@@ -27,7 +27,7 @@ import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from .errors import ConfigError
+from .errors import ConfigError, show
 
 #: extension (lower case) -> format it means
 EXTENSION_FORMATS = {".csv": "csv", ".json": "json", ".parquet": "parquet", ".pq": "parquet",
@@ -109,8 +109,10 @@ def check_writable(path, option: str) -> Path:
         is missing or not a directory, or nothing can be created there
         (read-only file system, no permission).
     """
-    if path is None or str(path).strip() == "":
+    if path is None or (isinstance(path, str) and path.strip() == ""):
         raise ConfigError(f"{option}: empty path; give a file name")
+    if not isinstance(path, (str, os.PathLike)):
+        raise ConfigError(f"{option}: {show(path)} is not allowed; expected a file name")
     p = Path(path)
     if str(path).endswith(os.sep) or p.is_dir():
         raise ConfigError(f"{option}: {str(path)!r} is a directory; give a file name in it")

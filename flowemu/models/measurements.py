@@ -219,6 +219,9 @@ def read_measurements(data, *, algorithm: str | None = None, ranks: int | None =
     if isinstance(data, pd.DataFrame):
         rows = _read_frame(data)
     else:
+        if not isinstance(data, (str, os.PathLike, list, tuple)):
+            raise ConfigError(f"data: {show(data, 40)} is not allowed; expected a file path, "
+                              "a list of them or a DataFrame")
         items = [data] if isinstance(data, (str, os.PathLike)) else list(data)
         if not items:
             raise ConfigError("data: no files given; expected CSV or nccl-tests output files")

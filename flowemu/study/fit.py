@@ -373,6 +373,9 @@ def fit(data, *, bandwidth=None, algorithm: str | None = None, ranks: int | None
     """
     bw = None if bandwidth is None else user_rate(bandwidth, "bandwidth")
     meas = read_measurements(data, algorithm=algorithm, ranks=ranks)
+    if meas.empty:
+        raise ConfigError("data: no measurements (no rows); expected rows of algorithm, "
+                          "ranks, size, time")
     base, e_all, max_fanin = _coefficients(meas)
     if len(meas) < base.shape[1]:
         raise ConfigError(f"data: too few measurements: {len(meas)} rows for the "

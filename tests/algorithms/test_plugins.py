@@ -815,3 +815,32 @@ def test_plugin_sized_hook_wrong_return_and_both_hooks_named(two_way):
         flowemu.register_algorithm("two-way", two_way_build,
                                    params=(Param("way", str, "naive", ("naive", "ring", "auto")),),
                                    auto_param="way", sized=by_size)
+
+
+def _one_step(share, shift=1, steps=True):
+    def build(p, topology=None, blocks=False):
+        src = np.arange(p, dtype=np.int32)
+        step = Step(Traffic(src, (src + shift) % p, np.full(p, share)), Reduction.none(), "s0")
+        return Schedule("x", "", p, (step,) if steps else ())
+    return build
+
+
+@pytest.mark.parametrize("build, needle", [
+    (_one_step(np.nan), "a flow whose share is nan (step 's0', flow 0); expected a finite"),
+    (_one_step(-1.0), "a flow whose share is -1.0"),
+    (_one_step(1.0, shift=0), "a flow from rank 0 to itself (step 's0', flow 0)"),
+    (_one_step(1.0, steps=False), "a schedule with no steps"),
+])
+def test_a_plugins_flows_are_checked_as_a_users_traffic_is(build, needle):
+    """A NaN share reached the solver ('flow_bytes[0] = nan is not finite'), a
+    flow to itself was timed, a schedule of no steps gave a goodput of inf."""
+    flowemu.register_algorithm("odd", build)
+    try:
+        with pytest.raises(ScheduleError, match=r"algorithm odd \(plug-in\): its builder "
+                                                r"returned " + needle.replace("(", r"\(")
+                                                .replace(")", r"\)")):
+            flowemu.simulate("torus:4x4", "odd", "1KiB")
+    finally:
+        flowemu.unregister_algorithm("odd")
+    with pytest.raises(ConfigError, match="replace 'yes' of 'odd' is not allowed"):
+        flowemu.register_algorithm("odd", build, replace="yes")

@@ -460,3 +460,35 @@ def test_time_traffic_raises_only_config_errors(column, value, arg):
         flowemu.time_traffic("torus:4", kw.pop("traffic"), **kw)
     except ConfigError as exc:
         assert "\n" not in str(exc) and "np." not in str(exc)
+
+
+# ----------------------------------------------------- paths and streams
+
+def test_path_arguments_that_are_no_path_are_named(tmp_path):
+    """They were TypeErrors from pathlib (sweep(None), load(5), plot(df, 5))
+    or, for a sweep's stream, an AttributeError after the dataset's manifest
+    was written."""
+    good = tmp_path / "s.toml"
+    good.write_text('topology = "torus:4x4"\nalgorithm = "ring"\nsizes = "1KiB"\n')
+    df = flowemu.simulate(TOPO, "ring", "1KiB")
+    for call, needle in (
+            (lambda: flowemu.sweep(None), ("config_path: None is not allowed; expected the "
+                                          "path of a sweep file")),
+            (lambda: flowemu.sweep([str(good)]), "config_path: "),
+            (lambda: flowemu.sweep(good, out=5), ("out: 5 is not allowed; expected the path of "
+                                                 "the dataset directory")),
+            (lambda: flowemu.load(None), "dataset: None is not allowed"),
+            (lambda: flowemu.load(df), "dataset: a DataFrame (loaded already) is not allowed"),
+            (lambda: flowemu.plot(df, 5), "out: 5 is not allowed; expected a file name"),
+            (lambda: flowemu.plot(df, tmp_path / "p.png", title=5), "title: 5 is not allowed"),
+            (lambda: flowemu.plot(df[["size_bytes", "goodput_Bps"]], tmp_path / "p.png"),
+             "plot: the data lacks column(s) label or algorithm"),
+            (lambda: flowemu.fit(None), "data: None is not allowed; expected a file path"),
+            (lambda: flowemu.fit({"algorithm": ["ring"]}), "data: {'algorithm'"),
+            (lambda: flowemu.fit(pd.DataFrame({"algorithm": [], "ranks": [], "size": [],
+                                               "time": []})), "data: no measurements")):
+        assert needle in _message(call)
+    out = tmp_path / "ds"
+    assert "stream: 5 is not allowed; expected a text stream" in _message(
+        lambda: flowemu.sweep(good, out=out, stream=5))
+    assert not out.exists()   # refused before anything was written

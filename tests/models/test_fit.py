@@ -423,7 +423,8 @@ def test_preset_allowed_bare_values(tmp_path):
     net = load_preset(str(f)).network()
     assert (net.link_latency, net.hop_latency, net.incast_threshold) == (0, 0, 8)
     s = tmp_path / "s.toml"
-    s.write_text(sweep_text('link_latency = 0\nhop_latency = "0"\nincast_threshold = 8'))
+    s.write_text(sweep_text('link_latency = 0\nhop_latency = "0"\nincast_threshold = 8\n'
+                            'incast_slope = "1ps"'))
     assert load_sweep(s).configs[0].link_latency == 0
 
 

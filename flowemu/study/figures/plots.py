@@ -42,7 +42,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ...core.errors import ConfigError, suggest
+from ...core.errors import ConfigError, show, suggest
 from ...core.outputs import check_outside_dataset
 from ..results import (
     FIGURES_DIR,
@@ -90,6 +90,14 @@ def plot(dataset, out, kind: str = "goodput", **kwargs) -> Path:
     if wrong:
         raise ConfigError(f"plot: option(s) {', '.join(wrong)} not allowed with kind {kind!r}; "
                           f"allowed: {', '.join(allowed)}")
+    if kwargs.get("title") is not None and not isinstance(kwargs["title"], str):
+        raise ConfigError(f"title: {show(kwargs['title'])} is not allowed; expected a string "
+                          "(or None: the figure's own)")
+    need = ["size_bytes", "goodput_Bps" if kind != "time" else "time_s"]
+    lacking = [c for c in need if c not in df.columns] + \
+        (["label or algorithm"] if not {"label", "algorithm"} & set(df.columns) else [])
+    if lacking and kind != "slowdown":   # (slowdown names its own)
+        raise ConfigError(f"plot: the data lacks column(s) {', '.join(lacking)}")
     return draw(df, out, **kwargs)
 
 

@@ -55,6 +55,7 @@ import numpy as np
 import pandas as pd
 
 from ...api.simulation import RESULT_COLUMNS
+from ...core import checks
 from ...core.errors import ConfigError, checked_keywords
 from ...core.outputs import replace_atomically
 from ...core.version import __version__
@@ -269,7 +270,8 @@ def _read_parts(parts: list[Path]) -> pd.DataFrame | None:
 
 
 def _dataset_dir(dataset) -> Path:
-    path = Path(os.fspath(dataset))
+    path = checks.path("dataset", dataset, "a dataset (a sweep's directory, a parquet or CSV "
+                                           "file)")
     if not path.exists():
         raise ConfigError(f"dataset: {str(path)!r} does not exist")
     return path

@@ -7,6 +7,7 @@ import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ...core import checks
 from ...core.errors import ConfigError, suggest
 from ...core.network import si_values
 from ...core.presets import load_preset
@@ -91,7 +92,7 @@ def load_sweep(path) -> SweepPlan:
         (a :class:`~flowemu.core.errors.ConfigError`) listing every problem with
         its location (file, ``groups.NAME.key[index]``), before any work.
     """
-    path = Path(path)
+    path = checks.path("config_path", path, "a sweep file (.toml)")
     doc = _read_toml(path)
     with reading(path) as files:
         plan = _expand(path, doc)
@@ -254,6 +255,7 @@ def _expand(path: Path, doc: dict) -> SweepPlan:
                                             "(it draws the failed cables); this grid's "
                                             "failures is 0")
         pair = [f for f in ("incast_threshold", "incast_slope") if f in explicit]
+        pair = pair if all(f in values for f in pair) else []   # (a bad value: said)
         if len(pair) == 1 and values.get("network", [""]) == [""]:
             # (a preset may hold the other; without one its default turns incast off)
             other = "incast_slope" if pair[0] == "incast_threshold" else "incast_threshold"

@@ -190,6 +190,11 @@ def sweep(config_path, out=None, *, jobs: int | None = None, scheduler=None,
     scheduler_timeout = _seconds("scheduler_timeout", scheduler_timeout)
     if progress is not None:
         progress = checks.flag("progress", progress)
+    if stream is not None and not callable(getattr(stream, "write", None)):
+        raise ConfigError(f"stream: {show(stream)} is not allowed; expected a text stream "
+                          "(an object with write(), as sys.stderr) or None")
+    if out is not None:
+        out = checks.path("out", out, "the dataset directory")
     plan = load_sweep(config_path)
     for note in plan.notes:   # (files read from the current directory: said before any work)
         print(f"flowemu: note: {note}", file=stream or sys.stderr)
