@@ -281,6 +281,10 @@ def global_bandwidth(topology, *, ecmp: str = "split", injection=None, nic=None,
     """
     net = checks.network(network, network_params, "global_bandwidth",
                          ("ecmp", "injection", "nic", "network", "method"))
+    unseen = [k for k in network_params if k != "bandwidth"]
+    if unseen:   # (a preset's or a Network's are left as they are)
+        raise ConfigError(f"{unseen[0]}: does not change a global bandwidth (a rate over "
+                          "injection: only the links' bandwidth counts); drop it")
     topo = build_topology(topology, budget.limit(None))
     ecmp = topology_checks.routing(ecmp, 0)[0]
     nic_Bps = None if nic is None else user_rate(nic, "nic")

@@ -12,6 +12,7 @@ from ..engine.profiles import check_profile_args
 from ..engine.profiles import profile as engine_profile
 from ..engine.steptimes import Profile
 from ..topology import Topology
+from ..topology import checks as topology_checks
 from ..whatif.background import parse_background
 from ..whatif.stragglers import parse_slow
 
@@ -69,6 +70,7 @@ def profile(schedule: Schedule, topology: Topology | str, network: Network | Non
     if network_params or isinstance(network, str):
         network = checks.network(network, network_params, "profile", _KEYWORDS)
     schedule, topology, network = check_profile_args(schedule, topology, network)
+    ecmp, seed = topology_checks.routing(ecmp, seed)   # (a seed with split picks nothing)
     built = schedule.info.get("built_for")
     if built is not None and built != topology.spec and mapping is None:
         raise ConfigError(f"schedule: built for {built}, profiled on {topology.spec}; build it "

@@ -67,7 +67,7 @@ def cmd_sweep(args) -> int:
     before = signal.signal(signal.SIGTERM, _terminate)
     try:
         summary = sweep(args.config, args.out, jobs=args.jobs, scheduler=args.scheduler,
-                        scheduler_timeout=args.scheduler_timeout,
+                        scheduler_timeout=args.scheduler_timeout if args.scheduler else None,
                         retry_errors=args.retry_errors, prune=args.prune,
                         progress=not args.quiet, chunk_size=args.chunk_size)
     except ConfigError as exc:   # name the option the user typed, not the argument

@@ -124,6 +124,8 @@ def parse_placement(raw, forms: str = FORMS) -> Placement:
         return raw
     if raw is None:
         return Placement()
+    if isinstance(raw, os.PathLike):   # (a placement file as a pathlib.Path)
+        raw = os.fspath(raw)
     if not isinstance(raw, str):
         raise ConfigError(f"placement: {show(raw)} is not allowed; expected {forms}")
     text = str(raw).strip()

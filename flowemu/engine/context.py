@@ -77,7 +77,7 @@ def make_context(topology: Topology, network: Network, ecmp: str = "split", seed
     incast = bool(np.any((eps > 0) & np.isfinite(w_t)))
     ingress = topology.ingress_capacity(network) if incast else None
     lat = topology.link_latency(network)
-    _check_ranges(network, cap, lat, eps)
+    _check_ranges(network, cap, lat, eps, getattr(topology, "degrade", ""))
     uniform = float(lat[0]) if len(lat) and lat.min() == lat.max() else None
     ctx = Context(topology, network, ecmp, int(seed), mapping, cap, ingress, w_t, eps, lat,
                    uniform, {}, adaptive=adaptive,
@@ -117,7 +117,8 @@ MAX_SECONDS = 1e9
 MIN_BANDWIDTH = 1e-9
 
 
-def _check_ranges(network: Network, link_capacity, link_latency, incast_slope) -> None:
+def _check_ranges(network: Network, link_capacity, link_latency, incast_slope,
+                  degrade: str = "") -> None:
     """Refuse (ConfigError) a network whose times would overflow a run's total
     (``alpha=1e308``) or whose links are too slow for a rate to be
     representable (``bandwidth=5e-324``)."""
@@ -135,6 +136,9 @@ def _check_ranges(network: Network, link_capacity, link_latency, incast_slope) -
                           "allowed; expected at most 1e9 s per byte")
     used = link_capacity[link_capacity > 0]
     if len(used) and used.min() < MIN_BANDWIDTH:
+        if degrade and network.bandwidth >= MIN_BANDWIDTH:   # (the factor made it so slow)
+            raise ConfigError(f"degrade: {degrade!r} leaves a link {show(float(used.min()))} "
+                              "bytes/s; expected at least 1e-9 bytes/s (a larger factor)")
         raise ConfigError(f"bandwidth: a link of {show(float(used.min()))} bytes/s is not "
                           "allowed; expected at least 1e-9 bytes/s")
 

@@ -293,9 +293,12 @@ def resolve_selector(fab: Fabric, text, option: str) -> tuple[np.ndarray, str]:
     head, _, rest = sel.partition(":")
     head = head.strip()
     if head == "link":
-        lo_t, dash, hi_t = rest.partition("-")
         last = topo.num_links - 1
         allowed = f"link ids in 0..{last} of {topo.spec}"
+        if rest.strip().startswith("-"):   # ('-1' read as the range '' to 1)
+            raise ConfigError(f"{option}: {sel!r}: link {rest.strip()} is out of range; "
+                              f"expected {allowed}")
+        lo_t, dash, hi_t = rest.partition("-")
         lo = _int(lo_t, "link", option, sel, 0, last, allowed)
         hi = _int(hi_t, "link", option, sel, 0, last, allowed) if dash else lo
         if hi < lo:

@@ -492,3 +492,38 @@ def test_path_arguments_that_are_no_path_are_named(tmp_path):
     assert "stream: 5 is not allowed; expected a text stream" in _message(
         lambda: flowemu.sweep(good, out=out, stream=5))
     assert not out.exists()   # refused before anything was written
+
+
+def test_arguments_that_would_change_nothing_or_misname_their_cause(tmp_path):
+    """Each was accepted (and changed nothing) or blamed something else; the
+    command line refused the first four alike."""
+    sweep_file = tmp_path / "s.toml"
+    sweep_file.write_text('topology = "torus:4x4"\nalgorithm = "ring"\nsizes = "1KiB"\n')
+    sched = flowemu.schedule("swing", TOPO, variant="bandwidth")
+    (tmp_path / "other").mkdir()
+    pd.DataFrame({"a": [1]}).to_parquet(tmp_path / "other" / "x.parquet")
+    (tmp_path / "r1.txt").write_text("time_s\n1\n")
+    for call, needle in (
+            (lambda: flowemu.global_bandwidth(TOPO, alpha="1us"),
+             "alpha: does not change a global bandwidth"),
+            (lambda: flowemu.profile(sched, TOPO, seed=5),
+             "seed: 5 applies only to ecmp='hash'"),
+            (lambda: flowemu.sweep(sweep_file, out=tmp_path / "d", scheduler_timeout=5),
+             "scheduler_timeout: applies only with scheduler="),
+            (lambda: flowemu.sweep(sweep_file, out=tmp_path / "d", retry_errors="yes"),
+             "retry_errors: 'yes' is not allowed; expected True or False"),
+            (lambda: flowemu.load(tmp_path / "other"),
+             "is no flowemu dataset (no _manifest.json, no part-*.parquet files; it holds "
+             "x.parquet)"),
+            (lambda: flowemu.load(tmp_path / "r1.txt"), "is neither a CSV (.csv) nor a parquet"),
+            (lambda: flowemu.simulate(TOPO, "ring", "1KiB", fail="link:-1"),
+             "fail: 'link:-1': link -1 is out of range; expected link ids in 0..63"),
+            (lambda: flowemu.simulate(TOPO, "ring", "1KiB", degrade="link:0=1e-300"),
+             "degrade: 'link:0=1e-300' leaves a link 5e-290 bytes/s")):
+        assert needle in _message(call)
+    assert flowemu.global_bandwidth(TOPO, bandwidth="100Gb/s")["global_bw"].iloc[0] > 0
+    # a placement file as a pathlib.Path, as a string
+    (tmp_path / "pl.txt").write_text("3\n2\n1\n0\n")
+    by_path = flowemu.simulate("torus:2x2", "ring", "1KiB", placement=tmp_path / "pl.txt")
+    by_text = flowemu.simulate("torus:2x2", "ring", "1KiB", placement=str(tmp_path / "pl.txt"))
+    assert by_path["time_s"].iloc[0] == by_text["time_s"].iloc[0]

@@ -16,6 +16,7 @@ from matplotlib.legend_handler import HandlerTuple
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
+from ...core import checks
 from ...core.errors import ConfigError
 from ...core.units import format_size, format_time
 from .common import (
@@ -76,6 +77,7 @@ def goodput_figure(df: pd.DataFrame, *, metric: str = "goodput", title: str | No
     only) adds under each panel one of :func:`relative_goodput`."""
     if metric not in _METRICS:
         raise ConfigError(f"metric: {metric!r} is not allowed; allowed: {', '.join(_METRICS)}")
+    relative = checks.flag("relative", relative)
     if relative and metric != "goodput":
         raise ConfigError(f"relative: goes with the goodput figure, not {metric}")
     column, scale, label, formatter = _METRICS[metric]

@@ -296,6 +296,10 @@ def load(dataset) -> pd.DataFrame:
             raise ConfigError(f"dataset: {str(path)!r} is a sweep file, not its results; run "
                               f"flowemu sweep {path} and give the dataset directory it "
                               f"writes (results/{path.stem}/, or the one given by --out)")
+        if path.suffix.lower() not in (".csv", ".parquet", ".pq"):
+            raise ConfigError(f"dataset: {str(path)!r} is neither a CSV (.csv) nor a parquet "
+                              "(.parquet, .pq) file of result rows (the name says which), nor "
+                              "a sweep's directory")
         try:
             df = pd.read_csv(path) if path.suffix.lower() == ".csv" else pd.read_parquet(path)
         except Exception as exc:  # noqa: BLE001
@@ -317,6 +321,14 @@ def load(dataset) -> pd.DataFrame:
             raise ConfigError(f"dataset: {str(path)!r} holds datasets, not results of its "
                               f"own; give one of them: {', '.join(inner[:8])}"
                               + (", ..." if len(inner) > 8 else ""))
+        if not (path / MANIFEST).is_file():   # (a sweep's, before its first rows: empty)
+            other = sorted(p.name for p in path.iterdir() if not p.name.startswith((".", "_")))
+            raise ConfigError(f"dataset: {str(path)!r} is no flowemu dataset (no "
+                              f"{MANIFEST}, no part-*.parquet files"
+                              + (f"; it holds {', '.join(other[:3])}"
+                                 + (", ..." if len(other) > 3 else "") if other else "")
+                              + "); give a sweep's directory, or a parquet or CSV file of "
+                              "result rows")
         return pd.DataFrame(columns=SWEEP_COLUMNS + RESULT_COLUMNS)
     return with_model(df)
 

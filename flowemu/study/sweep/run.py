@@ -139,7 +139,8 @@ class DatasetLock:
 
 @checked_keywords
 def sweep(config_path, out=None, *, jobs: int | None = None, scheduler=None,
-          scheduler_timeout: float = 10.0, retry_errors: bool = False, prune: bool = False,
+          scheduler_timeout: float | None = None, retry_errors: bool = False,
+          prune: bool = False,
           progress: bool | None = None, chunk_size: int | None = None,
           stream=None) -> SweepSummary:
     """Run a sweep file into a parquet dataset that holds exactly this sweep.
@@ -166,8 +167,9 @@ def sweep(config_path, out=None, *, jobs: int | None = None, scheduler=None,
         through ``Client(address).get_executor()``, one configuration each
         (unless ``chunk_size``); this process journals each as it returns and
         writes part files of a chunk's worth.
-    scheduler_timeout : float
-        Seconds to wait for the scheduler (and for a worker to join it).
+    scheduler_timeout : float, optional
+        Seconds to wait for the scheduler (and for a worker to join it);
+        default 10. Only with ``scheduler``.
     retry_errors : bool
         Run again the configurations recorded in ``_errors/``.
     prune : bool
@@ -187,7 +189,12 @@ def sweep(config_path, out=None, *, jobs: int | None = None, scheduler=None,
     t0 = time.monotonic()
     jobs, chunk_size = _count("jobs", jobs), _count("chunk_size", chunk_size)
     check_jobs(jobs, scheduler)
-    scheduler_timeout = _seconds("scheduler_timeout", scheduler_timeout)
+    if scheduler_timeout is not None and scheduler is None:
+        raise ConfigError("scheduler_timeout: applies only with scheduler= (the time to wait "
+                          "for a Dask scheduler); drop it")
+    scheduler_timeout = 10.0 if scheduler_timeout is None else \
+        _seconds("scheduler_timeout", scheduler_timeout)
+    retry_errors, prune = checks.flag("retry_errors", retry_errors), checks.flag("prune", prune)
     if progress is not None:
         progress = checks.flag("progress", progress)
     if stream is not None and not callable(getattr(stream, "write", None)):
