@@ -513,8 +513,8 @@ def test_arguments_that_would_change_nothing_or_misname_their_cause(tmp_path):
             (lambda: flowemu.sweep(sweep_file, out=tmp_path / "d", retry_errors="yes"),
              "retry_errors: 'yes' is not allowed; expected True or False"),
             (lambda: flowemu.load(tmp_path / "other"),
-             "is no flowemu dataset (no _manifest.json, no part-*.parquet files; it holds "
-             "x.parquet)"),
+             ("is no flowemu dataset (no _manifest.json, no part-*.parquet files; it holds "
+             "x.parquet)")),
             (lambda: flowemu.load(tmp_path / "r1.txt"), "is neither a CSV (.csv) nor a parquet"),
             (lambda: flowemu.simulate(TOPO, "ring", "1KiB", fail="link:-1"),
              "fail: 'link:-1': link -1 is out of range; expected link ids in 0..63"),
