@@ -25,7 +25,10 @@ MAX_SEED = 2**63 - 1
 
 
 def is_integer(value) -> bool:
-    """A Python or numpy integer, not a bool."""
+    """A Python or numpy integer (a 0-d integer array too: ``np.array(8)``
+    printed as 8 and was refused as no integer), not a bool."""
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iu":
+        return True
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 

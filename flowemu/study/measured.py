@@ -24,6 +24,7 @@ from ..core.network import Network
 from ..core.presets import load_preset
 from ..core.units import format_size, format_time
 from ..models.measurements import read_measurements
+from ..topology import checks as topology_checks
 from .figures.fit import plot_fit
 from .fit import fit
 
@@ -118,6 +119,16 @@ def compare_measured(data, *, network=None, topology=None, model: str = "flow",
         net, source = preset.network(), str(preset.name)
     predicted = np.empty(len(meas))
     where = np.empty(len(meas), dtype=object)
+    if topology is not None:   # (the measured ranks, not a --ranks given: said as such)
+        topo_built = topology_checks.topology(topology)
+        big = meas[meas["ranks"] > topo_built.num_endpoints]
+        if len(big):
+            first = big.iloc[0]
+            raise ConfigError(f"topology: {topo_built.spec} has {topo_built.num_endpoints} "
+                              f"endpoints; the measurements have {int(first['ranks'])} ranks "
+                              f"({first['source']}, line {int(first['line'])}); give a "
+                              "topology that holds them (default tree:P)")
+        topology = topo_built
     for (alg, p), part in meas.groupby(["algorithm", "ranks"], sort=False):
         topo = topology if topology is not None else f"tree:{int(p)}"
         sizes = sorted({int(s) for s in part["size"]})

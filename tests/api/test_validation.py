@@ -181,6 +181,10 @@ def test_numpy_and_pandas_inputs_equal_plain_ones():
         pd.testing.assert_frame_equal(got, plain)
     got = flowemu.simulate(np.str_(TOPO), np.str_("ring"), "1KiB,1MiB", ecmp=np.str_("split"))
     pd.testing.assert_frame_equal(got, plain)
+    # a 0-d integer array (np.array(16); it printed as 16 and was refused as no integer)
+    got = flowemu.simulate(TOPO, "ring", [1024, 2**20], seed=np.array(0), ranks=np.array(16),
+                           threads=np.array(1))
+    pd.testing.assert_frame_equal(got, plain)
 
 
 def test_numpy_network_fields_equal_plain_ones():

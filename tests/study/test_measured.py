@@ -101,6 +101,9 @@ def test_cli_compare_table_and_plot(capsys, measured, preset, tmp_path):
     (["--network", "x.toml"], "--network applies with --compare only"),
     (["--compare", "--network", "x.toml", "--save", "p.toml"], "--save writes the fit"),
     (["--compare", "--network", "nope"], "--network: "),
+    # the measured ranks, not a --ranks never given (it blamed --ranks)
+    (["--compare", "-t", "torus:3"], ("--topology: torus:3 has 3 endpoints; the "
+                                        "measurements have 4 ranks")),
 ])
 def test_cli_compare_refusals(capsys, measured, argv, needle):
     code, _, err = run(capsys, ["fit", str(measured), *argv])
