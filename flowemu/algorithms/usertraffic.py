@@ -17,6 +17,7 @@ import numpy as np
 
 from ..core import budget, checks
 from ..core.errors import ConfigError, checked_keywords, show
+from ..core.units import MAX_SIZE
 from .base import Reduction, Schedule, Step, Traffic
 
 #: the columns of a traffic table, in this order
@@ -154,12 +155,17 @@ def frame_steps(df, where: str = "traffic") -> tuple[np.ndarray, list[Traffic]]:
         raise ConfigError(f"{where}: no rows; expected at least one flow")
     df = df.rename(columns=dict(zip(df.columns, names, strict=True)))
     cols = {c: _ids(df[c], c, where) for c in ("step", "src", "dst")}
+    if df["bytes"].dtype == bool or any(isinstance(v, (bool, np.bool_))
+                                        for v in df["bytes"].head(1000)):
+        i = next((k for k, v in enumerate(df["bytes"]) if isinstance(v, (bool, np.bool_))), 0)
+        raise ConfigError(f"{where}: column bytes row {i}: {show(df['bytes'].iloc[i])} is not "
+                          "a number of bytes")
     nbytes = _numbers(df["bytes"], "bytes", where)
-    bad = np.flatnonzero(~np.isfinite(nbytes) | (nbytes < 0))
+    bad = np.flatnonzero(~np.isfinite(nbytes) | (nbytes < 0) | (nbytes > MAX_SIZE))
     if len(bad):
         i = int(bad[0])
         raise ConfigError(f"{where}: column bytes row {i}: {show(df['bytes'].iloc[i])} is not "
-                          "a finite number >= 0")
+                          "a number of bytes in 0..2**53 (8PiB)")
     same = np.flatnonzero(cols["src"] == cols["dst"])
     if len(same):
         i = int(same[0])
