@@ -133,6 +133,13 @@ def test_a_bare_number_against_a_rate_gets_a_hint(dataset, capsys):
     assert main(["compare", str(dataset), "--where", "bandwidth == 100"]) == 2
     err = capsys.readouterr().err
     assert "no results" in err and "bandwidth is in B/s" in err and err.count("\n") == 1
+    # the helper's call is whole (its closing parenthesis was stripped with the hint's)
+    assert err.rstrip().endswith("write bandwidth == rate('100Gb/s'))")
+    # a rate against a text: the same helper, with the text given
+    assert main(["compare", str(dataset), "--where", "bandwidth == '400Gb/s'"]) == 2
+    err = capsys.readouterr().err
+    assert err.rstrip().endswith("(bandwidth is a number in B/s, never equal to the text "
+                                 "'400Gb/s'; write bandwidth == rate('400Gb/s'))")
 
 
 @pytest.mark.parametrize("where,says", [

@@ -256,7 +256,7 @@ def nothing_matched(df: pd.DataFrame, text: str) -> str:
     and each text it compares a column with that no row holds, with the
     values the column holds (``family == 'tours'``: ``'tours' is no family
     of the data; family: fattree, torus (did you mean 'torus'?)``)."""
-    hints = [h for h in (unit_hint(text).strip().strip("()"),) if h]
+    hints = [h for h in (unit_hint(text).strip().removeprefix("(").removesuffix(")"),) if h]
     try:
         tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError:
@@ -312,10 +312,17 @@ def unit_hint(text: str) -> str:
                  for suffix in _WITH_UNIT if NETWORK_COLUMNS.get(n.id, "").endswith(suffix)]
         bare = any(isinstance(n, ast.Constant) and isinstance(n.value, (int, float))
                    and not isinstance(n.value, bool) and n.value != 0 for n in sides)
+        text_value = next((n.value for n in sides if isinstance(n, ast.Constant)
+                           and isinstance(n.value, str)), None)
         if units and bare:
             name, (unit, helper) = units[0]
             return (f" ({name} is in {unit}: a bare number is read as {unit}; write "
                     f"{name} == {helper})")
+        if units and text_value is not None:   # ('400Gb/s' is a text, never a rate's value)
+            name, (unit, helper) = units[0]
+            call = helper.split("(", 1)[0]
+            return (f" ({name} is a number in {unit}, never equal to the text "
+                    f"{text_value!r}; write {name} == {call}({text_value!r}))")
     return ""
 
 
