@@ -32,6 +32,7 @@ import numpy as np
 from ..topology.base import Topology
 from ..topology.graph import Graph
 from ..topology.torus import Torus
+from ..whatif.faults import FaultyTopology
 from ..whatif.selectors import Fabric
 
 #: names of the first grid dimensions (later ones are d3, d4, ...)
@@ -96,7 +97,11 @@ def vertex_names(topology: Topology, fab: Fabric | None = None) -> np.ndarray:
 
 
 def link_names(topology: Topology, links) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(name, tier, direction)`` of the links ``links`` (ids), object[K] each."""
+    """``(name, tier, direction)`` of the links ``links`` (ids), object[K] each.
+    A topology with failed or degraded links is named as its healthy base
+    (the same link ids): its family's names, tiers and directions."""
+    if isinstance(topology, FaultyTopology):
+        topology = topology.base
     links = np.asarray(links, dtype=np.int64)
     src = np.asarray(topology.link_src, dtype=np.int64)[links]
     dst = np.asarray(topology.link_dst, dtype=np.int64)[links]

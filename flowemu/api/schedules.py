@@ -31,9 +31,11 @@ def schedule(algorithm: str, topology, ranks: int | None = None, *, size=None,
         Number of ranks (default: every endpoint).
     size : int or str, optional
         The vector size, for the algorithms whose steps depend on it
-        (GenTree's plan, butterfly's ``r``); ignored by the others.
+        (GenTree's plan, butterfly's ``r``); refused for the others (their
+        steps are the same at every size).
     network : Network, optional
-        The network a size-dependent plan is made for (default ``Network()``).
+        The network a size-dependent plan is made for (default ``Network()``);
+        refused for the others, as ``size`` is.
     **options
         Algorithm options as keywords (``ports=2``), beside or instead of
         those in the spec; an option given both ways is refused.
@@ -71,6 +73,12 @@ def schedule(algorithm: str, topology, ranks: int | None = None, *, size=None,
         auto = run.spec.auto_param
         raise ConfigError(f"schedule: {auto}=auto picks a variant per size, not one schedule; "
                           f"name one: {', '.join(str(c[auto]) for c in run.candidates)}")
+    if run.spec.sized is None:
+        for arg, value in (("size", size), ("network", network)):
+            if value is not None:
+                raise ConfigError(f"{arg}: {run.spec.name}'s steps are the same at every size "
+                                  "and network (given to the algorithms that plan for them: "
+                                  "gentree, butterfly, dualroot, ...); drop it")
     sizes = None if size is None else checks.sizes(size, "size")[:1]
     sched = run_schedules(run, run.candidates[0], sizes)[0][0]
     # profile() checks it is given the topology the steps were made for

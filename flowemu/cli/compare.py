@@ -5,9 +5,10 @@ as a table, CSV, JSON or parquet."""
 from __future__ import annotations
 
 from ..core.errors import ConfigError
-from ..core.outputs import check_distinct, check_outside_dataset, check_writable
+from ..core.outputs import check_distinct, check_writable
 from ..study import results
 from ..study.results import query_with_twins
+from ..study.sweep.dataset import check_output
 from ..study.sweep.where import nothing_matched
 from .options import (
     WHERE_HELP,
@@ -42,7 +43,7 @@ def cmd_compare(args) -> int:
     fmt = chosen_format(args)
     if args.out:
         check_distinct({"the dataset": args.dataset, "--out": args.out})
-        check_outside_dataset(args.out, args.dataset, "--out")   # (makes its _ directory)
+        check_output(args.out, args.dataset, "--out")   # (makes its _ directory)
         check_writable(args.out, "--out")
     # through the module: a test may stand in for the loading
     with naming_options(args):   # where: ... from the API reads --where: ...

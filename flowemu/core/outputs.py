@@ -150,35 +150,46 @@ def check_distinct(paths: dict[str, str | None]) -> None:
         seen[key] = option
 
 
-def check_outside_dataset(path, dataset, option: str) -> None:
+def check_outside_dataset(path, dataset, option: str, owned=frozenset(),
+                          is_dataset: Callable | None = None) -> None:
     """Refuse to write ``path`` into the directory of ``dataset`` (a sweep's
-    results): its parquet files are read as a whole (``pd.read_parquet(DIR)``,
-    :func:`flowemu.load`), and a CSV or figure among them breaks that. A
-    file or directory whose name starts with ``_`` or ``.`` in it
-    (``_compare.csv``, ``_figures/``) is skipped by those readers, and
-    allowed; such a directory of it is made when it does not exist yet (as
+    results), or into any directory ``is_dataset`` says is one (another
+    dataset than the one read): its parquet files are read as a whole
+    (``pd.read_parquet(DIR)``, :func:`flowemu.load`), and a CSV or figure
+    among them breaks that. A file or directory whose name starts with
+    ``_`` or ``.`` in it (``_compare.csv``, ``_figures/``) is skipped by those
+    readers, and allowed, unless it is one of the ``owned`` names the
+    dataset keeps at its top level (its manifest, its sweep file, its
+    lock); such a directory of it is made when it does not exist yet (as
     ``flowemu plot DATASET`` makes ``_figures/``)."""
-    if path is None or path == "-" or dataset is None:
+    if path is None or path == "-":
         return
-    home = os.path.realpath(dataset)
-    if not os.path.isdir(home):
-        return
-    rel = os.path.relpath(os.path.realpath(path), home)
-    if rel == os.curdir or rel.startswith(os.pardir + os.sep) or rel == os.pardir:
-        return
-    parts = rel.split(os.sep)
-    if any(part.startswith(("_", ".")) for part in parts):
-        if len(parts) > 1 and not os.path.exists(os.path.join(home, *parts[:-1])):
-            try:
-                os.makedirs(os.path.join(home, *parts[:-1]), exist_ok=True)
-            except OSError as exc:
-                raise ConfigError(f"{option}: cannot make the directory of {str(path)!r} "
-                                  f"({exc.strerror or exc})") from None
-        return
-    raise ConfigError(f"{option}: {str(path)!r} is inside the dataset {str(dataset)!r}, "
-                      "whose readers (pd.read_parquet of the directory, flowemu.load) would "
-                      "then fail on it; write it outside the dataset, or give it a name "
-                      "starting with _ (as _compare.csv, or a directory as _figures/)")
+    target = os.path.realpath(path)
+    homes = [] if dataset is None else [os.path.realpath(dataset)]
+    if is_dataset is not None and is_dataset(os.path.dirname(target)):
+        homes.append(os.path.dirname(target))
+    for home in dict.fromkeys(homes):
+        if not os.path.isdir(home):
+            continue
+        rel = os.path.relpath(target, home)
+        if rel == os.curdir or rel.startswith(os.pardir + os.sep) or rel == os.pardir:
+            continue
+        parts = rel.split(os.sep)
+        if parts[0] in owned:
+            raise ConfigError(f"{option}: {str(path)!r} is the dataset's own {parts[0]} (in "
+                              f"{home!r}); give another name")
+        if any(part.startswith(("_", ".")) for part in parts):
+            if len(parts) > 1 and not os.path.exists(os.path.join(home, *parts[:-1])):
+                try:
+                    os.makedirs(os.path.join(home, *parts[:-1]), exist_ok=True)
+                except OSError as exc:
+                    raise ConfigError(f"{option}: cannot make the directory of {str(path)!r} "
+                                      f"({exc.strerror or exc})") from None
+            continue
+        raise ConfigError(f"{option}: {str(path)!r} is inside the dataset {home!r}, whose "
+                          "readers (pd.read_parquet of the directory, flowemu.load) would then "
+                          "fail on it; write it outside the dataset, or give it a name "
+                          "starting with _ (as _compare.csv, or a directory as _figures/)")
 
 
 def write_atomic(path, option: str, write: Callable) -> Path:

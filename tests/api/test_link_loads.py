@@ -249,3 +249,19 @@ def test_links_plot_alone_writes_only_the_figure(tmp_path, capsys):
     code = main(["run", "-t", "tree:4x4", "-a", "ring", "-s", "1MiB", "--links-plot", str(png)])
     assert code == 0, capsys.readouterr().err
     assert [p.name for p in tmp_path.iterdir()] == ["l.png"]
+
+
+def test_a_faulted_topology_keeps_its_familys_link_names():
+    """Names, tiers and directions came from a generic fallback as soon as one
+    link was failed or degraded ('0,0>3,0 x +' for the wrap-around link
+    0,0 -x; 'node:0>node:16', tier 'link' on a fat tree)."""
+    tr = pd.DataFrame({"step": [0, 0], "src": [0, 0], "dst": [12, 3], "bytes": [1e6, 1e6]})
+    cols = ["link", "name", "tier", "direction"]
+    healthy = flowemu.link_loads("torus:4x4", traffic=tr)[cols]
+    degraded = flowemu.link_loads("torus:4x4", traffic=tr, degrade="link:40=0.5")[cols]
+    pd.testing.assert_frame_equal(degraded, healthy)
+    assert healthy["name"].astype(str).tolist() == ["0,0 -x", "0,0 -y"]
+    failed = flowemu.link_loads("fattree:k=4", "ring", fail="core:0", steps="0")
+    ups = failed[failed["name"].astype(str).str.startswith("host:")]
+    assert len(ups) and set(ups["tier"].astype(str)) == {"host-edge"} \
+        and set(ups["direction"].astype(str)) == {"up"}

@@ -535,3 +535,15 @@ def test_arguments_that_would_change_nothing_or_misname_their_cause(tmp_path):
     by_path = flowemu.simulate("torus:2x2", "ring", "1KiB", placement=tmp_path / "pl.txt")
     by_text = flowemu.simulate("torus:2x2", "ring", "1KiB", placement=str(tmp_path / "pl.txt"))
     assert by_path["time_s"].iloc[0] == by_text["time_s"].iloc[0]
+
+
+def test_schedule_refuses_a_size_or_network_its_algorithm_does_not_plan_for():
+    """They were ignored (the docstring said so): ring's steps are the same
+    at every size; gentree plans for both."""
+    for kw in ({"size": "1MiB"}, {"network": flowemu.Network()}):
+        (arg,) = kw
+        assert f"{arg}: ring's steps are the same at every size" in _message(
+            lambda kw=kw: flowemu.schedule("ring", TOPO, **kw))
+    small = flowemu.schedule("gentree", "tree:8", size="1KiB")
+    large = flowemu.schedule("gentree", "tree:8", size="1GiB")
+    assert small.num_steps >= 1 and large.num_steps >= 1

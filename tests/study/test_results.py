@@ -332,6 +332,20 @@ def test_outputs_stay_out_of_the_dataset(dataset, tmp_path, capsys):
     assert main(["compare", str(copy), "--out", str(tmp_path / "nowhere" / "g.csv")]) == 2
     assert "does not exist" in capsys.readouterr().err
     assert len(pd.read_parquet(copy)) == len(load(dataset))
+    # the dataset's own files are no output's (the manifest was overwritten, and the
+    # next load failed on it); nor is another dataset's top level
+    for name, fmt in (("_manifest.json", []), ("_config.toml", ["-f", "csv"])):
+        before = (copy / name).read_bytes() if (copy / name).exists() else None
+        assert main(["compare", str(copy), *fmt, "--out", str(copy / name)]) == 2
+        assert f"is the dataset's own {name}" in capsys.readouterr().err
+        assert ((copy / name).read_bytes() if (copy / name).exists() else None) == before
+    other = tmp_path / "other"
+    shutil.copytree(dataset, other)
+    assert main(["compare", str(copy), "--out", str(other / "cmp.csv")]) == 2
+    assert f"is inside the dataset {str(other.resolve())!r}" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match="is inside the dataset"):
+        plot(copy, other / "g.png")
+    assert len(pd.read_parquet(other)) == len(load(dataset))
 
 
 def test_a_compare_file_keeps_what_its_rows_share(dataset, capsys):

@@ -43,7 +43,6 @@ from pathlib import Path
 import pandas as pd
 
 from ...core.errors import ConfigError, show, suggest
-from ...core.outputs import check_outside_dataset
 from ..results import (
     FIGURES_DIR,
     healthy_rows,
@@ -52,6 +51,7 @@ from ..results import (
     with_whatif,
 )
 from ..rows import with_labels
+from ..sweep.dataset import check_output
 from .common import figure_path
 from .gain import gain_curve_figure, gain_figure, plot_gain, plot_gain_curves
 from .goodput import goodput_figure, plot_goodput, plot_time
@@ -72,8 +72,8 @@ def plot(dataset, out, kind: str = "goodput", **kwargs) -> Path:
     if kind not in KINDS:
         raise ConfigError(f"kind: unknown kind {kind!r}{suggest(str(kind), KINDS)}; "
                           f"allowed: {', '.join(KINDS)}")
-    if isinstance(dataset, (str, os.PathLike)):
-        check_outside_dataset(out, dataset, "out")   # (makes its _ directory)
+    if isinstance(out, (str, os.PathLike)):   # (into a dataset: its _ directory made)
+        check_output(out, dataset if isinstance(dataset, (str, os.PathLike)) else None, "out")
     figure_path(out)   # before anything is loaded or drawn
     # (frames concatenated without ignore_index repeat their index: rows are told apart by position)
     df = with_labels(result_frame(dataset, "plot")).reset_index(drop=True)

@@ -57,7 +57,7 @@ import pandas as pd
 from ...api.simulation import RESULT_COLUMNS
 from ...core import checks
 from ...core.errors import ConfigError, checked_keywords
-from ...core.outputs import replace_atomically
+from ...core.outputs import check_outside_dataset, replace_atomically
 from ...core.version import __version__
 from ...whatif.conditions import HEALTHY
 
@@ -68,6 +68,13 @@ FIGURES_DIR = "_figures"
 OLD_ERRORS_DIR = "errors"
 OLD_DIRS = {OLD_ERRORS_DIR: ERRORS_DIR, "figures": FIGURES_DIR}
 MANIFEST = "_manifest.json"
+#: the sweep file of the last run, the lock of a running one, and what a
+#: running or killed one finished before its chunk was written
+CONFIG_COPY = "_config.toml"
+LOCK = ".lock"
+JOURNAL_DIR = "_journal"
+#: the names a dataset keeps at its top level: no output may take them
+OWNED = frozenset({MANIFEST, CONFIG_COPY, LOCK, JOURNAL_DIR, ERRORS_DIR, ASIDE_DIR})
 
 #: the columns of a job's row (a ``jobs`` configuration, :mod:`.jobs`) beyond the
 #: result columns: the job's index, start, time alone and slowdown (NaN in other rows)
@@ -206,6 +213,20 @@ def _parts(directory: Path, prefix: str) -> list[Path]:
     return sorted(directory.glob(f"{prefix}-*.parquet")) if directory.is_dir() else []
 
 
+def is_dataset(directory) -> bool:
+    """Whether ``directory`` holds a dataset (its manifest or part files)."""
+    path = Path(directory)
+    return (path / MANIFEST).is_file() or bool(result_parts(path))
+
+
+def check_output(path, dataset, option: str) -> None:
+    """Refuse an output ``path`` that would break a dataset's readers or
+    take one of its own names: inside ``dataset`` or inside any other
+    dataset, unless its name starts with ``_`` (see
+    :func:`flowemu.core.outputs.check_outside_dataset`)."""
+    check_outside_dataset(path, dataset, option, OWNED, is_dataset)
+
+
 def result_parts(dataset) -> list[Path]:
     """The part files of the sweep's rows (the top level), in the order written."""
     return _parts(Path(dataset), "part")
@@ -321,14 +342,15 @@ def load(dataset) -> pd.DataFrame:
             raise ConfigError(f"dataset: {str(path)!r} holds datasets, not results of its "
                               f"own; give one of them: {', '.join(inner[:8])}"
                               + (", ..." if len(inner) > 8 else ""))
-        if not (path / MANIFEST).is_file():   # (a sweep's, before its first rows: empty)
-            other = sorted(p.name for p in path.iterdir() if not p.name.startswith((".", "_")))
+        other = sorted(p.name for p in path.iterdir() if not p.name.startswith((".", "_")))
+        if other and not (path / MANIFEST).is_file():
+            # (empty, or a sweep's before its first rows: no rows yet; files of another
+            # kind are no dataset's)
             raise ConfigError(f"dataset: {str(path)!r} is no flowemu dataset (no "
-                              f"{MANIFEST}, no part-*.parquet files"
-                              + (f"; it holds {', '.join(other[:3])}"
-                                 + (", ..." if len(other) > 3 else "") if other else "")
-                              + "); give a sweep's directory, or a parquet or CSV file of "
-                              "result rows")
+                              f"{MANIFEST}, no part-*.parquet files; it holds "
+                              f"{', '.join(other[:3])}{', ...' if len(other) > 3 else ''}); "
+                              "give a sweep's directory, or a parquet or CSV file of result "
+                              "rows")
         return pd.DataFrame(columns=SWEEP_COLUMNS + RESULT_COLUMNS)
     return with_model(df)
 

@@ -38,9 +38,16 @@ from pathlib import Path
 
 import numpy as np
 
-from .dataset import ERRORS_DIR, fsync_dir, result_hashes, rows_frame, write_errors, write_rows
+from .dataset import (
+    ERRORS_DIR,
+    JOURNAL_DIR,
+    fsync_dir,
+    result_hashes,
+    rows_frame,
+    write_errors,
+    write_rows,
+)
 
-JOURNAL_DIR = "_journal"
 SUFFIX = ".jsonl"
 
 

@@ -119,7 +119,7 @@ class DatasetLock:
     """An exclusive lock on a dataset (released by the OS even on SIGKILL)."""
 
     def __init__(self, directory: Path):
-        self.path = directory / ".lock"
+        self.path = directory / ds.LOCK
         self.fh = None
 
     def __enter__(self):
@@ -487,7 +487,7 @@ def _failures(out: Path, plan: SweepPlan) -> list[tuple[str, str]]:
 
 def _save_config(plan: SweepPlan, out: Path) -> None:
     """Keep the sweep file next to its results (``_config.toml``, atomic)."""
-    ds.atomic_write_bytes(out / "_config.toml", plan.path.read_bytes())
+    ds.atomic_write_bytes(out / ds.CONFIG_COPY, plan.path.read_bytes())
 
 
 def run_sweep(config_path, out=None, **kwargs) -> Path:
