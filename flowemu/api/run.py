@@ -213,8 +213,10 @@ def prepare_traffic(function: str, topology, traffic, *, ecmp, seed, network, ne
                             ("collective", collective != "allreduce", "it gives every flow")):
         if given:
             raise ConfigError(f"{arg}: applies to an algorithm, not to traffic ({why})")
-    for arg in ("gamma", "delta"):   # (a preset's or a Network's are left as they are)
-        if network_params.get(arg) is not None:
+    net = checks.network(network, network_params, function, _KEYWORDS[function])
+    for arg in ("gamma", "delta"):   # (a preset's or a Network's are left as they are;
+        # 0, as a loop over values may give, costs nothing either way)
+        if network_params.get(arg) is not None and getattr(net, arg) != 0:
             raise ConfigError(f"{arg}: does not apply to traffic (it reduces nothing: gamma "
                               "and delta cost a reduction's bytes); drop it")
     whatif = whatif or WhatIf()
@@ -224,7 +226,6 @@ def prepare_traffic(function: str, topology, traffic, *, ecmp, seed, network, ne
         raise ConfigError(f"slow: {compute[0]!r} slows a rank's reduction, and traffic has "
                           "none; use :network (a rank's ports), or no kind")
     lim = budget.limit(max_memory)
-    net = checks.network(network, network_params, function, _KEYWORDS[function])
     (ecmp, seed), threads = topology_checks.routing(ecmp, seed), checks.threads(threads)
     check_traffic_policy(whatif)
     place = parse_placement(placement)

@@ -187,6 +187,12 @@ def network(value, params: dict, function: str, keywords: tuple = ()):
                           f"flowemu.Network, a preset ({', '.join(BUILTIN)} or a .toml "
                           "file) or None")
     if isinstance(value, Network):
+        threshold, slope = value.incast_threshold != float("inf"), value.incast_slope > 0
+        if threshold != slope:   # (as the keywords: one alone leaves incast off)
+            given, other = ("incast_threshold", "incast_slope") if threshold else \
+                ("incast_slope", "incast_threshold")
+            raise ConfigError(f"network: its {given} is set and its {other} is not; incast "
+                              f"needs both (Network(..., {other}=...)), or neither")
         return value
     plain = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in params.items()}
     for k, v in plain.items():

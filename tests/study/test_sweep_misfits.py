@@ -245,3 +245,14 @@ def test_one_half_of_the_incast_pair_is_refused_in_python_and_in_a_sweep(tmp_pat
         load_sweep(path)
     path.write_text(path.read_text() + 'incast_slope = "1ps"\n')
     assert len(load_sweep(path).configs) == 1
+    # a Network with one half is refused as the keywords are
+    for net, name in ((flowemu.Network(incast_threshold=4), "incast_threshold"),
+                      (flowemu.Network(incast_slope="1ps"), "incast_slope")):
+        with pytest.raises(ConfigError, match=f"^network: its {name} is set"):
+            flowemu.simulate("torus:4x4", "ring", "1KiB", network=net)
+    # a grid's cell with a slope of 0 beside a threshold is incast off: one configuration
+    # with the cells that have neither (they were timed apart, identical)
+    path.write_text('topology = "torus:4x4"\nalgorithm = "ring"\nsizes = "1KiB"\n'
+                    'incast_threshold = [4, 8]\nincast_slope = ["0", "1ps"]\n')
+    got = sorted((c.incast_threshold, c.incast_slope) for c in load_sweep(path).configs)
+    assert got == [(4.0, 1e-12), (8.0, 1e-12), (float("inf"), 0.0)]

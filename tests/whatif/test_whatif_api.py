@@ -274,6 +274,9 @@ def test_run_refuses_what_ifs_that_would_do_nothing(capsys, tmp_path):
                         "slow: '3=0.5:compute' slows a rank's reduction, and traffic has none")):
         with pytest.raises(ConfigError, match=needle):
             flowemu.time_traffic("torus:16", tr, **kw)
+    # 0 costs nothing either way (a loop over gamma values may give it): allowed
+    assert flowemu.time_traffic("torus:16", tr, gamma=0, delta="0ns")["time_s"].iloc[0] == \
+        flowemu.time_traffic("torus:16", tr)["time_s"].iloc[0]
     # (its ports: a quarter of its two links' 100 GB/s, below the one link it sends on)
     slower = flowemu.time_traffic("torus:16", tr, slow="3=0.25")
     assert slower["time_s"].iloc[0] > flowemu.time_traffic("torus:16", tr)["time_s"].iloc[0]

@@ -261,10 +261,11 @@ def _expand(path: Path, doc: dict) -> SweepPlan:
             other = "incast_slope" if pair[0] == "incast_threshold" else "incast_threshold"
             probs.add(locs[pair[0]], f"incast needs both incast_threshold and incast_slope; "
                                      f"give {other} too, or drop {pair[0]}")
-        if replaced == "traffic":
+        if replaced == "traffic":   # (0 costs nothing either way: allowed)
             for f in sorted(explicit & {"gamma", "delta"}):
-                probs.add(locs[f], "does not apply beside traffic (it reduces nothing: gamma "
-                                   "and delta cost a reduction's bytes)")
+                if any(v != 0 for v in values.get(f, [])):
+                    probs.add(locs[f], "does not apply beside traffic (it reduces nothing: "
+                                       "gamma and delta cost a reduction's bytes)")
         if not (complete and ok_ex and ok_wh):
             continue
         # a routing mode a topology lacks is reported, and the grid's other pairs still
@@ -294,6 +295,10 @@ def _expand(path: Path, doc: dict) -> SweepPlan:
             cfg = Config(sweep=name, group=gname, algorithm=alg.spec, label=alg.label,
                          sizes=() if alg.traffic or alg.jobs else sizes, network_preset=preset,
                          traffic=alg.traffic, jobs=alg.jobs, collective=alg.collective, **kw)
+            if (cfg.incast_slope == 0) != (cfg.incast_threshold == float("inf")):
+                # one half of the pair in a grid's cell (slope "0" beside a threshold):
+                # incast is off, as in the cell without either (one configuration)
+                cfg = replace(cfg, incast_threshold=float("inf"), incast_slope=0.0)
             env = where_env(cfg, alg)
             keep = True
             for code, text, loc in wheres:
