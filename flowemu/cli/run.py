@@ -148,10 +148,15 @@ def _run(args) -> int:
         _congestion_format(args.congestion)
         outputs["--congestion"] = args.congestion
         outputs["--congestion (its summary file)"] = str(_congestion_paths(args.congestion)[1])
-    if args.flows_out:
-        output_format(args.flows_out, None, FLOWS_FORMATS, option="--flows-out", default="csv")
+    for option, path, formats in (("--flows-out", args.flows_out, FLOWS_FORMATS),
+                                  ("--links", args.links, LINKS_FORMATS)):
+        if path == "-":   # (a file named '-' was written; the tables are for files)
+            raise ConfigError(f"{option}: '-' is not allowed; give a file name (.csv or "
+                              ".parquet): the table has a row per flow or link")
+        if path:   # (their format is their name's: --format is the result table's)
+            output_format(path, None, formats, option=option, format_option="",
+                          default="csv")
     if args.links:
-        output_format(args.links, None, LINKS_FORMATS, option="--links", default="csv")
         outputs["--links"] = args.links
     if args.links_plot:
         if not args.links_plot.lower().endswith(FIGURE_EXTENSIONS):

@@ -80,7 +80,8 @@ def output_format(path: str | None, fmt: str | None, allowed: Iterable[str], *,
     if by_ext is None:
         if ext and fmt is None:
             raise ConfigError(f"{option}: cannot tell the format of {path!r} from its extension "
-                              f"{ext!r}; use {_ext_list(allowed)} or give {format_option}")
+                              f"{ext!r}; use {_ext_list(allowed)}"
+                              + (f" or give {format_option}" if format_option else ""))
         return fmt or default
     if fmt is not None and fmt != by_ext:
         raise ConfigError(f"{format_option} {fmt} conflicts with {option} {path!r} "

@@ -162,6 +162,13 @@ def test_cli_writes_the_api_table(tmp_path, capsys, ext):
     (["--links", "x.txt"], "--links: .*cannot write table"),
     (["--links-plot", "x.csv"], "--links-plot: .*should end in .png"),
     (["--links-steps", "0"], "--links-steps: applies only with --links"),
+    # a file named '-' was written (--congestion - prints; these tables are files')
+    (["--links", "-"], "--links: '-' is not allowed; give a file name"),
+    (["--flows-out", "-"], "--flows-out: '-' is not allowed; give a file name"),
+    # the result table's --format is no answer for the links' file
+    (["--links", "x.dat", "--format", "csv"], (r"--links: cannot tell the format of 'x.dat' "
+                                              r"from its extension '.dat'; use .csv, .parquet, "
+                                              r".pq$")),
     (["--links", "x.csv", "--model", "genmodel"], "--links: works with --model flow"),
 ])
 def test_cli_refusals(tmp_path, capsys, monkeypatch, argv, message):
