@@ -144,8 +144,9 @@ def frame_steps(df, where: str = "traffic") -> tuple[np.ndarray, list[Traffic]]:
     if missing or extra:
         parts = ([f"missing column(s) {', '.join(missing)}"] if missing else []) \
             + ([f"extra column(s) {', '.join(extra)}"] if extra else [])
-        hint = " (an index written by to_csv? write with index=False)" \
-            if any(n.startswith("Unnamed") for n in extra) else ""
+        unnamed = [i for i, n in enumerate(names) if n.startswith("Unnamed")]
+        hint = " (an index written by to_csv? write with index=False)" if 0 in unnamed else \
+            " (a trailing comma on the header line?)" if len(names) - 1 in unnamed else ""
         if len(missing) == len(COLUMNS) and all(_is_number_text(n) for n in extra):
             hint = (" (the first row holds numbers: the file has no header row; its first "
                     "line must name the columns, step,src,dst,bytes)")
@@ -195,8 +196,11 @@ def _numbers(column, name: str, where: str) -> np.ndarray:
             i = 0
         else:
             i = int(np.flatnonzero(np.isnan(out))[0])
-        raise ConfigError(f"{where}: column {name} row {i}: {show(column.iloc[i])} is not a "
-                          "number")
+        value = column.iloc[i]
+        if value is None or (isinstance(value, float) and np.isnan(value)):
+            raise ConfigError(f"{where}: column {name} row {i}: the field is empty (a value "
+                              "missing, or a row with fewer fields than the header)")
+        raise ConfigError(f"{where}: column {name} row {i}: {show(value)} is not a number")
     return out
 
 

@@ -315,6 +315,11 @@ def test_traffic_of_no_bytes_is_nothing_to_time(tmp_path):
      "line 2 has 5 fields, the header names 4"),
     ("step,src,dst,bytes\n0,0,1,10\n1,0,1,2,5\n", "line 3 has 5 fields, the header names 4"),
     ("step,src,dst,bytes\n0,0,1,100,5\n", "line 2 has 5 fields"),
+    # a trailing comma on the header: no index there (the hint said to_csv's index)
+    ("step,src,dst,bytes,\n0,0,1,100,\n", ("extra column(s) Unnamed: 4 (a trailing comma on "
+                                          "the header line?)")),
+    # a short row: its missing fields read as empty, not as 'nan is not a number'
+    ("step,src,dst,bytes\n0,0,1,100\n0,1\n", "column dst row 1: the field is empty"),
 ])
 def test_traffic_csv_columns(tmp_path, text, needle):
     path = tmp_path / "t.csv"
