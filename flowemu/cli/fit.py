@@ -11,6 +11,7 @@ from ..core.errors import ConfigError
 from ..core.outputs import check_distinct, check_writable
 from ..study.fit import fit
 from ..study.measured import compare_measured
+from ..study.sweep.dataset import check_output
 from .options import naming_options
 
 
@@ -63,6 +64,7 @@ def cmd_fit(args) -> int:
     check_distinct({**{f"DATA {d}": d for d in args.data}, **outputs})
     for option, path in outputs.items():
         if path is not None:
+            check_output(path, None, option)
             check_writable(path, option)
     if args.compare:
         return _compare(args)

@@ -8,6 +8,7 @@ from ..api.globalbw import global_bandwidth
 from ..core.errors import ConfigError
 from ..core.outputs import check_writable
 from ..study.bwtable import bandwidth_table
+from ..study.sweep.dataset import check_output
 from .options import (
     add_network_options,
     add_output_options,
@@ -48,6 +49,7 @@ def cmd_global(args) -> int:
                                                   "counts)")
     fmt = chosen_format(args)
     if args.out:
+        check_output(args.out, None, "--out")
         check_writable(args.out, "--out")
     if args.table is not None:
         df = bandwidth_table(args.table)

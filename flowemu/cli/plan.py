@@ -8,6 +8,7 @@ from ..api.planning import plan, table6
 from ..core.errors import ConfigError
 from ..core.outputs import check_writable
 from ..core.units import format_size, parse_sizes
+from ..study.sweep.dataset import check_output
 from .options import (
     add_network_options,
     add_output_options,
@@ -54,6 +55,7 @@ def _plan(args) -> int:
     check_incast_pair(args)
     fmt = chosen_format(args)
     if args.out:
+        check_output(args.out, None, "--out")
         check_writable(args.out, "--out")
     df = plan(args.topology, sizes, network=network(args), ranks=args.ranks,
               rearrange=opts.get("rearrange", "auto"), flat=opts.get("flat", "auto"))

@@ -24,6 +24,7 @@ from ..core.units import format_rate, format_size, format_time, parse_size, pars
 from ..models.genmodel import MODELS
 from ..study.figures.links import plot_links
 from ..study.results import slowdown
+from ..study.sweep.dataset import check_output
 from ..topology import topology_modes
 from ..topology.base import ECMP_MODES
 from ..whatif.stragglers import slows_compute
@@ -165,7 +166,8 @@ def _run(args) -> int:
         outputs["--links-plot"] = args.links_plot
     check_distinct({"--traffic": args.traffic, **outputs})   # never overwrite the input
     for option, path in outputs.items():
-        if path is not None:
+        if path is not None:   # (not among a dataset's part files: its readers read them all)
+            check_output(path, None, option.split(" ")[0])
             check_writable(path, option.split(" ")[0])
     if args.flows_out:   # first: a dump refused (memory, steps) costs no simulation
         _write_flows(args, net, flows_size)

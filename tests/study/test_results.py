@@ -345,6 +345,15 @@ def test_outputs_stay_out_of_the_dataset(dataset, tmp_path, capsys):
     assert f"is inside the dataset {str(other.resolve())!r}" in capsys.readouterr().err
     with pytest.raises(ConfigError, match="is inside the dataset"):
         plot(copy, other / "g.png")
+    # nor any other command's output (run -o, --links, global --out wrote there)
+    for argv in (["run", "-t", "torus:4", "-a", "ring", "-s", "1KiB", "-o", str(other / "r.csv")],
+                 ["run", "-t", "torus:4", "-a", "ring", "-s", "1KiB", "--links",
+                  str(other / "l.csv")],
+                 ["global", "-t", "torus:4", "--out", str(other / "g.csv")]):
+        assert main(argv) == 2
+        assert "is inside the dataset" in capsys.readouterr().err
+    assert main(["run", "-t", "torus:4", "-a", "ring", "-s", "1KiB", "-o",
+                 str(other / "_r.csv")]) == 0
     assert len(pd.read_parquet(other)) == len(load(dataset))
 
 
