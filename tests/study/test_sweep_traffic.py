@@ -138,3 +138,23 @@ def test_a_failure_policy_is_one_configuration_for_traffic(tmp_path):
                           'fail_policy = ["strict", "reroute"]\n')
     configs = load_sweep(cfg).configs
     assert [(c.fail, c.fail_policy) for c in configs] == [("0,0-1,0", "strict")]
+
+
+def test_every_problem_of_a_traffic_list_is_said_at_once(tmp_path):
+    """A malformed file hid the good files' grid checks (a rank beyond the
+    topology was said only once the other file was mended)."""
+    write_traffic(tmp_path / "t.csv", [(0, 0, 1, 1024)])
+    write_traffic(tmp_path / "far.csv", [(0, 0, 99, 1024)])
+    pd.DataFrame({"step": [0], "src": [0], "dst": [1]}).to_csv(tmp_path / "bad.csv",
+                                                              index=False)
+    cfg = write(tmp_path, 'topology = "torus:4x4"\ntraffic = ["bad.csv", "far.csv", "t.csv"]\n')
+    with pytest.raises(SweepConfigError) as exc:
+        load_sweep(cfg)
+    msg = str(exc.value)
+    assert "traffic[0]: traffic '" in msg and "bad.csv': missing column(s) bytes" in msg
+    assert "traffic 'far.csv' uses rank 99, which does not exist on torus:4x4" in msg
+    # a good file beside a bad one runs nothing: the sweep is refused whole
+    cfg.write_text('topology = "torus:4x4"\ntraffic = ["bad.csv", "t.csv"]\n')
+    with pytest.raises(SweepConfigError, match="missing column"):
+        sweep(cfg, tmp_path / "out", progress=False, jobs=1)
+    assert not (tmp_path / "out").exists()

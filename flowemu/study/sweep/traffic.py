@@ -35,12 +35,15 @@ def traffic_alg(path: Path) -> Alg:
 def parse_traffic_field(raw, loc: str, probs: Problems) -> list[Alg] | None:
     """The grid values of a ``traffic`` field (a path or an array of paths,
     relative to the sweep file's directory), each file read and checked
-    now; None after recording every problem."""
+    now. After recording a bad file's problem, the good files are still
+    returned (the sweep fails on the problems, but the grid's checks of
+    the others are said with them: every problem at once); None when no
+    file is good."""
     items = raw if isinstance(raw, list) else [raw]
     if isinstance(raw, list) and not raw:
         probs.add(loc, "empty array; give at least one traffic file")
         return None
-    out, ok, names = [], True, {}
+    out, names = [], {}
     for i, item in enumerate(items):
         iloc = f"{loc}[{i}]" if isinstance(raw, list) else loc
         if not isinstance(item, str) or not item.strip():
@@ -48,25 +51,22 @@ def parse_traffic_field(raw, loc: str, probs: Problems) -> list[Alg] | None:
                             f"dst, bytes (relative to the sweep file), got {type_name(item)}"
                             if not isinstance(item, str) else
                             "an empty path; expected a CSV/parquet traffic file")
-            ok = False
             continue
         try:
             path = Path(current().path(item.strip(), iloc))
             traffic_ranks(str(path))
         except ConfigError as exc:
             probs.add(iloc, str(exc).removeprefix("traffic: "))
-            ok = False
             continue
         if path.name in names and names[path.name] != path.resolve():
             probs.add(iloc, f"two traffic files are named {path.name!r}; their rows would "
                             "share the label traffic:" + path.name + " (rename one)")
-            ok = False
             continue
         names[path.name] = path.resolve()
         alg = traffic_alg(path)
         if alg not in out:
             out.append(alg)
-    return out if ok else None
+    return out if out else None
 
 
 def traffic_ranks(path: str) -> int:
