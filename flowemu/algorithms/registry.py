@@ -57,10 +57,11 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from ..core.errors import ConfigError, FlowEmuError, ScheduleError, checked_keywords, show, suggest
+from ..core.errors import ConfigError, FlowEmuError, checked_keywords, show, suggest
 from ..core.plugins import PLUGINS_VARIABLE, add_plugins, is_plugin_file, plugin_items
 from .base import AlgorithmSpec, Param, Schedule
 from .collectives import get_collective
+from .guards import error_line, guarded, guarded_sized
 
 __all__ = ["ENTRY_POINT_GROUP", "PLUGINS_VARIABLE", "add_plugins", "algorithm_names",
            "get_algorithm", "plugin_errors", "plugin_items", "plugin_names", "plugin_sources",
@@ -174,9 +175,9 @@ def register_algorithm(name: str, build: Callable[..., Schedule], params=(), doc
     if not isinstance(replace, (bool, np.bool_)):
         raise ConfigError(f"register_algorithm: replace {show(replace)} of {name!r} is not "
                           "allowed; expected True or False")
-    spec = AlgorithmSpec(name, _guarded(name, build), params, doc, families=families,
+    spec = AlgorithmSpec(name, guarded(name, build), params, doc, families=families,
                          auto_param=auto_param,
-                         sized=None if sized is None else _guarded_sized(name, sized))
+                         sized=None if sized is None else guarded_sized(name, sized))
     return _install(spec, replace)
 
 
@@ -333,7 +334,7 @@ def _scan_entry_points() -> None:
         found = metadata.entry_points(group=ENTRY_POINT_GROUP)
     except Exception as exc:  # noqa: BLE001 - broken metadata of a distribution: say it, go on
         _ERRORS["(entry points)"] = (f"plug-ins: cannot read the {ENTRY_POINT_GROUP!r} entry "
-                                     f"points: {type(exc).__name__}: {_line(exc)}")
+                                     f"points: {type(exc).__name__}: {error_line(exc)}")
         return
     for ep in found:
         if ep.name in _REGISTRY and ep.name not in _PLUGINS:
@@ -359,7 +360,7 @@ def _load(name: str) -> None:
         if isinstance(obj, AlgorithmSpec):
             if obj.name != name:
                 raise ConfigError(f"its AlgorithmSpec is named {obj.name!r}, not {name!r}")
-            _install(dataclasses.replace(obj, build=_guarded(name, obj.build)), False)
+            _install(dataclasses.replace(obj, build=guarded(name, obj.build)), False)
         elif isinstance(obj, types.ModuleType):
             if name not in _REGISTRY:
                 raise ConfigError(f"importing module {obj.__name__} registered no algorithm "
@@ -371,7 +372,7 @@ def _load(name: str) -> None:
                               "a module that registers the algorithm")
     except Exception as exc:  # noqa: BLE001 - a plug-in bug: one line, the others work
         what = "" if isinstance(exc, FlowEmuError) else f"{type(exc).__name__}: "
-        _ERRORS[name] = f"plug-in entry point {_ep_text(ep)} failed to load: {what}{_line(exc)}"
+        _ERRORS[name] = f"plug-in entry point {_ep_text(ep)} failed to load: {what}{error_line(exc)}"
 
 
 # ------------------------------------------------------------------ FLOWEMU_PLUGINS
@@ -400,7 +401,7 @@ def _import_plugin_modules() -> None:
                     and os.path.isfile(f"{item}.py")):
                 hint = f"; to import the file {item}.py, give its path: {item}.py"
             _MODULE_ERRORS[item] = (f"{PLUGINS_VARIABLE}: {item} failed to import: "
-                                    f"{what}{_line(exc)}{hint}")
+                                    f"{what}{error_line(exc)}{hint}")
 
 
 def _import_file(path: str) -> None:
@@ -494,114 +495,5 @@ def _params(name: str, params) -> tuple[Param, ...]:
     return params
 
 
-def _naming(name: str, exc: FlowEmuError) -> FlowEmuError:
-    """A flowemu error raised within a plug-in's builder (its own, or one of
-    flowemu's checks it ran into, such as a Traffic of unequal lengths), as
-    the same kind of error naming the plug-in, unless it does already."""
-    text = str(exc)
-    if text.startswith(f"algorithm {name}"):
-        return exc
-    try:
-        return type(exc)(f"algorithm {name} (plug-in): {text}")
-    except TypeError:   # (an error class with other arguments: kept as it is)
-        return exc
-
-
-def _guarded(name: str, build):
-    """The builder, with what a plug-in gets wrong turned into a
-    ScheduleError naming it (one line on the command line, the cause chained
-    for the Python user): an exception of its own, or not a Schedule."""
-    def guarded(p, topology=None, blocks=False, **options):
-        try:
-            sched = build(p, topology, blocks, **options)
-        except FlowEmuError as exc:
-            raise _naming(name, exc) from exc
-        except Exception as exc:
-            raise ScheduleError(f"algorithm {name} (plug-in): its builder raised "
-                                f"{type(exc).__name__}: {_line(exc)}") from exc
-        if not isinstance(sched, Schedule):
-            raise ScheduleError(f"algorithm {name} (plug-in): its builder returned "
-                                f"{show(sched)}, not a flowemu.algorithms.Schedule")
-        if sched.p != p:
-            raise ScheduleError(f"algorithm {name} (plug-in): its builder was asked for {p} "
-                                f"ranks but returned a schedule of p={sched.p}")
-        _check_flows(f"algorithm {name} (plug-in): its builder", sched)
-        return sched
-    guarded.__doc__ = build.__doc__
-    guarded.__wrapped__ = build
-    return guarded
-
-
-def _check_flows(where: str, sched: Schedule) -> None:
-    """A ScheduleError when a plug-in's schedule has no step, a flow from a
-    rank to itself, or a share that is not a finite number >= 0 (a user's
-    traffic is refused alike; the solver would stop on it with its own
-    words)."""
-    if sched.num_steps == 0:
-        raise ScheduleError(f"{where} returned a schedule with no steps")
-    for k, step in enumerate(sched.steps.patterns):
-        tr = step.traffic
-        bad = np.flatnonzero(~np.isfinite(tr.share) | (tr.share < 0))
-        if bad.size:
-            share = float(tr.share[bad[0]])
-            raise ScheduleError(f"{where} returned a flow whose share is {share!r} (step "
-                                f"{step.label!r}, flow {int(bad[0])}); expected a finite "
-                                "number >= 0 (bytes per byte of n)")
-        same = np.flatnonzero(tr.src == tr.dst)
-        if same.size:
-            raise ScheduleError(f"{where} returned a flow from rank {int(tr.src[same[0]])} to "
-                                f"itself (step {step.label!r}, flow {int(same[0])})")
-
-
-def _guarded_sized(name: str, sized):
-    """The ``sized`` hook, checked as :func:`_guarded` checks a builder: each
-    item a Schedule of ``p`` ranks with integer size indices, every size
-    served exactly once."""
-    def guarded(p, topology, network, sizes, options, blocks=False):
-        where = f"algorithm {name} (plug-in): its sized hook"
-        try:
-            got = sized(p, topology, network, sizes, options, blocks=blocks)
-        except FlowEmuError:
-            raise
-        except Exception as exc:
-            raise ScheduleError(f"{where} raised {type(exc).__name__}: {_line(exc)}") from exc
-        if not isinstance(got, (list, tuple)):
-            raise ScheduleError(f"{where} returned {show(got)}; expected a list of (Schedule, "
-                                "size indices) pairs")
-        out = list(got)
-        served = np.zeros(len(sizes), np.int64)
-        checked = []
-        for item in out:
-            if not (isinstance(item, tuple) and len(item) == 2
-                    and isinstance(item[0], Schedule)):
-                raise ScheduleError(f"{where} returned {show(item)}; expected (Schedule, "
-                                    "size indices) pairs")
-            sched, idx = item
-            idx = np.asarray(idx)
-            if sched.p != p:
-                raise ScheduleError(f"{where} was asked for {p} ranks but returned a "
-                                    f"schedule of p={sched.p}")
-            _check_flows(where, sched)
-            if idx.ndim != 1 or (idx.size and (idx.dtype.kind not in "iu" or idx.min() < 0
-                                               or idx.max() >= len(sizes))):
-                raise ScheduleError(f"{where} returned size indices {show(item[1])}; "
-                                    f"expected integers in 0..{len(sizes) - 1}")
-            np.add.at(served, idx, 1)
-            checked.append((sched, idx.astype(np.int64)))
-        if np.any(served != 1):
-            k = int(np.flatnonzero(served != 1)[0])
-            raise ScheduleError(f"{where} serves size index {k} ({sizes[k]:.0f} bytes) "
-                                f"{int(served[k])} times; every size must be served by exactly "
-                                "one schedule")
-        return checked
-    guarded.__wrapped__ = sized
-    return guarded
-
-
 def _ep_text(ep) -> str:
     return f"{ep.name} = {ep.value} (group {ENTRY_POINT_GROUP})"
-
-
-def _line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return text[:300] + ("…" if len(text) > 300 else "") if text else type(exc).__name__
