@@ -156,9 +156,11 @@ def frame_steps(df, where: str = "traffic") -> tuple[np.ndarray, list[Traffic]]:
         raise ConfigError(f"{where}: no rows; expected at least one flow")
     df = df.rename(columns=dict(zip(df.columns, names, strict=True)))
     cols = {c: _ids(df[c], c, where) for c in ("step", "src", "dst")}
-    if df["bytes"].dtype == bool or any(isinstance(v, (bool, np.bool_))
-                                        for v in df["bytes"].head(1000)):
-        i = next((k for k, v in enumerate(df["bytes"]) if isinstance(v, (bool, np.bool_))), 0)
+    column = df["bytes"]
+    flags = np.full(len(column), column.dtype == bool) if column.dtype != object else \
+        column.map(lambda v: isinstance(v, (bool, np.bool_))).to_numpy(dtype=bool)
+    if flags.any():   # (pandas reads True as 1: a byte count it is not)
+        i = int(np.flatnonzero(flags)[0])
         raise ConfigError(f"{where}: column bytes row {i}: {show(df['bytes'].iloc[i])} is not "
                           "a number of bytes")
     nbytes = _numbers(df["bytes"], "bytes", where)

@@ -27,7 +27,7 @@ from ..engine.steps import flow_latency, route_step, solve_step, solve_streams
 from ..topology.base import Routes, Topology
 from ..whatif.conditions import check_whatif
 from ..whatif.faults import check_fail_policy
-from .run import prepare_run, prepare_traffic, run_schedules
+from .run import check_source, prepare_run, prepare_traffic, run_schedules
 from .simulation import simulate
 
 #: rows above which a dump reports progress on stderr even when it is not a tty
@@ -232,44 +232,42 @@ def _plan(topology, algorithm, traffic, size, steps, ecmp, seed, ranks, placemen
 
     if progress is not None:
         progress = checks.flag("progress", progress)
-    if (algorithm is None) == (traffic is None):
-        raise ConfigError("flows: give exactly one of algorithm= and traffic=")
+    check_source("flows", algorithm, traffic)
     if traffic is not None:
         run, sched = prepare_traffic("flows", topology, traffic, ecmp=ecmp, seed=seed,
                                      network=network, network_params=network_params,
                                      threads=threads, max_memory=max_memory,
                                      placement=placement, whatif=whatif, ranks=ranks,
                                      size=size, collective=collective)
-        topo, net, lim, ecmp, seed = run.topology, run.network, run.limit, run.ecmp, run.seed
-        applied, mapping = run.whatif, run.mapping
-        nbytes, what = 1.0, f"{topo.spec} traffic"
+        nbytes, what = 1.0, "traffic"
     else:
         sizes = checks.sizes(["1MiB" if size is None else size], "size")
         run = prepare_run("flows", topology, algorithm, ecmp=ecmp, seed=seed, ranks=ranks,
                        network=network, network_params=network_params, sizes=sizes,
                        threads=threads, max_memory=max_memory, placement=placement,
                        whatif=whatif, collective=collective)
-        topo, net, lim, ecmp, seed = run.topology, run.network, run.limit, run.ecmp, run.seed
-        applied = run.whatif
-        mapping = run.mapping
         nbytes = float(run.sizes[0])
         cand = run.candidates[0]
         if len(run.candidates) > 1:   # an auto option: detail the variant fastest at size
-            best = simulate(topology, algorithm, [nbytes], ecmp=ecmp, seed=seed, ranks=ranks,
-                            placement=run.placement, network=net, threads=run.threads,
-                            max_memory=lim, fail=whatif.fail or None,
-                            degrade=whatif.degrade or None, fail_policy=whatif.fail_policy,
-                            slow=whatif.slow or None, background=whatif.background or None)
+            best = simulate(topology, algorithm, [nbytes], ecmp=run.ecmp, seed=run.seed,
+                            ranks=ranks, placement=run.placement, network=run.network,
+                            threads=run.threads, max_memory=run.limit,
+                            fail=whatif.fail or None, degrade=whatif.degrade or None,
+                            fail_policy=whatif.fail_policy, slow=whatif.slow or None,
+                            background=whatif.background or None)
             cand = next(c for c in run.candidates
                         if c[run.spec.auto_param] == best["variant"].iloc[0])
         sched = run_schedules(run, cand, np.array([nbytes]))[0][0]
-        what = f"{topo.spec} {run.spec.name}"
+        what = run.spec.name
+    # (run.topology has the what-ifs' faults)
+    topo, net, lim, ecmp, seed, mapping = (run.topology, run.network, run.limit, run.ecmp,
+                                           run.seed, run.mapping)
+    what = f"{topo.spec} {what}"
     indices = select_steps(sched, steps)
     load = {"background": None, "slow": None}
-    if applied is not None:
-        topo = applied.topology
+    if run.whatif is not None:
         check_fail_policy(sched, topo, mapping, whatif.fail_policy)
-        load = {"background": applied.background, "slow": applied.slow}
+        load = {"background": run.whatif.background, "slow": run.whatif.slow}
     ctx = make_context(topo, net, ecmp, seed, mapping, sched.p, **load)
     check_memory(ctx, sched, 1, lim)   # the dump solves one step at a time
     rows, largest_rows, pattern_rows, entries, largest = _dump_size(ctx, sched, indices)

@@ -20,7 +20,7 @@ from ..whatif.conditions import check_whatif
 from ..whatif.faults import check_fail_policy
 from .flows import select_steps
 from .linknames import link_names
-from .run import prepare_run, prepare_traffic, run_schedules
+from .run import check_source, prepare_run, prepare_traffic, run_schedules
 
 __all__ = ["LINK_COLUMNS", "NAME_BYTES", "ROW_BYTES", "link_loads"]
 
@@ -108,8 +108,7 @@ def link_loads(topology, algorithm=None, *, traffic=None, steps=None, ecmp: str 
         A bad argument, or a table estimated beyond the memory limit.
     """
     whatif = check_whatif(fail, degrade, fail_policy, slow, background)
-    if (algorithm is None) == (traffic is None):
-        raise ConfigError("link_loads: give exactly one of algorithm= and traffic=")
+    check_source("link_loads", algorithm, traffic)
     if traffic is not None:
         run, sched = prepare_traffic("link_loads", topology, traffic, ecmp=ecmp, seed=seed,
                                      network=network, network_params=network_params,

@@ -31,6 +31,7 @@ from ..topology import checks as topology_checks
 from ..whatif.conditions import HEALTHY, WhatIf, check_traffic_policy, unfaulted
 from ..whatif.conditions import apply as apply_whatif
 from ..whatif.faults import check_fail_policy
+from ..whatif.stragglers import compute_only
 
 __all__ = ["Run", "build_topology", "expand_algorithm", "placement_note", "prepare_run",
            "run_schedules"]
@@ -198,6 +199,12 @@ def prepare_run(function: str, topology, algorithm, *, ecmp, seed, ranks, networ
                 applied, collective=collective)
 
 
+def check_source(function: str, algorithm, traffic) -> None:
+    """A call takes an algorithm or a user's traffic: exactly one of them."""
+    if (algorithm is None) == (traffic is None):
+        raise ConfigError(f"{function}: give exactly one of algorithm= and traffic=")
+
+
 def prepare_traffic(function: str, topology, traffic, *, ecmp, seed, network, network_params,
                     threads=None, max_memory=None, placement=None,
                     whatif: WhatIf | None = None, name: str | None = None,
@@ -220,8 +227,7 @@ def prepare_traffic(function: str, topology, traffic, *, ecmp, seed, network, ne
             raise ConfigError(f"{arg}: does not apply to traffic (it reduces nothing: gamma "
                               "and delta cost a reduction's bytes); drop it")
     whatif = whatif or WhatIf()
-    compute = [item.strip() for item in whatif.slow.split(";")
-               if item.strip().endswith(":compute")]
+    compute = compute_only(whatif.slow)
     if compute:
         raise ConfigError(f"slow: {compute[0]!r} slows a rank's reduction, and traffic has "
                           "none; use :network (a rank's ports), or no kind")

@@ -119,6 +119,15 @@ def _is_uint(text: str) -> bool:
     return text.isdigit() and text.isascii()
 
 
+def compute_only(specs) -> list[str]:
+    """The items of slow-rank specs (one text or several, items joined by
+    ``;``) that slow a rank's compute alone (``:compute``): nothing where no
+    reduction is charged, as in a user's traffic."""
+    texts = [specs] if isinstance(specs, str) else list(specs or ())
+    return [item.strip() for text in texts for item in text.split(";")
+            if item.strip().endswith(":compute")]
+
+
 def slows_compute(specs) -> bool:
     """Whether slow-rank specs (one text or several, items joined by ``;``)
     slow some rank's compute (an item that is not ``:network``): a cost only

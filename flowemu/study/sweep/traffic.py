@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ...algorithms.usertraffic import read_traffic_steps
 from ...core.errors import ConfigError
+from ...whatif.stragglers import compute_only
 from .config import Config, file_digest
 from .fields import Alg, Problems, topo_info, type_name
 from .paths import current
@@ -96,7 +97,7 @@ def check_traffic_config(cfg: Config, loc: str, probs: Problems) -> bool:
         probs.add(loc, f"ranks does not apply to traffic {name!r} (its ranks are the ones the "
                        "file uses); leave ranks out of a traffic group")
         return False
-    compute = [item.strip() for item in cfg.slow.split(";") if item.strip().endswith(":compute")]
+    compute = compute_only(cfg.slow)
     if compute:
         probs.add(loc, f"slow {compute[0]!r} slows a rank's reduction, and traffic {name!r} has "
                        "none; use :network (a rank's ports), or no kind")
