@@ -258,6 +258,7 @@ TRAFFIC_BAD = [
     (_frame([(0, 0, 1, np.inf)]), "bytes"),
     # True was read as 1 byte; 1e30 passed the cap every size has
     (_frame([(0, 0, 1, True)]), "column bytes row 0: True is not a number of bytes"),
+    (_frame([(0, 0, 1, 1.0)] * 1500 + [(0, 0, 1, True)]), "column bytes row 1500: True"),
     (_frame([(0, 0, 1, 1e30)]), ("column bytes row 0: 1e+30 is not a number of bytes in "
                                 "0..2**53")),
     (_frame([(0, 0, 0, 5)]), "src equals dst"),
