@@ -46,7 +46,8 @@ def read_traffic(path, max_memory=None) -> list[Traffic]:
 
 def read_traffic_steps(path, max_memory=None) -> tuple[np.ndarray, list[Traffic]]:
     """:func:`read_traffic` plus the step numbers of the file, ``(int64[S], [Traffic])``."""
-    return frame_steps(read_table(path, "traffic", max_memory), f"traffic {str(path)!r}")
+    return frame_steps(read_table(path, "traffic", max_memory), f"traffic {str(path)!r}",
+                       path)
 
 
 def read_table(path, option: str = "traffic", max_memory=None, missing: str = ""):
@@ -113,7 +114,7 @@ def _is_number_text(text: str) -> bool:
     return True
 
 
-def frame_steps(df, where: str = "traffic") -> tuple[np.ndarray, list[Traffic]]:
+def frame_steps(df, where: str = "traffic", path=None) -> tuple[np.ndarray, list[Traffic]]:
     """Check a DataFrame of flows and split it into steps.
 
     Parameters
@@ -123,6 +124,9 @@ def frame_steps(df, where: str = "traffic") -> tuple[np.ndarray, list[Traffic]]:
         object dtypes whose values are numbers).
     where : str
         How messages name the input (``traffic 'x.csv'``).
+    path : str or Path, optional
+        The CSV file ``df`` was read from: a message naming a row also
+        names its line in the file.
 
     Returns
     -------
@@ -155,24 +159,28 @@ def frame_steps(df, where: str = "traffic") -> tuple[np.ndarray, list[Traffic]]:
     if len(df) == 0:
         raise ConfigError(f"{where}: no rows; expected at least one flow")
     df = df.rename(columns=dict(zip(df.columns, names, strict=True)))
-    cols = {c: _ids(df[c], c, where) for c in ("step", "src", "dst")}
+
+    def row(i: int) -> str:
+        return _row_name(i, path)
+
+    cols = {c: _ids(df[c], c, where, row) for c in ("step", "src", "dst")}
     column = df["bytes"]
     flags = np.full(len(column), column.dtype == bool) if column.dtype != object else \
         column.map(lambda v: isinstance(v, (bool, np.bool_))).to_numpy(dtype=bool)
     if flags.any():   # (pandas reads True as 1: a byte count it is not)
         i = int(np.flatnonzero(flags)[0])
-        raise ConfigError(f"{where}: column bytes row {i}: {show(df['bytes'].iloc[i])} is not "
+        raise ConfigError(f"{where}: column bytes {row(i)}: {show(df['bytes'].iloc[i])} is not "
                           "a number of bytes")
-    nbytes = _numbers(df["bytes"], "bytes", where)
+    nbytes = _numbers(df["bytes"], "bytes", where, row)
     bad = np.flatnonzero(~np.isfinite(nbytes) | (nbytes < 0) | (nbytes > MAX_SIZE))
     if len(bad):
         i = int(bad[0])
-        raise ConfigError(f"{where}: column bytes row {i}: {show(df['bytes'].iloc[i])} is not "
+        raise ConfigError(f"{where}: column bytes {row(i)}: {show(df['bytes'].iloc[i])} is not "
                           "a number of bytes in 0..2**53 (8PiB)")
     same = np.flatnonzero(cols["src"] == cols["dst"])
     if len(same):
         i = int(same[0])
-        raise ConfigError(f"{where}: row {i}: src equals dst ({int(cols['src'][i])}); a flow "
+        raise ConfigError(f"{where}: {row(i)}: src equals dst ({int(cols['src'][i])}); a flow "
                           "must go to another rank")
     step = cols["step"]
     order = np.argsort(step, kind="stable")
@@ -185,7 +193,41 @@ def frame_steps(df, where: str = "traffic") -> tuple[np.ndarray, list[Traffic]]:
     return sorted_steps[starts].astype(np.int64), traffic
 
 
-def _numbers(column, name: str, where: str) -> np.ndarray:
+def _row_name(i: int, path=None) -> str:
+    """``row i`` (rows counted from 0, as a DataFrame's), and with the CSV
+    file ``path`` the file line it was read from: ``row 3 (line 5)``."""
+    if path is None or Path(path).suffix.lower() in PARQUET_SUFFIXES:
+        return f"row {i}"
+    line = _data_line(Path(path), i)
+    return f"row {i}" if line is None else f"row {i} (line {line})"
+
+
+def _data_line(path: Path, i: int) -> int | None:
+    """The line of a CSV file where its data row ``i`` (from 0, after the
+    header; blank lines skipped, as pandas reads it) starts, or None."""
+    import csv
+
+    try:
+        with open(path, newline="", encoding="utf-8", errors="replace") as fh:
+            rows = csv.reader(fh)
+            start = 1
+            header = True
+            k = 0
+            for record in rows:
+                if record and any(field.strip() for field in record):
+                    if header:
+                        header = False
+                    elif k == i:
+                        return start
+                    else:
+                        k += 1
+                start = rows.line_num + 1
+    except (OSError, csv.Error):
+        return None
+    return None
+
+
+def _numbers(column, name: str, where: str, row=lambda i: f"row {i}") -> np.ndarray:
     import pandas as pd
 
     try:
@@ -200,19 +242,19 @@ def _numbers(column, name: str, where: str) -> np.ndarray:
             i = int(np.flatnonzero(np.isnan(out))[0])
         value = column.iloc[i]
         if value is None or (isinstance(value, float) and np.isnan(value)):
-            raise ConfigError(f"{where}: column {name} row {i}: the field is empty (a value "
+            raise ConfigError(f"{where}: column {name} {row(i)}: the field is empty (a value "
                               "missing, or a row with fewer fields than the header)")
-        raise ConfigError(f"{where}: column {name} row {i}: {show(value)} is not a number")
+        raise ConfigError(f"{where}: column {name} {row(i)}: {show(value)} is not a number")
     return out
 
 
-def _ids(column, name: str, where: str) -> np.ndarray:
-    values = _numbers(column, name, where)
+def _ids(column, name: str, where: str, row=lambda i: f"row {i}") -> np.ndarray:
+    values = _numbers(column, name, where, row)
     bad = np.flatnonzero((values != np.floor(values)) | (values < 0) | (values > MAX_ID)
                          | ~np.isfinite(values))
     if len(bad):
         i = int(bad[0])
-        raise ConfigError(f"{where}: column {name} row {i}: {show(column.iloc[i])} is not an "
+        raise ConfigError(f"{where}: column {name} {row(i)}: {show(column.iloc[i])} is not an "
                           f"integer in 0..{MAX_ID}")
     return values.astype(np.int64)
 

@@ -153,7 +153,7 @@ def _from_file(path: Path, n_end: int) -> Background:
 
     where = f"background {str(path)!r}"
     df = read_table(path, "background", missing=f"; {_ALLOWED}")
-    steps, traffic = frame_steps(df, where)
+    steps, traffic = frame_steps(df, where, path)
     if len(steps) != 1:
         shown = ", ".join(str(int(s)) for s in steps[:4]) + (", ..." if len(steps) > 4 else "")
         raise ConfigError(f"{where}: steps {shown}: expected a single step (the background is "

@@ -320,7 +320,7 @@ def test_traffic_of_no_bytes_is_nothing_to_time(tmp_path):
     ("step,src,dst,bytes,\n0,0,1,100,\n", ("extra column(s) Unnamed: 4 (a trailing comma on "
                                           "the header line?)")),
     # a short row: its missing fields read as empty, not as 'nan is not a number'
-    ("step,src,dst,bytes\n0,0,1,100\n0,1\n", "column dst row 1: the field is empty"),
+    ("step,src,dst,bytes\n0,0,1,100\n0,1\n", "column dst row 1 (line 3): the field is empty"),
 ])
 def test_traffic_csv_columns(tmp_path, text, needle):
     path = tmp_path / "t.csv"
@@ -328,6 +328,30 @@ def test_traffic_csv_columns(tmp_path, text, needle):
     msg = _message(lambda: flowemu.time_traffic(TOPO, path))
     assert needle in msg and "t.csv" in msg
     assert needle in _message(lambda: flowemu.read_traffic(path))
+
+
+@pytest.mark.parametrize("text,needle", [
+    # rows count from 0 as a DataFrame's; the line is the file's (header line 1)
+    ("step,src,dst,bytes\n0,0,1,100\n0,1,2,abc\n", "column bytes row 1 (line 3): 'abc'"),
+    # pandas skips blank lines: the row's line counts them
+    ("step,src,dst,bytes\n\n0,0,1,100\n\n\n0,1,1,5\n", "row 1 (line 6): src equals dst"),
+    ("\nstep,src,dst,bytes\n0,0,1,-5\n", "column bytes row 0 (line 3): -5"),
+    # a quoted field over lines 2-3: the row after it is on line 4
+    ('step,src,dst,bytes\n0,0,1,"1\n0"\n0,2,x,1\n', "column dst row 1 (line 4): 'x'"),
+])
+def test_traffic_csv_rows_name_their_line(tmp_path, text, needle):
+    """A message naming a row of a CSV file also names the file line it
+    came from (the rows were counted from 0 after the header, so row 1 was
+    the file's line 3, or further on past blank lines)."""
+    path = tmp_path / "t.csv"
+    path.write_text(text)
+    assert needle in _message(lambda: flowemu.read_traffic(path))
+    assert needle in _message(lambda: flowemu.simulate(TOPO, "ring", background=str(path)))
+
+
+def test_traffic_dataframe_rows_have_no_line():
+    msg = _message(lambda: flowemu.time_traffic(TOPO, _frame([(0, 0, 1, 5), (0, 2, 2, 5)])))
+    assert "row 1: src equals dst" in msg and "line" not in msg
 
 
 def test_a_header_written_with_spaces_reads(tmp_path):
