@@ -270,7 +270,7 @@ def get_algorithm(name: str, collective: str = "allreduce") -> AlgorithmSpec:
     try:
         return _REGISTRY[name]
     except KeyError:
-        serves = [c for c, table in _OTHERS.items() if name in table]
+        serves = serving(name)
         if serves:
             raise ConfigError(
                 f"algorithm: {name!r} is not an algorithm of allreduce; it serves "
@@ -282,6 +282,11 @@ def get_algorithm(name: str, collective: str = "allreduce") -> AlgorithmSpec:
             f"{', '.join(sorted(_REGISTRY))}; {PLUGIN_HINT}"
             + "".join(f"; {msg}" for msg in _MODULE_ERRORS.values())
         ) from None
+
+
+def serving(name: str) -> list[str]:
+    """The collectives other than allreduce that have an algorithm ``name``."""
+    return [c for c, table in _OTHERS.items() if name in table]
 
 
 def algorithm_names(collective: str = "allreduce") -> list[str]:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..algorithms import algorithm_names
+from ..algorithms.registry import serving
 from ..core import budget, checks
 from ..core.errors import ConfigError, show
 from ..core.version import __version__
@@ -61,20 +63,28 @@ def check_job_failures(topology, jobs, network, fail, degrade, fail_policy) -> N
     applied = apply_whatif(whatif, topo, int(sum(len(m) for m in mappings)), network,
                            np.concatenate(mappings))
     for j, ((alg, candidates), ends) in enumerate(zip(chosen, mappings, strict=True)):
-        for _, sched in _schedules(alg, candidates, len(ends), applied.topology, network,
+        for _, sched in _schedules(j, alg, candidates, len(ends), applied.topology, network,
                                    specs[j].size):
             _check_policy(j, sched, applied.topology, ends, whatif.fail_policy, alg)
 
 
-def _schedules(alg, candidates, p, topo, net, size):
-    """``(options, schedule)`` of every candidate of a job; an algorithm that
-    plans per size and network plans for the job's size."""
-    for cand in candidates:
-        if alg.sized is None:
-            yield cand, alg.build(p, topo, False, **cand)
-        else:
-            for sched, _ in alg.sized(p, topo, net, np.array([float(size)]), cand):
-                yield cand, sched
+def _schedules(j, alg, candidates, p, topo, net, size) -> list:
+    """``(options, schedule)`` of every candidate of job ``j``; an algorithm
+    that plans per size and network plans for the job's size. What its
+    builder refuses (``ring:ports=4`` on ranks that are no 2-D grid) names
+    the job."""
+    out = []
+    try:
+        for cand in candidates:
+            if alg.sized is None:
+                out.append((cand, alg.build(p, topo, False, **cand)))
+            else:
+                out.extend((cand, sched)
+                           for sched, _ in alg.sized(p, topo, net, np.array([float(size)]), cand))
+    except ConfigError as exc:
+        raise ConfigError(f"jobs[{j}].algorithm: {str(exc).removeprefix('algorithm: ')}") \
+            from None
+    return out
 
 
 def check_jobs(topo, jobs) -> tuple:
@@ -92,6 +102,12 @@ def check_jobs(topo, jobs) -> tuple:
             alg.check_family(topo.spec)
         except ConfigError as exc:   # the location names the field: "algorithm: " once
             msg = str(exc).removeprefix("algorithm: ")
+            name = spec.algorithm.partition(":")[0].strip()
+            serves = serving(name) if isinstance(spec.algorithm, str) else []
+            if serves and name not in algorithm_names():
+                msg = (f"{name!r} serves {', '.join(serves)}; a job is an allreduce (several "
+                       f"jobs of other collectives are not offered); allreduce's algorithms: "
+                       f"{', '.join(algorithm_names())}")
             raise ConfigError(f"jobs[{j}].algorithm: {msg}") from None
         if alg.barrier_only:
             raise ConfigError(f"jobs[{j}].algorithm: {alg.name} times its in-network "
@@ -159,7 +175,7 @@ def simulate_jobs(topology, jobs, *, sync: str = "barrier", ecmp: str = "split",
         p = len(ends)
         jctx = make_context(run_topo, net, ecmp, seed, ends, p)
         best = None
-        for cand, sched in _schedules(alg, candidates, p, run_topo, net, specs[j].size):
+        for cand, sched in _schedules(j, alg, candidates, p, run_topo, net, specs[j].size):
             if applied is not None:
                 _check_policy(j, sched, run_topo, ends, whatif.fail_policy, alg)
             alone_run = layout(shared, [(sched, jctx, sync)], lim)

@@ -14,7 +14,8 @@ __all__ = ["schedule"]
 
 
 def schedule(algorithm: str, topology, ranks: int | None = None, *, size=None,
-             network: Network | None = None, **options) -> Schedule:
+             network: Network | None = None, collective: str = "allreduce",
+             **options) -> Schedule:
     """The Schedule of a named algorithm on a topology: the steps
     :func:`flowemu.simulate` times, to profile (:func:`flowemu.profile`),
     verify or inspect yourself.
@@ -36,6 +37,11 @@ def schedule(algorithm: str, topology, ranks: int | None = None, *, size=None,
     network : Network, optional
         The network a size-dependent plan is made for (default ``Network()``);
         refused for the others, as ``size`` is.
+    collective : str
+        The collective the algorithm computes (default ``"allreduce"``;
+        ``"allgather"``, ``"broadcast"``, ... as :func:`flowemu.simulate`
+        takes it; ``flowemu list`` names each one's algorithms). Its flow
+        bytes are fractions of n as that collective's sizes mean it.
     **options
         Algorithm options as keywords (``ports=2``), beside or instead of
         those in the spec; an option given both ways is refused.
@@ -68,7 +74,7 @@ def schedule(algorithm: str, topology, ranks: int | None = None, *, size=None,
     merged = {**given, **{k: str(v) for k, v in options.items()}}
     spec_text = name + (":" + ",".join(f"{k}={v}" for k, v in merged.items()) if merged else "")
     run = prepare_run("congestion", topology, spec_text, ecmp="split", seed=0, ranks=ranks,
-                      network=network, network_params={})
+                      network=network, network_params={}, collective=collective)
     if len(run.candidates) > 1:
         auto = run.spec.auto_param
         raise ConfigError(f"schedule: {auto}=auto picks a variant per size, not one schedule; "

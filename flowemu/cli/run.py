@@ -352,7 +352,10 @@ def _write_congestion(args, net) -> None:
     if args.congestion == "-":
         print("\ncongestion per step (loads in bytes per byte of n):")
         print(steps.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
-        print("\ndeficiencies (Ψ bandwidth, Ξ congestion; Ψ·Ξ = bandwidth time / optimal):")
+        against = "" if args.collective in (None, "allreduce") else \
+            f"; against an allreduce's optimum, not {args.collective}'s"
+        print("\ndeficiencies (Ψ bandwidth, Ξ congestion; Ψ·Ξ = bandwidth time / optimal"
+              f"{against}):")
         print(summary.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
         return
     fmt = _congestion_format(args.congestion)

@@ -22,6 +22,32 @@ def test_profile_of_schedule_gives_simulate_times(algorithm, options):
     np.testing.assert_allclose(times, expected, rtol=1e-12, atol=0)
 
 
+@pytest.mark.parametrize("collective, algorithm, n_over_b", [
+    # one switch of 8 hosts, bandwidth only: closed forms
+    ("allgather", "ring:ports=1", 7 / 8),        # (p-1)/p n/B
+    ("reduce-scatter", "ring:ports=1", 7 / 8),
+    ("broadcast", "binomial", 3.0),               # log2(p) rounds of n
+    ("alltoall", "pairwise", 7 / 8),              # p-1 rounds of n/p
+])
+def test_schedule_of_another_collective(collective, algorithm, n_over_b):
+    """``collective=`` gives that collective's schedule (there was no way to
+    get one: the error even hinted at a ``collective=`` it did not take);
+    profiled, it gives the collective's closed-form time."""
+    net = {"bandwidth": "8Gb/s", "link_latency": "0s", "hop_latency": "0s"}
+    sched = flowemu.schedule(algorithm, "tree:8", collective=collective)
+    assert sched.collective == collective.replace("-", "_")
+    n = 8e6
+    time = flowemu.profile(sched, "tree:8", **net).times([n])[0]
+    assert time == pytest.approx(n_over_b * n / 1e9, rel=1e-12)
+
+
+def test_schedule_collective_refusals():
+    with pytest.raises(ConfigError, match="collective: 'gossip' is not one of"):
+        flowemu.schedule("ring", "tree:8", collective="gossip")
+    with pytest.raises(ConfigError, match="'bruck' is not an algorithm of allreduce"):
+        flowemu.schedule("bruck", "tree:8")
+
+
 def test_ranks_and_refusals():
     assert flowemu.schedule("ring", "torus:4x4", ranks=8).p == 8
     with pytest.raises(ConfigError, match="variant=auto picks a variant per size"):

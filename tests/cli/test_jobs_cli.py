@@ -69,6 +69,24 @@ def test_job_errors_number_the_jobs_as_the_table_does(capsys):
                    "8 endpoints of torus:4x4 the jobs before it leave\n")
 
 
+def test_job_of_another_collective_and_a_builder_refusal_name_the_job(capsys):
+    """An algorithm of another collective was refused with a hint to give
+    ``--collective``, which ``jobs`` does not take; what an algorithm's
+    builder refuses (ring's ports=4 on ranks that are no 2-D grid) came
+    without the job it was about."""
+    code, _, err = run(capsys, ["jobs", "-t", "tree:8",
+                                "--job", "algorithm=ring size=1MiB ranks=4",
+                                "--job", "algorithm=bruck size=1MiB ranks=4"])
+    assert code == 2 and "--collective" not in err
+    assert err.startswith("flowemu: error: job 1 (the 2nd --job), algorithm: 'bruck' serves "
+                          "allgather, alltoall; a job is an allreduce"), err
+    code, _, err = run(capsys, ["jobs", "-t", "tree:8",
+                                "--job", "algorithm=ring:ports=4 size=1MiB ranks=4"])
+    assert code == 2
+    assert err.startswith("flowemu: error: job 0 (the 1st --job), algorithm: algorithm ring: "
+                          "ports=4 needs a 2-D torus"), err
+
+
 #: a new user's mistakes with jobs, each with the whole line it must print (written by hand)
 JOB_MISTAKES = [
     (["--job", "algorithm=ring size=1MiB ranks=16",
