@@ -30,6 +30,20 @@ class SolverError(FlowEmuError):
     """The max-min solver returned a bad status for a configuration."""
 
 
+def interrupted(exc: BaseException) -> bool:
+    """Whether ``exc`` is, or was caused by, a KeyboardInterrupt. A Ctrl-C
+    that lands while a numba kernel runs may come out of it wrapped in a
+    ``SystemError`` ("returned a result with an exception set"), which an
+    ``except Exception`` would take for a failure of the work."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
 def show(value, limit: int = 80) -> str:
     """``repr`` of ``value`` as plain Python, for error messages.
 

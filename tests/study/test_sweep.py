@@ -15,7 +15,7 @@ import pytest
 
 import flowemu
 from flowemu.cli.app import main
-from flowemu.core.errors import ConfigError
+from flowemu.core.errors import ConfigError, interrupted
 from flowemu.study.results import ERRORS_DIR, load, load_errors
 from flowemu.study.sweep import (
     Config,
@@ -484,6 +484,49 @@ def test_unexpected_exception_is_recorded_as_internal(tmp_path, monkeypatch):
     errs = load_errors(tmp_path / "d")
     assert errs["internal"].all() and errs["error"].str.contains("oops").all()
     assert "bugs" in s.text()
+
+
+def test_ctrl_c_inside_a_kernel_stops_the_sweep_and_records_no_failure(tmp_path, monkeypatch):
+    """A Ctrl-C that lands while a numba kernel runs comes out of it as a
+    SystemError chained to the KeyboardInterrupt; with ``jobs=1`` the sweep
+    took it for a bug of that configuration, recorded it (lost until
+    --retry-errors) and ran on. It stops as a Ctrl-C does: what finished
+    before is saved, the rest runs on the next call."""
+    import flowemu.study.sweep.executor as sw
+    real = sw.config_rows
+    ran = []
+
+    def interrupted_in_kernel(cfg, threads=None, max_memory=None):
+        if len(ran) == 2:
+            try:
+                raise KeyboardInterrupt
+            except KeyboardInterrupt as exc:
+                raise SystemError("CPUDispatcher(<function dataflow_kernel>) returned a result "
+                                  "with an exception set") from exc
+        ran.append(cfg.key)
+        return real(cfg, threads, max_memory)
+
+    monkeypatch.setattr(sw, "config_rows", interrupted_in_kernel)
+    path = write(tmp_path, SMALL)
+    with pytest.raises(KeyboardInterrupt):
+        quiet(path, tmp_path / "d", jobs=1, chunk_size=1)
+    assert not (tmp_path / "d" / ERRORS_DIR).exists() or load_errors(tmp_path / "d").empty
+    assert set(load(tmp_path / "d")["config_key"]) == set(ran)
+    monkeypatch.setattr(sw, "config_rows", real)
+    s = quiet(path, tmp_path / "d", jobs=1)
+    assert (s.skipped, s.failed, s.computed) == (2, 0, s.total - 2)
+
+
+def test_interrupted_reads_the_exception_chain():
+    def chained(inner, outer):   # (as ``raise outer from inner`` leaves them)
+        outer.__cause__ = inner
+        return outer
+
+    assert interrupted(chained(KeyboardInterrupt(), SystemError("x")))
+    assert interrupted(chained(chained(KeyboardInterrupt(), SystemError("x")), ValueError("y")))
+    assert not interrupted(chained(ValueError("a"), SystemError("b")))
+    assert not interrupted(SystemError("c"))
+    assert interrupted(KeyboardInterrupt())
 
 
 def test_locked_dataset_is_refused(tmp_path):

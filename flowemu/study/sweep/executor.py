@@ -14,7 +14,7 @@ import pandas as pd
 from ...api import simulation
 from ...api.simulation import RESULT_COLUMNS
 from ...core import budget
-from ...core.errors import ConfigError, FlowEmuError
+from ...core.errors import ConfigError, FlowEmuError, interrupted
 from ...engine.profiles import available_cores
 from .config import Config
 from .dataset import JOB_DATASET_COLUMNS, error_row, rows_frame, sweep_fields
@@ -67,9 +67,14 @@ def _run_one(cfg: Config, threads, max_memory) -> tuple[tuple[dict, list[dict]] 
     or ``(None, error record)``."""
     try:
         rows = config_rows(cfg, threads, max_memory)
-    except FlowEmuError as exc:
-        return None, error_row(cfg, type(exc).__name__, str(exc), internal=False)
     except Exception as exc:  # noqa: BLE001 - a bug must not kill a long sweep
+        if interrupted(exc):
+            # a Ctrl-C that landed in a kernel comes out wrapped (a SystemError,
+            # or a plug-in's ScheduleError chained to it): stop the sweep as a
+            # Ctrl-C does, and record no failure
+            raise KeyboardInterrupt from None
+        if isinstance(exc, FlowEmuError):
+            return None, error_row(cfg, type(exc).__name__, str(exc), internal=False)
         tb = "".join(traceback.format_exception(exc, limit=-4))
         return None, error_row(cfg, type(exc).__name__, f"{exc}\n{tb}", internal=True)
     return (sweep_fields(cfg), rows), None
