@@ -232,7 +232,8 @@ def run_interruptible(work: Callable[[], int], stream=None,
     shows on ``stream`` (default stderr), if that is a terminal, one line
     redrawn in place: the time so far and what the engine reports doing
     (:mod:`flowemu.core.progress`: e.g. ``torus:64x64 swing: distinct steps
-    3/12``); the line is erased when the work ends. Not on a file or pipe,
+    3/12``, and while a step's flows finish one by one, ``flows finished
+    5,120/16,384``); the line is erased when the work ends. Not on a file or pipe,
     where the output stays what it was."""
     box: dict = {}
 
@@ -306,6 +307,8 @@ class _ProgressLine:
         text = f"flowemu: {elapsed:.0f}s"
         if state.label:
             text += f", {state.label} {state.done}/{state.total}"
+        if state.flows_total:   # inside a step: one event-driven solve can take minutes
+            text += f", flows finished {state.flows_done:,}/{state.flows_total:,}"
         if text != self.drawn:
             self._write(f"\r{text}\x1b[K")
             self.drawn = text

@@ -132,7 +132,7 @@ def finish_in_rate_order(act, n_act, times, finish):
 @njit(**NUMPY_ERRORS)
 def screened_completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes,
                                persistent, screen_from=SCREEN_START, handoff=False,
-                               equal_ends=False):
+                               equal_ends=False, counter=None):
     """Event-driven max-min completion of flows that all start at ``t = 0``,
     re-solving after each event every flow at or above the finished rate
     (over its candidate entries only from event ``screen_from`` on).
@@ -173,6 +173,9 @@ def screened_completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps,
     equal_ends : bool
         Where the flows all have the same size and none is persistent, end
         the step at the ``t = 0`` solve (:func:`finish_in_rate_order`).
+    counter : int64[1], optional
+        The flows finished by events are added to it as they finish, for a
+        progress display.
 
     Returns
     -------
@@ -420,6 +423,8 @@ def screened_completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps,
                 m += 1
         n_done = m
         n_finite -= n_done
+        if counter is not None:   # (flows finished, for a progress display)
+            counter[0] += n_done
         t = t_next
         if n_finite == 0:
             break

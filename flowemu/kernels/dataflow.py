@@ -190,7 +190,7 @@ def _count_down(s, t, n_flows, stage_pending, stage_delay, tk, ti, tpos, tsize):
 def dataflow_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes, persistent,
                     flow_lat, flow_src_stage, flow_dst_stage, stage_ptr, stage_flows,
                     stage_pending, stage_delay, stage_next, stage_release, screen=False,
-                    rescreen_walk=-1.0, rescreen_stale=0.5):
+                    rescreen_walk=-1.0, rescreen_stale=0.5, counter=None):
     """Dataflow completion (see the module notes). Inputs as
     :func:`flowemu.kernels.incremental.incremental_completion_kernel`'s
     (checked by the caller), plus per flow its latency and its sender's and
@@ -203,7 +203,9 @@ def dataflow_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes
     does (each flow counted there at a lazy rate; a flow that enters the
     solve brings every resource it crosses back into it), and screens
     again as :func:`flowemu.kernels.incremental.incremental_events` does
-    (``rescreen_walk``, ``rescreen_stale``).
+    (``rescreen_walk``, ``rescreen_stale``). The flows whose transfer
+    ends are added to ``counter`` (int64[1], optional) as they end, for a
+    progress display.
 
     Returns ``(start, finish, end, moved, status)``: per flow the time it
     entered the solve and the time its fluid transfer ended (``+inf`` for
@@ -387,6 +389,8 @@ def dataflow_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes
             _, g, fsize = heap_pop(fk, fi, fpos, fsize)
             done[n_done] = g
             n_done += 1
+        if counter is not None:   # (flows finished, for a progress display)
+            counter[0] += n_done
         for i in range(n_done):
             g = done[i]
             fl[g, PHASE] = DONE

@@ -182,7 +182,7 @@ def moved_enough(events, moved, after, per_event):
 @njit(**NUMPY_ERRORS)
 def incremental_completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes,
                                   persistent, screen=False, switch_after=-1, switch_changes=0.0,
-                                  rescreen_walk=-1.0, rescreen_stale=0.5):
+                                  rescreen_walk=-1.0, rescreen_stale=0.5, counter=None):
     """Event-driven max-min completion of flows that all start at ``t = 0``,
     each event filling again only what its finished flows reach; with
     ``screen``, after the ``t = 0`` fill only over the resources that are,
@@ -198,6 +198,8 @@ def incremental_completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, e
     more than ``switch_changes`` rates each on average. While screening,
     it screens again between two events where the pools have gone stale
     (``rescreen_walk``, ``rescreen_stale``: :func:`incremental_events`).
+    The flows finished are added to ``counter`` (int64[1], optional) as
+    they finish, for a progress display.
     Returns ``(rate0, finish, moved, status)``.
     """
     n_flows = flow_ptr.shape[0] - 1
@@ -250,14 +252,15 @@ def incremental_completion_kernel(flow_ptr, res, frac, capacity, n_plain, w_t, e
         return rate0, finish, moved, STATUS_OK
     return incremental_events(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes,
                               persistent, screen, rate, rate0, finish, moved, switch_after,
-                              switch_changes, -1, 0.0, None, rescreen_walk, rescreen_stale)
+                              switch_changes, -1, 0.0, None, rescreen_walk, rescreen_stale,
+                              counter)
 
 
 @njit(**NUMPY_ERRORS)
 def incremental_events(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_bytes, persistent,
                        screen, rate, rate0, finish, moved, switch_after=-1, switch_changes=0.0,
                        bulk_after=-1, bulk_share=0.0, state=None, rescreen_walk=-1.0,
-                       rescreen_stale=0.5):
+                       rescreen_stale=0.5, counter=None):
     """The event loop of :func:`incremental_completion_kernel` from the
     max-min rates at ``t = 0`` (``rate``, with ``rate0``, ``finish`` and
     ``moved`` as far as they are known; inputs checked): each flow is held
@@ -282,6 +285,7 @@ def incremental_events(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_by
     from capacity: the pools were screened at loads that may have fallen
     since (a collective's flows finishing under a background load leave the
     links they saturated).
+    ``counter``: as :func:`incremental_completion_kernel`'s.
     Returns ``(rate0, finish, moved, status)``."""
     n_flows = flow_ptr.shape[0] - 1
     n_res = capacity.shape[0]
@@ -383,6 +387,8 @@ def incremental_events(flow_ptr, res, frac, capacity, n_plain, w_t, eps, flow_by
             return rate0, finish, moved, STATUS_STALLED
         t = t_next
         n_finite -= n_done
+        if counter is not None:   # (flows finished, for a progress display)
+            counter[0] += n_done
         for i in range(n_done):
             g = done[i]
             unhold(g, fl, ri)

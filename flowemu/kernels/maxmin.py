@@ -146,6 +146,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..core import progress
 from ..core.errors import SolverError
 from .completion import (
     SCREEN_START,
@@ -355,11 +356,31 @@ def solve_completion(routes, link_capacity, flow_bytes, *, flow_dst=None,
     counts = np.diff(flow_ptr)   # (once: both choices below read them)
     lazy = _screens(*_entries(counts))
     switch_after = -1 if lazy else SWITCH_EVENTS
+    with progress.counting(_finishing(counts, keep)) as counter:
+        rate0, finish, moved, status = _completion(
+            method, flow_ptr, link, frac, capacity, n_plain, w_t, eps, flow_bytes, keep, counts,
+            lazy, switch_after, counter)
+    if status in (STATUS_BAD_INPUT, STATUS_NONFINITE):
+        raise_bad_entry(link, frac, n_links)
+    return Solution(rate0=rate0, finish=finish, status=int(status),
+                    moved=None if persistent is None else moved)
+
+
+def _finishing(counts, keep) -> int:
+    """The flows a solve's events finish: with a path, not persistent (the
+    total a progress display shows; a flow of 0 bytes ends at the first)."""
+    return int(np.count_nonzero((counts > 0) & ~keep))
+
+
+def _completion(method, flow_ptr, link, frac, capacity, n_plain, w_t, eps, flow_bytes, keep,
+                counts, lazy, switch_after, counter):
+    """The kernels of :func:`solve_completion` for ``method``, on its
+    prepared problem: ``(rate0, finish, moved, status)``."""
     if method == "incremental":
         rate0, finish, moved, status = incremental_completion_kernel(
             flow_ptr, link, frac, capacity, n_plain, w_t, eps,
             flow_bytes, keep, lazy, switch_after, SWITCH_CHANGES, RESCREEN_WALK,
-            RESCREEN_STALE)
+            RESCREEN_STALE, counter)
     else:
         # "auto": the screened solver solves t = 0 and hands a step with many
         # finish times to the incremental one where the routes of the flows
@@ -370,24 +391,22 @@ def solve_completion(routes, link_capacity, flow_bytes, *, flow_dst=None,
             _method(*_entries(counts, keep), int(flow_ptr[-1])) == "incremental"
         rate0, finish, moved, status = screened_completion_kernel(
             flow_ptr, link, frac, capacity, n_plain, w_t, eps,
-            flow_bytes, keep, SCREEN_START, handoff, method == "auto")
+            flow_bytes, keep, SCREEN_START, handoff, method == "auto", counter)
         if status == STATUS_HANDOFF:
             state = np.empty(len(flow_bytes) + 1)
             rate0, finish, moved, status = incremental_events(
                 flow_ptr, link, frac, capacity, n_plain, w_t, eps,
                 flow_bytes, keep, lazy, rate0.copy(), rate0, finish, moved, switch_after,
-                SWITCH_CHANGES, BULK_AFTER, BULK_SHARE, state, RESCREEN_WALK, RESCREEN_STALE)
+                SWITCH_CHANGES, BULK_AFTER, BULK_SHARE, state, RESCREEN_WALK, RESCREEN_STALE,
+                counter)
             if status == STATUS_BULK:
                 status = _bulk_rest(flow_ptr, link, frac, capacity, n_plain, w_t, eps, keep,
-                                    state, finish, moved)
-    if status in (STATUS_BAD_INPUT, STATUS_NONFINITE):
-        raise_bad_entry(link, frac, n_links)
-    return Solution(rate0=rate0, finish=finish, status=int(status),
-                    moved=None if persistent is None else moved)
+                                    state, finish, moved, counter)
+    return rate0, finish, moved, status
 
 
 def _bulk_rest(flow_ptr, link, frac, capacity, n_plain, w_t, eps, keep, state, finish,
-               moved) -> int:
+               moved, counter) -> int:
     """The rest of a step the incremental solver stopped with
     ``STATUS_BULK`` (``state``: its time and each flow's bytes left, -1 when
     finished), solved by the screened re-solves on the flows left from that
@@ -401,7 +420,7 @@ def _bulk_rest(flow_ptr, link, frac, capacity, n_plain, w_t, eps, keep, state, f
     entry_left = np.repeat(left, np.diff(flow_ptr))
     _, sub_finish, sub_moved, status = screened_completion_kernel(
         sub_ptr, link[entry_left], frac[entry_left], capacity, n_plain, w_t, eps,
-        state[:-1][left], keep[left], SCREEN_START, False)
+        state[:-1][left], keep[left], SCREEN_START, False, False, counter)
     done = left & ~keep
     finish[done] = t + sub_finish[~keep[left]]
     moved[left & keep] += sub_moved[keep[left]]
@@ -477,10 +496,11 @@ def solve_dataflow(routes, link_capacity, flow_bytes, flow_latency, src_stage, d
     # a background whose routes are long (split routes on tori) moves at
     # most finishes: screen the resources far from capacity
     screen = _screens(*_entries(np.diff(flow_ptr)[keep]))   # (none: False)
-    start, finish, end, moved, status = dataflow_kernel(
-        flow_ptr, link, frac, capacity, n_plain, w_t, eps, flow_bytes,
-        keep, lat, src_stage, dst_stage, stage_ptr, stage_flows, pending, delay, stage_next,
-        release, screen, RESCREEN_WALK, RESCREEN_STALE)
+    with progress.counting(_finishing(np.diff(flow_ptr), keep)) as counter:
+        start, finish, end, moved, status = dataflow_kernel(
+            flow_ptr, link, frac, capacity, n_plain, w_t, eps, flow_bytes,
+            keep, lat, src_stage, dst_stage, stage_ptr, stage_flows, pending, delay, stage_next,
+            release, screen, RESCREEN_WALK, RESCREEN_STALE, counter)
     if status in (STATUS_BAD_INPUT, STATUS_NONFINITE):
         raise_bad_entry(link, frac, n_links)
     return DataflowSolution(start=start, finish=finish, end=end, moved=moved, status=int(status))

@@ -472,8 +472,10 @@ def test_incremental_solver_stops_for_bulk_resolves_with_the_bytes_left():
     assert moved[3] == 1.0   # the persistent flow at 1/4 for 4 s
     # the screened re-solves go on from there: the persistent flow moves
     # 1 byte more at 1/3 until t = 7 and 1 more at 1/2 until t = 9
+    counter = np.zeros(1, np.int64)
     assert maxmin._bulk_rest(flow_ptr, res, frac, cap, 1, none, none, keep, state, finish,
-                             moved) == 0
+                             moved, counter) == 0
+    assert counter[0] == 2   # (flows 1 and 2 finish there)
     np.testing.assert_allclose(finish[:3], [4.0, 7.0, 9.0], rtol=RTOL)
     np.testing.assert_allclose(moved[3], 3.0, rtol=RTOL)
 
