@@ -657,7 +657,8 @@ def test_files_are_read_beside_the_sweep_file_from_any_directory(tmp_path, monke
     summary = sweep("../study/s.toml", tmp_path / "out", jobs=1, progress=False)
     assert (summary.computed, summary.errors) == (4, [])
     assert capsys.readouterr().err == ""
-    row = load(tmp_path / "out").set_index("topology").loc[f"graph:{study / 'net.toml'}"]
+    # the rows name the file as the sweep file does (timed on the one beside it)
+    row = load(tmp_path / "out").set_index("topology").loc["graph:net.toml"]
     assert row["time_s"] == flowemu.simulate(f"graph:{study / 'net.toml'}", "ring",
                                              "1KiB")["time_s"].iloc[0]
     # beside a sweep file in the current directory, a path stays as written
@@ -666,6 +667,36 @@ def test_files_are_read_beside_the_sweep_file_from_any_directory(tmp_path, monke
         plan = load_sweep(path)
         assert plan.groups["graph"][0].topology == "graph:net.toml"
         assert plan.groups["files"][0].placement == "p.txt"
+
+
+def test_a_sweep_run_from_another_directory_writes_the_same_rows(tmp_path, monkeypatch):
+    """The rows of a sweep named each file by the path opened from the
+    current directory (placement 'study/p.txt' run from above it, 'p.txt'
+    beside it): one scenario became two in compare and plot, and a where
+    naming a file ('placement == "p.txt"') held only beside the sweep file.
+    Every column is now the same from any directory."""
+    study = tmp_path / "study"
+    files_beside(study)
+    write(study, NAMES_FILES + '\n[groups.where]\ntopology = "torus:4"\nranks = 2\n'
+                 'placement = ["linear", "p.txt"]\nwhere = "placement == \'p.txt\'"\n',
+          "s.toml")
+    monkeypatch.chdir(study)
+    sweep("s.toml", tmp_path / "beside", jobs=1, progress=False)
+    monkeypatch.chdir(tmp_path)
+    sweep("study/s.toml", tmp_path / "above", jobs=1, progress=False)
+    beside, above = (load(tmp_path / d).drop(columns="flowemu_version")
+                     .sort_values(["config_key", "job"]).reset_index(drop=True)
+                     for d in ("beside", "above"))
+    pd.testing.assert_frame_equal(beside, above)
+    assert set(above["placement"]) == {"linear", "p.txt", "j.txt"}
+    assert set(above["background"]) == {"", "bg.csv"}
+    assert "graph:net.toml" in set(above["topology"])
+    assert any("placement=j.txt]" in k for k in above["config_key"])
+    assert list(above.loc[above.group == "where", "placement"]) == ["p.txt"]
+    assert not any(str(study) in str(v) or "study/" in str(v) for v in above.to_numpy().ravel())
+    # and the dataset is the one resumed from anywhere
+    summary = sweep("study/s.toml", tmp_path / "beside", jobs=1, progress=False)
+    assert summary.computed == 0
 
 
 def test_a_file_only_in_the_current_directory_is_used_with_a_note(tmp_path, monkeypatch,

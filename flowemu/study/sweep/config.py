@@ -16,6 +16,7 @@ from ...core.presets import BUILTIN
 from ...core.units import format_size
 from ...topology.graph import split_file_options
 from ...whatif.background import GENERATORS
+from .paths import named_as_written
 
 #: the what-if fields (issue 16): failed and degraded links, the failure
 #: policy, Monte-Carlo failures (``failures`` random cables drawn with each
@@ -108,6 +109,15 @@ class Config:
     jobs: tuple = ()         # a job set timed in place of the algorithm (sweep/jobs.py)
     key: str = ""
     hash: str = ""
+    #: the files it names, each ``(path opened, text of the sweep file)``
+    #: where they differ (the sweep run from another directory): its rows
+    #: name each file as the sweep file does (:meth:`shown`)
+    written: tuple = ()
+
+    def shown(self, value):
+        """``value`` (a text; anything else as it is) with each file this
+        configuration opens named as the sweep file names it."""
+        return named_as_written(value, dict(self.written)) if self.written else value
 
     @property
     def num_rows(self) -> int:

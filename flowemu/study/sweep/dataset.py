@@ -108,10 +108,11 @@ NETWORK_COLUMNS = {"bandwidth": "bandwidth_Bps", "link_latency": "link_latency_s
 # ------------------------------------------------------------------ rows
 
 def sweep_fields(cfg) -> dict:
-    """The sweep columns of one configuration (in front of its result rows)."""
+    """The sweep columns of one configuration (in front of its result rows;
+    files named as the sweep file names them, from any directory)."""
     return {"sweep": cfg.sweep, "group": cfg.group, "config_key": cfg.key,
-            "config_hash": cfg.hash, "label": cfg.label, "algorithm_spec": cfg.algorithm,
-            "sizes_spec": cfg.sizes_text}
+            "config_hash": cfg.hash, "label": cfg.shown(cfg.label),
+            "algorithm_spec": cfg.shown(cfg.algorithm), "sizes_spec": cfg.sizes_text}
 
 
 def rows_frame(batches) -> pd.DataFrame:
@@ -125,10 +126,11 @@ def rows_frame(batches) -> pd.DataFrame:
 
 def error_row(cfg, error_type: str, message: str, internal: bool) -> dict:
     """One row of the errors table: the configuration's fields and the message."""
-    row = {**sweep_fields(cfg), "topology": cfg.topology, "ranks": cfg.ranks,
-           "model": cfg.model, "sync": cfg.sync, "collective": cfg.collective, "ecmp": cfg.ecmp, "seed": cfg.seed, "placement": cfg.placement,
+    row = {**sweep_fields(cfg), "topology": cfg.shown(cfg.topology), "ranks": cfg.ranks,
+           "model": cfg.model, "sync": cfg.sync, "collective": cfg.collective,
+           "ecmp": cfg.ecmp, "seed": cfg.seed, "placement": cfg.shown(cfg.placement),
            "fail": cfg.fail, "degrade": cfg.degrade, "fail_policy": cfg.fail_policy,
-           "slow": cfg.slow, "background": cfg.background}
+           "slow": cfg.slow, "background": cfg.shown(cfg.background)}
     row.update({col: float(getattr(cfg, f)) for f, col in NETWORK_COLUMNS.items()})
     row.update(error_type=error_type, error=message, internal=bool(internal),
                flowemu_version=__version__)

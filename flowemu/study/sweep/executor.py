@@ -77,6 +77,8 @@ def _run_one(cfg: Config, threads, max_memory) -> tuple[tuple[dict, list[dict]] 
             return None, error_row(cfg, type(exc).__name__, str(exc), internal=False)
         tb = "".join(traceback.format_exception(exc, limit=-4))
         return None, error_row(cfg, type(exc).__name__, f"{exc}\n{tb}", internal=True)
+    if cfg.written:   # a file named as the sweep file names it, from any directory
+        rows = [{k: cfg.shown(v) for k, v in row.items()} for row in rows]
     return (sweep_fields(cfg), rows), None
 
 

@@ -109,17 +109,7 @@ class SweepFiles:
             return self.as_written(value)
         if isinstance(value, (list, tuple)):
             return type(value)(self._text(v) for v in value)
-        if not isinstance(value, str) or not self.written:
-            return value
-        for path, text in self.written.items():
-            if value == path:
-                return text
-            for before in ("graph:", "placement=", "file:"):   # a spec, a job, a placement
-                at = value.find(before + path)
-                end = at + len(before + path)
-                if at >= 0 and (end == len(value) or value[end] in ", ]"):
-                    value = value[:at] + before + text + value[end:]
-        return value
+        return named_as_written(value, self.written)
 
     def _here(self) -> bool:
         """Whether the sweep file lies in the current directory."""
@@ -127,6 +117,23 @@ class SweepFiles:
             return os.path.samefile(self.base, ".")
         except OSError:
             return False
+
+
+#: a path within a text: not part of a longer name (``graph:P``, ``placement=P|``, ``P``)
+_PATH_CHARS = r"\w./\\-"
+
+
+def named_as_written(value, written: dict):
+    """``value`` (a text: a spec, a job, a configuration's key, a result
+    row's field) with each path opened (a key of ``written``) named as the
+    sweep file names it; anything else as it is."""
+    if not isinstance(value, str) or not written:
+        return value
+    for path, text in written.items():
+        if path in value:
+            value = re.sub(rf"(?<![{_PATH_CHARS}]){re.escape(path)}(?![{_PATH_CHARS}])",
+                           lambda _m, text=text: text, value)
+    return value
 
 
 def _from_here(path: Path) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -339,11 +340,16 @@ def _expand(path: Path, doc: dict) -> SweepPlan:
             if not (alg.traffic or alg.jobs) and not simulable(cfg, given, locs, refused,
                                                                simulated):
                 continue
-            h = config_hash(current().as_written(cfg.canonical()))
+            files = current()
+            h = config_hash(files.as_written(cfg.canonical()))
             if h in seen:
                 continue
             seen.add(h)
-            configs.append(replace(cfg, hash=h, key=config_key(cfg)))
+            named = json.dumps(cfg.canonical())
+            written = tuple((path, text) for path, text in files.written.items()
+                            if path in named)
+            cfg = replace(cfg, hash=h, written=written)
+            configs.append(replace(cfg, key=cfg.shown(config_key(cfg))))
         for loc, msg in misfits.items:   # after the loop: a where failure stops it early
             probs.add(loc, msg)
         for (loc, msg), keys in refused.items():

@@ -27,6 +27,7 @@ from .fields import (
     topo_info,
     type_name,
 )
+from .paths import current
 
 _WHERE_FUNCS = {
     "rate": lambda s: parse_rate(s, "rate()"), "time": lambda s: parse_time(s, "time()"),
@@ -112,7 +113,9 @@ def where_env(cfg: Config, alg: Alg) -> dict:
                algorithm_spec=alg.spec, label=alg.label, options=dict(alg.options))
     env["ranks"] = cfg.ranks if cfg.ranks is not None else info.nodes
     env["collective"] = cfg.collective
-    return env
+    # a file as the sweep file names it, from any directory ("placement ==
+    # 'p.txt'" held only where the sweep ran beside its file)
+    return current().as_written(env)
 
 
 def eval_where(code, text: str, env: dict, loc: str, probs: Problems) -> bool | None:
