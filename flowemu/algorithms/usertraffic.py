@@ -44,10 +44,12 @@ def read_traffic(path, max_memory=None) -> list[Traffic]:
     return read_traffic_steps(path, max_memory)[1]
 
 
-def read_traffic_steps(path, max_memory=None) -> tuple[np.ndarray, list[Traffic]]:
-    """:func:`read_traffic` plus the step numbers of the file, ``(int64[S], [Traffic])``."""
+def read_traffic_steps(path, max_memory=None, whole: bool = False
+                       ) -> tuple[np.ndarray, list[Traffic]]:
+    """:func:`read_traffic` plus the step numbers of the file, ``(int64[S],
+    [Traffic])``; with ``whole``, bytes must be whole numbers (a sweep's)."""
     return frame_steps(read_table(path, "traffic", max_memory), f"traffic {str(path)!r}",
-                       path)
+                       path, whole)
 
 
 def read_table(path, option: str = "traffic", max_memory=None, missing: str = ""):
@@ -114,7 +116,8 @@ def _is_number_text(text: str) -> bool:
     return True
 
 
-def frame_steps(df, where: str = "traffic", path=None) -> tuple[np.ndarray, list[Traffic]]:
+def frame_steps(df, where: str = "traffic", path=None, whole: bool = False
+                ) -> tuple[np.ndarray, list[Traffic]]:
     """Check a DataFrame of flows and split it into steps.
 
     Parameters
@@ -127,6 +130,8 @@ def frame_steps(df, where: str = "traffic", path=None) -> tuple[np.ndarray, list
     path : str or Path, optional
         The CSV file ``df`` was read from: a message naming a row also
         names its line in the file.
+    whole : bool
+        Bytes must be whole numbers (a sweep's rows hold whole bytes).
 
     Returns
     -------
@@ -177,6 +182,13 @@ def frame_steps(df, where: str = "traffic", path=None) -> tuple[np.ndarray, list
         i = int(bad[0])
         raise ConfigError(f"{where}: column bytes {row(i)}: {show(df['bytes'].iloc[i])} is not "
                           "a number of bytes in 0..2**53 (8PiB)")
+    if whole:
+        part = np.flatnonzero(nbytes != np.floor(nbytes))
+        if len(part):
+            i = int(part[0])
+            raise ConfigError(f"{where}: column bytes {row(i)}: {show(df['bytes'].iloc[i])} is "
+                              "not a whole number of bytes, as a sweep's size_bytes column "
+                              "holds them (round the column, e.g. pandas' df['bytes'].round())")
     same = np.flatnonzero(cols["src"] == cols["dst"])
     if len(same):
         i = int(same[0])

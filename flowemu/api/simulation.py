@@ -344,6 +344,12 @@ def _predicted(run: Run, algorithm: str) -> list[dict]:
     return rows
 
 
+def _whole(total: float):
+    """A traffic's bytes as ``size_bytes``: an integer, as an algorithm's
+    sizes are, unless its flows carry fractions of a byte."""
+    return int(total) if float(total).is_integer() else float(total)
+
+
 def time_traffic(topology, traffic, *, ecmp: str = "split", seed: int = 0, placement=None,
                  network: Network | None = None, name: str | None = None,
                  threads: int | None = None, max_memory=None, fail=None, degrade=None,
@@ -407,7 +413,7 @@ def time_traffic(topology, traffic, *, ecmp: str = "split", seed: int = 0, place
                       for s, k in zip(sched.steps.patterns, sched.steps.counts().tolist())))
     row = {**run.row, "algorithm": "traffic",
            "cross_group_bytes": cross_group_share(sched, run.topology, run.mapping),
-           "model": "flow", "variant": sched.variant, "options": "", "size_bytes": total,
+           "model": "flow", "variant": sched.variant, "options": "", "size_bytes": _whole(total),
            "time_s": t, "goodput_Bps": total / t if t > 0 else np.inf, "steps": sched.num_steps,
            "background_Bps": carried, "note": sched.note}
     return pd.DataFrame([row], columns=RESULT_COLUMNS)

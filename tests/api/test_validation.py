@@ -349,6 +349,17 @@ def test_traffic_csv_rows_name_their_line(tmp_path, text, needle):
     assert needle in _message(lambda: flowemu.simulate(TOPO, "ring", background=str(path)))
 
 
+def test_traffic_size_bytes_is_an_integer_where_the_bytes_are_whole(tmp_path):
+    """``size_bytes`` of a traffic's row was a float (2000000.0) where an
+    algorithm's is an integer; a traffic of fractional bytes keeps them."""
+    path = tmp_path / "t.csv"
+    path.write_text("step,src,dst,bytes\n0,0,1,1000000\n1,1,2,1000000\n")
+    whole = flowemu.time_traffic(TOPO, path)
+    assert whole["size_bytes"].dtype == np.int64 and whole["size_bytes"][0] == 2_000_000
+    path.write_text("step,src,dst,bytes\n0,0,1,1000000\n1,1,2,1000000.5\n")
+    assert flowemu.time_traffic(TOPO, path)["size_bytes"][0] == 2_000_000.5
+
+
 def test_traffic_dataframe_rows_have_no_line():
     msg = _message(lambda: flowemu.time_traffic(TOPO, _frame([(0, 0, 1, 5), (0, 2, 2, 5)])))
     assert "row 1: src equals dst" in msg and "line" not in msg

@@ -94,6 +94,10 @@ def test_traffic_in_a_group_beside_algorithms(tmp_path):
     ('traffic = "t.csv"\nranks = 4', "ranks does not apply to traffic"),
     ('traffic = "t.csv"\nmodel = "genmodel"', "model = \"flow\" only"),
     ('traffic = "far.csv"', "uses rank 99, which does not exist on torus:4x4"),
+    # fractional bytes: the sweep wrote its rows with a traceback (size_bytes is an
+    # integer column of a dataset)
+    ('traffic = "half.csv"', ("column bytes row 0 (line 2): 1024.5 is not a whole number of "
+                              "bytes, as a sweep's size_bytes column holds them")),
     # what a reduction costs: traffic reduces nothing (the row recorded gamma, the
     # time was the same)
     ('traffic = "t.csv"\ngamma = "1ns"', "gamma: does not apply beside traffic"),
@@ -104,6 +108,7 @@ def test_traffic_in_a_group_beside_algorithms(tmp_path):
 def test_bad_traffic_is_refused_up_front_naming_field_and_file(tmp_path, text, needle):
     write_traffic(tmp_path / "t.csv", [(0, 0, 1, 1024)])
     write_traffic(tmp_path / "far.csv", [(0, 0, 99, 1024)])
+    write_traffic(tmp_path / "half.csv", [(0, 0, 1, 1024.5)])
     pd.DataFrame({"step": [0], "src": [0], "dst": [1]}).to_csv(tmp_path / "bad.csv",
                                                               index=False)
     cfg = write(tmp_path, f'topology = "torus:4x4"\n{text}\n')
@@ -111,7 +116,7 @@ def test_bad_traffic_is_refused_up_front_naming_field_and_file(tmp_path, text, n
         load_sweep(cfg)
     msg = str(exc.value)
     assert needle in msg, msg
-    if needle.startswith(("traffic: nope.csv", "missing", "uses rank")):
+    if needle.startswith(("traffic: nope.csv", "missing", "uses rank", "column bytes")):
         assert text.split('"')[1] in msg   # the file is named
 
 
@@ -145,6 +150,7 @@ def test_every_problem_of_a_traffic_list_is_said_at_once(tmp_path):
     topology was said only once the other file was mended)."""
     write_traffic(tmp_path / "t.csv", [(0, 0, 1, 1024)])
     write_traffic(tmp_path / "far.csv", [(0, 0, 99, 1024)])
+    write_traffic(tmp_path / "half.csv", [(0, 0, 1, 1024.5)])
     pd.DataFrame({"step": [0], "src": [0], "dst": [1]}).to_csv(tmp_path / "bad.csv",
                                                               index=False)
     cfg = write(tmp_path, 'topology = "torus:4x4"\ntraffic = ["bad.csv", "far.csv", "t.csv"]\n')

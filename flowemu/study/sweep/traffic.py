@@ -79,7 +79,7 @@ def traffic_ranks(path: str) -> int:
 
 @lru_cache(maxsize=64)
 def _ranks_of(path: str, digest: str) -> int:
-    _, steps = read_traffic_steps(path)
+    _, steps = read_traffic_steps(path, whole=True)
     return max(int(max(t.src.max(), t.dst.max())) for t in steps if t.num_flows) + 1
 
 
