@@ -121,6 +121,31 @@ def test_equal_values_have_one_hash(tmp_path):
     assert load_sweep(write(tmp_path, base, "a.toml")).configs[0].hash == h1.hash
 
 
+def test_values_of_a_list_that_are_one_value_are_noted(tmp_path, capsys):
+    """Grid values that read as one (a rate in two units, an option spelt at
+    its default, a topology with its default written out) counted once with
+    no word: the dry run showed fewer configurations than the file seemed
+    to list. Each is noted, naming the field and both values."""
+    path = write(tmp_path, 'sizes = "1KiB"\n'
+                           'topology = ["fattree:k=4", "fattree:k=4,levels=3", "torus:4x4"]\n'
+                           'algorithm = ["ring", "recdoub", "ring:ports=max"]\n'
+                           'bandwidth = ["400Gb/s", "50GB/s", "100Gb/s"]\n'
+                           'seed = [0, 0]\n', "d.toml")
+    plan = load_sweep(path)
+    assert len(plan.configs) == 2 * 2 * 2
+    assert plan.notes == [
+        "topology: 'fattree:k=4,levels=3' is the same as 'fattree:k=4'; the grid counts it once",
+        "algorithm: 'ring:ports=max' is the same as 'ring'; the grid counts it once",
+        "bandwidth: '50GB/s' is the same as '400Gb/s'; the grid counts it once",
+        "seed: 0 repeats 0; the grid counts it once"]
+    assert main(["sweep", str(path), "--dry-run"]) == 0
+    assert "flowemu: note: bandwidth: '50GB/s' is the same as '400Gb/s'" in capsys.readouterr().err
+    # distinct values, and the seeds of a grid without hash (said in the docs), say nothing
+    plain = write(tmp_path, 'sizes = "1KiB"\ntopology = "torus:4x4"\nalgorithm = "ring"\n'
+                            'ecmp = ["split", "hash"]\nseed = [0, 1]\n', "e.toml")
+    assert load_sweep(plain).notes == []
+
+
 BUILT_IN = """
 sizes = "1KiB,1MiB"
 [groups.main]

@@ -101,6 +101,23 @@ def load_sweep(path) -> SweepPlan:
     return plan
 
 
+def _repeated(raw, loc: str, parse) -> list[str]:
+    """A note for each value of the list ``raw`` that is the same as one
+    before it once read (``"50GB/s"`` after ``"400Gb/s"``, ``"ring:ports=max"``
+    after ``"ring"``; ``parse`` reads one value): the grid counts it once,
+    which its count showed with no word."""
+    if not isinstance(raw, list) or len(raw) < 2:
+        return []
+    values = [parse(one) for one in raw]
+    out = []
+    for j, value in enumerate(values):
+        first = None if not value else next((i for i in range(j) if values[i] == value), None)
+        if first is not None:
+            same = "repeats" if raw[first] == raw[j] else "is the same as"
+            out.append(f"{loc}: {raw[j]!r} {same} {raw[first]!r}; the grid counts it once")
+    return out
+
+
 def _expand(path: Path, doc: dict) -> SweepPlan:
     """The groups and configurations of a sweep file read into ``doc``."""
     probs = Problems()
@@ -133,6 +150,7 @@ def _expand(path: Path, doc: dict) -> SweepPlan:
                                                           f"{type_name(gd)}")
 
     parsed: dict[str, object] = {}   # location -> parsed values (a top-level key once)
+    repeats: list[str] = []   # notes: values of one list that name the same value
 
     def field_values(name, table, prefix, collective="allreduce"):
         src, loc = (table, f"{prefix}{name}") if name in table else (doc, name)
@@ -145,6 +163,9 @@ def _expand(path: Path, doc: dict) -> SweepPlan:
                            else parse_traffic_field(raw, loc, probs)
                            if name == "traffic" else parse_jobs_field(raw, loc, probs)
                            if name == "jobs" else parse_field(name, raw, loc, probs, collective))
+            if name not in ("sizes", "traffic", "jobs") and parsed[key] is not None:
+                repeats.extend(_repeated(
+                    raw, loc, lambda one: parse_field(name, [one], loc, Problems(), collective)))
         return parsed[key], loc, True
 
     def sources(table, prefix):
@@ -364,6 +385,7 @@ def _expand(path: Path, doc: dict) -> SweepPlan:
         plan.configs.extend(configs)
     if probs.items:
         raise SweepConfigError(str(path), probs.items)
+    plan.notes.extend(repeats)
     idle = sorted({c.slow for c in plan.configs if costless_slow(c)})
     if idle:   # (as `flowemu run --slow` notes it)
         plan.notes.append(f"slow {', '.join(map(repr, idle))}: a slower reduction costs nothing "
