@@ -195,8 +195,10 @@ def format_size(nbytes: float) -> str:
     printed number is below 1024 (1073741823 bytes, 1023.999… MiB, prints
     as 1GiB, not 1024MiB). A size that binary units do not print exactly
     but a decimal unit does is printed in it: 8MB (8,000,000 bytes), not
-    7.63MiB."""
+    7.63MiB. NaN and infinities print as ``nan``, ``inf``."""
     n = float(nbytes)
+    if not math.isfinite(n):
+        return _not_finite(n)
     binary = _binary_size(n)
     if n >= 1000 and not _exact_size(binary, n):
         # the decimal unit in which it is below 1000, if it is whole there
@@ -232,6 +234,11 @@ def _binary_size(n: float) -> str:
     raise AssertionError(n)
 
 
+def _not_finite(v: float) -> str:
+    """``nan``, ``inf`` or ``-inf`` (with no unit: 'nanb/s' read as a rate)."""
+    return "nan" if math.isnan(v) else "inf" if v > 0 else "-inf"
+
+
 def parse_rate(text, field: str = "bandwidth") -> float:
     """Bytes per second (> 0): a number is bytes/s (SI, from inside flowemu;
     a user's value goes through :func:`user_rate`); a string needs its unit;
@@ -263,8 +270,11 @@ def parse_rate(text, field: str = "bandwidth") -> float:
 
 
 def format_rate(bytes_per_s: float) -> str:
-    """Bits per second with a decimal prefix, as network people say it."""
+    """Bits per second with a decimal prefix, as network people say it
+    (NaN and infinities as ``nan``, ``inf``)."""
     bits = float(bytes_per_s) * 8
+    if not math.isfinite(bits):
+        return _not_finite(bits)
     for unit, scale in (("Tb/s", 1e12), ("Gb/s", 1e9), ("Mb/s", 1e6), ("kb/s", 1e3)):
         if abs(bits) >= scale:
             return f"{bits / scale:.4g}{unit}"
@@ -306,7 +316,11 @@ def parse_time(text, field: str = "time") -> float:
 
 
 def format_time(seconds: float) -> str:
+    """Seconds in the largest unit below them: 1.5ms, 100ns, 20ps (NaN and
+    infinities as ``nan``, ``inf``)."""
     s = float(seconds)
+    if not math.isfinite(s):
+        return _not_finite(s)
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
         if abs(s) >= scale:
             return f"{s / scale:.4g}{unit}"

@@ -282,6 +282,11 @@ def _wide_table(cmp: pd.DataFrame) -> str:
         if col in wide.columns:
             wide[col] = wide[col].map(format_time)
             wide = wide.rename(columns={col: col[:-2]})
+    # and the costs per byte as the sweep file gives them (gamma = "1ps": per byte)
+    for col in ("gamma_s_per_B", "delta_s_per_B", "incast_slope_s_per_B"):
+        if col in wide.columns:
+            wide[col] = wide[col].map(lambda v: f"{format_time(v)}/B")
+            wide = wide.rename(columns={col: col.removesuffix("_s_per_B")})
     return wide.to_string(index=False)
 
 

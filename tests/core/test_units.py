@@ -282,3 +282,14 @@ def test_a_negative_time_is_refused_as_negative(value, says):
         Network(link_latency=value)
     assert says in str(got.value)
     assert '"-1ns"' not in str(got.value)
+
+
+def test_formats_say_nan_and_inf_without_a_unit():
+    """NaN read 'nanb/s' as a rate and 'nanps' as a time, and a size of NaN
+    raised ValueError from deep inside; each is 'nan' now, an infinity 'inf'."""
+    for fmt in (format_rate, format_size, format_time):
+        assert fmt(float("nan")) == "nan"
+        assert fmt(float("inf")) == "inf"
+    assert format_time(float("-inf")) == "-inf"
+    assert (format_rate(5e10), format_size(1024), format_time(1e-12)) == ("400Gb/s", "1KiB",
+                                                                           "1ps")

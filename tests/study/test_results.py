@@ -175,6 +175,17 @@ def test_compare_table_gives_latencies_their_units():
     assert [line.split()[2] for line in lines] == ["0s", "500ns"]
 
 
+def test_compare_table_gives_costs_per_byte_their_units():
+    """A swept gamma printed as 1.000000e-12 and 0.000000e+00: it reads
+    1ps/B under a column named gamma, as the sweep file gives it."""
+    rows = [("torus:8x8", 64, 1024, alg, g) for alg, g in (("swing", 10e9), ("ring", 5e9))]
+    df = pd.concat([frame(rows).assign(gamma_s_per_B=g) for g in (0.0, 1e-12)],
+                   ignore_index=True)
+    header, *lines = compare_table(compare(df)).splitlines()
+    assert "gamma" in header.split() and "gamma_s_per_B" not in header
+    assert [line.split()[2] for line in lines] == ["0s/B", "1ps/B"]
+
+
 # ------------------------------------------------------------------ datasets
 
 SMALL = """
