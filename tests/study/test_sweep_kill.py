@@ -262,6 +262,12 @@ def test_a_killed_workers_finished_configurations_are_not_run_again(tmp_path, mo
     s = sweep(path, out, jobs=2, chunk_size=20, progress=False)
     assert (s.computed, s.failed) == (len(configs) - 1, 1)
     assert [h for h, in load_errors(out)[["config_hash"]].itertuples(index=False)] == [victim.hash]
+    # the summary says the workers died (in its chunk, alone, then alone again,
+    # each time killed by SIGKILL): it said nothing of it
+    assert len(s.worker_deaths) == 3
+    assert ("the worker processes died 3 times (worker process died (killed by signal 9, "
+            "e.g. out of memory)); what they finished was saved and the rest ran again") \
+        in s.text()
     ran = log.read_text().split()
     # (the other worker, stopped when the pool broke, may lose the one it ran)
     assert len(ran) - len(set(ran)) <= 1

@@ -359,6 +359,10 @@ class Tasks:
         configurations of ``chunk`` still to run."""
         return chunk
 
+    def broke(self, reason: str) -> None:
+        """The pool lost its workers (``reason``: what killed one) and was
+        started again."""
+
 
 def run_local(chunks, tasks: Tasks):
     for chunk in chunks:
@@ -424,6 +428,8 @@ def run_pool(pool, chunks, tasks: Tasks):
             # a broken pool fails every task in flight: collect them all
             done = wait(list(inflight))[0] if broken and inflight else ()
         reason = pool.restart() if broken else ""
+        if broken:
+            tasks.broke(reason)
         # a pool that breaks with no task lost (its idle workers die) has no
         # configuration to blame; give up after a few
         idle_breaks = idle_breaks + 1 if broken and not lost else 0

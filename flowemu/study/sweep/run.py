@@ -59,6 +59,9 @@ class SweepSummary:
     pruned_rows: int = 0
     replaced: str = ""      # the other sweep whose results prune replaced
     errors: list[tuple[str, str]] = field(default_factory=list)
+    #: why the local workers died, once per restart of the pool (each
+    #: configuration they ran was saved from their journals or run again)
+    worker_deaths: list[str] = field(default_factory=list)
 
     def __fspath__(self) -> str:
         return str(self.path)
@@ -86,6 +89,11 @@ class SweepSummary:
             out += (f"\n  pruned: {counted(self.pruned, 'configuration')} "
                     f"({counted(self.pruned_rows, 'row')}) no "
                     "longer in the sweep")
+        if self.worker_deaths:
+            n = len(self.worker_deaths)
+            why = "; ".join(dict.fromkeys(self.worker_deaths))
+            out += (f"\n  the worker processes died {'once' if n == 1 else f'{n} times'} "
+                    f"({why}); what they finished was saved and the rest ran again")
         if self.internal:
             out += (f"\n  {self.internal} of the failures are unexpected exceptions "
                     "(flowemu bugs; see the error column)")
@@ -364,6 +372,9 @@ class _Saving(Tasks):
         gone = saved.hashes | {e["config_hash"] for e in saved.errors}
         self._count(len(gone), saved.errors)
         return [c for c in chunk if c.hash not in gone]
+
+    def broke(self, reason: str) -> None:
+        self.summary.worker_deaths.append(reason)
 
     def _count(self, configs: int, errors: list[dict]) -> None:
         self.summary.failed += len(errors)
