@@ -140,6 +140,20 @@ def test_values_of_a_list_that_are_one_value_are_noted(tmp_path, capsys):
         "seed: 0 repeats 0; the grid counts it once"]
     assert main(["sweep", str(path), "--dry-run"]) == 0
     assert "flowemu: note: bandwidth: '50GB/s' is the same as '400Gb/s'" in capsys.readouterr().err
+    # an option table, a job set, a traffic file: as the file writes them
+    (tmp_path / "t.csv").write_text("step,src,dst,bytes\n0,0,1,1000\n")
+    tables = write(tmp_path, 'sizes = "1KiB"\ntopology = "torus:4x4"\n[groups.a]\n'
+                             'algorithm = [{ name = "recdoub", variant = ["latency"] }, '
+                             '{ name = "recdoub", variant = ["latency"] }]\n[groups.t]\n'
+                             'traffic = ["t.csv", "./t.csv"]\n[groups.j]\n'
+                             'jobs = [["algorithm=ring size=1MiB ranks=4"], '
+                             '["algorithm=ring size=1MiB ranks=4"]]\n', "f.toml")
+    assert load_sweep(tables).notes == [
+        ("groups.a.algorithm: {name = 'recdoub', variant = ['latency']} repeats "
+         "{name = 'recdoub', variant = ['latency']}; the grid counts it once"),
+        "groups.t.traffic: './t.csv' is the same as 't.csv'; the grid counts it once",
+        ("groups.j.jobs: ['algorithm=ring size=1MiB ranks=4'] repeats "
+         "['algorithm=ring size=1MiB ranks=4']; the grid counts it once")]
     # distinct values, and the seeds of a grid without hash (said in the docs), say nothing
     plain = write(tmp_path, 'sizes = "1KiB"\ntopology = "torus:4x4"\nalgorithm = "ring"\n'
                             'ecmp = ["split", "hash"]\nseed = [0, 1]\n', "e.toml")
@@ -722,6 +736,31 @@ def test_a_sweep_run_from_another_directory_writes_the_same_rows(tmp_path, monke
     # and the dataset is the one resumed from anywhere
     summary = sweep("study/s.toml", tmp_path / "beside", jobs=1, progress=False)
     assert summary.computed == 0
+
+
+def test_a_file_written_two_ways_is_one_file_from_any_directory(tmp_path, monkeypatch):
+    """``p.txt`` and ``./p.txt`` were two configurations beside the sweep
+    file and one from above it (where a where naming 'p.txt' then matched
+    neither): a file's name is taken without its ./ and dir/.. parts."""
+    study = tmp_path / "study"
+    files_beside(study)
+    write(study, 'sizes = "1KiB"\ntopology = "torus:4"\nalgorithm = "ring"\nranks = 2\n'
+                 'placement = ["p.txt", "./p.txt", "sub/../p.txt", "linear"]\n'
+                 'background = ["bg.csv", "./bg.csv"]\n'
+                 "where = \"placement == 'p.txt' and background == 'bg.csv'\"\n", "s.toml")
+    plans = []
+    for here, name in ((study, "s.toml"), (tmp_path, "study/s.toml")):
+        monkeypatch.chdir(here)
+        plan = load_sweep(name)
+        plans.append(({c.key: c.hash for c in plan.configs}, plan.notes))
+    assert plans[0] == plans[1]
+    keys, notes = plans[0]
+    assert list(keys) == [("main|torus:4|ring:ports=max|ranks=2|placement=p.txt|"
+                          "background=bg.csv|sizes=1KiB")]
+    assert notes == [
+        "placement: './p.txt' is the same as 'p.txt'; the grid counts it once",
+        "placement: 'sub/../p.txt' is the same as 'p.txt'; the grid counts it once",
+        "background: './bg.csv' is the same as 'bg.csv'; the grid counts it once"]
 
 
 def test_a_file_only_in_the_current_directory_is_used_with_a_note(tmp_path, monkeypatch,

@@ -56,6 +56,9 @@ class SweepFiles:
         note). Beside a sweep file in the current directory it is ``text``
         itself (the configurations keep the identity they had), else relative
         to the current directory when it lies below it, else absolute.
+        ``text`` is taken without its ``./`` and ``dir/..`` parts
+        (``os.path.normpath``): ``./p.txt`` and ``p.txt`` are one file, one
+        configuration, from any directory.
 
         Raises
         ------
@@ -68,6 +71,7 @@ class SweepFiles:
         """
         if not text or os.path.isabs(text):
             return text
+        given, text = text, os.path.normpath(text)
         beside = self.base / text
         if os.path.exists(beside):
             return self._opened(text, beside)
@@ -79,8 +83,8 @@ class SweepFiles:
                     f"directory: there is no {os.path.abspath(beside)} beside the sweep "
                     "file, where its paths are read from")
             return text
-        if not (required or _FILE_NAME.search(text)):
-            return text
+        if not (required or _FILE_NAME.search(given)):
+            return given
         if checked_later:
             return self._opened(text, beside)
         looked = f"{os.path.abspath(beside)} (beside the sweep file)"

@@ -114,8 +114,19 @@ def _repeated(raw, loc: str, parse) -> list[str]:
         first = None if not value else next((i for i in range(j) if values[i] == value), None)
         if first is not None:
             same = "repeats" if raw[first] == raw[j] else "is the same as"
-            out.append(f"{loc}: {raw[j]!r} {same} {raw[first]!r}; the grid counts it once")
+            out.append(f"{loc}: {_written(raw[j])} {same} {_written(raw[first])}; the grid "
+                       "counts it once")
     return out
+
+
+def _written(value) -> str:
+    """A value of a sweep file as a note shows it: a string quoted, a table
+    as TOML writes it (``{name = 'ring', ports = [1, 2]}``)."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k} = {_written(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_written(v) for v in value) + "]"
+    return repr(value)
 
 
 def _expand(path: Path, doc: dict) -> SweepPlan:
@@ -163,9 +174,13 @@ def _expand(path: Path, doc: dict) -> SweepPlan:
                            else parse_traffic_field(raw, loc, probs)
                            if name == "traffic" else parse_jobs_field(raw, loc, probs)
                            if name == "jobs" else parse_field(name, raw, loc, probs, collective))
-            if name not in ("sizes", "traffic", "jobs") and parsed[key] is not None:
-                repeats.extend(_repeated(
-                    raw, loc, lambda one: parse_field(name, [one], loc, Problems(), collective)))
+            if name != "sizes" and parsed[key] is not None:
+                def one_value(one, name=name, loc=loc, collective=collective):
+                    quiet = Problems()
+                    return (parse_traffic_field([one], loc, quiet) if name == "traffic"
+                            else parse_jobs_field([one], loc, quiet) if name == "jobs"
+                            else parse_field(name, [one], loc, quiet, collective))
+                repeats.extend(_repeated(raw, loc, one_value))
         return parsed[key], loc, True
 
     def sources(table, prefix):
