@@ -216,17 +216,28 @@ def _row_name(i: int, path=None) -> str:
 
 def _data_line(path: Path, i: int) -> int | None:
     """The line of a CSV file where its data row ``i`` (from 0, after the
-    header; blank lines skipped, as pandas reads it) starts, or None."""
+    header) starts, or None. As pandas reads it: a line that is empty or
+    only whitespace is skipped (a byte-order mark at the start too), a line
+    of empty fields (``,,,``, ``""``) is a row."""
     import csv
 
+    lines: list[str] = []   # the physical lines the reader took for a record
+
+    def taking(fh):
+        for line in fh:
+            lines.append(line)
+            yield line
+
     try:
-        with open(path, newline="", encoding="utf-8", errors="replace") as fh:
-            rows = csv.reader(fh)
+        with open(path, newline="", encoding="utf-8-sig", errors="replace") as fh:
+            rows = csv.reader(taking(fh))
             start = 1
             header = True
             k = 0
-            for record in rows:
-                if record and any(field.strip() for field in record):
+            for _ in rows:
+                blank = len(lines) == 1 and not lines[0].strip()
+                lines.clear()
+                if not blank:
                     if header:
                         header = False
                     elif k == i:

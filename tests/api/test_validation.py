@@ -336,6 +336,12 @@ def test_traffic_csv_columns(tmp_path, text, needle):
     # pandas skips blank lines: the row's line counts them
     ("step,src,dst,bytes\n\n0,0,1,100\n\n\n0,1,1,5\n", "row 1 (line 6): src equals dst"),
     ("\nstep,src,dst,bytes\n0,0,1,-5\n", "column bytes row 0 (line 3): -5"),
+    # a line of empty fields is a row to pandas (a blank one is not)
+    ("step,src,dst,bytes\n0,0,1,100\n,,,\n0,2,2,1\n", "column step row 1 (line 3): the field is empty"),
+    ('step,src,dst,bytes\n0,0,1,100\n""\n0,2,2,1\n', "column step row 1 (line 3): the field is empty"),
+    ("step,src,dst,bytes\n0,0,1,100\n \t \n0,2,2,1\n", "row 1 (line 4): src equals dst"),
+    # a byte-order mark alone on the first line
+    ("\ufeff\nstep,src,dst,bytes\n0,0,1,100\n0,2,2,1\n", "row 1 (line 4): src equals dst"),
     # a quoted field over lines 2-3: the row after it is on line 4
     ('step,src,dst,bytes\n0,0,1,"1\n0"\n0,2,x,1\n', "column dst row 1 (line 4): 'x'"),
 ])
