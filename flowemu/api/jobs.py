@@ -28,8 +28,8 @@ from ..whatif.faults import check_fail_policy
 from ..whatif.jobs import JOB_KEYS, JobSpec, job_mappings, job_text, parse_job
 from .run import build_topology, expand_algorithm
 
-__all__ = ["JOB_COLUMNS", "JOB_KEYS", "JobSpec", "check_job_failures", "check_jobs",
-           "job_text", "parse_job", "simulate_jobs"]
+__all__ = ["JOB_COLUMNS", "JOB_KEYS", "JobSpec", "check_job_failures", "check_job_schedules",
+           "check_jobs", "job_text", "parse_job", "simulate_jobs"]
 
 #: one line on a job's keys (``flowemu list``)
 JOB_DOC = ("algorithm=NAME[:opts] size=SIZE [ranks=N] [placement=packed|linear|random:SEED|FILE] "
@@ -66,6 +66,16 @@ def check_job_failures(topology, jobs, network, fail, degrade, fail_policy) -> N
         for _, sched in _schedules(j, alg, candidates, len(ends), applied.topology, network,
                                    specs[j].size):
             _check_policy(j, sched, applied.topology, ends, whatif.fail_policy, alg)
+
+
+def check_job_schedules(topology, jobs, network) -> None:
+    """What :func:`simulate_jobs` refuses before it solves on a healthy
+    network, each job's schedules built (and dropped): a ConfigError naming
+    the job (``ring:ports=4`` on ranks that are no 2-D grid)."""
+    topo = build_topology(topology)
+    specs, chosen, mappings = check_jobs(topo, jobs)
+    for j, ((alg, candidates), ends) in enumerate(zip(chosen, mappings, strict=True)):
+        _schedules(j, alg, candidates, len(ends), topo, network, specs[j].size)
 
 
 def _schedules(j, alg, candidates, p, topo, net, size) -> list:
@@ -114,7 +124,16 @@ def check_jobs(topo, jobs) -> tuple:
                               "aggregation streams one job at a time; it is not offered in "
                               "several-job runs yet")
         chosen.append((alg, candidates))
-    return specs, chosen, job_mappings(specs, topo)
+    mappings = job_mappings(specs, topo)
+    for j, ((alg, candidates), ends) in enumerate(zip(chosen, mappings, strict=True)):
+        if alg.check is not None:   # what its builder would refuse, without building
+            try:
+                for cand in candidates:
+                    alg.check(len(ends), cand)
+            except ConfigError as exc:
+                raise ConfigError(f"jobs[{j}].algorithm: "
+                                  f"{str(exc).removeprefix('algorithm: ')}") from None
+    return specs, chosen, mappings
 
 
 def simulate_jobs(topology, jobs, *, sync: str = "barrier", ecmp: str = "split",

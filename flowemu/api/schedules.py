@@ -32,8 +32,11 @@ def schedule(algorithm: str, topology, ranks: int | None = None, *, size=None,
         Number of ranks (default: every endpoint).
     size : int or str, optional
         The vector size, for the algorithms whose steps depend on it
-        (GenTree's plan, butterfly's ``r``); refused for the others (their
-        steps are the same at every size).
+        (GenTree's plan, butterfly's ``r``, what ``mpich`` and ``nccl``
+        pick); refused for the others (their steps are the same at every
+        size). Without it they plan for 256 MiB, and the schedule's profile
+        gives :func:`flowemu.simulate`'s times only where simulate makes the
+        same plan.
     network : Network, optional
         The network a size-dependent plan is made for (default ``Network()``);
         refused for the others, as ``size`` is.

@@ -249,8 +249,10 @@ def run_interruptible(work: Callable[[], int], stream=None,
     saved = sys.stdout, sys.stderr
     if shown is not None:
         # the command's first output erases the line and ends it (a table
-        # must not start after it, on the same line)
-        sys.stdout, sys.stderr = _Erasing(sys.stdout, shown), _Erasing(sys.stderr, shown)
+        # must not start after it, on the same line); a note on stderr only
+        # erases it, and it is drawn again below the note
+        sys.stdout, sys.stderr = (_Erasing(sys.stdout, shown),
+                                  _Erasing(sys.stderr, shown, ends=stream is not sys.stderr))
     worker = threading.Thread(target=target, name="flowemu-command", daemon=True)
     worker.start()
     try:
@@ -290,6 +292,7 @@ class _ProgressLine:
         self.stream = stream
         self.drawn = ""
         self.ended = False
+        self.held = False
         self.lock = threading.Lock()
 
     def end(self) -> None:
@@ -300,8 +303,15 @@ class _ProgressLine:
 
     def draw(self, elapsed: float, state) -> None:
         with self.lock:
-            if not self.ended:
+            if not (self.ended or self.held):
                 self._draw(elapsed, state)
+
+    def hold(self, held: bool) -> None:
+        """Erase the line for another's text on the stream; ``held``: that
+        text goes on (no line end yet), draw nothing until it ends."""
+        with self.lock:
+            self._erase()
+            self.held = held
 
     def _draw(self, elapsed: float, state) -> None:
         text = f"flowemu: {elapsed:.0f}s"
@@ -331,14 +341,20 @@ class _ProgressLine:
 
 
 class _Erasing:
-    """A text stream that ends the progress line before its first write."""
+    """A text stream that ends the progress line before its first write
+    (stdout: the command's result begins), or (``ends`` False: stderr, a
+    note such as the one on compiling kernels) erases it there and lets it
+    be drawn again below once a line of it is complete."""
 
-    def __init__(self, stream, line: _ProgressLine):
-        self._stream, self._line = stream, line
+    def __init__(self, stream, line: _ProgressLine, ends: bool = True):
+        self._stream, self._line, self._ends = stream, line, ends
 
     def write(self, text):
         if text and not self._line.ended:
-            self._line.end()
+            if self._ends:
+                self._line.end()
+            else:
+                self._line.hold(not text.endswith("\n"))
         return self._stream.write(text)
 
     def __getattr__(self, name):

@@ -349,15 +349,18 @@ def _write_congestion(args, net) -> None:
                                            seed=args.seed, ranks=args.ranks,
                                            placement=args.placement, network=net,
                                            collective=args.collective, **whatif)
+    collective = get_collective(args.collective or "allreduce").name
+    against = "" if collective == "allreduce" else \
+        f"against an allreduce's optimum, not {collective}'s"
     if args.congestion == "-":
         print("\ncongestion per step (loads in bytes per byte of n):")
         print(steps.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
-        against = "" if args.collective in (None, "allreduce") else \
-            f"; against an allreduce's optimum, not {args.collective}'s"
         print("\ndeficiencies (Ψ bandwidth, Ξ congestion; Ψ·Ξ = bandwidth time / optimal"
-              f"{against}):")
+              f"{'; ' + against if against else ''}):")
         print(summary.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
         return
+    if against:   # (a file has no header to say it in)
+        note(f"--congestion: psi, xi and psi_xi are {against}")
     fmt = _congestion_format(args.congestion)
     steps_path, summary_path = _congestion_paths(args.congestion)
     write_frame(steps_path, "--congestion", steps, fmt)

@@ -243,7 +243,7 @@ def test_bad_traffic_file(capsys, tmp_path, rows, needle):
     assert needle in err
 
 
-def test_congestion_of_another_collective_says_its_yardstick(capsys):
+def test_congestion_of_another_collective_says_its_yardstick(capsys, tmp_path):
     """Ψ is measured against an allreduce's optimum: Bruck's all-to-all on
     one switch reads 0.8571 (6/7), which looked like beating the optimum
     under a header that did not say so."""
@@ -254,6 +254,11 @@ def test_congestion_of_another_collective_says_its_yardstick(capsys):
     code, out, err = run(capsys, ["run", "-t", "tree:8", "-a", "ring", "-s", "8MB",
                                   "--congestion", "-"])
     assert code == 0 and "= bandwidth time / optimal):" in out
+    # the collective as the table names it; a file's columns said nothing
+    code, out, err = run(capsys, ["run", "-t", "tree:8", "-c", "reduce-scatter", "-a", "ring",
+                                  "-s", "8MB", "--congestion", str(tmp_path / "c.csv")])
+    assert code == 0 and ("note: --congestion: psi, xi and psi_xi are against an allreduce's "
+                          "optimum, not reduce_scatter's") in err
 
 
 def test_congestion_report(capsys, tmp_path):

@@ -130,3 +130,28 @@ def test_a_sweep_in_process_leaves_the_signal_handlers_as_it_found_them(tmp_path
     code, _, _ = run(capsys, ["sweep", str(cfg), "--out", str(tmp_path / "out"), "--jobs", "1"])
     assert code == 0
     assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == before
+
+
+def test_a_note_on_stderr_leaves_the_progress_line_drawn_again_below(monkeypatch):
+    """A note (the first run's 'compiling numba kernels') ended the progress
+    line for good: a minute-long run then showed nothing. It erases the
+    line, and the line is drawn again below it once the note's line ends."""
+    term = _Terminal()
+    monkeypatch.setattr(sys, "stderr", term)
+
+    def work():
+        progress.begin("torus:4x4 ring: distinct steps", 2)
+        time.sleep(0.6)
+        sys.stderr.write("flowemu: note: compiling")   # a line written in two parts:
+        time.sleep(0.6)                                # nothing is drawn over it
+        sys.stderr.write(" numba kernels\n")
+        time.sleep(0.6)
+        progress.advance()
+        time.sleep(0.6)
+        return 0
+
+    assert run_interruptible(work, stream=term, progress_after=0.0) == 0
+    text = term.getvalue()
+    before, after = text.split("flowemu: note: compiling numba kernels\n")
+    assert "distinct steps 0/2" in before and before.endswith("\r\x1b[K")
+    assert "distinct steps 1/2" in after and after.endswith("\r\x1b[K")

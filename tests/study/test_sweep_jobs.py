@@ -89,6 +89,19 @@ def test_bad_jobs_are_named(tmp_path):
     assert "torus:8x8" not in text   # it fits there
 
 
+def test_a_job_its_builder_refuses_is_reported_before_running(tmp_path):
+    """ring:ports=4 on 12 ranks (no 2-D grid) passed the dry run and failed
+    when the sweep ran; an algorithm's configuration is refused up front."""
+    path = _write(tmp_path, 'topology = "torus:8x8"\n'
+                            'jobs = [["algorithm=ring:ports=4 size=1MiB ranks=12"]]\n')
+    with pytest.raises(SweepConfigError, match=r"jobs\[0\]\.algorithm: algorithm ring: ports=4 "
+                                               r"needs a 2-D torus"):
+        load_sweep(path)
+    path.write_text(path.read_text().replace("ranks=12", "ranks=16")   # (the whole 4x4 grid)
+                    .replace("torus:8x8", "torus:4x4"))
+    assert len(load_sweep(path).configs) == 1
+
+
 def test_a_failure_that_breaks_a_ring_job_is_reported_before_running(tmp_path):
     path = _write(tmp_path, 'topology = "torus:4x4"\n'
                             'jobs = [["algorithm=ring size=1MiB ranks=8", '

@@ -15,7 +15,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ...api.jobs import check_job_failures, check_jobs, job_text, parse_job, simulate_jobs
+from ...api.jobs import (
+    check_job_failures,
+    check_job_schedules,
+    job_text,
+    parse_job,
+    simulate_jobs,
+)
 from ...core.errors import ConfigError
 from .config import Config
 from .fields import Alg, Problems, build_topology, placement_beside, type_name
@@ -92,8 +98,8 @@ def check_jobs_config(cfg: Config, loc: str, probs: Problems) -> bool:
         if cfg.fail or cfg.degrade:   # (checks the jobs too, on the faulted topology)
             check_job_failures(topo, list(cfg.jobs), cfg.network(), cfg.fail or None,
                                cfg.degrade or None, cfg.fail_policy)
-        else:
-            check_jobs(topo, list(cfg.jobs))
+        else:   # (the schedules built, as a configuration of an algorithm's are)
+            check_job_schedules(topo, list(cfg.jobs), cfg.network())
     except ConfigError as exc:
         probs.add(loc, f"on {cfg.topology}, job set {cfg.label}: {exc}")
         return False
