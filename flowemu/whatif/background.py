@@ -121,7 +121,33 @@ def parse_background(spec, topology, network=None) -> Background:
         per_flow = 1
     demand = load * injection[src] / per_flow
     keep = demand > 0   # senders without working out-links offer nothing
-    return Background(src[keep], dst[keep], demand[keep], n_end, text)
+    # one text for one background: perm:0.50, perm:.5 and perm:0.5:0 are perm:0.5
+    return Background(src[keep], dst[keep], demand[keep], n_end, generator_text(text))
+
+
+def generator_text(text: str) -> str:
+    """The canonical text of a generator spec, as a Background's ``spec``
+    (``perm:.5`` and ``perm:0.50:0`` are ``perm:0.5``); any other text
+    (a file, a bad spec: reported when it is read) as it is."""
+    name, _, rest = text.strip().partition(":")
+    args = rest.split(":") if rest else []
+    if name.lower() not in GENERATORS or not 1 <= len(args) <= 2:
+        return text.strip()
+    try:
+        load = float(args[0])
+    except ValueError:
+        return text.strip()
+    extra = args[1].strip() if len(args) > 1 else "0"
+    if not (0 < load <= 1 and extra.isascii() and extra.isdigit()):
+        return text.strip()
+    return f"{name.lower()}:{_number_text(load)}" + (f":{int(extra)}" if int(extra) else "")
+
+
+def _number_text(value: float) -> str:
+    """The shortest text that reads back as ``value``, without a trailing
+    ``.0`` (``0.5``, ``1``)."""
+    text = repr(float(value))
+    return text.removesuffix(".0")
 
 
 def _load(text: str, spec: str) -> float:

@@ -382,3 +382,25 @@ background = "missing.csv"
         load_sweep(path)
     locs = [loc for loc, _ in err.value.problems]
     assert locs == ["groups.a.fail", "groups.a.degrade", "groups.a.slow", "groups.a.background"]
+
+
+def test_one_background_written_several_ways_is_one_configuration(tmp_path):
+    """perm:0.5, perm:0.5:0 (seed 0 is the default), perm:0.50 and perm:.5
+    are one background: they ran as four configurations with the same
+    times, four scenarios in compare. Its canonical text is in the rows, and
+    simulate's row shows the same."""
+    path = write(tmp_path, 'sizes = "1KiB"\ntopology = "torus:4x4"\nalgorithm = "ring"\n'
+                           'background = ["perm:0.5", "perm:0.5:0", "perm:0.50", "perm:.5", '
+                           '"perm:0.5:3", "hotspot:0.2:0"]\n')
+    plan = load_sweep(path)
+    assert [c.background for c in plan.configs] == ["perm:0.5", "perm:0.5:3", "hotspot:0.2"]
+    assert plan.notes == [f"background: {b!r} is the same as 'perm:0.5'; the grid counts it once"
+                          for b in ("perm:0.5:0", "perm:0.50", "perm:.5")]
+    # perm:0.5 keeps the hash it had (the text was already canonical)
+    plain = write(tmp_path, 'sizes = "1KiB"\ntopology = "torus:4x4"\nalgorithm = "ring"\n'
+                            'background = "perm:0.5"\n', "plain.toml")
+    assert load_sweep(plain).configs[0].hash == plan.configs[0].hash
+    row = flowemu.simulate("torus:4x4", "ring", "1KiB", background="perm:.50:0")
+    assert row["background"][0] == "perm:0.5"
+    assert row["time_s"][0] == flowemu.simulate("torus:4x4", "ring", "1KiB",
+                                                background="perm:0.5")["time_s"][0]

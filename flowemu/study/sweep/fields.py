@@ -29,6 +29,7 @@ from ...models.genmodel import MODELS, check_model
 from ...topology import parse_topology
 from ...topology.base import ECMP_MODES, check_ecmp
 from ...topology.graph import split_file_options
+from ...whatif.background import generator_text
 from ...whatif.faults import POLICIES
 from .config import background_file, canon_float, file_digest, graph_file, preset_file
 from .paths import current
@@ -310,6 +311,8 @@ def parse_whatif(name: str, raw, loc: str = ""):
     if name == "background" and background_file(raw.strip()):
         # (a missing file is reported with the configuration's other what-ifs)
         return current().path(raw.strip(), loc or name, required=False, checked_later=True)
+    if name == "background":   # perm:.5 and perm:0.50:0 are perm:0.5
+        return generator_text(raw)
     return raw.strip()
 
 
