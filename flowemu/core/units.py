@@ -234,6 +234,13 @@ def _binary_size(n: float) -> str:
     raise AssertionError(n)
 
 
+def number_text(value: float) -> str:
+    """The shortest text that reads back as ``value``, without a trailing
+    ``.0`` (``0.5`` for 0.50, ``1`` for 1.0): one spelling of a number in
+    a spec's canonical text."""
+    return repr(float(value)).removesuffix(".0")
+
+
 def _not_finite(v: float) -> str:
     """``nan``, ``inf`` or ``-inf`` (with no unit: 'nanb/s' read as a rate)."""
     return "nan" if math.isnan(v) else "inf" if v > 0 else "-inf"

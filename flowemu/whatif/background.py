@@ -41,6 +41,7 @@ import numpy as np
 from ..algorithms.usertraffic import PARQUET_SUFFIXES, frame_steps, read_table
 from ..core.errors import ConfigError, show
 from ..core.network import Network
+from ..core.units import number_text
 from ..engine.load import Background, check_background
 from ..topology import checks as topology_checks
 
@@ -140,14 +141,7 @@ def generator_text(text: str) -> str:
     extra = args[1].strip() if len(args) > 1 else "0"
     if not (0 < load <= 1 and extra.isascii() and extra.isdigit()):
         return text.strip()
-    return f"{name.lower()}:{_number_text(load)}" + (f":{int(extra)}" if int(extra) else "")
-
-
-def _number_text(value: float) -> str:
-    """The shortest text that reads back as ``value``, without a trailing
-    ``.0`` (``0.5``, ``1``)."""
-    text = repr(float(value))
-    return text.removesuffix(".0")
+    return f"{name.lower()}:{number_text(load)}" + (f":{int(extra)}" if int(extra) else "")
 
 
 def _load(text: str, spec: str) -> float:

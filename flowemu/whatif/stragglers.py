@@ -24,6 +24,7 @@ import numpy as np
 
 from ..core import checks
 from ..core.errors import ConfigError, show
+from ..core.units import number_text
 from ..engine.load import Slow
 
 #: what a FACTOR may be followed by
@@ -63,7 +64,47 @@ def parse_slow(spec, p) -> Slow:
             compute[ranks] = factor
         if "network" in kinds:
             network[ranks] = factor
-    return Slow(p, compute, network, spec.strip())
+    return Slow(p, compute, network, slow_text(spec))
+
+
+def slow_text(spec: str) -> str:
+    """The canonical text of a slow-rank spec, as it is written: no spaces,
+    a factor's shortest number (``0.50``: ``0.5``), a kind in lower case, a
+    range of one rank as the rank (``3-3``: ``3``), ``random:K:SEED`` with
+    plain integers; the items in their order. A text that does not read (a
+    bad spec, refused where it is read) as it is."""
+    items = []
+    for item in spec.split(";"):
+        item = item.strip()
+        if not item:
+            continue
+        if item.count("=") != 1:
+            return spec.strip()
+        left, right = (part.strip() for part in item.split("="))
+        value, _, kind = right.partition(":")
+        kind = kind.strip().lower()
+        try:
+            factor = float(value)
+        except ValueError:
+            return spec.strip()
+        if not 0 < factor <= 1 or (kind and kind not in KINDS):
+            return spec.strip()
+        if left.lower().startswith("random:"):
+            parts = left.split(":")
+            if len(parts) != 3 or not all(_is_uint(x) for x in parts[1:]):
+                return spec.strip()
+            ranks = f"random:{int(parts[1])}:{int(parts[2])}"
+        else:
+            out = []
+            for part in left.split(","):
+                lo, dash, hi = part.strip().partition("-")
+                if not _is_uint(lo) or (dash and not _is_uint(hi)):
+                    return spec.strip()
+                a, b = int(lo), int(hi) if dash else int(lo)
+                out.append(str(a) if a == b else f"{a}-{b}")
+            ranks = ",".join(out)
+        items.append(f"{ranks}={number_text(factor)}" + (f":{kind}" if kind else ""))
+    return ";".join(items)
 
 
 def _parse_item(item: str, p: int) -> tuple[np.ndarray, float, tuple[str, ...]]:

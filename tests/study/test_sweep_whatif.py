@@ -404,3 +404,19 @@ def test_one_background_written_several_ways_is_one_configuration(tmp_path):
     assert row["background"][0] == "perm:0.5"
     assert row["time_s"][0] == flowemu.simulate("torus:4x4", "ring", "1KiB",
                                                 background="perm:0.5")["time_s"][0]
+
+
+def test_one_slow_rank_written_several_ways_is_one_configuration(tmp_path):
+    """3=0.5, 3=0.50, 3-3=0.5 and ' 3 = 0.5 ' slow the same rank alike: they
+    ran as separate configurations with equal times."""
+    path = write(tmp_path, 'sizes = "1KiB"\ntopology = "torus:4x4"\nalgorithm = "ring"\n'
+                           'slow = ["3=0.5", "3=0.50", "3-3=0.5", " 3 = 0.5 ", '
+                           '"3=0.5:NETWORK", "random:04:1=0.25"]\n')
+    plan = load_sweep(path)
+    assert [c.slow for c in plan.configs] == ["3=0.5", "3=0.5:network", "random:4:1=0.25"]
+    assert plan.notes[:3] == [f"slow: {s!r} is the same as '3=0.5'; the grid counts it once"
+                              for s in ("3=0.50", "3-3=0.5", " 3 = 0.5 ")]
+    row = flowemu.simulate("torus:4x4", "ring", "1KiB", slow="3-3=0.50")
+    assert row["slow"][0] == "3=0.5"
+    assert row["time_s"][0] == flowemu.simulate("torus:4x4", "ring", "1KiB",
+                                                slow="3=0.5")["time_s"][0]

@@ -31,6 +31,7 @@ from ...topology.base import ECMP_MODES, check_ecmp
 from ...topology.graph import split_file_options
 from ...whatif.background import generator_text
 from ...whatif.faults import POLICIES
+from ...whatif.stragglers import slow_text
 from .config import background_file, canon_float, file_digest, graph_file, preset_file
 from .paths import current
 
@@ -313,6 +314,8 @@ def parse_whatif(name: str, raw, loc: str = ""):
         return current().path(raw.strip(), loc or name, required=False, checked_later=True)
     if name == "background":   # perm:.5 and perm:0.50:0 are perm:0.5
         return generator_text(raw)
+    if name == "slow":   # 3=0.50 and 3-3=0.5 are 3=0.5
+        return slow_text(raw)
     return raw.strip()
 
 
