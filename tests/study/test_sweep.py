@@ -154,6 +154,12 @@ def test_values_of_a_list_that_are_one_value_are_noted(tmp_path, capsys):
         "groups.t.traffic: './t.csv' is the same as 't.csv'; the grid counts it once",
         ("groups.j.jobs: ['algorithm=ring size=1MiB ranks=4'] repeats "
          "['algorithm=ring size=1MiB ranks=4']; the grid counts it once")]
+    # the values of an option list, each read with the table's other options
+    options = write(tmp_path, 'sizes = "1KiB"\ntopology = "torus:4x4"\nalgorithm = '
+                              '[{ name = "ring", ports = [1, 1, 2, 4, "max"] }]\n', "o.toml")
+    plan = load_sweep(options)
+    assert plan.notes == ["algorithm[0].ports: 1 repeats 1; the grid counts it once"]
+    assert len(plan.configs) == 4   # (ports=4 and max are two: max is what the topology has)
     # distinct values, and the seeds of a grid without hash (said in the docs), say nothing
     plain = write(tmp_path, 'sizes = "1KiB"\ntopology = "torus:4x4"\nalgorithm = "ring"\n'
                             'ecmp = ["split", "hash"]\nseed = [0, 1]\n', "e.toml")

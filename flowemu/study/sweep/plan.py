@@ -119,6 +119,24 @@ def _repeated(raw, loc: str, parse) -> list[str]:
     return out
 
 
+def _repeated_options(raw, loc: str, parse) -> list[str]:
+    """:func:`_repeated` for the values of each option list of an
+    algorithm's table (``{ name = "ring", ports = [1, 1, 2] }``): each
+    value read alone with the table's other options."""
+    tables = raw if isinstance(raw, list) else [raw]
+    out = []
+    for k, table in enumerate(tables):
+        if not isinstance(table, dict):
+            continue
+        where = f"{loc}[{k}]" if isinstance(raw, list) else loc
+        for key, values in table.items():
+            if isinstance(values, list) and len(values) > 1:
+                out.extend(_repeated(values, f"{where}.{key}",
+                                     lambda one, key=key, table=table: parse({**table,
+                                                                              key: [one]})))
+    return out
+
+
 def _written(value) -> str:
     """A value of a sweep file as a note shows it: a string quoted, a table
     as TOML writes it (``{name = 'ring', ports = [1, 2]}``)."""
@@ -181,6 +199,8 @@ def _expand(path: Path, doc: dict) -> SweepPlan:
                             else parse_jobs_field([one], loc, quiet) if name == "jobs"
                             else parse_field(name, [one], loc, quiet, collective))
                 repeats.extend(_repeated(raw, loc, one_value))
+                if name == "algorithm":
+                    repeats.extend(_repeated_options(raw, loc, one_value))
         return parsed[key], loc, True
 
     def sources(table, prefix):
