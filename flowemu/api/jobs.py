@@ -113,7 +113,7 @@ def check_jobs(topo, jobs) -> tuple:
         except ConfigError as exc:   # the location names the field: "algorithm: " once
             msg = str(exc).removeprefix("algorithm: ")
             name = spec.algorithm.partition(":")[0].strip()
-            serves = serving(name) if isinstance(spec.algorithm, str) else []
+            serves = serving(name)
             if serves and name not in algorithm_names():
                 msg = (f"{name!r} serves {', '.join(serves)}; a job is an allreduce (several "
                        f"jobs of other collectives are not offered); allreduce's algorithms: "

@@ -19,8 +19,6 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-import numpy as np
-
 
 @dataclass(frozen=True)
 class Snapshot:
@@ -34,16 +32,15 @@ class Snapshot:
 
 _lock = threading.Lock()
 _state = Snapshot("", 0, 0, 0.0)
-#: the running solves: id of the counter -> (int64[1] flows finished, flows to finish)
-_solves: dict[int, tuple[np.ndarray, int]] = {}
+#: the running solves: id of the counter -> (counter: [0] flows finished, flows to finish)
+_solves: dict[int, tuple] = {}
 
 
 @contextmanager
-def counting(total: int):
-    """An int64[1] counter for a solve that will finish ``total`` flows:
-    the solve adds the flows it finishes; :func:`snapshot` shows it until
-    the ``with`` block ends."""
-    counter = np.zeros(1, dtype=np.int64)
+def counting(counter, total: int):
+    """Show ``counter`` (an int64[1] array a solve that will finish
+    ``total`` flows adds the flows it finishes to) in :func:`snapshot`
+    until the ``with`` block ends; yields it."""
     with _lock:
         _solves[id(counter)] = (counter, int(total))
     try:

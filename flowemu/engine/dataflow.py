@@ -45,14 +45,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..algorithms.base import Schedule
-from ..core import budget
+from ..core import budget, progress
 from ..core.errors import ConfigError, SolverError, show
 from ..core.network import Network
 from ..kernels.maxmin import solve_dataflow
 from ..topology.base import Routes, Topology, concat_routes
 from .context import Context, make_context
 from .profiles import check_profile_args
-from .steps import flow_latency, incast_inputs, incast_links, route_step
+from .steps import finishing, flow_latency, incast_inputs, incast_links, route_step
 
 #: the synchronisations a run may use (``sync=``)
 SYNCS = ("barrier", "dataflow")
@@ -133,14 +133,16 @@ class DataflowRun:
             p = 1 if part.sync == "barrier" else part.schedule.p
             release[part.first:part.first + min(p, part.count)] = starts[j]
         w_t, eps, flow_class = incast_inputs(self.ctx, self.src, self.dst)
-        sol = solve_dataflow(
-            self.routes, self.capacity, flow_bytes, self.latency, self.src_stage,
-            self.dst_stage, self.stage_ptr, self.stage_flows,
-            self.stage_spb * sizes[self.stage_part], self.stage_next, release,
-            flow_dst=self.dst, ingress_capacity=self.ctx.ingress_capacity,
-            incast_threshold=w_t, incast_slope=eps, flow_class=flow_class,
-            persistent=self.persistent,
-            link_incast=incast_links(self.ctx, len(self.capacity)))
+        with progress.counting(np.zeros(1, np.int64),
+                               finishing(self.routes, self.persistent)) as counter:
+            sol = solve_dataflow(
+                self.routes, self.capacity, flow_bytes, self.latency, self.src_stage,
+                self.dst_stage, self.stage_ptr, self.stage_flows,
+                self.stage_spb * sizes[self.stage_part], self.stage_next, release,
+                flow_dst=self.dst, ingress_capacity=self.ctx.ingress_capacity,
+                incast_threshold=w_t, incast_slope=eps, flow_class=flow_class,
+                persistent=self.persistent,
+                link_incast=incast_links(self.ctx, len(self.capacity)), counter=counter)
         if sol.status != 0:
             what = ", ".join(p.schedule.algorithm for p in self.parts)
             raise SolverError(f"dataflow solver failed (status {sol.status}) on "

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..algorithms.base import Traffic
+from ..core import progress
 from ..core.errors import SolverError
 from ..kernels.maxmin import solve_completion
 from ..topology.base import Routes
@@ -108,14 +109,23 @@ def solve_step(ctx: Context, routes: Routes, dst: np.ndarray, flow_bytes: np.nda
         if link_incast is not None:
             link_incast = (link_incast[0][used], link_incast[1][used])
     w_t, eps, flow_class = incast_inputs(ctx, src, dst)
-    sol = solve_completion(
-        routes, capacity, flow_bytes, flow_dst=dst,
-        ingress_capacity=ctx.ingress_capacity, incast_threshold=w_t, incast_slope=eps,
-        flow_class=flow_class, persistent=persistent, link_incast=link_incast)
+    with progress.counting(np.zeros(1, np.int64), finishing(routes, persistent)) as counter:
+        sol = solve_completion(
+            routes, capacity, flow_bytes, flow_dst=dst,
+            ingress_capacity=ctx.ingress_capacity, incast_threshold=w_t, incast_slope=eps,
+            flow_class=flow_class, persistent=persistent, link_incast=link_incast,
+            counter=counter)
     if sol.status != 0:
         raise SolverError(f"max-min solver failed (status {sol.status}) on {ctx.topology.spec}, "
                           f"step {label!r}, {routes.num_flows} flows")
     return sol if persistent is None else ctx.load.split(sol, num_flows)
+
+
+def finishing(routes, persistent) -> int:
+    """The flows a solve's events finish (a path, not persistent; one of 0
+    bytes at the first): the total the progress line shows."""
+    routed = np.diff(routes.flow_ptr) > 0
+    return int(np.count_nonzero(routed if persistent is None else routed & ~persistent))
 
 
 def incast_links(ctx: Context, num_resources: int):

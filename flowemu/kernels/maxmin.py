@@ -146,7 +146,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core import progress
 from ..core.errors import SolverError
 from .completion import (
     SCREEN_START,
@@ -286,7 +285,7 @@ def max_min_rates(routes, link_capacity, active=None) -> np.ndarray:
 def solve_completion(routes, link_capacity, flow_bytes, *, flow_dst=None,
                      ingress_capacity=None, incast_threshold=float("inf"),
                      incast_slope=0.0, flow_class=None, method="auto",
-                     persistent=None, link_incast=None) -> Solution:
+                     persistent=None, link_incast=None, counter=None) -> Solution:
     """Event-driven max-min completion times of flows that all start at 0.
 
     Parameters
@@ -334,6 +333,10 @@ def solve_completion(routes, link_capacity, flow_bytes, *, flow_dst=None,
         (a switch's egress port): a link with ``eps > 0`` and a finite
         ``w_t`` has capacity ``1 / (1 / c + max(w - w_t, 0) * eps)``, ``w``
         the active flows crossing it. Default: none.
+    counter : int64[1], optional
+        The flows the events finish are added to it as they finish (a
+        progress display reads it while the solve runs:
+        :func:`flowemu.core.progress.counting`).
 
     Returns
     -------
@@ -356,20 +359,19 @@ def solve_completion(routes, link_capacity, flow_bytes, *, flow_dst=None,
     counts = np.diff(flow_ptr)   # (once: both choices below read them)
     lazy = _screens(*_entries(counts))
     switch_after = -1 if lazy else SWITCH_EVENTS
-    with progress.counting(_finishing(counts, keep)) as counter:
-        rate0, finish, moved, status = _completion(
-            method, flow_ptr, link, frac, capacity, n_plain, w_t, eps, flow_bytes, keep, counts,
-            lazy, switch_after, counter)
+    rate0, finish, moved, status = _completion(
+        method, flow_ptr, link, frac, capacity, n_plain, w_t, eps, flow_bytes, keep, counts,
+        lazy, switch_after, _counter(counter))
     if status in (STATUS_BAD_INPUT, STATUS_NONFINITE):
         raise_bad_entry(link, frac, n_links)
     return Solution(rate0=rate0, finish=finish, status=int(status),
                     moved=None if persistent is None else moved)
 
 
-def _finishing(counts, keep) -> int:
-    """The flows a solve's events finish: with a path, not persistent (the
-    total a progress display shows; a flow of 0 bytes ends at the first)."""
-    return int(np.count_nonzero((counts > 0) & ~keep))
+def _counter(counter):
+    """The kernels' int64[1] count of finished flows: the caller's, or one
+    of their own (the kernels always get an array: one compiled version)."""
+    return np.zeros(1, dtype=np.int64) if counter is None else counter
 
 
 def _completion(method, flow_ptr, link, frac, capacity, n_plain, w_t, eps, flow_bytes, keep,
@@ -445,7 +447,7 @@ def solve_dataflow(routes, link_capacity, flow_bytes, flow_latency, src_stage, d
                    stage_ptr, stage_flows, stage_delay, stage_next, stage_release, *,
                    flow_dst=None, ingress_capacity=None, incast_threshold=float("inf"),
                    incast_slope=0.0, flow_class=None, persistent=None,
-                   link_incast=None) -> DataflowSolution:
+                   link_incast=None, counter=None) -> DataflowSolution:
     """Max-min completion of flows that start when their stages do
     (:mod:`flowemu.kernels.dataflow` gives the rules).
 
@@ -461,6 +463,8 @@ def solve_dataflow(routes, link_capacity, flow_bytes, flow_latency, src_stage, d
     more than ``LAZY_ENTRIES`` route entries on average (a background of
     split routes), the solver screens the resources far from capacity, as
     the incremental solver does (the results are the same to rounding).
+    ``counter``: as :func:`solve_completion`'s (the flows whose transfer
+    ends).
     """
     flow_ptr, link, frac, capacity, n_plain, w_t, eps, n_links, flow_bytes, keep = prepared_problem(
         routes, link_capacity, flow_bytes, flow_dst, ingress_capacity, incast_threshold,
@@ -496,11 +500,10 @@ def solve_dataflow(routes, link_capacity, flow_bytes, flow_latency, src_stage, d
     # a background whose routes are long (split routes on tori) moves at
     # most finishes: screen the resources far from capacity
     screen = _screens(*_entries(np.diff(flow_ptr)[keep]))   # (none: False)
-    with progress.counting(_finishing(np.diff(flow_ptr), keep)) as counter:
-        start, finish, end, moved, status = dataflow_kernel(
-            flow_ptr, link, frac, capacity, n_plain, w_t, eps, flow_bytes,
-            keep, lat, src_stage, dst_stage, stage_ptr, stage_flows, pending, delay, stage_next,
-            release, screen, RESCREEN_WALK, RESCREEN_STALE, counter)
+    start, finish, end, moved, status = dataflow_kernel(
+        flow_ptr, link, frac, capacity, n_plain, w_t, eps, flow_bytes,
+        keep, lat, src_stage, dst_stage, stage_ptr, stage_flows, pending, delay, stage_next,
+        release, screen, RESCREEN_WALK, RESCREEN_STALE, _counter(counter))
     if status in (STATUS_BAD_INPUT, STATUS_NONFINITE):
         raise_bad_entry(link, frac, n_links)
     return DataflowSolution(start=start, finish=finish, end=end, moved=moved, status=int(status))

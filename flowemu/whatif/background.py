@@ -84,24 +84,19 @@ def parse_background(spec, topology, network=None) -> Background:
     if not isinstance(spec, str) or not spec.strip():
         raise ConfigError(f"background: {show(spec)} is not allowed; {_ALLOWED}")
     text = spec.strip()
-    name, _, rest = text.partition(":")
+    name = text.partition(":")[0]
     if name.lower() not in GENERATORS:
         if _looks_like_file(text):
             return _from_file(Path(text), n_end)
         raise ConfigError(f"background: unknown generator {name!r} in {text!r}; {_ALLOWED}")
-    name = name.lower()
-    args = rest.split(":") if rest else []
-    most = 1 if name == "alltoall" else 2
-    if not 1 <= len(args) <= most:
-        raise ConfigError(f"background: {text!r} is not allowed; {_ALLOWED}")
-    load = _load(args[0], text)
+    name, load, extra = _generator(text)
     if n_end < 2:
         raise ConfigError(f"background: {text!r} needs at least 2 endpoints; "
                           f"{topology.spec} has {n_end}")
     injection = np.bincount(topology.link_src, weights=topology.link_capacity(network),
                             minlength=topology.num_nodes)[:n_end]
     if name == "perm":
-        seed = _integer(args[1], "SEED", text, 0, 2**63 - 1) if len(args) > 1 else 0
+        seed = _integer(extra, "SEED", text, 0, 2**63 - 1) if extra is not None else 0
         order = np.random.default_rng(seed).permutation(n_end)
         src = order
         dst = np.roll(order, -1)
@@ -116,7 +111,7 @@ def parse_background(spec, topology, network=None) -> Background:
         dst = (src + off) % n_end
         per_flow = n_end - 1
     else:
-        target = _integer(args[1], "TARGET", text, 0, n_end - 1) if len(args) > 1 else 0
+        target = _integer(extra, "TARGET", text, 0, n_end - 1) if extra is not None else 0
         src = np.delete(np.arange(n_end), target)
         dst = np.full(len(src), target)
         per_flow = 1
@@ -130,18 +125,27 @@ def generator_text(text: str) -> str:
     """The canonical text of a generator spec, as a Background's ``spec``
     (``perm:.5`` and ``perm:0.50:0`` are ``perm:0.5``); any other text
     (a file, a bad spec: reported when it is read) as it is."""
-    name, _, rest = text.strip().partition(":")
-    args = rest.split(":") if rest else []
-    if name.lower() not in GENERATORS or not 1 <= len(args) <= 2:
-        return text.strip()
+    text = text.strip()
+    if text.partition(":")[0].lower() not in GENERATORS:
+        return text
     try:
-        load = float(args[0])
-    except ValueError:
-        return text.strip()
-    extra = args[1].strip() if len(args) > 1 else "0"
-    if not (0 < load <= 1 and extra.isascii() and extra.isdigit()):
-        return text.strip()
-    return f"{name.lower()}:{number_text(load)}" + (f":{int(extra)}" if int(extra) else "")
+        name, load, extra = _generator(text)
+        n = _integer(extra, "SEED", text, 0, 2**63 - 1) if extra is not None else 0
+    except ConfigError:
+        return text
+    return f"{name}:{number_text(load)}" + (f":{n}" if n else "")
+
+
+def _generator(text: str) -> tuple[str, float, str | None]:
+    """``(name, LOAD, the SEED or TARGET as written or None)`` of a
+    generator spec (its name one of :data:`GENERATORS`); a ConfigError
+    naming what does not read."""
+    name, _, rest = text.partition(":")
+    name = name.lower()
+    args = rest.split(":") if rest else []
+    if not 1 <= len(args) <= (1 if name == "alltoall" else 2):
+        raise ConfigError(f"background: {text!r} is not allowed; {_ALLOWED}")
+    return name, _load(args[0], text), args[1] if len(args) > 1 else None
 
 
 def _load(text: str, spec: str) -> float:

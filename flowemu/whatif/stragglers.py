@@ -74,40 +74,26 @@ def slow_text(spec: str) -> str:
     plain integers; the items in their order. A text that does not read (a
     bad spec, refused where it is read) as it is."""
     items = []
-    for item in spec.split(";"):
-        item = item.strip()
-        if not item:
-            continue
-        if item.count("=") != 1:
-            return spec.strip()
-        left, right = (part.strip() for part in item.split("="))
-        value, _, kind = right.partition(":")
-        kind = kind.strip().lower()
-        try:
-            factor = float(value)
-        except ValueError:
-            return spec.strip()
-        if not 0 < factor <= 1 or (kind and kind not in KINDS):
-            return spec.strip()
-        if left.lower().startswith("random:"):
-            parts = left.split(":")
-            if len(parts) != 3 or not all(_is_uint(x) for x in parts[1:]):
-                return spec.strip()
-            ranks = f"random:{int(parts[1])}:{int(parts[2])}"
-        else:
-            out = []
-            for part in left.split(","):
-                lo, dash, hi = part.strip().partition("-")
-                if not _is_uint(lo) or (dash and not _is_uint(hi)):
-                    return spec.strip()
-                a, b = int(lo), int(hi) if dash else int(lo)
-                out.append(str(a) if a == b else f"{a}-{b}")
-            ranks = ",".join(out)
-        items.append(f"{ranks}={number_text(factor)}" + (f":{kind}" if kind else ""))
+    try:
+        for item in filter(None, (item.strip() for item in spec.split(";"))):
+            left, factor, kind = _read_item(item)
+            ranks = _read_ranks(left, item)
+            text = (f"random:{ranks[1]}:{ranks[2]}" if ranks[0] == "random" else
+                    ",".join(str(a) if a == b else f"{a}-{b}" for a, b in ranks[1]))
+            items.append(f"{text}={number_text(factor)}" + (f":{kind}" if kind else ""))
+    except ConfigError:
+        return spec.strip()
     return ";".join(items)
 
 
 def _parse_item(item: str, p: int) -> tuple[np.ndarray, float, tuple[str, ...]]:
+    left, factor, kind = _read_item(item)
+    return _parse_ranks(left, item, p), factor, (kind,) if kind else KINDS
+
+
+def _read_item(item: str) -> tuple[str, float, str]:
+    """``(RANKS text, FACTOR, kind or "")`` of an item ``RANKS=FACTOR[:kind]``;
+    a ConfigError naming what does not read."""
     if item.count("=") != 1:
         raise ConfigError(f"slow: item {item!r} is not allowed; {_GRAMMAR}")
     left, right = (part.strip() for part in item.split("="))
@@ -123,36 +109,49 @@ def _parse_item(item: str, p: int) -> tuple[np.ndarray, float, tuple[str, ...]]:
     if not 0 < factor <= 1:
         raise ConfigError(f"slow: factor {value.strip()!r} in {item!r} is not allowed; expected "
                           "a speed fraction in (0, 1] (0.5 = half speed)")
-    return _parse_ranks(left, item, p), factor, (kind,) if kind else KINDS
+    return left, factor, kind
 
 
-def _parse_ranks(text: str, item: str, p: int) -> np.ndarray:
+def _read_ranks(text: str, item: str) -> tuple:
+    """RANKS as written, before any rank count is known: ``("random", K,
+    SEED)`` or ``("list", [(low, high), ...])``; a ConfigError naming what
+    does not read."""
     if text.lower().startswith("random:"):
         parts = text.split(":")
         if len(parts) != 3 or not all(_is_uint(x) for x in parts[1:]):
             raise ConfigError(f"slow: ranks {text!r} in {item!r} is not allowed; expected "
                               "random:K:SEED with integers K >= 0 and SEED >= 0")
-        k, seed = int(parts[1]), int(parts[2])
-        if k > p:
-            raise ConfigError(f"slow: {k} random ranks in {item!r} is not allowed; expected at "
-                              f"most {p} (the number of ranks)")
-        return np.sort(np.random.default_rng(seed).choice(p, size=k, replace=False))
-    ranks: list[np.ndarray] = []
+        return "random", int(parts[1]), int(parts[2])
+    ranges = []
     for part in text.split(","):
         part = part.strip()
         lo, dash, hi = part.partition("-")
         if not _is_uint(lo) or (dash and not _is_uint(hi)):
             raise ConfigError(f"slow: ranks {part!r} in {item!r} is not allowed; expected a "
                               "rank (3), a range (7-9) or random:K:SEED")
-        a, b = int(lo), int(hi) if dash else int(lo)
+        ranges.append((int(lo), int(hi) if dash else int(lo)))
+    return "list", ranges
+
+
+def _parse_ranks(text: str, item: str, p: int) -> np.ndarray:
+    ranks = _read_ranks(text, item)
+    if ranks[0] == "random":
+        _, k, seed = ranks
+        if k > p:
+            raise ConfigError(f"slow: {k} random ranks in {item!r} is not allowed; expected at "
+                              f"most {p} (the number of ranks)")
+        return np.sort(np.random.default_rng(seed).choice(p, size=k, replace=False))
+    out: list[np.ndarray] = []
+    for (a, b), part in zip(ranks[1], text.split(","), strict=True):
         for r in (a, b):
             if r >= p:
                 raise ConfigError(f"slow: rank {r} in {item!r} is out of range; expected ranks "
                                   f"0..{p - 1}")
         if b < a:
-            raise ConfigError(f"slow: range {part!r} in {item!r} is empty; write LOW-HIGH")
-        ranks.append(np.arange(a, b + 1, dtype=np.int64))
-    return np.concatenate(ranks)
+            raise ConfigError(f"slow: range {part.strip()!r} in {item!r} is empty; write "
+                              "LOW-HIGH")
+        out.append(np.arange(a, b + 1, dtype=np.int64))
+    return np.concatenate(out)
 
 
 def _is_uint(text: str) -> bool:

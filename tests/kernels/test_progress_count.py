@@ -6,18 +6,19 @@ import numpy as np
 import pytest
 
 from flowemu.core import progress
-from flowemu.kernels import maxmin
+from flowemu.engine import dataflow, steps
 from flowemu.kernels.maxmin import solve_completion
 from tests.kernels.test_incremental import _at_first_move, _problem
 
 
-def _counted(monkeypatch):
-    """The (counter, total) of every solve, kept after it ends."""
+def _counted(monkeypatch, module):
+    """The (counter, total) of every solve ``module`` runs, kept after it
+    ends (``module``'s ``progress.counting`` is wrapped)."""
     seen = []
     real = progress.counting
 
-    def counting(total):
-        cm = real(total)
+    def counting(counter, total):
+        cm = real(counter, total)
 
         class Keep:
             def __enter__(self):
@@ -30,7 +31,7 @@ def _counted(monkeypatch):
 
         return Keep()
 
-    monkeypatch.setattr(maxmin.progress, "counting", counting)
+    monkeypatch.setattr(module.progress, "counting", counting)
     return seen
 
 
@@ -43,24 +44,23 @@ def _counted(monkeypatch):
 def test_a_solve_counts_each_flow_it_finishes_once(monkeypatch, method, spec, ecmp, hand_on):
     if hand_on:
         _at_first_move(monkeypatch, hand_on)
-    seen = _counted(monkeypatch)
     routes, cap, flow_bytes, kwargs = _problem(spec, ecmp, 600, 3, background=0.05)
-    sol = solve_completion(routes, cap, flow_bytes, method=method, **kwargs)
+    counter = np.zeros(1, np.int64)
+    sol = solve_completion(routes, cap, flow_bytes, method=method, counter=counter, **kwargs)
     assert sol.status == 0
     # the flows the events finish: a path, not persistent (at distinct times
     # here: uniform random sizes; those of 0 bytes at the first event)
     keep = kwargs["persistent"]
     finishing = (np.diff(routes.flow_ptr) > 0) & ~keep
-    assert len(seen) == 1
-    counter, total = seen[0]
-    assert total == finishing.sum() > 500
-    assert counter[0] == total
+    assert finishing.sum() > 500
+    assert counter[0] == finishing.sum() == steps.finishing(routes, keep)
     assert np.isfinite(sol.finish[finishing]).all()
 
 
 def test_snapshot_shows_the_running_solves_only():
     assert progress.snapshot().flows_total == 0
-    with progress.counting(300) as a, progress.counting(100) as b:
+    with progress.counting(np.zeros(1, np.int64), 300) as a, \
+            progress.counting(np.zeros(1, np.int64), 100) as b:
         a[0], b[0] = 120, 100
         s = progress.snapshot()
         assert (s.flows_done, s.flows_total) == (220, 400)
@@ -86,8 +86,20 @@ def test_progress_line_names_the_flows_finished():
 def test_a_dataflow_solve_counts_each_flow_it_ends_once(monkeypatch):
     import flowemu
 
-    seen = _counted(monkeypatch)
+    seen = _counted(monkeypatch, dataflow)
     flowemu.simulate("torus:4x4", "ring", "1MiB", sync="dataflow", background="perm:0.3")
     assert seen
     for counter, total in seen:
         assert total > 0 and counter[0] == total
+
+
+def test_the_engine_counts_the_flows_of_each_event_driven_step(monkeypatch):
+    """The engine gives each step's solve a counter the progress line reads
+    (a background makes every step event-driven)."""
+    import flowemu
+
+    seen = _counted(monkeypatch, steps)
+    flowemu.simulate("torus:4x4", "ring", "1MiB", background="perm:0.3")
+    assert any(total > 0 for _, total in seen)   # (the background alone: none finish)
+    for counter, total in seen:
+        assert counter[0] == total
