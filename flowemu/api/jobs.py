@@ -92,9 +92,19 @@ def _schedules(j, alg, candidates, p, topo, net, size) -> list:
                 out.extend((cand, sched)
                            for sched, _ in alg.sized(p, topo, net, np.array([float(size)]), cand))
     except ConfigError as exc:
-        raise ConfigError(f"jobs[{j}].algorithm: {str(exc).removeprefix('algorithm: ')}") \
-            from None
+        raise ConfigError(_job_message(j, exc)) from None
     return out
+
+
+def _job_message(j: int, exc: ConfigError) -> str:
+    """``exc``'s message about an algorithm, located at job ``j``: the
+    location names the field once (``jobs[0].algorithm: ...`` for
+    ``algorithm: ...``, ``jobs[0].algorithm ring: ...`` for a builder's
+    ``algorithm ring: ...``)."""
+    msg = str(exc)
+    if msg.startswith("algorithm "):
+        return f"jobs[{j}].{msg}"
+    return f"jobs[{j}].algorithm: {msg.removeprefix('algorithm: ')}"
 
 
 def check_jobs(topo, jobs) -> tuple:
@@ -110,15 +120,15 @@ def check_jobs(topo, jobs) -> tuple:
         try:
             alg, candidates = expand_algorithm(spec.algorithm)
             alg.check_family(topo.spec)
-        except ConfigError as exc:   # the location names the field: "algorithm: " once
-            msg = str(exc).removeprefix("algorithm: ")
+        except ConfigError as exc:
             name = spec.algorithm.partition(":")[0].strip()
             serves = serving(name)
             if serves and name not in algorithm_names():
-                msg = (f"{name!r} serves {', '.join(serves)}; a job is an allreduce (several "
-                       f"jobs of other collectives are not offered); allreduce's algorithms: "
-                       f"{', '.join(algorithm_names())}")
-            raise ConfigError(f"jobs[{j}].algorithm: {msg}") from None
+                raise ConfigError(
+                    f"jobs[{j}].algorithm: {name!r} serves {', '.join(serves)}; a job is an "
+                    "allreduce (several jobs of other collectives are not offered); allreduce's "
+                    f"algorithms: {', '.join(algorithm_names())}") from None
+            raise ConfigError(_job_message(j, exc)) from None
         if alg.barrier_only:
             raise ConfigError(f"jobs[{j}].algorithm: {alg.name} times its in-network "
                               "aggregation streams one job at a time; it is not offered in "
@@ -131,8 +141,7 @@ def check_jobs(topo, jobs) -> tuple:
                 for cand in candidates:
                     alg.check(len(ends), cand)
             except ConfigError as exc:
-                raise ConfigError(f"jobs[{j}].algorithm: "
-                                  f"{str(exc).removeprefix('algorithm: ')}") from None
+                raise ConfigError(_job_message(j, exc)) from None
     return specs, chosen, mappings
 
 

@@ -83,8 +83,13 @@ def test_job_of_another_collective_and_a_builder_refusal_name_the_job(capsys):
     code, _, err = run(capsys, ["jobs", "-t", "tree:8",
                                 "--job", "algorithm=ring:ports=4 size=1MiB ranks=4"])
     assert code == 2
-    assert err.startswith("flowemu: error: job 0 (the 1st --job), algorithm: algorithm ring: "
+    assert err.startswith("flowemu: error: job 0 (the 1st --job), algorithm ring: "
                           "ports=4 needs a 2-D torus"), err
+    code, _, err = run(capsys, ["jobs", "-t", "tree:8",     # said "algorithm" twice
+                                "--job", "algorithm=ring:ports=7 size=1MiB ranks=4"])
+    assert code == 2
+    assert err.startswith("flowemu: error: job 0 (the 1st --job), algorithm ring: option "
+                          "ports='7' is not allowed; allowed: max, 1, 2, 4"), err
 
 
 #: a new user's mistakes with jobs, each with the whole line it must print (written by hand)

@@ -94,7 +94,7 @@ def test_a_job_its_builder_refuses_is_reported_before_running(tmp_path):
     when the sweep ran; an algorithm's configuration is refused up front."""
     path = _write(tmp_path, 'topology = "torus:8x8"\n'
                             'jobs = [["algorithm=ring:ports=4 size=1MiB ranks=12"]]\n')
-    with pytest.raises(SweepConfigError, match=r"jobs\[0\]\.algorithm: algorithm ring: ports=4 "
+    with pytest.raises(SweepConfigError, match=r"jobs\[0\]\.algorithm ring: ports=4 "
                                                r"needs a 2-D torus"):
         load_sweep(path)
     path.write_text(path.read_text().replace("ranks=12", "ranks=16")   # (the whole 4x4 grid)
