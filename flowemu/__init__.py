@@ -31,7 +31,7 @@ _LAZY = {
     "sweep": "study.sweep", "fit": "study.fit", "plan": "api.planning",
     "load": "study.results", "compare": "study.results", "results": "study.results",
     "plot": "study.figures.plots",
-    "verify": "api.verification", "register_algorithm": "algorithms.registry",
+    "verify": "api.verification", "register_algorithm": "api.plugins",
     "unregister_algorithm": "algorithms.registry", "Traffic": "algorithms.base",
 }
 #: the public names that are whole (callable) modules

@@ -116,7 +116,8 @@ def register_algorithm(name: str, build: Callable[..., Schedule], params=(), doc
         One line for ``flowemu list`` (default: the builder's docstring's
         first line).
     families : sequence of str, optional
-        Topology families the algorithm runs on (default: every family).
+        Topology families the algorithm runs on, each a family ``flowemu
+        list`` names (default: every family).
     auto_param : str, optional
         An option whose choices include ``"auto"``: with ``auto`` flowemu
         builds every other choice and keeps the fastest per size (as

@@ -79,7 +79,9 @@ class VerifiedVariant:
 @dataclass(frozen=True)
 class Verification:
     """What :func:`verify` proved: one :class:`VerifiedVariant` per schedule
-    (every choice of an ``auto`` option, every distinct plan of a sized one)."""
+    (every choice of an ``auto_param`` option such as recdoub's
+    ``variant=auto``; for an algorithm that plans per size, ``sized``, the
+    plans it makes for ``size``)."""
 
     algorithm: str
     topology: str | None
@@ -88,6 +90,7 @@ class Verification:
     auto: str | None
     variants: tuple[VerifiedVariant, ...]
     collective: str = "allreduce"
+    sized: bool = False
 
     def text(self, all_steps: bool = False) -> str:
         return "\n".join(_variant_text(self, v, all_steps) for v in self.variants)
@@ -103,8 +106,10 @@ def verify(algorithm, ranks=None, topology=None, *, size=None, network=None,
     ----------
     algorithm : str
         ``NAME[:key=val,...]`` of a registered algorithm of ``collective``
-        (plug-ins too). With an ``auto`` option (``recdoub:variant=auto``)
-        every choice is verified.
+        (plug-ins too). With an ``auto`` variant option
+        (``recdoub:variant=auto``) every choice is verified. An algorithm
+        that plans per size (gentree; butterfly's ``r=auto``, dualroot's
+        ``blocks=auto``) is verified for the plan it makes for ``size``.
     ranks : int, optional
         Number of ranks (default: every endpoint of ``topology``; required
         without one).
@@ -216,7 +221,7 @@ def _prepare(algorithm, ranks, topology, size, network, max_memory, lazy=False,
     head = {"algorithm": spec.name if not raw else f"{spec.name}:"
             + ",".join(f"{k}={v}" for k, v in raw.items()),
             "topology": None if topo is None else topo.spec, "p": p, "size": size,
-            "auto": auto, "collective": coll.name}
+            "auto": auto, "collective": coll.name, "sized": spec.sized is not None}
 
     def schedules():
         for cand in candidates:
@@ -265,7 +270,9 @@ def _variant_text(ver: Verification, v: VerifiedVariant, all_steps: bool) -> str
     if ver.auto:
         lines[0] += f" [{ver.auto}=auto: every choice is verified]"
     if ver.size is not None:
-        lines.append(f"  vector size n = {ver.size:.0f} bytes")
+        lines.append(f"  vector size n = {ver.size:.0f} bytes"
+                     + (": the plan made for this size (an algorithm that plans per size; "
+                        "another size's plan may differ)" if ver.sized else ""))
     proved = ("every rank holds every block with the contribution of each of the "
               f"{ver.p} ranks exactly once" if ver.collective == "allreduce"
               else COLLECTIVES[ver.collective].computes + ", exactly once")

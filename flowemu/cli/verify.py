@@ -14,8 +14,10 @@ from .options import max_memory, naming_options
 
 def add_arguments(vf) -> None:
     vf.add_argument("--algorithm", "-a", required=True,
-                    help="NAME[:key=val,...] (plug-ins too); an auto option verifies every "
-                         "choice")
+                    help="NAME[:key=val,...] (plug-ins too); an auto variant "
+                         "(recdoub:variant=auto) verifies every choice; an algorithm that "
+                         "plans per size (gentree, butterfly's r=auto, dualroot's "
+                         "blocks=auto) is verified for --size's plan")
     vf.add_argument("--collective", "-c", default="allreduce",
                     help="what the schedule must compute: " + ", ".join(COLLECTIVES)
                          + " (default allreduce; flowemu list shows each one's algorithms)")

@@ -152,8 +152,11 @@ def _point(name: str, item) -> float:
 
 
 def _positive(name: str, n: np.ndarray, given) -> np.ndarray:
-    """``n``, unless an entry is not positive and finite: a ConfigError
-    showing it as ``given`` holds it."""
+    """``n``, unless it is empty or an entry is not positive and finite: a
+    ConfigError showing it as ``given`` holds it."""
+    if n.size == 0:
+        raise ConfigError(f"{name}: no sizes given; expected e.g. '32B..512MiB', '1KiB,1MiB' "
+                          "or a list of byte counts")
     bad = ~(np.isfinite(n) & (n > 0))
     if bad.any():
         raise ConfigError(f"{name}: size {show(given[int(np.argmax(bad))])} is not allowed; "

@@ -87,9 +87,12 @@ def _exact(number: str, exp10: int = 0, exp2: int = 0, divide: int = 1) -> float
 
 
 def _fail(kind: str, field: str, text, forms: str):
-    if kind == "time" and isinstance(text, str) and text.strip().startswith("-"):
-        return ConfigError(f"{field}: {show(text)}: a time cannot be negative; expected 0 or "
-                           f"more: {forms}")
+    if isinstance(text, str) and text.strip().startswith("-"):
+        if kind == "time":
+            return ConfigError(f"{field}: {show(text)}: a time cannot be negative; expected 0 "
+                               f"or more: {forms}")
+        return ConfigError(f"{field}: {show(text)}: a {kind} must be positive; expected "
+                           f"{forms}")
     return ConfigError(f"{field}: cannot read {show(text)} as a {kind}; expected {forms}")
 
 
@@ -272,7 +275,8 @@ def parse_rate(text, field: str = "bandwidth") -> float:
     else:
         raise _fail("rate", field, text, _RATE_FORMS)
     if not math.isfinite(value) or value <= 0:
-        raise ConfigError(f"{field}: rate {show(text)} must be positive and finite")
+        shown = text.text if isinstance(text, Quantity) else show(text)
+        raise ConfigError(f"{field}: rate {shown} must be positive and finite")
     return value
 
 
@@ -421,11 +425,34 @@ def quantity(number, unit: str, field: str | None = None) -> Quantity:
     field = field or unit
     if not _is_number(number):
         raise ConfigError(f"{field}: {show(number)} is not allowed; expected a number")
+    try:
+        finite = math.isfinite(float(number))
+    except OverflowError:   # an int past float's range
+        finite = False
+    if not finite:
+        raise ConfigError(f"{field}: {show(number)} is not allowed; expected a finite number")
     digits = str(int(number)) if isinstance(number, numbers.Integral) else repr(float(number))
     text = digits.removesuffix(".0") + unit
     if unit.endswith("/s"):
         return Quantity(parse_rate(text, field), "rate", text)
     return Quantity(parse_time(text, field), "time", text)
+
+
+#: a bare rate from this many bytes/s up, or a bare time below this many
+#: seconds, reads as SI: its refusal leads with that reading (1e11 is
+#: "800Gb/s", 1e-07 is "100ns"), not with "1e+11Gb/s" or "1e-07ns"
+SI_RATE = 1e6
+SI_TIME = 1e-3
+
+
+def _helper(text: str) -> str:
+    """The :mod:`flowemu.units` call that makes ``text`` (``"800Gb/s"`` ->
+    ``Gbps(800)``, ``"100ns"`` -> ``ns(100)``), as :func:`format_rate` and
+    :func:`format_time` write it."""
+    m = re.fullmatch(r"([0-9.e+-]+)(.*)", text)
+    unit = m.group(2)
+    name = unit.replace("b/s", "bps") if unit.endswith("b/s") else unit
+    return f"{name}({m.group(1)})"
 
 
 def _bare(field: str, value, kind: str) -> ConfigError:
@@ -446,6 +473,18 @@ def _bare(field: str, value, kind: str) -> ConfigError:
     if kind == "time" and value < 0:   # no unit makes it a time: say what is wrong
         return ConfigError(f"{field}={n}: a time cannot be negative; write 0 or more with its "
                            'unit, e.g. "100ns" or flowemu.units.ns(100)')
+    if kind == "rate" and math.isfinite(value) and value >= SI_RATE:
+        # a number that large is bytes (or bits) per second, not Gb/s
+        si, bits = format_rate(value), format_rate(value / 8)
+        return ConfigError(f"{field}={n}: a bare number has no unit; as bytes per second, {n} "
+                           f"is \"{si}\" (as bits per second \"{bits}\"): write the one meant "
+                           f"with its unit, e.g. \"{si}\" or flowemu.units.{_helper(si)}")
+    if kind == "time" and math.isfinite(value) and 0 < value < SI_TIME:
+        # a number that small is seconds, not ns or us
+        si = format_time(value)
+        return ConfigError(f"{field}={n}: a bare number has no unit; as seconds, {n} is "
+                           f"\"{si}\": write \"{si}\" or flowemu.units.{_helper(si)} (a time "
+                           "needs its unit: ps, ns, us, ms or s; 0 may be bare)")
     if kind == "rate":
         forms = (f'write "{n}Gb/s" (bits per second) or "{n}GB/s" (bytes per second), or '
                  f"flowemu.units.Gbps({n}) / flowemu.units.GBps({n})")

@@ -320,6 +320,11 @@ def test_a_flowemu_error_in_a_builder_names_the_plugin(capsys):
      "option a is given twice"),
     (("x", naive_build), {"doc": 3}, "doc of 'x' must be a string"),
     (("x", naive_build), {"families": "tree"}, "families of 'x' must be a sequence"),
+    # a misspelled family registered an algorithm that then ran on no topology
+    (("x", naive_build), {"families": ["tree", "fatree"]},
+     ("families of 'x': unknown topology family 'fatree' (did you mean 'fattree'?); known: "
+     "dragonfly, fattree, graph, hammingmesh, hx2mesh, hx4mesh, hyperx, leafspine, mesh, "
+     "torus, tree")),
 ])
 def test_register_errors(naive, args, kwargs, needle):
     with pytest.raises(ConfigError) as exc:

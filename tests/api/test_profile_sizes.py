@@ -40,6 +40,9 @@ def test_the_order_given_is_kept(prof):
     (["x"], "sizes: cannot read 'x' as a size"),
     (True, "sizes: True is not allowed"),
     (np.ones((2, 2)), "sizes: an array of shape (2, 2) is not allowed"),
+    # empty: simulate refuses it, times returned an empty array
+    ([], "sizes: no sizes given; expected e.g. '32B..512MiB', '1KiB,1MiB'"),
+    (np.array([]), "sizes: no sizes given"),
 ])
 def test_what_is_not_a_size_is_refused_by_name(prof, bad, says):
     with pytest.raises(flowemu.ConfigError) as err:

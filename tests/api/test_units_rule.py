@@ -31,8 +31,8 @@ def test_simulate_refuses_a_bare_number(field, value):
         flowemu.simulate(TOPO, "ring", "1MiB", **{field: value})
     msg = str(e.value)
     shown = f"{float(value):g}" if isinstance(value, float | np.floating) else str(int(value))
-    assert msg.startswith(f"{field}={shown}: a bare number has no unit; write ")
-    assert "flowemu.units." in msg
+    assert msg.startswith(f"{field}={shown}: a bare number has no unit; ")
+    assert "flowemu.units." in msg and "write " in msg
 
 
 def test_the_message_shows_the_forms():
@@ -42,8 +42,31 @@ def test_the_message_shows_the_forms():
                                    '"400Gb/s" (bits per second) or "400GB/s" (bytes per '
                                    'second), or flowemu.units.Gbps(400)')
     with pytest.raises(ConfigError) as e:
-        flowemu.simulate(TOPO, "ring", "1MiB", link_latency=1e-7)
-    assert '"1e-07ns"' in str(e.value) and 'as seconds, 1e-07 is "100ns"' in str(e.value)
+        flowemu.simulate(TOPO, "ring", "1MiB", link_latency=100)
+    assert '"100ns", "100us"' in str(e.value) and 'as seconds, 100 is "100s"' in str(e.value)
+
+
+@pytest.mark.parametrize("field, value, says", [
+    # numbers this far from the units' range are SI: their reading comes first, and the
+    # forms to write are that reading's (not "1e-07ns", "5e+10Gb/s")
+    ("link_latency", 1e-7, ('link_latency=1e-07: a bare number has no unit; as seconds, 1e-07 '
+     'is "100ns": write "100ns" or flowemu.units.ns(100) (a time needs its unit')),
+    ("gamma", 2e-11, 'as seconds, 2e-11 is "20ps": write "20ps" or flowemu.units.ps(20)'),
+    ("alpha", 1.5e-6, 'as seconds, 1.5e-06 is "1.5us": write "1.5us" or flowemu.units.us(1.5)'),
+    ("bandwidth", 5e10, ('bandwidth=5e+10: a bare number has no unit; as bytes per second, '
+     '5e+10 is "400Gb/s" (as bits per second "50Gb/s"): write the one meant with its unit, '
+     'e.g. "400Gb/s" or flowemu.units.Gbps(400)')),
+    ("bandwidth", 2e6, ('as bytes per second, 2e+06 is "16Mb/s" (as bits per second "2Mb/s")'
+     ': write the one meant with its unit, e.g. "16Mb/s" or flowemu.units.Mbps(16)')),
+])
+def test_a_bare_si_number_is_read_as_si_first(field, value, says):
+    with pytest.raises(ConfigError) as e:
+        flowemu.simulate(TOPO, "ring", "1MiB", **{field: value})
+    assert says in str(e.value)
+    # (what it says to write is what the SI number is)
+    helper = says.rpartition("flowemu.units.")[2].partition(" ")[0]
+    name, arg = helper.rstrip(")").split("(")
+    assert getattr(flowemu.units, name)(float(arg)).value == pytest.approx(value, rel=1e-12)
 
 
 @pytest.mark.parametrize("field", ["link_latency", "hop_latency", "alpha", "gamma", "delta",
@@ -164,3 +187,22 @@ def test_network_replace_keeps_the_other_fields_and_takes_units():
     with pytest.raises(ConfigError, match=r"Network.replace: unknown keyword argument\(s\) "
                                           r"bandwith \(did you mean 'bandwidth'\?\)"):
         net.replace(bandwith="1Gb/s")
+
+
+@pytest.mark.parametrize("make, says", [
+    # a sign was "cannot read '-400Gb/s' as a rate", a non-finite helper "cannot read
+    # 'infGb/s'", an SI value Quantity('-1.0B/s')
+    (lambda: flowemu.Network(bandwidth="-400Gb/s"),
+     "bandwidth: '-400Gb/s': a rate must be positive; expected 400Gb/s"),
+    (lambda: flowemu.units.Gbps(-400), "Gbps: '-400Gb/s': a rate must be positive"),
+    (lambda: flowemu.units.Gbps(float("inf")), ("Gbps: inf is not allowed; expected a finite "
+                                               "number")),
+    (lambda: flowemu.units.ns(float("nan")), "ns: nan is not allowed; expected a finite number"),
+    (lambda: flowemu.Network.from_si(bandwidth=-1),
+     "bandwidth: rate -1.0B/s must be positive and finite"),
+    (lambda: flowemu.simulate(TOPO, "ring", "-1MiB"), "sizes: '-1MiB': a size must be positive"),
+])
+def test_a_negative_or_non_finite_value_says_so(make, says):
+    with pytest.raises(ConfigError) as e:
+        make()
+    assert str(e.value).startswith(says) and "Quantity(" not in str(e.value)

@@ -229,3 +229,16 @@ def test_butterfly_two_buffer_form_verified(capsys):
     code, out, err = run(capsys, ["verify", "-a", "butterfly:r=2", "--ranks", "100"])
     assert code == 0 and err == ""
     assert "proved: 12 steps, 100 blocks (2 buffers each)" in out
+
+
+def test_a_plan_made_per_size_says_so(capsys):
+    """butterfly's r=auto picks r per size, and verify proves the plan for
+    --size only: the report said "variant bandwidth (at=auto,r=auto)" as if
+    every r were proved. A fixed variant option's auto says every choice."""
+    code, out, _ = run(capsys, ["verify", "-a", "butterfly", "--ranks", "12"])
+    assert code == 0
+    assert ("  vector size n = 268435456 bytes: the plan made for this size (an algorithm "
+            "that plans per size; another size's plan may differ)") in out.splitlines()
+    code, out, _ = run(capsys, ["verify", "-a", "recdoub", "--ranks", "8", "--size", "1MiB"])
+    assert code == 0 and "  vector size n = 1048576 bytes" in out.splitlines()
+    assert "[variant=auto: every choice is verified]" in out and "plans per size" not in out
