@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..core.errors import ConfigError
+from ..core.errors import ConfigError, suggest
 
 __all__ = ["COLLECTIVES", "Collective", "collective_names", "get_collective"]
 
@@ -100,6 +100,8 @@ def get_collective(name) -> Collective:
     ``reduce_scatter``)."""
     key = name.replace("-", "_") if isinstance(name, str) else name
     if key not in COLLECTIVES:
-        raise ConfigError(f"collective: {name!r} is not one of {', '.join(COLLECTIVES)} "
-                          "(reduce-scatter is read as reduce_scatter)")
+        hint = suggest(key, COLLECTIVES) if isinstance(key, str) else ""
+        raise ConfigError(f"collective: {name!r} is not one of {', '.join(COLLECTIVES)}{hint}"
+                          + ("; " if hint else " (") + "reduce-scatter is read as reduce_scatter"
+                          + ("" if hint else ")"))
     return COLLECTIVES[key]

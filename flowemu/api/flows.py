@@ -102,7 +102,7 @@ def flows(topology, algorithm=None, *, traffic=None, size=None, steps=None,
     report = plan.progress()
     table = flow_table(plan.schedule, plan.topology, plan.network, plan.size, ecmp=plan.ecmp,
                        seed=plan.seed, mapping=plan.mapping, steps=plan.indices,
-                       progress=report, **plan.load)
+                       progress=report, limit=plan.limit, **plan.load)
     if report is not None:
         report.finish()
     return table
@@ -145,7 +145,7 @@ def write_flows(path, topology, algorithm=None, *, traffic=None, size=None, step
             for frame in iter_flow_frames(plan.schedule, plan.topology, plan.network, plan.size,
                                           ecmp=plan.ecmp, seed=plan.seed,
                                           mapping=plan.mapping, steps=plan.indices,
-                                          progress=report, **plan.load):
+                                          progress=report, limit=plan.limit, **plan.load):
                 if frame is not None:
                     sink.write(frame)
                     written += len(frame)
@@ -268,7 +268,7 @@ def _plan(topology, algorithm, traffic, size, steps, ecmp, seed, ranks, placemen
     if run.whatif is not None:
         check_fail_policy(sched, topo, mapping, whatif.fail_policy)
         load = {"background": run.whatif.background, "slow": run.whatif.slow}
-    ctx = make_context(topo, net, ecmp, seed, mapping, sched.p, **load)
+    ctx = make_context(topo, net, ecmp, seed, mapping, sched.p, **load, limit=lim)
     check_memory(ctx, sched, 1, lim)   # the dump solves one step at a time
     rows, largest_rows, pattern_rows, entries, largest = _dump_size(ctx, sched, indices)
     what = f"the flow dump of {what} ({rows} flows, {entries} route entries)"
@@ -387,7 +387,7 @@ FLOW_COLUMNS = ["step", "label", "src", "dst", "src_node", "dst_node", "bytes", 
 
 def flow_table(schedule: Schedule, topology: Topology, network: Network | None, size: float, *,
                ecmp: str = "split", seed: int = 0, mapping=None, steps=None, progress=None,
-               background=None, slow=None):
+               background=None, slow=None, limit=None):
     """Per-flow detail at one vector size: a DataFrame with columns
     ``step, label, src, dst, src_node, dst_node, bytes, hops, rate_Bps,
     finish_s, links, path`` as :func:`flows` describes them.
@@ -401,12 +401,16 @@ def flow_table(schedule: Schedule, topology: Topology, network: Network | None, 
     background, slow : optional
         A background and slow ranks (:mod:`flowemu.whatif.background`,
         :mod:`flowemu.whatif.stragglers`) sharing every step.
+    limit : optional
+        The memory limit routing a background is checked against
+        (:func:`flowemu.core.budget.limit`; default: the environment's).
     """
     import pandas as pd
 
     frames = [f for f in iter_flow_frames(schedule, topology, network, size, ecmp=ecmp,
                                           seed=seed, mapping=mapping, steps=steps,
-                                          progress=progress, background=background, slow=slow)
+                                          progress=progress, background=background, slow=slow,
+                                          limit=limit)
               if f is not None]
     if not frames:
         return empty_flow_table()
@@ -427,7 +431,7 @@ def empty_flow_table():
 
 def iter_flow_frames(schedule: Schedule, topology: Topology, network: Network | None,
                      size: float, *, ecmp: str = "split", seed: int = 0, mapping=None,
-                     steps=None, progress=None, background=None, slow=None):
+                     steps=None, progress=None, background=None, slow=None, limit=None):
     """:func:`flow_table` one step at a time: yields a DataFrame per selected
     step (None for a step without flows), so that a writer can stream them.
 
@@ -438,7 +442,8 @@ def iter_flow_frames(schedule: Schedule, topology: Topology, network: Network | 
     import pandas as pd
 
     network = network or Network()
-    ctx = make_context(topology, network, ecmp, seed, mapping, schedule.p, background, slow)
+    ctx = make_context(topology, network, ecmp, seed, mapping, schedule.p, background, slow,
+                       limit)
     indices = list(range(schedule.num_steps) if steps is None else steps)
     last_use = {id(schedule.steps[k].traffic): i for i, k in enumerate(indices)}
     done, names = {}, {}

@@ -197,7 +197,7 @@ def simulate_jobs(topology, jobs, *, sync: str = "barrier", ecmp: str = "split",
         whatif, topo, int(sum(len(m) for m in mappings)), net, np.concatenate(mappings))
     run_topo = topo if applied is None else applied.topology
     shared = make_context(run_topo, net, ecmp, seed, None, None,
-                          None if applied is None else applied.background)
+                          None if applied is None else applied.background, limit=lim)
     picked = []
     for j, ((alg, candidates), ends) in enumerate(zip(chosen, mappings, strict=True)):
         p = len(ends)

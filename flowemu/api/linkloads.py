@@ -132,7 +132,8 @@ def link_loads(topology, algorithm=None, *, traffic=None, steps=None, ecmp: str 
             check_fail_policy(sched, run.topology, run.mapping, w.columns["fail_policy"],
                               run.spec)
         ctx = make_context(run.topology, run.network, run.ecmp, run.seed, run.mapping, sched.p,
-                           None if w is None else w.background, None if w is None else w.slow)
+                           None if w is None else w.background, None if w is None else w.slow,
+                           run.limit)
         check_memory(ctx, sched, threads, run.limit)
         loads = schedule_loads(ctx, sched, indices, threads)
         rows += sum(p.num_links for p in loads)

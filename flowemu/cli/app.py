@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import sys
 
+from ..core.errors import ConfigError
 from ..core.plugins import PLUGINS_VARIABLE, add_plugins
 from ..core.version import __version__
 from .options import Parser, exit_status, run_interruptible
@@ -109,6 +111,32 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _unrecognized(message: str, argv) -> str:
+    """argparse's ``unrecognized arguments: --slow 3=0.5`` with the commands
+    that take such an option (``jobs`` takes no ``--slow``; ``run`` does),
+    which argparse does not say; other messages unchanged."""
+    if not message.startswith("unrecognized arguments: "):
+        return message
+    words = [str(a) for a in argv]
+    command = next((w for w in words if w in COMMANDS), None)
+    options = [w.partition("=")[0] for w in message.split(": ", 1)[1].split()
+               if w.startswith("--")]
+    if command is None or not options:
+        return message
+    takers = []
+    for other in COMMANDS:
+        if other == command:
+            continue
+        parser = CommandParser(prog=f"flowemu {other}", command=None)
+        command_module(other).add_arguments(parser)
+        if options[0] in parser._option_string_actions:
+            takers.append(other)
+    where = f"; {', '.join(takers)} {'takes' if len(takers) == 1 else 'take'} it" \
+        if takers else ""
+    return (f"{message} ({command} has no {options[0]} option{where}; flowemu {command} "
+            "--help lists its options)")
+
+
 def main(argv=None) -> int:
     """Run ``flowemu`` with ``argv`` (default: the process's); the exit status."""
     return exit_status(lambda: _dispatch(argv))
@@ -119,6 +147,9 @@ def _dispatch(argv) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:   # --help, --version: printed, done
         return exc.code if isinstance(exc.code, int) else 0
+    except ConfigError as exc:
+        raise ConfigError(_unrecognized(str(exc), sys.argv[1:] if argv is None else argv)) \
+            from None
     add_plugins([*args.plugins, *args.command_plugins])   # before anything looks a name up
     command = getattr(command_module(args.command), f"cmd_{args.command}")
     if args.command in SIGNAL_COMMANDS:

@@ -425,12 +425,9 @@ def quantity(number, unit: str, field: str | None = None) -> Quantity:
     field = field or unit
     if not _is_number(number):
         raise ConfigError(f"{field}: {show(number)} is not allowed; expected a number")
-    try:
-        finite = math.isfinite(float(number))
-    except OverflowError:   # an int past float's range
-        finite = False
-    if not finite:
-        raise ConfigError(f"{field}: {show(number)} is not allowed; expected a finite number")
+    if not isinstance(number, numbers.Integral) and not math.isfinite(float(number)):
+        # (an int past a double's range is refused below, as the string it makes)
+        raise ConfigError(f"{field}: {float(number)} is not allowed; expected a finite number")
     digits = str(int(number)) if isinstance(number, numbers.Integral) else repr(float(number))
     text = digits.removesuffix(".0") + unit
     if unit.endswith("/s"):

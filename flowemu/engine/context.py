@@ -52,7 +52,12 @@ class Context:
 
 
 def make_context(topology: Topology, network: Network, ecmp: str = "split", seed: int = 0,
-                 mapping=None, p: int | None = None, background=None, slow=None) -> Context:
+                 mapping=None, p: int | None = None, background=None, slow=None,
+                 limit=None) -> Context:
+    """The run's :class:`Context`. ``limit`` is the run's memory limit
+    (:func:`flowemu.core.budget.limit`: ``max_memory``, a sweep worker's
+    share; None: ``FLOWEMU_MAX_MEMORY`` or 80 % of the available memory),
+    which routing a background is checked against."""
     topology.check_mode(ecmp, engine=True)   # its modes, or "adaptive" over "split"
     adaptive = ecmp == "adaptive"
     if adaptive:
@@ -85,7 +90,7 @@ def make_context(topology: Topology, network: Network, ecmp: str = "split", seed
                    link_incast=topology.link_incast(network))
     if background is not None or slow is not None:
         background, slow = _load_args(topology, len(mapping), background, slow)
-        ctx.load = prepare_load(ctx, background, slow)
+        ctx.load = prepare_load(ctx, background, slow, limit)
         ctx.speed = slow.compute_speed if slow is not None else None
         if adaptive and ctx.load is not None:
             ctx.adaptive_capacity = ctx.load.residual_capacity(ctx)

@@ -186,8 +186,10 @@ def dataflow_run(schedule: Schedule, topology: Topology, network: Network | None
     ``sync="barrier"``, step k is stage k). ``background`` and ``slow`` are
     the engine's objects, as for :func:`flowemu.engine.profiles.profile`."""
     schedule, topology, network = check_profile_args(schedule, topology, network)
-    ctx = make_context(topology, network, ecmp, seed, mapping, schedule.p, background, slow)
-    return layout(ctx, [(schedule, ctx, sync)], budget.limit(max_memory))
+    lim = budget.limit(max_memory)
+    ctx = make_context(topology, network, ecmp, seed, mapping, schedule.p, background, slow,
+                       lim)
+    return layout(ctx, [(schedule, ctx, sync)], lim)
 
 
 def layout(ctx: Context, jobs, lim: budget.Limit) -> DataflowRun:

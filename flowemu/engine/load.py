@@ -150,7 +150,7 @@ class RunLoad:
     """Background flows and slow-rank caps of one run (made by
     :func:`prepare_load`; read-only afterwards, so steps solve in threads)."""
 
-    def __init__(self, ctx, background: Background | None, slow):
+    def __init__(self, ctx, background: Background | None, slow, limit=None):
         topo = ctx.topology
         self.background = background
         nb = background.num_flows if background is not None else 0
@@ -158,7 +158,7 @@ class RunLoad:
         if nb:
             worst = topo.max_route_entries(ctx.ecmp)
             if worst is not None:
-                budget.check(budget.solve_bytes(nb, nb * worst), budget.limit(None),
+                budget.check(budget.solve_bytes(nb, nb * worst), budget.limit(limit),
                              f"routing background {background.spec!r} on {topo.spec}")
             self.routes = topo.route(background.src, background.dst, ecmp=ctx.ecmp,
                                      seed=ctx.seed)
@@ -250,7 +250,7 @@ class RunLoad:
                             float(moved.sum()), float(np.sum(sol.rate0[nf:])))
 
 
-def prepare_load(ctx, background=None, slow=None) -> RunLoad | None:
+def prepare_load(ctx, background=None, slow=None, limit=None) -> RunLoad | None:
     """The run's :class:`RunLoad`, or None when it has neither background
     flows nor network-slowed ranks (the engine's default path). Also checks
     ``slow`` against the run's ranks."""
@@ -260,7 +260,7 @@ def prepare_load(ctx, background=None, slow=None) -> RunLoad | None:
     has_bg = background is not None and background.num_flows > 0
     if not has_bg and (slow is None or len(slow.network_ranks) == 0):
         return None
-    return RunLoad(ctx, background if has_bg else None, slow)
+    return RunLoad(ctx, background if has_bg else None, slow, limit)
 
 
 def uncontested_rate(ctx, solve) -> float:

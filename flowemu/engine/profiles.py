@@ -222,7 +222,8 @@ def profile(schedule: Schedule, topology: Topology, network: Network | None = No
     if schedule.p > topology.num_endpoints:
         raise ConfigError(f"ranks: {schedule.p} ranks do not fit on {topology.spec} "
                           f"({topology.num_endpoints} endpoints)")
-    ctx = make_context(topology, network, ecmp, seed, mapping, schedule.p, background, slow)
+    ctx = make_context(topology, network, ecmp, seed, mapping, schedule.p, background, slow,
+                       lim)
     need = check_memory(ctx, schedule, threads, lim, reduced=not congestion and ctx.load is None)
     if ctx.load is not None:   # every solve also carries the background's flows
         ctx.load.check_memory(need, threads, lim, f"{topology.spec} {schedule.algorithm}")

@@ -8,6 +8,7 @@ and when two goodputs are a tie. The rankings are in
 from __future__ import annotations
 
 import os
+import re
 
 import numpy as np
 import pandas as pd
@@ -79,6 +80,12 @@ def query(df: pd.DataFrame, where: str) -> pd.DataFrame:
     try:
         return df[where_rows(df, where)]
     except ConfigError as refused:
+        if re.search(r"\boptions\s*\.\s*get\b", where):
+            # pandas reads options as the text column, whose .get is a label lookup:
+            # every row would compare None, silently
+            raise ConfigError(f"where: {where!r}: options.get is not offered; write "
+                              "options['variant']: an option a row's algorithm does not have "
+                              "reads as None there") from None
         try:
             return df.query(where, engine="python")
         except Exception:  # noqa: BLE001 - not a pandas query either: say what is allowed

@@ -27,8 +27,10 @@ WHATIF_RESULT_COLUMNS = ["size_bytes", "algorithm", "condition", "fail", "degrad
 
 
 #: the columns that identify a scenario apart from its what-ifs (matched by
-#: :func:`slowdown` where present)
-_TWIN_KEYS = ("sweep", "group", "topology", "nodes", "ranks", "algorithm", "model", "sync",
+#: :func:`slowdown` where present). Not a sweep's ``group``: a group is a
+#: label, and the healthy twin may be in another group of the sweep (a
+#: group without what-ifs, as the docs advise)
+_TWIN_KEYS = ("sweep", "topology", "nodes", "ranks", "algorithm", "model", "sync",
               "options",
               "size_bytes", "ecmp", "seed", "placement", "bandwidth_Bps", "link_latency_s",
               "hop_latency_s", "alpha_s", "gamma_s_per_B", "delta_s_per_B", "incast_threshold",

@@ -231,6 +231,11 @@ def test_verify_command_and_api(capsys):
     code, out, err = run(capsys, ["verify", "-c", "bcast", "-a", "binomial", "--ranks", "7"])
     assert code == 2 and one_error_line(err) == (
         "flowemu: error: --collective: 'bcast' is not one of allreduce, reduce_scatter, "
+        "allgather, broadcast, reduce, gather, scatter, alltoall (did you mean 'broadcast'?); "
+        "reduce-scatter is read as reduce_scatter")
+    code, _, err = run(capsys, ["verify", "-c", "nothing", "-a", "binomial", "--ranks", "7"])
+    assert code == 2 and one_error_line(err) == (
+        "flowemu: error: --collective: 'nothing' is not one of allreduce, reduce_scatter, "
         "allgather, broadcast, reduce, gather, scatter, alltoall (reduce-scatter is read as "
         "reduce_scatter)")
     # allreduce output is unchanged

@@ -232,3 +232,24 @@ def test_sweep_seed_beyond_the_hash_range_is_refused_at_load(tmp_path):
 def test_sweep_progress_must_be_a_flag(tmp_path, sweep_file):
     with pytest.raises(ConfigError, match="progress"):
         flowemu.sweep(sweep_file, tmp_path / "d", jobs=1, progress="no")
+
+
+@pytest.mark.parametrize("argv, says", [
+    # argparse said "unrecognized arguments: --slow 3=0.5" and no more (jobs takes no
+    # slow ranks: they name ranks, which each job numbers from 0)
+    (["jobs", "-t", "torus:4x4", "--job", "algorithm=ring size=1MiB ranks=8", "--slow", "3=0.5"],
+     ("flowemu: error: unrecognized arguments: --slow 3=0.5 (jobs has no --slow option; run "
+     "takes it; flowemu jobs --help lists its options)")),
+    (["run", "-t", "torus:4x4", "-a", "ring", "--jobs=2"],
+     ("flowemu: error: unrecognized arguments: --jobs=2 (run has no --jobs option; sweep takes "
+     "it; flowemu run --help lists its options)")),
+    (["list", "--nothing"],
+     ("flowemu: error: unrecognized arguments: --nothing (list has no --nothing option; "
+     "flowemu list --help lists its options)")),
+    (["run", "-t", "torus:4x4", "-a", "ring", "extra"],
+     "flowemu: error: unrecognized arguments: extra"),
+])
+def test_an_option_of_another_command_names_the_commands_that_take_it(argv, says, capsys):
+    from flowemu.cli.app import main
+    assert main(argv) == 2
+    assert capsys.readouterr().err == says + "\n"

@@ -70,6 +70,11 @@ WHERE = [
     ("family == 'torus' and ndims == 1", lambda d: d[d["topology"] == "torus:8"]),
     ("algorithm == 'recdoub' and options['variant'] == 'latency' and link_latency >= time('0s')",
      lambda d: d[d["algorithm"] == "recdoub"]),
+    # ring has no variant: it reads as None there (this was a KeyError at ring's rows)
+    ("options['variant'] == 'latency'", lambda d: d[d["algorithm"] == "recdoub"]),
+    ("options['variant'] != 'latency'", lambda d: d[d["algorithm"] == "ring"]),
+    ("'variant' not in options and size_bytes == 1024",
+     lambda d: d[(d["algorithm"] == "ring") & (d["size_bytes"] == 1024)]),
 ]
 
 
@@ -107,6 +112,13 @@ def test_plot_where_selects_the_rows_pandas_selects(dataset, plotted, where, tmp
                         "the vector size column is size_bytes (size_bytes == size('1MiB'))")),
     ("time < time('100us')", ("time is a function, not a value: time('100us') is 100 µs in "
                               "seconds; the time column is time_s")),
+    # an option no algorithm has is a misspelling, not None everywhere
+    ("options['varient'] == 'latency'", ("no algorithm has the option 'varient' (did you mean "
+                                         "'variant'?); their options: layout, mirrored, ports, "
+                                         "variant")),
+    # pandas read options.get on the text column: every row compared None, silently
+    ("options.get('variant') != 'latency'", ("options.get is not offered; write "
+                                            "options['variant']")),
 ])
 def test_a_bad_filter_is_one_line_naming_it(dataset, where, says, capsys):
     assert main(["compare", str(dataset), "--where", where]) == 2

@@ -877,3 +877,22 @@ def test_a_retry_that_succeeds_leaves_no_error_record(tmp_path, monkeypatch):
     failing.clear()
     quiet(path, out, jobs=1, retry_errors=True)
     assert not list((out / ERRORS_DIR).glob("*.parquet")) and load_errors(out).empty
+
+
+def test_a_where_reads_an_option_some_algorithms_lack(tmp_path):
+    """options['variant'] failed with a KeyError at ring's configuration,
+    so one expression could not filter a set of algorithms; an option no
+    algorithm of the grid has is still refused, as a misspelling."""
+    path = tmp_path / "o.toml"
+    head = ('sizes = ["1MiB"]\ntopology = "torus:4x4"\nalgorithm = ["ring", '
+            '"recdoub:variant=latency", "recdoub:variant=bandwidth"]\n')
+    path.write_text(head + "where = \"options['variant'] != 'latency'\"\n")
+    assert [c.label for c in load_sweep(path).configs] == ["ring", "recdoub:variant=bandwidth"]
+    path.write_text(head + "exclude = [{where = \"options['variant'] == 'latency'\"}]\n")
+    assert [c.label for c in load_sweep(path).configs] == ["ring", "recdoub:variant=bandwidth"]
+    path.write_text(head + "where = \"options['varient'] != 'latency'\"\n")
+    with pytest.raises(SweepConfigError, match=r"where: \"options\['varient'\] != 'latency'\": "
+                                               r"no algorithm has the option 'varient' \(did "
+                                               r"you mean 'variant'\?\); their options: layout, "
+                                               r"mirrored, ports, variant"):
+        load_sweep(path)

@@ -420,3 +420,20 @@ def test_one_slow_rank_written_several_ways_is_one_configuration(tmp_path):
     assert row["slow"][0] == "3=0.5"
     assert row["time_s"][0] == flowemu.simulate("torus:4x4", "ring", "1KiB",
                                                 slow="3=0.5")["time_s"][0]
+
+
+def test_a_failure_or_degradation_that_reads_the_same_is_noted(tmp_path):
+    """'0,0-0,1=.5' and '0,0-0,1=0.5', or '0,0-0,1; 0,0-0,1' and '0,0-0,1',
+    read the same on the topology and were merged into one configuration
+    without the note every other repeated value gets."""
+    path = write(tmp_path, 'sizes = "1KiB"\ntopology = "torus:4x4"\nalgorithm = "ring"\n'
+                           'fail_policy = "reroute"\n'
+                           'degrade = ["0,0-0,1=0.5", "0,0-0,1=.5"]\n'
+                           'fail = ["", "0,0-0,1; 0,0-0,1", "0,0-0,1"]\n')
+    plan = load_sweep(path)
+    assert len(plan.configs) == 2
+    assert plan.notes == [
+        ("degrade[1]: '0,0-0,1=.5' is the same as '0,0-0,1=0.5' on torus:4x4; the grid counts "
+        "it once"),
+        ("fail[2]: '0,0-0,1' is the same as '0,0-0,1;0,0-0,1' on torus:4x4; the grid counts it "
+        "once")]

@@ -498,3 +498,28 @@ def test_slowdown_figure_panels_keep_their_own_axis():
                                                                   "degrade link:0=0.5"]
     x, y = lines[("fattree:k=4", "ring")]
     assert list(np.round(x)) == [0, 1] and y == pytest.approx([1.0, 1.5])
+
+
+def test_the_healthy_twin_may_be_in_another_group(tmp_path, capsys):
+    """The docs advise adding "a group without what-ifs" for a baseline, but
+    twins were matched within a group only: every slowdown was NaN and the
+    slowdown figure refused to draw. The twin's time is the healthy run's
+    (checked against the healthy group's own row)."""
+    from flowemu.study.sweep import sweep
+    cfg = tmp_path / "g.toml"
+    cfg.write_text('sizes = ["1MiB"]\ntopology = "torus:8x8"\n'
+                   '[groups.healthy]\nalgorithm = ["swing"]\n'
+                   '[groups.faulty]\nalgorithm = ["swing", "recdoub"]\nfailures = [1]\n'
+                   'failure_seed = [0, 1]\n')
+    sweep(cfg, tmp_path / "g", jobs=1, progress=False)
+    df = flowemu.load(tmp_path / "g")
+    out = flowemu.results.slowdown(df)
+    base = float(df.loc[(df.group == "healthy"), "time_s"].iloc[0])
+    swing = out[(out.group == "faulty") & (out.algorithm == "swing")]
+    assert len(swing) == 2 and (swing["healthy_time_s"] == base).all()
+    np.testing.assert_allclose(swing["slowdown"], swing["time_s"] / base, rtol=1e-15)
+    # recdoub has no healthy row anywhere: no slowdown
+    assert out[out.algorithm == "recdoub"]["slowdown"].isna().all()
+    code, _, err = run(capsys, ["plot", str(tmp_path / "g"), "--kind", "slowdown",
+                                "--out", str(tmp_path / "s.png")])
+    assert code == 0 and is_png(tmp_path / "s.png"), err

@@ -56,3 +56,23 @@ def test_documented_torus_16x16_numbers():
     assert slowed["perm:0.5"] == pytest.approx(4.91, abs=0.01)
     # saturated links: a lighter LOAD slows it as much
     assert slowed["perm:0.1"] == pytest.approx(slowed["perm:0.5"], rel=1e-9)
+
+
+def test_routing_a_background_is_checked_against_the_runs_own_limit(monkeypatch):
+    """The background's routes were checked against FLOWEMU_MAX_MEMORY (or
+    80 % of memory) whatever limit the run had: max_memory= (--max-memory)
+    and a sweep worker's share were ignored there, and the refusal named
+    the variable."""
+    monkeypatch.setenv("FLOWEMU_MAX_MEMORY", "1KiB")
+    df = flowemu.simulate("torus:8x8", "swing", "1MiB", background="perm:0.5",
+                          max_memory="8GiB")
+    assert df["background_Bps"].iloc[0] > 0
+    for call in (lambda: flowemu.flows("torus:8x8", "swing", size="1MiB", steps="0",
+                                       background="perm:0.5", max_memory="8GiB"),
+                 lambda: flowemu.link_loads("torus:8x8", "swing", steps="0",
+                                            background="perm:0.5", max_memory="8GiB"),
+                 lambda: flowemu.simulate("torus:8x8", "swing", "1MiB", background="perm:0.5",
+                                          sync="dataflow", max_memory="8GiB"),
+                 lambda: flowemu.simulate_jobs("torus:8x8", ["algorithm=ring size=1MiB ranks=8"],
+                                               background="perm:0.5", max_memory="8GiB")):
+        assert len(call()) > 0

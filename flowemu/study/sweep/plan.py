@@ -42,7 +42,7 @@ from .fields import (
 from .jobs import check_jobs_config, parse_jobs_field
 from .paths import current, reading
 from .traffic import check_traffic_config, parse_traffic_field
-from .where import compile_where, eval_where, excluded, parse_exclude, where_env
+from .where import OptionKeys, compile_where, eval_where, excluded, parse_exclude, where_env
 
 
 @dataclass
@@ -135,6 +135,21 @@ def _repeated_options(raw, loc: str, parse) -> list[str]:
                                      lambda one, key=key, table=table: parse({**table,
                                                                               key: [one]})))
     return out
+
+
+def _same_whatifs(given: Config, first: Config, locs: dict, notes: list[str]) -> None:
+    """A note for a failure or degradation written differently from an
+    earlier configuration's that reads the same on its topology
+    (``"0,0-0,1=.5"`` and ``"0,0-0,1=0.5"``, ``"0,0-0,1; 0,0-0,1"`` and
+    ``"0,0-0,1"``): the grid counts it once, which its count showed with no
+    word (the other fields' values are noted as they are read)."""
+    for name in ("fail", "degrade"):
+        a, b = getattr(given, name), getattr(first, name)
+        if a != b:
+            note = (f"{locs.get((name, a), locs[name])}: {a!r} is the same as {b!r} on "
+                    f"{given.topology}; the grid counts it once")
+            if note not in notes:
+                notes.append(note)
 
 
 def _written(value) -> str:
@@ -328,12 +343,13 @@ def _expand(path: Path, doc: dict) -> SweepPlan:
         # a routing mode a topology lacks is reported, and the grid's other pairs still
         # go through every check below: the file's problems are said at once
         unrouted = _unrouted(values, ecmp_loc, probs)
-        configs, seen, total, reported, misfits = [], set(), 0, set(), Problems()
+        configs, seen, total, reported, misfits = [], {}, 0, set(), Problems()
         priced: dict = {}
         checked: dict = {}
         refused: dict = {}    # (loc, message) -> keys of the configurations refused
         simulated: dict = {}
         n_problems = len(probs.items)
+        optkeys = OptionKeys()   # the options the where expressions read
         for combo in itertools.product(*(values[f] for f in GRID_FIELDS)):
             if len(probs.items) > n_problems:
                 break   # a where expression failed: reported once, not per configuration
@@ -356,7 +372,7 @@ def _expand(path: Path, doc: dict) -> SweepPlan:
                 # one half of the pair in a grid's cell (slope "0" beside a threshold):
                 # incast is off, as in the cell without either (one configuration)
                 cfg = replace(cfg, incast_threshold=float("inf"), incast_slope=0.0)
-            env = where_env(cfg, alg)
+            env = where_env(cfg, alg, optkeys)
             keep = True
             for code, text, loc in wheres:
                 if not eval_where(code, text, env, loc, probs):
@@ -399,8 +415,9 @@ def _expand(path: Path, doc: dict) -> SweepPlan:
             files = current()
             h = config_hash(files.as_written(cfg.canonical()))
             if h in seen:
+                _same_whatifs(given, seen[h], locs, repeats)
                 continue
-            seen.add(h)
+            seen[h] = given
             named = json.dumps(cfg.canonical())
             written = tuple((path, text) for path, text in files.written.items()
                             if path in named)
@@ -408,6 +425,13 @@ def _expand(path: Path, doc: dict) -> SweepPlan:
             configs.append(replace(cfg, key=cfg.shown(config_key(cfg))))
         for loc, msg in misfits.items:   # after the loop: a where failure stops it early
             probs.add(loc, msg)
+        if optkeys.unknown() and len(probs.items) == n_problems:
+            # an option no algorithm of the grid has: a misspelling (it reads as None)
+            texts = [(text, loc) for _, text, loc in wheres] + \
+                [(ex.where_text, f"{ex.loc}.where") for ex in excl if ex.where is not None]
+            key = str(optkeys.unknown()[0])
+            text, loc = next(((t, lc) for t, lc in texts if key in t), texts[0])
+            probs.add(loc, optkeys.problem(text))
         for (loc, msg), keys in refused.items():
             probs.add(loc, _configurations(keys) + msg)
         if len(probs.items) > n_problems:

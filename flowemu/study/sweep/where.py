@@ -104,7 +104,10 @@ def _suggest(word: str, names) -> str:
     return hint
 
 
-def where_env(cfg: Config, alg: Alg) -> dict:
+def where_env(cfg: Config, alg: Alg, keys: OptionKeys | None = None) -> dict:
+    """The names a where expression sees for configuration ``cfg`` of
+    algorithm ``alg``; ``keys`` tallies the options read (a new tally when
+    None)."""
     info = topo_info(cfg.topology)
     env = {f: getattr(cfg, f) for f in GRID_FIELDS[2:] if f != "network"}
     env["network"] = cfg.network_preset
@@ -115,7 +118,9 @@ def where_env(cfg: Config, alg: Alg) -> dict:
     env["collective"] = cfg.collective
     # a file as the sweep file names it, from any directory ("placement ==
     # 'p.txt'" held only where the sweep ran beside its file)
-    return current().as_written(env)
+    env = current().as_written(env)
+    env["options"] = RowOptions(env["options"], OptionKeys() if keys is None else keys)
+    return env
 
 
 def eval_where(code, text: str, env: dict, loc: str, probs: Problems) -> bool | None:
@@ -139,16 +144,54 @@ _NOT_IN_DATASETS = {
 }
 
 
-class _Options(dict):
-    """A row's algorithm options as a sweep file's expression sees them (a
-    table: ``options['variant'] == 'bandwidth'``) that also equals the
-    dataset's text of them (``options == 'variant=bandwidth'``)."""
+class OptionKeys:
+    """The option names the rows of one where expression had, and those it
+    read that a row lacked (:class:`RowOptions`)."""
+
+    def __init__(self):
+        self.seen: set = set()
+        self.missed: dict = {}   # (ordered)
+
+    def unknown(self) -> list:
+        """Names read that no row has (a misspelled option)."""
+        return [k for k in self.missed if k not in self.seen]
+
+    def problem(self, text: str) -> str:
+        """The refusal of :meth:`unknown`'s names, for expression ``text``."""
+        unknown = self.unknown()
+        bad = ", ".join(repr(k) for k in unknown)
+        names = sorted(map(str, self.seen))
+        hint = suggest(str(unknown[0]), names)
+        return (f"{text!r}: no algorithm has the option {bad}{hint}; their options: "
+                f"{', '.join(names) or 'none'}")
+
+
+class RowOptions(dict):
+    """A row's algorithm options in a where expression (a table:
+    ``options['variant'] == 'bandwidth'``). An option the row's algorithm
+    does not have reads as None, so one expression serves a set of
+    algorithms (ring has no variant: ``options['variant'] == 'latency'`` is
+    False there, not a KeyError); ``keys`` tallies the names, so that one no
+    algorithm has is refused as a misspelling."""
 
     __hash__ = None
 
-    def __init__(self, text: str):
+    def __init__(self, items, keys: OptionKeys):
+        super().__init__(items)
+        keys.seen.update(self)
+        self._keys = keys
+
+    def __missing__(self, key):   # (None: the row's algorithm has no such option)
+        self._keys.missed[key] = None
+
+
+class _Options(RowOptions):
+    """A dataset row's options as a sweep file's expression sees them, which
+    also equal the dataset's text of them (``options == 'variant=bandwidth'``)."""
+
+    def __init__(self, text: str, keys: OptionKeys):
         items = (item.partition("=") for item in text.split(",") if item)
-        super().__init__((k, _option_value(v)) for k, _, v in items)
+        super().__init__(((k, _option_value(v)) for k, _, v in items), keys)
         self.text = text
 
     def __eq__(self, other):
@@ -182,10 +225,10 @@ def _option_value(text: str):
         return text
 
 
-def _row_value(name: str, value):
+def _row_value(name: str, value, keys: OptionKeys):
     value = value.item() if isinstance(value, np.generic) else value
     if name == "options":
-        return _Options(value if isinstance(value, str) else "")
+        return _Options(value if isinstance(value, str) else "", keys)
     if name == "topology" and isinstance(value, str):
         return _Spec(value)
     if name in _TOPOLOGY_NAMES:
@@ -238,14 +281,17 @@ def where_rows(df: pd.DataFrame, text: str) -> pd.Series:
     else:
         codes, reps = np.zeros(len(df), dtype=np.int64), [{}]
     matched = np.empty(len(reps), dtype=bool)
+    keys = OptionKeys()
     for i, row in enumerate(reps):
-        env = {name: _row_value(name, row[col]) for name, col in source.items()}
+        env = {name: _row_value(name, row[col], keys) for name, col in source.items()}
         try:
             matched[i] = bool(eval(code, {"__builtins__": {}, **_WHERE_FUNCS}, env))
         except Exception as exc:  # noqa: BLE001 - a user expression failing is a config problem
             at = ", ".join(f"{k}={v!r}" for k, v in row.items())
             raise ConfigError(f"where: {text!r} fails at {at}: {type(exc).__name__}: "
                               f"{exc}") from None
+    if keys.unknown():
+        raise ConfigError(f"where: {keys.problem(text)}")
     return pd.Series(matched[codes] if len(df) else np.zeros(0, dtype=bool), index=df.index)
 
 
