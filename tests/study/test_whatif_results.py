@@ -523,3 +523,35 @@ def test_the_healthy_twin_may_be_in_another_group(tmp_path, capsys):
     code, _, err = run(capsys, ["plot", str(tmp_path / "g"), "--kind", "slowdown",
                                 "--out", str(tmp_path / "s.png")])
     assert code == 0 and is_png(tmp_path / "s.png"), err
+
+
+def test_slowdown_figure_labels_stay_readable():
+    """Three things a reader could not read: a log axis within one decade
+    labelled its minor ticks 1.4×10^0; twelve conditions' slanted labels
+    overlapped; and the caption said "fail policy reroute" of panels with no
+    failed link."""
+    base = {"nodes": 16, "ranks": 16, "algorithm": "ring", "size_bytes": 2**20, "slow": "",
+            "background": "", "failed_links": 0, "fail_policy": "", "fail": "", "degrade": ""}
+    rows = [dict(base, topology="fattree:k=4", degrade=d, time_s=t)
+            for d, t in (("", 1.0), ("core:0=0.5", 1.4), ("agg:*=0.5:lat=2", 1.6))]
+    rows += [dict(base, topology="torus:8x8", nodes=64, ranks=64, failed_links=k, time_s=t,
+                  fail=f"random:{k}:0" if k else "", fail_policy="reroute" if k else "")
+             for k, t in ((0, 1.0), (1, 3.0), (4, 200.0))]
+    fig = slowdown_figure(pd.DataFrame(rows))
+    fig.canvas.draw()
+    narrow, wide = (ax for ax in fig.axes if ax.get_title())
+    assert narrow.get_yscale() == "log"   # (200x on the torus spans the decades)
+    minor = [t.get_text() for t in narrow.get_yticklabels(minor=True) if t.get_text()]
+    assert {"1.2", "1.4"} <= set(minor) and not any("10^" in m or "e" in m for m in minor)
+    assert not any(t.get_text() for t in wide.get_yticklabels(minor=True))
+    assert "fail policy reroute where links fail" in [t.get_text() for t in fig.texts]
+    # twelve conditions: upright labels
+    rows = [dict(base, topology="torus:16x16", background=bg, slow=sl, time_s=1.0 + i / 10)
+            for i, (bg, sl) in enumerate((bg, sl) for bg in ("", "perm:0.3", "perm:0.6",
+                                                             "hotspot:0.5")
+                                         for sl in ("", "0=0.5", "random:4:1=0.25"))]
+    fig = slowdown_figure(pd.DataFrame(rows))
+    ax = next(ax for ax in fig.axes if ax.get_title())
+    labels = ax.get_xticklabels()
+    assert len(labels) == 12 and all(t.get_rotation() == 90 for t in labels)
+    assert "fail policy" not in " ".join(t.get_text() for t in fig.texts)

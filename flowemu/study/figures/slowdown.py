@@ -170,7 +170,10 @@ def slowdown_figure(df: pd.DataFrame, *, size=None, title: str | None = None, gr
     fixed = fixed_parameters(df, shown=cols + list(CONDITIONS))
     policies = sorted(set(cmp.loc[cmp["fail_policy"] != "", "fail_policy"]))
     if len(policies) == 1:
-        fixed = " · ".join(p for p in (fixed, f"fail policy {policies[0]}") if p)
+        # (said of the conditions with failed links: the others have none to route around)
+        unfailed = ((cmp["condition"] != "healthy") & (cmp["fail_policy"] == "")).any()
+        policy = f"fail policy {policies[0]}" + (" where links fail" if unfailed else "")
+        fixed = " · ".join(p for p in (fixed, policy) if p)
     finish_layout(fig, heading, note, fixed)
     return fig
 
@@ -209,6 +212,10 @@ def _panel_columns(cmp: pd.DataFrame) -> list[str]:
     return list(cmp.columns[: list(cmp.columns).index("size_bytes")])
 
 
+#: categorical conditions in one panel above which their labels stand upright
+CROWDED = 6
+
+
 def _condition_axis(ax, numeric: bool, xpos: dict) -> None:
     if numeric:
         counts = sorted(set(xpos.values()))
@@ -221,8 +228,12 @@ def _condition_axis(ax, numeric: bool, xpos: dict) -> None:
         ax.set_xlabel("failed links (cables)")
     else:
         ordered = sorted(xpos, key=xpos.get)
-        ax.set_xticks([xpos[c] for c in ordered], [wrap_label(c, 18) for c in ordered],
-                      rotation=30, ha="right", fontsize=8)
+        if len(ordered) > CROWDED:   # upright: slanted labels of 12 conditions overlapped
+            ax.set_xticks([xpos[c] for c in ordered], [wrap_label(c, 28) for c in ordered],
+                          rotation=90, ha="center", fontsize=7)
+        else:
+            ax.set_xticks([xpos[c] for c in ordered], [wrap_label(c, 18) for c in ordered],
+                          rotation=30, ha="right", fontsize=8)
         ax.set_xlim(-0.5, len(ordered) - 0.5)
         ax.set_xlabel("what-if condition")
 
@@ -236,10 +247,19 @@ def _slowdown_axis(axes, values) -> None:
         if log:
             ax.set_yscale("log")
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        if log:   # a panel within one decade labels its minor ticks: 1.4, not 1.4×10^0
+            ax.yaxis.set_minor_formatter(FuncFormatter(
+                lambda v, _, ax=ax: f"{v:g}" if _decades(ax) <= 1 else ""))
         ax.set_ylabel("slowdown vs healthy (1 = healthy)" + (", log scale" if log else ""))
         lo, hi = ax.get_ylim()
         if not log:
             ax.set_ylim(min(lo, 0.95), max(hi, 1.05))
+
+
+def _decades(ax) -> float:
+    """The decades a log y axis spans as drawn."""
+    lo, hi = ax.get_ylim()
+    return float(np.log10(hi / lo)) if lo > 0 and hi > lo else 0.0
 
 
 def plot_slowdown(df: pd.DataFrame, out, **kwargs) -> Path:
