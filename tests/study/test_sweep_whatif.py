@@ -437,3 +437,33 @@ def test_a_failure_or_degradation_that_reads_the_same_is_noted(tmp_path):
         "it once"),
         ("fail[2]: '0,0-0,1' is the same as '0,0-0,1;0,0-0,1' on torus:4x4; the grid counts it "
         "once")]
+
+
+def test_an_integer_range_a_missing_background_file_and_a_repeated_key(tmp_path,
+                                                                        monkeypatch):
+    """Three refusals a new user found unhelpful: failure_seed = "0..19"
+    said only "expected an integer"; a background file in neither place
+    named a relative path, not where it was looked for (as a traffic file's
+    refusal does); and a refusal listed one configuration twice, once per
+    seed the routing ignores."""
+    head = 'sizes = "1KiB"\ntopology = "torus:4x4"\nalgorithm = "ring"\n'
+    path = write(tmp_path, head + 'failures = [1]\nfail_policy = "reroute"\n'
+                                  'failure_seed = "0..19"\n')
+    with pytest.raises(SweepConfigError) as err:
+        load_sweep(path)
+    assert str(err.value).endswith(
+        "failure_seed: '0..19' is not allowed; expected an integer in 0..9223372036854775807; "
+        "there is no range syntax for integers: list them, failure_seed = [0, 1, ..., 19]")
+    (tmp_path / "cfg").mkdir()
+    path = write(tmp_path / "cfg", head + 'background = "bg.csv"\n')
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SweepConfigError) as err:
+        load_sweep(path)
+    assert str(err.value).endswith(
+        f"background: file 'bg.csv' not found; looked for {tmp_path / 'cfg' / 'bg.csv'} "
+        f"(beside the sweep file) and {tmp_path / 'bg.csv'} (in the current directory)")
+    path = write(tmp_path, head + "seed = [0, 1]\necmp = [\"split\", \"hash\"]\nranks = 100\n")
+    with pytest.raises(SweepConfigError) as err:
+        load_sweep(path)
+    keys = str(err.value).partition("configurations (")[2].partition("):")[0].split(", ")
+    assert len(keys) == len(set(keys)) == 3   # split once, hash with seeds 0 and 1

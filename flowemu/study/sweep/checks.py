@@ -20,9 +20,10 @@ from ...models.genmodel import check_priceable
 from ...whatif.background import parse_background
 from ...whatif.faults import apply_faults
 from ...whatif.stragglers import parse_slow, slows_compute
-from .config import Config, config_key
+from .config import Config, background_file, config_key
 from .executor import simulate_arguments
 from .fields import Alg, Problems, build_topology, topo_info
+from .paths import current
 
 
 def costless_slow(cfg: Config) -> bool:
@@ -112,7 +113,14 @@ def canonical_whatifs(cfg: Config, locs: dict, probs: Problems, checked: dict) -
     if cfg.slow and p <= info.nodes:
         ok &= check("slow", cfg.slow, at("slow", cfg.slow)) is not None
     if cfg.background:
-        ok &= check("background", cfg.background, at("background", cfg.background)) is not None
+        missing = current().missing(cfg.background) if background_file(cfg.background) \
+            else None
+        if missing is not None:   # (where it was looked for, as a traffic file's says)
+            probs.add(at("background", cfg.background), missing)
+            ok = False
+        else:
+            ok &= check("background", cfg.background,
+                        at("background", cfg.background)) is not None
     if not ok:
         return None
     out = replace(cfg, **texts)

@@ -4,6 +4,7 @@ location as a TOML key path) and reported at once in a :class:`SweepConfigError`
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -346,7 +347,7 @@ def parse_field(name: str, raw, loc: str, probs: Problems,
         try:
             out.append(_parse_scalar(name, item, iloc))
         except ConfigError as exc:
-            probs.add(iloc, strip_field(str(exc), name))
+            probs.add(iloc, strip_field(str(exc), name) + _no_range(name, item))
             ok = False
     if not ok:
         return None
@@ -355,6 +356,23 @@ def parse_field(name: str, raw, loc: str, probs: Problems,
         if v not in uniq:
             uniq.append(v)
     return uniq
+
+
+#: an integer field's value written as a range ("0..19", "0-19")
+_INT_RANGE = re.compile(r"\s*(\d+)\s*(?:\.\.|-|:)\s*(\d+)\s*")
+
+
+def _no_range(name: str, item) -> str:
+    """For an integer field given a range string: how to write its values
+    (sizes have ranges; integers do not)."""
+    m = _INT_RANGE.fullmatch(item) if isinstance(item, str) and name in (
+        "seed", "failures", "failure_seed", "ranks") else None
+    if m is None:
+        return ""
+    a, b = int(m[1]), int(m[2])
+    values = ", ".join(map(str, range(a, b + 1))) if 0 <= b - a < 4 else \
+        f"{a}, {a + 1}, ..., {b}"
+    return f"; there is no range syntax for integers: list them, {name} = [{values}]"
 
 
 def parse_sizes_field(raw, loc: str, probs: Problems) -> tuple[int, ...] | None:

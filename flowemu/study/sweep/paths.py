@@ -87,10 +87,26 @@ class SweepFiles:
             return given
         if checked_later:
             return self._opened(text, beside)
-        looked = f"{os.path.abspath(beside)} (beside the sweep file)"
+        raise ConfigError(f"{text}: file not found; looked for {self._looked(text)}")
+
+    def missing(self, path: str) -> str | None:
+        """For a path :meth:`path` returned (``checked_later``) that does not
+        exist and is written as a file name (a suffix or a directory):
+        ``"file TEXT not found; looked for ..."``, naming the file as the
+        sweep file writes it and every place looked at; else None."""
+        if not path or os.path.isabs(path) or os.path.exists(path):
+            return None
+        text = self.written.get(path, path)
+        if not _FILE_NAME.search(text):   # (not named as a file: its field says what it is)
+            return None
+        return f"file {text!r} not found; looked for {self._looked(text)}"
+
+    def _looked(self, text: str) -> str:
+        """The places a file the sweep file names is looked for."""
+        looked = f"{os.path.abspath(self.base / text)} (beside the sweep file)"
         if not self._here():
             looked += f" and {os.path.abspath(text)} (in the current directory)"
-        raise ConfigError(f"{text}: file not found; looked for {looked}")
+        return looked
 
     def _opened(self, text: str, beside: Path) -> str:
         """The path of ``text`` beside the sweep file, as a configuration

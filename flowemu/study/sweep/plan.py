@@ -518,7 +518,9 @@ def _element_locs(name: str, raw, loc: str) -> dict:
 
 
 def _configurations(keys: list[str], shown: int = 3) -> str:
-    """``configuration KEY: `` (or several, the first ``shown`` named)."""
+    """``configuration KEY: `` (or several, the first ``shown`` named; a
+    key the grid made twice, e.g. of two seeds one mode ignores, once)."""
+    keys = list(dict.fromkeys(keys))
     if len(keys) == 1:
         return f"configuration {keys[0]}: "
     more = f" and {len(keys) - shown} more" if len(keys) > shown else ""
