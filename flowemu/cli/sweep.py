@@ -119,7 +119,11 @@ def _dry_run(args) -> int:
           f"{counted(len(plan.groups), 'group')}, "
           f"{counted(sum(c.num_rows for c in plan.configs), 'row')}")
     if known:
+        # as the run would count them: rows of configurations the file no longer lists
+        aside = len((done | (ds.error_hashes(out) | dropped)) - {c.hash for c in plan.configs})
         print(f"into {out}: {what['run']} to run, {what['reuse']} reused"
               + (f", {what['failed earlier']} failed earlier (--retry-errors runs them)"
-                 if what["failed earlier"] else ""))
+                 if what["failed earlier"] else "")
+              + (f", {aside} set aside (the file no longer lists "
+                 f"{'it' if aside == 1 else 'them'}; --prune deletes them)" if aside else ""))
     return 0

@@ -612,7 +612,17 @@ def test_cli_sweep_and_dry_run(tmp_path, capsys):
     lines = [ln for ln in out.splitlines() if "|" in ln]
     assert sum(ln.endswith("(reuse)") for ln in lines) == 12
     assert sum(ln.endswith("(run)") for ln in lines) == len(lines) - 12 == 6
-    assert f"into {tmp_path / 'd'}: 6 to run, 12 reused" in out
+    assert f"into {tmp_path / 'd'}: 6 to run, 12 reused\n" in out
+    assert sorted(p.name for p in (tmp_path / "d").rglob("*")) == before
+    # ... and what it would set aside (it said nothing of them)
+    (tmp_path / "less").mkdir()
+    smaller = write(tmp_path / "less", SMALL.replace('"100Gb/s", ', ""))
+    assert main(["sweep", str(smaller), "--dry-run", "--out", str(tmp_path / "d")]) == 0
+    out = capsys.readouterr().out
+    kept = sum(ln.endswith("(reuse)") for ln in out.splitlines())
+    assert 0 < kept < 12
+    assert (f"into {tmp_path / 'd'}: 0 to run, {kept} reused, {12 - kept} set aside (the file "
+            "no longer lists them; --prune deletes them)\n") in out
     assert sorted(p.name for p in (tmp_path / "d").rglob("*")) == before
     # another sweep file's dry run into it says the run would be refused
     other = write(tmp_path, SMALL, "other.toml")
