@@ -906,3 +906,20 @@ def test_a_where_reads_an_option_some_algorithms_lack(tmp_path):
                                                r"you mean 'variant'\?\); their options: layout, "
                                                r"mirrored, ports, variant"):
         load_sweep(path)
+
+
+def test_a_top_level_value_every_group_overrides_is_checked_and_noted(tmp_path):
+    """bandwidth = 400 (no unit) at the top of the file passed when every
+    group gave its own bandwidth: the value was never read."""
+    head = 'sizes = ["1KiB"]\ntopology = "torus:4x4"\nalgorithm = "ring"\n'
+    groups = '[groups.a]\nbandwidth = "100Gb/s"\n[groups.b]\nbandwidth = "200Gb/s"\n'
+    path = tmp_path / "t.toml"
+    path.write_text(head + "bandwidth = 400\n" + groups)
+    with pytest.raises(SweepConfigError, match=r"bandwidth: 400 has no unit"):
+        load_sweep(path)
+    path.write_text(head + 'bandwidth = "400Gb/s"\n' + groups)
+    plan = load_sweep(path)
+    assert len(plan.configs) == 2
+    assert "bandwidth: every group gives its own; the top-level value is not used" in plan.notes
+    path.write_text(head + 'bandwidth = "400Gb/s"\n[groups.a]\nseed = 0\n')
+    assert not [n for n in load_sweep(path).notes if "not used" in n]

@@ -442,8 +442,17 @@ def _expand(path: Path, doc: dict) -> SweepPlan:
                            "exclude/where")
         plan.groups[gname] = configs
         plan.configs.extend(configs)
+    unused = [f for f in ("sizes", *GRID_FIELDS) if f in doc and f != "algorithm"
+              and f not in parsed]
+    for f in unused:   # a top-level value every group overrides: checked all the same
+        if f == "sizes":
+            parse_sizes_field(doc[f], f, probs)
+        else:
+            parse_field(f, doc[f], f, probs)
     if probs.items:
         raise SweepConfigError(str(path), probs.items)
+    plan.notes.extend(f"{f}: every group gives its own; the top-level value is not used"
+                      for f in unused)
     plan.notes.extend(repeats)
     idle = sorted({c.slow for c in plan.configs if costless_slow(c)})
     if idle:   # (as `flowemu run --slow` notes it)
