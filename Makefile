@@ -171,6 +171,7 @@ paper: $(STAMP)
 	  --title "GenModel Table 7: SYM384, SYM512, ASY384, CDC384" \
 	  --out $(PAPER_FIGS)/gentree-time-hierarchical.png
 	$(PY) -m flowemu plot $(GENTREE) --group hierarchical --kind gain --algorithm gentree \
+	  --where "model == 'flow' and label != 'gentree:rearrange=no'" \
 	  --title "GenTree's gain over the best of ring, RHD and CPS" \
 	  --out $(PAPER_FIGS)/gentree-gain-hierarchical.png
 	$(PY) -m flowemu compare $(GENTREE) --by model --format csv --out $(GENTREE)/_compare-models.csv

@@ -233,12 +233,15 @@ def hcps(factors, S, alpha, beta, gamma, delta, epsilon=0.0, w_t=math.inf):
     Co-located PS row, as the paper says ("stacking each step's incast
     overhead"; zero when every f_i <= w_t).
 
-    ``factors``: a sequence of integers >= 2 (or a text ``"6x4"``); other
-    arguments as for :func:`reduce_broadcast`.
+    ``factors``: a sequence of integers >= 1 (or a text ``"6x4"``); a factor
+    of 1 (groups of one server) adds no step, as in the schedule, and with N =
+    1 the cost is 0; other arguments as for :func:`reduce_broadcast`.
     """
     f = parse_factors(factors)
     N = math.prod(f)
     _, S, a, b, g, d, e, wt = _terms(N, S, alpha, beta, gamma, delta, epsilon, w_t)
+    if N == 1:
+        return _out(0.0 * S)
     m = len(f)
     frac = (N - 1) / N
     suffix = sum(math.prod(f[i + 1:]) for i in range(m - 1))
@@ -251,7 +254,9 @@ def hcps(factors, S, alpha, beta, gamma, delta, epsilon=0.0, w_t=math.inf):
 
 
 def parse_factors(factors) -> tuple[int, ...]:
-    """HCPS fan-ins from ``"8x3"`` or a sequence of ints, each >= 2."""
+    """HCPS fan-ins from ``"8x3"`` or a sequence of ints, each >= 1; the
+    factors of 1 are left out (they add no step: ``"6x4x1"`` is ``(6, 4)``;
+    ``"1"`` is ``()``, N = 1)."""
     raw = factors
     if isinstance(factors, str):
         parts = factors.strip().lower().split("x")
@@ -259,16 +264,16 @@ def parse_factors(factors) -> tuple[int, ...]:
             factors = [int(p) for p in parts]
         except ValueError:
             raise ConfigError(f"factors: {show(raw)} is not allowed; expected fan-ins "
-                              "joined by 'x', each an integer >= 2, e.g. '8x3'") from None
+                              "joined by 'x', each an integer >= 1, e.g. '8x3'") from None
     try:
         out = tuple(factors)
     except TypeError:
         out = None
     if not out or any(isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer))
-                      or v < 2 for v in out):
+                      or v < 1 for v in out):
         raise ConfigError(f"factors: {show(raw)} is not allowed; expected fan-ins joined "
-                          "by 'x', each an integer >= 2, e.g. '8x3'")
-    return tuple(int(v) for v in out)
+                          "by 'x', each an integer >= 1, e.g. '8x3' (a factor 1 adds no step)")
+    return tuple(int(v) for v in out if v > 1)
 
 
 # --------------------------------------------------------------------------- predict

@@ -318,3 +318,21 @@ def test_written_file_has_the_usual_mode(tmp_path):
     path = outputs.write_text(tmp_path / "r.csv", "--out", "a,b")
     assert path.read_text() == "a,b\n"
     assert (path.stat().st_mode & 0o777) == 0o666 & ~mask
+
+
+def test_json_keeps_every_digit_of_a_number(capsys, tmp_path):
+    """pandas' to_json kept 10 decimals: gamma = 0.15 ns/B came out as
+    0.0000000002 and an incast slope of 30.5 ps/B as 0.0 (incast off). The
+    JSON rows now read back as the CSV's, number for number."""
+    net = ["--gamma", "0.15ns", "--incast-threshold", "4", "--incast-slope", "30.5ps"]
+    for fmt in ("json", "csv"):
+        code, _, err = run(capsys, RUN + net + ["-o", str(tmp_path / f"r.{fmt}")])
+        assert code == 0, err
+    rows = json.loads((tmp_path / "r.json").read_text())
+    assert rows[0]["gamma_s_per_B"] == 1.5e-10 and rows[0]["incast_slope_s_per_B"] == 3.05e-11
+    csv = pd.read_csv(tmp_path / "r.csv")
+    for col in csv.columns:
+        got = [r[col] for r in rows]
+        if csv[col].dtype.kind == "f" and not any(isinstance(v, str) for v in got):
+            want = [None if pd.isna(v) else float(v) for v in csv[col]]
+            assert got == want, col

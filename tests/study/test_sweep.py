@@ -923,3 +923,20 @@ def test_a_top_level_value_every_group_overrides_is_checked_and_noted(tmp_path):
     assert "bandwidth: every group gives its own; the top-level value is not used" in plan.notes
     path.write_text(head + 'bandwidth = "400Gb/s"\n[groups.a]\nseed = 0\n')
     assert not [n for n in load_sweep(path).notes if "not used" in n]
+
+
+def test_a_where_names_a_topology_in_any_spelling(tmp_path):
+    """A configuration holds the canonical spec ('tree:4x4,uplinks=2:1' is
+    'tree:4x4,uplinks=2:', 500ns is 0.5us); an exclude written with the
+    file's own spelling matched nothing, silently (a dataset's where already
+    compared the canonical specs)."""
+    path = tmp_path / "s.toml"
+    path.write_text('sizes = ["1KiB"]\n'
+                    'topology = ["tree:4x4,uplinks=2:1", "leafspine:2x2x1,uplink_latency=500ns", '
+                    '"tree:4x4"]\nalgorithm = ["cps", "ring"]\n'
+                    '[[exclude]]\nalgorithm = "cps"\n'
+                    "where = \"topology in ['tree:4x4,uplinks=2:1', "
+                    "'leafspine:2x2x1,uplink_latency=500ns']\"\n")
+    got = sorted((c.topology, c.label) for c in load_sweep(path).configs)
+    assert got == [("leafspine:2x2x1,uplink_latency=0.5us", "ring"), ("tree:4x4", "cps"),
+                   ("tree:4x4", "ring"), ("tree:4x4,uplinks=2:", "ring")]

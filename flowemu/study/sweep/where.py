@@ -120,6 +120,9 @@ def where_env(cfg: Config, alg: Alg, keys: OptionKeys | None = None) -> dict:
     # 'p.txt'" held only where the sweep ran beside its file)
     env = current().as_written(env)
     env["options"] = RowOptions(env["options"], OptionKeys() if keys is None else keys)
+    # any spelling of the topology (the configuration holds the canonical spec:
+    # 'tree:4x4,uplinks=2:1' is 'tree:4x4,uplinks=2:'), as a dataset's where reads it
+    env["topology"] = _Spec(env["topology"])
     return env
 
 
