@@ -282,10 +282,7 @@ def json_records(df) -> str:
             return None
         if v is None or isinstance(v, (str, int, float, bool)):
             return v
-        try:
-            if v != v:   # pandas' NA and NaT
-                return None
-        except TypeError:
+        if type(v).__name__ in ("NAType", "NaTType"):   # pandas' missing values
             return None
         return str(v)
 

@@ -506,6 +506,18 @@ def _tier_names(levels: int) -> str:
     return "edge, aggregation" if levels == 3 else "leaf"
 
 
+def _parse_k(text: str) -> int:
+    """``k``: an even integer >= 2 (one message for k=0 and k=5 alike)."""
+    t = text.strip()
+    body = t[1:] if t[:1] in "+-" else t
+    if not (body.isascii() and body.isdigit()):
+        return parse_int("k", text, _EXAMPLE, low=2)   # (its refusal of a non-integer)
+    k = int(t)
+    if k < 2 or k % 2:
+        raise ConfigError(f"k is {k}; expected an even integer >= 2 (switch ports, {_EXAMPLE})")
+    return k
+
+
 def _parse_levels(text: str) -> int:
     v = parse_int("levels", text, _EXAMPLE)
     if v not in (2, 3):
@@ -533,7 +545,7 @@ def parse_fattree(params: str) -> FatTree:
     """``"k=K[,levels=3|2][,taper=R1[:R2]]"`` -> :class:`FatTree`."""
     opts = [part.strip() for part in params.split(",")] if params.strip() else []
     values = parse_options(opts, {
-        "k": lambda v: parse_int("k", v, _EXAMPLE, low=2),
+        "k": _parse_k,
         "levels": _parse_levels,
         "taper": _parse_taper},
         "k=EVEN INT >= 2 (required), levels=2|3, taper=R1[:R2]")
@@ -541,8 +553,6 @@ def parse_fattree(params: str) -> FatTree:
         raise ConfigError(f"k is missing; expected k=K, an even number of switch ports "
                           f"({_EXAMPLE})")
     k = values["k"]
-    if k % 2:
-        raise ConfigError(f"k is {k}; expected an even integer >= 2 (switch ports, {_EXAMPLE})")
     levels = values.get("levels", 3)
     taper = values.get("taper", ())
     if len(taper) > levels - 1:

@@ -311,7 +311,7 @@ def test_predict_sizes_sorted_like_simulate():
                  "e.g. hcps:factors=4x3")),
     ("hcps:factors=auto", 7, "e.g. hcps:factors=7"),
     ("hcps:factors=2", 1, "p: 1 is not allowed for hcps"),
-    ("hcps:factors=4x1x3", 12, "factors: '4x1x3' is not allowed"),
+    ("hcps:factors=4x0x3", 12, "factors: '4x0x3' is not allowed"),
     ("hcps:factors=ax3", 12, "factors: 'ax3' is not allowed"),
     ("hcps:factors=4x3,steps=2", 12, "option steps has no GenModel form"),
     ("recdoub:variant=latency", 8, ("variant=latency has no GenModel form; allowed with model "
@@ -327,6 +327,19 @@ def test_predict_refuses(spec, p, needle):
     with pytest.raises(ConfigError) as exc:
         gm.predict(spec, p, "1KiB", NET)
     assert needle in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_a_factor_of_one_adds_no_step():
+    """The schedule takes hcps:factors=4x1x3 as 4x3 (groups of one rank add
+    no step, docs/algorithms.md), and run --model genmodel priced it; predict
+    and hcps() refused it, and hcps() refused N = 1, which the docs say
+    costs 0 as in every other row."""
+    assert gm.predict("hcps:factors=4x1x3", 12, "1MiB", NET) == \
+        gm.predict("hcps:factors=4x3", 12, "1MiB", NET)
+    assert gm.hcps((4, 1, 3), 2**20, 1e-6, 1e-10, 1e-11, 1e-12) == \
+        gm.hcps((4, 3), 2**20, 1e-6, 1e-10, 1e-11, 1e-12)
+    assert gm.hcps((1,), 2**20, 1e-6, 1e-10, 1e-11, 1e-12) == 0.0
+    assert gm.parse_factors("6x4x1") == (6, 4)
 
 
 def test_predict_refuses_bad_network_and_sizes():

@@ -539,8 +539,9 @@ def test_flows_out_names_fattree_links(tmp_path, capsys):
     ("fattree:levels=2", "k is missing"),
     ("fattree:8", "'8' is not key=value"),
     ("fattree:k=7", "k is 7; expected an even integer >= 2"),
-    ("fattree:k=0", "k is 0; expected an integer >= 2"),
-    ("fattree:k=-4", "k is -4; expected an integer >= 2"),
+    # (k=0 and k=-4 did not say "even", as k=7 does)
+    ("fattree:k=0", "k is 0; expected an even integer >= 2 (switch ports"),
+    ("fattree:k=-4", "k is -4; expected an even integer >= 2 (switch ports"),
     ("fattree:k=eight", "k is 'eight', not an integer"),
     ("fattree:k=4.0", "k is '4.0', not an integer"),
     ("fattree:k=4,levels=4", "levels is 4; expected 2 or 3"),
