@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 import traceback
 from concurrent.futures import FIRST_COMPLETED, wait
 
@@ -240,7 +241,15 @@ class _LocalPool:
         """A fresh pool; returns why the old one broke."""
         for proc in self._procs.values():
             proc.join(timeout=5)
-        reason = _death_reason(proc.exitcode for proc in self._procs.values())
+        codes = [proc.exitcode for proc in self._procs.values()]
+        # the pool's own thread joins its processes too: when it reaps one first, our
+        # read of that exit status comes back None until it has stored it (a dead
+        # worker read as None left only the survivors' SIGTERM to report)
+        waited = time.monotonic() + 2.0
+        while None in codes and time.monotonic() < waited:
+            time.sleep(0.01)
+            codes = [proc.exitcode for proc in self._procs.values()]
+        reason = _death_reason(codes)
         self.close(cancel=True)
         self._start()
         return reason
