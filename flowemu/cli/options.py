@@ -128,8 +128,9 @@ def as_options(message: str, options: Mapping[str, str]) -> str:
 
 #: a keyword argument a message advises in Python: ``name='value'`` (the
 #: option may follow in parentheses: ``(--name value)``), ``name=8`` or a bare
-#: ``name=``; not inside a word, a spec (``dragonfly:a=4``) or a quoted value
-_PYTHON_KEYWORD = re.compile(r"(?<![\w'\"=:,.-])(\w+)=('[^'\s]*'|\d+)?(?=[\s,;:)]|$)"
+#: ``name=``; not inside a word, a spec (``dragonfly:a=4``) or a quoted value, nor
+#: an algorithm's option (``option collective='bcast' is not allowed``: not --collective)
+_PYTHON_KEYWORD = re.compile(r"(?<![\w'\"=:,.-])(?<!option )(\w+)=('[^'\s]*'|\d+)?(?=[\s,;:)]|$)"
                              r"(?P<cli> \(--[\w-]+(?: [^()]*)?\))?")
 #: a quoted value in a message (an apostrophe within a word is none)
 _QUOTED = re.compile(r"(?<!\w)'[^']*'(?!\w)")

@@ -37,6 +37,9 @@ def _parse_time(raw: str, where: str) -> float:
         try:
             value = parse_time(text, "time")
         except ConfigError:
+            if text.startswith("-"):   # ('-1ms' is a time, a negative one)
+                raise ConfigError(f"{where}: time: {text!r} is not allowed; expected a finite "
+                                  "time > 0") from None
             raise ConfigError(f"{where}: time: {text!r} is not a number; expected seconds "
                               "(e.g. 0.0123) or a time with its unit (e.g. 12.3ms)") from None
     if not math.isfinite(value) or value <= 0:

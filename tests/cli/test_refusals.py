@@ -253,3 +253,14 @@ def test_an_option_of_another_command_names_the_commands_that_take_it(argv, says
     from flowemu.cli.app import main
     assert main(argv) == 2
     assert capsys.readouterr().err == says + "\n"
+
+
+def test_an_algorithms_option_is_not_spelt_as_a_command_line_option(capsys):
+    """ina's option collective=bcast was refused as "option --collective bcast
+    is not allowed": the rewrite of Python keyword advice into options took
+    the algorithm's option for the command's --collective."""
+    from flowemu.cli.app import main
+    assert main(["run", "-t", "tree:8", "-a", "ina:collective=bcast", "-s", "1KiB"]) == 2
+    assert capsys.readouterr().err == ("flowemu: error: algorithm ina: option "
+                                       "collective='bcast' is not allowed; allowed: allreduce, "
+                                       "reduce\n")

@@ -514,6 +514,9 @@ BAD_DATA = [
     ("algorithm,ranks,size,time\nring,4,1KiB,fast\n", "bad.csv:2: time: 'fast' is not a number"),
     ("algorithm,ranks,size,time\nring,4,-5,1\n", "bad.csv:2: size: '-5' is negative"),
     ("algorithm,ranks,size,time\nring,4,1KiB,-1\n", "bad.csv:2: time: '-1' is not allowed"),
+    # a negative time with its unit was "not a number"
+    ("algorithm,ranks,size,time\nring,4,1KiB,-1ms\n",
+     "bad.csv:2: time: '-1ms' is not allowed; expected a finite time > 0"),
     ("algorithm,ranks,size,time\nring,4,1KiB,1\nswing,4,1KiB,1\n",
      "bad.csv:3: algorithm: 'swing' has no GenModel form"),
     ("algorithm,ranks,size,time\nring,four,1KiB,1\n", "bad.csv:2: ranks: 'four' is not allowed"),
