@@ -115,15 +115,16 @@ def parse_dims(family: str, params: str) -> tuple[int, ...]:
     return tuple(dims)
 
 
-def parse_positive(name: str, text: str, what: str) -> float:
-    """``text`` as a finite number > 0; ConfigError naming ``name`` and ``what``
-    it means."""
+def parse_positive(name: str, text: str, what: str, zero: bool = False) -> float:
+    """``text`` as a finite number > 0 (>= 0 with ``zero``); ConfigError
+    naming ``name`` and ``what`` it means."""
     try:
         v = float(text)
     except ValueError:
         v = float("nan")
-    if not (np.isfinite(v) and v > 0):
-        raise ConfigError(f"{name} is {text.strip()!r}; expected a number > 0 ({what})")
+    if not (np.isfinite(v) and (v >= 0 if zero else v > 0)):
+        raise ConfigError(f"{name} is {text.strip()!r}; expected a number "
+                          f"{'>=' if zero else '>'} 0 ({what})")
     return v
 
 

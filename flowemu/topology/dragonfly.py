@@ -133,9 +133,11 @@ class Dragonfly(Topology):
                               ("global_bw", self.global_bw, "bandwidth"),
                               ("local_lat", self.local_lat, "latency"),
                               ("global_lat", self.global_lat, "latency")):
-            if not is_number(v) or not np.isfinite(v) or v <= 0:
+            # a latency may be 0 (as HammingMesh's board_latency), a bandwidth may not
+            low, sign = (0.0, ">=") if what == "latency" else (None, ">")
+            if not is_number(v) or not np.isfinite(v) or v < 0 or (low is None and v == 0):
                 raise ConfigError(f"{name}: {show(v)} is not allowed; expected a finite number "
-                                  f"> 0 ({what} as a multiple of the network's)")
+                                  f"{sign} 0 ({what} as a multiple of the network's)")
         hosts = g * a * p
         if hosts > MAX_HOSTS:
             raise ConfigError(f"a x p x g: {a}x{p}x{g} gives {hosts} hosts; at most {MAX_HOSTS} "
@@ -319,7 +321,7 @@ class Dragonfly(Topology):
 
 _EXAMPLE = "e.g. dragonfly:a=4,p=2,h=2 or dragonfly:a=8,p=4,h=4,g=17,global=2"
 _ACCEPTED = ("a=INT >= 1, p=INT >= 1, h=INT >= 1, g=INT in 2..a*h+1, local=NUMBER > 0, "
-             "global=NUMBER > 0, local_latency=NUMBER > 0, global_latency=NUMBER > 0")
+             "global=NUMBER > 0, local_latency=NUMBER >= 0, global_latency=NUMBER >= 0")
 
 
 def parse_dragonfly(params: str) -> Dragonfly:
@@ -344,9 +346,10 @@ def parse_dragonfly(params: str) -> Dragonfly:
         "g": lambda v: parse_int("g (groups)", v, _EXAMPLE, low=2),
         "local": lambda v: parse_positive("local", v, bw("local")),
         "global": lambda v: parse_positive("global", v, bw("global")),
-        "local_latency": lambda v: parse_positive("local_latency", v, lat("local_latency")),
-        "global_latency": lambda v: parse_positive("global_latency", v,
-                                                   lat("global_latency"))}, _ACCEPTED)
+        "local_latency": lambda v: parse_positive("local_latency", v, lat("local_latency"),
+                                                  zero=True),
+        "global_latency": lambda v: parse_positive("global_latency", v, lat("global_latency"),
+                                                   zero=True)}, _ACCEPTED)
     missing = [k for k in ("a", "p", "h") if k not in values]
     if missing:
         raise ConfigError(f"missing {', '.join(missing)}; expected a=A,p=P,h=H[,g=G] ({_EXAMPLE})")

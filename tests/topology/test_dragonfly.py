@@ -367,7 +367,7 @@ def test_ring_one_router_closed_form():
     ("dragonfly:a=4,p=2,h=2,g=1", "g (groups) is 1; expected an integer >= 2"),
     ("dragonfly:a=4,p=2,h=2,g=10", "g: 10 is not allowed; expected an integer in 2..9"),
     ("dragonfly:a=4,p=2,h=2,global=0", "global is '0'; expected a number > 0"),
-    ("dragonfly:a=4,p=2,h=2,local_latency=-1", "local_latency is '-1'"),
+    ("dragonfly:a=4,p=2,h=2,local_latency=-1", "local_latency is '-1'; expected a number >= 0"),
     ("dragonfly:a=4,p=2,h=2,k=3", "unknown option 'k'; options: a=INT"),
     ("dragonfly:a=4,p=2,h=2,routing=valiant", "the routing is chosen with ecmp, not in the spec"),
     ("dragonfly:a=4,p=2,h=2,a=3", "'a' is given twice"),
@@ -395,3 +395,16 @@ def test_cli_valiant_and_dor(capsys):
     code, _, err = run(capsys, ["run", "-t", "dragonfly:a=2,p=2,h=1", "-a", "ring", "-s",
                                 "1KiB", "--ecmp", "dor"])
     assert code == 2 and "ecmp: 'dor'" in one_error_line(err)
+
+
+def test_router_links_may_have_no_latency():
+    """local_latency=0 and global_latency=0 were refused (HammingMesh's
+    board_latency=0 is taken). With them only the two host links of a path
+    have latency: each of ring:ports=2's 2(p-1) steps then pays 2 link
+    latencies, whatever the routers between (hop latency 0)."""
+    spec = "dragonfly:a=4,p=2,h=2,local_latency=0,global_latency=0"
+    assert Dragonfly(4, 2, 2, local_lat=0.0, global_lat=0.0).spec == parse_topology(spec).spec
+    times = [flowemu.simulate(spec, "ring:ports=2", "1KiB", link_latency=lat,
+                              hop_latency="0")["time_s"].iloc[0] for lat in ("100ns", "0")]
+    p = parse_topology(spec).num_endpoints
+    assert times[0] - times[1] == pytest.approx(2 * (p - 1) * 2 * 100e-9, rel=1e-9)
