@@ -101,7 +101,7 @@ def get_collective(name) -> Collective:
     key = name.replace("-", "_") if isinstance(name, str) else name
     if key not in COLLECTIVES:
         hint = suggest(key, COLLECTIVES) if isinstance(key, str) else ""
-        raise ConfigError(f"collective: {name!r} is not one of {', '.join(COLLECTIVES)}{hint}"
-                          + ("; " if hint else " (") + "reduce-scatter is read as reduce_scatter"
-                          + ("" if hint else ")"))
+        known, dash = ", ".join(COLLECTIVES), "reduce-scatter is read as reduce_scatter"
+        raise ConfigError(f"collective: {name!r} is not one of {known}{hint}; {dash}" if hint
+                          else f"collective: {name!r} is not one of {known} ({dash})")
     return COLLECTIVES[key]

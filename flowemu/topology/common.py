@@ -73,16 +73,19 @@ def flow_hash(src: np.ndarray, dst: np.ndarray, seed: int = 0, salt: int = 0) ->
     return mix64((pair ^ salt_mix) + _GOLDEN)
 
 
-def parse_int(name: str, text: str, example: str, low: int = 1) -> int:
-    """``text`` as an integer ``>= low``; ConfigError naming ``name``."""
+def parse_int(name: str, text: str, example: str, low: int = 1,
+              kind: str = "an integer") -> int:
+    """``text`` as an integer ``>= low``; ConfigError naming ``name`` and
+    what is expected (``kind``: ``"an even integer"`` for a value the caller
+    checks further)."""
     text = text.strip()
     body = text[1:] if text[:1] in "+-" else text
     if not (body.isascii() and body.isdigit()):
-        raise ConfigError(f"{name} is {text!r}, not an integer; expected an integer >= {low} "
+        raise ConfigError(f"{name} is {text!r}, not an integer; expected {kind} >= {low} "
                           f"({example})")
     v = int(text)
     if v < low:
-        raise ConfigError(f"{name} is {v}; expected an integer >= {low} ({example})")
+        raise ConfigError(f"{name} is {v}; expected {kind} >= {low} ({example})")
     return v
 
 

@@ -134,10 +134,11 @@ class Dragonfly(Topology):
                               ("local_lat", self.local_lat, "latency"),
                               ("global_lat", self.global_lat, "latency")):
             # a latency may be 0 (as HammingMesh's board_latency), a bandwidth may not
-            low, sign = (0.0, ">=") if what == "latency" else (None, ">")
-            if not is_number(v) or not np.isfinite(v) or v < 0 or (low is None and v == 0):
+            zero = what == "latency"
+            if not is_number(v) or not np.isfinite(v) or v < 0 or (v == 0 and not zero):
                 raise ConfigError(f"{name}: {show(v)} is not allowed; expected a finite number "
-                                  f"{sign} 0 ({what} as a multiple of the network's)")
+                                  f"{'>=' if zero else '>'} 0 ({what} as a multiple of the "
+                                  "network's)")
         hosts = g * a * p
         if hosts > MAX_HOSTS:
             raise ConfigError(f"a x p x g: {a}x{p}x{g} gives {hosts} hosts; at most {MAX_HOSTS} "

@@ -508,12 +508,8 @@ def _tier_names(levels: int) -> str:
 
 def _parse_k(text: str) -> int:
     """``k``: an even integer >= 2 (one message for k=0 and k=5 alike)."""
-    t = text.strip()
-    body = t[1:] if t[:1] in "+-" else t
-    if not (body.isascii() and body.isdigit()):
-        return parse_int("k", text, _EXAMPLE, low=2)   # (its refusal of a non-integer)
-    k = int(t)
-    if k < 2 or k % 2:
+    k = parse_int("k", text, f"switch ports, {_EXAMPLE}", low=2, kind="an even integer")
+    if k % 2:
         raise ConfigError(f"k is {k}; expected an even integer >= 2 (switch ports, {_EXAMPLE})")
     return k
 
