@@ -29,9 +29,11 @@ WHATIF_RESULT_COLUMNS = ["size_bytes", "algorithm", "condition", "fail", "degrad
 #: the columns that identify a scenario apart from its what-ifs (matched by
 #: :func:`slowdown` where present). Not a sweep's ``group``: a group is a
 #: label, and the healthy twin may be in another group of the sweep (a
-#: group without what-ifs, as the docs advise)
-_TWIN_KEYS = ("sweep", "topology", "nodes", "ranks", "algorithm", "model", "sync",
-              "options",
+#: group without what-ifs, as the docs advise). The collective and a job's
+#: index are: ring's allgather or job #1 is not the healthy twin of ring's
+#: allreduce or of job #0
+_TWIN_KEYS = ("sweep", "topology", "nodes", "ranks", "collective", "algorithm", "model",
+              "sync", "job", "options",
               "size_bytes", "ecmp", "seed", "placement", "bandwidth_Bps", "link_latency_s",
               "hop_latency_s", "alpha_s", "gamma_s_per_B", "delta_s_per_B", "incast_threshold",
               "incast_slope_s_per_B")
@@ -65,8 +67,8 @@ def query_with_twins(df: pd.DataFrame, where: str) -> pd.DataFrame:
 
 def slowdown(df) -> pd.DataFrame:
     """``df`` with ``healthy_time_s`` (the time of the same scenario — topology,
-    ranks, algorithm, model, sync, size, routing, placement, network — on the
-    healthy network) and ``slowdown`` (``time_s / healthy_time_s``; 1 on
+    ranks, collective, algorithm, model, sync, size, routing, placement,
+    network, job — on the healthy network) and ``slowdown`` (``time_s / healthy_time_s``; 1 on
     healthy rows, NaN where the dataset has no healthy twin).
 
     The algorithm is matched by the sweep's ``algorithm_spec`` where the
@@ -120,9 +122,10 @@ def compare_whatif(df, who: str = "compare_whatif") -> pd.DataFrame:
     """The slowdown of every what-if condition against the healthy network.
 
     Each row is paired with the healthy twin of its configuration
-    (:func:`slowdown`: same topology, ranks, algorithm and
-    options, size, routing, placement and network, no failure, degradation,
-    slow rank or background). Monte-Carlo runs — rows that differ only in the
+    (:func:`slowdown`: same topology, ranks, collective, algorithm and
+    options, size, routing, placement, network and job, no failure,
+    degradation, slow rank or background). A scenario with no what-if row (a
+    group of healthy runs, kept only for its twins) has no rows of its own. Monte-Carlo runs — rows that differ only in the
     seed of their ``random:K:SEED`` selectors and have the same number of
     failed cables — are one condition: ``seeds`` runs, their mean, smallest
     and largest time and slowdown.
@@ -199,6 +202,9 @@ def compare_whatif(df, who: str = "compare_whatif") -> pd.DataFrame:
         out["fail"], out["degrade"], out["slow"], out["background"])]
     out["failed_links"] = out["failed_links"].astype(int)
     out["_sick"] = out["condition"] != "healthy"
+    # a scenario of healthy rows only (another group's baseline) says nothing
+    # here: its times are the healthy_time_s of the what-if rows that use them
+    out = out[out.groupby(keys, dropna=False, sort=False)["_sick"].transform("any")]
     out = out.sort_values(keys + ["size_bytes", "algorithm", "_sick", "failed_links",
                                   "condition"], kind="stable")
     return out[keys + WHATIF_RESULT_COLUMNS].reset_index(drop=True)

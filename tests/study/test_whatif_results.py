@@ -59,6 +59,15 @@ def hand_frame():
     return pd.DataFrame(rows)
 
 
+def swept(tmp_path, text, name="g"):
+    """The dataset of the sweep file ``text``, run in ``tmp_path/name``."""
+    from flowemu.study.sweep import sweep
+    cfg = tmp_path / f"{name}.toml"
+    cfg.write_text(text)
+    sweep(cfg, tmp_path / name, jobs=1, progress=False)
+    return flowemu.load(tmp_path / name)
+
+
 def pick(cmp, **where):
     sel = cmp
     for k, v in where.items():
@@ -451,13 +460,9 @@ def _sweep_has_whatifs() -> bool:
 
 @pytest.mark.skipif(not _sweep_has_whatifs(), reason="this tree's sweeps lack what-if fields")
 def test_sweep_dataset_compare_and_figures(tmp_path, capsys):
-    from flowemu.study.sweep import sweep
-    cfg = tmp_path / "wf.toml"
-    cfg.write_text('sizes = ["1KiB", "64KiB"]\ntopology = ["torus:4x4", "fattree:k=4"]\n'
-                   'algorithm = ["swing", "ring"]\nfail_policy = "reroute"\n'
-                   'failures = [0, 1, 2]\nfailure_seed = [0, 1]\n')
-    sweep(cfg, tmp_path / "wf", jobs=1, progress=False)
-    df = flowemu.load(tmp_path / "wf")
+    df = swept(tmp_path, 'sizes = ["1KiB", "64KiB"]\ntopology = ["torus:4x4", "fattree:k=4"]\n'
+                         'algorithm = ["swing", "ring"]\nfail_policy = "reroute"\n'
+                         'failures = [0, 1, 2]\nfailure_seed = [0, 1]\n', "wf")
     # 2 topologies x 2 algorithms x (1 + 2 x 2) configurations, 2 sizes each
     assert len(df) == 2 * 2 * 5 * 2
     cmp = compare_whatif(df)
@@ -505,14 +510,10 @@ def test_the_healthy_twin_may_be_in_another_group(tmp_path, capsys):
     twins were matched within a group only: every slowdown was NaN and the
     slowdown figure refused to draw. The twin's time is the healthy run's
     (checked against the healthy group's own row)."""
-    from flowemu.study.sweep import sweep
-    cfg = tmp_path / "g.toml"
-    cfg.write_text('sizes = ["1MiB"]\ntopology = "torus:8x8"\n'
-                   '[groups.healthy]\nalgorithm = ["swing"]\n'
-                   '[groups.faulty]\nalgorithm = ["swing", "recdoub"]\nfailures = [1]\n'
-                   'failure_seed = [0, 1]\n')
-    sweep(cfg, tmp_path / "g", jobs=1, progress=False)
-    df = flowemu.load(tmp_path / "g")
+    df = swept(tmp_path, 'sizes = ["1MiB"]\ntopology = "torus:8x8"\n'
+                         '[groups.healthy]\nalgorithm = ["swing"]\n'
+                         '[groups.faulty]\nalgorithm = ["swing", "recdoub"]\nfailures = [1]\n'
+                         'failure_seed = [0, 1]\n')
     out = flowemu.results.slowdown(df)
     base = float(df.loc[(df.group == "healthy"), "time_s"].iloc[0])
     swing = out[(out.group == "faulty") & (out.algorithm == "swing")]
@@ -555,3 +556,48 @@ def test_slowdown_figure_labels_stay_readable():
     labels = ax.get_xticklabels()
     assert len(labels) == 12 and all(t.get_rotation() == 90 for t in labels)
     assert "fail policy" not in " ".join(t.get_text() for t in fig.texts)
+
+
+def test_the_healthy_twin_is_of_the_same_collective():
+    """ring's allreduce and allgather share topology, label and options; the
+    healthy twin of a failed allreduce was the (twice as fast) allgather, so
+    the healthy allreduce read a slowdown of 2 and the failure twice its
+    own. Each twin is now the healthy row of the same collective."""
+    a = flowemu.simulate("torus:4x4", "ring", "1MiB")
+    g = flowemu.simulate("torus:4x4", "ring", "1MiB", collective="allgather")
+    f = flowemu.simulate("torus:4x4", "ring", "1MiB", fail="0,0-0,1", fail_policy="reroute")
+    out = flowemu.results.slowdown(pd.concat([a, g, f], ignore_index=True))
+    assert out.loc[0, "slowdown"] == 1.0 and out.loc[1, "slowdown"] == 1.0
+    assert out.loc[2, "healthy_time_s"] == a.loc[0, "time_s"]
+    assert out.loc[2, "slowdown"] == f.loc[0, "time_s"] / a.loc[0, "time_s"]
+
+
+def test_the_healthy_twin_of_a_job_is_the_same_job():
+    """Two jobs of one set share every configuration column but ``job``:
+    job #1's twin was the faster of the two healthy jobs."""
+    rows = []
+    for job, healthy in ((0, 1.0), (1, 2.0)):
+        for bg, factor in (("", 1.0), ("perm:0.5", 1.5)):
+            r = row("torus:8x8", "jobs:ring+ring", 1024, healthy * factor, background=bg)
+            rows.append(dict(r, job=float(job), algorithm_spec="jobs[ring | ring]"))
+    out = flowemu.results.slowdown(pd.DataFrame(rows))
+    assert out["healthy_time_s"].tolist() == [1.0, 1.0, 2.0, 2.0]
+    assert out["slowdown"].tolist() == [1.0, 1.5, 1.0, 1.5]
+
+
+def test_a_baseline_group_shows_no_block_of_its_own(tmp_path, capsys):
+    """A group of healthy runs kept as the baseline made `compare --by
+    whatif` print a block of its own (every row "healthy", slowdown 1), and
+    `--where "group == 'faulty'"` pulled it in too; its times are the
+    healthy column of the rows that use them."""
+    df = swept(tmp_path, 'sizes = ["1MiB"]\ntopology = "torus:8x8"\n'
+                         '[groups.healthy]\nalgorithm = ["swing", "ring"]\n'
+                         '[groups.faulty]\nalgorithm = ["swing"]\nfailures = [1]\n')
+    cmp = flowemu.results.compare_whatif(df)
+    assert cmp["group"].unique().tolist() == ["faulty"]
+    base = float(df.loc[(df.group == "healthy") & (df.algorithm == "swing"), "time_s"].iloc[0])
+    assert cmp["healthy_time_s"].tolist() == [base]
+    for where in ([], ["--where", "group == 'faulty'"]):
+        code, out, err = run(capsys, ["compare", str(tmp_path / "g"), "--by", "whatif", *where])
+        assert code == 0, err
+        assert "group faulty" in out and "group healthy" not in out, out
