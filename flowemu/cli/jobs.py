@@ -19,7 +19,7 @@ from .options import (
     given,
     max_memory,
     naming_options,
-    network,
+    network_keywords,
     refuse,
     write_output,
 )
@@ -77,7 +77,7 @@ def cmd_jobs(args) -> int:
 def _jobs(args) -> int:
     if args.out == "-":
         args.out = None
-    net = network(args)
+    net = network_keywords(args)
     if given(args, "seed") and args.ecmp != "hash":
         refuse("--seed", f"applies only to --ecmp hash (this run uses --ecmp {args.ecmp})")
     if given(args, "fail_policy") and not args.fail:
@@ -85,7 +85,7 @@ def _jobs(args) -> int:
     fmt = chosen_format(args)
     try:
         df = simulate_jobs(args.topology, args.job, sync=args.sync, ecmp=args.ecmp,
-                           seed=args.seed, network=net, max_memory=max_memory(args),
+                           seed=args.seed, **net, max_memory=max_memory(args),
                            fail=args.fail, degrade=args.degrade, fail_policy=args.fail_policy,
                            background=args.background)
     except ConfigError as exc:   # jobs[1].ranks -> job 1 (the 2nd --job), ranks

@@ -470,17 +470,26 @@ def network(args) -> Network:
                         "incast_threshold": args.incast_threshold, **times})
     try:
         if args.network is not None:   # the preset, with the options given overriding it
-            net = preset_network(args.network, {k: v for k, v in values.items()
-                                                if given(args, k)}, "--network")
-            if (given(args, "incast_slope") or given(args, "incast_threshold")) \
-                    and not net.incast_on:
-                raise ConfigError(f"--network {args.network}: incast needs both a threshold "
-                                  "and a slope; give --incast-threshold and --incast-slope")
-            return net
+            # (its checks are the API's: an incast field beside the preset that
+            # turns incast on needs the other, in the preset or beside it)
+            return preset_network(args.network, {k: v for k, v in values.items()
+                                                 if given(args, k)}, "--network")
         return Network(**values)
     except ConfigError as exc:   # only incast_threshold is left unchecked here
-        raise ConfigError(as_options(str(exc), {"incast_threshold": "--incast-threshold"})) \
+        msg = str(exc)
+        if msg.startswith("network preset") and "incast needs both" in msg:
+            msg = re.sub(r"\bincast_(threshold|slope)\b", r"--incast-\1", msg)
+        raise ConfigError(as_options(msg, {"incast_threshold": "--incast-threshold"})) \
             from None
+
+
+def network_keywords(args) -> dict:
+    """The run's network (:func:`network`) as the API's keyword arguments,
+    every field given: the API then reads both incast options as given, so
+    ``--incast-threshold 3 --incast-slope 0`` is incast off, as the same
+    keywords are in Python (a ``Network`` object with one of them alone is
+    refused there as a forgotten partner)."""
+    return si_values(network(args).as_dict())
 
 
 def check_incast_pair(args) -> None:

@@ -15,7 +15,7 @@ from .options import (
     check_incast_pair,
     chosen_format,
     naming_options,
-    network,
+    network_keywords,
     write_output,
 )
 
@@ -57,7 +57,7 @@ def _plan(args) -> int:
     if args.out:
         check_output(args.out, None, "--out")
         check_writable(args.out, "--out")
-    df = plan(args.topology, sizes, network=network(args), ranks=args.ranks,
+    df = plan(args.topology, sizes, **network_keywords(args), ranks=args.ranks,
               rearrange=opts.get("rearrange", "auto"), flat=opts.get("flat", "auto"))
     if not args.candidates and fmt == "table":   # the paper's Table 6 form, for reading
         wide = table6(df)

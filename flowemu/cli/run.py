@@ -38,7 +38,7 @@ from .options import (
     given,
     max_memory,
     naming_options,
-    network,
+    network_keywords,
     note,
     refuse,
     write_output,
@@ -132,7 +132,7 @@ def cmd_run(args) -> int:
 def _run(args) -> int:
     if args.out == "-":   # the usual spelling of standard output
         args.out = None
-    net = network(args)
+    net = network_keywords(args)
     _check_run_options(args)
     # everything that can be refused is refused before the (possibly long) simulation
     fmt = chosen_format(args)
@@ -318,11 +318,11 @@ def _timed(args, net, sizes, whatif: dict):
     # through the module: a test may stand in for the simulation
     if args.traffic:
         return simulation.time_traffic(args.topology, args.traffic, ecmp=args.ecmp,
-                                       seed=args.seed, placement=args.placement, network=net,
+                                       seed=args.seed, placement=args.placement, **net,
                                        max_memory=max_memory(args), sync=args.sync, **whatif)
     return simulation.simulate(args.topology, args.algorithm, sizes, ecmp=args.ecmp,
                                seed=args.seed, ranks=args.ranks, placement=args.placement,
-                               network=net, max_memory=max_memory(args), model=args.model,
+                               **net, max_memory=max_memory(args), model=args.model,
                                sync=args.sync, collective=args.collective, **whatif)
 
 
@@ -347,7 +347,7 @@ def _write_congestion(args, net) -> None:
              "utilisation")
     steps, summary = simulation.congestion(args.topology, args.algorithm, ecmp=args.ecmp,
                                            seed=args.seed, ranks=args.ranks,
-                                           placement=args.placement, network=net,
+                                           placement=args.placement, **net,
                                            collective=args.collective, **whatif)
     collective = get_collective(args.collective or "allreduce").name
     against = "" if collective == "allreduce" else \
@@ -378,7 +378,7 @@ def _write_flows(args, net, size) -> None:
         raise ConfigError("--flows-size applies to --algorithm; --traffic flows carry their "
                           "own bytes")
     common = {"steps": args.flows_steps, "ecmp": args.ecmp, "seed": args.seed,
-              "placement": args.placement, "network": net, "max_memory": max_memory(args),
+              "placement": args.placement, **net, "max_memory": max_memory(args),
               **_whatif(args)}
     try:
         if args.traffic:
@@ -400,7 +400,7 @@ def _write_links(args, net) -> None:
         mine = {"traffic": args.traffic} if args.traffic else \
             {"algorithm": args.algorithm, "ranks": args.ranks, "collective": args.collective}
         table = link_loads(args.topology, steps=args.links_steps, ecmp=args.ecmp,
-                           seed=args.seed, placement=args.placement, network=net,
+                           seed=args.seed, placement=args.placement, **net,
                            max_memory=max_memory(args), **mine, **_whatif(args))
     except ConfigError as exc:   # name the option the user typed
         raise ConfigError(as_options(str(exc), {"steps": "--links-steps"})) from None

@@ -82,7 +82,7 @@ def make_context(topology: Topology, network: Network, ecmp: str = "split", seed
     incast = bool(np.any((eps > 0) & np.isfinite(w_t)))
     ingress = topology.ingress_capacity(network) if incast else None
     lat = topology.link_latency(network)
-    _check_ranges(network, cap, lat, eps, getattr(topology, "degrade", ""))
+    _check_ranges(network, cap, lat, eps, getattr(topology, "degrade", ""), topology.spec)
     uniform = float(lat[0]) if len(lat) and lat.min() == lat.max() else None
     ctx = Context(topology, network, ecmp, int(seed), mapping, cap, ingress, w_t, eps, lat,
                    uniform, {}, adaptive=adaptive,
@@ -123,29 +123,38 @@ MIN_BANDWIDTH = 1e-9
 
 
 def _check_ranges(network: Network, link_capacity, link_latency, incast_slope,
-                  degrade: str = "") -> None:
+                  degrade: str = "", spec: str = "") -> None:
     """Refuse (ConfigError) a network whose times would overflow a run's total
     (``alpha=1e308``) or whose links are too slow for a rate to be
-    representable (``bandwidth=5e-324``)."""
+    representable (``bandwidth=5e-324``), naming what set the value: a
+    network field, a degrade selector, or the topology ``spec``'s own terms
+    (a leaf-spine's ``uplink=``, a tree level's ``eps=``)."""
     for name in ("alpha", "link_latency", "hop_latency", "gamma", "delta", "incast_slope"):
         value = getattr(network, name)
         if value > MAX_SECONDS:
             per = "" if name in ("alpha", "link_latency", "hop_latency") else " per byte"
             raise ConfigError(f"{name}: {show(value)} s{per} is not allowed; expected at most "
                               f"1e9 s{per} (longer times overflow a run's total)")
+    # (the network's own values are in range: the topology's terms set these)
     if len(link_latency) and link_latency.max() > MAX_SECONDS:
-        raise ConfigError(f"link latency: {show(float(link_latency.max()))} s is not allowed; "
-                          "expected at most 1e9 s (longer times overflow a run's total)")
+        raise ConfigError(f"topology {spec!r}: a link latency of "
+                          f"{show(float(link_latency.max()))} s is not allowed; expected at most "
+                          "1e9 s (longer times overflow a run's total)")
     if len(incast_slope) and incast_slope.max() > MAX_SECONDS:
-        raise ConfigError(f"incast slope: {show(float(incast_slope.max()))} s per byte is not "
-                          "allowed; expected at most 1e9 s per byte")
+        raise ConfigError(f"topology {spec!r}: an incast slope of "
+                          f"{show(float(incast_slope.max()))} s per byte is not allowed; expected "
+                          "at most 1e9 s per byte")
     used = link_capacity[link_capacity > 0]
     if len(used) and used.min() < MIN_BANDWIDTH:
-        if degrade and network.bandwidth >= MIN_BANDWIDTH:   # (the factor made it so slow)
-            raise ConfigError(f"degrade: {degrade!r} leaves a link {show(float(used.min()))} "
-                              "bytes/s; expected at least 1e-9 bytes/s (a larger factor)")
-        raise ConfigError(f"bandwidth: a link of {show(float(used.min()))} bytes/s is not "
-                          "allowed; expected at least 1e-9 bytes/s")
+        slow = float(used.min())
+        if network.bandwidth < MIN_BANDWIDTH:
+            raise ConfigError(f"bandwidth: a link of {show(slow)} bytes/s is not allowed; "
+                              "expected at least 1e-9 bytes/s")
+        if degrade:   # (the factor made it so slow)
+            raise ConfigError(f"degrade: {degrade!r} leaves a link {show(slow)} bytes/s; "
+                              "expected at least 1e-9 bytes/s (a larger factor)")
+        raise ConfigError(f"topology {spec!r}: a link of {show(slow)} bytes/s is not allowed; "
+                          "expected at least 1e-9 bytes/s")
 
 
 def check_ranks(ctx: Context, traffic: Traffic) -> None:

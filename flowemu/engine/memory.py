@@ -4,8 +4,12 @@ when it does not fit (:func:`check_memory`)."""
 
 from __future__ import annotations
 
+import os
+
 from ..algorithms.base import Schedule, Traffic
 from ..core import budget
+from ..core.errors import ConfigError
+from ..kernels import memory as malloc
 from .context import Context, check_ranks, endpoints, step_orbits
 
 
@@ -25,9 +29,20 @@ def one_size(traffic: Traffic) -> bool:
     return bool(share.size) and bool((share == share[0]).all())
 
 
+def check_malloc_setting() -> None:
+    """Refuse a ``FLOWEMU_MALLOC_TUNING`` that is neither on nor off (the
+    kernels left malloc alone for it: :mod:`flowemu.kernels.memory`)."""
+    if malloc.tuning_setting() is None:
+        raise ConfigError(f"{malloc.ENV_VAR}: {os.environ[malloc.ENV_VAR]!r} is not allowed; "
+                          f"expected {' or '.join(malloc.OFF_VALUES[:1] + malloc.ON_VALUES[:1])}"
+                          f" ({', '.join(malloc.OFF_VALUES[1:])} also leave malloc alone; "
+                          f"{', '.join(malloc.ON_VALUES[1:])} tune it, as unset does)")
+
+
 def check_memory(ctx: Context, schedule: Schedule, threads: int, lim,
                  exact: bool = False, reduced: bool = False) -> int:
-    """Refuse (ConfigError) a schedule whose solve would not fit in ``lim``.
+    """Refuse (ConfigError) a schedule whose solve would not fit in ``lim``
+    (or a run under a ``FLOWEMU_MALLOC_TUNING`` that is neither on nor off).
 
     When even the topology's worst case (every flow with
     :meth:`~flowemu.topology.Topology.max_route_entries` entries) fits, that
@@ -44,6 +59,7 @@ def check_memory(ctx: Context, schedule: Schedule, threads: int, lim,
     ``t = 0`` solve, is charged without event state where that decides
     (:func:`one_size` reads every flow: only for an estimate that would
     refuse, and always with ``exact``). Returns the estimate."""
+    check_malloc_setting()
     steps = distinct_steps(schedule)
     for t in steps:
         check_ranks(ctx, t)

@@ -12,8 +12,11 @@ in the heap and the next call reuses them. The price is that a process keeps
 up to its peak heap resident (trimmed above 1 GiB of free space at the top).
 
 It runs once, when the kernels are first imported; set
-``FLOWEMU_MALLOC_TUNING=0`` in the environment to leave malloc alone (for
-example when flowemu is embedded in a long-lived service).
+``FLOWEMU_MALLOC_TUNING=0`` (or ``false``, ``no``, ``off``) in the environment
+to leave malloc alone (for example when flowemu is embedded in a long-lived
+service). Another value leaves it alone too, and a run refuses it
+(:func:`flowemu.engine.memory.check_memory`): a misspelt "off" must not
+tune, and a misspelt "on" must not pass unnoticed.
 """
 
 from __future__ import annotations
@@ -30,17 +33,27 @@ MMAP_THRESHOLD = 32 << 20
 TRIM_THRESHOLD = 1 << 30
 
 ENV_VAR = "FLOWEMU_MALLOC_TUNING"
+#: the values of ``FLOWEMU_MALLOC_TUNING`` (any case) that turn the tuning on / off
+ON_VALUES = ("1", "true", "yes", "on")
+OFF_VALUES = ("0", "false", "no", "off")
+
+
+def tuning_setting() -> bool | None:
+    """Whether ``FLOWEMU_MALLOC_TUNING`` asks for the tuning (unset: yes);
+    None for a value that is neither on nor off."""
+    raw = os.environ.get(ENV_VAR, "1").strip().lower()
+    return True if raw in ON_VALUES else False if raw in OFF_VALUES else None
 
 _state: dict = {}
 
 
 def tune_malloc() -> bool:
     """Apply the tuning once per process; returns whether it is in effect
-    (False off Linux/glibc, or when ``FLOWEMU_MALLOC_TUNING=0``)."""
+    (False off Linux/glibc, or unless ``FLOWEMU_MALLOC_TUNING`` is unset or on)."""
     if "applied" in _state:
         return _state["applied"]
     applied = False
-    if os.environ.get(ENV_VAR, "1").strip() != "0" and sys.platform.startswith("linux"):
+    if tuning_setting() and sys.platform.startswith("linux"):
         try:
             libc = ctypes.CDLL("libc.so.6")
             mallopt = libc.mallopt

@@ -2,6 +2,7 @@
 once, an option the run would ignore is refused, fallbacks are said, and
 ``--version`` answers."""
 
+import json
 import os
 import subprocess
 import sys
@@ -154,6 +155,37 @@ def test_applicable_combinations_run(capsys, tmp_path, traffic):
                                   "1us", "-f", "csv"])
     assert code == 0, err
     assert "traffic" in out
+
+
+@pytest.mark.parametrize("threshold, slope", [("inf", "1ps"), ("3", "0")])
+def test_incast_off_by_one_of_its_two_options_runs_as_in_python(capsys, threshold, slope):
+    """Both incast options given, one of them "off", was refused on the
+    command line ("--network: its incast_slope is set and its
+    incast_threshold is not", an option never given), while simulate() with
+    the same two keywords runs with incast off. The rows are now the same."""
+    code, out, err = run(capsys, ["run", "-t", "torus:4x4", "-a", "ring", "-s", "1MiB", "-f",
+                                  "json", "--incast-threshold", threshold, "--incast-slope", slope])
+    assert code == 0, err
+    row = json.loads(out)[0]
+    py = flowemu.simulate("torus:4x4", "ring", "1MiB", incast_threshold=float(threshold),
+                          incast_slope=slope).iloc[0]
+    for col in ("time_s", "incast_threshold", "incast_slope_s_per_B"):
+        want = py[col]
+        assert (row[col] if row[col] is not None else float("inf")) == want, col
+    # incast off: the ring's time without any incast term
+    assert row["time_s"] == flowemu.simulate("torus:4x4", "ring", "1MiB").time_s.iloc[0]
+
+
+def test_incast_beside_a_preset_is_checked_as_in_python(capsys):
+    """Beside a preset without incast, --incast-slope 0 (off) was refused
+    ("give --incast-threshold and --incast-slope"); simulate(network=preset,
+    incast_slope=0) runs. One that turns incast on alone is refused by
+    both, naming the options."""
+    base = ["run", "-t", "tree:8", "-a", "ring", "-s", "1MiB", "--network", "genmodel-table5"]
+    code, _, err = run(capsys, base + ["--incast-slope", "0"])
+    assert code == 0, err
+    line = refused(capsys, base + ["--incast-slope", "1ps"])
+    assert "--incast-slope is given beside the preset but --incast-threshold is not" in line
 
 
 # ------------------------------------------------------------------- fallback notes

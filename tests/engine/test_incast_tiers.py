@@ -508,10 +508,19 @@ def test_times_that_would_overflow_are_refused(kwargs, needle):
 
 
 def test_tree_level_values_that_would_overflow_are_refused(capsys):
+    # (the topology's own terms: the message names --topology, not a network
+    # field the user never gave)
     code, _, err = run(capsys, ["run", "-t", "tree:2x4,eps=2e9s:", "-a", "cps", "-s", "1KiB"])
-    assert code == 2 and "incast slope: 2000000000.0 s per byte" in one_error_line(err)
+    assert code == 2 and one_error_line(err).startswith(
+        "flowemu: error: --topology 'tree:2x4,eps=2000000000s:': an incast slope of "
+        "2000000000.0 s per byte is not allowed")
     code, _, err = run(capsys, ["run", "-t", "tree:2x4,lat=1e12s:", "-a", "cps", "-s", "1KiB"])
-    assert code == 2 and "link latency" in one_error_line(err)
+    assert code == 2 and "--topology 'tree:2x4,lat=" in one_error_line(err) \
+        and "a link latency of" in one_error_line(err)
+    code, _, err = run(capsys, ["run", "-t", "leafspine:2x2x2,uplink=1e-25", "-a", "ring", "-s",
+                                "1KiB"])
+    assert code == 2 and one_error_line(err).startswith(
+        "flowemu: error: --topology 'leafspine:2x2x2,uplink=1e-25': a link of 5e-15 bytes/s")
 
 
 def test_sparse_receiver_classes_number_their_resources_like_dense_ones():

@@ -24,6 +24,19 @@ def _run(env_value):
 
 def test_disabled_by_environment():
     assert _run("0") == ["False", "False"]
+    # the usual spellings of "off" turned it on (only "0" was read as off)
+    for off in ("false", "No", "OFF"):
+        assert _run(off) == ["False", "False"], off
+
+
+def test_another_value_leaves_malloc_alone_and_a_run_refuses_it(monkeypatch):
+    assert _run("maybe") == ["False", "False"]
+    import flowemu
+    from flowemu.core.errors import ConfigError
+    monkeypatch.setenv("FLOWEMU_MALLOC_TUNING", "maybe")
+    with pytest.raises(ConfigError, match="^FLOWEMU_MALLOC_TUNING: 'maybe' is not allowed; "
+                                          "expected 0 or 1"):
+        flowemu.simulate("torus:4", "ring", "1KiB")
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc",
@@ -31,3 +44,4 @@ def test_disabled_by_environment():
 def test_enabled_on_glibc():
     assert _run(None) == ["True", "True"]
     assert _run("1") == ["True", "True"]
+    assert _run("yes") == ["True", "True"]
