@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..core.errors import ConfigError, suggest
 from ..study.figures.plots import KINDS, figures, plot
 from ..topology import split_specs
-from .options import WHERE_HELP, given, naming_options
+from .options import WHERE_HELP, given, naming_options, note
 
 #: plot()'s arguments as this command's options (its messages name the former)
 PLOT_OPTIONS = {"kind": "--kind", "group": "--group", "topologies": "--topology",
@@ -54,8 +54,11 @@ def cmd_plot(args) -> int:
                 raise ConfigError(f"--{dest}: chooses one figure, which needs --out FILE "
                                   "(without --out, plot draws every standard figure of the "
                                   "dataset into DATASET/_figures/)")
-        for path in figures(args.dataset):
+        left_out: list[str] = []
+        for path in figures(args.dataset, notes=left_out):
             print(path)
+        for text in left_out:
+            note(text)
         return 0
     kw = {"group": args.group, "title": args.title, "where": args.where,
           "topologies": split_specs(args.topology) if args.topology else None}

@@ -37,6 +37,7 @@ from .slowdowns import (  # noqa: F401
     healthy_rows,
     query_with_twins,
     slowdown,
+    with_twins,
     without_seed,
 )
 from .sweep.dataset import (  # noqa: F401

@@ -54,7 +54,12 @@ def query_with_twins(df: pd.DataFrame, where: str) -> pd.DataFrame:
     plus the healthy rows of the scenarios they belong to, so that a filter
     on a what-if (``fail == 'random:4:0'``) keeps the baseline its slowdown
     is measured against."""
-    picked = query(df, where)
+    return with_twins(df, query(df, where))
+
+
+def with_twins(df: pd.DataFrame, picked: pd.DataFrame) -> pd.DataFrame:
+    """``picked`` (rows of ``df``) plus the healthy rows of ``df`` of the
+    scenarios they belong to (:func:`slowdown`'s twins, from any group)."""
     keys = [c for c in _TWIN_KEYS if c in df.columns and c != "options"]
     healthy = df[healthy_rows(df) & ~df.index.isin(picked.index)]
     if healthy.empty or picked.empty:

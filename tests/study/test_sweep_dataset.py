@@ -277,6 +277,21 @@ def test_parquet_readers_get_exactly_the_sweeps_rows(tmp_path, capsys, monkeypat
     assert len(load_errors(out)) == 1 and list((out / ERRORS_DIR).glob("errors-*.parquet"))
 
 
+def test_part_files_hold_plain_types(tmp_path, monkeypatch):
+    """Every column of a part file is string, int64, double or bool; a
+    reader sees one type for one kind of value (``placement`` was
+    ``large_string``, pandas' inference, beside every other text column's
+    ``string``)."""
+    fail_when_run(monkeypatch, lambda cfg: cfg.group == "bad")
+    out = tmp_path / "d"
+    sweep(write(tmp_path / "s.toml", V1), out, jobs=1, progress=False)
+    for part in [*out.glob("part-*.parquet"), *(out / ERRORS_DIR).glob("*.parquet")]:
+        types = {f.name: str(f.type) for f in pq.read_schema(part)}
+        odd = {k: v for k, v in types.items() if v not in ("string", "int64", "double", "bool")}
+        assert not odd, (part.name, odd)
+        assert types["placement"] == "string"
+
+
 def test_old_layout_loads_and_is_moved_to_the_new_one_by_the_next_run(tmp_path, monkeypatch):
     fail_when_run(monkeypatch, lambda cfg: cfg.group == "bad")
     path = write(tmp_path / "s.toml", V1)

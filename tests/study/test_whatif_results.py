@@ -601,3 +601,42 @@ def test_a_baseline_group_shows_no_block_of_its_own(tmp_path, capsys):
         code, out, err = run(capsys, ["compare", str(tmp_path / "g"), "--by", "whatif", *where])
         assert code == 0, err
         assert "group faulty" in out and "group healthy" not in out, out
+
+
+def test_standard_figures_find_twins_in_another_group(tmp_path, capsys):
+    """`plot DATASET` drew the slowdown figure of a group only from its own
+    rows: with the healthy network in a group of its own (the docs' advice)
+    the what-if group got no slowdown figure, and goodput and gain figures of
+    its failure runs instead. Now it gets the slowdown figure (its twins from
+    the other group) and no goodput or gain figure of its own."""
+    df = swept(tmp_path, 'sizes = ["1KiB", "1MiB"]\ntopology = "torus:8x8"\n'
+                         '[groups.healthy]\nalgorithm = ["swing", "ring"]\n'
+                         '[groups.faulty]\nalgorithm = ["swing", "ring"]\nfailures = [1]\n'
+                         'failure_seed = [0, 1]\nfail_policy = "reroute"\n')
+    notes = []
+    paths = figures(tmp_path / "g", tmp_path / "f", notes=notes)
+    assert sorted(p.name for p in paths) == ["gain-healthy.png", "goodput-healthy.png",
+                                             "slowdown-faulty.png"]
+    assert notes == [] and all(is_png(p) for p in paths)
+    # its points are the slowdowns against the other group's rows
+    cmp = flowemu.results.compare_whatif(df)
+    assert set(cmp["group"]) == {"faulty"} and cmp["slowdown"].notna().all()
+
+
+def test_standard_figures_of_jobs_rank_nothing(tmp_path, capsys):
+    """A group of jobs sharing a network got goodput and gain figures that
+    ranked each job against the other (or a one-job "scenario" against
+    nothing); it now gets none, and plot says where its job_slowdown is."""
+    swept(tmp_path, 'sizes = ["1MiB"]\ntopology = "torus:4x4"\n'
+                    '[groups.alone]\nalgorithm = ["ring", "swing"]\n'
+                    '[groups.shared]\njobs = [["algorithm=ring size=1MiB ranks=8", '
+                    '"algorithm=swing size=1MiB ranks=8"]]\n')
+    notes = []
+    paths = figures(tmp_path / "g", tmp_path / "f", notes=notes)
+    assert sorted(p.name for p in paths) == ["gain-alone.png", "goodput-alone.png"]
+    assert len(notes) == 1 and notes[0].startswith("group shared: jobs sharing a network "
+                                                   "have no goodput or gain figure")
+    assert "job_slowdown" in notes[0]
+    code, out, err = run(capsys, ["plot", str(tmp_path / "g")])
+    assert code == 0 and out.count(".png") == 2
+    assert err.startswith("flowemu: note: group shared: jobs sharing a network"), err

@@ -48,6 +48,7 @@ from ..results import (
     healthy_rows,
     load,
     result_frame,
+    with_twins,
     with_whatif,
 )
 from ..rows import with_labels
@@ -101,13 +102,18 @@ def plot(dataset, out, kind: str = "goodput", **kwargs) -> Path:
     return draw(df, out, **kwargs)
 
 
-def figures(dataset, outdir=None) -> list[Path]:
+def figures(dataset, outdir=None, notes: list | None = None) -> list[Path]:
     """Every standard figure of a dataset: ``goodput`` and ``gain`` PNGs, one
     pair per group when the dataset has several (``goodput-<group>.png``), in
     ``outdir`` (default ``DATASET/_figures``, which parquet readers of the
-    dataset skip); and ``slowdown`` (largest size)
-    where a group holds what-if rows beside healthy ones, whose goodput and
-    gain figures then show the healthy network (the title says so)."""
+    dataset skip); and ``slowdown`` (largest size) where a group holds
+    what-if rows and their healthy twins are in the dataset (in the group,
+    whose goodput and gain figures then show the healthy network, as the
+    title says, or in another group: then the group has no goodput or gain
+    figure of its own; where no twin is anywhere, those show every row). A group of jobs sharing a network has none either:
+    each job is a scenario of its own, so there is nothing to rank. What is
+    left out is said in ``notes`` (a list, when given)."""
+    notes = [] if notes is None else notes
     df = load(dataset)
     if df.empty:
         raise ConfigError(f"plot: {dataset} holds no results")
@@ -125,16 +131,34 @@ def figures(dataset, outdir=None) -> list[Path]:
         suffix = f"-{g}" if g is not None and len(groups) > 1 else ""
         sel = df[df["group"] == g] if g is not None else df
         title = f"{name}" + (f" / {g}" if suffix else "")
-        whatifs = has_slowdown(sel)
-        # goodput and gain of the healthy network; the what-ifs are in the slowdown figure
-        base = sel[healthy_rows(with_whatif(sel))] if whatifs else sel
-        base_title = f"{title} · healthy network" if whatifs else title
-        written.append(plot_goodput(base, outdir / f"goodput{suffix}.png", title=base_title))
-        written.append(plot_gain(base, outdir / f"gain{suffix}.png", title=base_title))
-        if whatifs:
+        of = f"group {g}" if suffix else "the dataset"
+        if "job" in sel.columns and sel["job"].notna().any():
+            notes.append(f"{of}: jobs sharing a network have no goodput or gain figure (each "
+                         "job is a scenario of its own); their job_slowdown is in its rows "
+                         "(flowemu compare DATASET" + (f" --where \"group == '{g}'\")"
+                                                      if suffix else ")"))
+            sel = sel[sel["job"].isna()]
+            if sel.empty:
+                continue
+        healthy = healthy_rows(with_whatif(sel))
+        twinned = with_twins(df, sel) if not healthy.all() else sel
+        slowdowns = has_slowdown(twinned)
+        # goodput and gain of the healthy network where the group holds it (of
+        # every row where no healthy twin is anywhere); the what-ifs are in the
+        # slowdown figure, against twins from any group
+        base = sel[healthy] if slowdowns else sel
+        if not base.empty:
+            base_title = f"{title} · healthy network" if slowdowns else title
+            written.append(plot_goodput(base, outdir / f"goodput{suffix}.png", title=base_title))
+            written.append(plot_gain(base, outdir / f"gain{suffix}.png", title=base_title))
+        if slowdowns:
             try:
-                written.append(plot_slowdown(sel, outdir / f"slowdown{suffix}.png",
+                written.append(plot_slowdown(twinned, outdir / f"slowdown{suffix}.png",
                                              title=title))
-            except ConfigError:   # what-ifs without a healthy twin (yet): no figure
-                pass
+            except ConfigError as exc:   # what-ifs without a healthy twin (yet)
+                notes.append(f"{of}: no slowdown figure: {exc}")
+        elif not healthy.all():
+            notes.append(f"{of}: no slowdown figure: its what-if rows have no healthy twin in "
+                         "the dataset (add the healthy network: failures = [0, ...], or a "
+                         "group without what-ifs)")
     return written

@@ -87,7 +87,7 @@ _STRING = {"sweep", "group", "config_key", "config_hash", "label", "algorithm_sp
            "sizes_spec", "topology", "algorithm", "model", "sync", "collective", "variant",
            "options", "ecmp",
            "flowemu_version", "error_type", "error", "note", "fail", "degrade", "fail_policy",
-           "slow", "background"}
+           "slow", "background", "placement"}
 _INT = {"nodes", "ranks", "size_bytes", "steps", "seed", "failed_links"}
 _FLOAT = {"time_s", "goodput_Bps", "bandwidth_Bps", "link_latency_s", "hop_latency_s",
           "alpha_s", "gamma_s_per_B", "delta_s_per_B", "incast_threshold",
