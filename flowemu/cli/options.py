@@ -476,9 +476,11 @@ def network(args) -> Network:
                                                  if given(args, k)}, "--network")
         return Network(**values)
     except ConfigError as exc:   # only incast_threshold is left unchecked here
-        msg = str(exc)
-        if msg.startswith("network preset") and "incast needs both" in msg:
-            msg = re.sub(r"\bincast_(threshold|slope)\b", r"--incast-\1", msg)
+        # the incast field given beside the preset is an option here
+        msg = re.sub(r"\b(?:incast_(threshold|slope))(?= is given beside the preset)|"
+                     r"(?<=or drop )incast_(threshold|slope)$",
+                     lambda m: f"--incast-{m[1] or m[2]}", str(exc)) \
+            if "is given beside the preset" in str(exc) else str(exc)
         raise ConfigError(as_options(msg, {"incast_threshold": "--incast-threshold"})) \
             from None
 

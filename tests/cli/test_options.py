@@ -185,7 +185,9 @@ def test_incast_beside_a_preset_is_checked_as_in_python(capsys):
     code, _, err = run(capsys, base + ["--incast-slope", "0"])
     assert code == 0, err
     line = refused(capsys, base + ["--incast-slope", "1ps"])
-    assert "--incast-slope is given beside the preset but --incast-threshold is not" in line
+    assert "incast_threshold and incast_slope; --incast-slope is given beside the preset but " \
+        "incast_threshold is not: set incast_threshold too (in the preset or beside it) or " \
+        "drop --incast-slope" in line
 
 
 # ------------------------------------------------------------------- fallback notes
