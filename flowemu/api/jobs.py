@@ -215,23 +215,28 @@ def simulate_jobs(topology, jobs, *, sync: str = "barrier", ecmp: str = "split",
         jctx.key_of = {k: v for k, v in jctx.key_of.items()
                        if not (k[0] == "dataflow" and k[1] not in keep)}
         picked.append((best[0], jctx, best[1], best[2]))
-    run = layout(shared, [(sched, jctx, sync) for sched, jctx, _, _ in picked], lim)
+    parts = [(sched, jctx, sync) for sched, jctx, _, _ in picked]
     sizes = np.array([s.size for s in specs], dtype=np.float64)
     starts = np.array([s.start for s in specs], dtype=np.float64)
-    carried = np.nan
-    if run.num_stages:
-        sol = run.solve(sizes, starts)
-        ends = run.ends(sol)
-        last = float(sol.end.max())
-        if run.persistent is not None and last > 0:
-            carried = float(sol.moved[run.num_flows:].sum()) / last
+    if applied is not None and applied.background is not None:
+        # one solve on the common clock: the background couples every job and
+        # moves its bytes in the gaps between them too
+        run = layout(shared, parts, lim)
+        times, carried = np.zeros(len(specs)), np.nan
+        if run.num_stages:
+            sol = run.solve(sizes, starts)
+            times = np.maximum(run.ends(sol) - starts, 0.0)
+            last = float(sol.end.max())
+            if last > 0:
+                carried = float(sol.moved[run.num_flows:].sum()) / last
     else:
-        ends = starts
+        times = _apart(shared, parts, sizes, starts, lim)
+        carried = np.nan
     columns = HEALTHY if applied is None else {**HEALTHY, **applied.columns}
     rows = []
     for j, (spec, (sched, jctx, cand, alone)) in enumerate(zip(specs, picked, strict=True)):
-        end = max(float(ends[j]), spec.start)
-        t = end - spec.start
+        t = float(times[j])
+        end = spec.start + t
         rows.append({
             "job": j, "topology": run_topo.spec, "nodes": run_topo.num_endpoints,
             "ranks": sched.p, "algorithm": chosen[j][0].name, "variant": sched.variant,
@@ -246,4 +251,37 @@ def simulate_jobs(topology, jobs, *, sync: str = "barrier", ecmp: str = "split",
             "incast_threshold": net.incast_threshold, "incast_slope_s_per_B": net.incast_slope,
             **columns, "background_Bps": carried, "flowemu_version": __version__})
     return pd.DataFrame(rows, columns=JOB_COLUMNS)
+
+
+def _apart(shared, parts, sizes, starts, lim) -> np.ndarray:
+    """Each job's time from its start to its end: the jobs whose runs overlap (a job that
+    starts before the ones started earlier have all ended) are solved
+    together, each such set on a clock of its own that starts at its first
+    job's start. A job that starts long after the others (``start=1e6s``
+    beside jobs of microseconds) is then timed as precisely as one at 0: on
+    the common clock its times would be sums of 1e6 and microseconds, and
+    the solver's relative tie between finishing flows (1e-12 of the clock)
+    a microsecond."""
+    n = len(parts)
+    order = np.argsort(starts, kind="stable")
+    times = np.zeros(n)
+    i = 0
+    while i < n:
+        first = float(starts[order[i]])
+        k = i + 1
+        while True:
+            members = order[i:k]
+            run = layout(shared, [parts[m] for m in members], lim)
+            rel = starts[members] - first
+            ends = run.ends(run.solve(sizes[members], rel)) if run.num_stages else rel
+            span = float(np.maximum(ends, rel).max())
+            more = k
+            while more < n and starts[order[more]] - first < span:
+                more += 1
+            if more == k:
+                break
+            k = more
+        times[members] = np.maximum(ends - rel, 0.0)
+        i = k
+    return times
 

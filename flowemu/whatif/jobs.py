@@ -37,6 +37,10 @@ class JobSpec:
     start: float
 
 
+#: the latest start of a job (seconds): the bound of every time of a run
+MAX_START = 1e9
+
+
 def parse_job(raw, index: int) -> JobSpec:
     """A job from ``"key=value key=value ..."`` or a dict of :data:`JOB_KEYS`."""
     where = f"jobs[{index}]"
@@ -77,9 +81,10 @@ def parse_job(raw, index: int) -> JobSpec:
     start = items.get("start", 0.0)
     start = parse_time(start, f"{where}.start") if isinstance(start, str) else start
     if isinstance(start, bool) or not isinstance(start, (int, float)) or not start >= 0 \
-            or not np.isfinite(start):
+            or not start <= MAX_START:
         raise ConfigError(f"{where}.start: {show(items.get('start'))} is not allowed; expected "
-                          "a time >= 0 with its unit, e.g. 10us")
+                          "a time from 0 to 1e9 s with its unit, e.g. 10us (as every time: "
+                          "longer ones overflow a run's total)")
     if start and not isinstance(items.get("start"), str):
         raise ConfigError(f"{where}.start: {show(start)} needs its unit, e.g. '10us' (only 0 "
                           "may be bare)")
