@@ -26,7 +26,7 @@ WHATIF_DOCS = {
     "fail_policy": "strict (default: ring and bucket refuse a failure that takes their "
                    "neighbour links) | reroute (route them around it)",
     "slow": "RANKS=F[:compute|:network] joined by ';', RANKS 3 | 3,5 | 7-9 | random:K:SEED, "
-            "F in (0, 1] (speed fraction)",
+            "F from 1e-6 to 1 (speed fraction)",
     "background": "perm:LOAD[:SEED] | alltoall:LOAD | hotspot:LOAD[:TARGET] | a traffic file "
                   "(step,src,dst,bytes: endpoints, bytes/s of demand); LOAD in (0, 1] is the "
                   "fraction of each sender's injection bandwidth (all its outgoing links); "

@@ -1,7 +1,7 @@
 """Slow ranks (stragglers): per-rank compute and network speed fractions.
 
 ``parse_slow("3,7-9=0.5; 12=0.25:compute", p)`` gives each listed rank a
-speed FACTOR in (0, 1] (0.5 = half speed) for its compute (the reduction
+speed FACTOR from 1e-6 to 1 (0.5 = half speed) for its compute (the reduction
 work after a step: its γ/δ time divided by FACTOR) and/or its network
 (its injection and ejection capped at FACTOR × the capacity of its
 endpoint's outgoing / incoming links, as two private virtual resources every
@@ -31,7 +31,10 @@ from ..engine.load import Slow
 KINDS = ("compute", "network")
 
 _GRAMMAR = ("expected RANKS=FACTOR[:compute|:network] items separated by ';' (RANKS: 3, 3,5, "
-            "7-9 or random:K:SEED; FACTOR in (0, 1])")
+            "7-9 or random:K:SEED; FACTOR from 1e-6 to 1)")
+#: the slowest a rank may be: a millionth of full speed (a slower one made a
+#: run's time inf, or its rates underflow, 1e-300)
+MIN_FACTOR = 1e-6
 
 
 def parse_slow(spec, p) -> Slow:
@@ -41,7 +44,7 @@ def parse_slow(spec, p) -> Slow:
     ------
     ConfigError
         Naming ``slow``, the bad value and what is allowed: a rank out of
-        ``0..p-1``, a factor outside (0, 1], an unknown kind, a malformed item.
+        ``0..p-1``, a factor outside [1e-6, 1], an unknown kind, a malformed item.
     """
 
     p = checks.integer("slow: ranks p", p, lo=1)
@@ -106,9 +109,9 @@ def _read_item(item: str) -> tuple[str, float, str]:
         factor = float(value)
     except ValueError:
         factor = float("nan")
-    if not 0 < factor <= 1:
+    if not MIN_FACTOR <= factor <= 1:
         raise ConfigError(f"slow: factor {value.strip()!r} in {item!r} is not allowed; expected "
-                          "a speed fraction in (0, 1] (0.5 = half speed)")
+                          "a speed fraction from 1e-6 to 1 (0.5 = half speed)")
     return left, factor, kind
 
 
