@@ -49,6 +49,7 @@ _SIZE_UNITS = {
     "": (0, 0), "B": (0, 0),
     "kB": (3, 0), "KB": (3, 0), "MB": (6, 0), "GB": (9, 0), "TB": (12, 0),
     "KiB": (0, 10), "MiB": (0, 20), "GiB": (0, 30), "TiB": (0, 40),
+    "PB": (15, 0), "PiB": (0, 50),
 }
 _SIZE_FORMS = ("bytes with a unit: 32B, 4KiB, 1MiB, 1GiB (powers of 2), 1KB, 1MB (powers "
                "of 10), or a bare number of bytes (4096, 1e6)")
@@ -75,15 +76,16 @@ def _is_number(value) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
-def _exact(number: str, exp10: int = 0, exp2: int = 0, divide: int = 1) -> float:
-    """``number · 10**exp10 · 2**exp2 / divide`` rounded to a double once."""
+def _exact(number: str, exp10: int = 0, exp2: int = 0, divide: int = 1, rounded: bool = True):
+    """``number · 10**exp10 · 2**exp2 / divide`` rounded to a double once
+    (as a Decimal, not rounded, with ``rounded=False``)."""
     with decimal.localcontext() as ctx:
         ctx.prec = 200
         try:
             d = decimal.Decimal(number).scaleb(exp10) * (decimal.Decimal(2) ** exp2) / divide
         except decimal.Overflow:  # e.g. "1e999999999ns": refused as not finite by the caller
-            return math.inf
-        return float(d)
+            return math.inf if rounded else decimal.Decimal("Infinity")
+        return float(d) if rounded else d
 
 
 def _fail(kind: str, field: str, text, forms: str):
@@ -113,7 +115,9 @@ def parse_size(text, field: str = "size") -> int:
         Naming ``field``, the value and the accepted forms.
     """
     if _is_number(text):
-        value = _float(text, field, "size")
+        # (exact: 2**53 + 1 as an int, or its text, is refused, not rounded to 2**53)
+        exact = decimal.Decimal(int(text)) if isinstance(text, numbers.Integral) \
+            else decimal.Decimal(_float(text, field, "size"))
     elif isinstance(text, str):
         m = re.fullmatch(_NUM + r"\s*([A-Za-zµ/]*)", text.strip())
         if not m:
@@ -130,18 +134,18 @@ def parse_size(text, field: str = "size") -> int:
                                   f"{m.group(1)}{unit.upper()}iB (powers of 2) or "
                                   f"{m.group(1)}{unit.upper()}B (powers of 10)")
             raise _fail("size", field, text, _SIZE_FORMS)
-        value = _exact(m.group(1), *_SIZE_UNITS[unit])
+        exact = _exact(m.group(1), *_SIZE_UNITS[unit], rounded=False)
     else:
         raise _fail("size", field, text, _SIZE_FORMS)
-    if not math.isfinite(value) or value <= 0:
+    if not exact.is_finite() or exact <= 0:
         raise ConfigError(f"{field}: size {show(text)} must be a positive, finite number of "
                           "bytes")
-    if value > MAX_SIZE:
+    if exact > MAX_SIZE:
         raise ConfigError(f"{field}: size {show(text)} is larger than the 8PiB (2**53 bytes) "
                           "a size may be (byte counts stay exact in float64 up to there)")
-    if value != int(value):
+    if exact != exact.to_integral_value():
         raise ConfigError(f"{field}: size {show(text)} is not a whole number of bytes")
-    return int(value)
+    return int(exact)
 
 
 def parse_sizes(text, field: str = "sizes") -> list[int]:

@@ -38,6 +38,16 @@ def test_parse_size_rejects(bad):
     assert "np." not in str(e.value)
 
 
+@pytest.mark.parametrize("big", ["9007199254740993", 2**53 + 1, np.uint64(2**53 + 1),
+                                 "9007199254740992.5", "8.000000000000001PiB"])
+def test_a_size_past_2_53_is_refused_not_rounded(big):
+    """2**53 + 1 read as 2**53 (converted to a double before the check); the
+    8 PiB the message names is a size too."""
+    with pytest.raises(ConfigError, match=r"^sizes: size .* is larger than the 8PiB"):
+        parse_size(big, "sizes")
+    assert parse_size("8PiB") == parse_size(2**53) == 2**53 and parse_size("1PB") == 10**15
+
+
 @pytest.mark.parametrize("bad", ["1Mb", "1kb", "8b", "1Gb", "512mib", "1Kib"])
 def test_size_with_bits_is_refused(bad):
     # a lowercase b is a bit: a size in bits must not silently become bytes
