@@ -96,7 +96,7 @@ _INT = re.compile(r"[+]?\d+")
 
 def _read_ids(path: str) -> np.ndarray:
     try:
-        with open(path, encoding="utf-8") as fh:
+        with open(path, encoding="utf-8-sig") as fh:   # (a byte-order mark, as editors write)
             lines = fh.read().splitlines()
     except FileNotFoundError:
         raise ConfigError(f"placement {path!r}: no such file; expected {FORMS}") from None

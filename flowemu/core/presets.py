@@ -198,8 +198,8 @@ def _load_file(resolved: str, mtime_ns: int, size: int, shown: str) -> Preset:
     """Read and check a preset file (cached by path, mtime and size: a sweep
     names the same file in many configurations)."""
     try:
-        with open(resolved, "rb") as fh:
-            doc = tomllib.load(fh)
+        with open(resolved, "rb") as fh:   # (utf-8-sig: a byte-order mark is not TOML)
+            doc = tomllib.loads(fh.read().decode("utf-8-sig"))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"network preset {shown}: not valid TOML: {exc}") from None
     except UnicodeDecodeError:

@@ -235,7 +235,7 @@ def read_measurements(data, *, algorithm: str | None = None, ranks: int | None =
                                   "or a DataFrame")
             path = os.fspath(item)
             try:
-                text = Path(path).read_text()
+                text = Path(path).read_text(encoding="utf-8-sig")   # (a byte-order mark)
             except FileNotFoundError:
                 raise ConfigError(f"{path}: file not found") from None
             except IsADirectoryError:

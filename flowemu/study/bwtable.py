@@ -25,9 +25,10 @@ the allreduce, default ``split``); ``allreduce_ecmp`` (the allreduce's own);
 ``injection`` and ``nic`` (rates, see :func:`flowemu.api.globalbw.global_bandwidth`);
 ``allreduce`` (an algorithm spec); ``allreduce_sizes`` (two sizes);
 ``shift`` (bool); ``cluster``, ``name``, ``paper_global``,
-``paper_allreduce``, ``note`` (kept as given). Files a row names (a
-``graph:`` topology) are read relative to the directory the command runs
-in, as in sweep files. Table files live apart from the sweep files
+``paper_allreduce``, ``note`` (kept as given). A file a row names (a
+``graph:`` topology) is read relative to the table file's directory, as a
+sweep file's files are (one only in the current directory is still found
+there). Table files live apart from the sweep files
 (``configs/tables/``).
 
 Columns (fractions, 1.0 = the row's injection bandwidth for ``global``, half
@@ -46,6 +47,7 @@ of it for ``allreduce``, as the paper reports them):
 
 from __future__ import annotations
 
+import os
 import tomllib
 from pathlib import Path
 
@@ -59,6 +61,7 @@ from ..core.errors import ConfigError
 from ..core.network import Network
 from ..core.units import parse_size
 from ..topology import checks as topology_checks
+from ..topology.graph import split_file_options
 
 __all__ = ["TABLE_COLUMNS", "bandwidth_table", "read_table", "shift_alltoall"]
 
@@ -107,17 +110,34 @@ def read_table(path) -> tuple[str, list[dict]]:
     in and checked (ConfigError naming the place)."""
     path = Path(path)
     try:
-        doc = tomllib.loads(path.read_text())
+        doc = tomllib.loads(path.read_bytes().decode("utf-8-sig"))   # (a byte-order mark)
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}); expected a TOML table "
+                          "file") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc})") from None
     rows = doc.pop("rows", None)
     description = doc.pop("description", "")
     if not isinstance(rows, list) or not rows or not all(isinstance(r, dict) for r in rows):
         raise ConfigError(f"{path}: expected [[rows]] tables, one per row")
-    return description, [_check_row(f"{path}: rows[{i}]", {**doc, **r})
+    return description, [_check_row(f"{path}: rows[{i}]", _beside(path, {**doc, **r}))
                          for i, r in enumerate(rows)]
+
+
+def _beside(table: Path, row: dict) -> dict:
+    """``row`` with a ``graph:`` file that is relative read beside the table
+    file (as a sweep file's files are), else, where it is only there, in the
+    current directory (the tables written before)."""
+    spec = row.get("topology")
+    if not (isinstance(spec, str) and spec.startswith("graph:")):
+        return row
+    file, opts = split_file_options(spec[len("graph:"):])
+    there = table.parent / file.strip()
+    if Path(file.strip()).is_absolute() or not there.is_file():
+        return row
+    return {**row, "topology": "graph:" + ",".join([os.path.normpath(there), *opts])}
 
 
 def _network(row: dict) -> Network:

@@ -230,7 +230,7 @@ def _read(path: str) -> dict:
     except OSError as exc:
         raise ConfigError(f"{where}: cannot be read ({exc.strerror or exc})") from None
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8-sig")   # (a byte-order mark, as some editors write)
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{where}: not UTF-8 text (byte {exc.start})") from None
     try:

@@ -96,11 +96,14 @@ def test_command_line(tmp_path, capsys):
     assert code == 2 and "--nic" in one_error_line(err)
 
 
-def test_the_table2_file_reads_and_builds(monkeypatch):
+@pytest.mark.parametrize("where", ["repository", "elsewhere"])
+def test_the_table2_file_reads_and_builds(monkeypatch, tmp_path, where):
     # configs/tables/hammingmesh-table2.toml: every row checks, and its networks are the
-    # sizes the paper gives (App. C-1); its graph files are named from the repository
-    monkeypatch.chdir(REPO_ROOT)
-    _, rows = read_table("configs/tables/hammingmesh-table2.toml")
+    # sizes the paper gives (App. C-1); its graph files are named beside it, so it
+    # reads from any directory (they were read from the current one: the help's
+    # example failed outside the repository)
+    monkeypatch.chdir(REPO_ROOT if where == "repository" else tmp_path)
+    _, rows = read_table(REPO_ROOT / "configs/tables/hammingmesh-table2.toml")
     small = [r for r in rows if r["cluster"] == "small"]
     large = [r for r in rows if r["cluster"] == "large"]
     assert len(small) + len(large) == len(rows)
@@ -113,3 +116,29 @@ def test_the_table2_file_reads_and_builds(monkeypatch):
     assert {r["name"] for r in large} == {"nonbl. FT", "50% tap. FT", "75% tap. FT",
                                           "Dragonfly", "2D HyperX", "Hx2Mesh", "Hx4Mesh",
                                           "2D torus"}
+
+
+def test_a_graph_file_is_read_beside_the_table_else_here(monkeypatch, tmp_path):
+    """A relative graph: file is the one beside the table file; one only in
+    the current directory (tables written before) is still found."""
+    graph = REPO_ROOT / "configs/graphs/hx2mesh-16x16-boardswitch.json"
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "g.json").write_bytes(graph.read_bytes())
+    (tmp_path / "t" / "a.toml").write_text('[[rows]]\ntopology = "graph:g.json,split=paths"\n')
+    (tmp_path / "here").mkdir()
+    (tmp_path / "here" / "h.json").write_bytes(graph.read_bytes())
+    (tmp_path / "t" / "b.toml").write_text('[[rows]]\ntopology = "graph:h.json"\n')
+    monkeypatch.chdir(tmp_path / "here")
+    _, [row] = read_table(tmp_path / "t" / "a.toml")
+    assert row["topology"] == f"graph:{tmp_path / 't' / 'g.json'},split=paths"
+    assert parse_topology(row["topology"]).num_endpoints == 1024
+    _, [row] = read_table(tmp_path / "t" / "b.toml")
+    assert row["topology"] == "graph:h.json"
+
+
+def test_a_binary_table_file_is_refused_in_one_line(tmp_path, capsys):
+    path = tmp_path / "b.json"
+    path.write_bytes(bytes(range(200, 256)) * 4)
+    code, _, err = run(capsys, ["global", str(path)])
+    assert code == 2 and one_error_line(err) == (f"flowemu: error: {path}: not UTF-8 text (byte "
+                                                 "0); expected a TOML table file")

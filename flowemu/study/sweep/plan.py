@@ -66,8 +66,8 @@ def _read_toml(path: Path) -> dict:
     if not path.is_file():
         raise SweepConfigError(str(path), [("", "file not found")])
     try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
+        # (utf-8-sig: a byte-order mark, as some editors write, is not TOML)
+        return tomllib.loads(path.read_bytes().decode("utf-8-sig"))
     except tomllib.TOMLDecodeError as exc:
         raise SweepConfigError(str(path), [("", f"not valid TOML: {exc}")]) from None
     except (OSError, UnicodeDecodeError) as exc:
