@@ -265,8 +265,9 @@ def _numbers(column, name: str, where: str, row=lambda i: f"row {i}") -> np.ndar
             i = int(np.flatnonzero(np.isnan(out))[0])
         value = column.iloc[i]
         if value is None or (isinstance(value, float) and np.isnan(value)):
-            raise ConfigError(f"{where}: column {name} {row(i)}: the field is empty (a value "
-                              "missing, or a row with fewer fields than the header)")
+            raise ConfigError(f"{where}: column {name} {row(i)}: the field is empty or NaN (a "
+                              "value missing, or a row with fewer fields than the header); "
+                              "expected a number")
         raise ConfigError(f"{where}: column {name} {row(i)}: {show(value)} is not a number")
     return out
 

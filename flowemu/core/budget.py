@@ -227,7 +227,8 @@ def check(need: float, lim: Limit, what: str) -> None:
         if needed == format_bytes(lim.bytes):   # (both print as 2.0 GiB: the bytes tell)
             needed = f"{needed} ({int(need):,} bytes)"
             limit_text = f"{needed.split(' (')[0]} limit ({lim.bytes:,} bytes, {lim.source})"
-        raise ConfigError(f"max_memory: {what} needs ~{needed} (estimate), more than the "
+        name = ENV_VAR if lim.source == ENV_VAR else "max_memory"   # (what set the limit)
+        raise ConfigError(f"{name}: {what} needs ~{needed} (estimate), more than the "
                           f"{limit_text}; {lim.override()}")
 
 

@@ -56,8 +56,18 @@ def show(value, limit: int = 80) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
+class _Shown(str):
+    """A text :func:`show` prints as it is (no quotes)."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
 def _plain(value):
     module = type(value).__module__ or ""
+    if module.startswith("pandas") and getattr(value, "ndim", 0) == 2:   # a DataFrame
+        return _Shown(f"DataFrame({len(value)} rows; columns "
+                      f"{', '.join(map(str, list(value.columns)[:8]))})")
     if module.startswith(("numpy", "pandas")):
         try:
             if getattr(value, "ndim", None) == 0 and hasattr(value, "item"):

@@ -464,6 +464,11 @@ def _bare(field: str, value, kind: str) -> ConfigError:
         value = float(value)
     except OverflowError:   # a huge int: shown shortened, the examples with a usual number
         value = math.inf
+    if isinstance(value, float) and len(n) <= 24 and not math.isfinite(value):
+        return ConfigError(f"{field}={n} is not allowed; a {kind} is a finite number with its "
+                           "unit, e.g. " + ('"400Gb/s" or flowemu.units.Gbps(400)'
+                                           if kind == "rate"
+                                           else '"100ns" or flowemu.units.ns(100)'))
     if len(n) > 24:
         return ConfigError(f"{field}={n[:6]}...({len(n)} digits): a bare number has no unit; "
                            "write it with its unit, e.g. "

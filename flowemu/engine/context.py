@@ -137,6 +137,10 @@ def _check_ranges(network: Network, link_capacity, link_latency, incast_slope,
                               f"1e9 s{per} (longer times overflow a run's total)")
     # (the network's own values are in range: the topology's terms set these)
     if len(link_latency) and link_latency.max() > MAX_SECONDS:
+        if "lat=" in degrade:   # (a degrade's latency multiplier made it so long)
+            raise ConfigError(f"degrade: {degrade!r} leaves a link latency of "
+                              f"{show(float(link_latency.max()))} s; expected at most 1e9 s "
+                              "(a smaller lat= multiplier)")
         raise ConfigError(f"topology {spec!r}: a link latency of "
                           f"{show(float(link_latency.max()))} s is not allowed; expected at most "
                           "1e9 s (longer times overflow a run's total)")

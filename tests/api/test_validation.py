@@ -321,6 +321,9 @@ def test_traffic_of_no_bytes_is_nothing_to_time(tmp_path):
                                           "the header line?)")),
     # a short row: its missing fields read as empty, not as 'nan is not a number'
     ("step,src,dst,bytes\n0,0,1,100\n0,1\n", "column dst row 1 (line 3): the field is empty"),
+    # 'nan' reads as a missing value: it was said to be empty, which it is not
+    ("step,src,dst,bytes\n0,0,1,nan\n", ("column bytes row 0 (line 2): the field is empty or "
+                                        "NaN")),
 ])
 def test_traffic_csv_columns(tmp_path, text, needle):
     path = tmp_path / "t.csv"

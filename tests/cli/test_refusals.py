@@ -200,7 +200,7 @@ def test_api_sizes_follow_the_one_size_rule():
     (lambda: flowemu.Network(link_latency=10**400), "^link_latency=100000"),
     (lambda: flowemu.Network(bandwidth=flowemu.units.Gbps(10**400)), "positive and finite"),
     (lambda: flowemu.Network(alpha=flowemu.units.ns(10**400)), "non-negative and finite"),
-    (lambda: flowemu.simulate("torus:4x4", "ring", [10**400]), "is too large"),
+    (lambda: flowemu.simulate("torus:4x4", "ring", [10**400]), "is larger than the 8PiB"),
 ])
 def test_numbers_too_large_for_a_double_are_config_errors(call, needle):
     with pytest.raises(ConfigError, match=needle):

@@ -303,3 +303,24 @@ def test_formats_say_nan_and_inf_without_a_unit():
     assert format_time(float("-inf")) == "-inf"
     assert (format_rate(5e10), format_size(1024), format_time(1e-12)) == ("400Gb/s", "1KiB",
                                                                            "1ps")
+
+
+@pytest.mark.parametrize("field, value, kind", [("link_latency", float("nan"), "time"),
+                                                ("alpha", float("inf"), "time"),
+                                                ("bandwidth", float("inf"), "rate")])
+def test_a_bare_non_finite_number_is_said_to_be_one(field, value, kind):
+    """link_latency=nan advised writing "nanns", which is then refused."""
+    with pytest.raises(ConfigError) as e:
+        Network(**{field: value})
+    assert str(e.value).startswith(f"{field}={value:g} is not allowed; a {kind} is a finite "
+                                   "number with its unit")
+    assert '"nan' not in str(e.value) and '"inf' not in str(e.value)
+
+
+def test_a_dataframe_is_shown_as_one():
+    """background=<DataFrame> was shown as the flat list of its values."""
+    import pandas as pd
+
+    from flowemu.core.errors import show
+    frame = pd.DataFrame({"step": [0, 0], "src": [0, 1], "dst": [5, 6], "bytes": [1e10, 1e10]})
+    assert show(frame) == "DataFrame(2 rows; columns step, src, dst, bytes)"

@@ -517,6 +517,11 @@ def test_tree_level_values_that_would_overflow_are_refused(capsys):
     code, _, err = run(capsys, ["run", "-t", "tree:2x4,lat=1e12s:", "-a", "cps", "-s", "1KiB"])
     assert code == 2 and "--topology 'tree:2x4,lat=" in one_error_line(err) \
         and "a link latency of" in one_error_line(err)
+    # a degrade's latency multiplier names the degrade, not the topology
+    code, _, err = run(capsys, ["run", "-t", "torus:4x4", "-a", "ring", "-s", "1KiB",
+                                "--degrade", "link:0=0.5:lat=1e30"])
+    assert code == 2 and one_error_line(err).startswith("flowemu: error: --degrade: ") \
+        and "leaves a link latency of 1e+23 s" in one_error_line(err)
     code, _, err = run(capsys, ["run", "-t", "leafspine:2x2x2,uplink=1e-25", "-a", "ring", "-s",
                                 "1KiB"])
     assert code == 2 and one_error_line(err).startswith(
