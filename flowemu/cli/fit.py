@@ -12,7 +12,7 @@ from ..core.outputs import check_distinct, check_writable
 from ..study.fit import fit
 from ..study.measured import compare_measured
 from ..study.sweep.dataset import check_output
-from .options import naming_options
+from .options import naming_options, whole_number
 
 
 def add_arguments(ft) -> None:
@@ -23,7 +23,7 @@ def add_arguments(ft) -> None:
     ft.add_argument("--algorithm", "-a",
                     help="algorithm of nccl-tests output (default ring; only with nccl-tests "
                          "output among DATA)")
-    ft.add_argument("--ranks", type=int, help="ranks of nccl-tests output that lists no "
+    ft.add_argument("--ranks", type=whole_number, help="ranks of nccl-tests output that lists no "
                                               "'#  Rank' lines (only with nccl-tests output)")
     ft.add_argument("--save", metavar="PRESET.toml",
                     help="write the fit as a network preset (flowemu run --network FILE)")

@@ -21,6 +21,7 @@ from .options import (
     naming_options,
     network_keywords,
     refuse,
+    whole_number,
     write_output,
 )
 
@@ -40,7 +41,7 @@ def add_arguments(j) -> None:
                         "default) | dataflow (each rank goes on when its own are)")
     add_network_options(j)
     j.add_argument("--ecmp", default="split", help=ecmp_help(ECMP_MODES, topology_modes()))
-    j.add_argument("--seed", type=int, default=0, help="seed of --ecmp hash (default 0)")
+    j.add_argument("--seed", type=whole_number, default=0, help="seed of --ecmp hash (default 0)")
     add_output_options(j)
     j.add_argument("--max-memory", help="refuse a run estimated to need more memory, e.g. 8GiB "
                                         "(default: FLOWEMU_MAX_MEMORY or 80%% of available "

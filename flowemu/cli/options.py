@@ -99,6 +99,17 @@ class Parser(argparse.ArgumentParser):
         raise ConfigError(message)
 
 
+def whole_number(text: str) -> int:
+    """argparse ``type`` of an integer option: ``'1e1'`` or ``'1.5'`` is
+    refused saying what the option takes (argparse's own said only
+    "invalid int value"); its range is the command's to check."""
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not allowed; expected a whole number "
+                                         "written with digits, e.g. 8") from None
+
+
 def given(args, dest: str) -> bool:
     """Whether the user gave the option (not just its default)."""
     return dest in getattr(args, "_given", {})

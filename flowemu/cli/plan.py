@@ -16,6 +16,7 @@ from .options import (
     chosen_format,
     naming_options,
     network_keywords,
+    whole_number,
     write_output,
 )
 
@@ -29,7 +30,7 @@ def add_arguments(pn) -> None:
     pn.add_argument("--sizes", "-s", default="40MB,128MB,400MB",
                     help="vector sizes (default %(default)s: the paper's 1e7, 3.2e7 and "
                          "1e8 floats)")
-    pn.add_argument("--ranks", type=int, help="number of ranks (default: every host)")
+    pn.add_argument("--ranks", type=whole_number, help="number of ranks (default: every host)")
     pn.add_argument("--candidates", action="store_true",
                     help="one row per candidate with its GenModel cost (default: the chosen "
                          "plan per switch and size)")

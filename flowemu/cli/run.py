@@ -41,6 +41,7 @@ from .options import (
     network_keywords,
     note,
     refuse,
+    whole_number,
     write_output,
 )
 
@@ -61,13 +62,13 @@ def add_arguments(r) -> None:
                         "size means)")
     r.add_argument("--sizes", "-s", default="32B..512MiB",
                    help="32B..512MiB (powers of two) or a comma list (default %(default)s)")
-    r.add_argument("--ranks", type=int, help="number of ranks (default: every endpoint)")
+    r.add_argument("--ranks", type=whole_number, help="number of ranks (default: every endpoint)")
     r.add_argument("--placement", default="linear",
                    help="endpoint of each rank: linear (rank r on endpoint r), random:SEED, "
                         "or a file of endpoint ids, one per rank (default %(default)s)")
     add_network_options(r)
     r.add_argument("--ecmp", default="split", help=ecmp_help(ECMP_MODES, topology_modes()))
-    r.add_argument("--seed", type=int, default=0, help="seed of --ecmp hash (default 0)")
+    r.add_argument("--seed", type=whole_number, default=0, help="seed of --ecmp hash (default 0)")
     r.add_argument("--model", default="flow",
                    help="flow (the flow-level engine, default) | genmodel (GenModel's analytic "
                         "prediction: Table 2 on a single switch, e.g. tree:24)")

@@ -16,7 +16,7 @@ from ..study.sweep import dataset as ds
 from ..study.sweep import load_sweep, sweep
 from ..study.sweep.journal import journaled
 from ..study.sweep.run import counted, foreign_files, other_sweep
-from .options import as_options, given, note, refuse
+from .options import as_options, given, note, refuse, whole_number
 
 #: sweep() arguments and the options that set them (messages name the option)
 SWEEP_OPTIONS = {"out": "--out", "jobs": "--jobs", "scheduler": "--scheduler",
@@ -27,7 +27,7 @@ SWEEP_OPTIONS = {"out": "--out", "jobs": "--jobs", "scheduler": "--scheduler",
 def add_arguments(s) -> None:
     s.add_argument("config", help="sweep file, e.g. configs/smoke.toml")
     s.add_argument("--out", "-o", help="dataset directory (default results/<file name>)")
-    s.add_argument("--jobs", "-j", type=int,
+    s.add_argument("--jobs", "-j", type=whole_number,
                    help="local worker processes (default: every core; 1 = in this process)")
     s.add_argument("--scheduler", help="Dask scheduler address, e.g. tcp://host:8786")
     s.add_argument("--scheduler-timeout", type=float, default=10.0, metavar="SECONDS",
@@ -38,7 +38,7 @@ def add_arguments(s) -> None:
     s.add_argument("--prune", action="store_true",
                    help="delete the rows of configurations no longer in the sweep file "
                         "(or another sweep's results in --out)")
-    s.add_argument("--chunk-size", type=int, help="configurations per task and part file "
+    s.add_argument("--chunk-size", type=whole_number, help="configurations per task and part file "
                                                   "(default: by cost; on a Dask cluster one "
                                                   "per task)")
     s.add_argument("--dry-run", action="store_true",

@@ -9,7 +9,7 @@ import sys
 from ..algorithms.collectives import COLLECTIVES
 from ..api.verification import Verification, verify_each
 from ..core.errors import ScheduleError
-from .options import max_memory, naming_options
+from .options import max_memory, naming_options, whole_number
 
 
 def add_arguments(vf) -> None:
@@ -21,7 +21,7 @@ def add_arguments(vf) -> None:
     vf.add_argument("--collective", "-c", default="allreduce",
                     help="what the schedule must compute: " + ", ".join(COLLECTIVES)
                          + " (default allreduce; flowemu list shows each one's algorithms)")
-    vf.add_argument("--ranks", type=int, help="number of ranks (default: every endpoint of "
+    vf.add_argument("--ranks", type=whole_number, help="number of ranks (default: every endpoint of "
                                               "--topology; required without it)")
     vf.add_argument("--topology", "-t", help="arrange ranks on it (grid algorithms, gentree); "
                                              "default: rank ids")

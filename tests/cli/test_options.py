@@ -248,3 +248,17 @@ def test_subprocess_version():
                           capture_output=True,
                           text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT_DIR)})
     assert proc.returncode == 0 and proc.stdout == f"flowemu {flowemu.__version__}\n"
+
+
+@pytest.mark.parametrize("argv", [
+    ["run", "-t", "torus:4x4", "-a", "ring", "-s", "1KiB", "--ranks", "1e1"],
+    ["run", "-t", "torus:4x4", "-a", "ring", "-s", "1KiB", "--ecmp", "hash", "--seed", "1.5"],
+    ["jobs", "-t", "torus:4x4", "--job", "algorithm=ring size=1KiB", "--seed", ""],
+    ["verify", "-t", "torus:4x4", "-a", "ring", "--ranks", "eight"],
+])
+def test_integer_options_say_what_they_take(capsys, argv):
+    """argparse said only "invalid int value: '1e1'"."""
+    line = refused(capsys, argv)
+    option, value = argv[-2], argv[-1]
+    assert line == (f"flowemu: error: argument {option}: {value!r} is not allowed; expected a "
+                    "whole number written with digits, e.g. 8")

@@ -114,7 +114,7 @@ def test_size_reports_bytes_and_long_schedules_are_cut(capsys):
     (["-a", "ring"], ("--ranks: needed without a topology (the number of ranks to verify on), "
                       "e.g. --ranks 8")),
     (["-a", "ring", "--ranks", "1"], "--ranks: 1 is not allowed; expected an integer >= 2"),
-    (["-a", "ring", "--ranks", "x"], "--ranks: invalid int value: 'x'"),
+    (["-a", "ring", "--ranks", "x"], "--ranks: 'x' is not allowed; expected a whole number"),
     (["-a", "ring", "--ranks", "2", "--ranks", "3"], "--ranks: given twice"),
     (["-a", "nope", "--ranks", "4"], "error: --algorithm: unknown name 'nope'"),
     (["-a", "ring:hops=2", "--ranks", "4"], "unknown option(s) hops"),
