@@ -21,6 +21,7 @@ from .options import (
     naming_options,
     network_keywords,
     refuse,
+    refuse_empty,
     whole_number,
     write_output,
 )
@@ -79,6 +80,7 @@ def _jobs(args) -> int:
     if args.out == "-":
         args.out = None
     net = network_keywords(args)
+    refuse_empty(args)
     if given(args, "seed") and args.ecmp != "hash":
         refuse("--seed", f"applies only to --ecmp hash (this run uses --ecmp {args.ecmp})")
     if given(args, "fail_policy") and not args.fail:

@@ -99,6 +99,22 @@ class Parser(argparse.ArgumentParser):
         raise ConfigError(message)
 
 
+def refuse_empty(args) -> None:
+    """Refuse an empty value of a what-if option (``--fail ''``, an unset
+    shell variable): given, it names something; ``run`` and ``jobs`` alike."""
+    for dest, option in (("fail", "--fail"), ("degrade", "--degrade"), ("slow", "--slow")):
+        for value in getattr(args, dest, None) or ():
+            if not value.replace(";", "").strip():
+                raise ConfigError(f"{option}: {value!r} is empty; give a selector (see flowemu "
+                                  "list, what-ifs) or drop the option")
+    for dest, option, what in (("background", "--background", ("a background (perm:0.5, "
+                                "alltoall:0.3, hotspot:0.5 or a traffic file)")),
+                               ("congestion", "--congestion", "a FILE (.csv, .parquet) or -")):
+        value = getattr(args, dest, None)
+        if value is not None and not value.strip():
+            raise ConfigError(f"{option}: {value!r} is empty; give {what} or drop the option")
+
+
 def whole_number(text: str) -> int:
     """argparse ``type`` of an integer option: ``'1e1'`` or ``'1.5'`` is
     refused saying what the option takes (argparse's own said only

@@ -41,6 +41,7 @@ from .options import (
     network_keywords,
     note,
     refuse,
+    refuse_empty,
     whole_number,
     write_output,
 )
@@ -227,11 +228,7 @@ def _check_run_options(args) -> None:
             if getattr(args, dest) and (dest != "ecmp" or given(args, "ecmp")):
                 refuse(option, f"works with --model flow (the flow engine), not --model "
                                f"{args.model}")
-    for dest, option in (("fail", "--fail"), ("degrade", "--degrade"), ("slow", "--slow")):
-        for value in getattr(args, dest) or ():
-            if not value.replace(";", "").strip():
-                raise ConfigError(f"{option}: {value!r} is empty; give a selector (see flowemu "
-                                  "list, what-ifs) or drop the option")
+    refuse_empty(args)
     if given(args, "fail_policy") and not args.fail:
         refuse("--fail-policy", "applies only with --fail (no link fails in this run)")
     if given(args, "fail_policy") and getattr(args, "traffic", None):

@@ -262,3 +262,15 @@ def test_integer_options_say_what_they_take(capsys, argv):
     option, value = argv[-2], argv[-1]
     assert line == (f"flowemu: error: argument {option}: {value!r} is not allowed; expected a "
                     "whole number written with digits, e.g. 8")
+
+
+@pytest.mark.parametrize("command", [["run", "-t", "torus:4x4", "-a", "ring", "-s", "1KiB"],
+                                     ["jobs", "-t", "torus:4x4", "--job",
+                                      "algorithm=ring size=1KiB"]])
+@pytest.mark.parametrize("option", ["--fail", "--degrade", "--background"])
+def test_an_empty_whatif_option_is_refused_by_run_and_jobs(capsys, command, option):
+    """`--background ''` ran without a background and jobs' `--fail ''`
+    without a failure, while run refused an empty --fail."""
+    line = refused(capsys, command + [option, ""])
+    assert line.startswith(f"flowemu: error: {option}: '' is empty; give ")
+    assert line.endswith("or drop the option")
