@@ -230,7 +230,7 @@ def simulate_jobs(topology, jobs, *, sync: str = "barrier", ecmp: str = "split",
             if last > 0:
                 carried = float(sol.moved[run.num_flows:].sum()) / last
     else:
-        times = _apart(shared, parts, sizes, starts, lim)
+        times = _apart(shared, parts, sizes, starts, np.array([a for *_, a in picked]), lim)
         carried = np.nan
     columns = HEALTHY if applied is None else {**HEALTHY, **applied.columns}
     rows = []
@@ -253,7 +253,7 @@ def simulate_jobs(topology, jobs, *, sync: str = "barrier", ecmp: str = "split",
     return pd.DataFrame(rows, columns=JOB_COLUMNS)
 
 
-def _apart(shared, parts, sizes, starts, lim) -> np.ndarray:
+def _apart(shared, parts, sizes, starts, alone, lim) -> np.ndarray:
     """Each job's time from its start to its end: the jobs whose runs overlap (a job that
     starts before the ones started earlier have all ended) are solved
     together, each such set on a clock of its own that starts at its first
@@ -261,16 +261,22 @@ def _apart(shared, parts, sizes, starts, lim) -> np.ndarray:
     beside jobs of microseconds) is then timed as precisely as one at 0: on
     the common clock its times would be sums of 1e6 and microseconds, and
     the solver's relative tie between finishing flows (1e-12 of the clock)
-    a microsecond."""
+    a microsecond. A set starts with the jobs that would overlap if each took
+    its time ``alone`` (usually the whole set: one solve), and grows while a
+    solve ends after the next job's start. (Which jobs share a solve changes
+    nothing but rounding: the ones that do not overlap do not meet.)"""
     n = len(parts)
     order = np.argsort(starts, kind="stable")
     times = np.zeros(n)
     i = 0
     while i < n:
         first = float(starts[order[i]])
-        k = i + 1
+        k, guess = i + 1, float(alone[order[i]])
+        while k < n and starts[order[k]] - first < guess:
+            guess = max(guess, float(starts[order[k]] - first + alone[order[k]]))
+            k += 1
         while True:
-            members = order[i:k]
+            members = np.sort(order[i:k])   # (in the jobs' order, as one solve of them all)
             run = layout(shared, [parts[m] for m in members], lim)
             rel = starts[members] - first
             ends = run.ends(run.solve(sizes[members], rel)) if run.num_stages else rel
