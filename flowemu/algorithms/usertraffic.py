@@ -176,6 +176,14 @@ def frame_steps(df, where: str = "traffic", path=None, whole: bool = False
         i = int(np.flatnonzero(flags)[0])
         raise ConfigError(f"{where}: column bytes {row(i)}: {show(df['bytes'].iloc[i])} is not "
                           "a number of bytes")
+    # (an integer past 2**53 would round to one in range as a double)
+    big = (column.to_numpy() > MAX_SIZE) if column.dtype.kind in "iu" else \
+        column.map(lambda v: isinstance(v, int) and not isinstance(v, bool) and v > MAX_SIZE) \
+        .to_numpy(dtype=bool) if column.dtype == object else np.zeros(len(column), dtype=bool)
+    if big.any():
+        i = int(np.flatnonzero(big)[0])
+        raise ConfigError(f"{where}: column bytes {row(i)}: {show(column.iloc[i])} is not "
+                          "a number of bytes in 0..2**53 (8PiB)")
     nbytes = _numbers(df["bytes"], "bytes", where, row)
     bad = np.flatnonzero(~np.isfinite(nbytes) | (nbytes < 0) | (nbytes > MAX_SIZE))
     if len(bad):

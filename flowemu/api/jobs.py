@@ -111,9 +111,12 @@ def check_jobs(topo, jobs) -> tuple:
     """Every check of ``jobs`` on the built topology ``topo`` short of
     solving: ``(specs, [(algorithm, candidates)], mappings)``; a ConfigError
     names the job and key."""
-    if isinstance(jobs, (str, dict)) or not hasattr(jobs, "__len__") or len(jobs) == 0:
+    if isinstance(jobs, (str, dict)) or not hasattr(jobs, "__len__") or len(jobs) == 0 \
+            or getattr(jobs, "ndim", 1) != 1:   # (a DataFrame's items are its column names)
         raise ConfigError(f"jobs: {show(jobs)} is not allowed; expected a list of one or more "
-                          "jobs, e.g. ['algorithm=ring size=64MiB ranks=512', ...]")
+                          "jobs, e.g. ['algorithm=ring size=64MiB ranks=512', ...]"
+                          + (" (a DataFrame of them: df.to_dict('records'))"
+                             if getattr(jobs, "ndim", 1) == 2 else ""))
     specs = [parse_job(raw, j) for j, raw in enumerate(jobs)]
     chosen = []
     for j, spec in enumerate(specs):

@@ -14,6 +14,7 @@ from ..topology.base import ECMP_MODES
 from .options import (
     add_network_options,
     add_output_options,
+    check_incast_pair,
     chosen_format,
     ecmp_help,
     given,
@@ -79,6 +80,7 @@ def cmd_jobs(args) -> int:
 def _jobs(args) -> int:
     if args.out == "-":
         args.out = None
+    check_incast_pair(args)   # (before the network: it names the option given alone)
     net = network_keywords(args)
     refuse_empty(args)
     if given(args, "seed") and args.ecmp != "hash":

@@ -66,8 +66,10 @@ class _Shown(str):
 def _plain(value):
     module = type(value).__module__ or ""
     if module.startswith("pandas") and getattr(value, "ndim", 0) == 2:   # a DataFrame
-        return _Shown(f"DataFrame({len(value)} rows; columns "
-                      f"{', '.join(map(str, list(value.columns)[:8]))})")
+        names = [str(c) for c in value.columns]
+        cols = ", ".join(names[:8]) + (f", ... ({len(names)} in all)" if len(names) > 8 else "")
+        return _Shown(f"DataFrame({len(value)} rows; " +
+                      (f"columns {cols})" if names else "no columns)"))
     if module.startswith(("numpy", "pandas")):
         try:
             if getattr(value, "ndim", None) == 0 and hasattr(value, "item"):

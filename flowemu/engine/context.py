@@ -6,6 +6,7 @@ network's ranges checked), each step's ranks and endpoints, its pattern key
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -13,6 +14,7 @@ import numpy as np
 from ..algorithms.base import Traffic
 from ..core.errors import ConfigError, show
 from ..core.network import Network
+from ..kernels import memory as malloc
 from ..kernels.hashing import id_bounds, multiset_fingerprint
 from ..topology.base import Topology
 from .load import Background, RunLoad, Slow, check_background, prepare_load
@@ -51,6 +53,17 @@ class Context:
     link_incast: tuple | None = None
 
 
+def check_malloc_setting() -> None:
+    """Refuse a ``FLOWEMU_MALLOC_TUNING`` that is neither on nor off (the
+    kernels left malloc alone for it: :mod:`flowemu.kernels.memory`); every
+    run's context checks it."""
+    if malloc.tuning_setting() is None:
+        raise ConfigError(f"{malloc.ENV_VAR}: {os.environ[malloc.ENV_VAR]!r} is not allowed; "
+                          f"expected {' or '.join(malloc.OFF_VALUES[:1] + malloc.ON_VALUES[:1])}"
+                          f" ({', '.join(malloc.OFF_VALUES[1:])} also leave malloc alone; "
+                          f"{', '.join(malloc.ON_VALUES[1:])} tune it, as unset or empty does)")
+
+
 def make_context(topology: Topology, network: Network, ecmp: str = "split", seed: int = 0,
                  mapping=None, p: int | None = None, background=None, slow=None,
                  limit=None) -> Context:
@@ -58,6 +71,7 @@ def make_context(topology: Topology, network: Network, ecmp: str = "split", seed
     (:func:`flowemu.core.budget.limit`: ``max_memory``, a sweep worker's
     share; None: ``FLOWEMU_MAX_MEMORY`` or 80 % of the available memory),
     which routing a background is checked against."""
+    check_malloc_setting()
     topology.check_mode(ecmp, engine=True)   # its modes, or "adaptive" over "split"
     adaptive = ecmp == "adaptive"
     if adaptive:
@@ -82,7 +96,8 @@ def make_context(topology: Topology, network: Network, ecmp: str = "split", seed
     incast = bool(np.any((eps > 0) & np.isfinite(w_t)))
     ingress = topology.ingress_capacity(network) if incast else None
     lat = topology.link_latency(network)
-    _check_ranges(network, cap, lat, eps, getattr(topology, "degrade", ""), topology.spec)
+    _check_ranges(network, cap, lat, eps, getattr(topology, "degrade", ""), topology.spec,
+                  getattr(topology, "base", None))
     uniform = float(lat[0]) if len(lat) and lat.min() == lat.max() else None
     ctx = Context(topology, network, ecmp, int(seed), mapping, cap, ingress, w_t, eps, lat,
                    uniform, {}, adaptive=adaptive,
@@ -123,7 +138,7 @@ MIN_BANDWIDTH = 1e-9
 
 
 def _check_ranges(network: Network, link_capacity, link_latency, incast_slope,
-                  degrade: str = "", spec: str = "") -> None:
+                  degrade: str = "", spec: str = "", base: Topology | None = None) -> None:
     """Refuse (ConfigError) a network whose times would overflow a run's total
     (``alpha=1e308``) or whose links are too slow for a rate to be
     representable (``bandwidth=5e-324``), naming what set the value: a
@@ -137,7 +152,8 @@ def _check_ranges(network: Network, link_capacity, link_latency, incast_slope,
                               f"1e9 s{per} (longer times overflow a run's total)")
     # (the network's own values are in range: the topology's terms set these)
     if len(link_latency) and link_latency.max() > MAX_SECONDS:
-        if "lat=" in degrade:   # (a degrade's latency multiplier made it so long)
+        healthy = base.link_latency(network) if degrade and base is not None else link_latency
+        if "lat=" in degrade and healthy.max() <= MAX_SECONDS:   # (its lat= made it so long)
             raise ConfigError(f"degrade: {degrade!r} leaves a link latency of "
                               f"{show(float(link_latency.max()))} s; expected at most 1e9 s "
                               "(a smaller lat= multiplier)")
@@ -154,7 +170,9 @@ def _check_ranges(network: Network, link_capacity, link_latency, incast_slope,
         if network.bandwidth < MIN_BANDWIDTH:
             raise ConfigError(f"bandwidth: a link of {show(slow)} bytes/s is not allowed; "
                               "expected at least 1e-9 bytes/s")
-        if degrade:   # (the factor made it so slow)
+        healthy = base.link_capacity(network) if degrade and base is not None else used
+        healthy = healthy[healthy > 0]
+        if degrade and not (len(healthy) and healthy.min() < MIN_BANDWIDTH):   # (its factor)
             raise ConfigError(f"degrade: {degrade!r} leaves a link {show(slow)} bytes/s; "
                               "expected at least 1e-9 bytes/s (a larger factor)")
         raise ConfigError(f"topology {spec!r}: a link of {show(slow)} bytes/s is not allowed; "

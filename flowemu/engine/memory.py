@@ -4,13 +4,9 @@ when it does not fit (:func:`check_memory`)."""
 
 from __future__ import annotations
 
-import os
-
 from ..algorithms.base import Schedule, Traffic
 from ..core import budget
-from ..core.errors import ConfigError
-from ..kernels import memory as malloc
-from .context import Context, check_ranks, endpoints, step_orbits
+from .context import Context, check_malloc_setting, check_ranks, endpoints, step_orbits
 
 
 def distinct_steps(schedule: Schedule) -> list[Traffic]:
@@ -27,16 +23,6 @@ def one_size(traffic: Traffic) -> bool:
     ``finish_in_rate_order``)."""
     share = traffic.share
     return bool(share.size) and bool((share == share[0]).all())
-
-
-def check_malloc_setting() -> None:
-    """Refuse a ``FLOWEMU_MALLOC_TUNING`` that is neither on nor off (the
-    kernels left malloc alone for it: :mod:`flowemu.kernels.memory`)."""
-    if malloc.tuning_setting() is None:
-        raise ConfigError(f"{malloc.ENV_VAR}: {os.environ[malloc.ENV_VAR]!r} is not allowed; "
-                          f"expected {' or '.join(malloc.OFF_VALUES[:1] + malloc.ON_VALUES[:1])}"
-                          f" ({', '.join(malloc.OFF_VALUES[1:])} also leave malloc alone; "
-                          f"{', '.join(malloc.ON_VALUES[1:])} tune it, as unset does)")
 
 
 def check_memory(ctx: Context, schedule: Schedule, threads: int, lim,

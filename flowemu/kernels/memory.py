@@ -39,9 +39,9 @@ OFF_VALUES = ("0", "false", "no", "off")
 
 
 def tuning_setting() -> bool | None:
-    """Whether ``FLOWEMU_MALLOC_TUNING`` asks for the tuning (unset: yes);
+    """Whether ``FLOWEMU_MALLOC_TUNING`` asks for the tuning (unset or empty: yes);
     None for a value that is neither on nor off."""
-    raw = os.environ.get(ENV_VAR, "1").strip().lower()
+    raw = os.environ.get(ENV_VAR, "").strip().lower() or "1"   # (set but empty: as unset)
     return True if raw in ON_VALUES else False if raw in OFF_VALUES else None
 
 _state: dict = {}

@@ -77,9 +77,11 @@ def slowdown(df) -> pd.DataFrame:
     healthy rows, NaN where the dataset has no healthy twin).
 
     The algorithm is matched by the sweep's ``algorithm_spec`` where the
-    rows have it, else by ``options``; a row of an ``auto`` option whose
+    rows have it (an ``auto`` option is one spec whatever variant it
+    chose), else by ``options``; there, a row of an ``auto`` option whose
     what-if made another variant the fastest (``options`` differ) is then
-    paired with the one healthy row of its algorithm, when there is one."""
+    paired with the one healthy row of its algorithm, when there is one
+    (rows without a spec cannot tell it from a variant given)."""
     df = result_frame(df, "slowdown")
     if not {"time_s", "size_bytes"} <= set(df.columns):
         raise ConfigError("slowdown: expected result rows (with time_s and size_bytes)")
@@ -89,7 +91,10 @@ def slowdown(df) -> pd.DataFrame:
     healthy = df[healthy_rows(df)]
     out = df.drop(columns=[c for c in ("healthy_time_s", "slowdown") if c in df.columns])
     out = out.merge(_twins(healthy, exact), on=exact, how="left", validate="many_to_one")
-    if exact != loose:
+    # (a sweep's algorithm_spec tells an auto option from the variants given: an
+    # auto row is matched by it already, and variant=latency must not fall back
+    # on variant=bandwidth's healthy row)
+    if exact != loose and "algorithm_spec" not in df.columns:
         unique = healthy.groupby(loose, dropna=False, sort=False)["time_s"].transform("size") == 1
         fallback = _twins(healthy[unique], loose).rename(
             columns={"healthy_time_s": "_fallback"})
@@ -183,6 +188,8 @@ def compare_whatif(df, who: str = "compare_whatif") -> pd.DataFrame:
     # resolves per size and per what-if, so its options would split one algorithm
     d["_alg"] = d[source].astype(str)
     keys = [c for c in scenario_columns(d) if c not in WHATIF_SCENARIO]
+    if "job" in d.columns and d["job"].notna().any():   # (jobs of a set: each its own)
+        keys.append("job")
     for c in WHATIF_SCENARIO:
         if c not in d.columns:
             d[c] = ""

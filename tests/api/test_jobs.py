@@ -4,6 +4,7 @@ and the errors a user gets."""
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 import flowemu
@@ -134,6 +135,10 @@ def test_one_job_is_simulate():
     (["algorithm=ring size=1MiB ranks=40"],
      r"^jobs\[0\].ranks: 40 ranks do not fit on the 16 endpoints of torus:4x4$"),
     ([], r"jobs: .* expected a list of one or more jobs"),
+    # a DataFrame's items are its column names ("jobs[0]: 'algorithm' is not key=value")
+    (pd.DataFrame({"algorithm": ["ring"], "size": ["1MiB"]}),
+     (r"^jobs: DataFrame\(1 rows; columns algorithm, size\) is not allowed; .* "
+     r"df.to_dict\('records'\)")),
     ("algorithm=ring size=1MiB", r"jobs: .* expected a list"),
 ])
 def test_bad_jobs_are_named(jobs, message):

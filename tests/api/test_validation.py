@@ -321,6 +321,10 @@ def test_traffic_of_no_bytes_is_nothing_to_time(tmp_path):
                                           "the header line?)")),
     # a short row: its missing fields read as empty, not as 'nan is not a number'
     ("step,src,dst,bytes\n0,0,1,100\n0,1\n", "column dst row 1 (line 3): the field is empty"),
+    # an integer past 2**53 rounded to one in range as a double
+    ("step,src,dst,bytes\n0,0,1,9007199254740993\n", ("column bytes row 0 (line 2): "
+                                                       "9007199254740993 is not a number of "
+                                                       "bytes in 0..2**53")),
     # 'nan' reads as a missing value: it was said to be empty, which it is not
     ("step,src,dst,bytes\n0,0,1,nan\n", ("column bytes row 0 (line 2): the field is empty or "
                                         "NaN")),

@@ -274,3 +274,11 @@ def test_an_empty_whatif_option_is_refused_by_run_and_jobs(capsys, command, opti
     line = refused(capsys, command + [option, ""])
     assert line.startswith(f"flowemu: error: {option}: '' is empty; give ")
     assert line.endswith("or drop the option")
+
+
+def test_jobs_refuses_one_incast_option_alone(capsys):
+    """jobs ran with incast silently off when given only --incast-threshold
+    (run refused it, and simulate_jobs(incast_threshold=3) does)."""
+    line = refused(capsys, ["jobs", "-t", "tree:16", "--job", "algorithm=cps size=1MiB ranks=8",
+                            "--incast-threshold", "3"])
+    assert line.startswith("flowemu: error: --incast-threshold: incast needs both")

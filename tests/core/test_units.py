@@ -324,3 +324,6 @@ def test_a_dataframe_is_shown_as_one():
     from flowemu.core.errors import show
     frame = pd.DataFrame({"step": [0, 0], "src": [0, 1], "dst": [5, 6], "bytes": [1e10, 1e10]})
     assert show(frame) == "DataFrame(2 rows; columns step, src, dst, bytes)"
+    assert show(pd.DataFrame()) == "DataFrame(0 rows; no columns)"
+    wide = pd.DataFrame({f"c{i}": [1] for i in range(20)})
+    assert show(wide) == "DataFrame(1 rows; columns c0, c1, c2, c3, c4, c5, c6, c7, ... (20 in all))"

@@ -522,6 +522,11 @@ def test_tree_level_values_that_would_overflow_are_refused(capsys):
                                 "--degrade", "link:0=0.5:lat=1e30"])
     assert code == 2 and one_error_line(err).startswith("flowemu: error: --degrade: ") \
         and "leaves a link latency of 1e+23 s" in one_error_line(err)
+    # a degrade beside a topology whose own terms are out of range: the topology
+    code, _, err = run(capsys, ["run", "-t", "leafspine:4x4x2,uplink=1e-30", "-a", "ring",
+                                "-s", "1KiB", "--degrade", "spine:0=1"])
+    assert code == 2 and one_error_line(err).startswith(
+        "flowemu: error: --topology 'leafspine:4x4x2,uplink=1e-30': a link of ")
     code, _, err = run(capsys, ["run", "-t", "leafspine:2x2x2,uplink=1e-25", "-a", "ring", "-s",
                                 "1KiB"])
     assert code == 2 and one_error_line(err).startswith(

@@ -34,9 +34,12 @@ def test_another_value_leaves_malloc_alone_and_a_run_refuses_it(monkeypatch):
     import flowemu
     from flowemu.core.errors import ConfigError
     monkeypatch.setenv("FLOWEMU_MALLOC_TUNING", "maybe")
-    with pytest.raises(ConfigError, match="^FLOWEMU_MALLOC_TUNING: 'maybe' is not allowed; "
-                                          "expected 0 or 1"):
-        flowemu.simulate("torus:4", "ring", "1KiB")
+    for run in (lambda: flowemu.simulate("torus:4", "ring", "1KiB"),
+                lambda: flowemu.simulate("torus:4", "ring", "1KiB", sync="dataflow"),
+                lambda: flowemu.simulate_jobs("torus:4", ["algorithm=ring size=1KiB"])):
+        with pytest.raises(ConfigError, match="^FLOWEMU_MALLOC_TUNING: 'maybe' is not "
+                                              "allowed; expected 0 or 1"):
+            run()
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc",
@@ -45,3 +48,4 @@ def test_enabled_on_glibc():
     assert _run(None) == ["True", "True"]
     assert _run("1") == ["True", "True"]
     assert _run("yes") == ["True", "True"]
+    assert _run("") == ["True", "True"]   # set but empty: as unset (it was before)

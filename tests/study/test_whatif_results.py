@@ -635,8 +635,59 @@ def test_standard_figures_of_jobs_rank_nothing(tmp_path, capsys):
     paths = figures(tmp_path / "g", tmp_path / "f", notes=notes)
     assert sorted(p.name for p in paths) == ["gain-alone.png", "goodput-alone.png"]
     assert len(notes) == 1 and notes[0].startswith("group shared: jobs sharing a network "
-                                                   "have no goodput or gain figure")
-    assert "job_slowdown" in notes[0]
+                                                   "have no figure")
+    # the way to read it, with the dataset's path, and what it gives
+    assert notes[0].endswith(f"rows: d = flowemu.load({str(tmp_path / 'g')!r}); "
+                             "d[d.group == 'shared'][['label', 'size_bytes', 'job_slowdown']]")
+    d = flowemu.load(tmp_path / "g")
+    shown = d[d.group == "shared"][["label", "size_bytes", "job_slowdown"]]
+    assert len(shown) == 2 and shown["job_slowdown"].notna().all()
     code, out, err = run(capsys, ["plot", str(tmp_path / "g")])
     assert code == 0 and out.count(".png") == 2
     assert err.startswith("flowemu: note: group shared: jobs sharing a network"), err
+
+
+def test_a_variant_given_is_not_the_twin_of_another():
+    """A sweep's recdoub:variant=latency under a degraded link was measured
+    against variant=bandwidth's healthy row (the fallback for an auto option,
+    whose rows' options differ, took it as the one healthy row of recdoub).
+    With algorithm_spec an auto option is one spec: its rows match by it."""
+    def spec_row(topology, spec, options, time, **kw):
+        return dict(row(topology, "recdoub", 1024, time, **kw), algorithm_spec=spec,
+                    options=options)
+    df = pd.DataFrame([
+        spec_row("torus:4x4", "recdoub:variant=bandwidth", "variant=bandwidth", 1.0),
+        spec_row("torus:4x4", "recdoub:variant=latency", "variant=latency", 3.0,
+                 degrade="link:0=0.5"),
+        spec_row("torus:8x8", "recdoub", "variant=latency", 2.0),             # auto, healthy
+        spec_row("torus:8x8", "recdoub", "variant=bandwidth", 5.0,            # auto, degraded
+                 degrade="link:0=0.5"),
+    ])
+    out = flowemu.results.slowdown(df)
+    assert np.isnan(out.loc[1, "slowdown"])          # no healthy variant=latency row
+    assert out.loc[3, "healthy_time_s"] == 2.0 and out.loc[3, "slowdown"] == 2.5
+
+
+def test_jobs_of_one_set_stay_apart_in_compare_whatif():
+    """Two jobs of a set that share algorithm, size and placement collapsed
+    into one row of compare_whatif (job 0's failure row was lost)."""
+    rows = []
+    for job, healthy in ((0, 1.0), (1, 2.0)):
+        for fail, factor in (("", 1.0), ("random:2:0", 1.5)):
+            r = row("torus:8x8", "ring", 1024, healthy * factor, fail=fail, failed=2 * bool(fail))
+            rows.append(dict(r, job=job))
+    cmp = flowemu.results.compare_whatif(pd.DataFrame(rows))
+    assert len(cmp) == 4 and cmp["job"].tolist() == [0, 0, 1, 1]
+    assert cmp["slowdown"].tolist() == [1.0, 1.5, 1.0, 1.5]
+    assert cmp["healthy_time_s"].tolist() == [1.0, 1.0, 2.0, 2.0]
+
+
+def test_a_slowdown_figure_of_one_group_finds_its_twins_elsewhere(tmp_path, capsys):
+    """plot --kind slowdown --group G refused ("no healthy rows ... add a
+    group without what-ifs") when the healthy rows were in that group."""
+    swept(tmp_path, 'sizes = ["1MiB"]\ntopology = "torus:8x8"\n'
+                    '[groups.base]\nalgorithm = ["swing"]\n'
+                    '[groups.fail]\nalgorithm = ["swing"]\nfailures = [1]\n')
+    code, _, err = run(capsys, ["plot", str(tmp_path / "g"), "--kind", "slowdown", "--group",
+                                "fail", "--out", str(tmp_path / "s.png")])
+    assert code == 0 and is_png(tmp_path / "s.png"), err

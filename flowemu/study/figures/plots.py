@@ -133,10 +133,12 @@ def figures(dataset, outdir=None, notes: list | None = None) -> list[Path]:
         title = f"{name}" + (f" / {g}" if suffix else "")
         of = f"group {g}" if suffix else "the dataset"
         if "job" in sel.columns and sel["job"].notna().any():
-            notes.append(f"{of}: jobs sharing a network have no goodput or gain figure (each "
-                         "job is a scenario of its own); their job_slowdown is in its rows "
-                         "(flowemu compare DATASET" + (f" --where \"group == '{g}'\")"
-                                                      if suffix else ")"))
+            pick = f"[d.group == {g!r}]" if suffix else ""
+            notes.append(f"{of}: jobs sharing a network have no figure (no goodput, gain or "
+                         "slowdown: each job is a scenario of its own); their slowdown beside "
+                         "the other jobs is the job_slowdown column of their rows: "
+                         f"d = flowemu.load({str(dataset)!r}); "
+                         f"d{pick}[['label', 'size_bytes', 'job_slowdown']]")
             sel = sel[sel["job"].isna()]
             if sel.empty:
                 continue

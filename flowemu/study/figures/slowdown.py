@@ -26,7 +26,14 @@ from matplotlib.ticker import FuncFormatter, NullFormatter
 from ...core.errors import ConfigError
 from ...core.units import format_size, parse_size
 from ...whatif.conditions import CONDITIONS
-from ..results import WHATIF_SCENARIO, compare_whatif, healthy_rows, query_with_twins, with_whatif
+from ..results import (
+    WHATIF_SCENARIO,
+    compare_whatif,
+    healthy_rows,
+    query_with_twins,
+    with_twins,
+    with_whatif,
+)
 from .common import (
     filter_rows,
     finish_layout,
@@ -83,7 +90,10 @@ def slowdown_figure(df: pd.DataFrame, *, size=None, title: str | None = None, gr
         df = query_with_twins(df, where)
         if df.empty:
             raise ConfigError(f"where: no results match {where!r}")
+    whole = df
     df = filter_rows(df, group, topologies, None)
+    if group is not None:   # (its healthy twins may be in another group)
+        df = with_twins(whole, df)
     if "size_bytes" not in df.columns:
         raise ConfigError(f"{WHO}: the data lacks column size_bytes")
     nbytes = _pick_size(df, size)
