@@ -72,6 +72,10 @@ class Network:
             except ValueError:
                 raise ConfigError(f"incast_threshold: {w!r} is not a number; expected a "
                                   "flow count >= 0 or 'inf' (off)") from None
+            if math.isinf(w) and self.incast_threshold.strip().lower().lstrip("+") not in (
+                    "inf", "infinity"):   # (1e400 is too large for a double, not "off")
+                raise ConfigError(f"incast_threshold: {self.incast_threshold!r} is not "
+                                  "allowed; expected a flow count >= 0 or 'inf' (off)")
         if isinstance(w, bool) or not isinstance(w, numbers.Real) or math.isnan(w) or w < 0:
             raise ConfigError(f"incast_threshold: {show(self.incast_threshold)} is not allowed; "
                               "expected a flow count >= 0 or inf (off)")

@@ -141,7 +141,9 @@ def _parse_wt(text: str) -> float:
         v = float(text)
     except ValueError:
         v = float("nan")
-    if math.isnan(v) or v < 0:
+    # (a number too large for a double, 1e400, is not "inf": incast would be off unsaid)
+    spelt_inf = text.strip().lower().lstrip("+") in ("inf", "infinity")
+    if math.isnan(v) or v < 0 or (math.isinf(v) and not spelt_inf):
         raise ConfigError(f"wt is {text!r}; expected a flow count >= 0 or inf (GenModel w_t)")
     return v
 

@@ -327,3 +327,11 @@ def test_a_dataframe_is_shown_as_one():
     assert show(pd.DataFrame()) == "DataFrame(0 rows; no columns)"
     wide = pd.DataFrame({f"c{i}": [1] for i in range(20)})
     assert show(wide) == "DataFrame(1 rows; columns c0, c1, c2, c3, c4, c5, c6, c7, ... (20 in all))"
+
+
+def test_an_incast_threshold_too_large_for_a_double_is_not_off():
+    """'1e400' read as inf: incast off, unsaid."""
+    with pytest.raises(ConfigError, match=r"^incast_threshold: '1e400' is not allowed; expected "
+                                          "a flow count >= 0 or 'inf'"):
+        Network(incast_threshold="1e400", incast_slope="1ps")
+    assert Network(incast_threshold="inf").incast_threshold == math.inf

@@ -489,6 +489,8 @@ BAD = [
     ("tree:16x24,lat=1ms:2", "lat"),
     ("tree:16x24,uplinks=0:1", "uplinks is 0; expected an integer >= 1"),
     ("tree:16x24,wt=-1:2", "wt is '-1'"),
+    # too large for a double is not inf (incast silently off)
+    ("tree:16x24,eps=1ns,wt=1e400", "wt is '1e400'; expected a flow count >= 0 or inf"),
     ("tree:16x24,eps=1:", "eps"),
     ("tree:4,bw=1Gb/s,bw=2Gb/s", "'bw' is given twice"),
 ]
