@@ -36,7 +36,7 @@ JOB_DOC = ("algorithm=NAME[:opts] size=SIZE [ranks=N] [placement=packed|linear|r
            "[start=TIME]: each job its own allreduce, all sharing the network; a row per job "
            "with its time, its time alone and the slowdown")
 #: the columns of :func:`simulate_jobs`'s rows, one row per job
-JOB_COLUMNS = ["job", "topology", "nodes", "ranks", "algorithm", "variant", "options",
+JOB_COLUMNS = ["job", "job_set", "topology", "nodes", "ranks", "algorithm", "variant", "options",
                "placement", "size_bytes", "start_s", "end_s", "time_s", "alone_s", "slowdown",
                "goodput_Bps", "steps", "sync", "ecmp", "seed", "bandwidth_Bps",
                "link_latency_s", "hop_latency_s", "alpha_s", "gamma_s_per_B", "delta_s_per_B",
@@ -236,12 +236,15 @@ def simulate_jobs(topology, jobs, *, sync: str = "barrier", ecmp: str = "split",
         times = _apart(shared, parts, sizes, starts, np.array([a for *_, a in picked]), lim)
         carried = np.nan
     columns = HEALTHY if applied is None else {**HEALTHY, **applied.columns}
+    # the set, as a sweep's algorithm_spec names it: tells apart two sets that
+    # share a job (a slowdown's healthy twin is the same job of the same set)
+    job_set = "jobs[" + " | ".join(job_text(s) for s in specs) + "]"
     rows = []
     for j, (spec, (sched, jctx, cand, alone)) in enumerate(zip(specs, picked, strict=True)):
         t = float(times[j])
         end = spec.start + t
         rows.append({
-            "job": j, "topology": run_topo.spec, "nodes": run_topo.num_endpoints,
+            "job": j, "job_set": job_set, "topology": run_topo.spec, "nodes": run_topo.num_endpoints,
             "ranks": sched.p, "algorithm": chosen[j][0].name, "variant": sched.variant,
             "options": ",".join(f"{k}={v}" for k, v in sorted(cand.items())),
             "placement": spec.placement or "packed", "size_bytes": spec.size,

@@ -33,7 +33,7 @@ WHATIF_RESULT_COLUMNS = ["size_bytes", "algorithm", "condition", "fail", "degrad
 #: index are: ring's allgather or job #1 is not the healthy twin of ring's
 #: allreduce or of job #0
 _TWIN_KEYS = ("sweep", "topology", "nodes", "ranks", "collective", "algorithm", "model",
-              "sync", "job", "options",
+              "sync", "job", "job_set", "options",
               "size_bytes", "ecmp", "seed", "placement", "bandwidth_Bps", "link_latency_s",
               "hop_latency_s", "alpha_s", "gamma_s_per_B", "delta_s_per_B", "incast_threshold",
               "incast_slope_s_per_B")
@@ -188,8 +188,8 @@ def compare_whatif(df, who: str = "compare_whatif") -> pd.DataFrame:
     # resolves per size and per what-if, so its options would split one algorithm
     d["_alg"] = d[source].astype(str)
     keys = [c for c in scenario_columns(d) if c not in WHATIF_SCENARIO]
-    if "job" in d.columns and d["job"].notna().any():   # (jobs of a set: each its own)
-        keys.append("job")
+    # jobs: each its own, in its set (simulate_jobs frames; a sweep's label tells them)
+    keys += [c for c in ("job_set", "job") if c in d.columns and d[c].notna().any()]
     for c in WHATIF_SCENARIO:
         if c not in d.columns:
             d[c] = ""
@@ -201,8 +201,8 @@ def compare_whatif(df, who: str = "compare_whatif") -> pd.DataFrame:
     d = slowdown(d.drop_duplicates(ident, keep="last"))
     if "failed_links" not in d.columns:
         d["failed_links"] = 0
-    d["fail"] = d["fail"].astype(str).map(without_seed)
-    d["degrade"] = d["degrade"].astype(str).map(without_seed)
+    for c in ("fail", "degrade", "slow"):   # (random:K:SEED ranks too)
+        d[c] = d[c].astype(str).map(without_seed)
     gk = keys + ["size_bytes", "_alg", "fail", "degrade", "fail_policy", "slow", "background",
                  "failed_links"]
     out = d.groupby(gk, dropna=False, sort=False).agg(
@@ -214,12 +214,35 @@ def compare_whatif(df, who: str = "compare_whatif") -> pd.DataFrame:
         out["fail"], out["degrade"], out["slow"], out["background"])]
     out["failed_links"] = out["failed_links"].astype(int)
     out["_sick"] = out["condition"] != "healthy"
+    out = _with_healthy_lines(out, keys + ["size_bytes", "algorithm"])
+    if "job" in out.columns and out["job"].notna().all():
+        out["job"] = out["job"].astype("int64")   # (a dataset's job column is float)
     # a scenario of healthy rows only (another group's baseline) says nothing
     # here: its times are the healthy_time_s of the what-if rows that use them
     out = out[out.groupby(keys, dropna=False, sort=False)["_sick"].transform("any")]
     out = out.sort_values(keys + ["size_bytes", "algorithm", "_sick", "failed_links",
                                   "condition"], kind="stable")
     return out[keys + WHATIF_RESULT_COLUMNS].reset_index(drop=True)
+
+
+def _with_healthy_lines(out: pd.DataFrame, ident: list[str]) -> pd.DataFrame:
+    """``out`` with a ``healthy`` line for each (scenario, size, algorithm)
+    whose what-if rows found their twin in another group (a baseline group
+    of its own): its time is theirs, so a block reads as one with the
+    healthy rows in it (and a slowdown figure has its point at 0)."""
+    sick = out[out["_sick"] & out["healthy_time_s"].notna()]
+    have = out.loc[~out["_sick"], ident].drop_duplicates()
+    lacking = sick.merge(have, on=ident, how="left", indicator=True)
+    lacking = lacking[lacking["_merge"] == "left_only"].drop(columns="_merge")
+    if lacking.empty:
+        return out
+    lines = lacking.groupby(ident, dropna=False, sort=False).first().reset_index()
+    h = lines["healthy_time_s"]
+    lines = lines.assign(fail="", degrade="", fail_policy="", slow="", background="",
+                         failed_links=0, seeds=1, time_s=h, time_min_s=h, time_max_s=h,
+                         slowdown=1.0, slowdown_min=1.0, slowdown_max=1.0,
+                         condition="healthy", _sick=False)
+    return pd.concat([out, lines[out.columns]], ignore_index=True)
 
 
 def compare_whatif_table(cmp: pd.DataFrame) -> str:

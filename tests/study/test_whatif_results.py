@@ -68,6 +68,13 @@ def swept(tmp_path, text, name="g"):
     return flowemu.load(tmp_path / name)
 
 
+def standard_figures(tmp_path, text):
+    """``(paths, notes)`` of ``flowemu plot DATASET`` on the sweep ``text``."""
+    swept(tmp_path, text)
+    notes = []
+    return figures(tmp_path / "g", tmp_path / "f", notes=notes), notes
+
+
 def pick(cmp, **where):
     sel = cmp
     for k, v in where.items():
@@ -596,7 +603,10 @@ def test_a_baseline_group_shows_no_block_of_its_own(tmp_path, capsys):
     cmp = flowemu.results.compare_whatif(df)
     assert cmp["group"].unique().tolist() == ["faulty"]
     base = float(df.loc[(df.group == "healthy") & (df.algorithm == "swing"), "time_s"].iloc[0])
-    assert cmp["healthy_time_s"].tolist() == [base]
+    # the block reads as one holding its healthy rows: a healthy line first
+    assert cmp["condition"].tolist() == ["healthy", "fail random:1"]
+    assert cmp["healthy_time_s"].tolist() == [base, base]
+    assert cmp["time_s"].iloc[0] == base and cmp["slowdown"].iloc[0] == 1.0
     for where in ([], ["--where", "group == 'faulty'"]):
         code, out, err = run(capsys, ["compare", str(tmp_path / "g"), "--by", "whatif", *where])
         assert code == 0, err
@@ -627,15 +637,14 @@ def test_standard_figures_of_jobs_rank_nothing(tmp_path, capsys):
     """A group of jobs sharing a network got goodput and gain figures that
     ranked each job against the other (or a one-job "scenario" against
     nothing); it now gets none, and plot says where its job_slowdown is."""
-    swept(tmp_path, 'sizes = ["1MiB"]\ntopology = "torus:4x4"\n'
-                    '[groups.alone]\nalgorithm = ["ring", "swing"]\n'
-                    '[groups.shared]\njobs = [["algorithm=ring size=1MiB ranks=8", '
-                    '"algorithm=swing size=1MiB ranks=8"]]\n')
-    notes = []
-    paths = figures(tmp_path / "g", tmp_path / "f", notes=notes)
+    paths, notes = standard_figures(
+        tmp_path, 'sizes = ["1MiB"]\ntopology = "torus:4x4"\n[groups.alone]\n'
+                  'algorithm = ["ring", "swing"]\n[groups.shared]\n'
+                  'jobs = [["algorithm=ring size=1MiB ranks=8", '
+                  '"algorithm=swing size=1MiB ranks=8"]]\n')
     assert sorted(p.name for p in paths) == ["gain-alone.png", "goodput-alone.png"]
     assert len(notes) == 1 and notes[0].startswith("group shared: jobs sharing a network "
-                                                   "have no figure")
+                                                   "have no goodput or gain figure")
     # the way to read it, with the dataset's path, and what it gives
     assert notes[0].endswith(f"rows: d = flowemu.load({str(tmp_path / 'g')!r}); "
                              "d[d.group == 'shared'][['label', 'size_bytes', 'job_slowdown']]")
@@ -691,3 +700,48 @@ def test_a_slowdown_figure_of_one_group_finds_its_twins_elsewhere(tmp_path, caps
     code, _, err = run(capsys, ["plot", str(tmp_path / "g"), "--kind", "slowdown", "--group",
                                 "fail", "--out", str(tmp_path / "s.png")])
     assert code == 0 and is_png(tmp_path / "s.png"), err
+
+
+def test_two_job_sets_sharing_a_job_keep_their_own_twins():
+    """simulate_jobs frames of two sets with the same job 0: set B's healthy
+    job 0 took set A's time as its twin (slowdown 1.05 on a healthy row), and
+    compare_whatif dropped set A's job. Each row carries its set (job_set)."""
+    ring = "algorithm=ring size=1MiB ranks=4 placement=random:1"
+    sets = {"a": [ring, "algorithm=recdoub size=1MiB ranks=4 placement=random:2"],
+            "b": [ring, "algorithm=swing size=1MiB ranks=8 placement=random:3"]}
+    frames = {(k, fail): flowemu.simulate_jobs("torus:4x4", jobs, fail=fail,
+                                               fail_policy="reroute")
+              for k, jobs in sets.items() for fail in (None, "random:2:0")}
+    df = pd.concat(frames.values(), ignore_index=True)
+    out = flowemu.results.slowdown(df)
+    healthy = out["fail"] == ""
+    assert (out.loc[healthy, "slowdown"] == 1.0).all()
+    for k in sets:   # each failed job against the same job of its own set
+        h, f = frames[(k, None)], frames[(k, "random:2:0")]
+        got = out[(out["job_set"] == f["job_set"].iloc[0]) & ~healthy]
+        assert got["slowdown"].tolist() == (f["time_s"] / h["time_s"]).tolist()
+    cmp = flowemu.results.compare_whatif(df)
+    assert len(cmp) == 8 and cmp["job"].dtype == "int64"
+
+
+def test_random_slow_ranks_are_one_condition_over_their_seeds():
+    """random:K:SEED selectors of slow ranks were separate conditions (one
+    seed each), while fail and degrade were aggregated as the docs say."""
+    rows = [row("torus:8x8", "ring", 1024, 1.0)]
+    rows += [row("torus:8x8", "ring", 1024, t, slow=f"random:4:{seed}=0.25")
+             for seed, t in ((1, 2.0), (2, 4.0))]
+    cmp = flowemu.results.compare_whatif(pd.DataFrame(rows))
+    sick = cmp[cmp["condition"] != "healthy"]
+    assert len(sick) == 1 and sick["seeds"].iloc[0] == 2 and sick["slow"].iloc[0] == \
+        "random:4=0.25"
+    assert (sick["slowdown"].iloc[0], sick["slowdown_min"].iloc[0],
+            sick["slowdown_max"].iloc[0]) == (3.0, 2.0, 4.0)
+
+
+def test_jobs_under_what_ifs_get_their_slowdown_figure(tmp_path):
+    paths, notes = standard_figures(
+        tmp_path, 'topology = "torus:4x4"\njobs = [["algorithm=ring size=1MiB ranks=8", '
+                  '"algorithm=swing size=1MiB ranks=8"]]\nfailures = [0, 1]\n'
+                  'fail_policy = "reroute"\n')
+    assert [p.name for p in paths] == ["slowdown.png"] and is_png(paths[0])
+    assert notes[0].startswith("the dataset: jobs sharing a network have no goodput or gain")

@@ -110,9 +110,10 @@ def figures(dataset, outdir=None, notes: list | None = None) -> list[Path]:
     what-if rows and their healthy twins are in the dataset (in the group,
     whose goodput and gain figures then show the healthy network, as the
     title says, or in another group: then the group has no goodput or gain
-    figure of its own; where no twin is anywhere, those show every row). A group of jobs sharing a network has none either:
-    each job is a scenario of its own, so there is nothing to rank. What is
-    left out is said in ``notes`` (a list, when given)."""
+    figure of its own; where no twin is anywhere, those show every row). Jobs
+    sharing a network have no goodput or gain figure (each job is a scenario
+    of its own: there is nothing to rank), only the slowdown figure of their
+    what-ifs. What is left out is said in ``notes`` (a list, when given)."""
     notes = [] if notes is None else notes
     df = load(dataset)
     if df.empty:
@@ -132,23 +133,21 @@ def figures(dataset, outdir=None, notes: list | None = None) -> list[Path]:
         sel = df[df["group"] == g] if g is not None else df
         title = f"{name}" + (f" / {g}" if suffix else "")
         of = f"group {g}" if suffix else "the dataset"
-        if "job" in sel.columns and sel["job"].notna().any():
+        jobs = sel["job"].notna() if "job" in sel.columns else pd.Series(False, sel.index)
+        if jobs.any():
             pick = f"[d.group == {g!r}]" if suffix else ""
-            notes.append(f"{of}: jobs sharing a network have no figure (no goodput, gain or "
-                         "slowdown: each job is a scenario of its own); their slowdown beside "
-                         "the other jobs is the job_slowdown column of their rows: "
+            notes.append(f"{of}: jobs sharing a network have no goodput or gain figure (each "
+                         "job is a scenario of its own); their slowdown beside the other jobs "
+                         "is the job_slowdown column of their rows: "
                          f"d = flowemu.load({str(dataset)!r}); "
                          f"d{pick}[['label', 'size_bytes', 'job_slowdown']]")
-            sel = sel[sel["job"].isna()]
-            if sel.empty:
-                continue
         healthy = healthy_rows(with_whatif(sel))
         twinned = with_twins(df, sel) if not healthy.all() else sel
         slowdowns = has_slowdown(twinned)
         # goodput and gain of the healthy network where the group holds it (of
-        # every row where no healthy twin is anywhere); the what-ifs are in the
-        # slowdown figure, against twins from any group
-        base = sel[healthy] if slowdowns else sel
+        # every row where no healthy twin is anywhere; never of jobs); the
+        # what-ifs are in the slowdown figure, against twins from any group
+        base = sel[(healthy if slowdowns else True) & ~jobs]
         if not base.empty:
             base_title = f"{title} · healthy network" if slowdowns else title
             written.append(plot_goodput(base, outdir / f"goodput{suffix}.png", title=base_title))
