@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..algorithms.base import Schedule, Traffic
 from ..core import budget
-from .context import Context, check_malloc_setting, check_ranks, endpoints, step_orbits
+from .context import Context, check_ranks, endpoints, step_orbits
 
 
 def distinct_steps(schedule: Schedule) -> list[Traffic]:
@@ -27,8 +27,7 @@ def one_size(traffic: Traffic) -> bool:
 
 def check_memory(ctx: Context, schedule: Schedule, threads: int, lim,
                  exact: bool = False, reduced: bool = False) -> int:
-    """Refuse (ConfigError) a schedule whose solve would not fit in ``lim``
-    (or a run under a ``FLOWEMU_MALLOC_TUNING`` that is neither on nor off).
+    """Refuse (ConfigError) a schedule whose solve would not fit in ``lim``.
 
     When even the topology's worst case (every flow with
     :meth:`~flowemu.topology.Topology.max_route_entries` entries) fits, that
@@ -45,7 +44,6 @@ def check_memory(ctx: Context, schedule: Schedule, threads: int, lim,
     ``t = 0`` solve, is charged without event state where that decides
     (:func:`one_size` reads every flow: only for an estimate that would
     refuse, and always with ``exact``). Returns the estimate."""
-    check_malloc_setting()
     steps = distinct_steps(schedule)
     for t in steps:
         check_ranks(ctx, t)

@@ -15,7 +15,7 @@ It runs once, when the kernels are first imported; set
 ``FLOWEMU_MALLOC_TUNING=0`` (or ``false``, ``no``, ``off``) in the environment
 to leave malloc alone (for example when flowemu is embedded in a long-lived
 service). Another value leaves it alone too, and a run refuses it
-(:func:`flowemu.engine.memory.check_memory`): a misspelt "off" must not
+(:func:`flowemu.engine.context.check_malloc_setting`): a misspelt "off" must not
 tune, and a misspelt "on" must not pass unnoticed.
 """
 
