@@ -7,6 +7,8 @@ filtered by the other options.
 
 from __future__ import annotations
 
+import os
+
 from ..core.errors import ConfigError, suggest
 from ..study.figures.plots import KINDS, figures, plot
 from ..topology import split_specs
@@ -54,6 +56,10 @@ def cmd_plot(args) -> int:
                 raise ConfigError(f"--{dest}: chooses one figure, which needs --out FILE "
                                   "(without --out, plot draws every standard figure of the "
                                   "dataset into DATASET/_figures/)")
+        if os.path.isfile(args.dataset):   # (its figures would go to FILE/_figures/)
+            raise ConfigError(f"plot: {args.dataset} is a file; the standard figures are a "
+                              "sweep dataset's (a directory: DATASET/_figures/); for a file "
+                              "give --out FIG.png (and --kind)")
         left_out: list[str] = []
         for path in figures(args.dataset, notes=left_out):
             print(path)

@@ -86,23 +86,40 @@ def slowdown(df) -> pd.DataFrame:
     if not {"time_s", "size_bytes"} <= set(df.columns):
         raise ConfigError("slowdown: expected result rows (with time_s and size_bytes)")
     loose = [c for c in _TWIN_KEYS if c in df.columns and c != "options"]
-    exact = loose + (["algorithm_spec"] if "algorithm_spec" in df.columns
-                     else ["options"] if "options" in df.columns else [])
-    healthy = df[healthy_rows(df)]
-    out = df.drop(columns=[c for c in ("healthy_time_s", "slowdown") if c in df.columns])
-    out = out.merge(_twins(healthy, exact), on=exact, how="left", validate="many_to_one")
-    # (a sweep's algorithm_spec tells an auto option from the variants given: an
-    # auto row is matched by it already, and variant=latency must not fall back
-    # on variant=bandwidth's healthy row)
-    if exact != loose and "algorithm_spec" not in df.columns:
-        unique = healthy.groupby(loose, dropna=False, sort=False)["time_s"].transform("size") == 1
-        fallback = _twins(healthy[unique], loose).rename(
-            columns={"healthy_time_s": "_fallback"})
-        out = out.merge(fallback, on=loose, how="left", validate="many_to_one")
-        out["healthy_time_s"] = out["healthy_time_s"].fillna(out.pop("_fallback"))
+    work = df.drop(columns=[c for c in ("healthy_time_s", "slowdown") if c in df.columns])
+    # the algorithm as the rows name it: a sweep's spec, else (rows of a run
+    # beside a sweep's, or no spec at all) the options
+    spec = work["algorithm_spec"] if "algorithm_spec" in work.columns else \
+        pd.Series(np.nan, index=work.index, dtype=object)
+    options = work["options"].astype(str) if "options" in work.columns else ""
+    work["_twin_alg"] = spec.where(spec.notna(), "options " + options)
+    exact = loose + ["_twin_alg"]
+    healthy = work[healthy_rows(work)]
+    out = _paired(work, healthy, exact)
+    # (a sweep's spec tells an auto option from the variants given: an auto row
+    # is matched by it already, and variant=latency must not fall back on
+    # variant=bandwidth's healthy row; only a row without a spec may)
+    unique = healthy.groupby(loose, dropna=False, sort=False)["time_s"].transform("size") == 1
+    fallback = _twins(healthy[unique], loose).rename(columns={"healthy_time_s": "_fallback"})
+    out = out.merge(fallback, on=loose, how="left", validate="many_to_one")
+    out["healthy_time_s"] = out["healthy_time_s"].fillna(
+        out.pop("_fallback").where(spec.isna().to_numpy()))
+    out = out.drop(columns="_twin_alg")
     with np.errstate(divide="ignore", invalid="ignore"):
         out["slowdown"] = out["time_s"] / out["healthy_time_s"]
     out.index = df.index
+    return out
+
+
+def _paired(work: pd.DataFrame, healthy: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """``work`` with ``healthy_time_s``: its twin's time, from its own group
+    where the group holds one (a healthy row is then its own twin), else from
+    any group (a baseline group of its own)."""
+    out = work.merge(_twins(healthy, keys), on=keys, how="left", validate="many_to_one")
+    if "group" in work.columns:
+        own = work.merge(_twins(healthy, keys + ["group"]), on=keys + ["group"], how="left",
+                         validate="many_to_one")["healthy_time_s"]
+        out["healthy_time_s"] = own.where(own.notna(), out["healthy_time_s"]).to_numpy()
     return out
 
 
@@ -166,6 +183,10 @@ def compare_whatif(df, who: str = "compare_whatif") -> pd.DataFrame:
         algorithm, failed links and condition (healthy first).
     """
     df = with_labels(result_frame(df, who))
+    if {"condition", "seeds", "slowdown_min"} <= set(df.columns):   # (its own output)
+        raise ConfigError(f"{who}: the data is a what-if comparison (its condition and seeds "
+                          "columns), not result rows; compare the dataset or the rows it came "
+                          "from")
     missing = [c for c in ("size_bytes", "time_s") if c not in df.columns]
     source = "label" if "label" in df.columns else "algorithm"
     if source not in df.columns:
@@ -268,7 +289,8 @@ def compare_whatif_table(cmp: pd.DataFrame) -> str:
     if "bandwidth_Bps" in show.columns:
         show["bandwidth_Bps"] = show["bandwidth_Bps"].map(format_rate)
         show = show.rename(columns={"bandwidth_Bps": "bandwidth"})
-    if "group" in show.columns:
+    if "group" in show.columns:   # (rows of a run beside a sweep's have no group)
+        show["group"] = show["group"].fillna("(none)")
         return "\n\n".join(f"== group {g} ==\n" + sub.drop(columns="group").to_string(index=False)
                            for g, sub in show.groupby("group", sort=True))
     return show.to_string(index=False)

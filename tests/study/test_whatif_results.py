@@ -745,3 +745,56 @@ def test_jobs_under_what_ifs_get_their_slowdown_figure(tmp_path):
                   'fail_policy = "reroute"\n')
     assert [p.name for p in paths] == ["slowdown.png"] and is_png(paths[0])
     assert notes[0].startswith("the dataset: jobs sharing a network have no goodput or gain")
+
+
+def test_the_twin_in_a_rows_own_group_comes_first():
+    """Two groups held healthy twins with different times (datasets joined
+    from two versions, an edited file): the fastest was taken for every row,
+    so a healthy row read a slowdown of 1.111."""
+    rows = []
+    for group, healthy, failed in (("base", 1.0, None), ("base2", 0.9, None),
+                                   ("wi", 1.2, 2.4), ("alone", None, 3.6)):
+        if healthy is not None:
+            rows.append(dict(row("torus:8x8", "ring", 1024, healthy), group=group))
+        if failed is not None:
+            rows.append(dict(row("torus:8x8", "ring", 1024, failed, fail="random:2:0", failed=2),
+                             group=group))
+    out = flowemu.results.slowdown(pd.DataFrame(rows))
+    assert out["healthy_time_s"].tolist() == [1.0, 0.9, 1.2, 1.2, 0.9]
+    assert out["slowdown"].tolist() == [1.0, 1.0, 1.0, 2.0, 4.0]
+
+
+def test_rows_without_a_spec_beside_a_sweeps_keep_their_options():
+    """A run's rows (no algorithm_spec) beside a sweep's: their spec read as
+    one (NaN), so variant=bandwidth's healthy row took variant=latency's time
+    (1.31 on a healthy row)."""
+    def run_row(variant, time, fail=""):
+        return dict(row("torus:4x4", "swing", 1024, time, fail=fail, failed=2 * bool(fail)),
+                    options=f"variant={variant}", algorithm_spec=np.nan)
+    df = pd.DataFrame([run_row("latency", 2.0), run_row("bandwidth", 3.0),
+                       run_row("latency", 4.0, "random:2:0"),
+                       run_row("bandwidth", 9.0, "random:2:0"),
+                       dict(row("torus:8x8", "swing", 1024, 1.0), options="variant=latency",
+                            algorithm_spec="swing")])
+    out = flowemu.results.slowdown(df)
+    assert out["slowdown"].tolist() == [1.0, 1.0, 2.0, 3.0, 1.0]
+
+
+def test_a_comparison_is_not_taken_as_result_rows(tmp_path, capsys):
+    """compare --by whatif of its own CSV output read every condition as one
+    seed and made up healthy lines."""
+    cmp = flowemu.results.compare_whatif(hand_frame())
+    path = tmp_path / "cmp.csv"
+    cmp.to_csv(path, index=False)
+    code, _, err = run(capsys, ["compare", str(path), "--by", "whatif"])
+    assert code == 2 and "is a what-if comparison (its condition and seeds columns), not " \
+        "result rows" in one_error_line(err)
+
+
+def test_plot_of_a_file_without_out_says_what_it_needs(tmp_path, capsys):
+    path = tmp_path / "rows.csv"
+    hand_frame().to_csv(path, index=False)
+    code, _, err = run(capsys, ["plot", str(path)])
+    assert code == 2 and one_error_line(err) == (
+        f"flowemu: error: plot: {path} is a file; the standard figures are a sweep dataset's "
+        "(a directory: DATASET/_figures/); for a file give --out FIG.png (and --kind)")

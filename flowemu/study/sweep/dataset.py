@@ -414,6 +414,9 @@ def _with_whatif(df: pd.DataFrame) -> pd.DataFrame:
     fills = {c: v for c, v in WHATIF_DEFAULTS.items()
              if c in df.columns and c != "background_Bps" and df[c].isna().any()}
     if fills:   # a dataset mixing part files written before and after the columns
+        for c, v in fills.items():   # (a CSV's all-empty text column reads as float NaN)
+            if isinstance(v, str) and pd.api.types.is_float_dtype(df[c]):
+                df = df.assign(**{c: df[c].astype(object)})
         df = df.fillna(fills)
         if "failed_links" in fills:
             df["failed_links"] = df["failed_links"].astype("int64")
