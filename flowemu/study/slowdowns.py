@@ -210,7 +210,8 @@ def compare_whatif(df, who: str = "compare_whatif") -> pd.DataFrame:
     d["_alg"] = d[source].astype(str)
     keys = [c for c in scenario_columns(d) if c not in WHATIF_SCENARIO]
     # jobs: each its own, in its set (simulate_jobs frames; a sweep's label tells them)
-    keys += [c for c in ("job_set", "job") if c in d.columns and d[c].notna().any()]
+    keys += [c for c in ("job_set", "job") if c in d.columns and d[c].notna().any()
+             and (c == "job" or d[c].nunique() > 1)]   # (one set: no column for it)
     for c in WHATIF_SCENARIO:
         if c not in d.columns:
             d[c] = ""

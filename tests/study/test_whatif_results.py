@@ -798,3 +798,16 @@ def test_plot_of_a_file_without_out_says_what_it_needs(tmp_path, capsys):
     assert code == 2 and one_error_line(err) == (
         f"flowemu: error: plot: {path} is a file; the standard figures are a sweep dataset's "
         "(a directory: DATASET/_figures/); for a file give --out FIG.png (and --kind)")
+
+
+def test_jobs_in_a_figure_look_apart_and_their_set_reads_short():
+    """Every job of a sweep is named "jobs": its lines all had one colour and
+    marker; a set's panel title was its whole text (overlapping)."""
+    from flowemu.study.figures.common import parameter_text
+    from flowemu.study.figures.style import style_map
+    labels = ["jobs:ring+recdoub#0", "jobs:ring+swing#0", "jobs:ring+recdoub#1"]
+    looks = {(s.color, s.marker) for s in style_map(labels).values()}
+    assert len(looks) == 3
+    text = "jobs[algorithm=ring size=65536 ranks=8 | algorithm=swing:variant=latency size=1]"
+    assert parameter_text("job_set", text) == "jobs ring+swing:variant=latency"
+    assert parameter_text("job", 1) == "job 1"

@@ -154,6 +154,10 @@ def parameter_text(col: str, v) -> str:
         return f"fail policy {v}"
     if col in ("topology", "group"):
         return str(v)
+    if col == "job_set":   # (jobs[algorithm=ring size=... | algorithm=swing ...]: ring+swing)
+        return "jobs " + "+".join(re.findall(r"algorithm=([^\s|\]]+)", str(v)))
+    if col == "job":
+        return f"job {v}"
     if col in _WHATIF_NONE:
         return f"{col} {v}" if v else _WHATIF_NONE[col]
     return f"{col}={v}"

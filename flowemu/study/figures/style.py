@@ -170,8 +170,15 @@ def style_map(labels) -> dict[str, AlgorithmStyle]:
     :func:`_name_looks`): distinct names differ in colour or marker, and the
     variants of one name in line style and marker fill."""
     labels = [str(lab) for lab in labels]
-    looks = _name_looks(lab.partition(":")[0] for lab in labels)
-    return {lab: algorithm_style(lab, looks[lab.partition(":")[0]]) for lab in labels}
+    looks = _name_looks(_look_name(lab) for lab in labels)
+    return {lab: algorithm_style(lab, looks[_look_name(lab)]) for lab in labels}
+
+
+def _look_name(label: str) -> str:
+    """The name that chooses a label's (colour, marker): its algorithm's, or
+    a job's whole label (``jobs:ring+swing#0``: every job of a sweep is named
+    ``jobs``, and they would all look alike)."""
+    return label if label.startswith("jobs:") else label.partition(":")[0]
 
 
 def use_log_scale(values) -> bool:
