@@ -176,10 +176,14 @@ def frame_steps(df, where: str = "traffic", path=None, whole: bool = False
         i = int(np.flatnonzero(flags)[0])
         raise ConfigError(f"{where}: column bytes {row(i)}: {show(df['bytes'].iloc[i])} is not "
                           "a number of bytes")
-    # (an integer past 2**53 would round to one in range as a double)
-    big = (column.to_numpy() > MAX_SIZE) if column.dtype.kind in "iu" else \
-        column.map(lambda v: isinstance(v, int) and not isinstance(v, bool) and v > MAX_SIZE) \
-        .to_numpy(dtype=bool) if column.dtype == object else np.zeros(len(column), dtype=bool)
+    # (an integer past 2**53 would round to one in range as a double; pandas
+    # reads a column of integers as int64, or as Python ints past int64)
+    if column.dtype.kind in "iu":
+        big = column.to_numpy() > MAX_SIZE
+    elif column.dtype == object:
+        big = column.map(lambda v: type(v) is int and v > MAX_SIZE).to_numpy(dtype=bool)
+    else:
+        big = np.zeros(len(column), dtype=bool)
     if big.any():
         i = int(np.flatnonzero(big)[0])
         raise ConfigError(f"{where}: column bytes {row(i)}: {show(column.iloc[i])} is not "

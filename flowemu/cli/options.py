@@ -499,16 +499,12 @@ def network(args) -> Network:
         if args.network is not None:   # the preset, with the options given overriding it
             # (its checks are the API's: an incast field beside the preset that
             # turns incast on needs the other, in the preset or beside it)
-            return preset_network(args.network, {k: v for k, v in values.items()
-                                                 if given(args, k)}, "--network")
+            overrides = {k: v for k, v in values.items() if given(args, k)}
+            return preset_network(args.network, overrides, "--network",
+                                  spelt={k: "--" + k.replace("_", "-") for k in overrides})
         return Network(**values)
     except ConfigError as exc:   # only incast_threshold is left unchecked here
-        # the incast field given beside the preset is an option here
-        msg = re.sub(r"\b(?:incast_(threshold|slope))(?= is given beside the preset)|"
-                     r"(?<=or drop )incast_(threshold|slope)$",
-                     lambda m: f"--incast-{m[1] or m[2]}", str(exc)) \
-            if "is given beside the preset" in str(exc) else str(exc)
-        raise ConfigError(as_options(msg, {"incast_threshold": "--incast-threshold"})) \
+        raise ConfigError(as_options(str(exc), {"incast_threshold": "--incast-threshold"})) \
             from None
 
 

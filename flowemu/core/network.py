@@ -12,7 +12,7 @@ import numbers
 from dataclasses import dataclass, fields
 
 from .errors import ConfigError, checked_keywords, show, unknown_keywords
-from .units import Quantity, user_rate, user_time
+from .units import Quantity, spells_inf, user_rate, user_time
 
 #: the Network fields that are times (or times per byte)
 TIME_FIELDS = ("link_latency", "hop_latency", "alpha", "gamma", "delta", "incast_slope")
@@ -72,8 +72,7 @@ class Network:
             except ValueError:
                 raise ConfigError(f"incast_threshold: {w!r} is not a number; expected a "
                                   "flow count >= 0 or 'inf' (off)") from None
-            if math.isinf(w) and self.incast_threshold.strip().lower().lstrip("+") not in (
-                    "inf", "infinity"):   # (1e400 is too large for a double, not "off")
+            if math.isinf(w) and not spells_inf(self.incast_threshold):   # (1e400: not "off")
                 raise ConfigError(f"incast_threshold: {self.incast_threshold!r} is not "
                                   "allowed; expected a flow count >= 0 or 'inf' (off)")
         if isinstance(w, bool) or not isinstance(w, numbers.Real) or math.isnan(w) or w < 0:

@@ -95,9 +95,11 @@ class Preset:
     fit: dict = field(default_factory=dict)
     path: str | None = None
 
-    def network(self, overrides: dict | None = None) -> Network:
+    def network(self, overrides: dict | None = None, spelt: dict | None = None) -> Network:
         """The Network of the preset with ``overrides`` (field -> value)
-        taking precedence; a bad value names the preset."""
+        taking precedence; a bad value names the preset, and an override as
+        ``spelt`` spells it (``incast_slope`` -> ``--incast-slope`` on the
+        command line)."""
         overrides = overrides or {}
         merged = {**self.values, **overrides}
         try:
@@ -106,10 +108,10 @@ class Preset:
             field_ = str(exc).partition(":")[0]
             where = "" if field_ in overrides else f"network preset {self.name}: "
             raise ConfigError(f"{where}{exc}") from None
-        self._check_incast(merged, overrides, net)
+        self._check_incast(merged, overrides, net, spelt or {})
         return net
 
-    def _check_incast(self, merged: dict, overrides: dict, net: Network) -> None:
+    def _check_incast(self, merged: dict, overrides: dict, net: Network, spelt: dict) -> None:
         """Refuse one incast field without the other: the Network would run
         with incast silently off (its default threshold inf / slope 0)."""
         given = [k for k in _INCAST if k in merged]
@@ -121,6 +123,7 @@ class Preset:
             return   # the one field given says "off" itself: nothing is silently lost
         who = ("is given beside the preset" if one in overrides
                else "is set by the preset")
+        one = spelt.get(one, one) if one in overrides else one
         raise ConfigError(f"network preset {self.name}: incast needs both incast_threshold "
                           f"and incast_slope; {one} {who} but {other} is not: set {other} "
                           "too (in the preset or beside it) or drop "
@@ -241,9 +244,10 @@ def _path_text(text: str) -> str:
     return text if text.isprintable() else repr(text)
 
 
-def preset_network(value, overrides: dict | None = None, option: str = "network") -> Network:
-    """``load_preset(value).network(overrides)``."""
-    return load_preset(value, option).network(overrides)
+def preset_network(value, overrides: dict | None = None, option: str = "network",
+                   spelt: dict | None = None) -> Network:
+    """``load_preset(value).network(overrides, spelt)``."""
+    return load_preset(value, option).network(overrides, spelt)
 
 
 def _toml_value(v) -> str:

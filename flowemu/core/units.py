@@ -76,16 +76,25 @@ def _is_number(value) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
-def _exact(number: str, exp10: int = 0, exp2: int = 0, divide: int = 1, rounded: bool = True):
-    """``number · 10**exp10 · 2**exp2 / divide`` rounded to a double once
-    (as a Decimal, not rounded, with ``rounded=False``)."""
+def _decimal(number: str, exp10: int = 0, exp2: int = 0, divide: int = 1) -> decimal.Decimal:
+    """``number · 10**exp10 · 2**exp2 / divide``, exactly (200 digits)."""
     with decimal.localcontext() as ctx:
         ctx.prec = 200
         try:
-            d = decimal.Decimal(number).scaleb(exp10) * (decimal.Decimal(2) ** exp2) / divide
+            return decimal.Decimal(number).scaleb(exp10) * (decimal.Decimal(2) ** exp2) / divide
         except decimal.Overflow:  # e.g. "1e999999999ns": refused as not finite by the caller
-            return math.inf if rounded else decimal.Decimal("Infinity")
-        return float(d) if rounded else d
+            return decimal.Decimal("Infinity")
+
+
+def _exact(number: str, exp10: int = 0, exp2: int = 0, divide: int = 1) -> float:
+    """``number · 10**exp10 · 2**exp2 / divide`` rounded to a double once."""
+    return float(_decimal(number, exp10, exp2, divide))
+
+
+def spells_inf(text: str) -> bool:
+    """Whether ``text`` writes infinity itself (``inf``, ``+Infinity``), not a
+    number too large for a double that ``float`` reads as inf (``1e400``)."""
+    return text.strip().lower().lstrip("+") in ("inf", "infinity")
 
 
 def _fail(kind: str, field: str, text, forms: str):
@@ -134,7 +143,7 @@ def parse_size(text, field: str = "size") -> int:
                                   f"{m.group(1)}{unit.upper()}iB (powers of 2) or "
                                   f"{m.group(1)}{unit.upper()}B (powers of 10)")
             raise _fail("size", field, text, _SIZE_FORMS)
-        exact = _exact(m.group(1), *_SIZE_UNITS[unit], rounded=False)
+        exact = _decimal(m.group(1), *_SIZE_UNITS[unit])
     else:
         raise _fail("size", field, text, _SIZE_FORMS)
     if not exact.is_finite() or exact <= 0:

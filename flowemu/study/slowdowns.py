@@ -73,8 +73,10 @@ def with_twins(df: pd.DataFrame, picked: pd.DataFrame) -> pd.DataFrame:
 def slowdown(df) -> pd.DataFrame:
     """``df`` with ``healthy_time_s`` (the time of the same scenario — topology,
     ranks, collective, algorithm, model, sync, size, routing, placement,
-    network, job — on the healthy network) and ``slowdown`` (``time_s / healthy_time_s``; 1 on
-    healthy rows, NaN where the dataset has no healthy twin).
+    network, job and its set — on the healthy network: the twin in the row's
+    own group where the group holds one, else the fastest in any group) and
+    ``slowdown`` (``time_s / healthy_time_s``; 1 on healthy rows, NaN where
+    the dataset has no healthy twin).
 
     The algorithm is matched by the sweep's ``algorithm_spec`` where the
     rows have it (an ``auto`` option is one spec whatever variant it
@@ -152,7 +154,9 @@ def compare_whatif(df, who: str = "compare_whatif") -> pd.DataFrame:
     (:func:`slowdown`: same topology, ranks, collective, algorithm and
     options, size, routing, placement, network and job, no failure,
     degradation, slow rank or background). A scenario with no what-if row (a
-    group of healthy runs, kept only for its twins) has no rows of its own. Monte-Carlo runs — rows that differ only in the
+    group of healthy runs, kept only for its twins) has no rows of its own;
+    a what-if scenario whose twins are there gets a ``healthy`` line with
+    their time. Monte-Carlo runs — rows that differ only in the
     seed of their ``random:K:SEED`` selectors and have the same number of
     failed cables — are one condition: ``seeds`` runs, their mean, smallest
     and largest time and slowdown.
@@ -209,9 +213,12 @@ def compare_whatif(df, who: str = "compare_whatif") -> pd.DataFrame:
     # resolves per size and per what-if, so its options would split one algorithm
     d["_alg"] = d[source].astype(str)
     keys = [c for c in scenario_columns(d) if c not in WHATIF_SCENARIO]
-    # jobs: each its own, in its set (simulate_jobs frames; a sweep's label tells them)
-    keys += [c for c in ("job_set", "job") if c in d.columns and d[c].notna().any()
-             and (c == "job" or d[c].nunique() > 1)]   # (one set: no column for it)
+    # jobs: each its own (simulate_jobs frames; a sweep's label tells them),
+    # in its set where the rows hold several
+    if "job_set" in d.columns and d["job_set"].nunique() > 1:
+        keys.append("job_set")
+    if "job" in d.columns and d["job"].notna().any():
+        keys.append("job")
     for c in WHATIF_SCENARIO:
         if c not in d.columns:
             d[c] = ""

@@ -10,7 +10,7 @@ import math
 import re
 
 from ..core.errors import ConfigError, show
-from ..core.units import parse_rate, parse_time
+from ..core.units import parse_rate, parse_time, spells_inf
 from .common import parse_int
 from .tree import INCAST_AT, Tree
 from .treepresets import GENTREE_PRESETS, preset_params
@@ -142,8 +142,7 @@ def _parse_wt(text: str) -> float:
     except ValueError:
         v = float("nan")
     # (a number too large for a double, 1e400, is not "inf": incast would be off unsaid)
-    spelt_inf = text.strip().lower().lstrip("+") in ("inf", "infinity")
-    if math.isnan(v) or v < 0 or (math.isinf(v) and not spelt_inf):
+    if math.isnan(v) or v < 0 or (math.isinf(v) and not spells_inf(text)):
         raise ConfigError(f"wt is {text!r}; expected a flow count >= 0 or inf (GenModel w_t)")
     return v
 
